@@ -1,0 +1,379 @@
+/*
+ * graphdirect: GPU-centric data access for training graph neural networks on graphs larger
+ * than GPU memory.
+ *
+ * This is the one public header. Every exported symbol starts with gd_; handles are opaque;
+ * every function that can fail returns a gd_status and leaves a thread-local message in
+ * gd_last_error() naming what failed, the value involved and what the caller can do. The
+ * library never aborts or exits the process.
+ *
+ * Options structs start with a size field so that they can grow without breaking the ABI:
+ * initialise them with their *_INIT macro and change only the fields you need.
+ */
+#ifndef GRAPHDIRECT_H
+#define GRAPHDIRECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- version */
+
+#define GD_VERSION_MAJOR 0
+#define GD_VERSION_MINOR 1
+#define GD_VERSION_PATCH 0
+#define GD_VERSION_HEX ((GD_VERSION_MAJOR << 16) | (GD_VERSION_MINOR << 8) | GD_VERSION_PATCH)
+
+/* The version of the library actually loaded, as "MAJOR.MINOR.PATCH". */
+const char *gd_version(void);
+/* The same as GD_VERSION_HEX, for comparing the header with the loaded library. */
+unsigned gd_version_hex(void);
+
+/* ----------------------------------------------------------------- status */
+
+/* X(name, value, text): the single source of the status codes and their strings. */
+#define GD_STATUS_MAP(X)                                                                  \
+    X(GD_OK, 0, "success")                                                                \
+    X(GD_ERR_INVALID_ARG, 1, "invalid argument")                                          \
+    X(GD_ERR_NO_MEMORY, 2, "out of memory")                                               \
+    X(GD_ERR_IO, 3, "input/output error")                                                 \
+    X(GD_ERR_FORMAT, 4, "malformed or corrupt input")                                     \
+    X(GD_ERR_RANGE, 5, "value out of range")                                              \
+    X(GD_ERR_OVERFLOW, 6, "size overflow")                                                \
+    X(GD_ERR_UNSUPPORTED, 7, "unsupported")                                               \
+    X(GD_ERR_NOT_FOUND, 8, "not found")                                                   \
+    X(GD_ERR_NO_DEVICE, 9, "no usable GPU")                                               \
+    X(GD_ERR_CUDA, 10, "CUDA error")                                                      \
+    X(GD_ERR_PIN, 11, "cannot pin host memory")                                           \
+    X(GD_ERR_INTERRUPTED, 12, "interrupted")                                              \
+    X(GD_ERR_INTERNAL, 13, "internal error")
+
+typedef enum {
+#define GD_STATUS_ENUM_(name, value, text) name = value,
+    GD_STATUS_MAP(GD_STATUS_ENUM_)
+#undef GD_STATUS_ENUM_
+} gd_status;
+
+/* A static string describing a status code ("unknown status" for values outside the enum). */
+const char *gd_status_string(gd_status status);
+/* The message left by the last failing gd_ call on this thread ("" if none). */
+const char *gd_last_error(void);
+/* Forget the last error of this thread. */
+void gd_clear_error(void);
+
+/* ---------------------------------------------------------------- logging */
+
+typedef enum {
+    GD_LOG_NONE = 0,
+    GD_LOG_ERROR = 1,
+    GD_LOG_WARN = 2,
+    GD_LOG_INFO = 3,
+    GD_LOG_DEBUG = 4,
+    GD_LOG_TRACE = 5
+} gd_log_level;
+
+/* A log sink. The message has no trailing newline and is valid only during the call. */
+typedef void (*gd_log_fn)(gd_log_level level, const char *message, void *user);
+
+/* Route log messages to fn (NULL restores the default: stderr). */
+void gd_log_set(gd_log_fn fn, void *user);
+/* The current threshold; it starts from the GD_LOG_LEVEL parameter (default: warn). */
+gd_log_level gd_log_level_get(void);
+void gd_log_level_set(gd_log_level level);
+/* Parse "none|error|warn|info|debug|trace" or a digit 0-5. */
+gd_status gd_log_level_parse(const char *text, gd_log_level *out);
+
+/* -------------------------------------------------- environment parameters */
+
+/*
+ * Every GD_* environment variable the library reads is declared once in a registry with its
+ * default and help text; gd_param_* lists and reads them. A value set with gd_param_set()
+ * overrides the environment for this process.
+ */
+int gd_param_count(void);
+gd_status gd_param_describe(int index, const char **name, const char **default_value,
+                            const char **help);
+/* The effective value: set > environment > default. Returns GD_ERR_NOT_FOUND if unknown. */
+gd_status gd_param_get(const char *name, const char **value);
+gd_status gd_param_get_int(const char *name, int64_t *value);
+/* Override a parameter; NULL value removes the override. */
+gd_status gd_param_set(const char *name, const char *value);
+
+/* ------------------------------------------------------------- allocation */
+
+/*
+ * Every host allocation of the library goes through these wrappers. They keep a count of live
+ * blocks and bytes (so tests can check for leaks) and take part in fault injection.
+ */
+void *gd_malloc(size_t bytes);
+void *gd_calloc(size_t count, size_t size);
+void *gd_realloc(void *ptr, size_t bytes);
+void gd_free(void *ptr);
+/* Live allocations made through gd_malloc & co, and the bytes they hold. */
+void gd_alloc_stats(int64_t *live_blocks, int64_t *live_bytes);
+
+/*
+ * Fault injection, for tests: after gd_fault_set(kind, n), the n-th call (1-based) of that kind
+ * fails as if the resource were exhausted, and only that one. n = 0 disables it.
+ * gd_fault_calls() counts the calls of a kind since the last gd_fault_set() of that kind, so a
+ * test can run an operation once, read the count and then walk n over every call.
+ */
+typedef enum {
+    GD_FAULT_ALLOC = 0, /* gd_malloc, gd_calloc, gd_realloc */
+    GD_FAULT_READ = 1,  /* file open, read and map */
+    GD_FAULT_WRITE = 2, /* file create, write, sync and rename */
+    GD_FAULT_PIN = 3,   /* page-locking host memory for the GPU */
+    GD_FAULT_KIND_COUNT = 4
+} gd_fault_kind;
+void gd_fault_set(gd_fault_kind kind, int64_t n);
+int64_t gd_fault_calls(gd_fault_kind kind);
+
+/* ----------------------------------------------------------------- dtypes */
+
+typedef enum {
+    GD_DTYPE_INVALID = 0,
+    GD_DTYPE_FLOAT32 = 1,
+    GD_DTYPE_FLOAT16 = 2,
+    GD_DTYPE_BFLOAT16 = 3,
+    GD_DTYPE_FLOAT64 = 4,
+    GD_DTYPE_INT8 = 5,
+    GD_DTYPE_UINT8 = 6,
+    GD_DTYPE_INT16 = 7,
+    GD_DTYPE_INT32 = 8,
+    GD_DTYPE_INT64 = 9,
+    GD_DTYPE_BOOL = 10
+} gd_dtype;
+
+size_t gd_dtype_size(gd_dtype dtype);
+/* "float32", "float16", "bfloat16", "int64" ... */
+const char *gd_dtype_name(gd_dtype dtype);
+gd_status gd_dtype_parse(const char *name, gd_dtype *out);
+
+/* Bit-exact conversions used by readers, writers and the CPU reference paths. */
+uint16_t gd_float_to_half(float value);
+float gd_half_to_float(uint16_t value);
+uint16_t gd_float_to_bfloat16(float value);
+float gd_bfloat16_to_float(uint16_t value);
+
+/* A borrowed view of an array owned by someone else (row-major, at most 2-D here). */
+typedef struct {
+    gd_dtype dtype;
+    int ndim;
+    int64_t shape[2];
+    void *data;
+} gd_array_view;
+
+/* ----------------------------------------------------------- progress */
+
+/*
+ * Long operations (generate, convert, CSC build) report progress through this callback:
+ * stage names the step, done/total count its work units (total 0 = unknown). Returning
+ * non-zero asks the operation to stop; it then fails with GD_ERR_INTERRUPTED and cleans up.
+ */
+typedef int (*gd_progress_fn)(void *user, const char *stage, uint64_t done, uint64_t total);
+
+/* ------------------------------------------------------------------ .npy */
+
+typedef struct {
+    gd_dtype dtype;
+    int ndim;           /* 0, 1 or 2 */
+    int64_t shape[2];   /* unused dimensions are 1 */
+    int64_t data_offset; /* byte offset of the data in the file */
+    int64_t data_bytes;
+} gd_npy_info;
+
+/* Read and validate the header of a .npy file (format 1.0/2.0/3.0, C order, little-endian). */
+gd_status gd_npy_read_info(const char *path, gd_npy_info *info);
+/*
+ * Write a whole array as a .npy file, atomically: a temporary file beside path is written,
+ * flushed to disk and renamed over path, so a failure leaves no partial file. Arrays of 4 KiB
+ * or more get their data at a 4 KiB-aligned offset (for mmap and O_DIRECT).
+ */
+gd_status gd_npy_write(const char *path, gd_dtype dtype, int ndim, const int64_t *shape,
+                       const void *data);
+
+/* --------------------------------------------------------------- dataset */
+
+/*
+ * A dataset directory: meta.json plus indptr.npy, indices.npy (the CSC graph: for each
+ * destination node its in-neighbours), features.npy, labels.npy, train_idx.npy, valid_idx.npy
+ * and test_idx.npy. See docs/formats.md.
+ */
+typedef struct gd_dataset gd_dataset_t;
+
+typedef enum {
+    GD_ARRAY_INDPTR = 0,
+    GD_ARRAY_INDICES = 1,
+    GD_ARRAY_FEATURES = 2,
+    GD_ARRAY_LABELS = 3,
+    GD_ARRAY_TRAIN_IDX = 4,
+    GD_ARRAY_VALID_IDX = 5,
+    GD_ARRAY_TEST_IDX = 6,
+    GD_ARRAY_COUNT = 7
+} gd_array_id;
+
+/* "indptr", "indices", ... (the file stem). */
+const char *gd_array_name(gd_array_id id);
+
+typedef enum {
+    GD_OPEN_MMAP = 0, /* map the files read-only; pages are read on demand */
+    GD_OPEN_LOAD = 1  /* read the arrays into private memory */
+} gd_open_mode;
+
+typedef struct {
+    size_t size;        /* sizeof(gd_dataset_open_options) */
+    gd_open_mode mode;
+    int validate_graph; /* 1: check every index (O(E)); 0: check sizes only */
+} gd_dataset_open_options;
+#define GD_DATASET_OPEN_OPTIONS_INIT {sizeof(gd_dataset_open_options), GD_OPEN_MMAP, 1}
+
+gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *options,
+                          gd_dataset_t **out);
+void gd_dataset_close(gd_dataset_t *ds);
+
+/*
+ * Write ds as a dataset directory at dir. The arrays go to a temporary directory beside dir,
+ * are flushed and the directory is renamed into place, so dir is either complete or absent.
+ * Fails if dir exists unless overwrite is set.
+ */
+gd_status gd_dataset_save(const gd_dataset_t *ds, const char *dir, int overwrite);
+
+const char *gd_dataset_name(const gd_dataset_t *ds);
+int64_t gd_dataset_num_nodes(const gd_dataset_t *ds);
+int64_t gd_dataset_num_edges(const gd_dataset_t *ds);
+int64_t gd_dataset_feature_dim(const gd_dataset_t *ds);
+int64_t gd_dataset_num_classes(const gd_dataset_t *ds);
+/* Fails with GD_ERR_NOT_FOUND for an optional array the dataset does not have. */
+gd_status gd_dataset_array(const gd_dataset_t *ds, gd_array_id id, gd_array_view *view);
+
+/* ----------------------------------------------------------------- graph */
+
+typedef struct {
+    size_t size;           /* sizeof(gd_csc_options) */
+    int symmetrize;        /* add the reverse of every edge */
+    int remove_self_loops; /* drop (v, v) */
+    gd_dtype index_dtype;  /* GD_DTYPE_INT32, GD_DTYPE_INT64, or GD_DTYPE_INVALID = smallest */
+    gd_progress_fn progress;
+    void *progress_user;
+} gd_csc_options;
+#define GD_CSC_OPTIONS_INIT {sizeof(gd_csc_options), 0, 0, GD_DTYPE_INVALID, NULL, NULL}
+
+/*
+ * Build CSC arrays from a COO edge list (src[i] -> dst[i]), sorting each node's in-neighbours
+ * and removing duplicate edges. indptr (num_nodes + 1 int64) and indices (dtype per options)
+ * are allocated with gd_malloc and returned; the caller frees them with gd_free.
+ */
+gd_status gd_csc_from_coo(int64_t num_nodes, int64_t num_edges, const int64_t *src,
+                          const int64_t *dst, const gd_csc_options *options, int64_t **indptr,
+                          void **indices, gd_dtype *indices_dtype, int64_t *num_csc_edges);
+
+/*
+ * Check a CSC graph: indptr[0] == 0, monotone, indptr[n] == num_edges, every index in
+ * [0, num_nodes). The message of a failure names the first bad position and value.
+ */
+gd_status gd_csc_validate(int64_t num_nodes, const int64_t *indptr, const void *indices,
+                          gd_dtype indices_dtype, int64_t num_edges);
+
+typedef struct {
+    int64_t num_nodes;
+    int64_t num_edges;
+    int64_t min_degree, max_degree;
+    double mean_degree;
+    int64_t median_degree, p90_degree, p99_degree;
+    int64_t isolated;      /* nodes with in-degree 0 */
+    double top1pct_share;  /* fraction of edges into the 1% nodes of highest in-degree */
+    int64_t log2_hist[64]; /* nodes with degree 0, 1, 2-3, 4-7, ... */
+} gd_degree_stats;
+
+gd_status gd_csc_degree_stats(int64_t num_nodes, const int64_t *indptr, gd_degree_stats *out);
+
+/* ------------------------------------------------------------- generator */
+
+typedef struct {
+    size_t size;            /* sizeof(gd_generate_options) */
+    const char *preset;     /* "tiny", "small", "products", "papers" (NULL: "tiny") */
+    uint64_t seed;
+    int64_t num_nodes;      /* 0 = the preset's */
+    double avg_degree;      /* 0 = the preset's */
+    int64_t feature_dim;    /* 0 = the preset's */
+    int64_t num_classes;    /* 0 = the preset's */
+    gd_dtype feature_dtype; /* GD_DTYPE_INVALID = float32 */
+    const char *out_dir;    /* NULL: build in memory; else write straight to this directory */
+    int overwrite;          /* replace out_dir if it exists */
+    int threads;            /* 0 = all cores */
+    gd_progress_fn progress;
+    void *progress_user;
+} gd_generate_options;
+#define GD_GENERATE_OPTIONS_INIT                                                          \
+    {sizeof(gd_generate_options), NULL, 0, 0, 0.0, 0, 0, GD_DTYPE_INVALID, NULL, 0, 0, NULL, \
+     NULL}
+
+/*
+ * Generate a synthetic dataset: power-law in-degrees, planted communities that are the labels,
+ * features = class signal + noise so that averaging neighbours helps. Deterministic in seed
+ * (and independent of the thread count). With out_dir set, arrays are written straight into
+ * memory-mapped files there (no second copy) and *out is the dataset opened from them (may be
+ * NULL if the caller does not want it).
+ */
+gd_status gd_generate(const gd_generate_options *options, gd_dataset_t **out);
+/* Sizes a preset would produce, without generating it. */
+gd_status gd_generate_preset_sizes(const char *preset, int64_t *num_nodes, double *avg_degree,
+                                   int64_t *feature_dim, int64_t *num_classes);
+
+/* ---------------------------------------------------------------- ingest */
+
+typedef enum {
+    GD_INPUT_AUTO = 0,     /* guess from the path */
+    GD_INPUT_EDGELIST = 1, /* text "src dst" per line, '#' or '%' comments */
+    GD_INPUT_NPY = 2,      /* directory with edge_index.npy (2 x E) or src.npy + dst.npy */
+    GD_INPUT_OGB = 3       /* OGB raw layout: raw/edge.csv.gz ... split/<name>/... */
+} gd_input_format;
+
+typedef struct {
+    size_t size;              /* sizeof(gd_convert_options) */
+    gd_input_format format;
+    const char *name;         /* dataset name in meta.json (NULL: from the input path) */
+    int symmetrize;
+    int remove_self_loops;
+    int relabel;              /* edge lists: map arbitrary ids to 0..n-1 in order of appearance */
+    int64_t num_nodes;        /* 0: from the input (max id + 1, or the OGB node count) */
+    const char *split;        /* OGB split folder name (NULL: the only one, or "random") */
+    gd_dtype feature_dtype;   /* GD_DTYPE_INVALID: float32 */
+    const char *features;     /* edge lists: optional features .npy */
+    const char *labels;       /* edge lists: optional labels .npy */
+    gd_progress_fn progress;
+    void *progress_user;
+} gd_convert_options;
+#define GD_CONVERT_OPTIONS_INIT                                                          \
+    {sizeof(gd_convert_options), GD_INPUT_AUTO, NULL, 0, 0, 0, 0, NULL, GD_DTYPE_INVALID, \
+     NULL, NULL, NULL, NULL}
+
+/* Read a graph in one of the input formats and build an in-memory dataset. */
+gd_status gd_convert(const char *input, const gd_convert_options *options, gd_dataset_t **out);
+
+/* ---------------------------------------------------------------- devices */
+
+typedef struct {
+    char name[128];
+    int major, minor;         /* compute capability */
+    int multiprocessors;
+    int64_t total_memory;     /* bytes */
+    int64_t free_memory;      /* bytes, at the time of the call */
+    int pci_bus;
+    int can_map_host_memory;
+} gd_device_info;
+
+/* 1 if the library was built with CUDA, else 0. */
+int gd_has_cuda(void);
+/* Number of usable GPUs (0 without CUDA or without a driver; never an error). */
+int gd_device_count(void);
+gd_status gd_device_info_get(int device, gd_device_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRAPHDIRECT_H */

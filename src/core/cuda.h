@@ -1,0 +1,53 @@
+/*
+ * The CUDA side of the core module, seen from C: device discovery and the GPU half of the
+ * Philox cross-check. Implemented in device_cuda.cu when the toolkit is there; device.c gives
+ * the CPU-only answers otherwise. Every CUDA call is checked; an error is read and cleared once.
+ */
+#ifndef GD_CORE_CUDA_H
+#define GD_CORE_CUDA_H
+
+#include "internal.h"
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+
+/*
+ * Check a CUDA runtime call inside a function that follows the GD_CHECK convention (st, fail:).
+ * The error is read and cleared once and turned into a gd_status naming the call.
+ */
+#define GD_CUDA_CHECK(call)                                                               \
+    do {                                                                                  \
+        cudaError_t ce_ = (call);                                                         \
+        if (ce_ != cudaSuccess) {                                                         \
+            (void)cudaGetLastError();                                                     \
+            st = gd__error(ce_ == cudaErrorMemoryAllocation ? GD_ERR_NO_MEMORY : GD_ERR_CUDA, \
+                           "%s failed: %s (%s)", #call, cudaGetErrorString(ce_),          \
+                           cudaGetErrorName(ce_));                                        \
+            goto fail;                                                                    \
+        }                                                                                 \
+    } while (0)
+
+/* Check the launch that just happened. */
+#define GD_CUDA_CHECK_LAUNCH() GD_CUDA_CHECK(cudaGetLastError())
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef GD_WITH_CUDA
+int gd__cuda_device_count(void);
+gd_status gd__cuda_device_info(int device, gd_device_info *info);
+/*
+ * Fill out[i] (4 words each) with gd_philox(seed, i, i >> 32 ... ) computed on the GPU, for the
+ * CPU/GPU equality test: counter = (i low, i high, c, d).
+ */
+gd_status gd__cuda_philox_fill(int device, uint64_t seed, uint32_t c, uint32_t d, int64_t n,
+                               uint32_t *out);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,135 @@
+/*
+ * Internal helpers shared by every module: error reporting, the check macros with their single
+ * cleanup path, logging, overflow-checked size arithmetic, and file I/O wrappers that take part
+ * in fault injection. Nothing here is exported from the shared library (names start with gd__).
+ */
+#ifndef GD_CORE_INTERNAL_H
+#define GD_CORE_INTERNAL_H
+
+#include "graphdirect.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define GD_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define GD_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define GD_PRINTF(f, a)
+#define GD_UNLIKELY(x) (x)
+#endif
+
+/* Record status and a formatted message as this thread's last error; returns status. */
+gd_status gd__error(gd_status status, const char *fmt, ...) GD_PRINTF(2, 3);
+/* Prefix the current last-error text with more context ("opening X: <old text>"). */
+gd_status gd__error_context(gd_status status, const char *fmt, ...) GD_PRINTF(2, 3);
+
+/*
+ * The check macros. A function that uses them declares `gd_status st = GD_OK;` and ends with a
+ * `fail:` label that releases what it took and returns st. The first error is kept: cleanup
+ * code must not call checked functions that overwrite st.
+ */
+#define GD_CHECK(expr)                                                                    \
+    do {                                                                                  \
+        st = (expr);                                                                      \
+        if (GD_UNLIKELY(st != GD_OK)) goto fail;                                          \
+    } while (0)
+
+/* Fail with a message unless cond holds. */
+#define GD_REQUIRE(cond, status, ...)                                                     \
+    do {                                                                                  \
+        if (GD_UNLIKELY(!(cond))) {                                                       \
+            st = gd__error((status), __VA_ARGS__);                                        \
+            goto fail;                                                                    \
+        }                                                                                 \
+    } while (0)
+
+/* Allocate with gd_malloc or fail with GD_ERR_NO_MEMORY naming what was being allocated. */
+#define GD_ALLOC(ptr, bytes, what)                                                        \
+    do {                                                                                  \
+        size_t gd_alloc_bytes_ = (bytes);                                                 \
+        (ptr) = gd_malloc(gd_alloc_bytes_ ? gd_alloc_bytes_ : 1);                         \
+        if (GD_UNLIKELY(!(ptr))) {                                                        \
+            st = gd__error(GD_ERR_NO_MEMORY, "out of memory allocating %zu bytes for %s", \
+                           gd_alloc_bytes_, (what));                                      \
+            goto fail;                                                                    \
+        }                                                                                 \
+    } while (0)
+
+/* ---- logging: the level is checked before anything is formatted */
+extern gd_log_level gd__log_threshold;
+void gd__log_write(gd_log_level level, const char *fmt, ...) GD_PRINTF(2, 3);
+#define GD_LOG(level, ...)                                                                \
+    do {                                                                                  \
+        if ((level) <= gd__log_threshold) gd__log_write((level), __VA_ARGS__);            \
+    } while (0)
+#define GD_WARN(...) GD_LOG(GD_LOG_WARN, __VA_ARGS__)
+#define GD_INFO(...) GD_LOG(GD_LOG_INFO, __VA_ARGS__)
+#define GD_DEBUG(...) GD_LOG(GD_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- overflow-checked arithmetic on sizes */
+static inline bool gd__mul_overflow_i64(int64_t a, int64_t b, int64_t *out) {
+    return __builtin_mul_overflow(a, b, out);
+}
+static inline bool gd__add_overflow_i64(int64_t a, int64_t b, int64_t *out) {
+    return __builtin_add_overflow(a, b, out);
+}
+
+/* ---- fault injection: returns true if this call of the kind must fail */
+bool gd__fault_hit(gd_fault_kind kind);
+
+/* ---- file I/O wrappers (errors name the path and errno text) */
+gd_status gd__file_open_read(const char *path, int *fd, int64_t *size);
+/* Read exactly bytes at offset; a short read is a GD_ERR_FORMAT "truncated" error. */
+gd_status gd__file_pread(int fd, const char *path, void *buf, size_t bytes, int64_t offset);
+/* Read a whole (small) file into a NUL-terminated gd_malloc'd buffer of at most max_bytes. */
+gd_status gd__file_read_all(const char *path, int64_t max_bytes, char **buf, size_t *len);
+/* Map a range of a file read-only (PROT_READ, MAP_SHARED). */
+gd_status gd__file_map(int fd, const char *path, int64_t offset, int64_t bytes, void **base,
+                       void **data, size_t *map_len);
+void gd__file_unmap(void *base, size_t map_len);
+
+/*
+ * Atomic output files: create "<path>.tmp.<pid>", write, then commit (fsync + rename over path)
+ * or abort (unlink). The temporary file is never left behind by either.
+ */
+typedef struct {
+    int fd;
+    char *path;
+    char *tmp_path;
+} gd__outfile;
+gd_status gd__outfile_create(gd__outfile *f, const char *path);
+gd_status gd__outfile_write(gd__outfile *f, const void *data, size_t bytes);
+/* Size the file (for writing through a mapping). */
+gd_status gd__outfile_truncate(gd__outfile *f, int64_t bytes);
+gd_status gd__outfile_commit(gd__outfile *f);
+void gd__outfile_abort(gd__outfile *f);
+
+/* fsync a directory so that renames inside it are durable. */
+gd_status gd__fsync_dir(const char *dir);
+/* Join two path pieces into a gd_malloc'd string. */
+char *gd__path_join(const char *dir, const char *name);
+char *gd__strdup(const char *s);
+
+/* Number of threads for parallel loops (GD_THREADS, else all cores). */
+int gd__num_threads(void);
+
+/* Reporting progress: returns GD_ERR_INTERRUPTED if the callback asked to stop. */
+gd_status gd__progress(gd_progress_fn fn, void *user, const char *stage, uint64_t done,
+                       uint64_t total);
+
+/* Wall-clock seconds from a monotonic clock. */
+double gd__now(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GD_CORE_INTERNAL_H */

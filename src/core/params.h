@@ -1,0 +1,18 @@
+/*
+ * The registry of GD_* environment parameters. Each is declared once here with its default and
+ * help text; docs/params.md lists them (tests/test_params checks that the two agree).
+ */
+#ifndef GD_CORE_PARAMS_H
+#define GD_CORE_PARAMS_H
+
+/* X(name, default, help) */
+#define GD_PARAM_MAP(X)                                                                    \
+    X(GD_LOG_LEVEL, "warn", "log threshold: none, error, warn, info, debug, trace or 0-5")   \
+    X(GD_THREADS, "0", "CPU threads for parallel host work (0 = all cores)")                 \
+    X(GD_GATHER_SMS, "0", "SMs the zero-copy gather may use (0 = all; N% = a fraction)")     \
+    X(GD_DEVICE, "0", "GPU ordinal used when none is given")                                 \
+    X(GD_PIN_CHUNK_MB, "1024", "host memory is registered with the GPU in chunks of this size")
+
+void gd__log_init(void);
+
+#endif

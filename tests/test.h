@@ -1,0 +1,119 @@
+/*
+ * The tiny test harness every test program includes: typed asserts that print both values and
+ * the location, exit codes that CTest understands (0 pass, 1 fail, 77 skip), fresh random seeds
+ * (printed, and fixed by GD_TEST_SEED to replay a failure) and a leak check against the
+ * library's own allocation counters.
+ */
+#ifndef GD_TEST_H
+#define GD_TEST_H
+
+#include "graphdirect.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GD_TEST_SKIP 77
+
+#define T_FAIL_(...)                                                                      \
+    do {                                                                                  \
+        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                   \
+        fprintf(stderr, __VA_ARGS__);                                                     \
+        fprintf(stderr, "\n");                                                            \
+        exit(1);                                                                          \
+    } while (0)
+
+#define T_ASSERT(cond)                                                                    \
+    do {                                                                                  \
+        if (!(cond)) T_FAIL_("assertion failed: %s", #cond);                              \
+    } while (0)
+
+#define T_EQ_INT(a, b)                                                                    \
+    do {                                                                                  \
+        long long ta_ = (long long)(a), tb_ = (long long)(b);                             \
+        if (ta_ != tb_) T_FAIL_("%s == %s: %lld != %lld", #a, #b, ta_, tb_);              \
+    } while (0)
+
+#define T_EQ_U64(a, b)                                                                    \
+    do {                                                                                  \
+        unsigned long long ta_ = (a), tb_ = (b);                                          \
+        if (ta_ != tb_) T_FAIL_("%s == %s: 0x%llx != 0x%llx", #a, #b, ta_, tb_);          \
+    } while (0)
+
+#define T_NEAR(a, b, tol)                                                                 \
+    do {                                                                                  \
+        double ta_ = (double)(a), tb_ = (double)(b);                                      \
+        if (!(fabs(ta_ - tb_) <= (tol)))                                                  \
+            T_FAIL_("%s ~ %s: %.9g vs %.9g (tolerance %g)", #a, #b, ta_, tb_, (double)(tol)); \
+    } while (0)
+
+#define T_EQ_STR(a, b)                                                                    \
+    do {                                                                                  \
+        const char *ta_ = (a), *tb_ = (b);                                                \
+        if (strcmp(ta_, tb_) != 0) T_FAIL_("%s == %s: \"%s\" != \"%s\"", #a, #b, ta_, tb_); \
+    } while (0)
+
+/* A call that must succeed: prints the status and gd_last_error() otherwise. */
+#define T_OK(call)                                                                        \
+    do {                                                                                  \
+        gd_status ts_ = (call);                                                           \
+        if (ts_ != GD_OK)                                                                 \
+            T_FAIL_("%s failed: %s: %s", #call, gd_status_string(ts_), gd_last_error());  \
+    } while (0)
+
+/* A call that must fail with a given status and leave a message containing `needle`. */
+#define T_FAILS(call, status, needle)                                                     \
+    do {                                                                                  \
+        gd_status ts_ = (call);                                                           \
+        if (ts_ != (status))                                                              \
+            T_FAIL_("%s returned %s, expected %s (message: %s)", #call, gd_status_string(ts_), \
+                    gd_status_string(status), gd_last_error());                           \
+        if ((needle) && !strstr(gd_last_error(), (needle)))                               \
+            T_FAIL_("%s: message \"%s\" does not mention \"%s\"", #call, gd_last_error(),   \
+                    (const char *)(needle));                                              \
+    } while (0)
+
+/* A fresh seed per run, printed so that a failure can be replayed with GD_TEST_SEED. */
+static inline uint64_t t_seed(void) {
+    const char *s = getenv("GD_TEST_SEED");
+    uint64_t seed = s ? strtoull(s, NULL, 0)
+                      : ((uint64_t)time(NULL) * 1000003u) ^ ((uint64_t)getpid() << 20);
+    fprintf(stderr, "seed %llu (replay with GD_TEST_SEED=%llu)\n", (unsigned long long)seed,
+            (unsigned long long)seed);
+    return seed;
+}
+
+/* splitmix64: the test programs' own generator for random inputs. */
+static inline uint64_t t_rand(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static inline void t_check_no_leaks(void) {
+    int64_t blocks, bytes;
+    gd_alloc_stats(&blocks, &bytes);
+    if (blocks != 0 || bytes != 0)
+        T_FAIL_("leak: %lld blocks, %lld bytes still allocated", (long long)blocks,
+                (long long)bytes);
+}
+
+/* A fresh temporary directory under TMPDIR (or /tmp); the caller removes it. */
+static inline void t_tmpdir(char *buf, size_t n) {
+    const char *base = getenv("TMPDIR");
+    snprintf(buf, n, "%s/gdtest.XXXXXX", base ? base : "/tmp");
+    if (!mkdtemp(buf)) T_FAIL_("mkdtemp(%s) failed", buf);
+}
+
+static inline void t_rmtree(const char *dir) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+#endif
