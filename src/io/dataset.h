@@ -1,0 +1,100 @@
+/*
+ * Internal view of a dataset, shared by the readers, the writer, the converters and the
+ * generator. A dataset is built in one of two places:
+ *   - in memory: arrays are gd_malloc'd;
+ *   - on disk: arrays are .npy files created in a temporary directory beside the target,
+ *     sized and memory-mapped writable, so a generator fills them in parallel with no second
+ *     copy; gd__dataset_finish() flushes them, writes meta.json and renames the directory into
+ *     place. Until then nothing exists under the final name; closing an unfinished dataset
+ *     removes the temporary directory.
+ * An opened dataset maps (GD_OPEN_MMAP) or reads (GD_OPEN_LOAD) the files of an existing one.
+ */
+#ifndef GD_IO_DATASET_H
+#define GD_IO_DATASET_H
+
+#include "core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    GD__STORE_NONE = 0,   /* no array */
+    GD__STORE_HEAP = 1,   /* gd_malloc'd, owned */
+    GD__STORE_MAP_RO = 2, /* read-only mapping of an existing file */
+    GD__STORE_MAP_RW = 3  /* writable mapping of a file being built (on-disk builder) */
+} gd__store;
+
+typedef struct {
+    gd_dtype dtype;
+    int ndim;         /* 1 or 2 */
+    int64_t shape[2]; /* shape[1] == 1 for 1-D arrays */
+    void *data;
+    gd__store store;
+    void *map_base; /* for mappings */
+    size_t map_len;
+} gd__array;
+
+#define GD__DATASET_MAX_INFO 16
+
+struct gd_dataset {
+    char *name;
+    int64_t num_nodes;
+    int64_t num_edges;
+    int64_t feature_dim; /* 0 without features */
+    int64_t num_classes; /* 0 without labels */
+    gd__array arrays[GD_ARRAY_COUNT];
+    char *dir;       /* the directory it was opened from, or finished into; NULL in memory */
+    char *build_dir; /* temporary directory of an unfinished on-disk build */
+    int overwrite;
+    int finished;
+    /* Free-form provenance written to meta.json "info" (string key -> string value). */
+    int num_info;
+    char *info_key[GD__DATASET_MAX_INFO];
+    char *info_value[GD__DATASET_MAX_INFO];
+};
+
+/*
+ * Start a dataset. out_dir NULL builds in memory. Otherwise the final directory must not exist
+ * (unless overwrite) and its parent must; the temporary "<out_dir>.tmp.<pid>" is created now.
+ */
+gd_status gd__dataset_new(const char *name, const char *out_dir, int overwrite,
+                          gd_dataset_t **out);
+/*
+ * Allocate array id with the given dtype and shape (ndim 1: shape[1] ignored) and return a
+ * writable pointer to its elements: heap memory, or a writable mapping of the .npy file being
+ * built. Contents are unspecified (zero for files).
+ */
+gd_status gd__dataset_alloc(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
+                            const int64_t *shape, void **data);
+/*
+ * Hand a gd_malloc'd buffer to the dataset. In memory it is kept as is; on disk it is written to
+ * the file and freed. The dataset owns data from the call on, also when the call fails.
+ */
+gd_status gd__dataset_adopt(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
+                            const int64_t *shape, void *data);
+/* Record a provenance entry for meta.json "info" (both strings are copied). */
+gd_status gd__dataset_set_info(gd_dataset_t *ds, const char *key, const char *value);
+/*
+ * Complete the dataset: derive and check the counts (num_nodes from indptr, num_edges, feature
+ * dim, num_classes = max label + 1 unless already set), run gd__dataset_check, and for an
+ * on-disk build flush every file, write meta.json and rename the directory into place. The
+ * dataset stays usable afterwards.
+ */
+gd_status gd__dataset_finish(gd_dataset_t *ds, int validate_graph);
+/*
+ * Consistency of the arrays: indptr/indices present and valid (every index when
+ * validate_graph), features (num_nodes x dim, float32/float16/bfloat16, no NaN or Inf when
+ * validate_graph), labels (num_nodes, integer, -1 = unlabelled, else < num_classes), split
+ * arrays (integer, ids in range). Messages name the array, the position and the value.
+ */
+gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph);
+
+/* Bytes of one array (elements x dtype size). */
+int64_t gd__array_bytes(const gd__array *a);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
