@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# One call on the lent GPU machine: build with CUDA, run the whole test suite (GPU tests
+# included), and the foundation benchmarks. Results go to $OUT (or ./device-out).
+# Usage: bash bench/run-device.sh COMMIT
+# Carry: .deps (libcjson/zlib headers, extracted Debian packages) and .data (cora).
+set -uo pipefail
+commit=${1:-unknown}
+out=${OUT:-$PWD/device-out}
+mkdir -p "$out"
+log="$out/device.log"
+exec > >(tee -a "$log") 2>&1
+
+echo "== graphdirect device run: commit $commit, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+nvidia-smi --query-gpu=name,memory.total,driver_version,pcie.link.gen.max,pcie.link.width.max \
+    --format=csv,noheader || true
+echo "cores: $(nproc), memory: $(free -g | awk '/Mem:/ {print $2}') GiB"
+
+deps=$PWD/.deps/root
+cmake_deps=(-DGD_CJSON_INCLUDE_DIR="$deps/usr/include"
+            -DGD_CJSON_LIBRARY="$deps/usr/lib/x86_64-linux-gnu/libcjson.so.1")
+if [ ! -f /usr/include/zlib.h ]; then
+    zlib_so=$(ls /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
+    cmake_deps+=(-DZLIB_INCLUDE_DIR="$deps/usr/include" -DZLIB_LIBRARY="$zlib_so")
+fi
+export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+t0=$(date +%s)
+cmake -S . -B build-device -DCMAKE_BUILD_TYPE=Release -DGD_WITH_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DGD_SHARED_DATA="$PWD/.data" "${cmake_deps[@]}" \
+    >"$out/cmake.log" 2>&1 || { echo "configure failed"; tail -30 "$out/cmake.log"; exit 1; }
+cmake --build build-device -j"$(nproc)" >"$out/build.log" 2>&1 \
+    || { echo "build failed"; grep -E "error" -A3 "$out/build.log" | head -40; exit 1; }
+echo "== build: $(( $(date +%s) - t0 )) s"
+
+echo "== tests (GPU present: GPU tests run, none may skip)"
+(cd build-device && ctest --output-on-failure -j8 --timeout 600) | tee "$out/ctest.log"
+skipped=$(grep -c "Skipped" "$out/ctest.log" || true)
+echo "skipped tests: $skipped"
+
+cli=build-device/graphdirect
+echo "== build and GPUs"
+$cli info --params
+
+echo "== benchmark: generate products in memory (all cores)"
+$cli generate --preset products --seed 1 </dev/null
+echo "== benchmark: generate products to disk"
+$cli generate --preset products --seed 1 --out /tmp/gd-products --overwrite </dev/null
+$cli info /tmp/gd-products
+echo "== benchmark: COO -> CSC, 62M random edges over 2.45M nodes"
+GD_BENCH_CSC=62000000 build-device/tests/test_csc
+echo "== done: $(( $(date +%s) - t0 )) s"

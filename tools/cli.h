@@ -1,0 +1,58 @@
+/*
+ * Shared pieces of the `graphdirect` command: the subcommand entry points, the progress bar,
+ * size formatting and error printing. The tool uses only the public API of libgraphdirect.so.
+ */
+#ifndef GD_TOOLS_CLI_H
+#define GD_TOOLS_CLI_H
+
+#include "graphdirect.h"
+
+#include <stdint.h>
+
+/* Exit codes: 0 success, 1 failure (message printed), 2 bad usage, 130 interrupted. */
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_INTERRUPTED 130
+
+int cmd_generate(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+
+/* Print "graphdirect: <what>: <status>: <gd_last_error()>" and return the exit code. */
+int cli_fail(const char *what, gd_status st);
+/* Print a usage error and a hint to --help; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parse integers and sizes strictly ("12", "4K", "2.5M", "1G"): 0 on success. */
+int cli_parse_i64(const char *text, int64_t *out);
+int cli_parse_double(const char *text, double *out);
+
+/* "1.23 GiB", "512 B" into buf. */
+const char *cli_bytes(double bytes, char *buf, size_t n);
+/* "61.9M", "2.4K" into buf. */
+const char *cli_count(double count, char *buf, size_t n);
+
+/*
+ * The progress display: a bar redrawn in place on a terminal (rate and ETA), plain lines at
+ * each quarter otherwise. SIGINT (Ctrl-C) makes the callback ask the library to stop, so the
+ * operation cleans up its temporary files before the tool exits.
+ */
+typedef struct {
+    int tty;
+    char stage[64];
+    double stage_start;
+    double last_draw;
+    int last_quarter;
+    uint64_t last_done, last_total;
+    int drawn;
+} cli_progress;
+
+void cli_progress_init(cli_progress *p);
+int cli_progress_cb(void *user, const char *stage, uint64_t done, uint64_t total);
+/* Finish the line of the current stage, if one is drawn. */
+void cli_progress_end(cli_progress *p);
+/* 1 once SIGINT has been received. */
+int cli_interrupted(void);
+double cli_now(void);
+
+#endif
