@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The command-line tool end to end: help everywhere, generate -> info, determinism of the files,
+# refusal to clobber, convert of the real Cora graph, clean failures on corrupt input (exit 1
+# with a message naming the file, never a crash), and Ctrl-C leaving no partial output.
+set -u
+cli=$1
+shared=${2:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_rc() { # expected-rc command...
+    local want=$1; shift
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    [ $rc -eq "$want" ] || { cat "$tmp/out" "$tmp/err"; fail "'$*' exited $rc, expected $want"; }
+}
+
+expect_rc 0 "$cli" --help
+grep -q "usage: graphdirect" "$tmp/out" || fail "top-level help"
+for c in generate convert info; do
+    expect_rc 0 "$cli" $c --help
+    grep -q "usage: graphdirect $c" "$tmp/out" || fail "$c --help"
+done
+expect_rc 2 "$cli" frobnicate
+expect_rc 2 "$cli" generate --nodes -5
+grep -q "nodes" "$tmp/err" || fail "bad --nodes message"
+expect_rc 2 "$cli" convert
+expect_rc 0 "$cli" info --params
+grep -q GD_LOG_LEVEL "$tmp/out" || fail "info --params"
+
+# generate -> info; the progress goes to stderr as plain lines when it is not a terminal
+expect_rc 0 "$cli" generate --preset tiny --seed 7 --out "$tmp/a"
+grep -q "generate" "$tmp/err" || fail "no progress lines on stderr"
+grep -q "%" "$tmp/err" || fail "progress lines carry no percentage"
+for f in meta.json indptr.npy indices.npy features.npy labels.npy train_idx.npy valid_idx.npy test_idx.npy; do
+    [ -f "$tmp/a/$f" ] || fail "generate wrote no $f"
+done
+expect_rc 0 "$cli" info "$tmp/a" --validate
+grep -q "^nodes" "$tmp/out" && grep -q "in-degree" "$tmp/out" && grep -q "zero-copy" "$tmp/out" \
+    || { cat "$tmp/out"; fail "info output"; }
+
+# same seed, same bytes; existing output is not clobbered without --overwrite
+expect_rc 0 "$cli" generate --preset tiny --seed 7 --out "$tmp/b" --threads 1
+for f in indptr.npy indices.npy features.npy labels.npy train_idx.npy; do
+    cmp -s "$tmp/a/$f" "$tmp/b/$f" || fail "$f differs between two runs with the same seed"
+done
+before=$(md5sum "$tmp/a/indices.npy")
+expect_rc 1 "$cli" generate --preset tiny --seed 8 --out "$tmp/a"
+grep -q "exists" "$tmp/err" || { cat "$tmp/err"; fail "clobber message"; }
+[ "$(md5sum "$tmp/a/indices.npy")" = "$before" ] || fail "existing dataset was modified"
+expect_rc 0 "$cli" generate --preset tiny --seed 8 --out "$tmp/a" --overwrite
+[ "$(md5sum "$tmp/a/indices.npy")" != "$before" ] || fail "--overwrite did not replace"
+ls "$tmp" | grep -q "tmp\." && fail "temporary directory left behind"
+
+# corrupt input: truncated features, garbage meta.json, missing directory
+cp -r "$tmp/b" "$tmp/c"
+size=$(stat -c %s "$tmp/c/features.npy")
+truncate -s $((size / 2)) "$tmp/c/features.npy"
+expect_rc 1 "$cli" info "$tmp/c"
+grep -q "features.npy" "$tmp/err" || { cat "$tmp/err"; fail "truncated file not named"; }
+echo '{"format": "graphdirect-dataset", "version": 1, "num_nodes": ' >"$tmp/c/meta.json"
+expect_rc 1 "$cli" info "$tmp/c"
+grep -q "meta.json" "$tmp/err" || { cat "$tmp/err"; fail "bad meta.json not named"; }
+expect_rc 1 "$cli" info "$tmp/nonexistent"
+
+# the real Cora graph in the OGB raw layout
+if [ -n "$shared" ] && [ -d "$shared/cora/raw" ]; then
+    expect_rc 0 "$cli" convert "$shared/cora" --symmetrize --out "$tmp/cora"
+    expect_rc 0 "$cli" info "$tmp/cora" --validate
+    grep -q "^nodes *2708" "$tmp/out" || { cat "$tmp/out"; fail "cora nodes"; }
+    grep -q "train 1624 / valid 542 / test 542" "$tmp/out" || { cat "$tmp/out"; fail "cora split"; }
+    expect_rc 1 "$cli" convert "$shared/cora" --symmetrize --out "$tmp/cora"
+else
+    echo "note: shared data not found, Cora conversion not checked"
+fi
+
+# Ctrl-C during generation: either it finished (complete output) or it stopped (no output)
+"$cli" generate --preset small --seed 1 --out "$tmp/int" >/dev/null 2>"$tmp/err" &
+pid=$!
+sleep 0.5
+kill -INT $pid 2>/dev/null
+wait $pid
+rc=$?
+if [ $rc -eq 130 ]; then
+    [ ! -e "$tmp/int" ] || fail "interrupted generate left $tmp/int"
+elif [ $rc -eq 0 ]; then
+    [ -f "$tmp/int/meta.json" ] || fail "generate finished without meta.json"
+else
+    cat "$tmp/err"; fail "interrupted generate exited $rc"
+fi
+ls "$tmp" | grep -q "tmp\." && fail "temporary directory left after Ctrl-C"
+echo "cli smoke: ok"
