@@ -1,0 +1,848 @@
+/*
+ * Dataset directories: opening one (mapping or reading every .npy after checking it against
+ * meta.json), saving one, and the builder the converters and the generator fill. A dataset is
+ * the start of the data path: the sampler reads indptr/indices, the feature store reads
+ * features, and the trainer reads labels and the split arrays, all trusting the sizes checked
+ * here. So every reader path cross-checks meta.json against each .npy header and, when asked,
+ * every index against the node count, before a single id is handed on.
+ *
+ * Output is all-or-nothing: files are written into "<dir>.tmp.<pid>" beside the target,
+ * flushed, and the directory is renamed into place; an existing dataset being replaced is
+ * first renamed away, so a failure at any step leaves the old one untouched.
+ */
+#include "io/dataset.h"
+#include "io/meta.h"
+#include "io/npy.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const array_names[GD_ARRAY_COUNT] = {
+    "indptr", "indices", "features", "labels", "train_idx", "valid_idx", "test_idx",
+};
+
+const char *gd_array_name(gd_array_id id) {
+    return ((unsigned)id < GD_ARRAY_COUNT) ? array_names[id] : "invalid";
+}
+
+int64_t gd__array_bytes(const gd__array *a) {
+    int64_t n = 0;
+    if (!a || a->store == GD__STORE_NONE) return 0;
+    if (gd__mul_overflow_i64(a->shape[0], a->ndim == 2 ? a->shape[1] : 1, &n) ||
+        gd__mul_overflow_i64(n, (int64_t)gd_dtype_size(a->dtype), &n))
+        return -1;
+    return n;
+}
+
+/* ------------------------------------------------------------ directory helpers */
+
+/* Remove a directory tree this module created (or a dataset being replaced). It uses no
+ * gd_malloc, so it still works while fault injection makes allocations fail. */
+static void remove_tree(const char *path, int depth) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return;
+    if (!S_ISDIR(sb.st_mode) || depth > 16) {
+        unlink(path);
+        return;
+    }
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        char child[4096];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            if (snprintf(child, sizeof child, "%s/%s", path, e->d_name) >= (int)sizeof child)
+                continue;
+            remove_tree(child, depth + 1);
+        }
+        closedir(d);
+    }
+    if (rmdir(path) != 0) GD_WARN("could not remove '%s': %s", path, strerror(errno));
+}
+
+/* dir without trailing slashes (so that "<dir>.tmp.<pid>" lands beside it, not inside). */
+static char *normalize_dir(const char *dir) {
+    char *p = gd__strdup(dir);
+    if (!p) return NULL;
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/') p[--n] = '\0';
+    return p;
+}
+
+static char *sibling_name(const char *dir, const char *tag) {
+    char suffix[48];
+    snprintf(suffix, sizeof suffix, ".%s.%ld", tag, (long)getpid());
+    size_t a = strlen(dir), b = strlen(suffix);
+    char *p = gd_malloc(a + b + 1);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    memcpy(p + a, suffix, b + 1);
+    return p;
+}
+
+static char *parent_of(const char *dir) {
+    const char *slash = strrchr(dir, '/');
+    if (!slash) return gd__strdup(".");
+    if (slash == dir) return gd__strdup("/");
+    size_t n = (size_t)(slash - dir);
+    char *p = gd_malloc(n + 1);
+    if (!p) return NULL;
+    memcpy(p, dir, n);
+    p[n] = '\0';
+    return p;
+}
+
+/*
+ * Whether target may be written: absent, or (with overwrite) an existing dataset directory or
+ * an empty one. Anything else is refused so that a mistyped path cannot delete unrelated data.
+ */
+static gd_status check_target(const char *target, int overwrite) {
+    struct stat sb;
+    if (lstat(target, &sb) != 0) {
+        if (errno == ENOENT) return GD_OK;
+        return gd__error(GD_ERR_IO, "cannot inspect '%s': %s", target, strerror(errno));
+    }
+    if (!overwrite)
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "'%s' already exists; remove it or ask to overwrite it (--force)",
+                         target);
+    if (!S_ISDIR(sb.st_mode))
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "refusing to replace '%s': it is not a directory", target);
+    DIR *d = opendir(target);
+    if (!d) return gd__error(GD_ERR_IO, "cannot read directory '%s': %s", target, strerror(errno));
+    bool empty = true, has_meta = false;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        empty = false;
+        if (strcmp(e->d_name, "meta.json") == 0) has_meta = true;
+    }
+    closedir(d);
+    if (!empty && !has_meta)
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "refusing to replace '%s': it is not a graphdirect dataset directory "
+                         "(no meta.json); remove it yourself if it should go",
+                         target);
+    return GD_OK;
+}
+
+static gd_status check_parent(const char *target) {
+    gd_status st = GD_OK;
+    char *parent = parent_of(target);
+    struct stat sb;
+    GD_REQUIRE(parent, GD_ERR_NO_MEMORY, "out of memory naming the parent of '%s'", target);
+    GD_REQUIRE(stat(parent, &sb) == 0 && S_ISDIR(sb.st_mode), GD_ERR_NOT_FOUND,
+               "cannot write dataset '%s': its parent directory '%s' does not exist (create it "
+               "first)",
+               target, parent);
+fail:
+    gd_free(parent);
+    return st;
+}
+
+/* Create the temporary build directory, replacing a stale one of this process. */
+static gd_status make_temp_dir(const char *tmp) {
+    remove_tree(tmp, 0);
+    if (gd__fault_hit(GD_FAULT_WRITE))
+        return gd__error(GD_ERR_IO, "cannot create directory '%s': injected fault", tmp);
+    if (mkdir(tmp, 0755) != 0)
+        return gd__error(GD_ERR_IO, "cannot create directory '%s': %s", tmp, strerror(errno));
+    return GD_OK;
+}
+
+/*
+ * Move the complete temporary directory to target. An existing target is renamed away first
+ * and restored if the second rename fails; it is deleted only once the new one is in place.
+ */
+static gd_status publish_dir(const char *tmp, const char *target, int overwrite) {
+    gd_status st = GD_OK;
+    char *old = NULL, *parent = NULL;
+    bool moved_old = false;
+    struct stat sb;
+    GD_CHECK(gd__fsync_dir(tmp));
+    GD_CHECK(check_target(target, overwrite));
+    if (lstat(target, &sb) == 0) {
+        old = sibling_name(target, "old");
+        GD_REQUIRE(old, GD_ERR_NO_MEMORY, "out of memory naming a directory beside '%s'", target);
+        remove_tree(old, 0);
+        GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO,
+                   "cannot rename '%s' to '%s': injected fault", target, old);
+        GD_REQUIRE(rename(target, old) == 0, GD_ERR_IO, "cannot rename '%s' to '%s': %s", target,
+                   old, strerror(errno));
+        moved_old = true;
+    }
+    GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO,
+               "cannot rename '%s' to '%s': injected fault", tmp, target);
+    GD_REQUIRE(rename(tmp, target) == 0, GD_ERR_IO, "cannot rename '%s' to '%s': %s", tmp,
+               target, strerror(errno));
+    moved_old = false;
+    /* From here on the new dataset is in place; later trouble is reported but is not a failure
+     * of the save, since nothing can be undone without losing the finished data. */
+    parent = parent_of(target);
+    if (parent && gd__fsync_dir(parent) != GD_OK) GD_WARN("%s", gd_last_error());
+    if (old) remove_tree(old, 0);
+    gd_free(old);
+    gd_free(parent);
+    return GD_OK;
+fail:
+    if (moved_old && rename(old, target) != 0)
+        GD_WARN("could not move '%s' back to '%s': %s", old, target, strerror(errno));
+    gd_free(old);
+    gd_free(parent);
+    return st;
+}
+
+/* --------------------------------------------------------------------- open */
+
+void gd_dataset_close(gd_dataset_t *ds) {
+    if (!ds) return;
+    for (int i = 0; i < GD_ARRAY_COUNT; i++) gd__array_release(&ds->arrays[i]);
+    if (ds->build_dir && !ds->finished) remove_tree(ds->build_dir, 0);
+    for (int i = 0; i < ds->num_info; i++) {
+        gd_free(ds->info_key[i]);
+        gd_free(ds->info_value[i]);
+    }
+    gd_free(ds->name);
+    gd_free(ds->dir);
+    gd_free(ds->build_dir);
+    gd_free(ds);
+}
+
+static void shape_text(char *buf, size_t n, int ndim, const int64_t *shape) {
+    if (ndim == 2)
+        snprintf(buf, n, "(%lld, %lld)", (long long)shape[0], (long long)shape[1]);
+    else
+        snprintf(buf, n, "(%lld,)", (long long)shape[0]);
+}
+
+gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *options,
+                          gd_dataset_t **out) {
+    gd_status st = GD_OK;
+    gd_dataset_open_options opts = GD_DATASET_OPEN_OPTIONS_INIT;
+    gd__meta m;
+    gd_dataset_t *ds = NULL;
+    char *path = NULL;
+    memset(&m, 0, sizeof m);
+    GD_REQUIRE(dir && out, GD_ERR_INVALID_ARG, "gd_dataset_open: dir and out must not be NULL");
+    *out = NULL;
+    if (options) {
+        size_t n = options->size < sizeof opts ? options->size : sizeof opts;
+        GD_REQUIRE(n >= sizeof(size_t), GD_ERR_INVALID_ARG,
+                   "gd_dataset_open: options->size is %zu; initialise the options with "
+                   "GD_DATASET_OPEN_OPTIONS_INIT",
+                   options->size);
+        memcpy(&opts, options, n);
+    }
+    GD_REQUIRE(opts.mode == GD_OPEN_MMAP || opts.mode == GD_OPEN_LOAD, GD_ERR_INVALID_ARG,
+               "gd_dataset_open: mode is %d; expected GD_OPEN_MMAP or GD_OPEN_LOAD",
+               (int)opts.mode);
+
+    path = gd__path_join(dir, "meta.json");
+    GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming '%s/meta.json'", dir);
+    GD_CHECK(gd__meta_read(path, &m));
+    gd_free(path);
+    path = NULL;
+
+    ds = gd_calloc(1, sizeof *ds);
+    GD_REQUIRE(ds, GD_ERR_NO_MEMORY, "out of memory opening dataset '%s'", dir);
+    ds->finished = 1;
+    ds->name = m.name;
+    m.name = NULL;
+    ds->num_nodes = m.num_nodes;
+    ds->num_edges = m.num_edges;
+    ds->feature_dim = m.feature_dim;
+    ds->num_classes = m.num_classes;
+    for (int i = 0; i < m.num_info; i++) {
+        ds->info_key[i] = m.info_key[i];
+        ds->info_value[i] = m.info_value[i];
+        m.info_key[i] = m.info_value[i] = NULL;
+    }
+    ds->num_info = m.num_info;
+    m.num_info = 0;
+    ds->dir = gd__strdup(dir);
+    GD_REQUIRE(ds->dir, GD_ERR_NO_MEMORY, "out of memory opening dataset '%s'", dir);
+
+    for (int i = 0; i < GD_ARRAY_COUNT; i++) {
+        const gd__meta_array *ma = &m.arrays[i];
+        gd__array *a = &ds->arrays[i];
+        if (!ma->present) continue;
+        path = gd__path_join(dir, ma->file);
+        GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming '%s/%s'", dir, ma->file);
+        if (opts.mode == GD_OPEN_LOAD)
+            GD_CHECK(gd__npy_load(path, a));
+        else
+            GD_CHECK(gd__npy_map(path, a));
+        GD_REQUIRE(a->dtype == ma->dtype, GD_ERR_FORMAT,
+                   "%s: dtype is %s%s but meta.json field 'arrays.%s.dtype' says %s", path,
+                   gd_dtype_name(a->dtype), a->dtype == GD_DTYPE_BFLOAT16 ? " ('<u2')" : "",
+                   array_names[i], gd_dtype_name(ma->dtype));
+        if (a->ndim != ma->ndim || a->shape[0] != ma->shape[0] || a->shape[1] != ma->shape[1]) {
+            char got[64], want[64];
+            shape_text(got, sizeof got, a->ndim, a->shape);
+            shape_text(want, sizeof want, ma->ndim, ma->shape);
+            GD_REQUIRE(0, GD_ERR_FORMAT,
+                       "%s: shape is %s but meta.json field 'arrays.%s.shape' says %s (the files "
+                       "disagree: re-create the dataset)",
+                       path, got, array_names[i], want);
+        }
+        gd_free(path);
+        path = NULL;
+    }
+    st = gd__dataset_check(ds, opts.validate_graph);
+    if (st != GD_OK) {
+        gd__error_context(st, "dataset '%s'", dir);
+        goto fail;
+    }
+    gd__meta_free(&m);
+    *out = ds;
+    return GD_OK;
+fail:
+    gd_free(path);
+    gd__meta_free(&m);
+    gd_dataset_close(ds);
+    return st;
+}
+
+/* --------------------------------------------------------------------- save */
+
+gd_status gd_dataset_save(const gd_dataset_t *ds, const char *dir, int overwrite) {
+    gd_status st = GD_OK;
+    char *target = NULL, *tmp = NULL, *path = NULL;
+    bool made_tmp = false;
+    GD_REQUIRE(ds && dir, GD_ERR_INVALID_ARG, "gd_dataset_save: ds and dir must not be NULL");
+    GD_CHECK(gd__dataset_check(ds, 0));
+    target = normalize_dir(dir);
+    GD_REQUIRE(target, GD_ERR_NO_MEMORY, "out of memory naming '%s'", dir);
+    GD_CHECK(check_parent(target));
+    GD_CHECK(check_target(target, overwrite));
+    tmp = sibling_name(target, "tmp");
+    GD_REQUIRE(tmp, GD_ERR_NO_MEMORY, "out of memory naming a directory beside '%s'", target);
+    GD_CHECK(make_temp_dir(tmp));
+    made_tmp = true;
+    for (int i = 0; i < GD_ARRAY_COUNT; i++) {
+        const gd__array *a = &ds->arrays[i];
+        if (a->store == GD__STORE_NONE) continue;
+        path = gd__path_join(tmp, gd__meta_default_file((gd_array_id)i));
+        GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'", tmp);
+        GD_CHECK(gd_npy_write(path, a->dtype, a->ndim, a->shape, a->data));
+        gd_free(path);
+        path = NULL;
+    }
+    path = gd__path_join(tmp, "meta.json");
+    GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming '%s/meta.json'", tmp);
+    GD_CHECK(gd__meta_write(path, ds));
+    GD_CHECK(publish_dir(tmp, target, overwrite));
+    made_tmp = false;
+fail:
+    if (made_tmp) remove_tree(tmp, 0);
+    gd_free(path);
+    gd_free(tmp);
+    gd_free(target);
+    return st;
+}
+
+/* ------------------------------------------------------------------ getters */
+
+const char *gd_dataset_name(const gd_dataset_t *ds) {
+    return ds && ds->name ? ds->name : "";
+}
+int64_t gd_dataset_num_nodes(const gd_dataset_t *ds) { return ds ? ds->num_nodes : 0; }
+int64_t gd_dataset_num_edges(const gd_dataset_t *ds) { return ds ? ds->num_edges : 0; }
+int64_t gd_dataset_feature_dim(const gd_dataset_t *ds) { return ds ? ds->feature_dim : 0; }
+int64_t gd_dataset_num_classes(const gd_dataset_t *ds) { return ds ? ds->num_classes : 0; }
+
+gd_status gd_dataset_array(const gd_dataset_t *ds, gd_array_id id, gd_array_view *view) {
+    if (!ds || !view)
+        return gd__error(GD_ERR_INVALID_ARG, "gd_dataset_array: ds and view must not be NULL");
+    if ((unsigned)id >= GD_ARRAY_COUNT)
+        return gd__error(GD_ERR_INVALID_ARG, "gd_dataset_array: array id %d is out of range",
+                         (int)id);
+    const gd__array *a = &ds->arrays[id];
+    if (a->store == GD__STORE_NONE)
+        return gd__error(GD_ERR_NOT_FOUND, "dataset '%s' has no %s array", gd_dataset_name(ds),
+                         array_names[id]);
+    view->dtype = a->dtype;
+    view->ndim = a->ndim;
+    view->shape[0] = a->shape[0];
+    view->shape[1] = a->ndim == 2 ? a->shape[1] : 1;
+    view->data = a->data;
+    return GD_OK;
+}
+
+/* ------------------------------------------------------------------ builder */
+
+gd_status gd__dataset_new(const char *name, const char *out_dir, int overwrite,
+                          gd_dataset_t **out) {
+    gd_status st = GD_OK;
+    gd_dataset_t *ds = NULL;
+    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd__dataset_new: out must not be NULL");
+    *out = NULL;
+    ds = gd_calloc(1, sizeof *ds);
+    GD_REQUIRE(ds, GD_ERR_NO_MEMORY, "out of memory creating a dataset");
+    ds->overwrite = overwrite;
+    if (out_dir) {
+        ds->dir = normalize_dir(out_dir);
+        GD_REQUIRE(ds->dir, GD_ERR_NO_MEMORY, "out of memory naming '%s'", out_dir);
+    }
+    if (!name && ds->dir) {
+        const char *slash = strrchr(ds->dir, '/');
+        name = slash ? slash + 1 : ds->dir;
+    }
+    ds->name = gd__strdup(name && *name ? name : "dataset");
+    GD_REQUIRE(ds->name, GD_ERR_NO_MEMORY, "out of memory creating a dataset");
+    if (ds->dir) {
+        GD_CHECK(check_parent(ds->dir));
+        GD_CHECK(check_target(ds->dir, overwrite));
+        char *tmp = sibling_name(ds->dir, "tmp");
+        GD_REQUIRE(tmp, GD_ERR_NO_MEMORY, "out of memory naming a directory beside '%s'",
+                   ds->dir);
+        st = make_temp_dir(tmp);
+        if (st != GD_OK) {
+            gd_free(tmp);
+            goto fail;
+        }
+        ds->build_dir = tmp;
+    }
+    *out = ds;
+    return GD_OK;
+fail:
+    gd_dataset_close(ds);
+    return st;
+}
+
+/* Checks shared by alloc and adopt; returns the byte count through *bytes. */
+static gd_status check_alloc_args(const gd_dataset_t *ds, gd_array_id id, gd_dtype dtype,
+                                  int ndim, const int64_t *shape, int64_t *bytes) {
+    if (!ds || (unsigned)id >= GD_ARRAY_COUNT || !shape)
+        return gd__error(GD_ERR_INVALID_ARG, "dataset alloc: invalid dataset, array id %d or "
+                         "shape", (int)id);
+    if (ds->finished)
+        return gd__error(GD_ERR_INVALID_ARG, "dataset '%s' is finished; %s cannot be replaced",
+                         ds->name, array_names[id]);
+    if (ndim != 1 && ndim != 2)
+        return gd__error(GD_ERR_INVALID_ARG, "%s: ndim is %d; expected 1 or 2", array_names[id],
+                         ndim);
+    if (gd_dtype_size(dtype) == 0)
+        return gd__error(GD_ERR_INVALID_ARG, "%s: invalid dtype %d", array_names[id], (int)dtype);
+    int64_t n = (int64_t)gd_dtype_size(dtype);
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0 || gd__mul_overflow_i64(n, shape[i], &n) || n > INT64_MAX / 2)
+            return gd__error(GD_ERR_OVERFLOW, "%s: shape dimension %d is %lld; the array size "
+                             "is negative or overflows", array_names[id], i,
+                             (long long)shape[i]);
+    }
+    *bytes = n;
+    return GD_OK;
+}
+
+static void set_shape(gd__array *a, gd_dtype dtype, int ndim, const int64_t *shape) {
+    a->dtype = dtype;
+    a->ndim = ndim;
+    a->shape[0] = shape[0];
+    a->shape[1] = ndim == 2 ? shape[1] : 1;
+}
+
+/* Create the .npy file of an on-disk build, size it and map it writable. */
+static gd_status alloc_file(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
+                            const int64_t *shape, int64_t bytes) {
+    gd_status st = GD_OK;
+    gd__array *a = &ds->arrays[id];
+    char *path = gd__path_join(ds->build_dir, gd__meta_default_file(id));
+    char *header = NULL;
+    int fd = -1;
+    GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'", ds->build_dir);
+    int64_t hsize = gd__npy_header_size(dtype, ndim, shape);
+    GD_REQUIRE(hsize > 0 && bytes <= INT64_MAX - hsize, GD_ERR_OVERFLOW,
+               "%s: the array of %lld bytes is too large", path, (long long)bytes);
+    GD_ALLOC(header, (size_t)hsize, "a .npy header");
+    GD_CHECK(gd__npy_format_header(dtype, ndim, shape, header, hsize));
+    GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO, "cannot create '%s': injected fault",
+               path);
+    fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    GD_REQUIRE(fd >= 0, GD_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+    GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO, "cannot write '%s': injected fault",
+               path);
+    for (int64_t done = 0; done < hsize;) {
+        ssize_t put = pwrite(fd, header + done, (size_t)(hsize - done), (off_t)done);
+        if (put < 0 && errno == EINTR) continue;
+        GD_REQUIRE(put > 0, GD_ERR_IO, "cannot write '%s': %s (is the disk full?)", path,
+                   put < 0 ? strerror(errno) : "short write");
+        done += put;
+    }
+    GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO, "cannot size '%s': injected fault",
+               path);
+    GD_REQUIRE(ftruncate(fd, (off_t)(hsize + bytes)) == 0, GD_ERR_IO,
+               "cannot size '%s' to %lld bytes: %s (is the disk full?)", path,
+               (long long)(hsize + bytes), strerror(errno));
+    GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO, "cannot map '%s': injected fault",
+               path);
+    size_t len = (size_t)(hsize + bytes);
+    void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    GD_REQUIRE(base != MAP_FAILED, GD_ERR_IO, "cannot map %zu bytes of '%s' for writing: %s", len,
+               path, strerror(errno));
+    close(fd);
+    fd = -1;
+    set_shape(a, dtype, ndim, shape);
+    a->store = GD__STORE_MAP_RW;
+    a->map_base = base;
+    a->map_len = len;
+    a->data = (char *)base + hsize;
+    gd_free(header);
+    gd_free(path);
+    return GD_OK;
+fail:
+    if (fd >= 0) {
+        close(fd);
+        unlink(path);
+    }
+    gd_free(header);
+    gd_free(path);
+    return st;
+}
+
+gd_status gd__dataset_alloc(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
+                            const int64_t *shape, void **data) {
+    gd_status st = GD_OK;
+    int64_t bytes = 0;
+    void *p = NULL;
+    GD_REQUIRE(data, GD_ERR_INVALID_ARG, "gd__dataset_alloc: data must not be NULL");
+    *data = NULL;
+    GD_CHECK(check_alloc_args(ds, id, dtype, ndim, shape, &bytes));
+    gd__array_release(&ds->arrays[id]);
+    if (ds->build_dir) {
+        GD_CHECK(alloc_file(ds, id, dtype, ndim, shape, bytes));
+    } else {
+        GD_REQUIRE((uint64_t)bytes <= SIZE_MAX, GD_ERR_OVERFLOW, "%s: %lld bytes do not fit "
+                   "in memory", array_names[id], (long long)bytes);
+        GD_ALLOC(p, (size_t)bytes, array_names[id]);
+        gd__array *a = &ds->arrays[id];
+        set_shape(a, dtype, ndim, shape);
+        a->store = GD__STORE_HEAP;
+        a->data = p;
+    }
+    *data = ds->arrays[id].data;
+fail:
+    return st;
+}
+
+gd_status gd__dataset_adopt(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
+                            const int64_t *shape, void *data) {
+    gd_status st = GD_OK;
+    int64_t bytes = 0;
+    char *path = NULL;
+    GD_CHECK(check_alloc_args(ds, id, dtype, ndim, shape, &bytes));
+    GD_REQUIRE(data || bytes == 0, GD_ERR_INVALID_ARG, "%s: data is NULL", array_names[id]);
+    gd__array_release(&ds->arrays[id]);
+    if (ds->build_dir) {
+        int64_t dims[2] = {shape[0], ndim == 2 ? shape[1] : 1};
+        path = gd__path_join(ds->build_dir, gd__meta_default_file(id));
+        GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'", ds->build_dir);
+        GD_CHECK(gd_npy_write(path, dtype, ndim, dims, data));
+        gd_free(data);
+        data = NULL;
+        /* Keep the array readable until the dataset is finished and closed. */
+        st = gd__npy_map(path, &ds->arrays[id]);
+        if (st != GD_OK) {
+            unlink(path);
+            goto fail;
+        }
+        gd_free(path);
+        return GD_OK;
+    }
+    gd__array *a = &ds->arrays[id];
+    set_shape(a, dtype, ndim, shape);
+    a->store = GD__STORE_HEAP;
+    a->data = data;
+    return GD_OK;
+fail:
+    gd_free(data);
+    gd_free(path);
+    return st;
+}
+
+gd_status gd__dataset_set_info(gd_dataset_t *ds, const char *key, const char *value) {
+    if (!ds || !key || !value)
+        return gd__error(GD_ERR_INVALID_ARG, "gd__dataset_set_info: NULL argument");
+    char *v = gd__strdup(value);
+    if (!v) return gd__error(GD_ERR_NO_MEMORY, "out of memory recording info '%s'", key);
+    for (int i = 0; i < ds->num_info; i++) {
+        if (strcmp(ds->info_key[i], key) == 0) {
+            gd_free(ds->info_value[i]);
+            ds->info_value[i] = v;
+            return GD_OK;
+        }
+    }
+    if (ds->num_info >= GD__DATASET_MAX_INFO) {
+        gd_free(v);
+        return gd__error(GD_ERR_RANGE, "dataset '%s': more than %d info entries (adding '%s')",
+                         ds->name, GD__DATASET_MAX_INFO, key);
+    }
+    char *k = gd__strdup(key);
+    if (!k) {
+        gd_free(v);
+        return gd__error(GD_ERR_NO_MEMORY, "out of memory recording info '%s'", key);
+    }
+    ds->info_key[ds->num_info] = k;
+    ds->info_value[ds->num_info] = v;
+    ds->num_info++;
+    return GD_OK;
+}
+
+/* Set a count derived from the arrays; a value set earlier by the builder must agree. */
+static gd_status derive(gd_dataset_t *ds, int64_t *field, int64_t value, const char *name) {
+    if (*field != 0 && *field != value)
+        return gd__error(GD_ERR_INVALID_ARG, "dataset '%s': %s was set to %lld but the arrays "
+                         "give %lld", ds->name, name, (long long)*field, (long long)value);
+    *field = value;
+    return GD_OK;
+}
+
+/* Flush a writable mapping and its file's size to disk. */
+static gd_status flush_file(const gd_dataset_t *ds, gd_array_id id) {
+    gd_status st = GD_OK;
+    const gd__array *a = &ds->arrays[id];
+    char *path = gd__path_join(ds->build_dir, gd__meta_default_file(id));
+    int fd = -1;
+    GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'", ds->build_dir);
+    GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO, "cannot flush '%s': injected fault",
+               path);
+    GD_REQUIRE(msync(a->map_base, a->map_len, MS_SYNC) == 0, GD_ERR_IO,
+               "cannot flush '%s' to disk: %s", path, strerror(errno));
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    GD_REQUIRE(fd >= 0 && fsync(fd) == 0, GD_ERR_IO, "cannot flush '%s' to disk: %s", path,
+               strerror(errno));
+fail:
+    if (fd >= 0) close(fd);
+    gd_free(path);
+    return st;
+}
+
+static int64_t max_label(const gd__array *a);
+
+gd_status gd__dataset_finish(gd_dataset_t *ds, int validate_graph) {
+    gd_status st = GD_OK;
+    char *path = NULL;
+    GD_REQUIRE(ds, GD_ERR_INVALID_ARG, "gd__dataset_finish: ds must not be NULL");
+    GD_REQUIRE(!ds->finished, GD_ERR_INVALID_ARG, "dataset '%s' is already finished", ds->name);
+    const gd__array *ip = &ds->arrays[GD_ARRAY_INDPTR], *ix = &ds->arrays[GD_ARRAY_INDICES];
+    GD_REQUIRE(ip->store != GD__STORE_NONE && ix->store != GD__STORE_NONE, GD_ERR_INVALID_ARG,
+               "dataset '%s' has no %s array; every dataset needs indptr and indices", ds->name,
+               ip->store == GD__STORE_NONE ? "indptr" : "indices");
+    GD_REQUIRE(ip->shape[0] >= 1, GD_ERR_FORMAT,
+               "indptr.npy: shape is (0,); it needs num_nodes + 1 >= 1 elements");
+    GD_CHECK(derive(ds, &ds->num_nodes, ip->shape[0] - 1, "num_nodes"));
+    GD_CHECK(derive(ds, &ds->num_edges, ix->shape[0], "num_edges"));
+    const gd__array *f = &ds->arrays[GD_ARRAY_FEATURES];
+    if (f->store != GD__STORE_NONE)
+        GD_CHECK(derive(ds, &ds->feature_dim, f->ndim == 2 ? f->shape[1] : 1, "feature_dim"));
+    const gd__array *l = &ds->arrays[GD_ARRAY_LABELS];
+    if (l->store != GD__STORE_NONE && ds->num_classes == 0) ds->num_classes = max_label(l) + 1;
+    GD_CHECK(gd__dataset_check(ds, validate_graph));
+    if (ds->build_dir) {
+        for (int i = 0; i < GD_ARRAY_COUNT; i++)
+            if (ds->arrays[i].store == GD__STORE_MAP_RW) GD_CHECK(flush_file(ds, (gd_array_id)i));
+        path = gd__path_join(ds->build_dir, "meta.json");
+        GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming '%s/meta.json'", ds->build_dir);
+        GD_CHECK(gd__meta_write(path, ds));
+        GD_CHECK(publish_dir(ds->build_dir, ds->dir, ds->overwrite));
+        gd_free(ds->build_dir);
+        ds->build_dir = NULL;
+    }
+    ds->finished = 1;
+fail:
+    gd_free(path);
+    return st;
+}
+
+/* ------------------------------------------------------------------ checks */
+
+/*
+ * The O(E) scans run in parallel and keep the lowest bad position through a min-reduction,
+ * so the reported error is the same whatever the thread count.
+ */
+#define GD_PRAGMA_(x) _Pragma(#x)
+#ifdef _OPENMP
+#define GD_PAR_FIRST(var, n)                                                               \
+    GD_PRAGMA_(omp parallel for reduction(min : var) schedule(static) if ((n) > 65536)     \
+                   num_threads(gd__num_threads()))
+#else
+#define GD_PAR_FIRST(var, n)
+#endif
+
+static int64_t get_int(const gd__array *a, int64_t i) {
+    return a->dtype == GD_DTYPE_INT32 ? (int64_t)((const int32_t *)a->data)[i]
+                                      : ((const int64_t *)a->data)[i];
+}
+
+/* Lowest position whose value is outside [lo, hi), or n if there is none. */
+static int64_t first_out_of_range(const gd__array *a, int64_t n, int64_t lo, int64_t hi) {
+    int64_t first = n;
+    if (a->dtype == GD_DTYPE_INT32) {
+        const int32_t *x = a->data;
+        GD_PAR_FIRST(first, n)
+        for (int64_t i = 0; i < n; i++)
+            if ((x[i] < lo || x[i] >= hi) && i < first) first = i;
+    } else {
+        const int64_t *x = a->data;
+        GD_PAR_FIRST(first, n)
+        for (int64_t i = 0; i < n; i++)
+            if ((x[i] < lo || x[i] >= hi) && i < first) first = i;
+    }
+    return first;
+}
+
+static int64_t max_label(const gd__array *a) {
+    if (a->dtype != GD_DTYPE_INT32 && a->dtype != GD_DTYPE_INT64) return -1;
+    int64_t best = -1, n = a->shape[0];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = get_int(a, i);
+        if (v > best) best = v;
+    }
+    return best;
+}
+
+/* Lowest i with indptr[i + 1] < indptr[i], or n. */
+static int64_t first_decrease(const int64_t *p, int64_t n) {
+    int64_t first = n;
+    GD_PAR_FIRST(first, n)
+    for (int64_t i = 0; i < n; i++)
+        if (p[i + 1] < p[i] && i < first) first = i;
+    return first;
+}
+
+/* Lowest element that is NaN or infinite, or n. */
+static int64_t first_non_finite(const gd__array *a, int64_t n) {
+    int64_t first = n;
+    if (a->dtype == GD_DTYPE_FLOAT32) {
+        const uint32_t *x = a->data;
+        GD_PAR_FIRST(first, n)
+        for (int64_t i = 0; i < n; i++)
+            if ((x[i] & 0x7f800000u) == 0x7f800000u && i < first) first = i;
+    } else {
+        const uint16_t *x = a->data;
+        uint16_t mask = a->dtype == GD_DTYPE_FLOAT16 ? 0x7c00u : 0x7f80u;
+        GD_PAR_FIRST(first, n)
+        for (int64_t i = 0; i < n; i++)
+            if ((x[i] & mask) == mask && i < first) first = i;
+    }
+    return first;
+}
+
+static double float_at(const gd__array *a, int64_t i) {
+    if (a->dtype == GD_DTYPE_FLOAT32) return ((const float *)a->data)[i];
+    uint16_t h = ((const uint16_t *)a->data)[i];
+    return a->dtype == GD_DTYPE_FLOAT16 ? gd_half_to_float(h) : gd_bfloat16_to_float(h);
+}
+
+/* dtype, rank and shape of one array against what the counts require. */
+static gd_status check_layout(const gd_dataset_t *ds, gd_array_id id, int ndim, int64_t d0,
+                              int64_t d1, const char *expect) {
+    const gd__array *a = &ds->arrays[id];
+    const char *file = gd__meta_default_file(id), *allowed;
+    if (!gd__array_dtype_ok(id, a->dtype, &allowed))
+        return gd__error(GD_ERR_FORMAT, "%s: dtype is %s; %s must be %s", file,
+                         gd_dtype_name(a->dtype), array_names[id], allowed);
+    int64_t bytes = gd__array_bytes(a);
+    if (a->ndim != ndim || bytes < 0 || (d0 >= 0 && a->shape[0] != d0) ||
+        (ndim == 2 && a->shape[1] != d1)) {
+        char got[64];
+        shape_text(got, sizeof got, a->ndim, a->shape);
+        return gd__error(GD_ERR_FORMAT, "%s: shape is %s; expected %s", file, got, expect);
+    }
+    if (bytes > 0 && !a->data)
+        return gd__error(GD_ERR_INVALID_ARG, "%s: the array has no data", file);
+    return GD_OK;
+}
+
+gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph) {
+    gd_status st = GD_OK;
+    char expect[128];
+    GD_REQUIRE(ds, GD_ERR_INVALID_ARG, "gd__dataset_check: ds must not be NULL");
+    const int64_t n = ds->num_nodes, e = ds->num_edges;
+    GD_REQUIRE(n >= 0 && n < INT64_MAX && e >= 0 && ds->feature_dim >= 0 && ds->num_classes >= 0,
+               GD_ERR_RANGE,
+               "dataset '%s': negative count (num_nodes %lld, num_edges %lld, feature_dim %lld, "
+               "num_classes %lld)",
+               ds->name, (long long)n, (long long)e, (long long)ds->feature_dim,
+               (long long)ds->num_classes);
+    const gd__array *ip = &ds->arrays[GD_ARRAY_INDPTR], *ix = &ds->arrays[GD_ARRAY_INDICES];
+    GD_REQUIRE(ip->store != GD__STORE_NONE && ix->store != GD__STORE_NONE, GD_ERR_FORMAT,
+               "dataset '%s' has no %s array; every dataset needs indptr and indices", ds->name,
+               ip->store == GD__STORE_NONE ? "indptr" : "indices");
+
+    snprintf(expect, sizeof expect, "(%lld,) (num_nodes + 1)", (long long)(n + 1));
+    GD_CHECK(check_layout(ds, GD_ARRAY_INDPTR, 1, n + 1, 1, expect));
+    snprintf(expect, sizeof expect, "(%lld,) (num_edges)", (long long)e);
+    GD_CHECK(check_layout(ds, GD_ARRAY_INDICES, 1, e, 1, expect));
+    const int64_t *indptr = ip->data;
+    GD_REQUIRE(indptr[0] == 0, GD_ERR_FORMAT, "indptr.npy: element 0 is %lld; it must be 0",
+               (long long)indptr[0]);
+    GD_REQUIRE(indptr[n] == e, GD_ERR_FORMAT,
+               "indptr.npy: element %lld (the last) is %lld; it must equal num_edges %lld",
+               (long long)n, (long long)indptr[n], (long long)e);
+    if (validate_graph) {
+        int64_t i = first_decrease(indptr, n);
+        GD_REQUIRE(i == n, GD_ERR_FORMAT,
+                   "indptr.npy: element %lld is %lld, less than element %lld (%lld); indptr "
+                   "must be non-decreasing",
+                   (long long)(i + 1), (long long)(i < n ? indptr[i + 1] : 0), (long long)i,
+                   (long long)(i < n ? indptr[i] : 0));
+        i = first_out_of_range(ix, e, 0, n);
+        GD_REQUIRE(i == e, GD_ERR_RANGE,
+                   "indices.npy: element %lld is %lld, outside [0, %lld) (num_nodes)",
+                   (long long)i, (long long)(i < e ? get_int(ix, i) : 0), (long long)n);
+    }
+
+    const gd__array *f = &ds->arrays[GD_ARRAY_FEATURES];
+    if (f->store != GD__STORE_NONE) {
+        snprintf(expect, sizeof expect, "(%lld, %lld) (num_nodes, feature_dim)", (long long)n,
+                 (long long)ds->feature_dim);
+        GD_CHECK(check_layout(ds, GD_ARRAY_FEATURES, 2, n, ds->feature_dim, expect));
+        if (validate_graph) {
+            int64_t count = n * ds->feature_dim; /* fits: the byte count was checked */
+            int64_t i = first_non_finite(f, count);
+            GD_REQUIRE(i == count, GD_ERR_FORMAT,
+                       "features.npy: element (%lld, %lld) is %g; features must be finite",
+                       (long long)(i / (ds->feature_dim ? ds->feature_dim : 1)),
+                       (long long)(i % (ds->feature_dim ? ds->feature_dim : 1)),
+                       i < count ? float_at(f, i) : 0.0);
+        }
+    } else {
+        GD_REQUIRE(ds->feature_dim == 0, GD_ERR_FORMAT,
+                   "dataset '%s': feature_dim is %lld but there is no features array", ds->name,
+                   (long long)ds->feature_dim);
+    }
+
+    const gd__array *l = &ds->arrays[GD_ARRAY_LABELS];
+    if (l->store != GD__STORE_NONE) {
+        snprintf(expect, sizeof expect, "(%lld,) (num_nodes)", (long long)n);
+        GD_CHECK(check_layout(ds, GD_ARRAY_LABELS, 1, n, 1, expect));
+        int64_t i = first_out_of_range(l, n, -1, ds->num_classes);
+        GD_REQUIRE(i == n, GD_ERR_RANGE,
+                   "labels.npy: element %lld is %lld, outside [-1, %lld) (num_classes; -1 means "
+                   "unlabelled)",
+                   (long long)i, (long long)(i < n ? get_int(l, i) : 0),
+                   (long long)ds->num_classes);
+    }
+
+    for (int id = GD_ARRAY_TRAIN_IDX; id <= GD_ARRAY_TEST_IDX; id++) {
+        const gd__array *s = &ds->arrays[id];
+        if (s->store == GD__STORE_NONE) continue;
+        GD_CHECK(check_layout(ds, (gd_array_id)id, 1, -1, 1, "a 1-D array of node ids"));
+        int64_t k = s->shape[0];
+        int64_t i = first_out_of_range(s, k, 0, n);
+        GD_REQUIRE(i == k, GD_ERR_RANGE, "%s: element %lld is %lld, outside [0, %lld) (num_nodes)",
+                   gd__meta_default_file((gd_array_id)id), (long long)i,
+                   (long long)(i < k ? get_int(s, i) : 0), (long long)n);
+    }
+fail:
+    return st;
+}
