@@ -169,6 +169,8 @@ static gd_status publish_dir(const char *tmp, const char *target, int overwrite)
     struct stat sb;
     GD_CHECK(gd__fsync_dir(tmp));
     GD_CHECK(check_target(target, overwrite));
+    parent = parent_of(target);
+    GD_REQUIRE(parent, GD_ERR_NO_MEMORY, "out of memory naming the parent of '%s'", target);
     if (lstat(target, &sb) == 0) {
         old = sibling_name(target, "old");
         GD_REQUIRE(old, GD_ERR_NO_MEMORY, "out of memory naming a directory beside '%s'", target);
@@ -186,8 +188,7 @@ static gd_status publish_dir(const char *tmp, const char *target, int overwrite)
     moved_old = false;
     /* From here on the new dataset is in place; later trouble is reported but is not a failure
      * of the save, since nothing can be undone without losing the finished data. */
-    parent = parent_of(target);
-    if (parent && gd__fsync_dir(parent) != GD_OK) GD_WARN("%s", gd_last_error());
+    if (gd__fsync_dir(parent) != GD_OK) GD_WARN("%s", gd_last_error());
     if (old) remove_tree(old, 0);
     gd_free(old);
     gd_free(parent);
