@@ -372,6 +372,126 @@ int gd_has_cuda(void);
 int gd_device_count(void);
 gd_status gd_device_info_get(int device, gd_device_info *info);
 
+
+/* ---------------------------------------------------------- feature store */
+
+/*
+ * Host tensors: a table of rows (node features) in host memory that GPUs read directly.
+ *
+ * A host tensor holds rows x row_bytes bytes, row_bytes = cols * gd_dtype_size(dtype). Its
+ * memory is allocated by the library (page-aligned, zero-filled), adopted from the caller
+ * (malloc'd memory, a memory-mapped dataset file) or mapped from POSIX shared memory so that
+ * several processes share one copy. gd_host_tensor_register() page-locks and maps it for a
+ * GPU (cudaHostRegister, in chunks of GD_PIN_CHUNK_MB), after which gather kernels read it
+ * over PCIe with no CPU work and no staging copy. Each process registers its own mapping.
+ */
+typedef struct gd_host_tensor gd_host_tensor_t;
+
+/* Flags of gd_host_tensor_create, gd_host_tensor_adopt and gd_host_tensor_open_shm. */
+#define GD_HOST_TENSOR_READ_ONLY 0x1u  /* the memory is read-only (e.g. a PROT_READ file map) */
+#define GD_HOST_TENSOR_SHM_CREATE 0x2u /* open_shm: create the segment (fails if it exists) */
+
+/* Allocate a zero-filled tensor of rows x cols elements of dtype (rows may be 0). */
+gd_status gd_host_tensor_create(int64_t rows, int64_t cols, gd_dtype dtype, unsigned flags,
+                                gd_host_tensor_t **out);
+/*
+ * Wrap memory the caller owns: data holds rows x cols elements of dtype, aligned to the
+ * element size. The caller keeps ownership and must keep data alive until the tensor is
+ * destroyed (destroying it unregisters the memory but never frees it).
+ */
+gd_status gd_host_tensor_adopt(void *data, int64_t rows, int64_t cols, gd_dtype dtype,
+                               unsigned flags, gd_host_tensor_t **out);
+/*
+ * Map the POSIX shared memory segment `name` ("/graphdirect-x" or "graphdirect-x") as a
+ * tensor. With GD_HOST_TENSOR_SHM_CREATE the segment is created with exactly the tensor's
+ * size and its pages are reserved (a full /dev/shm fails here, not later with SIGBUS);
+ * without it an existing segment is opened and must have that size. The segment outlives
+ * the tensor until gd_host_tensor_shm_unlink(name) removes its name.
+ */
+gd_status gd_host_tensor_open_shm(const char *name, int64_t rows, int64_t cols, gd_dtype dtype,
+                                  unsigned flags, gd_host_tensor_t **out);
+gd_status gd_host_tensor_shm_unlink(const char *name);
+/* Unregister (if registered) and release the tensor; NULL is ignored. */
+void gd_host_tensor_destroy(gd_host_tensor_t *t);
+
+void *gd_host_tensor_data(const gd_host_tensor_t *t);
+int64_t gd_host_tensor_rows(const gd_host_tensor_t *t);
+int64_t gd_host_tensor_cols(const gd_host_tensor_t *t);
+int64_t gd_host_tensor_row_bytes(const gd_host_tensor_t *t);
+gd_dtype gd_host_tensor_dtype(const gd_host_tensor_t *t);
+
+/*
+ * Page-lock the tensor and map it into the address space of the GPUs of this process
+ * (cudaHostRegisterMapped | Portable; ReadOnly as well for GD_HOST_TENSOR_READ_ONLY), using
+ * device's context. Registering an already registered tensor again is a no-op. A failure says
+ * how to raise the locked-memory limit (ulimit -l). Without CUDA: GD_ERR_NO_DEVICE.
+ */
+gd_status gd_host_tensor_register(gd_host_tensor_t *t, int device);
+gd_status gd_host_tensor_unregister(gd_host_tensor_t *t);
+/* 1 if the tensor is registered in this process, else 0. */
+int gd_host_tensor_is_registered(const gd_host_tensor_t *t);
+
+/* How a gatherer moves the rows of a minibatch to their destination. */
+typedef enum {
+    GD_GATHER_ZEROCOPY = 0,       /* "zerocopy": aligned warp-per-row reads of pinned host rows */
+    GD_GATHER_NAIVE_ZEROCOPY = 1, /* "naive-zerocopy": one GPU thread per element, for comparison */
+    GD_GATHER_CPU_DMA = 2,        /* "cpu-dma": CPU threads gather into pinned memory, one copy */
+    GD_GATHER_GPU = 3,            /* "gpu": the table is copied to GPU memory (upper bound) */
+    GD_GATHER_CPU = 4,            /* "cpu": CPU threads, host ids, host output (CPU backend) */
+    GD_GATHER_MODE_COUNT = 5
+} gd_gather_mode;
+
+/* "zerocopy", "naive-zerocopy", "cpu-dma", "gpu", "cpu"; NULL for a value outside the enum. */
+const char *gd_gather_mode_name(gd_gather_mode mode);
+gd_status gd_gather_mode_parse(const char *name, gd_gather_mode *out);
+
+typedef struct gd_gatherer gd_gatherer_t;
+
+typedef struct {
+    size_t size;           /* sizeof(gd_gatherer_options) */
+    int64_t max_ids;       /* GPU modes: most ids per gd_gather call; sizes the buffers
+                              (0: 65536) */
+    int sort_ids;          /* zerocopy and gpu: sort ids for locality, output in the given order */
+    const char *sm_budget; /* GPU modes: SMs the kernel may use, "0" all, "N", "N%" (NULL:
+                              the GD_GATHER_SMS parameter); a grid cap, not a partition */
+    int threads;           /* cpu and cpu-dma: CPU threads (0: the GD_THREADS parameter) */
+} gd_gatherer_options;
+#define GD_GATHERER_OPTIONS_INIT {sizeof(gd_gatherer_options), 0, 0, NULL, 0}
+
+/*
+ * Create a gatherer of rows of t for one GPU (device is ignored by GD_GATHER_CPU). Every buffer
+ * a gather needs is allocated here, so gd_gather allocates nothing. zerocopy and
+ * naive-zerocopy need t registered (gd_host_tensor_register); gpu copies t into GPU memory
+ * once, now. t must outlive the gatherer. A GPU mode without CUDA or without a GPU fails with
+ * GD_ERR_NO_DEVICE.
+ */
+gd_status gd_gatherer_create(gd_host_tensor_t *t, int device, gd_gather_mode mode,
+                             const gd_gatherer_options *options, gd_gatherer_t **out);
+void gd_gatherer_destroy(gd_gatherer_t *g);
+
+/*
+ * Write rows ids[0..n) of the tensor to out (n x row_bytes bytes, row i = row ids[i]).
+ *
+ * GPU modes: out is device memory and the work is queued on stream (a cudaStream_t; NULL is
+ * the default stream) with no host synchronisation, except that ids on the host are first
+ * copied into a pinned buffer which waits for the previous call's copy of it, and cpu-dma
+ * with device ids reads them back (it is the CPU-centric baseline). Ids on the host are
+ * checked before anything is queued: an out-of-range id fails with GD_ERR_RANGE naming it and
+ * its position. Ids on the device (ids_on_device = 1) are checked by the kernel, which zeroes
+ * the row of a bad id and records it; gd_gatherer_check_errors() reports it.
+ * GD_GATHER_CPU: ids and out are host memory, ids_on_device must be 0, stream is ignored, and
+ * the call returns when the rows are written.
+ */
+gd_status gd_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, int ids_on_device,
+                    void *out, void *stream);
+/*
+ * Wait for the last gd_gather call of g to finish (and so for the calls queued before it on
+ * that stream) and report an out-of-range device id any earlier call met since the previous
+ * check (GD_ERR_RANGE, naming the id and its position), or a CUDA error of the gather. The
+ * record is cleared. This synchronises the host: call it once per epoch, or in tests.
+ */
+gd_status gd_gatherer_check_errors(gd_gatherer_t *g);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,777 @@
+/*
+ * The CUDA backend of the feature module: registration of host tensors with the GPU, and the
+ * gather kernels that copy the rows of a minibatch from a table to a device buffer.
+ *
+ * The zero-copy gather is the point of the module. A group of G lanes (a warp for wide rows,
+ * a sub-warp for narrow ones) copies one row. It reads the aligned 16-byte words that cover
+ * the row, starting at the 128-byte boundary at or below it (16*G bytes for groups narrower
+ * than 8 lanes), so that each warp-wide load touches whole cachelines, and lanes whose word
+ * holds no byte of the row stay idle. Every lane issues U loads (plus one look-ahead word on
+ * the group's first lane) before it stores anything, so many independent PCIe reads are in
+ * flight per thread. A row that does not start on the same 16-byte phase as its destination
+ * is realigned in registers: each output word is a funnel shift of a lane's word and its
+ * neighbour's, fetched with one shuffle. Output words that the row covers fully are written
+ * with 16-byte stores; the first and last, shared with neighbouring rows, byte by byte.
+ * The same kernel serves the "gpu" mode on a copy of the table in device memory. The naive
+ * kernel (one thread per element) is kept for comparison, and "cpu-dma" is the CPU-centric
+ * path: CPU threads gather into pinned memory, then one copy.
+ *
+ * Nothing here synchronises the host in the steady state: buffers are made at create time,
+ * and calls are ordered against each other with events. Every CUDA call is checked.
+ */
+#include "core/cuda.h"
+#include "internal.h"
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cuda_runtime.h>
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* What a kernel records about the first out-of-range id it meets (device memory). */
+typedef struct {
+    unsigned int flag;
+    unsigned int pad;
+    long long pos;
+    long long id;
+} gather_error;
+
+struct gd__cuda_gatherer {
+    const unsigned char *src; /* the table as the kernels see it */
+    unsigned char *d_table;   /* "gpu": the device copy of the table */
+    unsigned char *h_rows;    /* "cpu-dma": pinned staging for the gathered rows */
+    long long *h_ids;         /* pinned staging for ids passed in host memory */
+    long long *d_ids;         /* their device copy */
+    unsigned long long *d_keys_sorted;
+    int *d_perm_in, *d_perm_out; /* sort: positions 0..max_ids-1, and in sorted order */
+    void *d_sort_tmp;
+    size_t sort_tmp_bytes;
+    int end_bit; /* sort only the bits an in-range id can have */
+    gather_error *d_err;
+    cudaEvent_t done;         /* recorded after each call's last GPU operation */
+    cudaEvent_t staging_free; /* recorded after the copy that last read pinned staging */
+    int events;               /* how many of the two events exist */
+    int group;                /* lanes per row (1..32) */
+    int unroll;               /* loads per lane before stores */
+    int grid_cap;             /* most blocks a launch may have (the SM budget) */
+    int sms;
+};
+
+#define BLOCK_THREADS 256
+#define FULL_MASK 0xffffffffu
+
+/* ------------------------------------------------------------------ kernels */
+
+/* Concatenate two 16-byte words (lo first) and take the 16 bytes starting at byte off. */
+__device__ __forceinline__ uint4 shift_bytes(uint4 lo, uint4 hi, unsigned off) {
+    unsigned y0, y1, y2, y3, y4, y5;
+    if (off & 8) {
+        y0 = lo.z, y1 = lo.w, y2 = hi.x, y3 = hi.y, y4 = hi.z, y5 = hi.w;
+    } else {
+        y0 = lo.x, y1 = lo.y, y2 = lo.z, y3 = lo.w, y4 = hi.x, y5 = hi.y;
+    }
+    if (off & 4) {
+        y0 = y1, y1 = y2, y2 = y3, y3 = y4, y4 = y5;
+    }
+    const unsigned bits = (off & 3) * 8;
+    uint4 r;
+    r.x = __funnelshift_r(y0, y1, bits);
+    r.y = __funnelshift_r(y1, y2, bits);
+    r.z = __funnelshift_r(y2, y3, bits);
+    r.w = __funnelshift_r(y3, y4, bits);
+    return r;
+}
+
+__device__ __forceinline__ uint4 shfl_word(uint4 v, int src_lane, int width) {
+    uint4 r;
+    r.x = __shfl_sync(FULL_MASK, v.x, src_lane, width);
+    r.y = __shfl_sync(FULL_MASK, v.y, src_lane, width);
+    r.z = __shfl_sync(FULL_MASK, v.z, src_lane, width);
+    r.w = __shfl_sync(FULL_MASK, v.w, src_lane, width);
+    return r;
+}
+
+/* Write bytes [lo, hi) of word w to p + lo ... p + hi - 1 (p is the word's 16-byte slot). */
+__device__ __forceinline__ void store_partial(unsigned char *p, uint4 w, unsigned lo,
+                                              unsigned hi) {
+    for (unsigned b = lo; b < hi; b++) {
+        unsigned c = b < 8 ? (b < 4 ? w.x : w.y) : (b < 12 ? w.z : w.w);
+        p[b] = (unsigned char)(c >> (8 * (b & 3)));
+    }
+}
+
+__device__ __forceinline__ void record_error(gather_error *err, long long pos, long long id) {
+    if (atomicCAS(&err->flag, 0u, 1u) == 0u) {
+        err->pos = pos;
+        err->id = id;
+    }
+}
+
+/*
+ * The aligned gather: row ids[i] of src to row perm[i] (or i) of out, for i in [0, n).
+ * G lanes per row, U loads per lane per round; the row loop strides over the whole grid, so a
+ * grid capped by the SM budget still covers every row. Trip counts are kept uniform across
+ * the warp because the shuffles need every lane.
+ */
+template <int G, int U>
+__global__ void __launch_bounds__(BLOCK_THREADS)
+    gather_aligned_kernel(const unsigned char *__restrict__ src, long long rows,
+                          long long row_bytes, const long long *__restrict__ ids,
+                          const int *__restrict__ perm, long long n,
+                          unsigned char *__restrict__ out, gather_error *err) {
+    constexpr int GROUPS = 32 / G;
+    constexpr unsigned long long SPAN = 16ull * G < 128 ? 16ull * G : 128;
+    const int lane = threadIdx.x & 31;
+    const int lig = lane % G;
+    const int grp = lane / G;
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    const unsigned long long R = (unsigned long long)row_bytes;
+
+    for (long long r0 = warp * GROUPS; r0 < n; r0 += warps * GROUPS) {
+        const long long r = r0 + grp;
+        const bool active = r < n;
+        long long id = 0, dst = 0;
+        if (active) {
+            id = ids[r];
+            dst = perm ? (long long)perm[r] : r;
+        }
+        const bool bad = active && (id < 0 || id >= rows);
+        if (bad && lig == 0) record_error(err, dst, id);
+        const bool load_ok = active && !bad;
+
+        /*
+         * Geometry of the row, all in byte addresses. Output word v (16-byte aligned, at
+         * d0 + 16v) needs the 16 source bytes at s - e + 16v, which lie in source words
+         * a + v and a + v + 1 counted from w0, shifted by off bytes.
+         */
+        const unsigned long long s =
+            (unsigned long long)src + (load_ok ? (unsigned long long)id * R : 0);
+        const unsigned long long d = (unsigned long long)out + (unsigned long long)dst * R;
+        const unsigned long long e = d & 15;
+        const unsigned long long d0 = d - e;
+        const unsigned long long nw = (((d + R + 15) & ~15ull) - d0) >> 4;
+        const unsigned long long sa = s - e;
+        const unsigned long long a_addr = sa & ~15ull;
+        const unsigned off = (unsigned)(sa - a_addr);
+        const unsigned long long w0 = a_addr & ~(SPAN - 1);
+        const long long a = (long long)((a_addr - w0) >> 4);
+        const long long m_lo = (long long)((s - w0) >> 4);
+        const long long m_hi = (long long)((s + R - 1 - w0) >> 4);
+        const unsigned chunks = active ? (unsigned)(m_hi / G + 1) : 0u;
+        const unsigned rounds_chunks = __reduce_max_sync(FULL_MASK, chunks);
+        const uint4 *words = (const uint4 *)w0;
+
+        for (unsigned c0 = 0; c0 < rounds_chunks; c0 += U) {
+            uint4 w[U + 1];
+            /* Issue every load of the round before any store. */
+#pragma unroll
+            for (int k = 0; k <= U; k++) {
+                const long long m = (long long)(c0 + k) * G + lig;
+                w[k] = make_uint4(0, 0, 0, 0);
+                if (load_ok && (k < U || lig == 0) && m >= m_lo && m <= m_hi) w[k] = __ldg(words + m);
+            }
+#pragma unroll
+            for (int k = 0; k < U; k++) {
+                /* The first lane lends the next chunk's word to the last lane. */
+                const uint4 lend = lig == 0 ? w[k + 1] : w[k];
+                const uint4 next = shfl_word(lend, (lig + 1) % G, G);
+                const long long m = (long long)(c0 + k) * G + lig;
+                const long long v = m - a;
+                if (!active || v < 0 || (unsigned long long)v >= nw) continue;
+                const uint4 o = shift_bytes(w[k], next, off);
+                const unsigned long long slot = d0 + 16ull * (unsigned long long)v;
+                unsigned lo = slot < d ? (unsigned)(d - slot) : 0u;
+                unsigned hi = slot + 16 > d + R ? (unsigned)(d + R - slot) : 16u;
+                if (lo == 0 && hi == 16)
+                    *(uint4 *)slot = o;
+                else
+                    store_partial((unsigned char *)slot, o, lo, hi);
+            }
+        }
+    }
+}
+
+/* The naive zero-copy gather: one thread per element of T, for comparison. */
+template <typename T>
+__global__ void __launch_bounds__(BLOCK_THREADS)
+    gather_naive_kernel(const T *__restrict__ src, long long rows, long long cols,
+                        const long long *__restrict__ ids, long long n, T *__restrict__ out,
+                        gather_error *err) {
+    const long long total = n * cols;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        const long long r = i / cols, c = i - r * cols;
+        const long long id = ids[r];
+        if (id < 0 || id >= rows) {
+            if (c == 0) record_error(err, r, id);
+            out[i] = T(0);
+        } else {
+            out[i] = src[id * cols + c];
+        }
+    }
+}
+
+__global__ void iota_kernel(int *p, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        p[i] = (int)i;
+}
+
+/* ------------------------------------------------------------- kernel choice */
+
+typedef void (*aligned_kernel_fn)(const unsigned char *, long long, long long, const long long *,
+                                  const int *, long long, unsigned char *, gather_error *);
+
+/*
+ * Lanes per row: enough that one round of U loads per lane covers a row with its alignment
+ * slack, so narrow rows share a warp (fewer idle lanes) and wide rows get whole warps and
+ * deeper unrolling (more loads in flight).
+ */
+static void choose_group(long long row_bytes, int *group, int *unroll) {
+    const long long words = (row_bytes + 15) / 16 + 2;
+    if (words > 32 * 4) {
+        *group = 32;
+        *unroll = 8;
+        return;
+    }
+    int g = 1;
+    while (g < 32 && (long long)g * 4 < words) g *= 2;
+    *group = g;
+    *unroll = 4;
+}
+
+static aligned_kernel_fn aligned_kernel(int group, int unroll) {
+    switch (group) {
+    case 1: return gather_aligned_kernel<1, 4>;
+    case 2: return gather_aligned_kernel<2, 4>;
+    case 4: return gather_aligned_kernel<4, 4>;
+    case 8: return gather_aligned_kernel<8, 4>;
+    case 16: return gather_aligned_kernel<16, 4>;
+    default: return unroll == 8 ? gather_aligned_kernel<32, 8> : gather_aligned_kernel<32, 4>;
+    }
+}
+
+/* ------------------------------------------------------------- registration */
+
+static void memlock_text(char *buf, size_t n) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0)
+        snprintf(buf, n, "unknown");
+    else if (rl.rlim_cur == RLIM_INFINITY)
+        snprintf(buf, n, "unlimited");
+    else
+        snprintf(buf, n, "%llu KiB", (unsigned long long)rl.rlim_cur / 1024);
+}
+
+static gd_status pin_error(const gd_host_tensor_t *t, int device, long long chunk,
+                           long long chunks, size_t offset, size_t bytes, cudaError_t ce,
+                           bool injected, long long chunk_mb) {
+    char lim[64];
+    memlock_text(lim, sizeof lim);
+    const char *shm_hint = t->kind == GD__TENSOR_SHM
+                               ? " The table is in shared memory: also check that /dev/shm is "
+                                 "large enough (`df -h /dev/shm`)."
+                               : "";
+    const char *what = injected ? "injected fault" : cudaGetErrorString(ce);
+    const char *name = injected ? "GD_FAULT_PIN" : cudaGetErrorName(ce);
+    if (!injected && ce == cudaErrorHostMemoryAlreadyRegistered)
+        return gd__error(GD_ERR_PIN,
+                         "cudaHostRegister of chunk %lld/%lld (%zu bytes at offset %zu) of a "
+                         "%zu-byte host tensor failed on GPU %d: %s (%s): part of this memory is "
+                         "already registered in this process (by another tensor or a direct "
+                         "cudaHostRegister); unregister it first",
+                         chunk + 1, chunks, bytes, offset, t->bytes, device, what, name);
+    if (!injected && (ce == cudaErrorInvalidValue || ce == cudaErrorNotSupported))
+        return gd__error(GD_ERR_PIN,
+                         "cudaHostRegister of chunk %lld/%lld (%zu bytes at offset %zu) of a "
+                         "%zu-byte host tensor failed on GPU %d: %s (%s): this memory cannot be "
+                         "registered as it is (a read-only file mapping needs "
+                         "GD_HOST_TENSOR_READ_ONLY; some file systems cannot be pinned: load the "
+                         "features into a host tensor or shared memory instead)",
+                         chunk + 1, chunks, bytes, offset, t->bytes, device, what, name);
+    return gd__error(GD_ERR_PIN,
+                     "cudaHostRegister of chunk %lld/%lld (%zu bytes at offset %zu) of a "
+                     "%zu-byte host tensor failed on GPU %d: %s (%s): the memory could not be "
+                     "page-locked. The locked-memory limit (ulimit -l) is %s: raise it "
+                     "(`ulimit -l unlimited`, a memlock line in /etc/security/limits.conf, or "
+                     "docker --ulimit memlock=-1), free host memory, or try a smaller "
+                     "GD_PIN_CHUNK_MB (now %lld).%s",
+                     chunk + 1, chunks, bytes, offset, t->bytes, device, what, name, lim,
+                     chunk_mb, shm_hint);
+}
+
+static gd_status check_device(int device, const char *what) {
+    const int count = gd__cuda_device_count();
+    if (count == 0)
+        return gd__error(GD_ERR_NO_DEVICE,
+                         "%s needs a GPU and none is visible (check nvidia-smi and "
+                         "CUDA_VISIBLE_DEVICES), or use gather mode \"cpu\"",
+                         what);
+    if (device < 0 || device >= count)
+        return gd__error(GD_ERR_RANGE, "%s: GPU %d does not exist: %d GPU(s) visible (0..%d)",
+                         what, device, count, count - 1);
+    return GD_OK;
+}
+
+/* Make device current, remembering the previous one (restored by leave_device). */
+static gd_status enter_device(int device, int *prev) {
+    gd_status st = GD_OK;
+    *prev = -1;
+    GD_CUDA_CHECK(cudaGetDevice(prev));
+    if (*prev != device) GD_CUDA_CHECK(cudaSetDevice(device));
+    return GD_OK;
+fail:
+    return st;
+}
+
+static void leave_device(int device, int prev) {
+    if (prev >= 0 && prev != device && cudaSetDevice(prev) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+/* Chunk k of the tensor: chunks start on page boundaries so that no page is in two of them. */
+static void chunk_range(const gd_host_tensor_t *t, size_t chunk, long long k, uintptr_t *lo,
+                        uintptr_t *hi) {
+    const long page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+    const uintptr_t data = (uintptr_t)t->data, end = data + t->bytes;
+    const uintptr_t p0 = data & ~((uintptr_t)page - 1);
+    uintptr_t a = p0 + (uintptr_t)k * chunk, b = a + chunk;
+    *lo = a < data ? data : a;
+    *hi = b > end ? end : b;
+}
+
+static long long chunk_count(const gd_host_tensor_t *t, size_t chunk) {
+    const long page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+    const uintptr_t data = (uintptr_t)t->data, end = data + t->bytes;
+    const uintptr_t p0 = data & ~((uintptr_t)page - 1);
+    return (long long)((end - p0 + chunk - 1) / chunk);
+}
+
+static gd_status cuda_unregister(gd_host_tensor_t *t) {
+    gd_status st = GD_OK;
+    int prev = -1;
+    if (t->reg_chunks == 0) return GD_OK;
+    const int device = t->reg_device;
+    GD_CHECK(enter_device(device, &prev));
+    for (long long k = 0; k < t->reg_chunks; k++) {
+        uintptr_t lo, hi;
+        chunk_range(t, t->chunk_bytes, k, &lo, &hi);
+        cudaError_t ce = cudaHostUnregister((void *)lo);
+        if (ce != cudaSuccess) {
+            (void)cudaGetLastError();
+            if (st == GD_OK)
+                st = gd__error(GD_ERR_CUDA,
+                               "cudaHostUnregister of chunk %lld of a host tensor failed: %s (%s)",
+                               k + 1, cudaGetErrorString(ce), cudaGetErrorName(ce));
+        }
+    }
+fail:
+    t->reg_chunks = 0;
+    t->registered = 0;
+    t->device_ptr = NULL;
+    leave_device(device, prev);
+    return st;
+}
+
+static gd_status cuda_register(gd_host_tensor_t *t, int device) {
+    gd_status st = GD_OK;
+    int prev = -1, can_map = 0, ro_ok = 0;
+    int64_t chunk_mb = 0;
+    unsigned flags = cudaHostRegisterMapped | cudaHostRegisterPortable;
+    unsigned char *base_dev = NULL;
+    GD_CHECK(check_device(device, "registering a host tensor with a GPU"));
+    GD_CHECK(enter_device(device, &prev));
+    GD_CUDA_CHECK(cudaDeviceGetAttribute(&can_map, cudaDevAttrCanMapHostMemory, device));
+    GD_REQUIRE(can_map, GD_ERR_UNSUPPORTED,
+               "GPU %d cannot map host memory, so it cannot read a host tensor directly: use "
+               "gather mode \"cpu-dma\" or \"gpu\"",
+               device);
+    if (t->flags & GD_HOST_TENSOR_READ_ONLY) {
+        GD_CUDA_CHECK(
+            cudaDeviceGetAttribute(&ro_ok, cudaDevAttrHostRegisterReadOnlySupported, device));
+        GD_REQUIRE(ro_ok, GD_ERR_UNSUPPORTED,
+                   "GPU %d cannot register read-only host memory: copy the features into a "
+                   "writable host tensor (gd_host_tensor_create) first",
+                   device);
+        flags |= cudaHostRegisterReadOnly;
+    }
+    GD_CHECK(gd_param_get_int("GD_PIN_CHUNK_MB", &chunk_mb));
+    GD_REQUIRE(chunk_mb > 0 && chunk_mb <= (1ll << 30), GD_ERR_INVALID_ARG,
+               "GD_PIN_CHUNK_MB=%lld must be between 1 and 2^30 MiB", (long long)chunk_mb);
+    t->chunk_bytes = (size_t)chunk_mb << 20;
+    t->reg_device = device;
+    t->reg_chunks = 0;
+    if (t->bytes == 0) {
+        t->device_ptr = t->data;
+        t->registered = 1;
+        leave_device(device, prev);
+        return GD_OK;
+    }
+    {
+        const long long chunks = chunk_count(t, t->chunk_bytes);
+        for (long long k = 0; k < chunks; k++) {
+            uintptr_t lo, hi;
+            chunk_range(t, t->chunk_bytes, k, &lo, &hi);
+            const bool injected = gd__fault_hit(GD_FAULT_PIN);
+            cudaError_t ce = injected ? cudaErrorMemoryAllocation
+                                      : cudaHostRegister((void *)lo, hi - lo, flags);
+            if (ce != cudaSuccess) {
+                if (!injected) (void)cudaGetLastError();
+                st = pin_error(t, device, k, chunks, lo - (uintptr_t)t->data, hi - lo, ce,
+                               injected, (long long)chunk_mb);
+                goto fail;
+            }
+            t->reg_chunks = k + 1;
+            void *dp = NULL;
+            GD_CUDA_CHECK(cudaHostGetDevicePointer(&dp, (void *)lo, 0));
+            const uintptr_t offset = lo - (uintptr_t)t->data;
+            if (k == 0) {
+                base_dev = (unsigned char *)dp - offset;
+            } else {
+                /* Kernels index the table as one array, so the chunks must be contiguous. */
+                GD_REQUIRE((unsigned char *)dp == base_dev + offset, GD_ERR_UNSUPPORTED,
+                           "the GPU maps the registered chunks of a host tensor at scattered "
+                           "addresses (no unified addressing): set GD_PIN_CHUNK_MB above the "
+                           "tensor's %zu MiB so that it is registered in one piece",
+                           (t->bytes >> 20) + 1);
+            }
+        }
+    }
+    t->device_ptr = base_dev;
+    t->registered = 1;
+    leave_device(device, prev);
+    return GD_OK;
+fail:
+    if (t->reg_chunks > 0) (void)cuda_unregister(t);
+    t->reg_chunks = 0;
+    t->registered = 0;
+    t->device_ptr = NULL;
+    leave_device(device, prev);
+    return st;
+}
+
+/* ------------------------------------------------------------- gatherer */
+
+static gd_status pinned_alloc(void **p, size_t bytes, const char *what) {
+    gd_status st = GD_OK;
+    *p = NULL;
+    if (gd__fault_hit(GD_FAULT_PIN)) {
+        char lim[64];
+        memlock_text(lim, sizeof lim);
+        return gd__error(GD_ERR_PIN,
+                         "cudaHostAlloc of %zu bytes for %s failed: injected fault "
+                         "(GD_FAULT_PIN); the locked-memory limit (ulimit -l) is %s",
+                         bytes, what, lim);
+    }
+    {
+        cudaError_t ce = cudaHostAlloc(p, bytes ? bytes : 16, cudaHostAllocDefault);
+        if (ce != cudaSuccess) {
+            char lim[64];
+            (void)cudaGetLastError();
+            *p = NULL;
+            memlock_text(lim, sizeof lim);
+            GD_REQUIRE(0, GD_ERR_PIN,
+                       "cudaHostAlloc of %zu bytes for %s failed: %s (%s): the locked-memory "
+                       "limit (ulimit -l) is %s: raise it (`ulimit -l unlimited`, or docker "
+                       "--ulimit memlock=-1), free host memory or lower max_ids",
+                       bytes, what, cudaGetErrorString(ce), cudaGetErrorName(ce), lim);
+        }
+    }
+    return GD_OK;
+fail:
+    return st;
+}
+
+static void cuda_gatherer_release(gd_gatherer_t *g) {
+    gd__cuda_gatherer *c = g->cuda;
+    int prev = -1;
+    if (!c) return;
+    /* Release is best effort: a failed free cannot be acted on, so errors are dropped. */
+    if (enter_device(g->device, &prev) == GD_OK) {
+        if (c->events >= 1) (void)cudaEventSynchronize(c->done);
+        if (c->events >= 2) (void)cudaEventSynchronize(c->staging_free);
+        if (c->events >= 1) (void)cudaEventDestroy(c->done);
+        if (c->events >= 2) (void)cudaEventDestroy(c->staging_free);
+        if (c->d_table) (void)cudaFree(c->d_table);
+        if (c->h_rows) (void)cudaFreeHost(c->h_rows);
+        if (c->h_ids) (void)cudaFreeHost(c->h_ids);
+        if (c->d_ids) (void)cudaFree(c->d_ids);
+        if (c->d_keys_sorted) (void)cudaFree(c->d_keys_sorted);
+        if (c->d_perm_in) (void)cudaFree(c->d_perm_in);
+        if (c->d_perm_out) (void)cudaFree(c->d_perm_out);
+        if (c->d_sort_tmp) (void)cudaFree(c->d_sort_tmp);
+        if (c->d_err) (void)cudaFree(c->d_err);
+        (void)cudaGetLastError();
+        leave_device(g->device, prev);
+    }
+    gd_free(c);
+    g->cuda = NULL;
+}
+
+static int bits_for(long long rows) {
+    int b = 1;
+    while (b < 63 && (1ull << b) < (unsigned long long)rows) b++;
+    return b;
+}
+
+static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
+    gd_status st = GD_OK;
+    gd__cuda_gatherer *c = NULL;
+    gd_host_tensor_t *t = g->tensor;
+    int prev = -1, bps = 0;
+    const size_t ids_bytes = (size_t)g->max_ids * sizeof(long long);
+    char what[80];
+    snprintf(what, sizeof what, "gather mode \"%s\"", gd_gather_mode_name(g->mode));
+    GD_CHECK(check_device(g->device, what));
+    GD_CHECK(enter_device(g->device, &prev));
+    if (g->mode == GD_GATHER_ZEROCOPY || g->mode == GD_GATHER_NAIVE_ZEROCOPY)
+        GD_REQUIRE(t->registered, GD_ERR_INVALID_ARG,
+                   "%s reads the host tensor directly: register it first with "
+                   "gd_host_tensor_register(tensor, %d)",
+                   what, g->device);
+    c = (gd__cuda_gatherer *)gd_calloc(1, sizeof *c);
+    GD_REQUIRE(c, GD_ERR_NO_MEMORY, "%s: out of memory for the gatherer state", what);
+    g->cuda = c;
+    GD_CUDA_CHECK(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, g->device));
+    GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming));
+    c->events = 1;
+    GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->staging_free, cudaEventDisableTiming));
+    c->events = 2;
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_err, sizeof(gather_error)));
+    GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof(gather_error)));
+    GD_CHECK(pinned_alloc((void **)&c->h_ids, ids_bytes, "the ids staging buffer"));
+
+    if (g->mode == GD_GATHER_CPU_DMA) {
+        int64_t rows_bytes;
+        GD_REQUIRE(!gd__mul_overflow_i64(g->max_ids, t->row_bytes, &rows_bytes), GD_ERR_OVERFLOW,
+                   "%s: max_ids %lld x %lld-byte rows overflow", what, (long long)g->max_ids,
+                   (long long)t->row_bytes);
+        GD_CHECK(pinned_alloc((void **)&c->h_rows, (size_t)rows_bytes,
+                              "the cpu-dma staging buffer (max_ids x row bytes)"));
+        leave_device(g->device, prev);
+        return GD_OK;
+    }
+
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_ids, ids_bytes ? ids_bytes : 16));
+    if (g->mode == GD_GATHER_GPU) {
+        /* Padding to 16 bytes keeps the last aligned word of the table inside the buffer. */
+        GD_CUDA_CHECK(cudaMalloc((void **)&c->d_table, (t->bytes + 15) / 16 * 16 + 16));
+        if (t->bytes)
+            GD_CUDA_CHECK(cudaMemcpy(c->d_table, t->data, t->bytes, cudaMemcpyHostToDevice));
+        c->src = c->d_table;
+    } else {
+        c->src = (const unsigned char *)t->device_ptr;
+    }
+
+    if (g->sort_ids && g->mode != GD_GATHER_NAIVE_ZEROCOPY) {
+        const size_t perm_bytes = (size_t)g->max_ids * sizeof(int);
+        c->end_bit = bits_for(t->rows);
+        GD_CUDA_CHECK(cudaMalloc((void **)&c->d_keys_sorted, ids_bytes ? ids_bytes : 16));
+        GD_CUDA_CHECK(cudaMalloc((void **)&c->d_perm_in, perm_bytes ? perm_bytes : 16));
+        GD_CUDA_CHECK(cudaMalloc((void **)&c->d_perm_out, perm_bytes ? perm_bytes : 16));
+        iota_kernel<<<(unsigned)((g->max_ids + BLOCK_THREADS - 1) / BLOCK_THREADS),
+                      BLOCK_THREADS>>>(c->d_perm_in, g->max_ids);
+        GD_CUDA_CHECK_LAUNCH();
+        GD_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+            (void *)NULL, c->sort_tmp_bytes, (const unsigned long long *)NULL,
+            (unsigned long long *)NULL, (const int *)NULL, (int *)NULL, (int)g->max_ids, 0,
+            c->end_bit, (cudaStream_t)0));
+        GD_CUDA_CHECK(cudaMalloc(&c->d_sort_tmp, c->sort_tmp_bytes ? c->sort_tmp_bytes : 16));
+        GD_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+
+    choose_group(t->row_bytes, &c->group, &c->unroll);
+    if (g->mode == GD_GATHER_NAIVE_ZEROCOPY) {
+        switch (gd_dtype_size(t->dtype)) {
+        case 1:
+            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &bps, gather_naive_kernel<unsigned char>, BLOCK_THREADS, 0));
+            break;
+        case 2:
+            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &bps, gather_naive_kernel<unsigned short>, BLOCK_THREADS, 0));
+            break;
+        case 4:
+            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &bps, gather_naive_kernel<unsigned int>, BLOCK_THREADS, 0));
+            break;
+        default:
+            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &bps, gather_naive_kernel<unsigned long long>, BLOCK_THREADS, 0));
+            break;
+        }
+    } else {
+        GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &bps, aligned_kernel(c->group, c->unroll), BLOCK_THREADS, 0));
+    }
+    if (bps < 1) bps = 1;
+    c->grid_cap =
+        gd__sm_budget_resolve(g->sm_budget_count, g->sm_budget_percent, c->sms) * bps;
+    GD_DEBUG("gatherer %s: %lld-byte rows, %d lanes per row, %d loads per lane, grid cap %d "
+             "blocks (%d per SM)",
+             gd_gather_mode_name(g->mode), (long long)t->row_bytes, c->group, c->unroll,
+             c->grid_cap, bps);
+    leave_device(g->device, prev);
+    return GD_OK;
+fail:
+    cuda_gatherer_release(g);
+    leave_device(g->device, prev);
+    return st;
+}
+
+/* Copy host ids to the device through pinned staging; nothing waits but the staging reuse. */
+static gd_status stage_ids(gd__cuda_gatherer *c, const int64_t *ids, int64_t n,
+                           cudaStream_t stream) {
+    gd_status st = GD_OK;
+    GD_CUDA_CHECK(cudaEventSynchronize(c->staging_free));
+    memcpy(c->h_ids, ids, (size_t)n * sizeof(long long));
+    GD_CUDA_CHECK(cudaMemcpyAsync(c->d_ids, c->h_ids, (size_t)n * sizeof(long long),
+                                  cudaMemcpyHostToDevice, stream));
+    GD_CUDA_CHECK(cudaEventRecord(c->staging_free, stream));
+    return GD_OK;
+fail:
+    return st;
+}
+
+static gd_status gather_cpu_dma(gd_gatherer_t *g, const int64_t *ids, int64_t n,
+                                int ids_on_device, void *out, cudaStream_t stream) {
+    gd_status st = GD_OK;
+    gd__cuda_gatherer *c = g->cuda;
+    const gd_host_tensor_t *t = g->tensor;
+    const int64_t *host_ids = ids;
+    if (ids_on_device) {
+        /* The CPU gathers, so it needs the ids: this mode synchronises by nature. */
+        GD_CUDA_CHECK(cudaMemcpyAsync(c->h_ids, ids, (size_t)n * sizeof(long long),
+                                      cudaMemcpyDeviceToHost, stream));
+        GD_CUDA_CHECK(cudaStreamSynchronize(stream));
+        host_ids = (const int64_t *)c->h_ids;
+    }
+    GD_CHECK(gd__gather_check_ids(host_ids, n, t->rows));
+    GD_CUDA_CHECK(cudaEventSynchronize(c->staging_free));
+    gd__gather_rows_cpu(t->data, t->row_bytes, host_ids, n, c->h_rows, g->threads);
+    GD_CUDA_CHECK(cudaMemcpyAsync(out, c->h_rows, (size_t)n * (size_t)t->row_bytes,
+                                  cudaMemcpyHostToDevice, stream));
+    GD_CUDA_CHECK(cudaEventRecord(c->staging_free, stream));
+    GD_CUDA_CHECK(cudaEventRecord(c->done, stream));
+    return GD_OK;
+fail:
+    return st;
+}
+
+static unsigned grid_for(long long work_blocks, int cap) {
+    if (work_blocks < 1) work_blocks = 1;
+    return (unsigned)(work_blocks < cap ? work_blocks : cap);
+}
+
+static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, int ids_on_device,
+                             void *out, void *stream_ptr) {
+    gd_status st = GD_OK;
+    gd__cuda_gatherer *c = g->cuda;
+    const gd_host_tensor_t *t = g->tensor;
+    const cudaStream_t stream = (cudaStream_t)stream_ptr;
+    int prev = -1;
+    const long long *dids = (const long long *)ids;
+    const int *perm = NULL;
+    GD_CHECK(enter_device(g->device, &prev));
+    /* Scratch buffers are shared by every call: order this call after the previous one. */
+    GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->done, 0));
+    if (g->mode == GD_GATHER_CPU_DMA) {
+        GD_CHECK(gather_cpu_dma(g, ids, n, ids_on_device, out, stream));
+        leave_device(g->device, prev);
+        return GD_OK;
+    }
+    if (!ids_on_device) {
+        GD_CHECK(gd__gather_check_ids(ids, n, t->rows));
+        GD_CHECK(stage_ids(c, ids, n, stream));
+        dids = c->d_ids;
+    }
+    if (c->d_sort_tmp) {
+        size_t need = 0;
+        GD_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+            (void *)NULL, need, (const unsigned long long *)NULL, (unsigned long long *)NULL,
+            (const int *)NULL, (int *)NULL, (int)n, 0, c->end_bit, stream));
+        GD_REQUIRE(need <= c->sort_tmp_bytes, GD_ERR_INTERNAL,
+                   "sorting %lld ids needs %zu bytes of scratch, more than the %zu sized for "
+                   "max_ids %lld",
+                   (long long)n, need, c->sort_tmp_bytes, (long long)g->max_ids);
+        GD_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+            c->d_sort_tmp, need, (const unsigned long long *)dids, c->d_keys_sorted,
+            c->d_perm_in, c->d_perm_out, (int)n, 0, c->end_bit, stream));
+        dids = (const long long *)c->d_keys_sorted;
+        perm = c->d_perm_out;
+    }
+    if (g->mode == GD_GATHER_NAIVE_ZEROCOPY) {
+        const size_t es = gd_dtype_size(t->dtype);
+        GD_REQUIRE((uintptr_t)out % es == 0, GD_ERR_INVALID_ARG,
+                   "naive-zerocopy stores whole %s elements: out %p must be %zu-byte aligned",
+                   gd_dtype_name(t->dtype), out, es);
+        const long long total = n * t->cols;
+        const unsigned grid = grid_for((total + BLOCK_THREADS - 1) / BLOCK_THREADS, c->grid_cap);
+        switch (es) {
+        case 1:
+            gather_naive_kernel<unsigned char><<<grid, BLOCK_THREADS, 0, stream>>>(
+                (const unsigned char *)c->src, t->rows, t->cols, dids, n, (unsigned char *)out,
+                c->d_err);
+            break;
+        case 2:
+            gather_naive_kernel<unsigned short><<<grid, BLOCK_THREADS, 0, stream>>>(
+                (const unsigned short *)c->src, t->rows, t->cols, dids, n, (unsigned short *)out,
+                c->d_err);
+            break;
+        case 4:
+            gather_naive_kernel<unsigned int><<<grid, BLOCK_THREADS, 0, stream>>>(
+                (const unsigned int *)c->src, t->rows, t->cols, dids, n, (unsigned int *)out,
+                c->d_err);
+            break;
+        default:
+            gather_naive_kernel<unsigned long long><<<grid, BLOCK_THREADS, 0, stream>>>(
+                (const unsigned long long *)c->src, t->rows, t->cols, dids, n,
+                (unsigned long long *)out, c->d_err);
+            break;
+        }
+        GD_CUDA_CHECK_LAUNCH();
+    } else {
+        const int groups_per_block = BLOCK_THREADS / c->group;
+        const unsigned grid = grid_for((n + groups_per_block - 1) / groups_per_block, c->grid_cap);
+        aligned_kernel(c->group, c->unroll)<<<grid, BLOCK_THREADS, 0, stream>>>(
+            c->src, t->rows, t->row_bytes, dids, perm, n, (unsigned char *)out, c->d_err);
+        GD_CUDA_CHECK_LAUNCH();
+    }
+    GD_CUDA_CHECK(cudaEventRecord(c->done, stream));
+    leave_device(g->device, prev);
+    return GD_OK;
+fail:
+    leave_device(g->device, prev);
+    return st;
+}
+
+static gd_status cuda_check_errors(gd_gatherer_t *g) {
+    gd_status st = GD_OK;
+    gd__cuda_gatherer *c = g->cuda;
+    gather_error e;
+    int prev = -1;
+    GD_CHECK(enter_device(g->device, &prev));
+    GD_CUDA_CHECK(cudaEventSynchronize(c->done));
+    GD_CUDA_CHECK(cudaMemcpy(&e, c->d_err, sizeof e, cudaMemcpyDeviceToHost));
+    if (e.flag) {
+        GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof e));
+        GD_REQUIRE(0, GD_ERR_RANGE,
+                   "gather: id %lld at position %lld (ids on the device) is outside the "
+                   "table's rows [0, %lld); its output row was zeroed: pass ids of rows that "
+                   "exist",
+                   e.id, e.pos, (long long)g->tensor->rows);
+    }
+    leave_device(g->device, prev);
+    return GD_OK;
+fail:
+    leave_device(g->device, prev);
+    return st;
+}
+
+extern "C" const gd__feature_backend gd__feature_cuda_backend = {
+    "cuda",          cuda_register, cuda_unregister,   cuda_gatherer_init, cuda_gatherer_release,
+    cuda_gather,     cuda_check_errors,
+};

@@ -1,0 +1,118 @@
+/*
+ * The public gatherer API: parse the mode, validate the arguments once, resolve the options
+ * (SM budget, thread count, capacity) and hand the work to the backend that serves the mode.
+ * The gatherer sits between the sampler, which produces the input node ids of a minibatch, and
+ * training, which consumes their feature rows.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+static const char *const mode_names[GD_GATHER_MODE_COUNT] = {
+    "zerocopy", "naive-zerocopy", "cpu-dma", "gpu", "cpu",
+};
+
+const char *gd_gather_mode_name(gd_gather_mode mode) {
+    if ((unsigned)mode >= GD_GATHER_MODE_COUNT) return NULL;
+    return mode_names[mode];
+}
+
+gd_status gd_gather_mode_parse(const char *name, gd_gather_mode *out) {
+    if (!name || !out) return gd__error(GD_ERR_INVALID_ARG, "gd_gather_mode_parse: NULL argument");
+    for (int i = 0; i < GD_GATHER_MODE_COUNT; i++) {
+        if (strcmp(name, mode_names[i]) == 0) {
+            *out = (gd_gather_mode)i;
+            return GD_OK;
+        }
+    }
+    return gd__error(GD_ERR_INVALID_ARG,
+                     "unknown gather mode '%s': use zerocopy, naive-zerocopy, cpu-dma, gpu or cpu",
+                     name);
+}
+
+const gd__feature_backend *gd__feature_backend_for(gd_gather_mode mode) {
+#ifdef GD_WITH_CUDA
+    if (mode != GD_GATHER_CPU) return &gd__feature_cuda_backend;
+#endif
+    (void)mode;
+    return &gd__feature_cpu_backend;
+}
+
+#define DEFAULT_MAX_IDS 65536
+
+gd_status gd_gatherer_create(gd_host_tensor_t *t, int device, gd_gather_mode mode,
+                             const gd_gatherer_options *options, gd_gatherer_t **out) {
+    gd_status st = GD_OK;
+    gd_gatherer_t *g = NULL;
+    gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
+    const char *budget = NULL;
+    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_gatherer_create: NULL output handle");
+    *out = NULL;
+    GD_REQUIRE(t, GD_ERR_INVALID_ARG, "gd_gatherer_create: NULL tensor");
+    GD_REQUIRE((unsigned)mode < GD_GATHER_MODE_COUNT, GD_ERR_INVALID_ARG,
+               "gd_gatherer_create: gather mode %d is not a gd_gather_mode", (int)mode);
+    if (options) {
+        GD_REQUIRE(options->size >= sizeof(size_t) && options->size <= sizeof o,
+                   GD_ERR_INVALID_ARG,
+                   "gd_gatherer_create: options.size is %zu; initialise the options with "
+                   "GD_GATHERER_OPTIONS_INIT",
+                   options->size);
+        memcpy(&o, options, options->size);
+        o.size = sizeof o;
+    }
+    GD_REQUIRE(o.max_ids >= 0 && o.max_ids <= INT32_MAX, GD_ERR_INVALID_ARG,
+               "gd_gatherer_create: max_ids %lld is outside [0, %d]", (long long)o.max_ids,
+               INT32_MAX);
+    GD_REQUIRE(o.threads >= 0, GD_ERR_INVALID_ARG, "gd_gatherer_create: threads %d < 0",
+               o.threads);
+
+    g = gd_calloc(1, sizeof *g);
+    GD_REQUIRE(g, GD_ERR_NO_MEMORY, "gd_gatherer_create: out of memory for the handle");
+    g->tensor = t;
+    g->device = device;
+    g->mode = mode;
+    g->max_ids = o.max_ids ? o.max_ids : DEFAULT_MAX_IDS;
+    g->sort_ids = o.sort_ids != 0;
+    g->threads = o.threads ? o.threads : gd__num_threads();
+    budget = o.sm_budget;
+    if (!budget) GD_CHECK(gd_param_get("GD_GATHER_SMS", &budget));
+    st = gd__parse_sm_budget(budget, &g->sm_budget_count, &g->sm_budget_percent);
+    if (st != GD_OK) {
+        gd__error_context(st, "%s", o.sm_budget ? "gather option sm_budget" : "GD_GATHER_SMS");
+        goto fail;
+    }
+    GD_CHECK(gd__feature_backend_for(mode)->gatherer_init(g));
+    *out = g;
+    return GD_OK;
+fail:
+    gd_free(g);
+    return st;
+}
+
+void gd_gatherer_destroy(gd_gatherer_t *g) {
+    if (!g) return;
+    gd__feature_backend_for(g->mode)->gatherer_release(g);
+    gd_free(g);
+}
+
+gd_status gd_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, int ids_on_device,
+                    void *out, void *stream) {
+    if (!g) return gd__error(GD_ERR_INVALID_ARG, "gd_gather: NULL gatherer");
+    if (n < 0) return gd__error(GD_ERR_INVALID_ARG, "gd_gather: negative id count %lld",
+                                (long long)n);
+    if (n == 0) return GD_OK;
+    if (!ids || !out)
+        return gd__error(GD_ERR_INVALID_ARG, "gd_gather: NULL %s for %lld ids",
+                         ids ? "output" : "ids", (long long)n);
+    if (g->mode != GD_GATHER_CPU && n > g->max_ids)
+        return gd__error(GD_ERR_RANGE,
+                         "gd_gather: %lld ids exceed the gatherer's capacity of %lld: create it "
+                         "with a larger max_ids option",
+                         (long long)n, (long long)g->max_ids);
+    return gd__feature_backend_for(g->mode)->gather(g, ids, n, ids_on_device, out, stream);
+}
+
+gd_status gd_gatherer_check_errors(gd_gatherer_t *g) {
+    if (!g) return gd__error(GD_ERR_INVALID_ARG, "gd_gatherer_check_errors: NULL gatherer");
+    return gd__feature_backend_for(g->mode)->check_errors(g);
+}

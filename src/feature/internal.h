@@ -1,0 +1,105 @@
+/*
+ * The feature module's internals: the host tensor and gatherer objects, the CPU gather that is
+ * both the "cpu" mode and the oracle of the GPU tests, and the backend table. gather.c and
+ * host_tensor.c hold the public API and pick a backend: the CPU one (gather_cpu.c) always
+ * exists, the CUDA one (feature_cuda.cu) only in builds with GD_WITH_CUDA. This header is plain
+ * C so that the .cu file can include it.
+ */
+#ifndef GD_FEATURE_INTERNAL_H
+#define GD_FEATURE_INTERNAL_H
+
+#include "core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where the memory of a host tensor came from, which decides how it is released. */
+typedef enum {
+    GD__TENSOR_OWNED = 0,   /* anonymous mmap of our own */
+    GD__TENSOR_ADOPTED = 1, /* the caller's memory; never freed here */
+    GD__TENSOR_SHM = 2      /* a mapping of a POSIX shared memory segment */
+} gd__tensor_kind;
+
+struct gd_host_tensor {
+    void *data;
+    int64_t rows, cols, row_bytes;
+    size_t bytes; /* rows * row_bytes */
+    gd_dtype dtype;
+    unsigned flags;
+    gd__tensor_kind kind;
+    void *map_base; /* OWNED and SHM: the mapping to munmap */
+    size_t map_len;
+    char *shm_name; /* SHM: the normalised name ("/..."), for messages */
+
+    /* Registration with the GPU (CUDA backend only). */
+    int registered;      /* 1 while every chunk is registered */
+    int reg_device;      /* the device whose context registered it */
+    int64_t reg_chunks;  /* chunks registered so far (kept exact while registering) */
+    size_t chunk_bytes;  /* the chunk size used (page multiple) */
+    void *device_ptr;    /* the tensor's address as kernels see it */
+};
+
+typedef struct gd__cuda_gatherer gd__cuda_gatherer; /* defined in feature_cuda.cu */
+
+struct gd_gatherer {
+    gd_host_tensor_t *tensor;
+    int device;
+    gd_gather_mode mode;
+    int64_t max_ids;
+    int sort_ids;
+    int threads;
+    int sm_budget_count;     /* SMs, 0 = all; resolved from sm_budget_percent at create */
+    double sm_budget_percent; /* > 0 when the budget was given as "N%" */
+    gd__cuda_gatherer *cuda;  /* GPU modes: streams, events, device buffers */
+};
+
+/* ---- the CPU side (gather_cpu.c) */
+
+/*
+ * Find the first id outside [0, rows): GD_OK if none, else GD_ERR_RANGE with a message naming
+ * the id, its position and the valid range.
+ */
+gd_status gd__gather_check_ids(const int64_t *ids, int64_t n, int64_t rows);
+/*
+ * out[i] = row ids[i] of src for i in [0, n), with up to `threads` threads; the ids must have
+ * been checked. This is the "cpu" mode, the CPU half of "cpu-dma" and the tests' oracle.
+ */
+void gd__gather_rows_cpu(const void *src, int64_t row_bytes, const int64_t *ids, int64_t n,
+                         void *out, int threads);
+
+/*
+ * Parse an SM budget: "0" or "" = all SMs, "N" = N SMs, "N%" = that fraction of the SMs
+ * (0 < N <= 100, fractions allowed). Exactly one of *count / *percent is set non-zero, or both
+ * are zero for "all".
+ */
+gd_status gd__parse_sm_budget(const char *text, int *count, double *percent);
+/* The SMs a budget allows on a GPU with `sms` multiprocessors (at least 1, at most sms). */
+int gd__sm_budget_resolve(int count, double percent, int sms);
+
+/* ---- backends */
+
+typedef struct {
+    const char *name;
+    gd_status (*tensor_register)(gd_host_tensor_t *t, int device);
+    gd_status (*tensor_unregister)(gd_host_tensor_t *t);
+    gd_status (*gatherer_init)(gd_gatherer_t *g);
+    void (*gatherer_release)(gd_gatherer_t *g);
+    gd_status (*gather)(gd_gatherer_t *g, const int64_t *ids, int64_t n, int ids_on_device,
+                        void *out, void *stream);
+    gd_status (*check_errors)(gd_gatherer_t *g);
+} gd__feature_backend;
+
+extern const gd__feature_backend gd__feature_cpu_backend;
+#ifdef GD_WITH_CUDA
+extern const gd__feature_backend gd__feature_cuda_backend;
+#endif
+
+/* The backend that serves a mode in this build (the CPU one reports GD_ERR_NO_DEVICE). */
+const gd__feature_backend *gd__feature_backend_for(gd_gather_mode mode);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GD_FEATURE_INTERNAL_H */
