@@ -339,7 +339,7 @@ static int bench(const char *preset) {
                 strcmp(preset, "products") == 0 ? 196615.0 / 2449029.0 : 0.6,
                 strcmp(preset, "products") == 0 ? 39323.0 / 2449029.0 : 0.2,
                 strcmp(preset, "products") == 0 ? 2213091.0 / 2449029.0 : 0.2,
-                gd_dataset_num_nodes(ds) <= 300000);
+                gd_dataset_num_nodes(ds) <= 5000000);
     gd_dataset_close(ds);
     return 0;
 }
@@ -408,13 +408,20 @@ int main(void) {
     T_NEAR((double)gd_dataset_num_edges(a) / 10000.0, 15.0, 2.0);
     check_graph("tiny", a, 0.75, 0.6, 0.2, 0.2, 1);
 
-    /* The same bytes with 1 and 2 threads. */
+    /* The same bytes with 1, 2 and 3 threads. */
+    gd_dataset_t *d0 = NULL;
     T_OK(gd_param_set("GD_THREADS", "1"));
     gd_dataset_t *b = gen("tiny", seed, 0, 0, 0, 0, GD_DTYPE_INVALID);
     T_OK(gd_param_set("GD_THREADS", "2"));
     gd_dataset_t *c = gen("tiny", seed, 0, 0, 0, 0, GD_DTYPE_INVALID);
     T_OK(gd_param_set("GD_THREADS", NULL));
     same_bytes(a, b, "1 thread vs default");
+    gd_generate_options three = GD_GENERATE_OPTIONS_INIT;
+    three.seed = seed;
+    three.threads = 3;
+    T_OK(gd_generate(&three, &d0));
+    same_bytes(a, d0, "options.threads = 3 vs default");
+    gd_dataset_close(d0);
     same_bytes(b, c, "1 thread vs 2 threads");
     gd_dataset_close(b);
     gd_dataset_close(c);
@@ -492,6 +499,47 @@ int main(void) {
     }
     t_rmtree(tmp);
     gd_dataset_close(a);
+
+    /* Fault injection: every allocation of an in-memory run, and every file operation of an
+     * on-disk one, failing in turn gives a clean error, no leak and no directory. */
+    gd_generate_options f = GD_GENERATE_OPTIONS_INIT;
+    f.seed = seed;
+    f.num_nodes = 500;
+    f.threads = 2;
+    gd_fault_set(GD_FAULT_ALLOC, 0);
+    T_OK(gd_generate(&f, &b));
+    int64_t alloc_calls = gd_fault_calls(GD_FAULT_ALLOC);
+    gd_dataset_close(b);
+    for (int64_t k = 1; k <= alloc_calls; k++) {
+        gd_fault_set(GD_FAULT_ALLOC, k);
+        b = NULL;
+        gd_status fs = gd_generate(&f, &b);
+        gd_fault_set(GD_FAULT_ALLOC, 0);
+        if (fs == GD_OK) {
+            gd_dataset_close(b);
+            continue;
+        }
+        T_EQ_INT(fs, GD_ERR_NO_MEMORY);
+        T_ASSERT(b == NULL);
+        t_check_no_leaks();
+    }
+    t_tmpdir(tmp, sizeof tmp);
+    snprintf(dir, sizeof dir, "%s/faulty", tmp);
+    f.out_dir = dir;
+    gd_fault_set(GD_FAULT_WRITE, 0);
+    T_OK(gd_generate(&f, NULL));
+    int64_t write_calls = gd_fault_calls(GD_FAULT_WRITE);
+    t_rmtree(dir);
+    T_ASSERT(write_calls > 0);
+    for (int64_t k = 1; k <= write_calls; k++) {
+        gd_fault_set(GD_FAULT_WRITE, k);
+        gd_status fs = gd_generate(&f, NULL);
+        gd_fault_set(GD_FAULT_WRITE, 0);
+        T_EQ_INT(fs, GD_ERR_IO);
+        T_EQ_INT(count_entries(tmp), 0);
+        t_check_no_leaks();
+    }
+    t_rmtree(tmp);
 
     /* A few custom sizes with fresh seeds: the structure holds at the edges of the ranges. */
     struct {

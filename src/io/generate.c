@@ -9,19 +9,23 @@
  *   - Communities are the labels. Each node draws its community uniformly from num_classes.
  *   - In-degrees follow a discrete Lomax (shifted Pareto) law, d = 1 + floor(s (u^(-1/a) - 1)),
  *     a = 1.5 (density tail exponent 2.5, as in web and co-purchase graphs), capped at
- *     num_nodes / (2 num_classes) so that a list never needs more than half a community.
+ *     num_nodes / (2 num_classes) (and 2^22) so that a list never needs more than half a
+ *     community.
  *     Every node has at least one in-neighbour. The scale s is found by bisection on the exact
  *     mean of the capped law (a finite sum, no sampling), so the average degree matches the
  *     request in expectation and the calibration is deterministic.
- *   - Each in-neighbour of v comes from v's community with probability p_in (homophily) and
- *     otherwise from the community of a uniformly drawn node (so communities are hit in
- *     proportion to their size). Within the chosen community the source is picked by a
- *     skewed rank over the members sorted by in-degree (descending, ties by id):
- *     rank = floor(S u^g). The pick probability of rank fraction q is then proportional to
- *     q^(1/g - 1), and the in-degree at rank fraction q is proportional to q^(-1/a); with
- *     g = a / (a - 1) = 3 the expected out-degree is proportional to the in-degree. Real
- *     graphs such as ogbn-products are undirected, so a node sampled often as a neighbour also
- *     has many neighbours; the hot-row cache, which ranks rows by in-degree, relies on that.
+ *   - A fraction p_in of v's in-neighbours (d_v p_in, randomly rounded) comes from v's own
+ *     community (homophily); the rest comes from the community of a uniformly drawn node, so
+ *     communities are hit in proportion to their size. The two parts are drawn and
+ *     deduplicated separately: collisions are more frequent among the concentrated in-community
+ *     picks, and redrawing a mixed list would drift below p_in. Within the chosen community
+ *     the source is picked by a skewed rank over the members sorted by in-degree (descending,
+ *     ties by id): rank = floor(S u^g). The pick probability of rank fraction q is then
+ *     proportional to q^(1/g - 1), and the in-degree at rank fraction q is proportional to
+ *     q^(-1/a); with g = a / (a - 1) = 3 the expected out-degree is proportional to the
+ *     in-degree. Real graphs such as ogbn-products are undirected, so a node sampled often as
+ *     a neighbour also has many neighbours; the hot-row cache, which ranks rows by in-degree,
+ *     relies on that. The measured edge homophily is p_in + (1 - p_in) sum_c (|c| / N)^2.
  *   - Features are x_v = mu_c(v) + noise * N(0, I), with class centroids mu_c ~ N(0, I). The
  *     noise is set per preset so that a linear classifier on x alone is mediocre, while the
  *     mean of x over a node and its in-neighbours (mostly of the same class) is far better: the
@@ -42,7 +46,9 @@
  * twice. Each list is sorted, without duplicates or self-loops: collisions are redrawn for a
  * few rounds, and a list still short after that (only hubs whose degree is a large part of
  * their community) is completed by a walk over the community, then over all nodes, from a
- * random start.
+ * random start. Indices are int32 below 2^31 nodes, else int64. Sizes, for scale: products
+ * takes about 1.3 GB; papers about 65 GB with float32 features (36 GB with float16), which on
+ * disk is written through the page cache and needs little memory beyond the O(N) scratch.
  *
  * Determinism. Every random number is a Philox block keyed by the seed with the counter
  * (node low, node high, draw index, stream), so the output bytes are a function of the options
@@ -64,6 +70,9 @@
 /* The Lomax tail index a (density exponent a + 1 = 2.5) and the matching rank skew g. */
 #define GEN_ALPHA 1.5
 #define GEN_RANK_SKEW 3 /* a / (a - 1); rank = floor(S u^3) */
+
+/* The largest in-degree at any size (papers, capped by its communities, stays far below). */
+#define GEN_MAX_DEGREE ((int64_t)1 << 22)
 
 /* Redraw rounds for colliding neighbours before the deterministic walk completes a list. */
 #define GEN_ROUNDS 4
@@ -166,8 +175,8 @@ static gd_status calibrate_scale(double avg_degree, int64_t cap, int64_t n, int6
     double lo = 1e-9, hi = 1e12;
     GD_REQUIRE(avg_degree <= lomax_mean(hi, cap), GD_ERR_INVALID_ARG,
                "generate: avg_degree %g cannot be reached with %lld nodes and %lld classes (an "
-               "in-degree is capped at num_nodes / (2 num_classes) = %lld): lower avg_degree or "
-               "num_classes, or raise num_nodes",
+               "in-degree is capped at %lld: num_nodes / (2 num_classes), at most 2^22): lower "
+               "avg_degree or num_classes, or raise num_nodes",
                avg_degree, (long long)n, (long long)classes, (long long)cap);
     if (avg_degree <= 1.0) {
         *scale = lo;
@@ -720,8 +729,10 @@ gd_status gd_generate(const gd_generate_options *options, gd_dataset_t **out) {
                GD_ERR_OVERFLOW, "generate: %lld nodes x %lld features overflows",
                (long long)g.n, (long long)g.dim);
 
-    /* The cap keeps a list within half a community, so redraws find free members quickly. */
+    /* The cap keeps a list within half a community, so redraws find free members quickly, and
+     * below GEN_MAX_DEGREE, so that per-thread scratch stays small at any size. */
     g.cap = g.n / (2 * g.classes);
+    if (g.cap > GEN_MAX_DEGREE) g.cap = GEN_MAX_DEGREE;
     if (g.cap > g.n - 1) g.cap = g.n - 1;
     if (g.cap < 1) g.cap = 1;
     GD_CHECK(calibrate_scale(avg, g.cap, g.n, g.classes, &g.scale));
