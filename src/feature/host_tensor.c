@@ -163,7 +163,10 @@ gd_status gd_host_tensor_open_shm(const char *name, int64_t rows, int64_t cols, 
     if (create) {
         fd = gd__fault_hit(GD_FAULT_ALLOC) ? (errno = ENOMEM, -1)
                                            : shm_open(t->shm_name, O_RDWR | O_CREAT | O_EXCL, 0600);
-        GD_REQUIRE(fd >= 0, errno == EEXIST ? GD_ERR_INVALID_ARG : GD_ERR_IO,
+        GD_REQUIRE(fd >= 0,
+                   errno == EEXIST   ? GD_ERR_INVALID_ARG
+                   : errno == ENOMEM ? GD_ERR_NO_MEMORY
+                                     : GD_ERR_IO,
                    "shm_open(%s) to create a %zu-byte feature table failed: %s%s", t->shm_name,
                    t->bytes, strerror(errno),
                    errno == EEXIST ? " (a segment of that name exists: remove it with "
@@ -189,7 +192,10 @@ gd_status gd_host_tensor_open_shm(const char *name, int64_t rows, int64_t cols, 
         fd = gd__fault_hit(GD_FAULT_ALLOC)
                  ? (errno = ENOMEM, -1)
                  : shm_open(t->shm_name, read_only ? O_RDONLY : O_RDWR, 0);
-        GD_REQUIRE(fd >= 0, errno == ENOENT ? GD_ERR_NOT_FOUND : GD_ERR_IO,
+        GD_REQUIRE(fd >= 0,
+                   errno == ENOENT   ? GD_ERR_NOT_FOUND
+                   : errno == ENOMEM ? GD_ERR_NO_MEMORY
+                                     : GD_ERR_IO,
                    "shm_open(%s) failed: %s%s", t->shm_name, strerror(errno),
                    errno == ENOENT ? " (the process that owns the feature table must create it "
                                      "first, with GD_HOST_TENSOR_SHM_CREATE)"
