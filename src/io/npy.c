@@ -287,6 +287,8 @@ gd_status gd__npy_parse_header(const void *buf, size_t len, int64_t file_size, c
                                gd_npy_info *info) {
     const unsigned char *b = buf;
     int64_t total = 0;
+    if (!what) what = ".npy";
+    if (!buf || !info) return gd__error(GD_ERR_INVALID_ARG, "%s: NULL header buffer", what);
     gd_status st = header_total(b, len, what, &total);
     if (st != GD_OK) return st;
     int prefix = b[6] == 1 ? 10 : 12;
