@@ -1,0 +1,146 @@
+/*
+ * Internal interface of `graphdirect convert`: the text parsers for edge lists and OGB CSV
+ * files, and the chunked (optionally gzip-compressed) file reader that feeds them.
+ *
+ * The parsers work on buffers so that the fuzzers can drive them directly. They consume whole
+ * lines only and carry their state (line number, column count, the values parsed so far)
+ * across calls, so a file of any size streams through a fixed-size buffer: the reader hands
+ * them a chunk, they report how many bytes they consumed, and the unfinished last line is
+ * kept for the next chunk. Every error names the file, the line (and the column for numbers)
+ * and the offending text.
+ */
+#ifndef GD_IO_INGEST_H
+#define GD_IO_INGEST_H
+
+#include "io/dataset.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- growable arrays (gd_malloc'd, so a finished one can be adopted by a dataset) */
+
+typedef struct {
+    int64_t *data;
+    int64_t len, cap;
+} gd__i64vec;
+
+typedef struct {
+    float *data;
+    int64_t len, cap;
+} gd__f32vec;
+
+/* Make room for at least `more` further elements (capacity grows geometrically). */
+gd_status gd__i64vec_reserve(gd__i64vec *v, int64_t more, const char *what);
+gd_status gd__f32vec_reserve(gd__f32vec *v, int64_t more, const char *what);
+void gd__i64vec_free(gd__i64vec *v);
+void gd__f32vec_free(gd__f32vec *v);
+
+/*
+ * Scan a decimal integer (optional sign) at [p, end). Returns 0 and sets *out and *stop (the
+ * first byte after the digits) on success, 1 if there are no digits, 2 if it overflows int64.
+ */
+int gd__scan_i64(const char *p, const char *end, int64_t *out, const char **stop);
+
+/* Write a short printable quote of [p, p + n) into buf (for messages about malformed text). */
+const char *gd__quote(const char *p, size_t n, char *buf, size_t size);
+
+/* ---- edge lists: "src dst [more columns]" per line, '#'/'%' comments, blank lines, CRLF */
+
+typedef struct {
+    const char *what;   /* the file, for messages */
+    int64_t line;       /* lines consumed so far */
+    int64_t limit;      /* ids must be < limit (0: no limit) */
+    int allow_negative; /* negative ids are accepted (relabelling maps them anyway) */
+    gd__i64vec src, dst;
+} gd__edgelist;
+
+/*
+ * Parse the complete lines of buf[0..len). Unless final, a last line without '\n' is left
+ * alone and *consumed says where it starts; with final it is parsed too. Ids must be integers
+ * (a leading '+' is accepted) that fit int64.
+ */
+gd_status gd__edgelist_parse(gd__edgelist *el, const char *buf, size_t len, int final,
+                             size_t *consumed);
+void gd__edgelist_free(gd__edgelist *el);
+
+/* ---- OGB CSV: comma-separated numbers, one row per line, every row the same width */
+
+typedef enum {
+    GD__CSV_INT = 0,   /* integers (edges, splits, counts) into ints */
+    GD__CSV_LABEL = 1, /* one integer per row; empty, "nan" or -1 = unlabelled (-1) */
+    GD__CSV_FLOAT = 2  /* finite numbers into floats (float32) */
+} gd__csv_kind;
+
+typedef struct {
+    const char *what;  /* the file, for messages */
+    gd__csv_kind kind;
+    int64_t line;      /* lines consumed so far */
+    int64_t ncols;     /* columns per row; 0 until the first row sets it */
+    int64_t rows;
+    int64_t limit;     /* GD__CSV_INT: values must be in [0, limit) (0: only >= 0) */
+    const char *limit_why; /* what the limit is, for messages (NULL: "the node count") */
+    int64_t reserve_rows; /* if > 0, room for this many rows is made once ncols is known */
+    int split2;        /* GD__CSV_INT with 2 columns: column 0 to ints, column 1 to ints2 */
+    gd__i64vec ints, ints2;
+    gd__f32vec floats;
+} gd__csv;
+
+/* Same contract as gd__edgelist_parse. Empty lines are rows with one empty field. */
+gd_status gd__csv_parse_chunk(gd__csv *c, const char *buf, size_t len, int final,
+                              size_t *consumed);
+void gd__csv_free(gd__csv *c);
+
+/* ---- streaming a file (plain or gzip, detected by content) through a parser */
+
+typedef gd_status (*gd__chunk_parser)(void *state, const char *buf, size_t len, int final,
+                                      size_t *consumed);
+
+/*
+ * Read path in chunks and feed them to parse. Progress is reported as (compressed) bytes of
+ * the file read so far out of its size, under stage. A truncated or corrupt gzip stream is a
+ * GD_ERR_FORMAT error naming the file.
+ */
+gd_status gd__read_text(const char *path, gd__chunk_parser parse, void *state,
+                        gd_progress_fn progress, void *progress_user, const char *stage);
+
+/* Adapters with the gd__chunk_parser signature. */
+gd_status gd__edgelist_parse_cb(void *state, const char *buf, size_t len, int final,
+                                size_t *consumed);
+gd_status gd__csv_parse_cb(void *state, const char *buf, size_t len, int final,
+                           size_t *consumed);
+
+/* ---- the converters behind gd_convert (the dataset is created by the caller) */
+
+typedef struct {
+    const gd_convert_options *opt;
+    const char *input;
+    gd_dataset_t *ds;
+} gd__convert_job;
+
+gd_status gd__convert_edgelist(const gd__convert_job *job);
+gd_status gd__convert_ogb(const gd__convert_job *job);
+
+/*
+ * Shared last step: build the CSC graph from src/dst (freed on return, success or not) and
+ * hand indptr/indices to the dataset.
+ */
+gd_status gd__convert_graph(const gd__convert_job *job, int64_t num_nodes, gd__i64vec *src,
+                            gd__i64vec *dst);
+/*
+ * Hand float32 features (rows x dim, gd_malloc'd, owned by the dataset from the call on) to
+ * the dataset in the requested dtype, converting in place.
+ */
+gd_status gd__convert_features(const gd__convert_job *job, float *data, int64_t rows,
+                               int64_t dim);
+/* Attach features / labels read from .npy files (edge lists and .npy folders). */
+gd_status gd__convert_npy_features(const gd__convert_job *job, const char *path,
+                                   int64_t num_nodes);
+gd_status gd__convert_npy_labels(const gd__convert_job *job, const char *path,
+                                 int64_t num_nodes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,443 @@
+/*
+ * OGB raw layout input of `graphdirect convert`, and the CSV parser it is built on.
+ *
+ * OGB ships a node-property dataset as gzip CSV files: raw/edge.csv.gz ("src,dst" per line),
+ * raw/num-node-list.csv.gz and raw/num-edge-list.csv.gz (one count each), raw/node-feat.csv.gz
+ * (one row of features per node), raw/node-label.csv.gz (one label per node, empty or "nan" when
+ * unlabelled) and split/NAME/{train,valid,test}.csv.gz (one node id per line). Each file streams
+ * through gd__read_text in chunks into growable arrays that become the dataset's arrays without
+ * a further copy; the edges go through gd_csc_from_coo and are freed before the features are
+ * read, so the peak is the larger of (edges + CSC) and (CSC + features).
+ */
+#include "io/ingest.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ------------------------------------------------------------ CSV parsing */
+
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+
+static int lower(char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+
+/* Case-insensitive comparison of [p, p + n) with a lower-case word. */
+static int word_is(const char *p, size_t n, const char *word) {
+    size_t w = strlen(word);
+    if (n != w) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (lower(p[i]) != word[i]) return 0;
+    return 1;
+}
+
+/* NaN or infinity spelled in any of the ways strtod would accept. */
+static int is_nan_or_inf(const char *p, size_t n) {
+    if (n > 0 && (*p == '+' || *p == '-')) p++, n--;
+    return word_is(p, n, "nan") || word_is(p, n, "inf") || word_is(p, n, "infinity");
+}
+
+/*
+ * A decimal number into float32, correctly rounded. Short integers (the usual bag-of-words or
+ * one-hot features) are converted directly; anything else goes through strtof on a
+ * NUL-terminated copy, after checking that it only has the characters of a decimal number
+ * (so hexadecimal floats and the words strtof knows are refused). Returns 0 on success,
+ * 1 if the text is not a number, 2 for NaN/infinity, 3 if it is outside the float32 range.
+ */
+static int parse_float(const char *p, size_t n, float *out) {
+    size_t i = (n > 0 && (*p == '-' || *p == '+')) ? 1 : 0;
+    if (n > i && n - i <= 7) {
+        int32_t v = 0;
+        size_t j = i;
+        while (j < n && p[j] >= '0' && p[j] <= '9') v = v * 10 + (p[j++] - '0');
+        if (j == n) {
+            *out = (float)(*p == '-' ? -v : v);
+            return 0;
+        }
+    }
+    if (is_nan_or_inf(p, n)) return 2;
+    char tmp[64];
+    if (n == 0 || n >= sizeof tmp) return 1;
+    int digits = 0;
+    for (size_t j = 0; j < n; j++) {
+        char c = p[j];
+        if (c >= '0' && c <= '9') digits = 1;
+        else if (c != '+' && c != '-' && c != '.' && c != 'e' && c != 'E') return 1;
+    }
+    if (!digits) return 1;
+    memcpy(tmp, p, n);
+    tmp[n] = '\0';
+    char *endp = NULL;
+    float v = strtof(tmp, &endp);
+    if (endp != tmp + n) return 1;
+    if (isinf(v)) return 3;
+    *out = v;
+    return 0;
+}
+
+static gd_status csv_value(gd__csv *c, const char *line, const char *f, const char *fe,
+                           int64_t col) {
+    char q[64];
+    long long ln = (long long)c->line, cn = (long long)(f - line + 1);
+    const char *stop = NULL;
+    int64_t v = 0;
+    if (c->kind == GD__CSV_FLOAT) {
+        float x = 0.0f;
+        int r = parse_float(f, (size_t)(fe - f), &x);
+        if (r == 2)
+            return gd__error(GD_ERR_FORMAT,
+                             "%s:%lld:%lld: '%s' in column %lld: NaN and infinity are not "
+                             "allowed in features; replace them (e.g. with 0) before converting",
+                             c->what, ln, cn, gd__quote(f, (size_t)(fe - f), q, sizeof q),
+                             (long long)col + 1);
+        if (r == 3)
+            return gd__error(GD_ERR_RANGE, "%s:%lld:%lld: '%s' is outside the float32 range",
+                             c->what, ln, cn, gd__quote(f, (size_t)(fe - f), q, sizeof q));
+        if (r != 0)
+            return gd__error(GD_ERR_FORMAT,
+                             "%s:%lld:%lld: '%s' in column %lld is not a number (expected "
+                             "comma-separated decimal numbers)",
+                             c->what, ln, cn, gd__quote(f, (size_t)(fe - f), q, sizeof q),
+                             (long long)col + 1);
+        c->floats.data[c->floats.len++] = x;
+        return GD_OK;
+    }
+    if (c->kind == GD__CSV_LABEL) {
+        if (f == fe || word_is(f, (size_t)(fe - f), "nan")) {
+            v = -1;
+        } else if (gd__scan_i64(f, fe, &v, &stop) != 0 || stop != fe) {
+            /* Labels written by pandas from a float column look like "3.0". */
+            float x = 0.0f;
+            int r = parse_float(f, (size_t)(fe - f), &x);
+            if (r != 0 || x != floorf(x) || fabsf(x) > 16777216.0f)
+                return gd__error(GD_ERR_FORMAT,
+                                 "%s:%lld:%lld: label '%s' is not an integer class id (or "
+                                 "empty/nan for unlabelled)",
+                                 c->what, ln, cn, gd__quote(f, (size_t)(fe - f), q, sizeof q));
+            v = (int64_t)x;
+        }
+        if (v < -1 || v > INT32_MAX)
+            return gd__error(GD_ERR_RANGE,
+                             "%s:%lld: label %lld is out of range: a label is a class id in "
+                             "[0, %d], or -1, empty or nan for an unlabelled node",
+                             c->what, ln, (long long)v, INT32_MAX);
+        c->ints.data[c->ints.len++] = v;
+        return GD_OK;
+    }
+    int r = gd__scan_i64(f, fe, &v, &stop);
+    if (r == 0 && stop != fe) r = 1;
+    if (r == 1)
+        return gd__error(GD_ERR_FORMAT,
+                         "%s:%lld:%lld: '%s' in column %lld is not an integer (expected "
+                         "comma-separated non-negative integers)",
+                         c->what, ln, cn, gd__quote(f, (size_t)(fe - f), q, sizeof q),
+                         (long long)col + 1);
+    if (r == 2)
+        return gd__error(GD_ERR_RANGE, "%s:%lld:%lld: '%s' does not fit in 64 bits", c->what,
+                         ln, cn, gd__quote(f, (size_t)(fe - f), q, sizeof q));
+    if (v < 0)
+        return gd__error(GD_ERR_RANGE, "%s:%lld:%lld: %lld is negative: node ids and counts "
+                         "must be >= 0", c->what, ln, cn, (long long)v);
+    if (c->limit > 0 && v >= c->limit)
+        return gd__error(GD_ERR_RANGE, "%s:%lld:%lld: node id %lld is outside [0, %lld) (%s)",
+                         c->what, ln, cn, (long long)v, (long long)c->limit,
+                         c->limit_why ? c->limit_why : "the node count");
+    if (c->split2 && col == 1) c->ints2.data[c->ints2.len++] = v;
+    else c->ints.data[c->ints.len++] = v;
+    return GD_OK;
+}
+
+static gd_status csv_row(gd__csv *c, const char *p, const char *end) {
+    gd_status st = GD_OK;
+    const char *line = p;
+    if (end > p && end[-1] == '\r') end--;
+    if (c->kind != GD__CSV_LABEL) { /* blank lines carry no row, except as missing labels */
+        const char *b = p;
+        while (b < end && is_blank(*b)) b++;
+        if (b == end) return GD_OK;
+    }
+    int64_t cols = 1;
+    for (const char *s = p; (s = memchr(s, ',', (size_t)(end - s))) != NULL; s++) cols++;
+    if (c->ncols == 0) {
+        GD_REQUIRE(!(c->split2 && cols != 2), GD_ERR_FORMAT,
+                   "%s:%lld: %lld columns, expected 2 ('src,dst')", c->what, (long long)c->line,
+                   (long long)cols);
+        c->ncols = cols;
+        if (c->reserve_rows > 0 && !gd__mul_overflow_i64(c->reserve_rows, cols, &(int64_t){0})) {
+            int64_t per = c->split2 ? 1 : cols;
+            gd__i64vec *v = &c->ints;
+            if (c->kind == GD__CSV_FLOAT)
+                GD_CHECK(gd__f32vec_reserve(&c->floats, c->reserve_rows * per, c->what));
+            else GD_CHECK(gd__i64vec_reserve(v, c->reserve_rows * per, c->what));
+            if (c->split2) GD_CHECK(gd__i64vec_reserve(&c->ints2, c->reserve_rows, c->what));
+        }
+    }
+    GD_REQUIRE(cols == c->ncols, GD_ERR_FORMAT,
+               "%s:%lld: the row has %lld columns, expected %lld like the rows before: the file "
+               "is truncated or malformed",
+               c->what, (long long)c->line, (long long)cols, (long long)c->ncols);
+    GD_REQUIRE(c->kind != GD__CSV_LABEL || cols == 1, GD_ERR_FORMAT,
+               "%s:%lld: %lld columns; a label file has one label per line", c->what,
+               (long long)c->line, (long long)cols);
+    if (c->kind == GD__CSV_FLOAT) GD_CHECK(gd__f32vec_reserve(&c->floats, cols, c->what));
+    else if (c->split2) {
+        GD_CHECK(gd__i64vec_reserve(&c->ints, 1, c->what));
+        GD_CHECK(gd__i64vec_reserve(&c->ints2, 1, c->what));
+    } else GD_CHECK(gd__i64vec_reserve(&c->ints, cols, c->what));
+    for (int64_t col = 0; col < cols; col++) {
+        const char *fe = memchr(p, ',', (size_t)(end - p));
+        if (!fe) fe = end;
+        const char *f = p, *g = fe;
+        while (f < g && is_blank(*f)) f++;
+        while (g > f && is_blank(g[-1])) g--;
+        GD_CHECK(csv_value(c, line, f, g, col));
+        p = fe + 1;
+    }
+    c->rows++;
+fail:
+    return st;
+}
+
+gd_status gd__csv_parse_chunk(gd__csv *c, const char *buf, size_t len, int final,
+                              size_t *consumed) {
+    gd_status st = GD_OK;
+    const char *p = buf, *end = buf + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl && !final) break;
+        const char *le = nl ? nl : end;
+        c->line++;
+        GD_CHECK(csv_row(c, p, le));
+        p = nl ? nl + 1 : end;
+    }
+fail:
+    *consumed = (size_t)(p - buf);
+    return st;
+}
+
+gd_status gd__csv_parse_cb(void *state, const char *buf, size_t len, int final,
+                           size_t *consumed) {
+    return gd__csv_parse_chunk(state, buf, len, final, consumed);
+}
+
+void gd__csv_free(gd__csv *c) {
+    gd__i64vec_free(&c->ints);
+    gd__i64vec_free(&c->ints2);
+    gd__f32vec_free(&c->floats);
+}
+
+/* ------------------------------------------------------------ the OGB folder */
+
+static int is_file(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static int is_dir(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* Read one CSV file of the layout into c (c->what is set to the path, which must outlive c). */
+static gd_status read_csv(const gd__convert_job *job, const char *path, gd__csv *c,
+                          const char *stage) {
+    c->what = path;
+    return gd__read_text(path, gd__csv_parse_cb, c, job->opt->progress, job->opt->progress_user,
+                         stage);
+}
+
+/* A file holding one count (num-node-list, num-edge-list). */
+static gd_status read_count(const gd__convert_job *job, const char *path, int64_t *out) {
+    gd_status st = GD_OK;
+    gd__csv c;
+    memset(&c, 0, sizeof c);
+    c.kind = GD__CSV_INT;
+    GD_CHECK(read_csv(job, path, &c, "convert: counts"));
+    GD_REQUIRE(c.rows == 1 && c.ncols == 1, GD_ERR_UNSUPPORTED,
+               "%s holds %lld rows of %lld columns: graphdirect converts single-graph (node "
+               "property) datasets, whose count files hold one number",
+               path, (long long)c.rows, (long long)c.ncols);
+    *out = c.ints.data[0];
+fail:
+    gd__csv_free(&c);
+    return st;
+}
+
+/* Pick the split folder: the one asked for, else the only one, else "random". */
+static gd_status choose_split(const char *split_root, const char *wanted, char **out) {
+    gd_status st = GD_OK;
+    DIR *d = NULL;
+    char names[512] = "";
+    int count = 0, has_random = 0;
+    char *only = NULL, *path = NULL;
+    *out = NULL;
+    if (!is_dir(split_root)) {
+        GD_REQUIRE(!wanted, GD_ERR_NOT_FOUND,
+                   "split '%s' asked for, but '%s' does not exist", wanted, split_root);
+        return GD_OK;
+    }
+    d = opendir(split_root);
+    GD_REQUIRE(d, GD_ERR_IO, "cannot list '%s'", split_root);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') continue;
+        gd_free(path);
+        path = gd__path_join(split_root, de->d_name);
+        GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory listing '%s'", split_root);
+        if (!is_dir(path)) continue;
+        count++;
+        if (strcmp(de->d_name, "random") == 0) has_random = 1;
+        if (!only) {
+            only = gd__strdup(de->d_name);
+            GD_REQUIRE(only, GD_ERR_NO_MEMORY, "out of memory listing '%s'", split_root);
+        }
+        size_t used = strlen(names);
+        if (used + strlen(de->d_name) + 3 < sizeof names)
+            snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", de->d_name);
+    }
+    if (wanted) {
+        gd_free(path);
+        path = gd__path_join(split_root, wanted);
+        GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a split");
+        GD_REQUIRE(strchr(wanted, '/') == NULL && is_dir(path), GD_ERR_NOT_FOUND,
+                   "split '%s' not found in '%s' (it has: %s)", wanted, split_root,
+                   count ? names : "no splits");
+        *out = path;
+        path = NULL;
+    } else if (count == 1 || has_random) {
+        *out = gd__path_join(split_root, count == 1 ? only : "random");
+        GD_REQUIRE(*out, GD_ERR_NO_MEMORY, "out of memory naming a split");
+    } else {
+        GD_REQUIRE(count == 0, GD_ERR_INVALID_ARG,
+                   "'%s' has several splits (%s): choose one with --split", split_root, names);
+    }
+fail:
+    if (d) closedir(d);
+    gd_free(only);
+    gd_free(path);
+    return st;
+}
+
+gd_status gd__convert_ogb(const gd__convert_job *job) {
+    gd_status st = GD_OK;
+    const gd_convert_options *opt = job->opt;
+    enum { P_NODES, P_EDGES_N, P_EDGES, P_FEAT, P_LABEL, P_SPLIT, P_COUNT };
+    static const char *const rel[P_COUNT] = {
+        "raw/num-node-list.csv.gz", "raw/num-edge-list.csv.gz", "raw/edge.csv.gz",
+        "raw/node-feat.csv.gz",     "raw/node-label.csv.gz",    "split"};
+    static const char *const split_file[3] = {"train.csv.gz", "valid.csv.gz", "test.csv.gz"};
+    static const gd_array_id split_id[3] = {GD_ARRAY_TRAIN_IDX, GD_ARRAY_VALID_IDX,
+                                            GD_ARRAY_TEST_IDX};
+    char *path[P_COUNT] = {0};
+    char *split_dir = NULL, *split_path = NULL, why[600];
+    gd__csv c;
+    memset(&c, 0, sizeof c);
+    for (int i = 0; i < P_COUNT; i++) {
+        path[i] = gd__path_join(job->input, rel[i]);
+        GD_REQUIRE(path[i], GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
+    }
+    GD_REQUIRE(is_file(path[P_EDGES]), GD_ERR_NOT_FOUND,
+               "'%s' is not an OGB raw folder: %s is missing", job->input, path[P_EDGES]);
+
+    /* The node count bounds every id read after it. */
+    int64_t n = 0, expect_edges = -1;
+    if (is_file(path[P_NODES])) {
+        GD_CHECK(read_count(job, path[P_NODES], &n));
+        GD_REQUIRE(opt->num_nodes == 0 || opt->num_nodes == n, GD_ERR_INVALID_ARG,
+                   "--num-nodes %lld disagrees with %s, which says %lld", (long long)opt->num_nodes,
+                   path[P_NODES], (long long)n);
+        snprintf(why, sizeof why, "%s says %lld nodes", path[P_NODES], (long long)n);
+    } else {
+        n = opt->num_nodes;
+        snprintf(why, sizeof why, "the node count given");
+    }
+    if (is_file(path[P_EDGES_N])) GD_CHECK(read_count(job, path[P_EDGES_N], &expect_edges));
+
+    c.kind = GD__CSV_INT;
+    c.split2 = 1;
+    c.ncols = 2;
+    c.limit = n;
+    c.limit_why = why;
+    if (expect_edges > 0) {
+        GD_CHECK(gd__i64vec_reserve(&c.ints, expect_edges, "the edge sources"));
+        GD_CHECK(gd__i64vec_reserve(&c.ints2, expect_edges, "the edge destinations"));
+    }
+    GD_CHECK(read_csv(job, path[P_EDGES], &c, "convert: edges"));
+    GD_REQUIRE(expect_edges < 0 || c.rows == expect_edges, GD_ERR_FORMAT,
+               "%s has %lld edges but %s says %lld: one of them is truncated or corrupt",
+               path[P_EDGES], (long long)c.rows, path[P_EDGES_N], (long long)expect_edges);
+    if (n == 0) {
+        for (int64_t i = 0; i < c.rows; i++) {
+            if (c.ints.data[i] >= n) n = c.ints.data[i] + 1;
+            if (c.ints2.data[i] >= n) n = c.ints2.data[i] + 1;
+        }
+    }
+    GD_CHECK(gd__dataset_set_info(job->ds, "source", job->input));
+    GD_CHECK(gd__dataset_set_info(job->ds, "input_format", "OGB raw layout"));
+    GD_CHECK(gd__convert_graph(job, n, &c.ints, &c.ints2));
+    gd__csv_free(&c);
+
+    if (is_file(path[P_FEAT])) {
+        memset(&c, 0, sizeof c);
+        c.kind = GD__CSV_FLOAT;
+        c.reserve_rows = n;
+        GD_CHECK(read_csv(job, path[P_FEAT], &c, "convert: features"));
+        GD_REQUIRE(c.rows == n, GD_ERR_FORMAT,
+                   "%s has %lld rows, expected one per node (%lld): the file is truncated or "
+                   "belongs to another graph",
+                   path[P_FEAT], (long long)c.rows, (long long)n);
+        float *data = c.floats.data;
+        int64_t dim = c.ncols;
+        c.floats.data = NULL;
+        gd__csv_free(&c);
+        GD_CHECK(gd__convert_features(job, data, n, dim));
+    }
+    if (is_file(path[P_LABEL])) {
+        memset(&c, 0, sizeof c);
+        c.kind = GD__CSV_LABEL;
+        c.ncols = 1;
+        c.reserve_rows = n;
+        GD_CHECK(read_csv(job, path[P_LABEL], &c, "convert: labels"));
+        GD_REQUIRE(c.rows == n, GD_ERR_FORMAT,
+                   "%s has %lld rows, expected one label per node (%lld): the file is truncated "
+                   "or belongs to another graph",
+                   path[P_LABEL], (long long)c.rows, (long long)n);
+        int64_t shape[1] = {n};
+        void *data = c.ints.data;
+        c.ints.data = NULL;
+        gd__csv_free(&c);
+        GD_CHECK(gd__dataset_adopt(job->ds, GD_ARRAY_LABELS, GD_DTYPE_INT64, 1, shape, data));
+    }
+    GD_CHECK(choose_split(path[P_SPLIT], opt->split, &split_dir));
+    if (split_dir) {
+        GD_CHECK(gd__dataset_set_info(job->ds, "split", split_dir));
+        for (int k = 0; k < 3; k++) {
+            gd_free(split_path);
+            split_path = gd__path_join(split_dir, split_file[k]);
+            GD_REQUIRE(split_path, GD_ERR_NO_MEMORY, "out of memory naming a split file");
+            GD_REQUIRE(is_file(split_path), GD_ERR_NOT_FOUND,
+                       "%s is missing: a split folder holds train.csv.gz, valid.csv.gz and "
+                       "test.csv.gz",
+                       split_path);
+            memset(&c, 0, sizeof c);
+            c.kind = GD__CSV_INT;
+            c.ncols = 1;
+            c.limit = n;
+            c.limit_why = why;
+            GD_CHECK(read_csv(job, split_path, &c, "convert: split"));
+            int64_t shape[1] = {c.rows};
+            void *data = c.ints.data;
+            c.ints.data = NULL;
+            gd__csv_free(&c);
+            GD_CHECK(gd__dataset_adopt(job->ds, split_id[k], GD_DTYPE_INT64, 1, shape, data));
+        }
+    }
+fail:
+    gd__csv_free(&c);
+    for (int i = 0; i < P_COUNT; i++) gd_free(path[i]);
+    gd_free(split_dir);
+    gd_free(split_path);
+    return st;
+}
