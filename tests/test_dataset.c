@@ -580,6 +580,23 @@ int main(void) {
         gd_dataset_close(m);
     }
 
+    /* Large enough for the parallel scans: the lowest bad position is reported, every time. */
+    {
+        spec s = {5000, 400000, 0, 0, GD_DTYPE_INT64, GD_DTYPE_FLOAT32};
+        gd_dataset_t *m = build(&s, NULL, 0, &rng);
+        int64_t *ix = m->arrays[GD_ARRAY_INDICES].data;
+        int64_t p1 = 1000 + (int64_t)(t_rand(&rng) % 300000), p2 = p1 + 1 + 50000;
+        ix[p2] = -3;
+        ix[p1] = 5000;
+        char needle[128];
+        snprintf(needle, sizeof needle, "indices.npy: element %lld is 5000, outside [0, 5000)",
+                 (long long)p1);
+        const char *want = needle;
+        for (int rep = 0; rep < 3; rep++) T_FAILS(gd__dataset_check(m, 1), GD_ERR_RANGE, want);
+        T_OK(gd__dataset_check(m, 0));
+        gd_dataset_close(m);
+    }
+
     damage_tests(root, &rng);
 
     t_rmtree(root);
