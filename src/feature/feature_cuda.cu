@@ -559,8 +559,17 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
     if (g->mode == GD_GATHER_GPU) {
         /* Padding to 16 bytes keeps the last aligned word of the table inside the buffer. */
         GD_CUDA_CHECK(cudaMalloc((void **)&c->d_table, (t->bytes + 15) / 16 * 16 + 16));
-        if (t->bytes)
+        if (t->reg_chunks > 0) {
+            /* A copy may not span two registrations, so a chunked tensor is copied by chunk. */
+            for (long long k = 0; k < t->reg_chunks; k++) {
+                uintptr_t lo, hi;
+                chunk_range(t, t->chunk_bytes, k, &lo, &hi);
+                GD_CUDA_CHECK(cudaMemcpy(c->d_table + (lo - (uintptr_t)t->data), (void *)lo,
+                                         hi - lo, cudaMemcpyHostToDevice));
+            }
+        } else if (t->bytes) {
             GD_CUDA_CHECK(cudaMemcpy(c->d_table, t->data, t->bytes, cudaMemcpyHostToDevice));
+        }
         c->src = c->d_table;
     } else {
         c->src = (const unsigned char *)t->device_ptr;
