@@ -106,7 +106,9 @@ typedef struct {
  * The presets. products and papers take their node and edge counts, feature widths, class
  * counts and split fractions from ogbn-products and ogbn-papers100M; p_in is close to their
  * measured edge homophily. The noise levels were chosen by measuring nearest-centroid accuracy
- * on raw features against the neighbour mean (see tests/test_generate.c).
+ * (centroids fitted on the train split, scored on test) on raw features against the mean over
+ * the node and its in-neighbours (tests/test_generate.c): tiny 55-65 % vs 85-92 %, small
+ * 56-58 % vs 90-91 %, products 54 % vs 94 %, papers' shape at 2M nodes 52 % vs 90 %.
  */
 static const gen_preset gen_presets[] = {
     {"tiny", 10000, 15.0, 32, 8, 0.75, 3.2, 0.6, 0.2, 0.2},
