@@ -43,7 +43,8 @@ static char *edge_text(const edges *g, uint64_t *rng, size_t *len, int64_t *line
     for (int64_t i = 0; i < g->e; i++) {
         uint64_t r = t_rand(rng);
         if (r % 17 == 0) n += (size_t)snprintf(t + n, cap - n, "%s", nl), line++;
-        if (r % 23 == 0) n += (size_t)snprintf(t + n, cap - n, "  # comment %d%s", (int)i, nl), line++;
+        if (r % 23 == 0)
+            n += (size_t)snprintf(t + n, cap - n, "  # comment %d%s", (int)i, nl), line++;
         const char *sep = (r >> 8) % 3 == 0 ? "\t" : (r >> 8) % 3 == 1 ? " " : " \t  ";
         const char *lead = (r >> 12) % 5 == 0 ? "  " : "";
         line++;
@@ -317,7 +318,8 @@ int main(void) {
 
     /* malformed lines, each named with file and line */
     expect_bad_line(tmp, "1 2\n3\n", GD_ERR_FORMAT, 2, "has no destination id");
-    expect_bad_line(tmp, "# c\n1 2\n\n1 x\n", GD_ERR_FORMAT, 4, "destination id 'x' is not an integer");
+    expect_bad_line(tmp, "# c\n1 2\n\n1 x\n", GD_ERR_FORMAT, 4,
+                    "destination id 'x' is not an integer");
     expect_bad_line(tmp, "1 2\r\n2,3\r\n", GD_ERR_FORMAT, 2, "'2,3' is not an integer");
     expect_bad_line(tmp, "1 2\n-4 3\n", GD_ERR_RANGE, 2, "source id -4 is negative");
     expect_bad_line(tmp, "1 99999999999999999999\n", GD_ERR_RANGE, 1, "does not fit in 64 bits");

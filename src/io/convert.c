@@ -260,7 +260,8 @@ static gd_status convert_npy(const gd__convert_job *job) {
         if (GD_UNLIKELY(bad_s || bad_d)) {
             int64_t v = bad_s ? s : d;
             GD_REQUIRE(0, GD_ERR_RANGE,
-                       "%s: %s of edge %lld is %lld, outside [0, %lld): %s", bad_s ? what_s : what_d,
+                       "%s: %s of edge %lld is %lld, outside [0, %lld): %s",
+                       bad_s ? what_s : what_d,
                        bad_s ? "source" : "destination", (long long)i, (long long)v,
                        (long long)n, v < 0 ? "node ids must be >= 0"
                                            : "the node count comes from --num-nodes, "
