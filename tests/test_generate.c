@@ -79,7 +79,8 @@ static void check_structure(const view_t *v, double train, double valid, double 
         if (e < b) T_FAIL_("indptr decreases at %lld", (long long)u);
         for (int64_t i = b; i < e; i++) {
             int64_t w = idx_at(v, i);
-            if (w < 0 || w >= v->n) T_FAIL_("node %lld: neighbour %lld out of range", (long long)u, (long long)w);
+            if (w < 0 || w >= v->n)
+                T_FAIL_("node %lld: neighbour %lld out of range", (long long)u, (long long)w);
             if (w == u) T_FAIL_("node %lld: self-loop", (long long)u);
             if (i > b && idx_at(v, i - 1) >= w)
                 T_FAIL_("node %lld: list not strictly ascending at %lld (%lld then %lld)",

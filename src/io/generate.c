@@ -390,7 +390,8 @@ static gd_status build_members(gen_ctx *g, gd_progress_fn progress, void *user) 
 #pragma omp parallel for num_threads(g->threads) schedule(static)
     for (int64_t b = 0; b < nb; b++) {
         int64_t end = (b + 1) * GEN_BLOCK < n ? (b + 1) * GEN_BLOCK : n;
-        for (int64_t v = b * GEN_BLOCK; v < end; v++) g->members[counts[b * c + g->labels[v]]++] = v;
+        for (int64_t v = b * GEN_BLOCK; v < end; v++)
+            g->members[counts[b * c + g->labels[v]]++] = v;
     }
     GD_CHECK(gd__progress(progress, user, "generate: communities", 1, 2));
 
