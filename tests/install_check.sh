@@ -4,6 +4,9 @@
 set -eu
 build=$1
 src=$2
+for tool in cc pkg-config; do
+    command -v $tool >/dev/null || { echo "skip: $tool not found (scripts/install-deps.sh installs it)"; exit 77; }
+done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null

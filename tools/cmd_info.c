@@ -64,7 +64,7 @@ static void print_degrees(const gd_degree_stats *s) {
         if (s->log2_hist[i]) last = i, most = s->log2_hist[i] > most ? s->log2_hist[i] : most;
     printf("  degree       nodes\n");
     for (int i = 0; i <= last; i++) {
-        char range[32], bar[41];
+        char range[48], bar[41];
         if (i == 0) snprintf(range, sizeof range, "0");
         else if (i == 1) snprintf(range, sizeof range, "1");
         else snprintf(range, sizeof range, "%lld-%lld", 1LL << (i - 1), (1LL << i) - 1);
