@@ -41,7 +41,7 @@ test-san: deps
 fuzz: deps
 	@if command -v clang >/dev/null 2>&1; then \
 		CC=clang cmake -S . -B $(FUZZ_BUILD) -DGD_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null && \
-		cmake --build $(FUZZ_BUILD) -j$(JOBS) && \
+		cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzzers && \
 		fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS); \
 	else echo "fuzz: clang not found, fuzz targets skipped (apt-get install clang)"; fi
 
