@@ -175,21 +175,30 @@ fail:
     return st;
 }
 
-gd_status gd__edgelist_parse(gd__edgelist *el, const char *buf, size_t len, int final,
-                             size_t *consumed) {
+gd_status gd__split_lines(const char *buf, size_t len, int final, size_t *consumed,
+                          int64_t *line_no, gd__line_fn fn, void *state) {
     gd_status st = GD_OK;
     const char *p = buf, *end = buf + len;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (!nl && !final) break;
         const char *le = nl ? nl : end;
-        el->line++;
-        GD_CHECK(edge_line(el, p, le));
+        (*line_no)++;
+        GD_CHECK(fn(state, p, le));
         p = nl ? nl + 1 : end;
     }
 fail:
     *consumed = (size_t)(p - buf);
     return st;
+}
+
+static gd_status edge_line_fn(void *state, const char *p, const char *end) {
+    return edge_line(state, p, end);
+}
+
+gd_status gd__edgelist_parse(gd__edgelist *el, const char *buf, size_t len, int final,
+                             size_t *consumed) {
+    return gd__split_lines(buf, len, final, consumed, &el->line, edge_line_fn, el);
 }
 
 gd_status gd__edgelist_parse_cb(void *state, const char *buf, size_t len, int final,

@@ -93,6 +93,15 @@ void gd__csv_free(gd__csv *c);
 
 /* ---- streaming a file (plain or gzip, detected by content) through a parser */
 
+/*
+ * Feed each complete line of buf[0..len) (without its '\n') to fn, counting lines in *line_no.
+ * An unterminated last line is fed only when final; *consumed says how far the lines went, so
+ * the caller carries the rest over to the next chunk.
+ */
+typedef gd_status (*gd__line_fn)(void *state, const char *line, const char *end);
+gd_status gd__split_lines(const char *buf, size_t len, int final, size_t *consumed,
+                          int64_t *line_no, gd__line_fn fn, void *state);
+
 typedef gd_status (*gd__chunk_parser)(void *state, const char *buf, size_t len, int final,
                                       size_t *consumed);
 

@@ -200,21 +200,13 @@ fail:
     return st;
 }
 
+static gd_status csv_row_fn(void *state, const char *p, const char *end) {
+    return csv_row(state, p, end);
+}
+
 gd_status gd__csv_parse_chunk(gd__csv *c, const char *buf, size_t len, int final,
                               size_t *consumed) {
-    gd_status st = GD_OK;
-    const char *p = buf, *end = buf + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl && !final) break;
-        const char *le = nl ? nl : end;
-        c->line++;
-        GD_CHECK(csv_row(c, p, le));
-        p = nl ? nl + 1 : end;
-    }
-fail:
-    *consumed = (size_t)(p - buf);
-    return st;
+    return gd__split_lines(buf, len, final, consumed, &c->line, csv_row_fn, c);
 }
 
 gd_status gd__csv_parse_cb(void *state, const char *buf, size_t len, int final,
