@@ -455,8 +455,22 @@ typedef struct {
     const char *sm_budget; /* GPU modes: SMs the kernel may use, "0" all, "N", "N%" (NULL:
                               the GD_GATHER_SMS parameter); a grid cap, not a partition */
     int threads;           /* cpu and cpu-dma: CPU threads (0: the GD_THREADS parameter) */
+    /*
+     * zerocopy: the hot-row GPU cache. The rows with the highest cache_scores (one score per
+     * row of the tensor: in-degree, sampled access counts, ...; see gd_hot_rows_select) are
+     * copied into GPU memory, as many as fit in cache_bytes, and a node -> location map (one
+     * int64 per row, in GPU memory) lets each gather launch read cached rows from GPU memory
+     * and the others from host memory. 0: no cache. Other modes reject a cache.
+     */
+    int64_t cache_bytes;
+    const int64_t *cache_scores; /* host memory, tensor rows entries; needed if cache_bytes > 0 */
+    /*
+     * GPU modes: how the SM budget is enforced. 0 (default): a CUDA green context holding
+     * that many SMs where the driver supports it, else a grid cap; 1: grid cap only.
+     */
+    int sm_grid_cap_only;
 } gd_gatherer_options;
-#define GD_GATHERER_OPTIONS_INIT {sizeof(gd_gatherer_options), 0, 0, NULL, 0}
+#define GD_GATHERER_OPTIONS_INIT {sizeof(gd_gatherer_options), 0, 0, NULL, 0, 0, NULL, 0}
 
 /*
  * Create a gatherer of rows of t for one GPU (device is ignored by GD_GATHER_CPU). Every buffer
@@ -491,6 +505,38 @@ gd_status gd_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, int ids_on_
  * record is cleared. This synchronises the host: call it once per epoch, or in tests.
  */
 gd_status gd_gatherer_check_errors(gd_gatherer_t *g);
+
+/* What a gatherer holds, for reports and benchmarks. */
+typedef struct {
+    size_t size;              /* sizeof(gd_gatherer_info) */
+    int64_t cached_rows;      /* rows in the GPU cache */
+    int64_t cache_bytes;      /* GPU memory of the cached rows */
+    int64_t map_bytes;        /* GPU memory of the node -> location map (0 without a cache) */
+    int sms;                  /* SMs the gather kernel may use */
+    int green_context;        /* 1 if the SM budget is a green context, 0 if a grid cap */
+    int group_lanes;          /* lanes that copy one row (zerocopy and gpu) */
+} gd_gatherer_info;
+#define GD_GATHERER_INFO_INIT {sizeof(gd_gatherer_info), 0, 0, 0, 0, 0, 0}
+gd_status gd_gatherer_get_info(const gd_gatherer_t *g, gd_gatherer_info *info);
+/* 1 if row id is in g's GPU cache, 0 if not (or no cache, or id out of range). */
+int gd_gatherer_is_cached(const gd_gatherer_t *g, int64_t id);
+
+/*
+ * Hot rows. A score per row ranks the rows for the GPU cache, higher = read more often.
+ * gd_csc_degree_scores gives each node's in-degree (GD_DEGREE_IN: indptr[v+1] - indptr[v]) or
+ * the number of times it appears as an in-neighbour (GD_DEGREE_OUT: its out-degree, which is
+ * how often uniform neighbour sampling reaches it). gd_access_counts_add counts how often each
+ * node is an input node over pre-sampled minibatches (counts[id] += 1 for each of ids; ids are
+ * checked). gd_hot_rows_select writes the up to max_rows rows of highest score, hottest first
+ * (ties: lower id first), and their number (min(max_rows, num_rows)).
+ */
+typedef enum { GD_DEGREE_IN = 0, GD_DEGREE_OUT = 1 } gd_degree_kind;
+gd_status gd_csc_degree_scores(int64_t num_nodes, const int64_t *indptr, const void *indices,
+                               gd_dtype indices_dtype, gd_degree_kind kind, int64_t *scores);
+gd_status gd_access_counts_add(int64_t *counts, int64_t num_nodes, const int64_t *ids,
+                               int64_t n);
+gd_status gd_hot_rows_select(const int64_t *scores, int64_t num_rows, int64_t max_rows,
+                             int64_t *rows, int64_t *count);
 
 #ifdef __cplusplus
 }
