@@ -200,6 +200,32 @@ static void check_api_errors(void) {
     t_check_no_leaks();
 }
 
+/* Cache options are checked before any GPU work: only zerocopy caches, and it needs scores. */
+static void check_cache_options(void) {
+    gd_host_tensor_t *t = NULL;
+    gd_gatherer_t *g = NULL;
+    int64_t scores[100] = {0};
+    gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
+    gd_gatherer_info info = GD_GATHERER_INFO_INIT;
+    T_OK(gd_host_tensor_create(100, 3, GD_DTYPE_FLOAT32, 0, &t));
+    o.cache_bytes = 1200;
+    T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &o, &g), GD_ERR_INVALID_ARG,
+            "cache_scores");
+    o.cache_scores = scores;
+    T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_CPU, &o, &g), GD_ERR_INVALID_ARG, "zerocopy");
+    o.cache_bytes = -1;
+    T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &o, &g), GD_ERR_INVALID_ARG,
+            "negative cache_bytes");
+    T_OK(gd_gatherer_create(t, 0, GD_GATHER_CPU, NULL, &g));
+    T_OK(gd_gatherer_get_info(g, &info));
+    T_EQ_INT(info.cached_rows, 0);
+    T_EQ_INT(gd_gatherer_is_cached(g, 5), 0);
+    info.size = 3;
+    T_FAILS(gd_gatherer_get_info(g, &info), GD_ERR_INVALID_ARG, "GD_GATHERER_INFO_INIT");
+    gd_gatherer_destroy(g);
+    gd_host_tensor_destroy(t);
+}
+
 /* Every GD_FAULT_ALLOC call of create (+ a cpu gatherer) fails cleanly and leaks nothing. */
 static void check_faults_cpu(void) {
     gd_fault_set(GD_FAULT_ALLOC, 0);
@@ -428,6 +454,94 @@ static void check_sm_budgets(uint64_t *state, cudaStream_t stream) {
     gd_host_tensor_destroy(t);
 }
 
+/*
+ * The hot-row cache: for budgets from nothing to more than the table, the cached rows are the
+ * hottest by score (the same as gd_hot_rows_select), and one launch that mixes cached and host
+ * rows equals the CPU reference bit for bit, with misaligned widths and outputs, sorting on and
+ * off, host and device ids; a bad device id is still reported.
+ */
+static void check_cache(uint64_t *state, cudaStream_t stream) {
+    static const int64_t cache_widths[] = {4, 100, 512, 1028, 2052, 16400, 3};
+    const int64_t cap = 3000;
+    int64_t *ids = malloc(sizeof *ids * (size_t)cap), *d_ids = NULL;
+    const size_t buf_bytes = (size_t)(cap * 16400) + 2 * SLACK + 64;
+    unsigned char *d_buf = NULL, *host = malloc(buf_bytes), *want = malloc(buf_bytes);
+    T_ASSERT(ids && host && want);
+    CU(cudaMalloc((void **)&d_ids, sizeof *ids * (size_t)cap));
+    CU(cudaMalloc((void **)&d_buf, buf_bytes));
+    for (int wi = 0; wi < (int)(sizeof cache_widths / sizeof cache_widths[0]); wi++) {
+        const int64_t w = cache_widths[wi], rows = rows_for(w);
+        const gd_dtype dt = dtype_for(w, wi);
+        const int64_t cols = w / (int64_t)gd_dtype_size(dt);
+        gd_host_tensor_t *t = NULL;
+        T_OK(gd_host_tensor_create(rows, cols, dt, 0, &t));
+        fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
+        T_OK(gd_host_tensor_register(t, 0));
+        int64_t *scores = malloc(sizeof *scores * (size_t)rows),
+                *hot = malloc(sizeof *hot * (size_t)rows);
+        T_ASSERT(scores && hot);
+        for (int64_t i = 0; i < rows; i++) scores[i] = (int64_t)(t_rand(state) % 50);
+        const int64_t budgets[] = {w - 1, w, 3 * w + 1, rows * w / 5, rows * w - 1, rows * w,
+                                   2 * rows * w};
+        for (int bi = 0; bi < (int)(sizeof budgets / sizeof budgets[0]); bi++) {
+            gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
+            o.max_ids = cap;
+            o.sort_ids = bi % 2;
+            o.cache_bytes = budgets[bi];
+            o.cache_scores = scores;
+            gd_gatherer_t *g = NULL;
+            T_OK(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &o, &g));
+            gd_gatherer_info info = GD_GATHERER_INFO_INIT;
+            T_OK(gd_gatherer_get_info(g, &info));
+            int64_t expect = budgets[bi] / w, count = 0;
+            if (expect > rows) expect = rows;
+            T_EQ_INT(info.cached_rows, expect);
+            T_EQ_INT(info.cache_bytes, expect * w);
+            T_EQ_INT(info.map_bytes, expect ? rows * 8 : 0);
+            T_OK(gd_hot_rows_select(scores, rows, expect, hot, &count));
+            int64_t marked = 0;
+            for (int64_t i = 0; i < rows; i++) marked += gd_gatherer_is_cached(g, i);
+            T_EQ_INT(marked, expect);
+            for (int64_t i = 0; i < count; i++) T_ASSERT(gd_gatherer_is_cached(g, hot[i]));
+            char what[96];
+            snprintf(what, sizeof what, "cache of %lld of %lld rows, width %lld%s",
+                     (long long)expect, (long long)rows, (long long)w, o.sort_ids ? " sorted" : "");
+            for (int variant = 0; variant < 6; variant++) {
+                const int64_t n = make_ids(variant, rows, cap, state, ids);
+                gpu_gather_check(g, gd_host_tensor_data(t), w, ids, n, variant % 2,
+                                 (size_t)(variant % 3) * gd_dtype_size(dt), d_buf, d_ids, host,
+                                 want, variant >= 3 ? stream : NULL, what);
+            }
+            /* A bad device id is reported whatever the cache holds. */
+            int64_t n = make_ids(4, rows, cap, state, ids);
+            ids[n - 1] = rows;
+            CU(cudaMemcpy(d_ids, ids, sizeof *ids * (size_t)n, cudaMemcpyHostToDevice));
+            T_OK(gd_gather(g, d_ids, n, 1, d_buf, stream));
+            T_FAILS(gd_gatherer_check_errors(g), GD_ERR_RANGE, "outside");
+            gd_gatherer_destroy(g);
+        }
+        /* A cache needs scores, and only zerocopy has one. */
+        gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
+        gd_gatherer_t *g = NULL;
+        o.cache_bytes = rows * w;
+        T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &o, &g), GD_ERR_INVALID_ARG,
+                "cache_scores");
+        o.cache_scores = scores;
+        T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_GPU, &o, &g), GD_ERR_INVALID_ARG, "zerocopy");
+        free(scores);
+        free(hot);
+        gd_host_tensor_destroy(t);
+        fprintf(stderr, "width %5lld: cached + host rows in one launch equal the CPU reference\n",
+                (long long)w);
+    }
+    CU(cudaFree(d_ids));
+    CU(cudaFree(d_buf));
+    free(ids);
+    free(host);
+    free(want);
+    t_check_no_leaks();
+}
+
 /* Every pinning and allocation call of create + register + gatherer fails cleanly. */
 static void check_faults_gpu(void) {
     T_OK(gd_param_set("GD_PIN_CHUNK_MB", "1"));
@@ -436,12 +550,16 @@ static void check_faults_gpu(void) {
         gd_fault_set(fk, 0);
         gd_host_tensor_t *t = NULL;
         gd_gatherer_t *g = NULL, *g2 = NULL;
-        gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
+        gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT, oc;
+        static int64_t scores[3500];
         o.max_ids = 1000;
+        oc = o; /* the zerocopy gatherer holds a cache of a quarter of the rows */
+        oc.cache_bytes = 875 * 1024;
+        oc.cache_scores = scores;
         T_OK(gd_host_tensor_create(3500, 1024, GD_DTYPE_UINT8, 0, &t));
         T_OK(gd_host_tensor_register(t, 0));
         T_OK(gd_gatherer_create(t, 0, GD_GATHER_CPU_DMA, &o, &g));
-        T_OK(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &o, &g2));
+        T_OK(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &oc, &g2));
         const int64_t calls = gd_fault_calls(fk);
         gd_gatherer_destroy(g);
         gd_gatherer_destroy(g2);
@@ -454,7 +572,7 @@ static void check_faults_gpu(void) {
             gd_status st = gd_host_tensor_create(3500, 1024, GD_DTYPE_UINT8, 0, &t);
             if (st == GD_OK) st = gd_host_tensor_register(t, 0);
             if (st == GD_OK) st = gd_gatherer_create(t, 0, GD_GATHER_CPU_DMA, &o, &g);
-            if (st == GD_OK) st = gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &o, &g2);
+            if (st == GD_OK) st = gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &oc, &g2);
             const gd_status want = kind ? GD_ERR_PIN : GD_ERR_NO_MEMORY;
             if (st != want)
                 T_FAIL_("%s fault %lld of %lld: %s (%s)", kind ? "pin" : "alloc", (long long)k,
@@ -477,6 +595,7 @@ int main(void) {
     check_api_errors();
     check_cpu_mode(&state);
     check_faults_cpu();
+    check_cache_options();
     t_check_no_leaks();
     fprintf(stderr, "CPU checks passed\n");
 #ifdef GD_WITH_CUDA
@@ -488,6 +607,7 @@ int main(void) {
     CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     check_gpu_modes(&state, stream);
     check_sm_budgets(&state, stream);
+    check_cache(&state, stream);
     check_faults_gpu();
     CU(cudaStreamDestroy(stream));
     t_check_no_leaks();

@@ -50,6 +50,8 @@ struct gd__cuda_gatherer {
     size_t sort_tmp_bytes;
     int end_bit; /* sort only the bits an in-range id can have */
     gather_error *d_err;
+    long long *d_loc;        /* zerocopy with a cache: the node -> location map */
+    unsigned char *d_cache;  /* zerocopy with a cache: the cached rows, slot by slot */
     cudaEvent_t done;         /* recorded after each call's last GPU operation */
     cudaEvent_t staging_free; /* recorded after the copy that last read pinned staging */
     int events;               /* how many of the two events exist */
@@ -120,7 +122,9 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
     gather_aligned_kernel(const unsigned char *__restrict__ src, long long rows,
                           long long row_bytes, const long long *__restrict__ ids,
                           const int *__restrict__ perm, long long n,
-                          unsigned char *__restrict__ out, gather_error *err) {
+                          unsigned char *__restrict__ out, gather_error *err,
+                          const long long *__restrict__ loc,
+                          const unsigned char *__restrict__ cache) {
     constexpr int GROUPS = 32 / G;
     constexpr unsigned long long SPAN = 16ull * G < 128 ? 16ull * G : 128;
     const int lane = threadIdx.x & 31;
@@ -141,14 +145,21 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
         const bool bad = active && (id < 0 || id >= rows);
         if (bad && lig == 0) record_error(err, dst, id);
         const bool load_ok = active && !bad;
+        /* With a cache, the location map says which tier holds the row and where. */
+        unsigned long long base = (unsigned long long)src;
+        long long slot = id;
+        if (loc && load_ok) {
+            const long long l = __ldg(loc + id);
+            if ((l >> GD__LOC_TIER_SHIFT) == GD__LOC_GPU_CACHE) base = (unsigned long long)cache;
+            slot = l & GD__LOC_SLOT_MASK;
+        }
 
         /*
          * Geometry of the row, all in byte addresses. Output word v (16-byte aligned, at
          * d0 + 16v) needs the 16 source bytes at s - e + 16v, which lie in source words
          * a + v and a + v + 1 counted from w0, shifted by off bytes.
          */
-        const unsigned long long s =
-            (unsigned long long)src + (load_ok ? (unsigned long long)id * R : 0);
+        const unsigned long long s = base + (load_ok ? (unsigned long long)slot * R : 0);
         const unsigned long long d = (unsigned long long)out + (unsigned long long)dst * R;
         const unsigned long long e = d & 15;
         const unsigned long long d0 = d - e;
@@ -223,7 +234,8 @@ __global__ void iota_kernel(int *p, long long n) {
 /* ------------------------------------------------------------- kernel choice */
 
 typedef void (*aligned_kernel_fn)(const unsigned char *, long long, long long, const long long *,
-                                  const int *, long long, unsigned char *, gather_error *);
+                                  const int *, long long, unsigned char *, gather_error *,
+                                  const long long *, const unsigned char *);
 
 /*
  * Lanes per row: enough that one round of U loads per lane covers a row with its alignment
@@ -504,6 +516,8 @@ static void cuda_gatherer_release(gd_gatherer_t *g) {
         if (c->d_perm_out) (void)cudaFree(c->d_perm_out);
         if (c->d_sort_tmp) (void)cudaFree(c->d_sort_tmp);
         if (c->d_err) (void)cudaFree(c->d_err);
+        if (c->d_loc) (void)cudaFree(c->d_loc);
+        if (c->d_cache) (void)cudaFree(c->d_cache);
         (void)cudaGetLastError();
         leave_device(g->device, prev);
     }
@@ -515,6 +529,55 @@ static int bits_for(long long rows) {
     int b = 1;
     while (b < 63 && (1ull << b) < (unsigned long long)rows) b++;
     return b;
+}
+
+/*
+ * Build the hot-row cache: write the location map, and copy the hot rows into GPU memory with
+ * the gather kernel itself (from the registered host tensor, slot i = hot_rows[i]).
+ */
+static gd_status build_cache(gd_gatherer_t *g, gd__cuda_gatherer *c) {
+    gd_status st = GD_OK;
+    const gd_host_tensor_t *t = g->tensor;
+    const long long k = g->cached_rows, rows = t->rows, R = t->row_bytes;
+    long long *h_loc = NULL, *d_hot = NULL;
+    const size_t map_bytes = (size_t)rows * sizeof(long long);
+    h_loc = (long long *)gd_malloc(map_bytes ? map_bytes : 1);
+    GD_REQUIRE(h_loc, GD_ERR_NO_MEMORY, "out of memory for the host copy of the location map");
+    for (long long i = 0; i < rows; i++) h_loc[i] = (GD__LOC_HOST << GD__LOC_TIER_SHIFT) | i;
+    for (long long j = 0; j < k; j++)
+        h_loc[g->hot_rows[j]] = (GD__LOC_GPU_CACHE << GD__LOC_TIER_SHIFT) | j;
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_loc, map_bytes));
+    GD_CUDA_CHECK(cudaMemcpy(c->d_loc, h_loc, map_bytes, cudaMemcpyHostToDevice));
+    /* Padding to 16 bytes keeps the last aligned word of the cache inside the buffer. */
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_cache, (size_t)(k * R + 15) / 16 * 16 + 16));
+    GD_CUDA_CHECK(cudaMalloc((void **)&d_hot, (size_t)k * sizeof(long long)));
+    GD_CUDA_CHECK(cudaMemcpy(d_hot, g->hot_rows, (size_t)k * sizeof(long long),
+                             cudaMemcpyHostToDevice));
+    {
+        const int groups_per_block = BLOCK_THREADS / c->group;
+        const unsigned grid = (unsigned)((k + groups_per_block - 1) / groups_per_block < 65536
+                                             ? (k + groups_per_block - 1) / groups_per_block
+                                             : 65536);
+        aligned_kernel(c->group, c->unroll)<<<grid, BLOCK_THREADS>>>(
+            c->src, rows, R, d_hot, NULL, k, c->d_cache, c->d_err, NULL, NULL);
+        GD_CUDA_CHECK_LAUNCH();
+    }
+    GD_CUDA_CHECK(cudaDeviceSynchronize());
+    GD_CUDA_CHECK(cudaFree(d_hot));
+    d_hot = NULL;
+    g->info.cached_rows = k;
+    g->info.cache_bytes = k * R;
+    g->info.map_bytes = (int64_t)map_bytes;
+    gd_free(h_loc);
+    return GD_OK;
+fail:
+    if (d_hot) (void)cudaFree(d_hot);
+    gd_free(h_loc);
+    gd__error_context(st,
+                      "building the GPU cache of %lld rows (%.1f MiB) and its %.1f MiB location "
+                      "map: lower cache_bytes to fit free GPU memory",
+                      k, (double)(k * R) / 1048576.0, (double)map_bytes / 1048576.0);
+    return st;
 }
 
 static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
@@ -617,8 +680,10 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
             &bps, aligned_kernel(c->group, c->unroll), BLOCK_THREADS, 0));
     }
     if (bps < 1) bps = 1;
-    c->grid_cap =
-        gd__sm_budget_resolve(g->sm_budget_count, g->sm_budget_percent, c->sms) * bps;
+    g->info.sms = gd__sm_budget_resolve(g->sm_budget_count, g->sm_budget_percent, c->sms);
+    g->info.group_lanes = c->group;
+    c->grid_cap = g->info.sms * bps;
+    if (g->cached_rows > 0) GD_CHECK(build_cache(g, c));
     GD_DEBUG("gatherer %s: %lld-byte rows, %d lanes per row, %d loads per lane, grid cap %d "
              "blocks (%d per SM)",
              gd_gather_mode_name(g->mode), (long long)t->row_bytes, c->group, c->unroll,
@@ -746,7 +811,8 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
         const int groups_per_block = BLOCK_THREADS / c->group;
         const unsigned grid = grid_for((n + groups_per_block - 1) / groups_per_block, c->grid_cap);
         aligned_kernel(c->group, c->unroll)<<<grid, BLOCK_THREADS, 0, stream>>>(
-            c->src, t->rows, t->row_bytes, dids, perm, n, (unsigned char *)out, c->d_err);
+            c->src, t->rows, t->row_bytes, dids, perm, n, (unsigned char *)out, c->d_err, c->d_loc,
+            c->d_cache);
         GD_CUDA_CHECK_LAUNCH();
     }
     GD_CUDA_CHECK(cudaEventRecord(c->done, stream));

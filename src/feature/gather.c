@@ -40,6 +40,34 @@ const gd__feature_backend *gd__feature_backend_for(gd_gather_mode mode) {
 
 #define DEFAULT_MAX_IDS 65536
 
+/* Pick the rows the cache budget holds, hottest first, and mark them in the host bitmap. */
+static gd_status choose_hot_rows(gd_gatherer_t *g, const gd_gatherer_options *o) {
+    gd_status st = GD_OK;
+    const gd_host_tensor_t *t = g->tensor;
+    int64_t want;
+    GD_REQUIRE(g->mode == GD_GATHER_ZEROCOPY, GD_ERR_INVALID_ARG,
+               "gd_gatherer_create: a hot-row cache (cache_bytes %lld) serves the zerocopy mode, "
+               "not \"%s\": set cache_bytes to 0 or use zerocopy",
+               (long long)o->cache_bytes, gd_gather_mode_name(g->mode));
+    GD_REQUIRE(o->cache_scores, GD_ERR_INVALID_ARG,
+               "gd_gatherer_create: cache_bytes %lld needs cache_scores (one per row: "
+               "gd_csc_degree_scores or gd_access_counts_add)",
+               (long long)o->cache_bytes);
+    want = t->row_bytes ? o->cache_bytes / t->row_bytes : 0;
+    if (want > t->rows) want = t->rows;
+    if (want == 0) return GD_OK;
+    GD_ALLOC(g->hot_rows, (size_t)want * sizeof *g->hot_rows, "the hot-row list");
+    GD_CHECK(gd_hot_rows_select(o->cache_scores, t->rows, want, g->hot_rows, &g->cached_rows));
+    GD_ALLOC(g->cached, (size_t)(t->rows + 7) / 8, "the cached-row bitmap");
+    memset(g->cached, 0, (size_t)(t->rows + 7) / 8);
+    for (int64_t i = 0; i < g->cached_rows; i++)
+        g->cached[g->hot_rows[i] >> 3] |= (unsigned char)(1u << (g->hot_rows[i] & 7));
+    return GD_OK;
+fail:
+    gd__error_context(st, "choosing the rows of the GPU cache");
+    return st;
+}
+
 gd_status gd_gatherer_create(gd_host_tensor_t *t, int device, gd_gather_mode mode,
                              const gd_gatherer_options *options, gd_gatherer_t **out) {
     gd_status st = GD_OK;
@@ -81,10 +109,21 @@ gd_status gd_gatherer_create(gd_host_tensor_t *t, int device, gd_gather_mode mod
         gd__error_context(st, "%s", o.sm_budget ? "gather option sm_budget" : "GD_GATHER_SMS");
         goto fail;
     }
+    g->grid_cap_only = o.sm_grid_cap_only != 0;
+    GD_REQUIRE(o.cache_bytes >= 0, GD_ERR_INVALID_ARG,
+               "gd_gatherer_create: negative cache_bytes %lld", (long long)o.cache_bytes);
+    if (o.cache_bytes > 0) GD_CHECK(choose_hot_rows(g, &o));
+    g->info = (gd_gatherer_info)GD_GATHERER_INFO_INIT;
     GD_CHECK(gd__feature_backend_for(mode)->gatherer_init(g));
+    gd_free(g->hot_rows);
+    g->hot_rows = NULL;
     *out = g;
     return GD_OK;
 fail:
+    if (g) {
+        gd_free(g->hot_rows);
+        gd_free(g->cached);
+    }
     gd_free(g);
     return st;
 }
@@ -92,7 +131,26 @@ fail:
 void gd_gatherer_destroy(gd_gatherer_t *g) {
     if (!g) return;
     gd__feature_backend_for(g->mode)->gatherer_release(g);
+    gd_free(g->cached);
     gd_free(g);
+}
+
+gd_status gd_gatherer_get_info(const gd_gatherer_t *g, gd_gatherer_info *info) {
+    if (!g || !info) return gd__error(GD_ERR_INVALID_ARG, "gd_gatherer_get_info: NULL argument");
+    if (info->size < sizeof(size_t) || info->size > sizeof *info)
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "gd_gatherer_get_info: info.size is %zu; initialise it with "
+                         "GD_GATHERER_INFO_INIT",
+                         info->size);
+    const size_t size = info->size;
+    memcpy(info, &g->info, size);
+    info->size = size;
+    return GD_OK;
+}
+
+int gd_gatherer_is_cached(const gd_gatherer_t *g, int64_t id) {
+    if (!g || !g->cached || id < 0 || id >= g->tensor->rows) return 0;
+    return (g->cached[id >> 3] >> (id & 7)) & 1;
 }
 
 gd_status gd_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, int ids_on_device,

@@ -51,8 +51,24 @@ struct gd_gatherer {
     int threads;
     int sm_budget_count;     /* SMs, 0 = all; resolved from sm_budget_percent at create */
     double sm_budget_percent; /* > 0 when the budget was given as "N%" */
+    int grid_cap_only;        /* do not use a green context for the SM budget */
+    /* The hot-row cache (zerocopy). hot_rows lives only while the backend builds the cache. */
+    int64_t *hot_rows;        /* the rows to cache, hottest first; slot i holds hot_rows[i] */
+    int64_t cached_rows;      /* their number */
+    unsigned char *cached;    /* host bitmap, one bit per row: 1 = in the GPU cache */
+    gd_gatherer_info info;    /* filled by the backend at init */
     gd__cuda_gatherer *cuda;  /* GPU modes: streams, events, device buffers */
 };
+
+/*
+ * The node -> location map of a gatherer with a cache: one int64 per row, the tier in the
+ * top byte and the slot in the rest. Tier 0 = host memory (slot = the row itself), tier 1 =
+ * the GPU cache (slot = position in the cache). Later tiers (SSD, a peer GPU) take more codes.
+ */
+#define GD__LOC_TIER_SHIFT 56
+#define GD__LOC_SLOT_MASK ((1ll << GD__LOC_TIER_SHIFT) - 1)
+#define GD__LOC_HOST 0ll
+#define GD__LOC_GPU_CACHE 1ll
 
 /* ---- the CPU side (gather_cpu.c) */
 
