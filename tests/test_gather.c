@@ -542,6 +542,61 @@ static void check_cache(uint64_t *state, cudaStream_t stream) {
     t_check_no_leaks();
 }
 
+/* Every kernel shape GD_GATHER_SHAPE can pick gives the same rows, on narrow and wide rows. */
+static void check_shapes(uint64_t *state, cudaStream_t stream) {
+    static const int64_t shape_widths[] = {3, 100, 1028, 16400};
+    const int64_t cap = 700;
+    int64_t *ids = malloc(sizeof *ids * (size_t)cap), *d_ids = NULL;
+    const size_t buf_bytes = (size_t)(cap * 16400) + 2 * SLACK + 64;
+    unsigned char *d_buf = NULL, *host = malloc(buf_bytes), *want = malloc(buf_bytes);
+    T_ASSERT(ids && host && want);
+    CU(cudaMalloc((void **)&d_ids, sizeof *ids * (size_t)cap));
+    CU(cudaMalloc((void **)&d_buf, buf_bytes));
+    for (int wi = 0; wi < 4; wi++) {
+        const int64_t w = shape_widths[wi], rows = rows_for(w);
+        gd_host_tensor_t *t = NULL;
+        T_OK(gd_host_tensor_create(rows, w, GD_DTYPE_UINT8, 0, &t));
+        fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
+        T_OK(gd_host_tensor_register(t, 0));
+        for (int lanes = 1; lanes <= 32; lanes *= 2) {
+            for (int loads = 4; loads <= 16; loads *= 2) {
+                char shape[16], what[64];
+                snprintf(shape, sizeof shape, "%dx%d", lanes, loads);
+                snprintf(what, sizeof what, "shape %s, width %lld", shape, (long long)w);
+                T_OK(gd_param_set("GD_GATHER_SHAPE", shape));
+                gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
+                o.max_ids = cap;
+                o.sort_ids = loads == 8;
+                gd_gatherer_t *g = NULL;
+                T_OK(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &o, &g));
+                gd_gatherer_info info = GD_GATHERER_INFO_INIT;
+                T_OK(gd_gatherer_get_info(g, &info));
+                T_EQ_INT(info.group_lanes, lanes);
+                const int64_t n = make_ids(3 + lanes % 3, rows, cap, state, ids);
+                gpu_gather_check(g, gd_host_tensor_data(t), w, ids, n, lanes % 2, (size_t)(loads % 3),
+                                 d_buf, d_ids, host, want, stream, what);
+                gd_gatherer_destroy(g);
+            }
+        }
+        gd_host_tensor_destroy(t);
+    }
+    gd_gatherer_t *g = NULL;
+    gd_host_tensor_t *t = NULL;
+    T_OK(gd_host_tensor_create(10, 4, GD_DTYPE_UINT8, 0, &t));
+    T_OK(gd_host_tensor_register(t, 0));
+    T_OK(gd_param_set("GD_GATHER_SHAPE", "3x8"));
+    T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, NULL, &g), GD_ERR_INVALID_ARG,
+            "GD_GATHER_SHAPE '3x8'");
+    T_OK(gd_param_set("GD_GATHER_SHAPE", NULL));
+    gd_host_tensor_destroy(t);
+    CU(cudaFree(d_ids));
+    CU(cudaFree(d_buf));
+    free(ids);
+    free(host);
+    free(want);
+    t_check_no_leaks();
+}
+
 /* Every pinning and allocation call of create + register + gatherer fails cleanly. */
 static void check_faults_gpu(void) {
     T_OK(gd_param_set("GD_PIN_CHUNK_MB", "1"));
@@ -608,6 +663,7 @@ int main(void) {
     check_gpu_modes(&state, stream);
     check_sm_budgets(&state, stream);
     check_cache(&state, stream);
+    check_shapes(&state, stream);
     check_faults_gpu();
     CU(cudaStreamDestroy(stream));
     t_check_no_leaks();

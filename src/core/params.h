@@ -10,6 +10,7 @@
     X(GD_LOG_LEVEL, "warn", "log threshold: none, error, warn, info, debug, trace or 0-5")   \
     X(GD_THREADS, "0", "CPU threads for parallel host work (0 = all cores)")                 \
     X(GD_GATHER_SMS, "0", "SMs the zero-copy gather may use (0 = all; N% = a fraction)")     \
+    X(GD_GATHER_SHAPE, "auto", "gather kernel shape: auto, or LANESxLOADS (e.g. 8x8) to tune")  \
     X(GD_DEVICE, "0", "GPU ordinal used when none is given")                                 \
     X(GD_PIN_CHUNK_MB, "1024", "host memory is registered with the GPU in chunks of this size")
 

@@ -239,30 +239,49 @@ typedef void (*aligned_kernel_fn)(const unsigned char *, long long, long long, c
 
 /*
  * Lanes per row: enough that one round of U loads per lane covers a row with its alignment
- * slack, so narrow rows share a warp (fewer idle lanes) and wide rows get whole warps and
- * deeper unrolling (more loads in flight).
+ * slack, so narrow rows share a warp (fewer idle lanes) and wide rows get whole warps. Groups
+ * of 8 lanes or more read whole 128-byte lines per load instruction (one full PCIe request).
+ * GD_GATHER_SHAPE = "LANESxLOADS" overrides the choice, for tuning.
  */
-static void choose_group(long long row_bytes, int *group, int *unroll) {
-    const long long words = (row_bytes + 15) / 16 + 2;
-    if (words > 32 * 4) {
-        *group = 32;
-        *unroll = 8;
-        return;
+static gd_status choose_group(long long row_bytes, int *group, int *unroll) {
+    gd_status st = GD_OK;
+    const char *shape = NULL;
+    const long long words = (row_bytes + 15) / 16 + 8;
+    int g = 1, u = 8;
+    GD_CHECK(gd_param_get("GD_GATHER_SHAPE", &shape));
+    if (shape && *shape && strcmp(shape, "auto") != 0) {
+        char tail = 0;
+        GD_REQUIRE(sscanf(shape, "%dx%d%c", &g, &u, &tail) == 2 && g >= 1 && g <= 32 &&
+                       (g & (g - 1)) == 0 && (u == 4 || u == 8 || u == 16),
+                   GD_ERR_INVALID_ARG,
+                   "GD_GATHER_SHAPE '%s' is not auto or LANESxLOADS with LANES a power of two "
+                   "in 1..32 and LOADS 4, 8 or 16 (e.g. 8x8)",
+                   shape);
+    } else {
+        while (g < 32 && (long long)g * u < words) g *= 2;
     }
-    int g = 1;
-    while (g < 32 && (long long)g * 4 < words) g *= 2;
     *group = g;
-    *unroll = 4;
+    *unroll = u;
+    return GD_OK;
+fail:
+    return st;
 }
+
+#define GD_GATHER_KERNELS(G)                                                              \
+    case G:                                                                               \
+        return unroll == 4 ? gather_aligned_kernel<G, 4>                                  \
+                           : unroll == 8 ? gather_aligned_kernel<G, 8>                    \
+                                         : gather_aligned_kernel<G, 16>;
 
 static aligned_kernel_fn aligned_kernel(int group, int unroll) {
     switch (group) {
-    case 1: return gather_aligned_kernel<1, 4>;
-    case 2: return gather_aligned_kernel<2, 4>;
-    case 4: return gather_aligned_kernel<4, 4>;
-    case 8: return gather_aligned_kernel<8, 4>;
-    case 16: return gather_aligned_kernel<16, 4>;
-    default: return unroll == 8 ? gather_aligned_kernel<32, 8> : gather_aligned_kernel<32, 4>;
+        GD_GATHER_KERNELS(1)
+        GD_GATHER_KERNELS(2)
+        GD_GATHER_KERNELS(4)
+        GD_GATHER_KERNELS(8)
+        GD_GATHER_KERNELS(16)
+    default:
+        GD_GATHER_KERNELS(32)
     }
 }
 
@@ -655,7 +674,7 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
         GD_CUDA_CHECK(cudaDeviceSynchronize());
     }
 
-    choose_group(t->row_bytes, &c->group, &c->unroll);
+    GD_CHECK(choose_group(t->row_bytes, &c->group, &c->unroll));
     if (g->mode == GD_GATHER_NAIVE_ZEROCOPY) {
         switch (gd_dtype_size(t->dtype)) {
         case 1:
