@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# One call on the lent GPU machine: build with CUDA, run the whole test suite (GPU tests
-# included), and the foundation benchmarks. Results go to $OUT (or ./device-out).
-# Usage: bash bench/run-device.sh COMMIT
+# One call on the lent GPU machine: build with CUDA, then the steps asked for (default: tests).
+# Results go to $OUT (or ./device-out).
+# Usage: bash bench/run-device.sh COMMIT [STEP...]
+#   tests        the whole test suite (GPU tests included; none may skip)
+#   ctest:REGEX  only the tests matching REGEX
+#   gather       graphdirect bench gather (JSON to $OUT/bench-gather.json)
+#   sample       graphdirect bench sample (JSON to $OUT/bench-sample.json)
+#   foundation   generate / CSC benchmarks of the foundation
+#   cmd:TEXT     run TEXT with bash (e.g. cmd:"GD_GATHER_SHAPE=8x8 build-device/graphdirect ...")
 # Carry: .deps (libcjson/zlib headers, extracted Debian packages) and .data (cora).
 set -uo pipefail
 commit=${1:-unknown}
@@ -32,20 +38,48 @@ cmake --build build-device -j"$(nproc)" >"$out/build.log" 2>&1 \
     || { echo "build failed"; grep -E "error" -A3 "$out/build.log" | head -40; exit 1; }
 echo "== build: $(( $(date +%s) - t0 )) s"
 
-echo "== tests (GPU present: GPU tests run, none may skip)"
-(cd build-device && ctest --output-on-failure -j8 --timeout 600) | tee "$out/ctest.log"
-skipped=$(grep -c "Skipped" "$out/ctest.log" || true)
-echo "skipped tests: $skipped"
-
 cli=build-device/graphdirect
-echo "== build and GPUs"
-$cli info --params
-
-echo "== benchmark: generate products in memory (all cores)"
-$cli generate --preset products --seed 1 </dev/null
-echo "== benchmark: generate products to disk"
-$cli generate --preset products --seed 1 --out /tmp/gd-products --overwrite </dev/null
-$cli info /tmp/gd-products
-echo "== benchmark: COO -> CSC, 62M random edges over 2.45M nodes"
-GD_BENCH_CSC=62000000 build-device/tests/test_csc
+[ $# -ge 2 ] || set -- "$commit" tests
+shift
+for step in "$@"; do
+    ts=$(date +%s)
+    case "$step" in
+    tests)
+        echo "== tests (GPU present: GPU tests run, none may skip)"
+        (cd build-device && ctest --output-on-failure -j8 --timeout 600) | tee "$out/ctest.log"
+        echo "skipped tests: $(grep -c "Skipped" "$out/ctest.log" || true)"
+        ;;
+    ctest:*)
+        echo "== tests matching ${step#ctest:}"
+        (cd build-device && ctest --output-on-failure --timeout 600 -R "${step#ctest:}") \
+            | tee -a "$out/ctest.log"
+        ;;
+    gather)
+        echo "== benchmark: graphdirect bench gather"
+        $cli bench gather --commit "$commit" --json "$out/bench-gather.json"
+        ;;
+    sample)
+        echo "== benchmark: graphdirect bench sample"
+        $cli bench sample --commit "$commit" --json "$out/bench-sample.json"
+        ;;
+    foundation)
+        $cli info --params
+        echo "== benchmark: generate products in memory (all cores)"
+        $cli generate --preset products --seed 1 </dev/null
+        echo "== benchmark: generate products to disk"
+        $cli generate --preset products --seed 1 --out /tmp/gd-products --overwrite </dev/null
+        $cli info /tmp/gd-products
+        echo "== benchmark: COO -> CSC, 62M random edges over 2.45M nodes"
+        GD_BENCH_CSC=62000000 build-device/tests/test_csc
+        ;;
+    cmd:*)
+        echo "== ${step#cmd:}"
+        bash -c "${step#cmd:}"
+        ;;
+    *)
+        echo "unknown step '$step'"
+        ;;
+    esac
+    echo "== $step: $(( $(date +%s) - ts )) s"
+done
 echo "== done: $(( $(date +%s) - t0 )) s"
