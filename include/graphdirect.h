@@ -538,6 +538,185 @@ gd_status gd_access_counts_add(int64_t *counts, int64_t num_nodes, const int64_t
 gd_status gd_hot_rows_select(const int64_t *scores, int64_t num_rows, int64_t max_rows,
                              int64_t *rows, int64_t *count);
 
+/* ---------------------------------------------------------------- sampler */
+
+/*
+ * Neighbour sampling (docs/sampling.md). A graph handle places the two CSC arrays where the
+ * sampler reads them; a sampler draws, for a minibatch of seed nodes, up to fanouts[h]
+ * in-neighbours of every node of hop h, from the seeds outward, and writes one block per layer
+ * plus the input node ids into a minibatch buffer that was allocated once for the worst case.
+ * The draws come from Philox keyed by (seed, epoch, minibatch, hop, node, draw), so the CPU
+ * sampler and the CUDA sampler (graph in GPU memory or in pinned host memory) return the same
+ * blocks, bit for bit, whatever the thread count.
+ */
+typedef enum {
+    GD_PLACE_HOST = 0,   /* "host": host memory, read by CPU threads (CPU sampler only) */
+    GD_PLACE_GPU = 1,    /* "gpu": copied into GPU memory */
+    GD_PLACE_PINNED = 2, /* "pinned": page-locked host memory that GPU kernels read over PCIe
+                            (UVA); CPU threads read it too */
+    GD_PLACE_COUNT = 3
+} gd_placement;
+
+/* "host", "gpu", "pinned"; NULL for a value outside the enum. */
+const char *gd_placement_name(gd_placement placement);
+gd_status gd_placement_parse(const char *name, gd_placement *out);
+
+typedef struct gd_graph gd_graph_t;
+
+typedef struct {
+    size_t size;                    /* sizeof(gd_graph_options) */
+    gd_placement indptr_placement;  /* where indptr lives (default host) */
+    gd_placement indices_placement; /* where indices live (default host) */
+    int device;                     /* the GPU of gpu and pinned placements */
+    /*
+     * pinned: 0 = page-lock the caller's arrays in place (they must stay alive and unmoved);
+     * 1 = copy them into library-owned memory first. A read-only file mapping (a dataset
+     * opened with GD_OPEN_MMAP) is always copied.
+     */
+    int copy_host;
+    /* Copies (gpu, pinned with a copy): store int64 indices as int32 when the nodes fit. */
+    int narrow_indices;
+} gd_graph_options;
+#define GD_GRAPH_OPTIONS_INIT {sizeof(gd_graph_options), GD_PLACE_HOST, GD_PLACE_HOST, 0, 0, 1}
+
+/*
+ * A CSC graph (indptr: num_nodes + 1 int64; indices: int32 or int64 in-neighbour ids) placed
+ * per options. host arrays, and pinned ones without a copy, are borrowed: the caller keeps them
+ * alive until gd_graph_destroy. indptr is checked (starts at 0, never decreases) and its
+ * maximum degree recorded; indices are trusted (gd_csc_validate checks them).
+ */
+gd_status gd_graph_create(int64_t num_nodes, const int64_t *indptr, const void *indices,
+                          gd_dtype indices_dtype, const gd_graph_options *options,
+                          gd_graph_t **out);
+/* The same from a dataset's indptr and indices; ds must outlive the graph. */
+gd_status gd_graph_create_from_dataset(const gd_dataset_t *ds, const gd_graph_options *options,
+                                       gd_graph_t **out);
+void gd_graph_destroy(gd_graph_t *g);
+
+typedef struct {
+    size_t size; /* sizeof(gd_graph_info) */
+    int64_t num_nodes;
+    int64_t num_edges;
+    int64_t max_degree;
+    gd_dtype indices_dtype; /* as stored (int32 after narrowing) */
+    gd_placement indptr_placement;
+    gd_placement indices_placement;
+    int64_t device_bytes; /* GPU memory the graph holds */
+    int64_t pinned_bytes; /* host memory page-locked for it */
+} gd_graph_info;
+#define GD_GRAPH_INFO_INIT {sizeof(gd_graph_info), 0, 0, 0, GD_DTYPE_INVALID, GD_PLACE_HOST, \
+                            GD_PLACE_HOST, 0, 0}
+gd_status gd_graph_get_info(const gd_graph_t *g, gd_graph_info *info);
+
+typedef enum {
+    GD_SAMPLER_CPU = 0, /* CPU threads; both arrays in host memory (host or pinned) */
+    GD_SAMPLER_CUDA = 1 /* GPU kernels; both arrays GPU-readable (gpu or pinned) */
+} gd_sampler_backend;
+
+#define GD_SAMPLER_MAX_LAYERS 8
+
+typedef struct gd_sampler gd_sampler_t;
+
+typedef struct {
+    size_t size;                /* sizeof(gd_sampler_options) */
+    gd_sampler_backend backend; /* default CPU */
+    int64_t max_batch;          /* most seeds per gd_sample; sizes every buffer (0: 1024) */
+    int replace;                /* 1: draw fanout neighbours with replacement */
+    uint64_t seed;              /* the Philox key of every draw */
+    int threads;                /* CPU: threads per gd_sample (0: the GD_THREADS parameter) */
+} gd_sampler_options;
+#define GD_SAMPLER_OPTIONS_INIT {sizeof(gd_sampler_options), GD_SAMPLER_CPU, 0, 0, 0, 0}
+
+/*
+ * A sampler of num_layers hops (1..GD_SAMPLER_MAX_LAYERS) over g. fanouts[h] is the number of
+ * in-neighbours drawn for each node of hop h, from the seeds outward (fanouts[0] applies to the
+ * seeds: {15, 10, 5} draws 15 neighbours per seed); -1 takes all neighbours; without
+ * replacement a fanout >= degree takes all. Every working buffer is allocated here, from
+ * max_batch and the fanouts (the worst case, bounded by the node and edge counts), so
+ * gd_sample allocates nothing. g must outlive the sampler.
+ */
+gd_status gd_sampler_create(gd_graph_t *g, const int *fanouts, int num_layers,
+                            const gd_sampler_options *options, gd_sampler_t **out);
+void gd_sampler_destroy(gd_sampler_t *s);
+
+typedef struct {
+    size_t size;             /* sizeof(gd_sampler_info) */
+    int num_layers;
+    int64_t max_input_nodes; /* most input nodes a minibatch can have */
+    int64_t max_edges;       /* most edges a minibatch can have, over all layers */
+    int64_t minibatch_bytes; /* memory of one minibatch buffer (GPU memory for CUDA) */
+    int64_t scratch_bytes;   /* the sampler's own working memory */
+} gd_sampler_info;
+#define GD_SAMPLER_INFO_INIT {sizeof(gd_sampler_info), 0, 0, 0, 0, 0}
+gd_status gd_sampler_get_info(const gd_sampler_t *s, gd_sampler_info *info);
+
+/*
+ * A minibatch buffer: the output of gd_sample, sized for s's worst case. CUDA samplers keep it
+ * in GPU memory (plus a few pinned bytes for the sizes). Create two or more to pipeline: a
+ * buffer may be rewritten only when its consumer is done with it.
+ */
+typedef struct gd_minibatch gd_minibatch_t;
+gd_status gd_minibatch_create(const gd_sampler_t *s, gd_minibatch_t **out);
+void gd_minibatch_destroy(gd_minibatch_t *mb);
+
+/*
+ * Sample the neighbourhood of seeds[0..n) (n <= max_batch, distinct node ids) into mb, which
+ * must come from gd_minibatch_create(s). epoch and batch select the draws: the same (seed,
+ * epoch, batch, seeds) give the same minibatch on every backend.
+ * CUDA: the work is queued on stream (a cudaStream_t; NULL = the default stream) and nothing
+ * waits for it; seeds are host memory (seeds_on_device = 0; checked for range now) or device
+ * memory (checked by the kernels). A repeated seed, or a bad device seed, is recorded on the
+ * device and reported by gd_sampler_check_errors. The sizes of the blocks are copied back with
+ * one small copy, which gd_minibatch_block and gd_minibatch_input_nodes wait for.
+ * CPU: seeds are host memory, stream is ignored, and the call returns when mb is written; a
+ * bad seed fails with GD_ERR_RANGE, a repeated one with GD_ERR_INVALID_ARG.
+ */
+gd_status gd_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, int seeds_on_device,
+                    int64_t epoch, int64_t batch, void *stream, gd_minibatch_t *mb);
+/*
+ * Wait for the gd_sample calls of s queued so far and report a device-side seed error met since
+ * the previous check (GD_ERR_RANGE or GD_ERR_INVALID_ARG naming the seed and its position), or
+ * a CUDA error. The record is cleared. This synchronises the host: call it once per epoch.
+ */
+gd_status gd_sampler_check_errors(gd_sampler_t *s);
+
+/*
+ * One layer of a minibatch, in DGL's block layout: a CSC of num_dst destination nodes over
+ * num_src source nodes in local ids, where the destination nodes are the first num_dst source
+ * nodes. Local id i is input node i (gd_minibatch_input_nodes) in every layer.
+ */
+typedef struct {
+    int64_t num_dst;
+    int64_t num_src;
+    int64_t num_edges;
+    const int32_t *indptr;  /* num_dst + 1 offsets */
+    const int32_t *indices; /* num_edges local source ids */
+} gd_block;
+
+int gd_minibatch_num_layers(const gd_minibatch_t *mb);
+/* 1 if the arrays of mb are GPU memory (CUDA samplers), 0 if host memory. */
+int gd_minibatch_on_device(const gd_minibatch_t *mb);
+/*
+ * Layer `layer` of the last minibatch sampled into mb, in the order training consumes them:
+ * layer 0 is the input layer (the outermost hop, sampled with fanouts[num_layers - 1]) and
+ * layer num_layers - 1 has the seeds as its destination nodes. Waits for the sizes (CUDA).
+ */
+gd_status gd_minibatch_block(gd_minibatch_t *mb, int layer, gd_block *out);
+/*
+ * The global ids of the input nodes (the source nodes of layer 0), seeds first: the rows to
+ * gather, and what gd_access_counts_add counts. Waits for the sizes (CUDA).
+ */
+gd_status gd_minibatch_input_nodes(gd_minibatch_t *mb, const int64_t **ids, int64_t *n);
+
+/*
+ * Epoch iteration: write into order a permutation of ids[0..n) shuffled by Philox keyed by
+ * (seed, epoch), the same on every machine; batch b is order[b * batch_size ..] with
+ * min(batch_size, n - b * batch_size) seeds. *num_batches is n / batch_size with drop_last
+ * (the short last batch is dropped), else ceil(n / batch_size).
+ */
+gd_status gd_seed_batches(const int64_t *ids, int64_t n, int64_t batch_size, uint64_t seed,
+                          int64_t epoch, int drop_last, int64_t *order, int64_t *num_batches);
+
 #ifdef __cplusplus
 }
 #endif
