@@ -560,7 +560,7 @@ static void check_shapes(uint64_t *state, cudaStream_t stream) {
         T_OK(gd_host_tensor_register(t, 0));
         for (int lanes = 1; lanes <= 32; lanes *= 2) {
             for (int loads = 4; loads <= 16; loads *= 2) {
-                char shape[16], what[64];
+                char shape[32], what[80];
                 snprintf(shape, sizeof shape, "%dx%d", lanes, loads);
                 snprintf(what, sizeof what, "shape %s, width %lld", shape, (long long)w);
                 T_OK(gd_param_set("GD_GATHER_SHAPE", shape));
