@@ -1,6 +1,7 @@
 /*
  * Shared pieces of the `graphdirect` command: the subcommand entry points, the progress bar,
- * size formatting and error printing. The tool uses only the public API of libgraphdirect.so.
+ * size formatting and error printing. The tool uses the public API of the library (linked
+ * statically, so that the benchmarks in bench/ can also call the CUDA runtime).
  */
 #ifndef GD_TOOLS_CLI_H
 #define GD_TOOLS_CLI_H
@@ -17,6 +18,7 @@
 int cmd_generate(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* Print "graphdirect: <what>: <status>: <gd_last_error()>" and return the exit code. */
 int cli_fail(const char *what, gd_status st);

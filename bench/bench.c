@@ -1,0 +1,227 @@
+/*
+ * Helpers shared by the benchmark drivers: error messages, timing, list parsing, parallel
+ * fills and copies of large host buffers, PASS/MISS target lines and the atomic JSON writer.
+ * See bench.h.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void bench_error(const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "graphdirect bench: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void bench_gd_error(const char *what, gd_status st) {
+    const char *msg = gd_last_error();
+    bench_error("%s failed: %s%s%s", what, gd_status_string(st), msg[0] ? ": " : "", msg);
+}
+
+#ifdef GD_WITH_CUDA
+void bench_cuda_error(const char *call, cudaError_t ce) {
+    (void)cudaGetLastError();
+    bench_error("%s failed: %s (%s)", call, cudaGetErrorString(ce), cudaGetErrorName(ce));
+}
+#endif
+
+double bench_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int bench_cpus(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (n > 4096 ? 4096 : (int)n);
+}
+
+const char *bench_utc_date(char *buf, size_t n) {
+    time_t now = time(NULL);
+    struct tm tm;
+    if (!gmtime_r(&now, &tm) || !strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, n, "unknown");
+    return buf;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, int n) {
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* "4096", "4K" (x1000), "4Ki" (x1024), "1.5Mi", with an optional trailing B. */
+static int parse_one(const char *text, int64_t *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || !isfinite(v)) return -1;
+    double scale = 1;
+    if ((*end == 'B' || *end == 'b') && end[1] == '\0') {
+        end++;
+    } else if (*end) {
+        const int binary = end[1] == 'i' || end[1] == 'I';
+        const double base = binary ? 1024 : 1000;
+        switch (*end) {
+        case 'k': case 'K': scale = base; break;
+        case 'm': case 'M': scale = base * base; break;
+        case 'g': case 'G': scale = base * base * base; break;
+        case 't': case 'T': scale = base * base * base * base; break;
+        default: return -1;
+        }
+        end += binary ? 2 : 1;
+        if (*end == 'B' || *end == 'b') end++;
+        if (*end) return -1;
+    }
+    v *= scale;
+    if (v < 1 || v > 9e18 || v != floor(v)) return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+int bench_parse_list(const char *option, const char *text, int64_t *out, int max, int *count) {
+    char item[64];
+    int n = 0;
+    const char *p = text;
+    *count = 0;
+    if (!text || !*text) {
+        bench_error("%s: empty list", option);
+        return -1;
+    }
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0 || len >= sizeof item) {
+            bench_error("%s '%s': expected a comma-separated list of positive numbers such as "
+                        "256,1028,4Ki",
+                        option, text);
+            return -1;
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (n == max) {
+            bench_error("%s '%s': at most %d values", option, text, max);
+            return -1;
+        }
+        if (parse_one(item, &out[n]) != 0) {
+            bench_error("%s: '%s' is not a positive whole number (suffixes K, M, G = x1000; "
+                        "Ki, Mi, Gi = x1024)",
+                        option, item);
+            return -1;
+        }
+        n++;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    *count = n;
+    return 0;
+}
+
+const char *bench_count_text(int64_t n, char *buf, size_t size) {
+    if (n >= (1 << 20) && n % (1 << 20) == 0)
+        snprintf(buf, size, "%lldMi", (long long)(n >> 20));
+    else if (n >= 1024 && n % 1024 == 0)
+        snprintf(buf, size, "%lldKi", (long long)(n >> 10));
+    else
+        snprintf(buf, size, "%lld", (long long)n);
+    return buf;
+}
+
+void bench_random_ids(int64_t *ids, int64_t n, int64_t rows, uint64_t seed, int threads) {
+    const uint64_t key = bench_mix64(seed ^ 0x6a09e667f3bcc909ull);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > (1 << 16))
+#endif
+    for (int64_t i = 0; i < n; i++) ids[i] = bench_below(bench_mix64(key + (uint64_t)i), rows);
+    (void)threads;
+}
+
+void bench_fill_pattern(void *p, size_t bytes, int threads) {
+    uint32_t *w = p;
+    const int64_t words = (int64_t)(bytes / 4);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static) if (words > (1 << 16))
+#endif
+    for (int64_t i = 0; i < words; i++) w[i] = (uint32_t)i * 0x9e3779b1u ^ (uint32_t)(i >> 32);
+    for (size_t i = (size_t)words * 4; i < bytes; i++) ((unsigned char *)p)[i] = (unsigned char)i;
+    (void)threads;
+}
+
+void bench_parallel_copy(void *dst, const void *src, size_t bytes, int threads) {
+    if (threads < 1) threads = 1;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int t = 0; t < threads; t++) {
+        const size_t lo = bytes / (size_t)threads * (size_t)t;
+        const size_t hi = t == threads - 1 ? bytes : bytes / (size_t)threads * (size_t)(t + 1);
+        memcpy((char *)dst + lo, (const char *)src + lo, hi - lo);
+    }
+}
+
+int bench_target(cJSON *targets, const char *name, double value, double threshold,
+                 const char *unit) {
+    const int met = value >= threshold;
+    printf("  %s  %-46s %7.2f%s >= %.2f%s\n", met ? "PASS" : "MISS", name, value, unit,
+           threshold, unit);
+    if (targets) {
+        cJSON *t = cJSON_CreateObject();
+        if (t) {
+            cJSON_AddStringToObject(t, "name", name);
+            cJSON_AddNumberToObject(t, "value", value);
+            cJSON_AddNumberToObject(t, "threshold", threshold);
+            cJSON_AddBoolToObject(t, "pass", met);
+            cJSON_AddItemToArray(targets, t);
+        }
+    }
+    return met;
+}
+
+int bench_json_write(const char *path, const cJSON *root) {
+    char *text = NULL, *tmp = NULL;
+    int fd = -1, rc = -1;
+    size_t len, done = 0;
+    text = cJSON_Print(root);
+    BENCH_REQUIRE(text, "out of memory formatting the JSON record for %s", path);
+    len = strlen(text);
+    tmp = malloc(strlen(path) + 32);
+    BENCH_REQUIRE(tmp, "out of memory");
+    sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    BENCH_REQUIRE(fd >= 0, "cannot create %s: %s (is the directory there and writable?)", tmp,
+                  strerror(errno));
+    while (done < len) {
+        ssize_t w = write(fd, text + done, len - done);
+        if (w < 0 && errno == EINTR) continue;
+        BENCH_REQUIRE(w > 0, "writing %s failed: %s", tmp, strerror(errno));
+        done += (size_t)w;
+    }
+    BENCH_REQUIRE(write(fd, "\n", 1) == 1, "writing %s failed: %s", tmp, strerror(errno));
+    BENCH_REQUIRE(fsync(fd) == 0, "flushing %s failed: %s", tmp, strerror(errno));
+    BENCH_REQUIRE(close(fd) == 0, "closing %s failed: %s", tmp, strerror(errno));
+    fd = -1;
+    BENCH_REQUIRE(rename(tmp, path) == 0, "renaming %s to %s failed: %s", tmp, path,
+                  strerror(errno));
+    rc = 0;
+fail:
+    if (fd >= 0) close(fd);
+    if (rc != 0 && tmp) unlink(tmp);
+    free(tmp);
+    cJSON_free(text);
+    return rc;
+}

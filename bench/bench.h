@@ -1,0 +1,167 @@
+/*
+ * Shared pieces of the benchmark drivers behind `graphdirect bench`: wall-clock timing, error
+ * reporting in the CLI's words, list parsing, a counter-based random number generator,
+ * parallel fills and copies of large host buffers, the CUDA checks (in builds with
+ * GD_WITH_CUDA, through the plain-C CUDA runtime API), PASS/MISS target lines, and writing the
+ * JSON record of a run atomically. Every benchmark measures its ceiling in the same run and
+ * reports ratios to it (docs/bench.md).
+ *
+ * The drivers follow the library's error style: a function that can fail returns 0 or -1 after
+ * printing one message that says what failed, with which value and what to do; cleanup runs
+ * through a single `fail:` label.
+ */
+#ifndef GD_BENCH_H
+#define GD_BENCH_H
+
+#include "graphdirect.h"
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef GD_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+/* `graphdirect bench gather` (bench_gather.c). */
+int bench_gather(int argc, char **argv);
+
+/* ---- errors: print "graphdirect bench: ..." once, then the caller cleans up and fails */
+
+void bench_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Report a failed gd_* call: what was being done, the status and gd_last_error(). */
+void bench_gd_error(const char *what, gd_status st);
+
+/* Inside a function with `int rc = -1;` ... `fail:`: check a gd_* call. */
+#define BENCH_GD(call, what)                                                              \
+    do {                                                                                  \
+        gd_status bench_st_ = (call);                                                     \
+        if (bench_st_ != GD_OK) {                                                         \
+            bench_gd_error((what), bench_st_);                                            \
+            goto fail;                                                                    \
+        }                                                                                 \
+    } while (0)
+
+/* Fail with a message unless cond holds. */
+#define BENCH_REQUIRE(cond, ...)                                                          \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            bench_error(__VA_ARGS__);                                                     \
+            goto fail;                                                                    \
+        }                                                                                 \
+    } while (0)
+
+#ifdef GD_WITH_CUDA
+/* Report a failed CUDA runtime call (the error is read and cleared once). */
+void bench_cuda_error(const char *call, cudaError_t ce);
+#define BENCH_CUDA(call)                                                                  \
+    do {                                                                                  \
+        cudaError_t bench_ce_ = (call);                                                   \
+        if (bench_ce_ != cudaSuccess) {                                                   \
+            bench_cuda_error(#call, bench_ce_);                                           \
+            goto fail;                                                                    \
+        }                                                                                 \
+    } while (0)
+#endif
+
+/* ---- time and machine */
+
+/* Monotonic seconds. */
+double bench_now(void);
+/* Online CPUs (at least 1). */
+int bench_cpus(void);
+/* "2026-11-21T22:40:43Z" (UTC) into buf. */
+const char *bench_utc_date(char *buf, size_t n);
+/* The median of v[0..n) (v is sorted in place); 0 for n = 0. */
+double bench_median(double *v, int n);
+
+/* ---- lists and sizes on the command line */
+
+/*
+ * Parse a comma-separated list of sizes or counts ("256,1028,4Ki", "8Ki,64Ki,1Mi") into up to
+ * max positive values: 0 on success, -1 (message printed, naming option) otherwise.
+ */
+int bench_parse_list(const char *option, const char *text, int64_t *out, int max, int *count);
+/* A count in binary units when it is one: "8Ki", "1Mi", else the plain number. */
+const char *bench_count_text(int64_t n, char *buf, size_t size);
+
+/* ---- random numbers and large host buffers */
+
+/* One step of SplitMix64: a fast, well-mixed counter-based generator. */
+static inline uint64_t bench_mix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+/* A uniform integer in [0, bound) from 64 random bits (bias below 2^-32 for bounds < 2^32). */
+static inline int64_t bench_below(uint64_t bits, int64_t bound) {
+    return (int64_t)(((unsigned __int128)bits * (uint64_t)bound) >> 64);
+}
+
+/* ids[i] = uniform in [0, rows), from (seed, i): the same for any thread count. */
+void bench_random_ids(int64_t *ids, int64_t n, int64_t rows, uint64_t seed, int threads);
+/* Fill bytes of p with a position-dependent pattern, in parallel (touches every page). */
+void bench_fill_pattern(void *p, size_t bytes, int threads);
+/* Copy bytes with `threads` threads, each a contiguous slice. */
+void bench_parallel_copy(void *dst, const void *src, size_t bytes, int threads);
+
+/* ---- targets */
+
+/*
+ * Print "PASS"/"MISS" for value >= threshold with the target's name, and add it to the JSON
+ * array targets (which may be NULL). Returns 1 if met.
+ */
+int bench_target(cJSON *targets, const char *name, double value, double threshold,
+                 const char *unit);
+
+/* ---- JSON */
+
+/*
+ * Write root to path atomically: "<path>.tmp.<pid>" is written, flushed to disk and renamed
+ * over path, so a failed run never leaves a partial file. 0 on success, -1 (message printed).
+ */
+int bench_json_write(const char *path, const cJSON *root);
+/* cJSON_Add* that reports running out of memory through the caller's failure path. */
+#define BENCH_JSON(expr)                                                                  \
+    do {                                                                                  \
+        if (!(expr)) {                                                                    \
+            bench_error("out of memory building the JSON record");                         \
+            goto fail;                                                                    \
+        }                                                                                 \
+    } while (0)
+
+/* ---- minibatches (minibatch.c) */
+
+/*
+ * The input nodes of sampled minibatches, as a model of what the gatherer is asked for while
+ * training: per minibatch, batch_size seeds drawn uniformly from train (or from all nodes when
+ * train is NULL), then one hop per fanout, each node of the previous hop's new nodes drawing
+ * fanout in-neighbours uniformly WITH replacement from the CSC lists; the ids are deduplicated
+ * keeping the first occurrence. Minibatch b is a function of (seed, b) only.
+ */
+typedef struct {
+    int64_t num_nodes;
+    const int64_t *indptr;
+    const void *indices;
+    gd_dtype indices_dtype; /* int32 or int64 */
+    const void *train;      /* NULL: seeds from every node */
+    gd_dtype train_dtype;   /* int32 or int64 */
+    int64_t train_count;
+} bench_graph;
+
+typedef struct {
+    int count;        /* minibatches */
+    int64_t *ids;     /* all ids, minibatch after minibatch (malloc'd) */
+    int64_t *offsets; /* count + 1 offsets into ids (malloc'd) */
+    int64_t max_len;  /* the longest minibatch */
+} bench_batches;
+
+/* Sample count minibatches; 0 on success, -1 (message printed). */
+int bench_sample_batches(const bench_graph *g, int count, int64_t batch_size,
+                         const int *fanouts, int layers, uint64_t seed, int threads,
+                         bench_batches *out);
+void bench_batches_free(bench_batches *b);
+
+#endif
