@@ -424,10 +424,20 @@ static void check_sm_budgets(uint64_t *state, cudaStream_t stream) {
             gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
             o.max_ids = cap;
             o.sm_budget = budgets[bi];
-            o.sort_ids = bi % 2;
+            o.sort_ids = bi % 2 ? 1 : -1;
+            o.sm_grid_cap_only = bi == 2 && mode == 1;
             gd_gatherer_t *g = NULL;
             T_OK(gd_gatherer_create(t, 0, mode ? GD_GATHER_NAIVE_ZEROCOPY : GD_GATHER_ZEROCOPY, &o,
                                     &g));
+            gd_gatherer_info info = GD_GATHERER_INFO_INIT;
+            T_OK(gd_gatherer_get_info(g, &info));
+            gd_device_info di;
+            T_OK(gd_device_info_get(0, &di));
+            T_ASSERT(info.sms >= 1 && info.sms <= di.multiprocessors);
+            if (o.sm_grid_cap_only) T_EQ_INT(info.green_context, 0);
+            fprintf(stderr, "SM budget %s%s: %d SMs, %s\n", budgets[bi],
+                    o.sm_grid_cap_only ? " (grid cap only)" : "", info.sms,
+                    info.green_context ? "green context" : "grid cap");
             const int64_t n = make_ids(5, rows, cap, state, ids);
             char what[64];
             snprintf(what, sizeof what, "SM budget %s (%s)", budgets[bi], mode ? "naive" : "zerocopy");

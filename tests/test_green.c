@@ -188,21 +188,30 @@ int main(void) {
         g = NULL;
     }
 
-    /* Create and destroy many times: no host blocks and no GPU memory left behind. */
+    /*
+     * Create and destroy many times: no host blocks and no GPU memory left behind. The first
+     * cycles may leave one-time reservations (the driver keeps some memory per device once
+     * green contexts were used: 256 MiB on the H100), so the loss is measured over a second
+     * round of 64 after a warm-up round.
+     */
     gd_device_info before, after;
-    T_OK(gd_device_info_get(0, &before));
-    for (int i = 0; i < 64; i++) {
-        T_OK(gd__green_create(0, 8 + 8 * (i % 2), fine_ok && i % 4 == 3 ? GD__GREEN_FINE : 0u, &g));
-        if (i % 16 == 0) check_handoff(g);
-        gd__green_destroy(g);
-        g = NULL;
+    for (int round = 0; round < 2; round++) {
+        T_OK(gd_device_info_get(0, &before));
+        for (int i = 0; i < 64; i++) {
+            T_OK(gd__green_create(0, 8 + 8 * (i % 2), fine_ok && i % 4 == 3 ? GD__GREEN_FINE : 0u,
+                                  &g));
+            if (i % 16 == 0) check_handoff(g);
+            gd__green_destroy(g);
+            g = NULL;
+        }
+        T_OK(gd_device_info_get(0, &after));
+        const long long lost = (long long)(before.free_memory - after.free_memory);
+        fprintf(stderr, "GPU memory after %s 64 create/destroy: %lld bytes less free\n",
+                round ? "another" : "the first", lost);
+        if (round == 1 && lost > (64ll << 20))
+            T_FAIL_("64 green contexts created and destroyed left %lld MiB of GPU memory in use",
+                    lost >> 20);
     }
-    T_OK(gd_device_info_get(0, &after));
-    const long long lost = (long long)(before.free_memory - after.free_memory);
-    fprintf(stderr, "GPU memory after 64 create/destroy: %lld bytes less free\n", lost);
-    if (lost > (64ll << 20))
-        T_FAIL_("64 green contexts created and destroyed left %lld MiB of GPU memory in use",
-                lost >> 20);
     t_check_no_leaks();
     fprintf(stderr, "ok\n");
     return 0;

@@ -20,6 +20,7 @@
  * and calls are ordered against each other with events. Every CUDA call is checked.
  */
 #include "core/cuda.h"
+#include "green.h"
 #include "internal.h"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -54,7 +55,10 @@ struct gd__cuda_gatherer {
     unsigned char *d_cache;  /* zerocopy with a cache: the cached rows, slot by slot */
     cudaEvent_t done;         /* recorded after each call's last GPU operation */
     cudaEvent_t staging_free; /* recorded after the copy that last read pinned staging */
-    int events;               /* how many of the two events exist */
+    cudaEvent_t to_green;     /* green context: the caller's stream hands over to it ... */
+    cudaEvent_t from_green;   /* ... and waits for it */
+    int events;               /* how many of the four events exist */
+    gd__green *green;         /* a green context holding the SM budget, or NULL (grid cap) */
     int group;                /* lanes per row (1..32) */
     int unroll;               /* loads per lane before stores */
     int grid_cap;             /* most blocks a launch may have (the SM budget) */
@@ -247,7 +251,8 @@ static gd_status choose_group(long long row_bytes, int *group, int *unroll) {
     gd_status st = GD_OK;
     const char *shape = NULL;
     const long long words = (row_bytes + 15) / 16 + 8;
-    int g = 1, u = 8;
+    /* Rows of 128 bytes or more get 8 lanes or more: 64-byte requests halve the throughput. */
+    int g = row_bytes >= 128 ? 8 : 1, u = 8;
     GD_CHECK(gd_param_get("GD_GATHER_SHAPE", &shape));
     if (shape && *shape && strcmp(shape, "auto") != 0) {
         char tail = 0;
@@ -524,8 +529,11 @@ static void cuda_gatherer_release(gd_gatherer_t *g) {
     if (enter_device(g->device, &prev) == GD_OK) {
         if (c->events >= 1) (void)cudaEventSynchronize(c->done);
         if (c->events >= 2) (void)cudaEventSynchronize(c->staging_free);
+        gd__green_destroy(c->green); /* waits for its stream */
         if (c->events >= 1) (void)cudaEventDestroy(c->done);
         if (c->events >= 2) (void)cudaEventDestroy(c->staging_free);
+        if (c->events >= 3) (void)cudaEventDestroy(c->to_green);
+        if (c->events >= 4) (void)cudaEventDestroy(c->from_green);
         if (c->d_table) (void)cudaFree(c->d_table);
         if (c->h_rows) (void)cudaFreeHost(c->h_rows);
         if (c->h_ids) (void)cudaFreeHost(c->h_ids);
@@ -599,6 +607,25 @@ fail:
     return st;
 }
 
+/*
+ * Confine the gather to its SM budget with a green context (the finest split the driver
+ * offers, which rounds the budget up to a multiple of 2 SMs on Hopper). Where the driver or
+ * GPU has none, or the budget cannot be split off, the grid cap alone enforces the budget.
+ */
+static gd_status make_green(gd_gatherer_t *g, gd__cuda_gatherer *c) {
+    gd_status st = gd__green_create(g->device, g->info.sms, GD__GREEN_FINE, &c->green);
+    if (st == GD_ERR_UNSUPPORTED || st == GD_ERR_RANGE) {
+        GD_INFO("gather SM budget of %d SMs: no green context (%s); a grid cap enforces it",
+                g->info.sms, gd_last_error());
+        c->green = NULL;
+        return GD_OK;
+    }
+    if (st != GD_OK) return st;
+    g->info.sms = gd__green_sms(c->green);
+    g->info.green_context = 1;
+    return GD_OK;
+}
+
 static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
     gd_status st = GD_OK;
     gd__cuda_gatherer *c = NULL;
@@ -622,6 +649,10 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
     c->events = 1;
     GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->staging_free, cudaEventDisableTiming));
     c->events = 2;
+    GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->to_green, cudaEventDisableTiming));
+    c->events = 3;
+    GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->from_green, cudaEventDisableTiming));
+    c->events = 4;
     GD_CUDA_CHECK(cudaMalloc((void **)&c->d_err, sizeof(gather_error)));
     GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof(gather_error)));
     GD_CHECK(pinned_alloc((void **)&c->h_ids, ids_bytes, "the ids staging buffer"));
@@ -701,6 +732,7 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
     if (bps < 1) bps = 1;
     g->info.sms = gd__sm_budget_resolve(g->sm_budget_count, g->sm_budget_percent, c->sms);
     g->info.group_lanes = c->group;
+    if (g->info.sms < c->sms && !g->grid_cap_only) GD_CHECK(make_green(g, c));
     c->grid_cap = g->info.sms * bps;
     if (g->cached_rows > 0) GD_CHECK(build_cache(g, c));
     GD_DEBUG("gatherer %s: %lld-byte rows, %d lanes per row, %d loads per lane, grid cap %d "
@@ -765,6 +797,7 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
     gd__cuda_gatherer *c = g->cuda;
     const gd_host_tensor_t *t = g->tensor;
     const cudaStream_t stream = (cudaStream_t)stream_ptr;
+    cudaStream_t ks = stream; /* where the sort and the kernel run */
     int prev = -1;
     const long long *dids = (const long long *)ids;
     const int *perm = NULL;
@@ -781,18 +814,24 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
         GD_CHECK(stage_ids(c, ids, n, stream));
         dids = c->d_ids;
     }
+    /* With a green context, the sort and the kernel run on its stream, inside the budget. */
+    if (c->green) {
+        ks = (cudaStream_t)gd__green_stream(c->green);
+        GD_CUDA_CHECK(cudaEventRecord(c->to_green, stream));
+        GD_CUDA_CHECK(cudaStreamWaitEvent(ks, c->to_green, 0));
+    }
     if (c->d_sort_tmp) {
         size_t need = 0;
         GD_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
             (void *)NULL, need, (const unsigned long long *)NULL, (unsigned long long *)NULL,
-            (const int *)NULL, (int *)NULL, (int)n, 0, c->end_bit, stream));
+            (const int *)NULL, (int *)NULL, (int)n, 0, c->end_bit, ks));
         GD_REQUIRE(need <= c->sort_tmp_bytes, GD_ERR_INTERNAL,
                    "sorting %lld ids needs %zu bytes of scratch, more than the %zu sized for "
                    "max_ids %lld",
                    (long long)n, need, c->sort_tmp_bytes, (long long)g->max_ids);
         GD_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
             c->d_sort_tmp, need, (const unsigned long long *)dids, c->d_keys_sorted,
-            c->d_perm_in, c->d_perm_out, (int)n, 0, c->end_bit, stream));
+            c->d_perm_in, c->d_perm_out, (int)n, 0, c->end_bit, ks));
         dids = (const long long *)c->d_keys_sorted;
         perm = c->d_perm_out;
     }
@@ -805,22 +844,22 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
         const unsigned grid = grid_for((total + BLOCK_THREADS - 1) / BLOCK_THREADS, c->grid_cap);
         switch (es) {
         case 1:
-            gather_naive_kernel<unsigned char><<<grid, BLOCK_THREADS, 0, stream>>>(
+            gather_naive_kernel<unsigned char><<<grid, BLOCK_THREADS, 0, ks>>>(
                 (const unsigned char *)c->src, t->rows, t->cols, dids, n, (unsigned char *)out,
                 c->d_err);
             break;
         case 2:
-            gather_naive_kernel<unsigned short><<<grid, BLOCK_THREADS, 0, stream>>>(
+            gather_naive_kernel<unsigned short><<<grid, BLOCK_THREADS, 0, ks>>>(
                 (const unsigned short *)c->src, t->rows, t->cols, dids, n, (unsigned short *)out,
                 c->d_err);
             break;
         case 4:
-            gather_naive_kernel<unsigned int><<<grid, BLOCK_THREADS, 0, stream>>>(
+            gather_naive_kernel<unsigned int><<<grid, BLOCK_THREADS, 0, ks>>>(
                 (const unsigned int *)c->src, t->rows, t->cols, dids, n, (unsigned int *)out,
                 c->d_err);
             break;
         default:
-            gather_naive_kernel<unsigned long long><<<grid, BLOCK_THREADS, 0, stream>>>(
+            gather_naive_kernel<unsigned long long><<<grid, BLOCK_THREADS, 0, ks>>>(
                 (const unsigned long long *)c->src, t->rows, t->cols, dids, n,
                 (unsigned long long *)out, c->d_err);
             break;
@@ -829,10 +868,14 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
     } else {
         const int groups_per_block = BLOCK_THREADS / c->group;
         const unsigned grid = grid_for((n + groups_per_block - 1) / groups_per_block, c->grid_cap);
-        aligned_kernel(c->group, c->unroll)<<<grid, BLOCK_THREADS, 0, stream>>>(
+        aligned_kernel(c->group, c->unroll)<<<grid, BLOCK_THREADS, 0, ks>>>(
             c->src, t->rows, t->row_bytes, dids, perm, n, (unsigned char *)out, c->d_err, c->d_loc,
             c->d_cache);
         GD_CUDA_CHECK_LAUNCH();
+    }
+    if (c->green) {
+        GD_CUDA_CHECK(cudaEventRecord(c->from_green, ks));
+        GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->from_green, 0));
     }
     GD_CUDA_CHECK(cudaEventRecord(c->done, stream));
     leave_device(g->device, prev);

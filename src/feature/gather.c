@@ -100,7 +100,10 @@ gd_status gd_gatherer_create(gd_host_tensor_t *t, int device, gd_gather_mode mod
     g->device = device;
     g->mode = mode;
     g->max_ids = o.max_ids ? o.max_ids : DEFAULT_MAX_IDS;
-    g->sort_ids = o.sort_ids != 0;
+    GD_REQUIRE(o.sort_ids >= -1 && o.sort_ids <= 1, GD_ERR_INVALID_ARG,
+               "gd_gatherer_create: sort_ids %d is not -1 (off), 0 (default) or 1 (on)",
+               o.sort_ids);
+    g->sort_ids = o.sort_ids == 0 ? mode == GD_GATHER_ZEROCOPY : o.sort_ids > 0;
     g->threads = o.threads ? o.threads : gd__num_threads();
     budget = o.sm_budget;
     if (!budget) GD_CHECK(gd_param_get("GD_GATHER_SMS", &budget));
