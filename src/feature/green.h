@@ -78,7 +78,11 @@ void gd__green_split_rules(const gd__green *g, int *min_sms, int *alignment);
  */
 void *gd__green_stream(const gd__green *g);
 
-/* Wait for the stream's work, then destroy the stream and the green context. NULL is a no-op. */
+/*
+ * Wait for the stream's work and destroy the stream. The green context itself is shared by
+ * every gd__green of the same device and size and kept until the process exits (destroying
+ * one does not return all of its GPU memory). NULL is a no-op.
+ */
 void gd__green_destroy(gd__green *g);
 
 /* ---- probes for the tests (not used on the data path) */

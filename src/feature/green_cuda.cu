@@ -25,6 +25,7 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,21 @@ struct gd__green {
     CUgreenCtx ctx;
     CUstream stream;
 };
+
+/*
+ * Green contexts are made once per (device, SM count, split) and kept for the life of the
+ * process; each gd__green only owns its stream. Destroying a green context does not give
+ * all of its GPU memory back (the H100 run lost 256 MiB per 64 create/destroy cycles), and
+ * making one costs milliseconds, so sharing them bounds both. Guarded by a mutex.
+ */
+#define MAX_SHARED_CONTEXTS 64
+static struct {
+    int device, sms;
+    unsigned split_flags;
+    CUgreenCtx ctx;
+} shared[MAX_SHARED_CONTEXTS];
+static int num_shared;
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The oldest driver with every entry point above (cuGreenCtxStreamCreate came in 12.5). */
 #define GREEN_MIN_DRIVER 12050
@@ -168,6 +184,38 @@ static gd_status check_device(int device) {
     return GD_OK;
 }
 
+/* Find or make the green context of group for g's device, and set g->ctx (borrowed). */
+static gd_status shared_context(gd__green *g, CUdevice dev, CUdevResource *group,
+                                unsigned split_flags, CUdevResourceDesc *desc) {
+    gd_status st = GD_OK;
+    const int sms = (int)group->sm.smCount;
+    pthread_mutex_lock(&shared_lock);
+    for (int i = 0; i < num_shared; i++) {
+        if (shared[i].device == g->device && shared[i].sms == sms &&
+            shared[i].split_flags == split_flags) {
+            g->ctx = shared[i].ctx;
+            pthread_mutex_unlock(&shared_lock);
+            return GD_OK;
+        }
+    }
+    GD_REQUIRE(num_shared < MAX_SHARED_CONTEXTS, GD_ERR_RANGE,
+               "green contexts of %d different sizes are in use, the most this process keeps; "
+               "use fewer distinct SM budgets",
+               MAX_SHARED_CONTEXTS);
+    GREEN_CU_CHECK(g, g->cu.dev_resource_generate_desc(desc, group, 1));
+    GREEN_CU_CHECK(g, g->cu.green_ctx_create(&g->ctx, *desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+    shared[num_shared].device = g->device;
+    shared[num_shared].sms = sms;
+    shared[num_shared].split_flags = split_flags;
+    shared[num_shared].ctx = g->ctx;
+    num_shared++;
+    pthread_mutex_unlock(&shared_lock);
+    return GD_OK;
+fail:
+    pthread_mutex_unlock(&shared_lock);
+    return st;
+}
+
 extern "C" gd_status gd__green_create(int device, int sms, unsigned flags, gd__green **out) {
     gd_status st = GD_OK;
     gd__green *g = NULL;
@@ -244,8 +292,7 @@ extern "C" gd_status gd__green_create(int device, int sms, unsigned flags, gd__g
         GD_WARN("green context on GPU %d: asked for %d SMs, the driver gave %u", device, sms,
                 group.sm.smCount);
 
-    GREEN_CU_CHECK(g, g->cu.dev_resource_generate_desc(&desc, &group, 1));
-    GREEN_CU_CHECK(g, g->cu.green_ctx_create(&g->ctx, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+    GD_CHECK(shared_context(g, dev, &group, split_flags, &desc));
     GREEN_CU_CHECK(g, g->cu.green_ctx_stream_create(&g->stream, g->ctx, CU_STREAM_NON_BLOCKING,
                                                     0));
     g->sms = (int)group.sm.smCount;
@@ -288,14 +335,7 @@ extern "C" void gd__green_destroy(gd__green *g) {
                     text, name);
         }
     }
-    if (g->ctx) {
-        CUresult r = g->cu.green_ctx_destroy(g->ctx);
-        if (r != CUDA_SUCCESS) {
-            const char *name, *text;
-            cu_result_text(&g->cu, r, &name, &text);
-            GD_WARN("cuGreenCtxDestroy on GPU %d: %s (%s)", g->device, text, name);
-        }
-    }
+    /* The context itself stays in the process-wide table for the next user. */
     gd_free(g);
 }
 
