@@ -192,6 +192,27 @@ int bench_target(cJSON *targets, const char *name, double value, double threshol
     return met;
 }
 
+int bench_json_probe(const char *path) {
+    char *tmp = malloc(strlen(path) + 32);
+    int fd;
+    if (!tmp) {
+        bench_error("out of memory");
+        return -1;
+    }
+    sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        bench_error("--json %s: cannot create %s: %s (is the directory there and writable?)",
+                    path, tmp, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    return 0;
+}
+
 int bench_json_write(const char *path, const cJSON *root) {
     char *text = NULL, *tmp = NULL;
     int fd = -1, rc = -1;

@@ -123,6 +123,8 @@ int bench_target(cJSON *targets, const char *name, double value, double threshol
  * over path, so a failed run never leaves a partial file. 0 on success, -1 (message printed).
  */
 int bench_json_write(const char *path, const cJSON *root);
+/* Check up front that path's temporary file can be created, so a typo fails before the run. */
+int bench_json_probe(const char *path);
 /* cJSON_Add* that reports running out of memory through the caller's failure path. */
 #define BENCH_JSON(expr)                                                                  \
     do {                                                                                  \

@@ -78,7 +78,7 @@ typedef struct {
     int64_t max_call_bytes; /* ids per call are clipped so a call moves at most this */
     int64_t ceiling_bytes;  /* the block the DMA / memcpy ceiling copies */
     int quick, cache_sweep, sm_sweep, threads, commit_given;
-    int batches, batch_seeds;
+    int batches, score_batches, batch_seeds;
     uint64_t seed;
     const char *preset, *json_path, *commit;
 
@@ -155,10 +155,12 @@ static void help(void) {
         "                       made when --budget is reached, but at least 3\n"
         "  --budget SIZE        bytes to move per measurement, roughly (default 1Gi)\n"
         "  --max-call-bytes SIZE  clip ids per call so that a call moves at most this much\n"
-        "                       (default 2Gi: 1Mi ids of 4096 B rows become 512Ki)\n"
+        "                       (default 3Gi: 1Mi ids of 4096 B rows become 768Ki)\n"
         "  --threads N          CPU threads of cpu-dma and cpu (default: online CPUs)\n"
         "  --seed N             random seed of ids and minibatches (default 1)\n"
         "  --preset NAME        generator preset of the cache part (default products)\n"
+        "  --score-batches N    minibatches the access-count scores are counted over\n"
+        "                       (default 10, as many as are timed)\n"
         "  --no-cache-sweep     skip the cache part\n"
         "  --no-sm-sweep        skip the SM budget part\n"
         "  --quick              small sizes (64Mi table, 3 widths, 2 id counts, preset tiny):\n"
@@ -446,9 +448,12 @@ static int measure_memcpy(gather_bench *b) {
 
 /* ------------------------------------------------------------------ the sweep */
 
+/* Ids per call, clipped to --max-call-bytes (to a multiple of 1Ki when that is possible). */
 static int64_t clip_ids(const gather_bench *b, int64_t n, int64_t row_bytes) {
-    const int64_t most = b->max_call_bytes / row_bytes;
-    return n < most ? n : (most > 0 ? most : 1);
+    int64_t most = b->max_call_bytes / row_bytes;
+    if (n <= most) return n;
+    if (most >= 1024) most = most / 1024 * 1024;
+    return most > 0 ? most : 1;
 }
 
 static void plan_counts(const gather_bench *b, int64_t call_bytes, int *warm, int *calls) {
@@ -781,7 +786,7 @@ static int cache_sweep(gather_bench *b) {
     t0 = bench_now();
     if (bench_sample_batches(&graph, b->batches + 1, b->batch_seeds, fanouts, 3, b->seed,
                              b->threads, &timed) != 0 ||
-        bench_sample_batches(&graph, b->batches, b->batch_seeds, fanouts, 3,
+        bench_sample_batches(&graph, b->score_batches, b->batch_seeds, fanouts, 3,
                              bench_mix64(b->seed + 0x5eed), b->threads, &scoring) != 0)
         goto fail;
     const int64_t timed_ids = timed.offsets[timed.count] - timed.offsets[1];
@@ -812,6 +817,7 @@ static int cache_sweep(gather_bench *b) {
     BENCH_JSON(cJSON_AddNumberToObject(b->jcache, "edges", (double)gd_dataset_num_edges(ds)));
     BENCH_JSON(cJSON_AddNumberToObject(b->jcache, "row_bytes", (double)row_bytes));
     BENCH_JSON(cJSON_AddNumberToObject(b->jcache, "minibatches", b->batches));
+    BENCH_JSON(cJSON_AddNumberToObject(b->jcache, "score_minibatches", scoring.count));
     BENCH_JSON(cJSON_AddNumberToObject(b->jcache, "seeds_per_minibatch", (double)b->batch_seeds));
     BENCH_JSON(cJSON_AddNumberToObject(b->jcache, "ids_timed", (double)timed_ids));
     BENCH_JSON(cJSON_AddNumberToObject(b->jcache, "ids_longest_minibatch", (double)timed.max_len));
@@ -1172,6 +1178,7 @@ static int parse_options(gather_bench *b, int argc, char **argv) {
         {"preset", required_argument, 0, 'p'},      {"no-cache-sweep", no_argument, 0, 'C'},
         {"no-sm-sweep", no_argument, 0, 'S'},       {"quick", no_argument, 0, 'q'},
         {"json", required_argument, 0, 'o'},        {"commit", required_argument, 0, 'c'},
+        {"score-batches", required_argument, 0, 'B'},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     static const int64_t default_widths[] = {256, 512, 1024, 1028, 2048, 2052, 4096, 16384};
     static const int64_t quick_widths[] = {256, 1028, 4096};
@@ -1182,7 +1189,7 @@ static int parse_options(gather_bench *b, int argc, char **argv) {
     b->cache_sweep = 1;
     b->sm_sweep = 1;
     b->seed = 1;
-    b->max_call_bytes = (int64_t)2 << 30;
+    b->max_call_bytes = (int64_t)3 << 30;
     b->commit = GD_GIT_COMMIT;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
@@ -1242,6 +1249,12 @@ static int parse_options(gather_bench *b, int argc, char **argv) {
                 return cli_usage_error(cmd, "--seed '%s' is not a non-negative integer", optarg);
             b->seed = (uint64_t)v;
             break;
+        case 'B':
+            if (cli_parse_i64(optarg, &v) || v < 1 || v > 100000)
+                return cli_usage_error(cmd, "--score-batches '%s' is not a count in [1, 100000]",
+                                       optarg);
+            b->score_batches = (int)v;
+            break;
         case 'p': b->preset = optarg, have_preset = 1; break;
         case 'C': b->cache_sweep = 0; break;
         case 'S': b->sm_sweep = 0; break;
@@ -1274,6 +1287,7 @@ static int parse_options(gather_bench *b, int argc, char **argv) {
     if (!b->threads) b->threads = bench_cpus();
     b->ceiling_bytes = b->quick ? (int64_t)32 << 20 : (int64_t)1 << 30;
     b->batches = b->quick ? 4 : 10;
+    if (!b->score_batches) b->score_batches = b->batches;
     b->batch_seeds = 1024;
     for (int i = 0; i < b->nwidths; i++)
         if (b->widths[i] > b->table_bytes)
@@ -1322,6 +1336,7 @@ int bench_gather(int argc, char **argv) {
         }
     }
     cli_progress_init(&prog); /* Ctrl-C stops between measurements */
+    if (b->json_path && bench_json_probe(b->json_path) != 0) goto fail;
 
     /* GPU modes need a CUDA build and a visible GPU; otherwise the cpu mode runs alone. */
     {

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# `graphdirect bench gather --quick` end to end: help, usage errors, a full quick run (the cpu
+# mode and its memcpy ceiling without a GPU; every GPU mode, the SM budget and the cache with
+# one), the table on stdout, the JSON record written atomically, and a clean failure when the
+# JSON cannot be written. Rates are not checked: targets are for the benchmark to report.
+set -u
+cli=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_rc() { # expected-rc command...
+    local want=$1; shift
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    [ $rc -eq "$want" ] || { cat "$tmp/out" "$tmp/err"; fail "'$*' exited $rc, expected $want"; }
+}
+
+expect_rc 0 "$cli" bench --help
+grep -q "gather" "$tmp/out" || fail "bench --help lists no gather"
+expect_rc 0 "$cli" bench gather --help
+grep -q "usage: graphdirect bench gather" "$tmp/out" || fail "bench gather --help"
+expect_rc 0 "$cli" --help
+grep -q "bench" "$tmp/out" || fail "top-level help lists no bench"
+expect_rc 2 "$cli" bench
+expect_rc 2 "$cli" bench frobnicate
+expect_rc 2 "$cli" bench gather --modes zerocopy,bogus
+grep -q "bogus" "$tmp/err" || fail "bad --modes message"
+expect_rc 2 "$cli" bench gather --rows-bytes 256,0
+expect_rc 2 "$cli" bench gather --ids 8Ki,lots
+grep -q "lots" "$tmp/err" || fail "bad --ids message"
+expect_rc 2 "$cli" bench gather --quick --rows-bytes 1Gi
+expect_rc 2 "$cli" bench gather --quick extra
+
+# The quick run, with the JSON record.
+expect_rc 0 "$cli" bench gather --quick --json "$tmp/gather.json" --commit smoke-test
+for pat in "ceiling:" "gather sweep" "cache" "done in"; do
+    grep -q "$pat" "$tmp/out" || { cat "$tmp/out"; fail "no '$pat' in the output"; }
+done
+[ -f "$tmp/gather.json" ] || fail "no JSON written"
+ls "$tmp" | grep -q "tmp\." && fail "temporary JSON left behind"
+grep -q '"commit":[[:space:]]*"smoke-test"' "$tmp/gather.json" || fail "commit not recorded"
+if grep -q '"cuda_build":[[:space:]]*true' "$tmp/gather.json" && \
+   ! grep -q '"device":[[:space:]]*null' "$tmp/gather.json"; then
+    # A GPU ran: every default GPU mode, the SM budget and the targets are reported.
+    for m in zerocopy zerocopy-sort naive-zerocopy cpu-dma gpu; do
+        grep -q "\"mode\":[[:space:]]*\"$m\"" "$tmp/gather.json" || fail "no $m measurement"
+    done
+    grep -q "targets met" "$tmp/out" || fail "no target summary"
+    grep -qE "^  (PASS|MISS)" "$tmp/out" || fail "no PASS/MISS lines"
+else
+    grep -q "GPU modes need a CUDA build and a GPU" "$tmp/err" || fail "no note on GPU modes"
+    grep -q '"mode":[[:space:]]*"cpu"' "$tmp/gather.json" || fail "no cpu measurement"
+fi
+if command -v python3 >/dev/null; then
+    python3 - "$tmp/gather.json" <<'PY' || fail "JSON record"
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["parameters"]
+assert d["benchmark"] == "gather" and d["ceiling"]["gbps"] > 0, d["ceiling"]
+assert len(d["sweep"]) == len(p["rows_bytes"]) * len(p["ids"]) * len(p["modes"]), len(d["sweep"])
+for m in d["sweep"]:
+    assert m["gbps"] > 0 and m["seconds"] > 0 and m["calls"] >= 1, m
+runs = d["cache"]["runs"]
+assert runs[0]["score"] == "none" and len(runs) >= 13, runs
+for r in runs:
+    assert 0.0 <= r["hit_rate"] <= 1.0, r
+PY
+fi
+
+# Fewer parts, chosen widths and modes; a JSON path that cannot be written fails cleanly.
+expect_rc 0 "$cli" bench gather --quick --no-cache-sweep --no-sm-sweep --rows-bytes 100,4096 \
+    --ids 1000 --iters 2
+grep -q "gather sweep" "$tmp/out" || fail "sweep with chosen widths"
+grep -q "GPU cache" "$tmp/out" && fail "--no-cache-sweep ran the cache part"
+expect_rc 1 "$cli" bench gather --quick --no-cache-sweep --json "$tmp/missing/dir/g.json"
+grep -q "missing/dir" "$tmp/err" || { cat "$tmp/err"; fail "unwritable JSON not named"; }
+echo "bench smoke: ok"
