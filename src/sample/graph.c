@@ -1,11 +1,10 @@
 /*
- * The graph handle of the sampler: where the two CSC arrays live. indptr and
- * indices are placed separately, each in host memory (CPU threads only), in GPU
- * memory (a copy), or in pinned host memory that GPU kernels read over PCIe
- * (UVA) and CPU threads read in place. The common large-graph setup is indptr
- * in GPU memory and indices pinned: the sampler then reads over PCIe only the
- * few index entries it draws. Pinned arrays are registered through the feature
- * module's host tensors, which page-lock in chunks and explain a failed pin.
+ * The graph handle of the sampler: where the two CSC arrays live. indptr and indices are
+ * placed separately, each in host memory (CPU threads only), in GPU memory (a copy), or in
+ * pinned host memory that GPU kernels read over PCIe (UVA) and CPU threads read in place. The
+ * common large-graph setup is indptr in GPU memory and indices pinned: the sampler then reads
+ * over PCIe only the few index entries it draws. Pinned arrays are registered through the
+ * feature module's host tensors, which page-lock in chunks and explain a failed pin.
  */
 #include "internal.h"
 
@@ -14,26 +13,22 @@
 
 #include <string.h>
 
-static const char *const placement_names[GD_PLACE_COUNT] = {"host", "gpu",
-                                                            "pinned"};
+static const char *const placement_names[GD_PLACE_COUNT] = {"host", "gpu", "pinned"};
 
 const char *gd_placement_name(gd_placement placement) {
-  if ((unsigned)placement >= GD_PLACE_COUNT)
-    return NULL;
-  return placement_names[placement];
+    if ((unsigned)placement >= GD_PLACE_COUNT) return NULL;
+    return placement_names[placement];
 }
 
 gd_status gd_placement_parse(const char *name, gd_placement *out) {
-  if (!name || !out)
-    return gd__error(GD_ERR_INVALID_ARG, "gd_placement_parse: NULL argument");
-  for (int i = 0; i < GD_PLACE_COUNT; i++) {
-    if (strcmp(name, placement_names[i]) == 0) {
-      *out = (gd_placement)i;
-      return GD_OK;
+    if (!name || !out) return gd__error(GD_ERR_INVALID_ARG, "gd_placement_parse: NULL argument");
+    for (int i = 0; i < GD_PLACE_COUNT; i++) {
+        if (strcmp(name, placement_names[i]) == 0) {
+            *out = (gd_placement)i;
+            return GD_OK;
+        }
     }
-  }
-  return gd__error(GD_ERR_INVALID_ARG,
-                   "unknown placement '%s': use host, gpu or pinned", name);
+    return gd__error(GD_ERR_INVALID_ARG, "unknown placement '%s': use host, gpu or pinned", name);
 }
 
 /*
@@ -41,39 +36,34 @@ gd_status gd_placement_parse(const char *name, gd_placement *out) {
  * degree, in one parallel pass. Returns the first node whose degree is
  * negative, or -1.
  */
-static int64_t scan_indptr(const int64_t *indptr, int64_t n,
-                           int64_t *max_degree) {
-  int64_t bad = INT64_MAX, maxd = 0;
-  const int threads = n < (1 << 16) ? 1 : gd__num_threads();
-#pragma omp parallel for num_threads(threads) schedule(static)                 \
-    reduction(max                                                              \
-              : maxd) reduction(min                                            \
-                                : bad)
-  for (int64_t v = 0; v < n; v++) {
-    const int64_t d = indptr[v + 1] - indptr[v];
-    if (d < 0 && v < bad)
-      bad = v;
-    if (d > maxd)
-      maxd = d;
-  }
-  *max_degree = maxd;
-  return bad == INT64_MAX ? -1 : bad;
+static int64_t scan_indptr(const int64_t *indptr, int64_t n, int64_t *max_degree) {
+    int64_t bad = INT64_MAX, maxd = 0;
+    const int threads = n < (1 << 16) ? 1 : gd__num_threads();
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(max \
+                                                                         : maxd) reduction(min \
+                                                                                           : bad)
+    for (int64_t v = 0; v < n; v++) {
+        const int64_t d = indptr[v + 1] - indptr[v];
+        if (d < 0 && v < bad) bad = v;
+        if (d > maxd) maxd = d;
+    }
+    *max_degree = maxd;
+    return bad == INT64_MAX ? -1 : bad;
 }
 
 /* Copy n indices of dtype from to dtype to (int64 -> int32 narrowing allowed),
  * in parallel. */
-static void copy_indices(void *to, gd_dtype to_dtype, const void *from,
-                         gd_dtype from_dtype, int64_t n) {
-  if (to_dtype == from_dtype) {
-    memcpy(to, from, (size_t)n * gd_dtype_size(to_dtype));
-    return;
-  }
-  const int64_t *f = from;
-  int32_t *t = to;
-  const int threads = n < (1 << 20) ? 1 : gd__num_threads();
+static void copy_indices(void *to, gd_dtype to_dtype, const void *from, gd_dtype from_dtype,
+                         int64_t n) {
+    if (to_dtype == from_dtype) {
+        memcpy(to, from, (size_t)n * gd_dtype_size(to_dtype));
+        return;
+    }
+    const int64_t *f = from;
+    int32_t *t = to;
+    const int threads = n < (1 << 20) ? 1 : gd__num_threads();
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; i++)
-    t[i] = (int32_t)f[i];
+    for (int64_t i = 0; i < n; i++) t[i] = (int32_t)f[i];
 }
 
 /*
@@ -81,216 +71,188 @@ static void copy_indices(void *to, gd_dtype to_dtype, const void *from,
  * it (converting the index type) into a library-owned host tensor; then
  * register it with the GPU.
  */
-static gd_status place_pinned(gd_graph_t *g, const void *data, gd_dtype from,
-                              gd_dtype to, int64_t count, int copy,
-                              const char *what, gd_host_tensor_t **out,
+static gd_status place_pinned(gd_graph_t *g, const void *data, gd_dtype from, gd_dtype to,
+                              int64_t count, int copy, const char *what, gd_host_tensor_t **out,
                               const void **host, const void **dev) {
-  gd_status st = GD_OK;
-  gd_host_tensor_t *t = NULL;
-  if (copy || from != to) {
-    GD_CHECK(gd_host_tensor_create(count, 1, to, 0, &t));
-    copy_indices(gd_host_tensor_data(t), to, data, from, count);
-  } else {
-    GD_CHECK(gd_host_tensor_adopt((void *)data, count, 1, to, 0, &t));
-  }
-  st = gd_host_tensor_register(t, g->device);
-  if (st != GD_OK) {
-    gd__error_context(st, "placing the graph's %s in pinned memory", what);
-    goto fail;
-  }
-  *out = t;
-  *host = t->data;
-  *dev = t->device_ptr;
-  g->pinned_bytes += (int64_t)t->bytes;
-  return GD_OK;
+    gd_status st = GD_OK;
+    gd_host_tensor_t *t = NULL;
+    if (copy || from != to) {
+        GD_CHECK(gd_host_tensor_create(count, 1, to, 0, &t));
+        copy_indices(gd_host_tensor_data(t), to, data, from, count);
+    } else {
+        GD_CHECK(gd_host_tensor_adopt((void *)data, count, 1, to, 0, &t));
+    }
+    st = gd_host_tensor_register(t, g->device);
+    if (st != GD_OK) {
+        gd__error_context(st, "placing the graph's %s in pinned memory", what);
+        goto fail;
+    }
+    *out = t;
+    *host = t->data;
+    *dev = t->device_ptr;
+    g->pinned_bytes += (int64_t)t->bytes;
+    return GD_OK;
 fail:
-  gd_host_tensor_destroy(t);
-  return st;
+    gd_host_tensor_destroy(t);
+    return st;
 }
 
 void gd_graph_destroy(gd_graph_t *g) {
-  if (!g)
-    return;
-  if (g->dev_indptr || g->dev_indices)
-    gd__sample_backend_for(GD_SAMPLER_CUDA)->graph_release(g);
-  gd_host_tensor_destroy(g->pin_indptr);
-  gd_host_tensor_destroy(g->pin_indices);
-  gd_free(g);
+    if (!g) return;
+    if (g->dev_indptr || g->dev_indices) gd__sample_backend_for(GD_SAMPLER_CUDA)->graph_release(g);
+    gd_host_tensor_destroy(g->pin_indptr);
+    gd_host_tensor_destroy(g->pin_indices);
+    gd_free(g);
 }
 
-static gd_status graph_create(int64_t num_nodes, const int64_t *indptr,
-                              const void *indices, gd_dtype dtype,
-                              const gd_graph_options *options, int read_only,
+static gd_status graph_create(int64_t num_nodes, const int64_t *indptr, const void *indices,
+                              gd_dtype dtype, const gd_graph_options *options, int read_only,
                               gd_graph_t **out) {
-  gd_status st = GD_OK;
-  gd_graph_t *g = NULL;
-  gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
-  GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_graph_create: NULL output handle");
-  *out = NULL;
-  if (options) {
-    GD_REQUIRE(
-        options->size >= sizeof(size_t) && options->size <= sizeof o,
-        GD_ERR_INVALID_ARG,
-        "gd_graph_create: options.size is %zu; initialise the options with "
-        "GD_GRAPH_OPTIONS_INIT",
-        options->size);
-    memcpy(&o, options, options->size);
-    o.size = sizeof o;
-  }
-  GD_REQUIRE((unsigned)o.indptr_placement < GD_PLACE_COUNT &&
-                 (unsigned)o.indices_placement < GD_PLACE_COUNT,
-             GD_ERR_INVALID_ARG,
-             "gd_graph_create: placements %d / %d are not gd_placement values",
-             (int)o.indptr_placement, (int)o.indices_placement);
-  GD_REQUIRE(num_nodes >= 0 && num_nodes < INT64_MAX, GD_ERR_INVALID_ARG,
-             "gd_graph_create: num_nodes %lld is negative",
-             (long long)num_nodes);
-  GD_REQUIRE(indptr, GD_ERR_INVALID_ARG, "gd_graph_create: NULL indptr");
-  GD_REQUIRE(dtype == GD_DTYPE_INT32 || dtype == GD_DTYPE_INT64,
-             GD_ERR_INVALID_ARG,
-             "gd_graph_create: indices must be int32 or int64, not %s",
-             gd_dtype_name(dtype) ? gd_dtype_name(dtype) : "an unknown dtype");
-  GD_REQUIRE(dtype == GD_DTYPE_INT64 || num_nodes <= (int64_t)INT32_MAX + 1,
-             GD_ERR_RANGE,
-             "gd_graph_create: %lld nodes do not fit int32 indices: store them "
-             "as int64",
-             (long long)num_nodes);
-  GD_REQUIRE(indptr[0] == 0, GD_ERR_FORMAT,
-             "gd_graph_create: indptr[0] is %lld, expected 0",
-             (long long)indptr[0]);
-
-  g = gd_calloc(1, sizeof *g);
-  GD_REQUIRE(g, GD_ERR_NO_MEMORY,
-             "gd_graph_create: out of memory for the handle");
-  g->num_nodes = num_nodes;
-  g->num_edges = indptr[num_nodes];
-  g->device = o.device;
-  g->indptr_place = o.indptr_placement;
-  g->indices_place = o.indices_placement;
-  {
-    const int64_t bad = scan_indptr(indptr, num_nodes, &g->max_degree);
-    GD_REQUIRE(bad < 0, GD_ERR_FORMAT,
-               "gd_graph_create: indptr decreases at node %lld (%lld -> %lld): "
-               "pass a CSC "
-               "indptr (gd_csc_validate checks one)",
-               (long long)bad, (long long)(bad >= 0 ? indptr[bad] : 0),
-               (long long)(bad >= 0 ? indptr[bad + 1] : 0));
-  }
-  GD_REQUIRE(g->num_edges == 0 || indices, GD_ERR_INVALID_ARG,
-             "gd_graph_create: NULL indices for %lld edges",
-             (long long)g->num_edges);
-
-  /* A copy may narrow the indices; an array used in place keeps its type. */
-  const int copies_indices =
-      o.indices_placement == GD_PLACE_GPU ||
-      (o.indices_placement == GD_PLACE_PINNED && (o.copy_host || read_only));
-  g->indices_dtype = dtype;
-  if (copies_indices && o.narrow_indices && dtype == GD_DTYPE_INT64 &&
-      num_nodes <= (int64_t)INT32_MAX + 1)
-    g->indices_dtype = GD_DTYPE_INT32;
-
-  if (o.indptr_placement == GD_PLACE_HOST)
-    g->h_indptr = indptr;
-  if (o.indices_placement == GD_PLACE_HOST)
-    g->h_indices = indices;
-  if (o.indptr_placement == GD_PLACE_PINNED) {
-    const void *h = NULL, *d = NULL;
-    GD_CHECK(place_pinned(g, indptr, GD_DTYPE_INT64, GD_DTYPE_INT64,
-                          num_nodes + 1, o.copy_host || read_only, "indptr",
-                          &g->pin_indptr, &h, &d));
-    g->h_indptr = h;
-    g->d_indptr = d;
-  }
-  if (o.indices_placement == GD_PLACE_PINNED) {
-    const void *h = NULL, *d = NULL;
-    GD_CHECK(place_pinned(g, indices, dtype, g->indices_dtype, g->num_edges,
-                          o.copy_host || read_only, "indices", &g->pin_indices,
-                          &h, &d));
-    g->h_indices = h;
-    g->d_indices = d;
-  }
-  if (o.indptr_placement == GD_PLACE_GPU ||
-      o.indices_placement == GD_PLACE_GPU) {
-    st = gd__sample_backend_for(GD_SAMPLER_CUDA)
-             ->graph_to_device(
-                 g, o.indptr_placement == GD_PLACE_GPU ? indptr : NULL,
-                 o.indices_placement == GD_PLACE_GPU ? indices : NULL, dtype);
-    if (st != GD_OK) {
-      gd__error_context(st, "placing the graph in GPU %d memory", o.device);
-      goto fail;
-    }
-  }
-  GD_DEBUG("graph: %lld nodes, %lld edges (max degree %lld), indptr %s, "
-           "indices %s %s",
-           (long long)g->num_nodes, (long long)g->num_edges,
-           (long long)g->max_degree, gd_placement_name(g->indptr_place),
-           gd_placement_name(g->indices_place),
-           gd_dtype_name(g->indices_dtype));
-  *out = g;
-  return GD_OK;
-fail:
-  gd_graph_destroy(g);
-  return st;
-}
-
-gd_status gd_graph_create(int64_t num_nodes, const int64_t *indptr,
-                          const void *indices, gd_dtype indices_dtype,
-                          const gd_graph_options *options, gd_graph_t **out) {
-  return graph_create(num_nodes, indptr, indices, indices_dtype, options, 0,
-                      out);
-}
-
-gd_status gd_graph_create_from_dataset(const gd_dataset_t *ds,
-                                       const gd_graph_options *options,
-                                       gd_graph_t **out) {
-  gd_status st = GD_OK;
-  gd_array_view ip, ix;
-  if (out)
+    gd_status st = GD_OK;
+    gd_graph_t *g = NULL;
+    gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
+    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_graph_create: NULL output handle");
     *out = NULL;
-  GD_REQUIRE(ds, GD_ERR_INVALID_ARG,
-             "gd_graph_create_from_dataset: NULL dataset");
-  GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDPTR, &ip));
-  GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDICES, &ix));
-  GD_REQUIRE(ip.dtype == GD_DTYPE_INT64 && ip.shape[0] == ds->num_nodes + 1,
-             GD_ERR_FORMAT,
-             "dataset %s: indptr is %s[%lld], expected int64[%lld]",
-             ds->name ? ds->name : "(unnamed)", gd_dtype_name(ip.dtype),
-             (long long)ip.shape[0], (long long)ds->num_nodes + 1);
-  {
-    /* Page-locking a read-only file mapping is not portable: such arrays are
-     * copied. */
-    const int read_only =
-        ds->arrays[GD_ARRAY_INDPTR].store == GD__STORE_MAP_RO ||
-        ds->arrays[GD_ARRAY_INDICES].store == GD__STORE_MAP_RO;
-    st = graph_create(ds->num_nodes, ip.data, ix.data, ix.dtype, options,
-                      read_only, out);
-  }
-  if (st != GD_OK)
-    gd__error_context(st, "dataset %s", ds->name ? ds->name : "(unnamed)");
-  return st;
+    if (options) {
+        GD_REQUIRE(options->size >= sizeof(size_t) && options->size <= sizeof o, GD_ERR_INVALID_ARG,
+                   "gd_graph_create: options.size is %zu; initialise the options with "
+                   "GD_GRAPH_OPTIONS_INIT",
+                   options->size);
+        memcpy(&o, options, options->size);
+        o.size = sizeof o;
+    }
+    GD_REQUIRE((unsigned)o.indptr_placement < GD_PLACE_COUNT &&
+                   (unsigned)o.indices_placement < GD_PLACE_COUNT,
+               GD_ERR_INVALID_ARG,
+               "gd_graph_create: placements %d / %d are not gd_placement values",
+               (int)o.indptr_placement, (int)o.indices_placement);
+    GD_REQUIRE(num_nodes >= 0 && num_nodes < INT64_MAX, GD_ERR_INVALID_ARG,
+               "gd_graph_create: num_nodes %lld is negative", (long long)num_nodes);
+    GD_REQUIRE(indptr, GD_ERR_INVALID_ARG, "gd_graph_create: NULL indptr");
+    GD_REQUIRE(dtype == GD_DTYPE_INT32 || dtype == GD_DTYPE_INT64, GD_ERR_INVALID_ARG,
+               "gd_graph_create: indices must be int32 or int64, not %s",
+               gd_dtype_name(dtype) ? gd_dtype_name(dtype) : "an unknown dtype");
+    GD_REQUIRE(dtype == GD_DTYPE_INT64 || num_nodes <= (int64_t)INT32_MAX + 1, GD_ERR_RANGE,
+               "gd_graph_create: %lld nodes do not fit int32 indices: store them "
+               "as int64",
+               (long long)num_nodes);
+    GD_REQUIRE(indptr[0] == 0, GD_ERR_FORMAT, "gd_graph_create: indptr[0] is %lld, expected 0",
+               (long long)indptr[0]);
+
+    g = gd_calloc(1, sizeof *g);
+    GD_REQUIRE(g, GD_ERR_NO_MEMORY, "gd_graph_create: out of memory for the handle");
+    g->num_nodes = num_nodes;
+    g->num_edges = indptr[num_nodes];
+    g->device = o.device;
+    g->indptr_place = o.indptr_placement;
+    g->indices_place = o.indices_placement;
+    {
+        const int64_t bad = scan_indptr(indptr, num_nodes, &g->max_degree);
+        GD_REQUIRE(bad < 0, GD_ERR_FORMAT,
+                   "gd_graph_create: indptr decreases at node %lld (%lld -> %lld): "
+                   "pass a CSC "
+                   "indptr (gd_csc_validate checks one)",
+                   (long long)bad, (long long)(bad >= 0 ? indptr[bad] : 0),
+                   (long long)(bad >= 0 ? indptr[bad + 1] : 0));
+    }
+    GD_REQUIRE(g->num_edges == 0 || indices, GD_ERR_INVALID_ARG,
+               "gd_graph_create: NULL indices for %lld edges", (long long)g->num_edges);
+
+    /* A copy may narrow the indices; an array used in place keeps its type. */
+    const int copies_indices =
+        o.indices_placement == GD_PLACE_GPU ||
+        (o.indices_placement == GD_PLACE_PINNED && (o.copy_host || read_only));
+    g->indices_dtype = dtype;
+    if (copies_indices && o.narrow_indices && dtype == GD_DTYPE_INT64 &&
+        num_nodes <= (int64_t)INT32_MAX + 1)
+        g->indices_dtype = GD_DTYPE_INT32;
+
+    if (o.indptr_placement == GD_PLACE_HOST) g->h_indptr = indptr;
+    if (o.indices_placement == GD_PLACE_HOST) g->h_indices = indices;
+    if (o.indptr_placement == GD_PLACE_PINNED) {
+        const void *h = NULL, *d = NULL;
+        GD_CHECK(place_pinned(g, indptr, GD_DTYPE_INT64, GD_DTYPE_INT64, num_nodes + 1,
+                              o.copy_host || read_only, "indptr", &g->pin_indptr, &h, &d));
+        g->h_indptr = h;
+        g->d_indptr = d;
+    }
+    if (o.indices_placement == GD_PLACE_PINNED) {
+        const void *h = NULL, *d = NULL;
+        GD_CHECK(place_pinned(g, indices, dtype, g->indices_dtype, g->num_edges,
+                              o.copy_host || read_only, "indices", &g->pin_indices, &h, &d));
+        g->h_indices = h;
+        g->d_indices = d;
+    }
+    if (o.indptr_placement == GD_PLACE_GPU || o.indices_placement == GD_PLACE_GPU) {
+        st = gd__sample_backend_for(GD_SAMPLER_CUDA)
+                 ->graph_to_device(g, o.indptr_placement == GD_PLACE_GPU ? indptr : NULL,
+                                   o.indices_placement == GD_PLACE_GPU ? indices : NULL, dtype);
+        if (st != GD_OK) {
+            gd__error_context(st, "placing the graph in GPU %d memory", o.device);
+            goto fail;
+        }
+    }
+    GD_DEBUG("graph: %lld nodes, %lld edges (max degree %lld), indptr %s, "
+             "indices %s %s",
+             (long long)g->num_nodes, (long long)g->num_edges, (long long)g->max_degree,
+             gd_placement_name(g->indptr_place), gd_placement_name(g->indices_place),
+             gd_dtype_name(g->indices_dtype));
+    *out = g;
+    return GD_OK;
 fail:
-  return st;
+    gd_graph_destroy(g);
+    return st;
+}
+
+gd_status gd_graph_create(int64_t num_nodes, const int64_t *indptr, const void *indices,
+                          gd_dtype indices_dtype, const gd_graph_options *options,
+                          gd_graph_t **out) {
+    return graph_create(num_nodes, indptr, indices, indices_dtype, options, 0, out);
+}
+
+gd_status gd_graph_create_from_dataset(const gd_dataset_t *ds, const gd_graph_options *options,
+                                       gd_graph_t **out) {
+    gd_status st = GD_OK;
+    gd_array_view ip, ix;
+    if (out) *out = NULL;
+    GD_REQUIRE(ds, GD_ERR_INVALID_ARG, "gd_graph_create_from_dataset: NULL dataset");
+    GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDPTR, &ip));
+    GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDICES, &ix));
+    GD_REQUIRE(ip.dtype == GD_DTYPE_INT64 && ip.shape[0] == ds->num_nodes + 1, GD_ERR_FORMAT,
+               "dataset %s: indptr is %s[%lld], expected int64[%lld]",
+               ds->name ? ds->name : "(unnamed)", gd_dtype_name(ip.dtype), (long long)ip.shape[0],
+               (long long)ds->num_nodes + 1);
+    {
+        /* Page-locking a read-only file mapping is not portable: such arrays are
+         * copied. */
+        const int read_only = ds->arrays[GD_ARRAY_INDPTR].store == GD__STORE_MAP_RO ||
+                              ds->arrays[GD_ARRAY_INDICES].store == GD__STORE_MAP_RO;
+        st = graph_create(ds->num_nodes, ip.data, ix.data, ix.dtype, options, read_only, out);
+    }
+    if (st != GD_OK) gd__error_context(st, "dataset %s", ds->name ? ds->name : "(unnamed)");
+    return st;
+fail:
+    return st;
 }
 
 gd_status gd_graph_get_info(const gd_graph_t *g, gd_graph_info *info) {
-  if (!g || !info)
-    return gd__error(GD_ERR_INVALID_ARG, "gd_graph_get_info: NULL argument");
-  if (info->size < sizeof(size_t) || info->size > sizeof(gd_graph_info))
-    return gd__error(GD_ERR_INVALID_ARG,
-                     "gd_graph_get_info: info.size is %zu; initialise it with "
-                     "GD_GRAPH_INFO_INIT",
-                     info->size);
-  gd_graph_info i = GD_GRAPH_INFO_INIT;
-  i.num_nodes = g->num_nodes;
-  i.num_edges = g->num_edges;
-  i.max_degree = g->max_degree;
-  i.indices_dtype = g->indices_dtype;
-  i.indptr_placement = g->indptr_place;
-  i.indices_placement = g->indices_place;
-  i.device_bytes = g->device_bytes;
-  i.pinned_bytes = g->pinned_bytes;
-  const size_t n = info->size;
-  memcpy(info, &i, n);
-  info->size = n;
-  return GD_OK;
+    if (!g || !info) return gd__error(GD_ERR_INVALID_ARG, "gd_graph_get_info: NULL argument");
+    if (info->size < sizeof(size_t) || info->size > sizeof(gd_graph_info))
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "gd_graph_get_info: info.size is %zu; initialise it with "
+                         "GD_GRAPH_INFO_INIT",
+                         info->size);
+    gd_graph_info i = GD_GRAPH_INFO_INIT;
+    i.num_nodes = g->num_nodes;
+    i.num_edges = g->num_edges;
+    i.max_degree = g->max_degree;
+    i.indices_dtype = g->indices_dtype;
+    i.indptr_placement = g->indptr_place;
+    i.indices_placement = g->indices_place;
+    i.device_bytes = g->device_bytes;
+    i.pinned_bytes = g->pinned_bytes;
+    const size_t n = info->size;
+    memcpy(info, &i, n);
+    info->size = n;
+    return GD_OK;
 }

@@ -1,12 +1,11 @@
 /*
- * The sampler module's internals: the graph, sampler and minibatch objects, the
- * worst-case sizes every buffer is allocated from, the random draws that define
- * which neighbours are picked (the determinism contract of docs/sampling.md,
- * shared by the CPU and the CUDA code so that both draw exactly the same
- * numbers), and the backend table. graph.c and sampler.c hold the public API;
- * sample_cpu.c is the CPU backend and the oracle of the GPU tests;
- * sample_cuda.cu is the CUDA backend (GD_WITH_CUDA builds only). This header is
- * plain C and its inline functions also compile as CUDA device code.
+ * The sampler module's internals: the graph, sampler and minibatch objects, the worst-case
+ * sizes every buffer is allocated from, the random draws that define which neighbours are
+ * picked (the determinism contract of docs/sampling.md, shared by the CPU and the CUDA code so
+ * that both draw exactly the same numbers), and the backend table. graph.c and sampler.c hold
+ * the public API; sample_cpu.c is the CPU backend and the oracle of the GPU tests;
+ * sample_cuda.cu is the CUDA backend (GD_WITH_CUDA builds only). This header is plain C and
+ * its inline functions also compile as CUDA device code.
  */
 #ifndef GD_SAMPLE_INTERNAL_H
 #define GD_SAMPLE_INTERNAL_H
@@ -19,23 +18,23 @@ extern "C" {
 #endif
 
 struct gd_graph {
-  int64_t num_nodes, num_edges, max_degree;
-  gd_dtype indices_dtype; /* as stored */
-  gd_placement indptr_place, indices_place;
-  int device;
-  /* Host addresses (host and pinned placements), NULL for a gpu placement. */
-  const int64_t *h_indptr;
-  const void *h_indices;
-  /* Addresses GPU kernels read (gpu and pinned placements), NULL for a host
-   * placement. */
-  const int64_t *d_indptr;
-  const void *d_indices;
-  /* pinned: the registered host tensors (adopted caller memory or a
-   * library-owned copy). */
-  gd_host_tensor_t *pin_indptr, *pin_indices;
-  /* gpu: device memory owned by the graph. */
-  void *dev_indptr, *dev_indices;
-  int64_t device_bytes, pinned_bytes;
+    int64_t num_nodes, num_edges, max_degree;
+    gd_dtype indices_dtype; /* as stored */
+    gd_placement indptr_place, indices_place;
+    int device;
+    /* Host addresses (host and pinned placements), NULL for a gpu placement. */
+    const int64_t *h_indptr;
+    const void *h_indices;
+    /* Addresses GPU kernels read (gpu and pinned placements), NULL for a host
+     * placement. */
+    const int64_t *d_indptr;
+    const void *d_indices;
+    /* pinned: the registered host tensors (adopted caller memory or a
+     * library-owned copy). */
+    gd_host_tensor_t *pin_indptr, *pin_indices;
+    /* gpu: device memory owned by the graph. */
+    void *dev_indptr, *dev_indices;
+    int64_t device_bytes, pinned_bytes;
 };
 
 /*
@@ -46,27 +45,25 @@ struct gd_graph {
  * ranks) must fit int32, as must the local ids.
  */
 struct gd_sampler {
-  gd_graph_t *graph;
-  gd_sampler_backend backend;
-  int num_layers;
-  int fanouts[GD_SAMPLER_MAX_LAYERS]; /* hop order, -1 = all */
-  int64_t max_batch;
-  int replace;
-  uint64_t seed;
-  int threads;
-  int64_t
-      max_dst[GD_SAMPLER_MAX_LAYERS + 1]; /* [num_layers] = the input nodes */
-  int64_t max_edges[GD_SAMPLER_MAX_LAYERS];
-  int64_t table_cap[GD_SAMPLER_MAX_LAYERS]; /* hash table slots per hop (power
-                                               of two) */
-  int64_t max_dst_all, max_edges_all, max_pos_all, max_table;
-  /* Byte offsets of the arrays inside one minibatch allocation. */
-  size_t off_nodes, off_indptr[GD_SAMPLER_MAX_LAYERS],
-      off_indices[GD_SAMPLER_MAX_LAYERS];
-  size_t minibatch_bytes;
-  int64_t scratch_bytes;
-  void *cpu;                     /* CPU backend scratch */
-  struct gd__cuda_sampler *cuda; /* CUDA backend state */
+    gd_graph_t *graph;
+    gd_sampler_backend backend;
+    int num_layers;
+    int fanouts[GD_SAMPLER_MAX_LAYERS]; /* hop order, -1 = all */
+    int64_t max_batch;
+    int replace;
+    uint64_t seed;
+    int threads;
+    int64_t max_dst[GD_SAMPLER_MAX_LAYERS + 1]; /* [num_layers] = the input nodes */
+    int64_t max_edges[GD_SAMPLER_MAX_LAYERS];
+    int64_t table_cap[GD_SAMPLER_MAX_LAYERS]; /* hash table slots per hop (power
+                                                 of two) */
+    int64_t max_dst_all, max_edges_all, max_pos_all, max_table;
+    /* Byte offsets of the arrays inside one minibatch allocation. */
+    size_t off_nodes, off_indptr[GD_SAMPLER_MAX_LAYERS], off_indices[GD_SAMPLER_MAX_LAYERS];
+    size_t minibatch_bytes;
+    int64_t scratch_bytes;
+    void *cpu;                     /* CPU backend scratch */
+    struct gd__cuda_sampler *cuda; /* CUDA backend state */
 };
 
 /* sizes[h] = frontier size of hop h (h <= num_layers); sizes[SIZES_EDGES + h] =
@@ -75,39 +72,36 @@ struct gd_sampler {
 #define GD__SIZES_COUNT (2 * GD_SAMPLER_MAX_LAYERS + 1)
 
 struct gd_minibatch {
-  const gd_sampler_t
-      *sampler; /* identity only: checked by gd_sample, never dereferenced */
-  gd_sampler_backend backend;
-  int device;
-  int num_layers;
-  void *base; /* the one allocation holding every array (host or device) */
-  int64_t *nodes;
-  int32_t *indptr[GD_SAMPLER_MAX_LAYERS]; /* hop order */
-  int32_t *indices[GD_SAMPLER_MAX_LAYERS];
-  int64_t sizes[GD__SIZES_COUNT]; /* valid once `sampled` and not `pending` */
-  int sampled;                    /* a gd_sample has written it */
-  int pending; /* CUDA: the sizes are still being copied back */
-  struct gd__cuda_minibatch *cuda;
+    const gd_sampler_t *sampler; /* identity only: checked by gd_sample, never dereferenced */
+    gd_sampler_backend backend;
+    int device;
+    int num_layers;
+    void *base; /* the one allocation holding every array (host or device) */
+    int64_t *nodes;
+    int32_t *indptr[GD_SAMPLER_MAX_LAYERS]; /* hop order */
+    int32_t *indices[GD_SAMPLER_MAX_LAYERS];
+    int64_t sizes[GD__SIZES_COUNT]; /* valid once `sampled` and not `pending` */
+    int sampled;                    /* a gd_sample has written it */
+    int pending;                    /* CUDA: the sizes are still being copied back */
+    struct gd__cuda_minibatch *cuda;
 };
 
 /* ---- the determinism contract */
 
-#define GD__RNG_EPOCH 0x45504f43u   /* "EPOC": epoch key of the sampler */
-#define GD__RNG_BATCH 0x42415443u   /* "BATC": minibatch key */
-#define GD__RNG_SHUFFLE 0x53485546u /* "SHUF": epoch key of the seed shuffle   \
-                                     */
+#define GD__RNG_EPOCH 0x45504f43u /* "EPOC": epoch key of the sampler */
+#define GD__RNG_BATCH 0x42415443u /* "BATC": minibatch key */
+#define GD__RNG_SHUFFLE \
+    0x53485546u /* "SHUF": epoch key of the seed shuffle \
+                 */
 
 /* The 64-bit key of the draws of one minibatch: two Philox steps from (seed,
  * epoch, batch). */
-GD_HOST_DEVICE uint64_t gd__sample_key(uint64_t seed, int64_t epoch,
-                                       int64_t batch) {
-  const uint64_t e = (uint64_t)epoch, b = (uint64_t)batch;
-  gd_philox_ctr k1 =
-      gd_philox(seed, (uint32_t)e, (uint32_t)(e >> 32), 0, GD__RNG_EPOCH);
-  const uint64_t ek = ((uint64_t)k1.v[1] << 32) | k1.v[0];
-  gd_philox_ctr k2 =
-      gd_philox(ek, (uint32_t)b, (uint32_t)(b >> 32), 0, GD__RNG_BATCH);
-  return ((uint64_t)k2.v[1] << 32) | k2.v[0];
+GD_HOST_DEVICE uint64_t gd__sample_key(uint64_t seed, int64_t epoch, int64_t batch) {
+    const uint64_t e = (uint64_t)epoch, b = (uint64_t)batch;
+    gd_philox_ctr k1 = gd_philox(seed, (uint32_t)e, (uint32_t)(e >> 32), 0, GD__RNG_EPOCH);
+    const uint64_t ek = ((uint64_t)k1.v[1] << 32) | k1.v[0];
+    gd_philox_ctr k2 = gd_philox(ek, (uint32_t)b, (uint32_t)(b >> 32), 0, GD__RNG_BATCH);
+    return ((uint64_t)k2.v[1] << 32) | k2.v[0];
 }
 
 /*
@@ -116,30 +110,27 @@ GD_HOST_DEVICE uint64_t gd__sample_key(uint64_t seed, int64_t epoch,
  * reduced by the 32-bit multiply-high (gd_philox_below). Integer arithmetic
  * only, so the CPU and the GPU agree exactly.
  */
-GD_HOST_DEVICE uint64_t gd__sample_draw(uint64_t key, uint64_t node,
-                                        uint32_t hop, uint32_t j, uint64_t n) {
-  gd_philox_ctr r =
-      gd_philox(key, (uint32_t)node, (uint32_t)(node >> 32), j, hop);
-  return gd_philox_below(r.v[0], r.v[1], n);
+GD_HOST_DEVICE uint64_t gd__sample_draw(uint64_t key, uint64_t node, uint32_t hop, uint32_t j,
+                                        uint64_t n) {
+    gd_philox_ctr r = gd_philox(key, (uint32_t)node, (uint32_t)(node >> 32), j, hop);
+    return gd_philox_below(r.v[0], r.v[1], n);
 }
 
 /* How many neighbours a node of degree deg gets at a fanout (-1 = all). */
 GD_HOST_DEVICE int64_t gd__sample_count(int64_t deg, int fanout, int replace) {
-  if (fanout < 0 || deg == 0)
-    return deg;
-  if (replace)
-    return fanout;
-  return deg < fanout ? deg : fanout;
+    if (fanout < 0 || deg == 0) return deg;
+    if (replace) return fanout;
+    return deg < fanout ? deg : fanout;
 }
 
 /* The hash of the relabelling tables (fmix64 of MurmurHash3). */
 GD_HOST_DEVICE uint64_t gd__sample_hash(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ull;
-  k ^= k >> 33;
-  return k;
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    return k;
 }
 
 /* ---- shared helpers (sampler.c) */
@@ -150,21 +141,20 @@ void gd__minibatch_carve(const gd_sampler_t *s, gd_minibatch_t *mb);
 /* ---- backends */
 
 typedef struct {
-  const char *name;
-  /* gpu placement: copy the arrays to the device (graph fields set by graph.c).
-   */
-  gd_status (*graph_to_device)(gd_graph_t *g, const int64_t *indptr,
-                               const void *indices, gd_dtype src_dtype);
-  void (*graph_release)(gd_graph_t *g);
-  gd_status (*sampler_init)(gd_sampler_t *s);
-  void (*sampler_release)(gd_sampler_t *s);
-  gd_status (*minibatch_init)(const gd_sampler_t *s, gd_minibatch_t *mb);
-  void (*minibatch_release)(gd_minibatch_t *mb);
-  gd_status (*sample)(gd_sampler_t *s, const int64_t *seeds, int64_t n,
-                      int seeds_on_device, uint64_t key, void *stream,
-                      gd_minibatch_t *mb);
-  gd_status (*minibatch_wait)(gd_minibatch_t *mb);
-  gd_status (*check_errors)(gd_sampler_t *s);
+    const char *name;
+    /* gpu placement: copy the arrays to the device (graph fields set by graph.c).
+     */
+    gd_status (*graph_to_device)(gd_graph_t *g, const int64_t *indptr, const void *indices,
+                                 gd_dtype src_dtype);
+    void (*graph_release)(gd_graph_t *g);
+    gd_status (*sampler_init)(gd_sampler_t *s);
+    void (*sampler_release)(gd_sampler_t *s);
+    gd_status (*minibatch_init)(const gd_sampler_t *s, gd_minibatch_t *mb);
+    void (*minibatch_release)(gd_minibatch_t *mb);
+    gd_status (*sample)(gd_sampler_t *s, const int64_t *seeds, int64_t n, int seeds_on_device,
+                        uint64_t key, void *stream, gd_minibatch_t *mb);
+    gd_status (*minibatch_wait)(gd_minibatch_t *mb);
+    gd_status (*check_errors)(gd_sampler_t *s);
 } gd__sample_backend;
 
 extern const gd__sample_backend gd__sample_cpu_backend;

@@ -1,19 +1,18 @@
 /*
- * The CPU sampler: CPU threads draw the neighbours and relabel them, reading
- * the graph from host memory. It is the CPU-centric baseline of the benchmark,
- * the sampler of machines without a GPU, and the oracle the CUDA sampler is
- * compared with bit for bit. It follows the same contract (docs/sampling.md):
- * the same draws, Floyd's algorithm in the same order, and local ids given by
- * first appearance. Each hop runs: count     each destination node's degree and
- * number of neighbours -> block indptr; sample    per node, in parallel: read
- * only the drawn entries of its list; relabel   one pass over a hash map in
- * first-appearance order (one thread, or a small hop), or, with several
- * threads, the GPU's order-free method: every position (destination nodes, then
- * edges) inserts its node id with an atomic minimum of the position, a position
- * is a first appearance when it holds its node's minimum, and a prefix sum over
- * those marks gives the local ids. Both give the same ids whatever the thread
- * count. The CPU backend table, whose GPU entries report a build without CUDA,
- * lives here too.
+ * The CPU sampler: CPU threads draw the neighbours and relabel them, reading the graph from
+ * host memory. It is the CPU-centric baseline of the benchmark, the sampler of machines
+ * without a GPU, and the oracle the CUDA sampler is compared with bit for bit. It follows the
+ * same contract (docs/sampling.md): the same draws, Floyd's algorithm in the same order, and
+ * local ids given by first appearance. Each hop runs:
+ *   count     each destination node's degree and number of neighbours -> block indptr;
+ *   sample    per node, in parallel: read only the drawn entries of its list;
+ *   relabel   one pass over a hash map in first-appearance order (one thread, or a small
+ *             hop), or, with several threads, the GPU's order-free method: every position
+ *             (destination nodes, then edges) inserts its node id with an atomic minimum of
+ *             the position, a position is a first appearance when it holds its node's
+ *             minimum, and a prefix sum over those marks gives the local ids. Both give the
+ *             same ids whatever the thread count.
+ * The CPU backend table, whose GPU entries report a build without CUDA, lives here too.
  */
 #include "internal.h"
 
@@ -24,18 +23,16 @@
 #define SCAN_MAX_THREADS 1024
 
 typedef struct {
-  int64_t *starts, *degs; /* per destination node of the current hop */
-  int64_t
-      *edge_ids;  /* global ids of the sampled neighbours (positions first) */
-  int64_t *keys;  /* relabelling table: node ids (-1 = empty) */
-  int32_t *vals;  /* local id (one thread) or smallest position (several) */
-  int32_t *slots; /* table slot of every position */
-  int32_t *scan;  /* first-appearance marks, then their prefix sum */
+    int64_t *starts, *degs; /* per destination node of the current hop */
+    int64_t *edge_ids;      /* global ids of the sampled neighbours (positions first) */
+    int64_t *keys;          /* relabelling table: node ids (-1 = empty) */
+    int32_t *vals;          /* local id (one thread) or smallest position (several) */
+    int32_t *slots;         /* table slot of every position */
+    int32_t *scan;          /* first-appearance marks, then their prefix sum */
 } cpu_scratch;
 
 static inline int64_t index_at(const void *indices, int is32, int64_t p) {
-  return is32 ? (int64_t)((const int32_t *)indices)[p]
-              : ((const int64_t *)indices)[p];
+    return is32 ? (int64_t)((const int32_t *)indices)[p] : ((const int64_t *)indices)[p];
 }
 
 /*
@@ -45,309 +42,276 @@ static inline int64_t index_at(const void *indices, int is32, int64_t p) {
  * [0, deg - cnt + j]; take t unless already taken, else take deg - cnt + j. The
  * positions are kept in out until the reads replace them.
  */
-static void sample_node(const void *indices, int is32, uint64_t key,
-                        uint32_t hop, int fanout, int replace, int64_t v,
-                        int64_t start, int64_t deg, int64_t cnt, int64_t *out) {
-  if (cnt == 0)
-    return;
-  if (fanout < 0 || (!replace && cnt == deg)) {
-    for (int64_t j = 0; j < cnt; j++)
-      out[j] = index_at(indices, is32, start + j);
-    return;
-  }
-  if (replace) {
-    for (int64_t j = 0; j < cnt; j++)
-      out[j] = index_at(indices, is32,
-                        start + (int64_t)gd__sample_draw(key, (uint64_t)v, hop,
-                                                         (uint32_t)j,
-                                                         (uint64_t)deg));
-    return;
-  }
-  for (int64_t j = 0; j < cnt; j++) {
-    const int64_t upper = deg - cnt + j;
-    const int64_t t = (int64_t)gd__sample_draw(
-        key, (uint64_t)v, hop, (uint32_t)j, (uint64_t)upper + 1);
-    int hit = 0;
-    for (int64_t q = 0; q < j; q++)
-      hit |= out[q] == t;
-    out[j] = hit ? upper : t;
-  }
-  for (int64_t j = 0; j < cnt; j++)
-    out[j] = index_at(indices, is32, start + out[j]);
+static void sample_node(const void *indices, int is32, uint64_t key, uint32_t hop, int fanout,
+                        int replace, int64_t v, int64_t start, int64_t deg, int64_t cnt,
+                        int64_t *out) {
+    if (cnt == 0) return;
+    if (fanout < 0 || (!replace && cnt == deg)) {
+        for (int64_t j = 0; j < cnt; j++) out[j] = index_at(indices, is32, start + j);
+        return;
+    }
+    if (replace) {
+        for (int64_t j = 0; j < cnt; j++)
+            out[j] = index_at(indices, is32,
+                              start + (int64_t)gd__sample_draw(key, (uint64_t)v, hop, (uint32_t)j,
+                                                               (uint64_t)deg));
+        return;
+    }
+    for (int64_t j = 0; j < cnt; j++) {
+        const int64_t upper = deg - cnt + j;
+        const int64_t t =
+            (int64_t)gd__sample_draw(key, (uint64_t)v, hop, (uint32_t)j, (uint64_t)upper + 1);
+        int hit = 0;
+        for (int64_t q = 0; q < j; q++) hit |= out[q] == t;
+        out[j] = hit ? upper : t;
+    }
+    for (int64_t j = 0; j < cnt; j++) out[j] = index_at(indices, is32, start + out[j]);
 }
 
 static inline int64_t probe(const int64_t *keys, uint64_t mask, int64_t key) {
-  uint64_t h = gd__sample_hash((uint64_t)key) & mask;
-  while (keys[h] != -1 && keys[h] != key)
-    h = (h + 1) & mask;
-  return (int64_t)h;
+    uint64_t h = gd__sample_hash((uint64_t)key) & mask;
+    while (keys[h] != -1 && keys[h] != key) h = (h + 1) & mask;
+    return (int64_t)h;
 }
 
 static inline int64_t insert_atomic(int64_t *keys, uint64_t mask, int64_t key) {
-  uint64_t h = gd__sample_hash((uint64_t)key) & mask;
-  for (;;) {
-    int64_t cur = __atomic_load_n(&keys[h], __ATOMIC_RELAXED);
-    if (cur == key)
-      return (int64_t)h;
-    if (cur == -1) {
-      if (__atomic_compare_exchange_n(&keys[h], &cur, key, 0, __ATOMIC_RELAXED,
-                                      __ATOMIC_RELAXED) ||
-          cur == key)
-        return (int64_t)h;
+    uint64_t h = gd__sample_hash((uint64_t)key) & mask;
+    for (;;) {
+        int64_t cur = __atomic_load_n(&keys[h], __ATOMIC_RELAXED);
+        if (cur == key) return (int64_t)h;
+        if (cur == -1) {
+            if (__atomic_compare_exchange_n(&keys[h], &cur, key, 0, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED) ||
+                cur == key)
+                return (int64_t)h;
+        }
+        h = (h + 1) & mask;
     }
-    h = (h + 1) & mask;
-  }
 }
 
 static inline void atomic_min32(int32_t *p, int32_t v) {
-  int32_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (v < cur && !__atomic_compare_exchange_n(
-                        p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
+    int32_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v < cur &&
+           !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
 }
 
-static gd_status duplicate_seed(const int64_t *nodes, int64_t first,
-                                int64_t again) {
-  return gd__error(
-      GD_ERR_INVALID_ARG,
-      "gd_sample: seed %lld appears at positions %lld and %lld: the seeds of a "
-      "minibatch must be distinct",
-      (long long)nodes[again], (long long)first, (long long)again);
+static gd_status duplicate_seed(const int64_t *nodes, int64_t first, int64_t again) {
+    return gd__error(GD_ERR_INVALID_ARG,
+                     "gd_sample: seed %lld appears at positions %lld and %lld: the seeds of a "
+                     "minibatch must be distinct",
+                     (long long)nodes[again], (long long)first, (long long)again);
 }
 
 /* Relabel on one thread: a hash map from node id to local id, filled in scan
  * order. */
-static gd_status relabel_serial(cpu_scratch *c, uint64_t mask, int64_t *nodes,
-                                int64_t nf, int64_t ne, int32_t *indices,
-                                int64_t *num_src) {
-  int64_t u = 0;
-  for (uint64_t i = 0; i <= mask; i++)
-    c->keys[i] = -1;
-  for (int64_t p = 0; p < nf; p++) {
-    const int64_t slot = probe(c->keys, mask, nodes[p]);
-    if (c->keys[slot] == nodes[p])
-      return duplicate_seed(nodes, c->vals[slot], p);
-    c->keys[slot] = nodes[p];
-    c->vals[slot] = (int32_t)u++;
-  }
-  for (int64_t j = 0; j < ne; j++) {
-    const int64_t key = c->edge_ids[j];
-    const int64_t slot = probe(c->keys, mask, key);
-    if (c->keys[slot] != key) {
-      c->keys[slot] = key;
-      c->vals[slot] = (int32_t)u;
-      nodes[u++] = key;
+static gd_status relabel_serial(cpu_scratch *c, uint64_t mask, int64_t *nodes, int64_t nf,
+                                int64_t ne, int32_t *indices, int64_t *num_src) {
+    int64_t u = 0;
+    for (uint64_t i = 0; i <= mask; i++) c->keys[i] = -1;
+    for (int64_t p = 0; p < nf; p++) {
+        const int64_t slot = probe(c->keys, mask, nodes[p]);
+        if (c->keys[slot] == nodes[p]) return duplicate_seed(nodes, c->vals[slot], p);
+        c->keys[slot] = nodes[p];
+        c->vals[slot] = (int32_t)u++;
     }
-    indices[j] = c->vals[slot];
-  }
-  *num_src = u;
-  return GD_OK;
+    for (int64_t j = 0; j < ne; j++) {
+        const int64_t key = c->edge_ids[j];
+        const int64_t slot = probe(c->keys, mask, key);
+        if (c->keys[slot] != key) {
+            c->keys[slot] = key;
+            c->vals[slot] = (int32_t)u;
+            nodes[u++] = key;
+        }
+        indices[j] = c->vals[slot];
+    }
+    *num_src = u;
+    return GD_OK;
 }
 
 /* Exclusive prefix sum of a[0..n) in place; returns the total. */
 static int64_t exclusive_scan32(int32_t *a, int64_t n, int threads) {
-  int64_t partial[SCAN_MAX_THREADS + 1];
-  if (threads > SCAN_MAX_THREADS)
-    threads = SCAN_MAX_THREADS;
-  if (n < (1 << 16))
-    threads = 1;
-  const int64_t block = (n + threads - 1) / threads;
+    int64_t partial[SCAN_MAX_THREADS + 1];
+    if (threads > SCAN_MAX_THREADS) threads = SCAN_MAX_THREADS;
+    if (n < (1 << 16)) threads = 1;
+    const int64_t block = (n + threads - 1) / threads;
 #pragma omp parallel for schedule(static, 1) num_threads(threads)
-  for (int t = 0; t < threads; t++) {
-    int64_t lo = t * block, hi = lo + block < n ? lo + block : n, sum = 0;
-    for (int64_t i = lo; i < hi; i++)
-      sum += a[i];
-    partial[t + 1] = sum;
-  }
-  partial[0] = 0;
-  for (int t = 0; t < threads; t++)
-    partial[t + 1] += partial[t];
-#pragma omp parallel for schedule(static, 1) num_threads(threads)
-  for (int t = 0; t < threads; t++) {
-    int64_t lo = t * block, hi = lo + block < n ? lo + block : n,
-            run = partial[t];
-    for (int64_t i = lo; i < hi; i++) {
-      const int64_t x = a[i];
-      a[i] = (int32_t)run;
-      run += x;
+    for (int t = 0; t < threads; t++) {
+        int64_t lo = t * block, hi = lo + block < n ? lo + block : n, sum = 0;
+        for (int64_t i = lo; i < hi; i++) sum += a[i];
+        partial[t + 1] = sum;
     }
-  }
-  return partial[threads];
+    partial[0] = 0;
+    for (int t = 0; t < threads; t++) partial[t + 1] += partial[t];
+#pragma omp parallel for schedule(static, 1) num_threads(threads)
+    for (int t = 0; t < threads; t++) {
+        int64_t lo = t * block, hi = lo + block < n ? lo + block : n, run = partial[t];
+        for (int64_t i = lo; i < hi; i++) {
+            const int64_t x = a[i];
+            a[i] = (int32_t)run;
+            run += x;
+        }
+    }
+    return partial[threads];
 }
 
 /* Relabel with several threads by smallest positions (see the top of the file).
  */
-static gd_status relabel_parallel(cpu_scratch *c, uint64_t mask, int64_t *nodes,
-                                  int64_t nf, int64_t ne, int32_t *indices,
-                                  int64_t *num_src, int threads) {
-  const int64_t P = nf + ne;
-  int64_t dup = INT64_MAX;
+static gd_status relabel_parallel(cpu_scratch *c, uint64_t mask, int64_t *nodes, int64_t nf,
+                                  int64_t ne, int32_t *indices, int64_t *num_src, int threads) {
+    const int64_t P = nf + ne;
+    int64_t dup = INT64_MAX;
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i <= (int64_t)mask; i++) {
-    c->keys[i] = -1;
-    c->vals[i] = INT32_MAX;
-  }
+    for (int64_t i = 0; i <= (int64_t)mask; i++) {
+        c->keys[i] = -1;
+        c->vals[i] = INT32_MAX;
+    }
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t p = 0; p < P; p++) {
-    const int64_t key = p < nf ? nodes[p] : c->edge_ids[p - nf];
-    const int64_t slot = insert_atomic(c->keys, mask, key);
-    atomic_min32(&c->vals[slot], (int32_t)p);
-    c->slots[p] = (int32_t)slot;
-  }
-#pragma omp parallel for num_threads(threads) schedule(static)                 \
-    reduction(min                                                              \
-              : dup)
-  for (int64_t p = 0; p < P; p++) {
-    const int first = c->vals[c->slots[p]] == p;
-    c->scan[p] = first;
-    if (!first && p < nf && p < dup)
-      dup = p;
-  }
-  if (dup != INT64_MAX)
-    return duplicate_seed(nodes, c->vals[c->slots[dup]], dup);
-  const int64_t u = exclusive_scan32(c->scan, P, threads);
+    for (int64_t p = 0; p < P; p++) {
+        const int64_t key = p < nf ? nodes[p] : c->edge_ids[p - nf];
+        const int64_t slot = insert_atomic(c->keys, mask, key);
+        atomic_min32(&c->vals[slot], (int32_t)p);
+        c->slots[p] = (int32_t)slot;
+    }
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : dup)
+    for (int64_t p = 0; p < P; p++) {
+        const int first = c->vals[c->slots[p]] == p;
+        c->scan[p] = first;
+        if (!first && p < nf && p < dup) dup = p;
+    }
+    if (dup != INT64_MAX) return duplicate_seed(nodes, c->vals[c->slots[dup]], dup);
+    const int64_t u = exclusive_scan32(c->scan, P, threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t j = 0; j < ne; j++) {
-    const int32_t first = c->vals[c->slots[nf + j]];
-    indices[j] = c->scan[first];
-    if (first == nf + j)
-      nodes[c->scan[nf + j]] = c->edge_ids[j];
-  }
-  *num_src = u;
-  return GD_OK;
+    for (int64_t j = 0; j < ne; j++) {
+        const int32_t first = c->vals[c->slots[nf + j]];
+        indices[j] = c->scan[first];
+        if (first == nf + j) nodes[c->scan[nf + j]] = c->edge_ids[j];
+    }
+    *num_src = u;
+    return GD_OK;
 }
 
-static gd_status cpu_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n,
-                            int seeds_on_device, uint64_t key, void *stream,
-                            gd_minibatch_t *mb) {
-  gd_status st = GD_OK;
-  cpu_scratch *c = s->cpu;
-  const gd_graph_t *g = s->graph;
-  const int64_t *indptr = g->h_indptr;
-  const void *indices = g->h_indices;
-  const int is32 = g->indices_dtype == GD_DTYPE_INT32;
-  const int threads = s->threads;
-  if (n > 0)
-    memcpy(mb->nodes, seeds, (size_t)n * sizeof(int64_t));
-  memset(mb->sizes, 0, sizeof mb->sizes);
-  mb->sizes[0] = n;
-  for (int h = 0; h < s->num_layers; h++) {
-    const int64_t nf = mb->sizes[h];
-    const int fanout = s->fanouts[h];
-    int32_t *bptr = mb->indptr[h];
-    const int par = threads > 1 && nf >= 256 ? threads : 1;
+static gd_status cpu_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, int seeds_on_device,
+                            uint64_t key, void *stream, gd_minibatch_t *mb) {
+    gd_status st = GD_OK;
+    cpu_scratch *c = s->cpu;
+    const gd_graph_t *g = s->graph;
+    const int64_t *indptr = g->h_indptr;
+    const void *indices = g->h_indices;
+    const int is32 = g->indices_dtype == GD_DTYPE_INT32;
+    const int threads = s->threads;
+    if (n > 0) memcpy(mb->nodes, seeds, (size_t)n * sizeof(int64_t));
+    memset(mb->sizes, 0, sizeof mb->sizes);
+    mb->sizes[0] = n;
+    for (int h = 0; h < s->num_layers; h++) {
+        const int64_t nf = mb->sizes[h];
+        const int fanout = s->fanouts[h];
+        int32_t *bptr = mb->indptr[h];
+        const int par = threads > 1 && nf >= 256 ? threads : 1;
 #pragma omp parallel for num_threads(par) schedule(static)
-    for (int64_t i = 0; i < nf; i++) {
-      const int64_t v = mb->nodes[i];
-      c->starts[i] = indptr[v];
-      c->degs[i] = indptr[v + 1] - indptr[v];
-      bptr[i + 1] = (int32_t)gd__sample_count(c->degs[i], fanout, s->replace);
-    }
-    bptr[0] = 0;
-    for (int64_t i = 0; i < nf; i++)
-      bptr[i + 1] += bptr[i];
-    const int64_t ne = bptr[nf];
+        for (int64_t i = 0; i < nf; i++) {
+            const int64_t v = mb->nodes[i];
+            c->starts[i] = indptr[v];
+            c->degs[i] = indptr[v + 1] - indptr[v];
+            bptr[i + 1] = (int32_t)gd__sample_count(c->degs[i], fanout, s->replace);
+        }
+        bptr[0] = 0;
+        for (int64_t i = 0; i < nf; i++) bptr[i + 1] += bptr[i];
+        const int64_t ne = bptr[nf];
 #pragma omp parallel for num_threads(par) schedule(dynamic, 64)
-    for (int64_t i = 0; i < nf; i++)
-      sample_node(indices, is32, key, (uint32_t)h, fanout, s->replace,
-                  mb->nodes[i], c->starts[i], c->degs[i], bptr[i + 1] - bptr[i],
-                  c->edge_ids + bptr[i]);
-    int64_t cap = 64;
-    while (cap < 2 * (nf + ne))
-      cap <<= 1;
-    if (cap > s->table_cap[h])
-      cap = s->table_cap[h];
-    int64_t num_src = 0;
-    if (threads > 1 && nf + ne >= PARALLEL_RELABEL_MIN)
-      GD_CHECK(relabel_parallel(c, (uint64_t)cap - 1, mb->nodes, nf, ne,
-                                mb->indices[h], &num_src, threads));
-    else
-      GD_CHECK(relabel_serial(c, (uint64_t)cap - 1, mb->nodes, nf, ne,
-                              mb->indices[h], &num_src));
-    mb->sizes[h + 1] = num_src;
-    mb->sizes[GD__SIZES_EDGES + h] = ne;
-  }
-  return GD_OK;
+        for (int64_t i = 0; i < nf; i++)
+            sample_node(indices, is32, key, (uint32_t)h, fanout, s->replace, mb->nodes[i],
+                        c->starts[i], c->degs[i], bptr[i + 1] - bptr[i], c->edge_ids + bptr[i]);
+        int64_t cap = 64;
+        while (cap < 2 * (nf + ne)) cap <<= 1;
+        if (cap > s->table_cap[h]) cap = s->table_cap[h];
+        int64_t num_src = 0;
+        if (threads > 1 && nf + ne >= PARALLEL_RELABEL_MIN)
+            GD_CHECK(relabel_parallel(c, (uint64_t)cap - 1, mb->nodes, nf, ne, mb->indices[h],
+                                      &num_src, threads));
+        else
+            GD_CHECK(
+                relabel_serial(c, (uint64_t)cap - 1, mb->nodes, nf, ne, mb->indices[h], &num_src));
+        mb->sizes[h + 1] = num_src;
+        mb->sizes[GD__SIZES_EDGES + h] = ne;
+    }
+    return GD_OK;
 fail:
-  return st;
+    return st;
 }
 
 /* ---- the CPU backend */
 
 static gd_status no_device(const char *what) {
 #ifdef GD_WITH_CUDA
-  return gd__error(GD_ERR_NO_DEVICE,
-                   "%s needs a GPU and none is visible (check nvidia-smi and "
-                   "CUDA_VISIBLE_DEVICES), or use the CPU sampler",
-                   what);
+    return gd__error(GD_ERR_NO_DEVICE,
+                     "%s needs a GPU and none is visible (check nvidia-smi and "
+                     "CUDA_VISIBLE_DEVICES), or use the CPU sampler",
+                     what);
 #else
-  return gd__error(
-      GD_ERR_NO_DEVICE,
-      "%s needs a GPU, but graphdirect was built without CUDA: install the "
-      "CUDA "
-      "toolkit and rebuild, or use the CPU sampler with host placement",
-      what);
+    return gd__error(GD_ERR_NO_DEVICE,
+                     "%s needs a GPU, but graphdirect was built without CUDA: install the "
+                     "CUDA "
+                     "toolkit and rebuild, or use the CPU sampler with host placement",
+                     what);
 #endif
 }
 
-static gd_status cpu_graph_to_device(gd_graph_t *g, const int64_t *indptr,
-                                     const void *indices, gd_dtype src_dtype) {
-  return no_device("placing a graph in GPU memory");
+static gd_status cpu_graph_to_device(gd_graph_t *g, const int64_t *indptr, const void *indices,
+                                     gd_dtype src_dtype) {
+    return no_device("placing a graph in GPU memory");
 }
 
 static void cpu_graph_release(gd_graph_t *g) {}
 
 static void cpu_sampler_release(gd_sampler_t *s) {
-  cpu_scratch *c = s->cpu;
-  if (!c)
-    return;
-  gd_free(c->starts);
-  gd_free(c->degs);
-  gd_free(c->edge_ids);
-  gd_free(c->keys);
-  gd_free(c->vals);
-  gd_free(c->slots);
-  gd_free(c->scan);
-  gd_free(c);
-  s->cpu = NULL;
+    cpu_scratch *c = s->cpu;
+    if (!c) return;
+    gd_free(c->starts);
+    gd_free(c->degs);
+    gd_free(c->edge_ids);
+    gd_free(c->keys);
+    gd_free(c->vals);
+    gd_free(c->slots);
+    gd_free(c->scan);
+    gd_free(c);
+    s->cpu = NULL;
 }
 
 static gd_status cpu_sampler_init(gd_sampler_t *s) {
-  gd_status st = GD_OK;
-  cpu_scratch *c = NULL;
-  if (s->backend != GD_SAMPLER_CPU)
-    return no_device("the CUDA sampler");
-  c = gd_calloc(1, sizeof *c);
-  GD_REQUIRE(c, GD_ERR_NO_MEMORY,
-             "gd_sampler_create: out of memory for the CPU scratch");
-  s->cpu = c;
-  const size_t d = (size_t)s->max_dst_all, e = (size_t)s->max_edges_all,
-               t = (size_t)s->max_table, p = (size_t)s->max_pos_all;
-  GD_ALLOC(c->starts, d * sizeof(int64_t), "the sampler's list starts");
-  GD_ALLOC(c->degs, d * sizeof(int64_t), "the sampler's degrees");
-  GD_ALLOC(c->edge_ids, e * sizeof(int64_t), "the sampler's neighbour ids");
-  GD_ALLOC(c->keys, t * sizeof(int64_t), "the sampler's relabelling table");
-  GD_ALLOC(c->vals, t * sizeof(int32_t), "the sampler's relabelling table");
-  GD_ALLOC(c->slots, p * sizeof(int32_t), "the sampler's table slots");
-  GD_ALLOC(c->scan, (p + 1) * sizeof(int32_t), "the sampler's prefix sums");
-  s->scratch_bytes = (int64_t)(d * 16 + e * 8 + t * 12 + p * 8 + 4);
-  return GD_OK;
+    gd_status st = GD_OK;
+    cpu_scratch *c = NULL;
+    if (s->backend != GD_SAMPLER_CPU) return no_device("the CUDA sampler");
+    c = gd_calloc(1, sizeof *c);
+    GD_REQUIRE(c, GD_ERR_NO_MEMORY, "gd_sampler_create: out of memory for the CPU scratch");
+    s->cpu = c;
+    const size_t d = (size_t)s->max_dst_all, e = (size_t)s->max_edges_all, t = (size_t)s->max_table,
+                 p = (size_t)s->max_pos_all;
+    GD_ALLOC(c->starts, d * sizeof(int64_t), "the sampler's list starts");
+    GD_ALLOC(c->degs, d * sizeof(int64_t), "the sampler's degrees");
+    GD_ALLOC(c->edge_ids, e * sizeof(int64_t), "the sampler's neighbour ids");
+    GD_ALLOC(c->keys, t * sizeof(int64_t), "the sampler's relabelling table");
+    GD_ALLOC(c->vals, t * sizeof(int32_t), "the sampler's relabelling table");
+    GD_ALLOC(c->slots, p * sizeof(int32_t), "the sampler's table slots");
+    GD_ALLOC(c->scan, (p + 1) * sizeof(int32_t), "the sampler's prefix sums");
+    s->scratch_bytes = (int64_t)(d * 16 + e * 8 + t * 12 + p * 8 + 4);
+    return GD_OK;
 fail:
-  cpu_sampler_release(s);
-  return st;
+    cpu_sampler_release(s);
+    return st;
 }
 
 static gd_status cpu_minibatch_init(const gd_sampler_t *s, gd_minibatch_t *mb) {
-  gd_status st = GD_OK;
-  GD_ALLOC(mb->base, s->minibatch_bytes, "a minibatch buffer");
-  return GD_OK;
+    gd_status st = GD_OK;
+    GD_ALLOC(mb->base, s->minibatch_bytes, "a minibatch buffer");
+    return GD_OK;
 fail:
-  return st;
+    return st;
 }
 
 static void cpu_minibatch_release(gd_minibatch_t *mb) {
-  gd_free(mb->base);
-  mb->base = NULL;
+    gd_free(mb->base);
+    mb->base = NULL;
 }
 
 static gd_status cpu_minibatch_wait(gd_minibatch_t *mb) { return GD_OK; }

@@ -1,25 +1,23 @@
 /*
- * The CUDA sampler. The same kernels read the graph from GPU memory or, over
- * PCIe, from pinned host memory (UVA): sampling is latency-bound, and thousands
- * of threads with independent reads in flight hide the latency of the link.
- * What crosses PCIe is only what a draw needs: each frontier node's two indptr
- * entries (one 16-byte load when aligned) and the drawn entries of its list
- * (Floyd's algorithm picks positions without reading the list), so the traffic
- * is O(fanout) per node, not O(degree).
+ * The CUDA sampler. The same kernels read the graph from GPU memory or, over PCIe, from pinned
+ * host memory (UVA): sampling is latency-bound, and thousands of threads with independent
+ * reads in flight hide the latency of the link. What crosses PCIe is only what a draw needs:
+ * each frontier node's two indptr entries (one 16-byte load when aligned) and the drawn
+ * entries of its list (Floyd's algorithm picks positions without reading the list), so the
+ * traffic is O(fanout) per node, not O(degree).
  *
- * One hop, all queued on the caller's stream, sizes read from device memory by
- * the kernels (launched for the worst case, idle threads exit), so the host
- * never waits: count     degree and neighbour count of every frontier node;
- * scan -> block indptr sample    a group of 8, 16 or 32 lanes (by fanout) per
- * node: the draws of Floyd's algorithm in parallel, resolved in order with
- * ballots, then the reads in parallel relabel   open-addressing hash table
- * (atomicCAS on keys) holding each node's smallest position (atomicMin);
- * positions that hold their node's minimum are first appearances; a scan of
- * those marks gives the local ids, in the canonical first-appearance order that
- * the CPU sampler produces too. After the last hop one small copy brings the
- * sizes back; gd_minibatch_block waits for it. Every CUDA call is checked;
- * scratch buffers are shared by the calls of a sampler, which are ordered with
- * an event.
+ * One hop, all queued on the caller's stream, sizes read from device memory by the kernels
+ * (launched for the worst case, idle threads exit), so the host never waits:
+ *   count     degree and neighbour count of every frontier node; scan -> block indptr
+ *   sample    a group of 8, 16 or 32 lanes (by fanout) per node: the draws of Floyd's
+ *             algorithm in parallel, resolved in order with ballots, then the reads in parallel
+ *   relabel   open-addressing hash table (atomicCAS on keys) holding each node's smallest
+ *             position (atomicMin); positions that hold their node's minimum are first
+ *             appearances; a scan of those marks gives the local ids, in the canonical
+ *             first-appearance order that the CPU sampler produces too.
+ * After the last hop one small copy brings the sizes back; gd_minibatch_block waits for it.
+ * Every CUDA call is checked; scratch buffers are shared by the calls of a sampler, which are
+ * ordered with an event.
  */
 #include "core/cuda.h"
 #include "internal.h"
@@ -45,55 +43,52 @@ enum { ERR_RANGE = 1, ERR_DUPLICATE = 2 };
 
 /* The first seed error a kernel meets (device memory). */
 typedef struct {
-  unsigned int flag;
-  unsigned int kind;
-  long long pos;
-  long long id;
-  long long other;
+    unsigned int flag;
+    unsigned int kind;
+    long long pos;
+    long long id;
+    long long other;
 } sample_error;
 
 struct gd__cuda_sampler {
-  void *d_base; /* one allocation holding every scratch array */
-  long long *d_starts, *d_degs;
-  int *d_counts;
-  long long *d_edge_ids, *d_pos;
-  unsigned long long *d_keys;
-  int *d_vals, *d_slots, *d_flags, *d_scan;
-  void *d_cub;
-  size_t cub_bytes;
-  sample_error *d_err;
-  long long *h_seeds;       /* pinned staging for host seeds */
-  cudaEvent_t done;         /* after each call's last operation */
-  cudaEvent_t staging_free; /* after the copy that last read h_seeds */
-  int events;
-  int grid_cap;
-  int vec_indptr; /* indptr is 16-byte aligned: read a node's two entries in one
-                     load */
+    void *d_base; /* one allocation holding every scratch array */
+    long long *d_starts, *d_degs;
+    int *d_counts;
+    long long *d_edge_ids, *d_pos;
+    unsigned long long *d_keys;
+    int *d_vals, *d_slots, *d_flags, *d_scan;
+    void *d_cub;
+    size_t cub_bytes;
+    sample_error *d_err;
+    long long *h_seeds;       /* pinned staging for host seeds */
+    cudaEvent_t done;         /* after each call's last operation */
+    cudaEvent_t staging_free; /* after the copy that last read h_seeds */
+    int events;
+    int grid_cap;
+    int vec_indptr; /* indptr is 16-byte aligned: read a node's two entries in one
+                       load */
 };
 
 struct gd__cuda_minibatch {
-  long long *d_sizes;
-  long long *h_sizes;
-  cudaEvent_t ready;
-  int has_event;
+    long long *d_sizes;
+    long long *h_sizes;
+    cudaEvent_t ready;
+    int has_event;
 };
 
 /* ------------------------------------------------------------------ kernels */
 
-__device__ __forceinline__ void record_error(sample_error *err, unsigned kind,
-                                             long long pos, long long id,
-                                             long long other) {
-  if (atomicCAS(&err->flag, 0u, 1u) == 0u) {
-    err->kind = kind;
-    err->pos = pos;
-    err->id = id;
-    err->other = other;
-  }
+__device__ __forceinline__ void record_error(sample_error *err, unsigned kind, long long pos,
+                                             long long id, long long other) {
+    if (atomicCAS(&err->flag, 0u, 1u) == 0u) {
+        err->kind = kind;
+        err->pos = pos;
+        err->id = id;
+        err->other = other;
+    }
 }
 
-__global__ void set_seed_count_kernel(long long *sizes, long long n) {
-  sizes[0] = n;
-}
+__global__ void set_seed_count_kernel(long long *sizes, long long n) { sizes[0] = n; }
 
 /*
  * counts[i] = neighbours of frontier node i (0 past the frontier, up to items),
@@ -101,36 +96,33 @@ __global__ void set_seed_count_kernel(long long *sizes, long long n) {
  * seeds.
  */
 __global__ void __launch_bounds__(BLOCK)
-    count_kernel(const long long *__restrict__ nodes,
-                 const long long *__restrict__ nf_ptr,
-                 const long long *__restrict__ indptr, long long num_nodes,
-                 int fanout, int replace, int check, int vec,
-                 long long *__restrict__ starts, long long *__restrict__ degs,
+    count_kernel(const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
+                 const long long *__restrict__ indptr, long long num_nodes, int fanout, int replace,
+                 int check, int vec, long long *__restrict__ starts, long long *__restrict__ degs,
                  int *__restrict__ counts, long long items, sample_error *err) {
-  const long long nf = *nf_ptr;
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-       i < items; i += stride) {
-    int c = 0;
-    if (i < nf) {
-      const long long v = nodes[i];
-      long long start = 0, end = 0;
-      if (check && (v < 0 || v >= num_nodes)) {
-        record_error(err, ERR_RANGE, i, v, 0);
-      } else if (vec && (v & 1) == 0) {
-        const longlong2 p = __ldg((const longlong2 *)(indptr + v));
-        start = p.x;
-        end = p.y;
-      } else {
-        start = __ldg(indptr + v);
-        end = __ldg(indptr + v + 1);
-      }
-      starts[i] = start;
-      degs[i] = end - start;
-      c = (int)gd__sample_count(end - start, fanout, replace);
+    const long long nf = *nf_ptr;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < items; i += stride) {
+        int c = 0;
+        if (i < nf) {
+            const long long v = nodes[i];
+            long long start = 0, end = 0;
+            if (check && (v < 0 || v >= num_nodes)) {
+                record_error(err, ERR_RANGE, i, v, 0);
+            } else if (vec && (v & 1) == 0) {
+                const longlong2 p = __ldg((const longlong2 *)(indptr + v));
+                start = p.x;
+                end = p.y;
+            } else {
+                start = __ldg(indptr + v);
+                end = __ldg(indptr + v + 1);
+            }
+            starts[i] = start;
+            degs[i] = end - start;
+            c = (int)gd__sample_count(end - start, fanout, replace);
+        }
+        counts[i] = c;
     }
-    counts[i] = c;
-  }
 }
 
 /*
@@ -142,253 +134,220 @@ __global__ void __launch_bounds__(BLOCK)
 template <int G, typename IdxT>
 __global__ void __launch_bounds__(BLOCK)
     sample_kernel(unsigned long long key, unsigned hop, int fanout, int replace,
-                  const long long *__restrict__ nodes,
-                  const long long *__restrict__ nf_ptr,
-                  const long long *__restrict__ starts,
-                  const long long *__restrict__ degs,
-                  const int *__restrict__ bindptr,
-                  const IdxT *__restrict__ indices,
+                  const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
+                  const long long *__restrict__ starts, const long long *__restrict__ degs,
+                  const int *__restrict__ bindptr, const IdxT *__restrict__ indices,
                   long long *__restrict__ edge_ids, long long *pos_scratch) {
-  const cg::thread_block_tile<G> tile =
-      cg::tiled_partition<G>(cg::this_thread_block());
-  const int lane = (int)tile.thread_rank();
-  const long long nf = *nf_ptr;
-  const long long groups = (long long)gridDim.x * (blockDim.x / G);
-  for (long long i = (long long)blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
-       i < nf; i += groups) {
-    const int off = bindptr[i];
-    const int cnt = bindptr[i + 1] - off;
-    if (cnt == 0)
-      continue;
-    const long long start = starts[i], deg = degs[i];
-    long long *out = edge_ids + off;
-    if (fanout < 0 || (!replace && cnt == deg)) {
-      for (int j = lane; j < cnt; j += G)
-        out[j] = (long long)indices[start + j];
-      continue;
+    const cg::thread_block_tile<G> tile = cg::tiled_partition<G>(cg::this_thread_block());
+    const int lane = (int)tile.thread_rank();
+    const long long nf = *nf_ptr;
+    const long long groups = (long long)gridDim.x * (blockDim.x / G);
+    for (long long i = (long long)blockIdx.x * (blockDim.x / G) + threadIdx.x / G; i < nf;
+         i += groups) {
+        const int off = bindptr[i];
+        const int cnt = bindptr[i + 1] - off;
+        if (cnt == 0) continue;
+        const long long start = starts[i], deg = degs[i];
+        long long *out = edge_ids + off;
+        if (fanout < 0 || (!replace && cnt == deg)) {
+            for (int j = lane; j < cnt; j += G) out[j] = (long long)indices[start + j];
+            continue;
+        }
+        const unsigned long long v = (unsigned long long)nodes[i];
+        if (replace) {
+            for (int j = lane; j < cnt; j += G)
+                out[j] =
+                    (long long)indices[start + (long long)gd__sample_draw(key, v, hop, (unsigned)j,
+                                                                          (unsigned long long)deg)];
+            continue;
+        }
+        const long long base = deg - cnt;
+        if (cnt <= G) {
+            /* Lane j draws t_j; step j takes t_j unless an earlier step took it. */
+            long long t = 0, c = 0;
+            if (lane < cnt)
+                t = (long long)gd__sample_draw(key, v, hop, (unsigned)lane,
+                                               (unsigned long long)(base + lane + 1));
+            for (int j = 0; j < cnt; j++) {
+                const long long tj = tile.shfl(t, j);
+                const bool hit = tile.any(lane < j && c == tj);
+                if (lane == j) c = hit ? base + j : tj;
+            }
+            if (lane < cnt) out[lane] = (long long)indices[start + c];
+            continue;
+        }
+        /* More draws than lanes: the positions taken so far live in scratch memory.
+         */
+        long long *pos = pos_scratch + off;
+        for (int j0 = 0; j0 < cnt; j0 += G) {
+            const int jl = j0 + lane;
+            const long long t =
+                jl < cnt ? (long long)gd__sample_draw(key, v, hop, (unsigned)jl,
+                                                      (unsigned long long)(base + jl + 1))
+                         : 0;
+            const int jend = j0 + G < cnt ? j0 + G : cnt;
+            for (int j = j0; j < jend; j++) {
+                const long long tj = tile.shfl(t, j - j0);
+                bool hit = false;
+                for (int q = lane; q < j; q += G) hit |= pos[q] == tj;
+                hit = tile.any(hit);
+                if (lane == j - j0) pos[j] = hit ? base + j : tj;
+                tile.sync();
+            }
+        }
+        for (int j = lane; j < cnt; j += G) out[j] = (long long)indices[start + pos[j]];
     }
-    const unsigned long long v = (unsigned long long)nodes[i];
-    if (replace) {
-      for (int j = lane; j < cnt; j += G)
-        out[j] = (long long)indices[start + (long long)gd__sample_draw(
-                                                key, v, hop, (unsigned)j,
-                                                (unsigned long long)deg)];
-      continue;
-    }
-    const long long base = deg - cnt;
-    if (cnt <= G) {
-      /* Lane j draws t_j; step j takes t_j unless an earlier step took it. */
-      long long t = 0, c = 0;
-      if (lane < cnt)
-        t = (long long)gd__sample_draw(key, v, hop, (unsigned)lane,
-                                       (unsigned long long)(base + lane + 1));
-      for (int j = 0; j < cnt; j++) {
-        const long long tj = tile.shfl(t, j);
-        const bool hit = tile.any(lane < j && c == tj);
-        if (lane == j)
-          c = hit ? base + j : tj;
-      }
-      if (lane < cnt)
-        out[lane] = (long long)indices[start + c];
-      continue;
-    }
-    /* More draws than lanes: the positions taken so far live in scratch memory.
-     */
-    long long *pos = pos_scratch + off;
-    for (int j0 = 0; j0 < cnt; j0 += G) {
-      const int jl = j0 + lane;
-      const long long t =
-          jl < cnt
-              ? (long long)gd__sample_draw(key, v, hop, (unsigned)jl,
-                                           (unsigned long long)(base + jl + 1))
-              : 0;
-      const int jend = j0 + G < cnt ? j0 + G : cnt;
-      for (int j = j0; j < jend; j++) {
-        const long long tj = tile.shfl(t, j - j0);
-        bool hit = false;
-        for (int q = lane; q < j; q += G)
-          hit |= pos[q] == tj;
-        hit = tile.any(hit);
-        if (lane == j - j0)
-          pos[j] = hit ? base + j : tj;
-        tile.sync();
-      }
-    }
-    for (int j = lane; j < cnt; j += G)
-      out[j] = (long long)indices[start + pos[j]];
-  }
 }
 
 __global__ void __launch_bounds__(BLOCK)
     clear_table_kernel(unsigned long long *keys, int *vals, long long cap) {
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < cap;
-       i += stride) {
-    keys[i] = EMPTY_KEY;
-    vals[i] = INT_MAX;
-  }
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < cap; i += stride) {
+        keys[i] = EMPTY_KEY;
+        vals[i] = INT_MAX;
+    }
 }
 
 /* The slot of key, inserting it if absent (the table never fills: load <= 1/2).
  */
 __device__ __forceinline__ unsigned long long
-table_insert(unsigned long long *keys, unsigned long long mask,
-             unsigned long long key) {
-  unsigned long long h = gd__sample_hash(key) & mask;
-  for (;;) {
-    unsigned long long cur = *(volatile unsigned long long *)&keys[h];
-    if (cur == key)
-      return h;
-    if (cur == EMPTY_KEY) {
-      cur = atomicCAS(&keys[h], EMPTY_KEY, key);
-      if (cur == EMPTY_KEY || cur == key)
-        return h;
+table_insert(unsigned long long *keys, unsigned long long mask, unsigned long long key) {
+    unsigned long long h = gd__sample_hash(key) & mask;
+    for (;;) {
+        unsigned long long cur = *(volatile unsigned long long *)&keys[h];
+        if (cur == key) return h;
+        if (cur == EMPTY_KEY) {
+            cur = atomicCAS(&keys[h], EMPTY_KEY, key);
+            if (cur == EMPTY_KEY || cur == key) return h;
+        }
+        h = (h + 1) & mask;
     }
-    h = (h + 1) & mask;
-  }
 }
 
 /* Every position p of the hop (frontier nodes, then edges) records itself in
  * its node's slot. */
 __global__ void __launch_bounds__(BLOCK)
-    insert_kernel(const long long *__restrict__ nodes,
-                  const long long *__restrict__ nf_ptr,
-                  const int *__restrict__ bindptr,
-                  const long long *__restrict__ edge_ids,
+    insert_kernel(const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
+                  const int *__restrict__ bindptr, const long long *__restrict__ edge_ids,
                   unsigned long long *keys, int *vals, unsigned long long mask,
                   int *__restrict__ slots, long long items) {
-  const long long nf = *nf_ptr;
-  const long long P = nf + bindptr[nf];
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-       p < items && p < P; p += stride) {
-    const long long key = p < nf ? nodes[p] : edge_ids[p - nf];
-    const unsigned long long slot =
-        table_insert(keys, mask, (unsigned long long)key);
-    /* Minimums only decrease, so a stale read that is already <= p is safe to
-     * trust. */
-    if (*(volatile int *)&vals[slot] > (int)p)
-      atomicMin(&vals[slot], (int)p);
-    slots[p] = (int)slot;
-  }
+    const long long nf = *nf_ptr;
+    const long long P = nf + bindptr[nf];
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < items && p < P;
+         p += stride) {
+        const long long key = p < nf ? nodes[p] : edge_ids[p - nf];
+        const unsigned long long slot = table_insert(keys, mask, (unsigned long long)key);
+        /* Minimums only decrease, so a stale read that is already <= p is safe to
+         * trust. */
+        if (*(volatile int *)&vals[slot] > (int)p) atomicMin(&vals[slot], (int)p);
+        slots[p] = (int)slot;
+    }
 }
 
 /* flags[p] = 1 where position p is its node's first appearance (0 past the hop,
  * to items). */
 __global__ void __launch_bounds__(BLOCK)
-    flag_kernel(const long long *__restrict__ nodes,
-                const long long *__restrict__ nf_ptr,
+    flag_kernel(const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
                 const int *__restrict__ bindptr, const int *__restrict__ vals,
-                const int *__restrict__ slots, int *__restrict__ flags,
-                long long items, int check, sample_error *err) {
-  const long long nf = *nf_ptr;
-  const long long P = nf + bindptr[nf];
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-       p < items; p += stride) {
-    int f = 0;
-    if (p < P) {
-      const int first = vals[slots[p]];
-      f = first == (int)p;
-      if (!f && check && p < nf)
-        record_error(err, ERR_DUPLICATE, p, nodes[p], first);
+                const int *__restrict__ slots, int *__restrict__ flags, long long items, int check,
+                sample_error *err) {
+    const long long nf = *nf_ptr;
+    const long long P = nf + bindptr[nf];
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < items; p += stride) {
+        int f = 0;
+        if (p < P) {
+            const int first = vals[slots[p]];
+            f = first == (int)p;
+            if (!f && check && p < nf) record_error(err, ERR_DUPLICATE, p, nodes[p], first);
+        }
+        flags[p] = f;
     }
-    flags[p] = f;
-  }
 }
 
 /* Local ids of the edges, the new source nodes appended to the node list, and
  * the sizes. */
 __global__ void __launch_bounds__(BLOCK)
-    finalize_kernel(long long *nodes, long long *sizes, int hop,
-                    const int *__restrict__ bindptr,
-                    const long long *__restrict__ edge_ids,
-                    const int *__restrict__ vals, const int *__restrict__ slots,
-                    const int *__restrict__ scan, int *__restrict__ bindices,
-                    long long items) {
-  const long long nf = sizes[hop];
-  const long long ne = bindptr[nf];
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  for (long long j = tid; j < items && j < ne; j += stride) {
-    const int first = vals[slots[nf + j]];
-    bindices[j] = scan[first];
-    if (first == (int)(nf + j))
-      nodes[scan[nf + j]] = edge_ids[j];
-  }
-  if (tid == 0) {
-    sizes[GD__SIZES_EDGES + hop] = ne;
-    /* Written last by thread 0, read by the next hop's kernels only (stream
-     * order). */
-    sizes[hop + 1] = scan[nf + ne];
-  }
+    finalize_kernel(long long *nodes, long long *sizes, int hop, const int *__restrict__ bindptr,
+                    const long long *__restrict__ edge_ids, const int *__restrict__ vals,
+                    const int *__restrict__ slots, const int *__restrict__ scan,
+                    int *__restrict__ bindices, long long items) {
+    const long long nf = sizes[hop];
+    const long long ne = bindptr[nf];
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (long long j = tid; j < items && j < ne; j += stride) {
+        const int first = vals[slots[nf + j]];
+        bindices[j] = scan[first];
+        if (first == (int)(nf + j)) nodes[scan[nf + j]] = edge_ids[j];
+    }
+    if (tid == 0) {
+        sizes[GD__SIZES_EDGES + hop] = ne;
+        /* Written last by thread 0, read by the next hop's kernels only (stream
+         * order). */
+        sizes[hop + 1] = scan[nf + ne];
+    }
 }
 
-/* ------------------------------------------------------------------ host side
- */
+/* ------------------------------------------------------------------ host side */
 
 static gd_status check_device(int device, const char *what) {
-  const int count = gd__cuda_device_count();
-  if (count == 0)
-    return gd__error(GD_ERR_NO_DEVICE,
-                     "%s needs a GPU and none is visible (check nvidia-smi and "
-                     "CUDA_VISIBLE_DEVICES), or use the CPU sampler",
-                     what);
-  if (device < 0 || device >= count)
-    return gd__error(GD_ERR_RANGE,
-                     "%s: GPU %d does not exist: %d GPU(s) visible (0..%d)",
-                     what, device, count, count - 1);
-  return GD_OK;
+    const int count = gd__cuda_device_count();
+    if (count == 0)
+        return gd__error(GD_ERR_NO_DEVICE,
+                         "%s needs a GPU and none is visible (check nvidia-smi and "
+                         "CUDA_VISIBLE_DEVICES), or use the CPU sampler",
+                         what);
+    if (device < 0 || device >= count)
+        return gd__error(GD_ERR_RANGE, "%s: GPU %d does not exist: %d GPU(s) visible (0..%d)", what,
+                         device, count, count - 1);
+    return GD_OK;
 }
 
 static gd_status enter_device(int device, int *prev) {
-  gd_status st = GD_OK;
-  *prev = -1;
-  GD_CUDA_CHECK(cudaGetDevice(prev));
-  if (*prev != device)
-    GD_CUDA_CHECK(cudaSetDevice(device));
-  return GD_OK;
+    gd_status st = GD_OK;
+    *prev = -1;
+    GD_CUDA_CHECK(cudaGetDevice(prev));
+    if (*prev != device) GD_CUDA_CHECK(cudaSetDevice(device));
+    return GD_OK;
 fail:
-  return st;
+    return st;
 }
 
 static void leave_device(int device, int prev) {
-  if (prev >= 0 && prev != device && cudaSetDevice(prev) != cudaSuccess)
-    (void)cudaGetLastError();
+    if (prev >= 0 && prev != device && cudaSetDevice(prev) != cudaSuccess) (void)cudaGetLastError();
 }
 
 static gd_status pinned_alloc(void **p, size_t bytes, const char *what) {
-  *p = NULL;
-  if (gd__fault_hit(GD_FAULT_PIN))
-    return gd__error(GD_ERR_PIN,
-                     "cudaHostAlloc of %zu bytes for %s failed: injected fault "
-                     "(GD_FAULT_PIN)",
-                     bytes, what);
-  cudaError_t ce = cudaHostAlloc(p, bytes ? bytes : 16, cudaHostAllocDefault);
-  if (ce != cudaSuccess) {
-    (void)cudaGetLastError();
     *p = NULL;
-    struct rlimit rl;
-    long long lim =
-        getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
-            ? (long long)rl.rlim_cur
-            : -1;
-    return gd__error(
-        GD_ERR_PIN,
-        "cudaHostAlloc of %zu bytes for %s failed: %s (%s); the locked-memory "
-        "limit (ulimit -l) is %lld bytes (-1 = unlimited): raise it or free "
-        "host "
-        "memory",
-        bytes, what, cudaGetErrorString(ce), cudaGetErrorName(ce), lim);
-  }
-  return GD_OK;
+    if (gd__fault_hit(GD_FAULT_PIN))
+        return gd__error(GD_ERR_PIN,
+                         "cudaHostAlloc of %zu bytes for %s failed: injected fault "
+                         "(GD_FAULT_PIN)",
+                         bytes, what);
+    cudaError_t ce = cudaHostAlloc(p, bytes ? bytes : 16, cudaHostAllocDefault);
+    if (ce != cudaSuccess) {
+        (void)cudaGetLastError();
+        *p = NULL;
+        struct rlimit rl;
+        long long lim = getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                            ? (long long)rl.rlim_cur
+                            : -1;
+        return gd__error(GD_ERR_PIN,
+                         "cudaHostAlloc of %zu bytes for %s failed: %s (%s); the locked-memory "
+                         "limit (ulimit -l) is %lld bytes (-1 = unlimited): raise it or free "
+                         "host "
+                         "memory",
+                         bytes, what, cudaGetErrorString(ce), cudaGetErrorName(ce), lim);
+    }
+    return GD_OK;
 }
 
 static unsigned grid_for(long long threads, int cap) {
-  long long b = (threads + BLOCK - 1) / BLOCK;
-  if (b < 1)
-    b = 1;
-  return (unsigned)(b < cap ? b : cap);
+    long long b = (threads + BLOCK - 1) / BLOCK;
+    if (b < 1) b = 1;
+    return (unsigned)(b < cap ? b : cap);
 }
 
 static size_t align256(size_t x) { return (x + 255) / 256 * 256; }
@@ -396,388 +355,353 @@ static size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 /* ---- graph placement */
 
 static void cuda_graph_release(gd_graph_t *g) {
-  int prev = -1;
-  if (enter_device(g->device, &prev) == GD_OK) {
-    if (g->dev_indptr)
-      (void)cudaFree(g->dev_indptr);
-    if (g->dev_indices)
-      (void)cudaFree(g->dev_indices);
-    (void)cudaGetLastError();
-    leave_device(g->device, prev);
-  }
-  g->dev_indptr = g->dev_indices = NULL;
+    int prev = -1;
+    if (enter_device(g->device, &prev) == GD_OK) {
+        if (g->dev_indptr) (void)cudaFree(g->dev_indptr);
+        if (g->dev_indices) (void)cudaFree(g->dev_indices);
+        (void)cudaGetLastError();
+        leave_device(g->device, prev);
+    }
+    g->dev_indptr = g->dev_indices = NULL;
 }
 
-static gd_status cuda_graph_to_device(gd_graph_t *g, const int64_t *indptr,
-                                      const void *indices, gd_dtype src_dtype) {
-  gd_status st = GD_OK;
-  int prev = -1;
-  int32_t *conv = NULL;
-  GD_CHECK(check_device(g->device, "placing a graph in GPU memory"));
-  GD_CHECK(enter_device(g->device, &prev));
-  if (indptr) {
-    const size_t bytes = (size_t)(g->num_nodes + 1) * sizeof(int64_t);
-    GD_CUDA_CHECK(cudaMalloc(&g->dev_indptr, bytes));
-    GD_CUDA_CHECK(
-        cudaMemcpy(g->dev_indptr, indptr, bytes, cudaMemcpyHostToDevice));
-    g->d_indptr = (const int64_t *)g->dev_indptr;
-    g->device_bytes += (int64_t)bytes;
-  }
-  if (indices) {
-    const size_t es = gd_dtype_size(g->indices_dtype);
-    const size_t bytes = (size_t)g->num_edges * es;
-    GD_CUDA_CHECK(cudaMalloc(&g->dev_indices, bytes ? bytes : 16));
-    if (src_dtype == g->indices_dtype) {
-      if (bytes)
-        GD_CUDA_CHECK(
-            cudaMemcpy(g->dev_indices, indices, bytes, cudaMemcpyHostToDevice));
-    } else {
-      /* int64 -> int32, converted on the host a chunk at a time. */
-      const int64_t *src = (const int64_t *)indices;
-      conv = (int32_t *)gd_malloc((size_t)CONVERT_CHUNK * sizeof(int32_t));
-      GD_REQUIRE(
-          conv, GD_ERR_NO_MEMORY,
-          "out of memory for the %lld-entry buffer that narrows the indices",
-          CONVERT_CHUNK);
-      for (long long lo = 0; lo < g->num_edges; lo += CONVERT_CHUNK) {
-        const long long n = g->num_edges - lo < CONVERT_CHUNK
-                                ? g->num_edges - lo
-                                : CONVERT_CHUNK;
-        for (long long i = 0; i < n; i++)
-          conv[i] = (int32_t)src[lo + i];
-        GD_CUDA_CHECK(cudaMemcpy((int32_t *)g->dev_indices + lo, conv,
-                                 (size_t)n * sizeof(int32_t),
-                                 cudaMemcpyHostToDevice));
-      }
+static gd_status cuda_graph_to_device(gd_graph_t *g, const int64_t *indptr, const void *indices,
+                                      gd_dtype src_dtype) {
+    gd_status st = GD_OK;
+    int prev = -1;
+    int32_t *conv = NULL;
+    GD_CHECK(check_device(g->device, "placing a graph in GPU memory"));
+    GD_CHECK(enter_device(g->device, &prev));
+    if (indptr) {
+        const size_t bytes = (size_t)(g->num_nodes + 1) * sizeof(int64_t);
+        GD_CUDA_CHECK(cudaMalloc(&g->dev_indptr, bytes));
+        GD_CUDA_CHECK(cudaMemcpy(g->dev_indptr, indptr, bytes, cudaMemcpyHostToDevice));
+        g->d_indptr = (const int64_t *)g->dev_indptr;
+        g->device_bytes += (int64_t)bytes;
     }
-    g->d_indices = g->dev_indices;
-    g->device_bytes += (int64_t)bytes;
-  }
-  gd_free(conv);
-  leave_device(g->device, prev);
-  return GD_OK;
+    if (indices) {
+        const size_t es = gd_dtype_size(g->indices_dtype);
+        const size_t bytes = (size_t)g->num_edges * es;
+        GD_CUDA_CHECK(cudaMalloc(&g->dev_indices, bytes ? bytes : 16));
+        if (src_dtype == g->indices_dtype) {
+            if (bytes)
+                GD_CUDA_CHECK(cudaMemcpy(g->dev_indices, indices, bytes, cudaMemcpyHostToDevice));
+        } else {
+            /* int64 -> int32, converted on the host a chunk at a time. */
+            const int64_t *src = (const int64_t *)indices;
+            conv = (int32_t *)gd_malloc((size_t)CONVERT_CHUNK * sizeof(int32_t));
+            GD_REQUIRE(conv, GD_ERR_NO_MEMORY,
+                       "out of memory for the %lld-entry buffer that narrows the indices",
+                       CONVERT_CHUNK);
+            for (long long lo = 0; lo < g->num_edges; lo += CONVERT_CHUNK) {
+                const long long n =
+                    g->num_edges - lo < CONVERT_CHUNK ? g->num_edges - lo : CONVERT_CHUNK;
+                for (long long i = 0; i < n; i++) conv[i] = (int32_t)src[lo + i];
+                GD_CUDA_CHECK(cudaMemcpy((int32_t *)g->dev_indices + lo, conv,
+                                         (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice));
+            }
+        }
+        g->d_indices = g->dev_indices;
+        g->device_bytes += (int64_t)bytes;
+    }
+    gd_free(conv);
+    leave_device(g->device, prev);
+    return GD_OK;
 fail:
-  gd_free(conv);
-  cuda_graph_release(g);
-  g->d_indptr = NULL;
-  g->d_indices = NULL;
-  leave_device(g->device, prev);
-  return st;
+    gd_free(conv);
+    cuda_graph_release(g);
+    g->d_indptr = NULL;
+    g->d_indices = NULL;
+    leave_device(g->device, prev);
+    return st;
 }
 
 /* ---- sampler */
 
 static void cuda_sampler_release(gd_sampler_t *s) {
-  gd__cuda_sampler *c = s->cuda;
-  int prev = -1;
-  if (!c)
-    return;
-  /* Release is best effort: a failed free cannot be acted on, so errors are
-   * dropped. */
-  if (enter_device(s->graph->device, &prev) == GD_OK) {
-    if (c->events >= 1)
-      (void)cudaEventSynchronize(c->done);
-    if (c->events >= 2)
-      (void)cudaEventSynchronize(c->staging_free);
-    if (c->events >= 1)
-      (void)cudaEventDestroy(c->done);
-    if (c->events >= 2)
-      (void)cudaEventDestroy(c->staging_free);
-    if (c->d_base)
-      (void)cudaFree(c->d_base);
-    if (c->d_err)
-      (void)cudaFree(c->d_err);
-    if (c->h_seeds)
-      (void)cudaFreeHost(c->h_seeds);
-    (void)cudaGetLastError();
-    leave_device(s->graph->device, prev);
-  }
-  gd_free(c);
-  s->cuda = NULL;
+    gd__cuda_sampler *c = s->cuda;
+    int prev = -1;
+    if (!c) return;
+    /* Release is best effort: a failed free cannot be acted on, so errors are
+     * dropped. */
+    if (enter_device(s->graph->device, &prev) == GD_OK) {
+        if (c->events >= 1) (void)cudaEventSynchronize(c->done);
+        if (c->events >= 2) (void)cudaEventSynchronize(c->staging_free);
+        if (c->events >= 1) (void)cudaEventDestroy(c->done);
+        if (c->events >= 2) (void)cudaEventDestroy(c->staging_free);
+        if (c->d_base) (void)cudaFree(c->d_base);
+        if (c->d_err) (void)cudaFree(c->d_err);
+        if (c->h_seeds) (void)cudaFreeHost(c->h_seeds);
+        (void)cudaGetLastError();
+        leave_device(s->graph->device, prev);
+    }
+    gd_free(c);
+    s->cuda = NULL;
 }
 
 static gd_status cuda_sampler_init(gd_sampler_t *s) {
-  gd_status st = GD_OK;
-  gd__cuda_sampler *c = NULL;
-  const int device = s->graph->device;
-  int prev = -1, sms = 0;
-  GD_CHECK(check_device(device, "the CUDA sampler"));
-  GD_CHECK(enter_device(device, &prev));
-  c = (gd__cuda_sampler *)gd_calloc(1, sizeof *c);
-  GD_REQUIRE(c, GD_ERR_NO_MEMORY,
-             "the CUDA sampler: out of memory for its state");
-  s->cuda = c;
-  GD_CUDA_CHECK(
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  c->grid_cap = sms * (2048 / BLOCK);
-  c->vec_indptr = ((uintptr_t)s->graph->d_indptr & 15) == 0;
-  GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming));
-  c->events = 1;
-  GD_CUDA_CHECK(
-      cudaEventCreateWithFlags(&c->staging_free, cudaEventDisableTiming));
-  c->events = 2;
-  {
-    const size_t d = (size_t)s->max_dst_all, e = (size_t)s->max_edges_all,
-                 t = (size_t)s->max_table, p = (size_t)s->max_pos_all;
-    GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum((void *)NULL, c->cub_bytes,
-                                                (const int *)NULL, (int *)NULL,
-                                                (int)(p + 1), (cudaStream_t)0));
-    size_t off[12], total = 0;
-    const size_t sizes[12] = {d * 8,       d * 8,       (d + 1) * 4,  e * 8,
-                              e * 8,       t * 8,       t * 4,        p * 4,
-                              (p + 1) * 4, (p + 1) * 4, c->cub_bytes, 16};
-    for (int k = 0; k < 12; k++) {
-      off[k] = total;
-      total = align256(total + (sizes[k] ? sizes[k] : 16));
+    gd_status st = GD_OK;
+    gd__cuda_sampler *c = NULL;
+    const int device = s->graph->device;
+    int prev = -1, sms = 0;
+    GD_CHECK(check_device(device, "the CUDA sampler"));
+    GD_CHECK(enter_device(device, &prev));
+    c = (gd__cuda_sampler *)gd_calloc(1, sizeof *c);
+    GD_REQUIRE(c, GD_ERR_NO_MEMORY, "the CUDA sampler: out of memory for its state");
+    s->cuda = c;
+    GD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    c->grid_cap = sms * (2048 / BLOCK);
+    c->vec_indptr = ((uintptr_t)s->graph->d_indptr & 15) == 0;
+    GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming));
+    c->events = 1;
+    GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->staging_free, cudaEventDisableTiming));
+    c->events = 2;
+    {
+        const size_t d = (size_t)s->max_dst_all, e = (size_t)s->max_edges_all,
+                     t = (size_t)s->max_table, p = (size_t)s->max_pos_all;
+        GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum((void *)NULL, c->cub_bytes, (const int *)NULL,
+                                                    (int *)NULL, (int)(p + 1), (cudaStream_t)0));
+        size_t off[12], total = 0;
+        const size_t sizes[12] = {d * 8, d * 8, (d + 1) * 4, e * 8,       e * 8,        t * 8,
+                                  t * 4, p * 4, (p + 1) * 4, (p + 1) * 4, c->cub_bytes, 16};
+        for (int k = 0; k < 12; k++) {
+            off[k] = total;
+            total = align256(total + (sizes[k] ? sizes[k] : 16));
+        }
+        GD_CUDA_CHECK(cudaMalloc(&c->d_base, total));
+        unsigned char *b = (unsigned char *)c->d_base;
+        c->d_starts = (long long *)(b + off[0]);
+        c->d_degs = (long long *)(b + off[1]);
+        c->d_counts = (int *)(b + off[2]);
+        c->d_edge_ids = (long long *)(b + off[3]);
+        c->d_pos = (long long *)(b + off[4]);
+        c->d_keys = (unsigned long long *)(b + off[5]);
+        c->d_vals = (int *)(b + off[6]);
+        c->d_slots = (int *)(b + off[7]);
+        c->d_flags = (int *)(b + off[8]);
+        c->d_scan = (int *)(b + off[9]);
+        c->d_cub = b + off[10];
+        s->scratch_bytes = (int64_t)total;
     }
-    GD_CUDA_CHECK(cudaMalloc(&c->d_base, total));
-    unsigned char *b = (unsigned char *)c->d_base;
-    c->d_starts = (long long *)(b + off[0]);
-    c->d_degs = (long long *)(b + off[1]);
-    c->d_counts = (int *)(b + off[2]);
-    c->d_edge_ids = (long long *)(b + off[3]);
-    c->d_pos = (long long *)(b + off[4]);
-    c->d_keys = (unsigned long long *)(b + off[5]);
-    c->d_vals = (int *)(b + off[6]);
-    c->d_slots = (int *)(b + off[7]);
-    c->d_flags = (int *)(b + off[8]);
-    c->d_scan = (int *)(b + off[9]);
-    c->d_cub = b + off[10];
-    s->scratch_bytes = (int64_t)total;
-  }
-  GD_CUDA_CHECK(cudaMalloc((void **)&c->d_err, sizeof(sample_error)));
-  GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof(sample_error)));
-  GD_CHECK(pinned_alloc((void **)&c->h_seeds,
-                        (size_t)s->max_dst[0] * sizeof(long long),
-                        "the sampler's seed staging buffer"));
-  GD_CUDA_CHECK(cudaDeviceSynchronize());
-  leave_device(device, prev);
-  return GD_OK;
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_err, sizeof(sample_error)));
+    GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof(sample_error)));
+    GD_CHECK(pinned_alloc((void **)&c->h_seeds, (size_t)s->max_dst[0] * sizeof(long long),
+                          "the sampler's seed staging buffer"));
+    GD_CUDA_CHECK(cudaDeviceSynchronize());
+    leave_device(device, prev);
+    return GD_OK;
 fail:
-  cuda_sampler_release(s);
-  leave_device(device, prev);
-  return st;
+    cuda_sampler_release(s);
+    leave_device(device, prev);
+    return st;
 }
 
 /* ---- minibatch buffers */
 
 static void cuda_minibatch_release(gd_minibatch_t *mb) {
-  gd__cuda_minibatch *m = mb->cuda;
-  int prev = -1;
-  if (enter_device(mb->device, &prev) == GD_OK) {
-    if (m && m->has_event) {
-      (void)cudaEventSynchronize(m->ready);
-      (void)cudaEventDestroy(m->ready);
+    gd__cuda_minibatch *m = mb->cuda;
+    int prev = -1;
+    if (enter_device(mb->device, &prev) == GD_OK) {
+        if (m && m->has_event) {
+            (void)cudaEventSynchronize(m->ready);
+            (void)cudaEventDestroy(m->ready);
+        }
+        if (mb->base) (void)cudaFree(mb->base);
+        if (m && m->d_sizes) (void)cudaFree(m->d_sizes);
+        if (m && m->h_sizes) (void)cudaFreeHost(m->h_sizes);
+        (void)cudaGetLastError();
+        leave_device(mb->device, prev);
     }
-    if (mb->base)
-      (void)cudaFree(mb->base);
-    if (m && m->d_sizes)
-      (void)cudaFree(m->d_sizes);
-    if (m && m->h_sizes)
-      (void)cudaFreeHost(m->h_sizes);
-    (void)cudaGetLastError();
-    leave_device(mb->device, prev);
-  }
-  mb->base = NULL;
-  gd_free(m);
-  mb->cuda = NULL;
+    mb->base = NULL;
+    gd_free(m);
+    mb->cuda = NULL;
 }
 
-static gd_status cuda_minibatch_init(const gd_sampler_t *s,
-                                     gd_minibatch_t *mb) {
-  gd_status st = GD_OK;
-  gd__cuda_minibatch *m = NULL;
-  int prev = -1;
-  const size_t sizes_bytes = GD__SIZES_COUNT * sizeof(long long);
-  GD_CHECK(enter_device(mb->device, &prev));
-  m = (gd__cuda_minibatch *)gd_calloc(1, sizeof *m);
-  GD_REQUIRE(m, GD_ERR_NO_MEMORY,
-             "gd_minibatch_create: out of memory for the handle");
-  mb->cuda = m;
-  GD_CUDA_CHECK(cudaMalloc(&mb->base, s->minibatch_bytes));
-  GD_CUDA_CHECK(cudaMalloc((void **)&m->d_sizes, sizes_bytes));
-  GD_CUDA_CHECK(cudaMemset(m->d_sizes, 0, sizes_bytes));
-  GD_CHECK(
-      pinned_alloc((void **)&m->h_sizes, sizes_bytes, "a minibatch's sizes"));
-  GD_CUDA_CHECK(cudaEventCreateWithFlags(&m->ready, cudaEventDisableTiming));
-  m->has_event = 1;
-  GD_CUDA_CHECK(cudaDeviceSynchronize());
-  leave_device(mb->device, prev);
-  return GD_OK;
+static gd_status cuda_minibatch_init(const gd_sampler_t *s, gd_minibatch_t *mb) {
+    gd_status st = GD_OK;
+    gd__cuda_minibatch *m = NULL;
+    int prev = -1;
+    const size_t sizes_bytes = GD__SIZES_COUNT * sizeof(long long);
+    GD_CHECK(enter_device(mb->device, &prev));
+    m = (gd__cuda_minibatch *)gd_calloc(1, sizeof *m);
+    GD_REQUIRE(m, GD_ERR_NO_MEMORY, "gd_minibatch_create: out of memory for the handle");
+    mb->cuda = m;
+    GD_CUDA_CHECK(cudaMalloc(&mb->base, s->minibatch_bytes));
+    GD_CUDA_CHECK(cudaMalloc((void **)&m->d_sizes, sizes_bytes));
+    GD_CUDA_CHECK(cudaMemset(m->d_sizes, 0, sizes_bytes));
+    GD_CHECK(pinned_alloc((void **)&m->h_sizes, sizes_bytes, "a minibatch's sizes"));
+    GD_CUDA_CHECK(cudaEventCreateWithFlags(&m->ready, cudaEventDisableTiming));
+    m->has_event = 1;
+    GD_CUDA_CHECK(cudaDeviceSynchronize());
+    leave_device(mb->device, prev);
+    return GD_OK;
 fail:
-  cuda_minibatch_release(mb);
-  leave_device(mb->device, prev);
-  return st;
+    cuda_minibatch_release(mb);
+    leave_device(mb->device, prev);
+    return st;
 }
 
 static gd_status cuda_minibatch_wait(gd_minibatch_t *mb) {
-  gd_status st = GD_OK;
-  gd__cuda_minibatch *m = mb->cuda;
-  int prev = -1;
-  GD_CHECK(enter_device(mb->device, &prev));
-  GD_CUDA_CHECK(cudaEventSynchronize(m->ready));
-  memcpy(mb->sizes, m->h_sizes, sizeof mb->sizes);
-  mb->pending = 0;
-  leave_device(mb->device, prev);
-  return GD_OK;
+    gd_status st = GD_OK;
+    gd__cuda_minibatch *m = mb->cuda;
+    int prev = -1;
+    GD_CHECK(enter_device(mb->device, &prev));
+    GD_CUDA_CHECK(cudaEventSynchronize(m->ready));
+    memcpy(mb->sizes, m->h_sizes, sizeof mb->sizes);
+    mb->pending = 0;
+    leave_device(mb->device, prev);
+    return GD_OK;
 fail:
-  leave_device(mb->device, prev);
-  return st;
+    leave_device(mb->device, prev);
+    return st;
 }
 
 /* ---- sampling */
 
 template <int G>
-static void launch_sample(unsigned grid, cudaStream_t stream, int is32,
-                          unsigned long long key, unsigned hop, int fanout,
-                          int replace, const long long *nodes,
-                          const long long *nf_ptr, const gd__cuda_sampler *c,
-                          const int *bindptr, const void *indices) {
-  if (is32)
-    sample_kernel<G, int><<<grid, BLOCK, 0, stream>>>(
-        key, hop, fanout, replace, nodes, nf_ptr, c->d_starts, c->d_degs,
-        bindptr, (const int *)indices, c->d_edge_ids, c->d_pos);
-  else
-    sample_kernel<G, long long><<<grid, BLOCK, 0, stream>>>(
-        key, hop, fanout, replace, nodes, nf_ptr, c->d_starts, c->d_degs,
-        bindptr, (const long long *)indices, c->d_edge_ids, c->d_pos);
+static void launch_sample(unsigned grid, cudaStream_t stream, int is32, unsigned long long key,
+                          unsigned hop, int fanout, int replace, const long long *nodes,
+                          const long long *nf_ptr, const gd__cuda_sampler *c, const int *bindptr,
+                          const void *indices) {
+    if (is32)
+        sample_kernel<G, int><<<grid, BLOCK, 0, stream>>>(
+            key, hop, fanout, replace, nodes, nf_ptr, c->d_starts, c->d_degs, bindptr,
+            (const int *)indices, c->d_edge_ids, c->d_pos);
+    else
+        sample_kernel<G, long long><<<grid, BLOCK, 0, stream>>>(
+            key, hop, fanout, replace, nodes, nf_ptr, c->d_starts, c->d_degs, bindptr,
+            (const long long *)indices, c->d_edge_ids, c->d_pos);
 }
 
 /* An exclusive scan of items ints on stream, in the scratch sized at create
  * time. */
-static gd_status scan(gd__cuda_sampler *c, const int *in, int *out,
-                      long long items, cudaStream_t stream) {
-  gd_status st = GD_OK;
-  size_t need = 0;
-  GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum((void *)NULL, need, in, out,
-                                              (int)items, stream));
-  GD_REQUIRE(need <= c->cub_bytes, GD_ERR_INTERNAL,
-             "a scan of %lld items needs %zu bytes of scratch, more than the "
-             "%zu sized at "
-             "create time",
-             items, need, c->cub_bytes);
-  GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(c->d_cub, need, in, out,
-                                              (int)items, stream));
-  return GD_OK;
+static gd_status scan(gd__cuda_sampler *c, const int *in, int *out, long long items,
+                      cudaStream_t stream) {
+    gd_status st = GD_OK;
+    size_t need = 0;
+    GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum((void *)NULL, need, in, out, (int)items, stream));
+    GD_REQUIRE(need <= c->cub_bytes, GD_ERR_INTERNAL,
+               "a scan of %lld items needs %zu bytes of scratch, more than the "
+               "%zu sized at "
+               "create time",
+               items, need, c->cub_bytes);
+    GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(c->d_cub, need, in, out, (int)items, stream));
+    return GD_OK;
 fail:
-  return st;
+    return st;
 }
 
-static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n,
-                             int seeds_on_device, uint64_t key,
-                             void *stream_ptr, gd_minibatch_t *mb) {
-  gd_status st = GD_OK;
-  gd__cuda_sampler *c = s->cuda;
-  gd__cuda_minibatch *m = mb->cuda;
-  const gd_graph_t *g = s->graph;
-  const cudaStream_t stream = (cudaStream_t)stream_ptr;
-  const int is32 = g->indices_dtype == GD_DTYPE_INT32;
-  long long *nodes = (long long *)mb->nodes;
-  long long *sizes = m->d_sizes;
-  int prev = -1;
-  GD_CHECK(enter_device(g->device, &prev));
-  /* The scratch buffers are shared by every call: order this call after the
-   * previous one. */
-  GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->done, 0));
-  if (n > 0) {
-    if (seeds_on_device) {
-      GD_CUDA_CHECK(cudaMemcpyAsync(nodes, seeds, (size_t)n * sizeof(long long),
-                                    cudaMemcpyDeviceToDevice, stream));
-    } else {
-      GD_CUDA_CHECK(cudaEventSynchronize(c->staging_free));
-      memcpy(c->h_seeds, seeds, (size_t)n * sizeof(long long));
-      GD_CUDA_CHECK(cudaMemcpyAsync(nodes, c->h_seeds,
-                                    (size_t)n * sizeof(long long),
-                                    cudaMemcpyHostToDevice, stream));
-      GD_CUDA_CHECK(cudaEventRecord(c->staging_free, stream));
+static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, int seeds_on_device,
+                             uint64_t key, void *stream_ptr, gd_minibatch_t *mb) {
+    gd_status st = GD_OK;
+    gd__cuda_sampler *c = s->cuda;
+    gd__cuda_minibatch *m = mb->cuda;
+    const gd_graph_t *g = s->graph;
+    const cudaStream_t stream = (cudaStream_t)stream_ptr;
+    const int is32 = g->indices_dtype == GD_DTYPE_INT32;
+    long long *nodes = (long long *)mb->nodes;
+    long long *sizes = m->d_sizes;
+    int prev = -1;
+    GD_CHECK(enter_device(g->device, &prev));
+    /* The scratch buffers are shared by every call: order this call after the
+     * previous one. */
+    GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->done, 0));
+    if (n > 0) {
+        if (seeds_on_device) {
+            GD_CUDA_CHECK(cudaMemcpyAsync(nodes, seeds, (size_t)n * sizeof(long long),
+                                          cudaMemcpyDeviceToDevice, stream));
+        } else {
+            GD_CUDA_CHECK(cudaEventSynchronize(c->staging_free));
+            memcpy(c->h_seeds, seeds, (size_t)n * sizeof(long long));
+            GD_CUDA_CHECK(cudaMemcpyAsync(nodes, c->h_seeds, (size_t)n * sizeof(long long),
+                                          cudaMemcpyHostToDevice, stream));
+            GD_CUDA_CHECK(cudaEventRecord(c->staging_free, stream));
+        }
     }
-  }
-  set_seed_count_kernel<<<1, 1, 0, stream>>>(sizes, (long long)n);
-  GD_CUDA_CHECK_LAUNCH();
-  for (int h = 0; h < s->num_layers; h++) {
-    const int fanout = s->fanouts[h];
-    const long long nf_max = s->max_dst[h], ne_max = s->max_edges[h];
-    const long long pos_max = nf_max + ne_max;
-    const long long *nf_ptr = sizes + h;
-    int *bindptr = mb->indptr[h];
-    count_kernel<<<grid_for(nf_max + 1, c->grid_cap), BLOCK, 0, stream>>>(
-        nodes, nf_ptr, (const long long *)g->d_indptr, g->num_nodes, fanout,
-        s->replace, h == 0, c->vec_indptr, c->d_starts, c->d_degs, c->d_counts,
-        nf_max + 1, c->d_err);
+    set_seed_count_kernel<<<1, 1, 0, stream>>>(sizes, (long long)n);
     GD_CUDA_CHECK_LAUNCH();
-    GD_CHECK(scan(c, c->d_counts, bindptr, nf_max + 1, stream));
-    {
-      const int G = fanout < 0 || fanout > 16 ? 32 : fanout > 8 ? 16 : 8;
-      const unsigned grid = grid_for(nf_max * G, c->grid_cap);
-      if (G == 32)
-        launch_sample<32>(grid, stream, is32, key, (unsigned)h, fanout,
-                          s->replace, nodes, nf_ptr, c, bindptr, g->d_indices);
-      else if (G == 16)
-        launch_sample<16>(grid, stream, is32, key, (unsigned)h, fanout,
-                          s->replace, nodes, nf_ptr, c, bindptr, g->d_indices);
-      else
-        launch_sample<8>(grid, stream, is32, key, (unsigned)h, fanout,
-                         s->replace, nodes, nf_ptr, c, bindptr, g->d_indices);
-      GD_CUDA_CHECK_LAUNCH();
+    for (int h = 0; h < s->num_layers; h++) {
+        const int fanout = s->fanouts[h];
+        const long long nf_max = s->max_dst[h], ne_max = s->max_edges[h];
+        const long long pos_max = nf_max + ne_max;
+        const long long *nf_ptr = sizes + h;
+        int *bindptr = mb->indptr[h];
+        count_kernel<<<grid_for(nf_max + 1, c->grid_cap), BLOCK, 0, stream>>>(
+            nodes, nf_ptr, (const long long *)g->d_indptr, g->num_nodes, fanout, s->replace, h == 0,
+            c->vec_indptr, c->d_starts, c->d_degs, c->d_counts, nf_max + 1, c->d_err);
+        GD_CUDA_CHECK_LAUNCH();
+        GD_CHECK(scan(c, c->d_counts, bindptr, nf_max + 1, stream));
+        {
+            const int G = fanout < 0 || fanout > 16 ? 32 : fanout > 8 ? 16 : 8;
+            const unsigned grid = grid_for(nf_max * G, c->grid_cap);
+            if (G == 32)
+                launch_sample<32>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
+                                  nf_ptr, c, bindptr, g->d_indices);
+            else if (G == 16)
+                launch_sample<16>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
+                                  nf_ptr, c, bindptr, g->d_indices);
+            else
+                launch_sample<8>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
+                                 nf_ptr, c, bindptr, g->d_indices);
+            GD_CUDA_CHECK_LAUNCH();
+        }
+        const long long cap = s->table_cap[h];
+        clear_table_kernel<<<grid_for(cap, c->grid_cap), BLOCK, 0, stream>>>(c->d_keys, c->d_vals,
+                                                                             cap);
+        GD_CUDA_CHECK_LAUNCH();
+        insert_kernel<<<grid_for(pos_max, c->grid_cap), BLOCK, 0, stream>>>(
+            nodes, nf_ptr, bindptr, c->d_edge_ids, c->d_keys, c->d_vals,
+            (unsigned long long)cap - 1, c->d_slots, pos_max);
+        GD_CUDA_CHECK_LAUNCH();
+        flag_kernel<<<grid_for(pos_max + 1, c->grid_cap), BLOCK, 0, stream>>>(
+            nodes, nf_ptr, bindptr, c->d_vals, c->d_slots, c->d_flags, pos_max + 1, h == 0,
+            c->d_err);
+        GD_CUDA_CHECK_LAUNCH();
+        GD_CHECK(scan(c, c->d_flags, c->d_scan, pos_max + 1, stream));
+        finalize_kernel<<<grid_for(ne_max, c->grid_cap), BLOCK, 0, stream>>>(
+            nodes, sizes, h, bindptr, c->d_edge_ids, c->d_vals, c->d_slots, c->d_scan,
+            mb->indices[h], ne_max);
+        GD_CUDA_CHECK_LAUNCH();
     }
-    const long long cap = s->table_cap[h];
-    clear_table_kernel<<<grid_for(cap, c->grid_cap), BLOCK, 0, stream>>>(
-        c->d_keys, c->d_vals, cap);
-    GD_CUDA_CHECK_LAUNCH();
-    insert_kernel<<<grid_for(pos_max, c->grid_cap), BLOCK, 0, stream>>>(
-        nodes, nf_ptr, bindptr, c->d_edge_ids, c->d_keys, c->d_vals,
-        (unsigned long long)cap - 1, c->d_slots, pos_max);
-    GD_CUDA_CHECK_LAUNCH();
-    flag_kernel<<<grid_for(pos_max + 1, c->grid_cap), BLOCK, 0, stream>>>(
-        nodes, nf_ptr, bindptr, c->d_vals, c->d_slots, c->d_flags, pos_max + 1,
-        h == 0, c->d_err);
-    GD_CUDA_CHECK_LAUNCH();
-    GD_CHECK(scan(c, c->d_flags, c->d_scan, pos_max + 1, stream));
-    finalize_kernel<<<grid_for(ne_max, c->grid_cap), BLOCK, 0, stream>>>(
-        nodes, sizes, h, bindptr, c->d_edge_ids, c->d_vals, c->d_slots,
-        c->d_scan, mb->indices[h], ne_max);
-    GD_CUDA_CHECK_LAUNCH();
-  }
-  GD_CUDA_CHECK(cudaMemcpyAsync(m->h_sizes, sizes,
-                                GD__SIZES_COUNT * sizeof(long long),
-                                cudaMemcpyDeviceToHost, stream));
-  GD_CUDA_CHECK(cudaEventRecord(m->ready, stream));
-  GD_CUDA_CHECK(cudaEventRecord(c->done, stream));
-  mb->pending = 1;
-  leave_device(g->device, prev);
-  return GD_OK;
+    GD_CUDA_CHECK(cudaMemcpyAsync(m->h_sizes, sizes, GD__SIZES_COUNT * sizeof(long long),
+                                  cudaMemcpyDeviceToHost, stream));
+    GD_CUDA_CHECK(cudaEventRecord(m->ready, stream));
+    GD_CUDA_CHECK(cudaEventRecord(c->done, stream));
+    mb->pending = 1;
+    leave_device(g->device, prev);
+    return GD_OK;
 fail:
-  leave_device(g->device, prev);
-  return st;
+    leave_device(g->device, prev);
+    return st;
 }
 
 static gd_status cuda_check_errors(gd_sampler_t *s) {
-  gd_status st = GD_OK;
-  gd__cuda_sampler *c = s->cuda;
-  sample_error e;
-  int prev = -1;
-  GD_CHECK(enter_device(s->graph->device, &prev));
-  GD_CUDA_CHECK(cudaEventSynchronize(c->done));
-  GD_CUDA_CHECK(cudaMemcpy(&e, c->d_err, sizeof e, cudaMemcpyDeviceToHost));
-  if (e.flag) {
-    GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof e));
-    if (e.kind == ERR_RANGE)
-      GD_REQUIRE(0, GD_ERR_RANGE,
-                 "gd_sample: seed %lld at position %lld (seeds on the device) "
-                 "is not a "
-                 "node of the graph [0, %lld): that minibatch is invalid",
-                 e.id, e.pos, (long long)s->graph->num_nodes);
-    GD_REQUIRE(0, GD_ERR_INVALID_ARG,
-               "gd_sample: seed %lld appears at positions %lld and %lld: the "
-               "seeds of a "
-               "minibatch must be distinct, and that minibatch is invalid",
-               e.id, e.other, e.pos);
-  }
-  leave_device(s->graph->device, prev);
-  return GD_OK;
+    gd_status st = GD_OK;
+    gd__cuda_sampler *c = s->cuda;
+    sample_error e;
+    int prev = -1;
+    GD_CHECK(enter_device(s->graph->device, &prev));
+    GD_CUDA_CHECK(cudaEventSynchronize(c->done));
+    GD_CUDA_CHECK(cudaMemcpy(&e, c->d_err, sizeof e, cudaMemcpyDeviceToHost));
+    if (e.flag) {
+        GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof e));
+        if (e.kind == ERR_RANGE)
+            GD_REQUIRE(0, GD_ERR_RANGE,
+                       "gd_sample: seed %lld at position %lld (seeds on the device) "
+                       "is not a "
+                       "node of the graph [0, %lld): that minibatch is invalid",
+                       e.id, e.pos, (long long)s->graph->num_nodes);
+        GD_REQUIRE(0, GD_ERR_INVALID_ARG,
+                   "gd_sample: seed %lld appears at positions %lld and %lld: the "
+                   "seeds of a "
+                   "minibatch must be distinct, and that minibatch is invalid",
+                   e.id, e.other, e.pos);
+    }
+    leave_device(s->graph->device, prev);
+    return GD_OK;
 fail:
-  leave_device(s->graph->device, prev);
-  return st;
+    leave_device(s->graph->device, prev);
+    return st;
 }
 
 extern "C" const gd__sample_backend gd__sample_cuda_backend = {

@@ -1,0 +1,225 @@
+/*
+ * Neighbour sampler, GPU side (exits 77 without a GPU). The CUDA sampler with the graph in GPU
+ * memory, in pinned host memory read over UVA, and split between the two (int32 and int64
+ * indices, narrowed or not), from host and from device seeds, two buffers queued back to back
+ * on a non-blocking stream, outputs poisoned first, is compared bit for bit with the CPU
+ * sampler on random graphs with isolated nodes and hubs, and its blocks checked against the
+ * graph. Seed errors found on the device are reported by gd_sampler_check_errors, and pinning
+ * and allocation faults over creation fail cleanly.
+ */
+#include "sample_util.h"
+
+#ifdef GD_WITH_CUDA
+/* ------------------------------------------------------------------ GPU checks */
+
+static void check_gpu_sampler(uint64_t *state, cudaStream_t stream) {
+    const gd_placement places[4][2] = {{GD_PLACE_GPU, GD_PLACE_GPU},
+                                       {GD_PLACE_PINNED, GD_PLACE_PINNED},
+                                       {GD_PLACE_GPU, GD_PLACE_PINNED},
+                                       {GD_PLACE_PINNED, GD_PLACE_GPU}};
+    for (int gi = 0; gi < 4; gi++) {
+        const gd_dtype dt = gi % 2 ? GD_DTYPE_INT64 : GD_DTYPE_INT32;
+        const int64_t n = gi < 2 ? 4000 : 40000;
+        graph g = make_graph(state, n, gi < 2 ? 12 : 20, dt);
+        gd_graph_t *host_graph;
+        T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, NULL, &host_graph));
+        for (int pi = 0; pi < 4; pi++) {
+            gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
+            go.indptr_placement = places[pi][0];
+            go.indices_placement = places[pi][1];
+            go.copy_host = (int)(t_rand(state) % 2);
+            go.narrow_indices = (int)(t_rand(state) % 2);
+            gd_graph_t *dg;
+            T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, &go, &dg));
+            gd_graph_info info = GD_GRAPH_INFO_INIT;
+            T_OK(gd_graph_get_info(dg, &info));
+            if (dt == GD_DTYPE_INT64 && go.narrow_indices &&
+                (places[pi][1] == GD_PLACE_GPU || go.copy_host))
+                T_ASSERT(info.indices_dtype == GD_DTYPE_INT32);
+            for (int fi = 0; fi < NUM_FANOUT_SETS; fi++) {
+                const fanout_set *fs = &fanout_sets[fi];
+                if (n > 4000 && fi != 0 && fi != 3) continue;
+                for (int replace = 0; replace < 2; replace++) {
+                    const uint64_t seed = t_rand(state);
+                    const int64_t max_batch = n > 4000 ? 1024 : 300;
+                    gd_sampler_t *sc =
+                        make_sampler(host_graph, fs, GD_SAMPLER_CPU, max_batch, replace, seed, 2);
+                    gd_sampler_t *sg =
+                        make_sampler(dg, fs, GD_SAMPLER_CUDA, max_batch, replace, seed, 0);
+                    gd_minibatch_t *mc, *mg[2];
+                    T_OK(gd_minibatch_create(sc, &mc));
+                    T_OK(gd_minibatch_create(sg, &mg[0]));
+                    T_OK(gd_minibatch_create(sg, &mg[1]));
+                    T_EQ_INT(gd_minibatch_on_device(mg[0]), 1);
+                    int64_t *seeds[2], *d_seeds;
+                    seeds[0] = malloc(sizeof(int64_t) * (size_t)max_batch);
+                    seeds[1] = malloc(sizeof(int64_t) * (size_t)max_batch);
+                    CU(cudaMalloc((void **)&d_seeds, sizeof(int64_t) * (size_t)max_batch));
+                    const int64_t counts[4] = {max_batch, 0, 1,
+                                               1 + (int64_t)(t_rand(state) % (uint64_t)max_batch)};
+                    for (int k = 0; k < 4; k += 2) {
+                        /* Two minibatches queued back to back into two buffers, poisoned
+                         * first: one from host seeds, one from device seeds. */
+                        int64_t nb[2] = {counts[k], counts[k + 1]}, batch[2];
+                        const int64_t epoch = (int64_t)(t_rand(state) % 4);
+                        for (int q = 0; q < 2; q++) {
+                            make_seeds(state, g.n, nb[q], seeds[q]);
+                            batch[q] = (int64_t)(t_rand(state) % 100000);
+                            CU(cudaMemsetAsync(mg[q]->base, 0xA5, sg->minibatch_bytes, stream));
+                        }
+                        T_OK(gd_sample(sg, seeds[0], nb[0], 0, epoch, batch[0], stream, mg[0]));
+                        if (nb[1] > 0)
+                            CU(cudaMemcpyAsync(d_seeds, seeds[1], sizeof(int64_t) * (size_t)nb[1],
+                                               cudaMemcpyHostToDevice, stream));
+                        T_OK(gd_sample(sg, d_seeds, nb[1], 1, epoch, batch[1], stream, mg[1]));
+                        for (int q = 0; q < 2; q++) {
+                            T_OK(gd_sample(sc, seeds[q], nb[q], 0, epoch, batch[q], NULL, mc));
+                            host_mb want = to_host(mc), got = to_host(mg[q]);
+                            char what[160];
+                            snprintf(what, sizeof what,
+                                     "CPU vs CUDA (indptr %s, indices %s %s, fanouts set %d, "
+                                     "replace %d, %lld seeds, %s seeds)",
+                                     gd_placement_name(places[pi][0]),
+                                     gd_placement_name(places[pi][1]),
+                                     gd_dtype_name(info.indices_dtype), fi, replace,
+                                     (long long)nb[q], q ? "device" : "host");
+                            expect_equal(&want, &got, what);
+                            check_invariants(&g, &got, fs->fanouts, replace, seeds[q], nb[q]);
+                            host_mb_free(&want);
+                            host_mb_free(&got);
+                        }
+                        T_OK(gd_sampler_check_errors(sg));
+                    }
+                    CU(cudaFree(d_seeds));
+                    free(seeds[0]);
+                    free(seeds[1]);
+                    gd_minibatch_destroy(mc);
+                    gd_minibatch_destroy(mg[0]);
+                    gd_minibatch_destroy(mg[1]);
+                    gd_sampler_destroy(sc);
+                    gd_sampler_destroy(sg);
+                }
+            }
+            gd_graph_destroy(dg);
+        }
+        gd_graph_destroy(host_graph);
+        free_graph(&g);
+    }
+}
+
+/* Seeds on the device are checked by the kernels and reported by
+ * gd_sampler_check_errors. */
+static void check_gpu_seed_errors(uint64_t *state, cudaStream_t stream) {
+    graph g = make_graph(state, 1000, 8, GD_DTYPE_INT32);
+    gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
+    go.indptr_placement = GD_PLACE_PINNED;
+    go.indices_placement = GD_PLACE_PINNED;
+    gd_graph_t *dg;
+    T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, &go, &dg));
+    fanout_set fs = {2, {5, 5}};
+    gd_sampler_t *s = make_sampler(dg, &fs, GD_SAMPLER_CUDA, 64, 0, t_rand(state), 0);
+    gd_minibatch_t *mb;
+    T_OK(gd_minibatch_create(s, &mb));
+    int64_t seeds[64], *d_seeds;
+    CU(cudaMalloc((void **)&d_seeds, sizeof seeds));
+    make_seeds(state, g.n, 64, seeds);
+    seeds[9] = seeds[3];
+    CU(cudaMemcpy(d_seeds, seeds, sizeof seeds, cudaMemcpyHostToDevice));
+    T_OK(gd_sample(s, d_seeds, 64, 1, 0, 0, stream, mb));
+    T_FAILS(gd_sampler_check_errors(s), GD_ERR_INVALID_ARG, "positions 3 and 9");
+    T_OK(gd_sampler_check_errors(s));
+    seeds[9] = g.n + 7;
+    CU(cudaMemcpy(d_seeds, seeds, sizeof seeds, cudaMemcpyHostToDevice));
+    T_OK(gd_sample(s, d_seeds, 64, 1, 0, 0, stream, mb));
+    char needle_buf[64];
+    const char *needle = needle_buf;
+    snprintf(needle_buf, sizeof needle_buf, "seed %lld at position 9", (long long)(g.n + 7));
+    T_FAILS(gd_sampler_check_errors(s), GD_ERR_RANGE, needle);
+    /* Host seeds are checked before anything is queued. */
+    T_FAILS(gd_sample(s, seeds, 64, 0, 0, 0, stream, mb), GD_ERR_RANGE, needle);
+    make_seeds(state, g.n, 64, seeds);
+    T_OK(gd_sample(s, seeds, 64, 0, 0, 0, stream, mb));
+    T_OK(gd_sampler_check_errors(s));
+    gd_block b;
+    T_OK(gd_minibatch_block(mb, 1, &b));
+    T_EQ_INT(b.num_dst, 64);
+    /* The CPU sampler cannot read a graph that lives in GPU memory only. */
+    gd_graph_options gpu_only = GD_GRAPH_OPTIONS_INIT;
+    gpu_only.indptr_placement = GD_PLACE_GPU;
+    gpu_only.indices_placement = GD_PLACE_GPU;
+    gd_graph_t *gg;
+    T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, &gpu_only, &gg));
+    gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
+    gd_sampler_t *bad = NULL;
+    T_FAILS(gd_sampler_create(gg, fs.fanouts, 2, &o, &bad), GD_ERR_INVALID_ARG, "host or pinned");
+    gd_graph_destroy(gg);
+    CU(cudaFree(d_seeds));
+    gd_minibatch_destroy(mb);
+    gd_sampler_destroy(s);
+    gd_graph_destroy(dg);
+    free_graph(&g);
+}
+
+/* Pinning and allocation faults over pinned placement, CUDA sampler and
+ * minibatch creation. */
+static void check_gpu_faults(uint64_t *state) {
+    graph g = make_graph(state, 300, 6, GD_DTYPE_INT64);
+    int fan[2] = {10, 4};
+    gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
+    o.backend = GD_SAMPLER_CUDA;
+    o.max_batch = 32;
+    gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
+    go.indptr_placement = GD_PLACE_GPU;
+    go.indices_placement = GD_PLACE_PINNED;
+    go.copy_host = 1;
+    for (int kind = 0; kind < 2; kind++) {
+        const gd_fault_kind fk = kind ? GD_FAULT_PIN : GD_FAULT_ALLOC;
+        int64_t calls = 0;
+        for (int64_t k = 0;; k++) {
+            gd_fault_set(fk, k);
+            gd_graph_t *gg = NULL;
+            gd_sampler_t *s = NULL;
+            gd_minibatch_t *mb = NULL;
+            gd_status st = gd_graph_create(g.n, g.indptr, g.indices, g.dtype, &go, &gg);
+            if (st == GD_OK) st = gd_sampler_create(gg, fan, 2, &o, &s);
+            if (st == GD_OK) st = gd_minibatch_create(s, &mb);
+            if (k == 0) {
+                T_OK(st);
+                calls = gd_fault_calls(fk);
+            } else {
+                T_ASSERT(st == (kind ? GD_ERR_PIN : GD_ERR_NO_MEMORY));
+            }
+            gd_minibatch_destroy(mb);
+            gd_sampler_destroy(s);
+            gd_graph_destroy(gg);
+            if (k == calls) break;
+        }
+        gd_fault_set(fk, 0);
+        T_ASSERT(calls >= 2);
+    }
+    free_graph(&g);
+}
+#endif
+
+int main(void) {
+#ifdef GD_WITH_CUDA
+    if (gd_device_count() == 0) {
+        fprintf(stderr, "no GPU: the CUDA sampler checks are skipped\n");
+        return GD_TEST_SKIP;
+    }
+    uint64_t state = t_seed();
+    cudaStream_t stream;
+    CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    check_gpu_sampler(&state, stream);
+    check_gpu_seed_errors(&state, stream);
+    check_gpu_faults(&state);
+    CU(cudaStreamDestroy(stream));
+    t_check_no_leaks();
+    printf("the CUDA sampler (GPU, UVA and mixed placements) equals the CPU "
+           "sampler\n");
+    return 0;
+#else
+    fprintf(stderr, "built without CUDA: the CUDA sampler checks are skipped\n");
+    return GD_TEST_SKIP;
+#endif
+}
