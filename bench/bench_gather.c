@@ -163,7 +163,8 @@ static void help(void) {
         "                       (default 10, as many as are timed)\n"
         "  --no-cache-sweep     skip the cache part\n"
         "  --no-sm-sweep        skip the SM budget part\n"
-        "  --quick              small sizes (64Mi table, 3 widths, 2 id counts, preset tiny):\n"
+        "  --quick              small sizes (64Mi table, widths 256,1028,2048, ids 8Ki,64Ki,\n"
+        "                       preset tiny):\n"
         "                       a smoke test that finishes in seconds\n"
         "  --json FILE          write every parameter and measurement to FILE (atomically)\n"
         "  --commit TEXT        the commit to record in the JSON (default: the one the build\n"
@@ -1181,7 +1182,7 @@ static int parse_options(gather_bench *b, int argc, char **argv) {
         {"score-batches", required_argument, 0, 'B'},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     static const int64_t default_widths[] = {256, 512, 1024, 1028, 2048, 2052, 4096, 16384};
-    static const int64_t quick_widths[] = {256, 1028, 4096};
+    static const int64_t quick_widths[] = {256, 1028, 2048};
     const char *cmd = "bench gather";
     int have_table = 0, have_widths = 0, have_ids = 0, have_modes = 0, have_iters = 0;
     int have_budget = 0, have_preset = 0, c;

@@ -45,6 +45,7 @@ if grep -q '"cuda_build":[[:space:]]*true' "$tmp/gather.json" && \
     for m in zerocopy zerocopy-sort naive-zerocopy cpu-dma gpu; do
         grep -q "\"mode\":[[:space:]]*\"$m\"" "$tmp/gather.json" || fail "no $m measurement"
     done
+    grep -q '"sm_budget":[[:space:]]*"15%"' "$tmp/gather.json" || fail "no SM budget part"
     grep -q "targets met" "$tmp/out" || fail "no target summary"
     grep -qE "^  (PASS|MISS)" "$tmp/out" || fail "no PASS/MISS lines"
 else
