@@ -578,8 +578,9 @@ static int sweep_width(gather_bench *b, int wi) {
     if (b->gpu) {
         const double t0 = bench_now();
         BENCH_GD(gd_host_tensor_register(t, b->device), "registering the table with the GPU");
-        fprintf(stderr, "  [%lld B] %lld rows: registered %s with GPU %d in %.2f s\n",
-                (long long)w, (long long)rows,
+        fprintf(stderr,
+                "  [%lld B] width %d of %d, %lld rows: registered %s with GPU %d in %.2f s\n",
+                (long long)w, wi + 1, b->nwidths, (long long)rows,
                 cli_bytes((double)rows * (double)w, sz, sizeof sz), b->device,
                 bench_now() - t0);
     }
