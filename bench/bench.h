@@ -26,6 +26,8 @@
 
 /* `graphdirect bench gather` (bench_gather.c). */
 int bench_gather(int argc, char **argv);
+/* `graphdirect bench sample` (bench_sample.c). */
+int bench_sample(int argc, char **argv);
 
 /* ---- errors: print "graphdirect bench: ..." once, then the caller cleans up and fails */
 

@@ -17,6 +17,8 @@ static const struct {
 } benches[] = {
     {"gather", bench_gather,
      "feature gather modes vs pinned DMA: row widths, ids per call, SM budget, GPU cache"},
+    {"sample", bench_sample,
+     "neighbour sampling edges/s: UVA vs GPU-resident graph vs CPU sampler on every core"},
 };
 #define NUM_BENCHES ((int)(sizeof benches / sizeof benches[0]))
 

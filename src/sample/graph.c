@@ -12,6 +12,7 @@
 #include "io/dataset.h"
 
 #include <string.h>
+#include <unistd.h>
 
 static const char *const placement_names[GD_PLACE_COUNT] = {"host", "gpu", "pinned"};
 
@@ -64,6 +65,16 @@ static void copy_indices(void *to, gd_dtype to_dtype, const void *from, gd_dtype
     const int threads = n < (1 << 20) ? 1 : gd__num_threads();
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t i = 0; i < n; i++) t[i] = (int32_t)f[i];
+}
+
+/* Whether the pages holding [a, a + na) and [b, b + nb) overlap. */
+static int pages_overlap(const void *a, size_t na, const void *b, size_t nb) {
+    const long ps = sysconf(_SC_PAGESIZE);
+    const uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
+    if (na == 0 || nb == 0) return 0;
+    const uintptr_t a0 = (uintptr_t)a & ~(page - 1), a1 = ((uintptr_t)a + na - 1) | (page - 1);
+    const uintptr_t b0 = (uintptr_t)b & ~(page - 1), b1 = ((uintptr_t)b + nb - 1) | (page - 1);
+    return a0 <= b1 && b0 <= a1;
 }
 
 /*
@@ -178,8 +189,15 @@ static gd_status graph_create(int64_t num_nodes, const int64_t *indptr, const vo
     }
     if (o.indices_placement == GD_PLACE_PINNED) {
         const void *h = NULL, *d = NULL;
+        /* Pages are locked whole, and a page cannot be registered twice: indices that share a
+         * page with an indptr pinned in place are copied. */
+        const int shares_page =
+            g->pin_indptr && g->h_indptr == indptr &&
+            pages_overlap(indptr, (size_t)(num_nodes + 1) * sizeof(int64_t), indices,
+                          (size_t)g->num_edges * gd_dtype_size(dtype));
         GD_CHECK(place_pinned(g, indices, dtype, g->indices_dtype, g->num_edges,
-                              o.copy_host || read_only, "indices", &g->pin_indices, &h, &d));
+                              o.copy_host || read_only || shares_page, "indices",
+                              &g->pin_indices, &h, &d));
         g->h_indices = h;
         g->d_indices = d;
     }

@@ -1,0 +1,848 @@
+/*
+ * `graphdirect bench sample`: sampled edges per second (SEPS) of the neighbour sampler, with
+ * the graph in pinned host memory read over UVA set against its ceiling measured in the same
+ * run, the same sampler with the graph in GPU memory, and against the CPU-centric baseline,
+ * the CPU sampler on every core (docs/bench.md, docs/sampling.md).
+ *
+ * For each preset (a synthetic graph from the generator, made in memory) and fanout list, with
+ * seed batches of the training nodes shuffled by gd_seed_batches:
+ *   cpu           one CPU sampler of one thread per core, each sampling its own minibatches
+ *                 (the dataloader-workers layout, the fastest on the CPU);
+ *   cpu-parallel  one CPU sampler using every core within each minibatch;
+ *   uva           the CUDA sampler, indptr and indices in pinned host memory;
+ *   uva-indices   the CUDA sampler, indptr in GPU memory, indices pinned;
+ *   gpu           the CUDA sampler, both arrays in GPU memory (the ceiling).
+ * The CUDA samplers run as `--streams` samplers on their own streams, each with a ring of two
+ * minibatch buffers; the sizes of a buffer are read back (the one small copy per minibatch)
+ * before it is reused, as a training loop would. Times are wall-clock, host work included.
+ * SEPS counts the edges of every block of every minibatch. Before timing, one minibatch of
+ * every CUDA mode is compared with the CPU sampler bit for bit, so a fast but wrong sampler
+ * fails the run instead of reporting a number.
+ */
+#include "bench.h"
+#include "cli.h"
+
+#include <getopt.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { MAX_PRESETS = 4, MAX_FSETS = 4, MAX_STREAMS = 16 };
+enum { M_CPU = 0, M_CPU_PAR, M_UVA, M_UVA_INDICES, M_GPU, M_COUNT };
+
+static const struct {
+    const char *name;
+    gd_placement indptr, indices; /* CUDA modes */
+} modes[M_COUNT] = {
+    {"cpu", GD_PLACE_HOST, GD_PLACE_HOST},     {"cpu-parallel", GD_PLACE_HOST, GD_PLACE_HOST},
+    {"uva", GD_PLACE_PINNED, GD_PLACE_PINNED}, {"uva-indices", GD_PLACE_GPU, GD_PLACE_PINNED},
+    {"gpu", GD_PLACE_GPU, GD_PLACE_GPU},
+};
+
+static int is_cuda_mode(int m) { return m >= M_UVA; }
+
+typedef struct {
+    /* options */
+    int device, threads, streams, quick, commit_given, replace;
+    int gpu_batches, cpu_batches, warmup;
+    int64_t batch, nodes;
+    uint64_t seed;
+    const char *presets[MAX_PRESETS];
+    int npresets;
+    int fanouts[MAX_FSETS][GD_SAMPLER_MAX_LAYERS], layers[MAX_FSETS], nfsets;
+    int use[M_COUNT];
+    const char *json_path, *commit;
+    /* state */
+    int gpu;
+    cJSON *root, *jruns, *jtargets;
+    double seps[MAX_PRESETS][MAX_FSETS][M_COUNT]; /* 0: not measured */
+} sample_bench;
+
+/* One preset's data: the graph and the shuffled seeds. */
+typedef struct {
+    const char *preset;
+    gd_dataset_t *ds;
+    int64_t num_nodes, num_edges;
+    const int64_t *indptr;
+    const void *indices;
+    gd_dtype dtype;
+    int64_t *order; /* training nodes, shuffled for epoch 0 */
+    int64_t num_seeds, num_batches;
+    gd_graph_t *host_graph;
+} preset_data;
+
+static const char *fanout_text(const int *f, int layers, char *buf, size_t n) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int l = 0; l < layers && o < n; l++)
+        o += (size_t)snprintf(buf + o, n - o, "%s%d", l ? "," : "", f[l]);
+    return buf;
+}
+
+static void help(void) {
+    printf(
+        "usage: graphdirect bench sample [options]\n\n"
+        "Sampled edges per second of the neighbour sampler: the CUDA sampler reading the\n"
+        "graph over UVA (pinned host memory) against the same sampler with the graph in GPU\n"
+        "memory (the ceiling) and against the CPU sampler on every core (docs/bench.md).\n\n"
+        "options:\n"
+        "  --presets LIST     generator presets (default products,papers; --quick: tiny)\n"
+        "  --nodes N          scale every preset to N nodes (default: the preset's)\n"
+        "  --fanouts LISTS    fanout lists separated by ':' (default 15,10,5:25,10), seeds first\n"
+        "  --batch N          seeds per minibatch (default 1024)\n"
+        "  --modes LIST       cpu, cpu-parallel, uva, uva-indices, gpu (default all)\n"
+        "  --gpu-batches N    timed minibatches per CUDA mode (default 200; --quick 10)\n"
+        "  --cpu-batches N    timed minibatches per CPU mode (default 8 per thread)\n"
+        "  --streams N        CUDA samplers on their own streams (default 4)\n"
+        "  --threads N        CPU threads (default: online CPUs)\n"
+        "  --replace          sample with replacement\n"
+        "  --device N         GPU (default 0)\n"
+        "  --seed N           graph, shuffle and draws (default 1)\n"
+        "  --quick            the tiny preset and a few minibatches: a smoke test\n"
+        "  --json FILE        write every parameter and measurement\n"
+        "  --commit TEXT      commit recorded in the JSON (default: the configure-time one)\n");
+}
+
+static int parse_modes(sample_bench *b, const char *text) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", text);
+    memset(b->use, 0, sizeof b->use);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int m = 0; m < M_COUNT; m++)
+            if (!strcmp(tok, modes[m].name)) b->use[m] = found = 1;
+        if (!found) {
+            bench_error("--modes: unknown mode '%s': use cpu, cpu-parallel, uva, uva-indices or "
+                        "gpu",
+                        tok);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_fanouts(sample_bench *b, const char *text) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", text);
+    b->nfsets = 0;
+    for (char *s1 = NULL, *set = strtok_r(buf, ":", &s1); set; set = strtok_r(NULL, ":", &s1)) {
+        if (b->nfsets == MAX_FSETS) {
+            bench_error("--fanouts: at most %d lists", MAX_FSETS);
+            return -1;
+        }
+        int *f = b->fanouts[b->nfsets], n = 0;
+        for (char *s2 = NULL, *tok = strtok_r(set, ",", &s2); tok; tok = strtok_r(NULL, ",", &s2)) {
+            int64_t v;
+            if (n == GD_SAMPLER_MAX_LAYERS || cli_parse_i64(tok, &v) || v < -1 || v > 1000000) {
+                bench_error("--fanouts: '%s' is not a fanout (-1 = all, or a count), or a list "
+                            "has more than %d layers",
+                            tok, GD_SAMPLER_MAX_LAYERS);
+                return -1;
+            }
+            f[n++] = (int)v;
+        }
+        if (n == 0) {
+            bench_error("--fanouts: an empty list");
+            return -1;
+        }
+        b->layers[b->nfsets++] = n;
+    }
+    return 0;
+}
+
+static int parse_presets(sample_bench *b, char *text) {
+    b->npresets = 0;
+    for (char *save = NULL, *tok = strtok_r(text, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (b->npresets == MAX_PRESETS) {
+            bench_error("--presets: at most %d presets", MAX_PRESETS);
+            return -1;
+        }
+        b->presets[b->npresets++] = tok;
+    }
+    return 0;
+}
+
+/* Parse the options into b; returns -1 to continue, else the exit code. */
+static int parse_options(sample_bench *b, int argc, char **argv) {
+    static const struct option long_opts[] = {{"presets", required_argument, 0, 'p'},
+                                              {"nodes", required_argument, 0, 'N'},
+                                              {"fanouts", required_argument, 0, 'f'},
+                                              {"batch", required_argument, 0, 'b'},
+                                              {"modes", required_argument, 0, 'm'},
+                                              {"gpu-batches", required_argument, 0, 'g'},
+                                              {"cpu-batches", required_argument, 0, 'C'},
+                                              {"streams", required_argument, 0, 'S'},
+                                              {"threads", required_argument, 0, 'j'},
+                                              {"replace", no_argument, 0, 'r'},
+                                              {"device", required_argument, 0, 'd'},
+                                              {"seed", required_argument, 0, 's'},
+                                              {"quick", no_argument, 0, 'q'},
+                                              {"json", required_argument, 0, 'o'},
+                                              {"commit", required_argument, 0, 'c'},
+                                              {"help", no_argument, 0, 'h'},
+                                              {0, 0, 0, 0}};
+    const char *cmd = "bench sample";
+    static char presets_buf[256];
+    int have_presets = 0, have_fanouts = 0, have_modes = 0, c;
+    int64_t v;
+    b->seed = 1;
+    b->batch = 1024;
+    b->streams = 4;
+    b->commit = GD_GIT_COMMIT;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            snprintf(presets_buf, sizeof presets_buf, "%s", optarg);
+            if (parse_presets(b, presets_buf)) return CLI_EXIT_USAGE;
+            have_presets = 1;
+            break;
+        case 'N':
+            if (cli_parse_i64(optarg, &v) || v < 2)
+                return cli_usage_error(cmd, "--nodes '%s' is not a node count >= 2", optarg);
+            b->nodes = v;
+            break;
+        case 'f':
+            if (parse_fanouts(b, optarg)) return CLI_EXIT_USAGE;
+            have_fanouts = 1;
+            break;
+        case 'b':
+            if (cli_parse_i64(optarg, &v) || v < 1 || v > (1 << 24))
+                return cli_usage_error(cmd, "--batch '%s' is not a count in [1, 2^24]", optarg);
+            b->batch = v;
+            break;
+        case 'm':
+            if (parse_modes(b, optarg)) return CLI_EXIT_USAGE;
+            have_modes = 1;
+            break;
+        case 'g':
+            if (cli_parse_i64(optarg, &v) || v < 1 || v > 1000000)
+                return cli_usage_error(cmd, "--gpu-batches '%s' is not a count", optarg);
+            b->gpu_batches = (int)v;
+            break;
+        case 'C':
+            if (cli_parse_i64(optarg, &v) || v < 1 || v > 1000000)
+                return cli_usage_error(cmd, "--cpu-batches '%s' is not a count", optarg);
+            b->cpu_batches = (int)v;
+            break;
+        case 'S':
+            if (cli_parse_i64(optarg, &v) || v < 1 || v > MAX_STREAMS)
+                return cli_usage_error(cmd, "--streams '%s' is not a count in [1, %d]", optarg,
+                                       MAX_STREAMS);
+            b->streams = (int)v;
+            break;
+        case 'j':
+            if (cli_parse_i64(optarg, &v) || v < 1 || v > 4096)
+                return cli_usage_error(cmd, "--threads '%s' is not a count in [1, 4096]", optarg);
+            b->threads = (int)v;
+            break;
+        case 'd':
+            if (cli_parse_i64(optarg, &v) || v < 0 || v > 1024)
+                return cli_usage_error(cmd, "--device '%s' is not a GPU number", optarg);
+            b->device = (int)v;
+            break;
+        case 's':
+            if (cli_parse_i64(optarg, &v) || v < 0)
+                return cli_usage_error(cmd, "--seed '%s' is not a non-negative integer", optarg);
+            b->seed = (uint64_t)v;
+            break;
+        case 'r':
+            b->replace = 1;
+            break;
+        case 'q':
+            b->quick = 1;
+            break;
+        case 'o':
+            b->json_path = optarg;
+            break;
+        case 'c':
+            b->commit = optarg, b->commit_given = 1;
+            break;
+        case 'h':
+            help();
+            return 0;
+        default:
+            return cli_usage_error(cmd, "unknown option");
+        }
+    }
+    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (!have_presets) {
+        if (b->quick) {
+            b->presets[0] = "tiny";
+            b->npresets = 1;
+        } else {
+            b->presets[0] = "products";
+            b->presets[1] = "papers";
+            b->npresets = 2;
+        }
+    }
+    if (!have_fanouts && parse_fanouts(b, "15,10,5:25,10")) return CLI_EXIT_FAIL;
+    if (!have_modes)
+        for (int m = 0; m < M_COUNT; m++) b->use[m] = 1;
+    if (!b->threads) b->threads = bench_cpus();
+    if (!b->gpu_batches) b->gpu_batches = b->quick ? 10 : 200;
+    if (!b->cpu_batches) b->cpu_batches = b->quick ? 2 * b->threads : 8 * b->threads;
+    b->warmup = b->quick ? 1 : 3;
+    return -1;
+}
+
+/* ---- one preset's graph and seeds */
+
+static void preset_release(preset_data *p) {
+    gd_graph_destroy(p->host_graph);
+    free(p->order);
+    gd_dataset_close(p->ds);
+    memset(p, 0, sizeof *p);
+}
+
+static int preset_load(sample_bench *b, const char *preset, preset_data *p) {
+    gd_array_view ip, ix, tr;
+    cli_progress prog;
+    gd_status st;
+    int64_t *train = NULL;
+    double t0 = bench_now();
+    memset(p, 0, sizeof *p);
+    p->preset = preset;
+    gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
+    go.preset = preset;
+    go.seed = b->seed;
+    go.num_nodes = b->nodes;
+    go.feature_dim = 1; /* the sampler reads only the graph */
+    cli_progress_init(&prog);
+    go.progress = cli_progress_cb;
+    go.progress_user = &prog;
+    fprintf(stderr, "sample: generating preset '%s' in memory\n", preset);
+    st = gd_generate(&go, &p->ds);
+    cli_progress_end(&prog);
+    BENCH_GD(st, "generating the benchmark's graph");
+    BENCH_GD(gd_dataset_array(p->ds, GD_ARRAY_INDPTR, &ip), "reading indptr");
+    BENCH_GD(gd_dataset_array(p->ds, GD_ARRAY_INDICES, &ix), "reading indices");
+    p->num_nodes = gd_dataset_num_nodes(p->ds);
+    p->num_edges = gd_dataset_num_edges(p->ds);
+    p->indptr = ip.data;
+    p->indices = ix.data;
+    p->dtype = ix.dtype;
+    /* Seeds: the training nodes (every node if the preset has no split). */
+    if (gd_dataset_array(p->ds, GD_ARRAY_TRAIN_IDX, &tr) == GD_OK && tr.shape[0] > 0) {
+        p->num_seeds = tr.shape[0];
+        train = malloc(sizeof *train * (size_t)p->num_seeds);
+        BENCH_REQUIRE(train, "out of memory for %lld training ids", (long long)p->num_seeds);
+        for (int64_t i = 0; i < p->num_seeds; i++)
+            train[i] = tr.dtype == GD_DTYPE_INT32 ? ((const int32_t *)tr.data)[i]
+                                                  : ((const int64_t *)tr.data)[i];
+    } else {
+        p->num_seeds = p->num_nodes;
+        train = malloc(sizeof *train * (size_t)p->num_seeds);
+        BENCH_REQUIRE(train, "out of memory for %lld seed ids", (long long)p->num_seeds);
+        for (int64_t i = 0; i < p->num_seeds; i++) train[i] = i;
+    }
+    p->order = malloc(sizeof *p->order * (size_t)p->num_seeds);
+    BENCH_REQUIRE(p->order, "out of memory for the shuffled seeds");
+    BENCH_GD(
+        gd_seed_batches(train, p->num_seeds, b->batch, b->seed, 0, 1, p->order, &p->num_batches),
+        "shuffling the training nodes");
+    BENCH_REQUIRE(p->num_batches > 0,
+                  "preset %s has %lld training nodes, fewer than a batch of %lld", preset,
+                  (long long)p->num_seeds, (long long)b->batch);
+    BENCH_GD(gd_graph_create(p->num_nodes, p->indptr, p->indices, p->dtype, NULL, &p->host_graph),
+             "making the host graph");
+    free(train);
+    {
+        char a[32], e[32];
+        fprintf(stderr,
+                "sample: %s: %s nodes, %s edges (%s indices), %lld batches of %lld "
+                "training nodes (%.1f s)\n",
+                preset, cli_count((double)p->num_nodes, a, sizeof a),
+                cli_count((double)p->num_edges, e, sizeof e), gd_dtype_name(p->dtype),
+                (long long)p->num_batches, (long long)b->batch, bench_now() - t0);
+    }
+    return 0;
+fail:
+    free(train);
+    preset_release(p);
+    return -1;
+}
+
+static const int64_t *batch_seeds(const sample_bench *b, const preset_data *p, int64_t batch) {
+    return p->order + (batch % p->num_batches) * b->batch;
+}
+
+/* Edges and input nodes of the minibatch last sampled into mb. */
+static int minibatch_sizes(gd_minibatch_t *mb, int64_t *edges, int64_t *inputs) {
+    gd_block blk;
+    const int64_t *ids;
+    int64_t n;
+    for (int l = 0; l < gd_minibatch_num_layers(mb); l++) {
+        BENCH_GD(gd_minibatch_block(mb, l, &blk), "reading a block");
+        *edges += blk.num_edges;
+    }
+    BENCH_GD(gd_minibatch_input_nodes(mb, &ids, &n), "reading the input nodes");
+    *inputs += n;
+    return 0;
+fail:
+    return -1;
+}
+
+/* ---- CPU modes */
+
+typedef struct {
+    const sample_bench *b;
+    const preset_data *p;
+    const int *fanouts;
+    int layers, index, workers, batches;
+    int64_t edges, inputs;
+    int rc;
+} cpu_worker;
+
+static void *cpu_worker_run(void *arg) {
+    cpu_worker *w = arg;
+    gd_sampler_t *s = NULL;
+    gd_minibatch_t *mb = NULL;
+    gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
+    o.max_batch = w->b->batch;
+    o.seed = w->b->seed;
+    o.replace = w->b->replace;
+    o.threads = 1;
+    w->rc = -1;
+    BENCH_GD(gd_sampler_create(w->p->host_graph, w->fanouts, w->layers, &o, &s),
+             "creating a CPU sampler");
+    BENCH_GD(gd_minibatch_create(s, &mb), "creating a minibatch buffer");
+    for (int64_t i = w->index; i < w->batches; i += w->workers) {
+        BENCH_GD(gd_sample(s, batch_seeds(w->b, w->p, i), w->b->batch, 0, 0, i, NULL, mb),
+                 "sampling on the CPU");
+        if (minibatch_sizes(mb, &w->edges, &w->inputs)) goto fail;
+    }
+    w->rc = 0;
+fail:
+    gd_minibatch_destroy(mb);
+    gd_sampler_destroy(s);
+    return NULL;
+}
+
+/* `cpu`: one single-threaded sampler per thread, each on its share of the minibatches. */
+static int run_cpu(const sample_bench *b, const preset_data *p, const int *fanouts, int layers,
+                   double *secs, int64_t *edges, int64_t *inputs) {
+    cpu_worker *w = calloc((size_t)b->threads, sizeof *w);
+    pthread_t *tid = calloc((size_t)b->threads, sizeof *tid);
+    int started = 0, rc = -1;
+    const double t0 = bench_now();
+    BENCH_REQUIRE(w && tid, "out of memory for %d CPU workers", b->threads);
+    for (int t = 0; t < b->threads; t++) {
+        w[t] = (cpu_worker){b, p, fanouts, layers, t, b->threads, b->cpu_batches, 0, 0, -1};
+        BENCH_REQUIRE(pthread_create(&tid[t], NULL, cpu_worker_run, &w[t]) == 0,
+                      "cannot start CPU worker %d", t);
+        started++;
+    }
+    rc = 0;
+fail:
+    for (int t = 0; t < started; t++) {
+        pthread_join(tid[t], NULL);
+        if (w[t].rc != 0) rc = -1;
+        *edges += w[t].edges;
+        *inputs += w[t].inputs;
+    }
+    *secs = bench_now() - t0;
+    free(w);
+    free(tid);
+    return rc;
+}
+
+/* `cpu-parallel`: one sampler using every thread within each minibatch. */
+static int run_cpu_parallel(const sample_bench *b, const preset_data *p, const int *fanouts,
+                            int layers, double *secs, int64_t *edges, int64_t *inputs) {
+    gd_sampler_t *s = NULL;
+    gd_minibatch_t *mb = NULL;
+    int rc = -1;
+    gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
+    o.max_batch = b->batch;
+    o.seed = b->seed;
+    o.replace = b->replace;
+    o.threads = b->threads;
+    BENCH_GD(gd_sampler_create(p->host_graph, fanouts, layers, &o, &s), "creating a CPU sampler");
+    BENCH_GD(gd_minibatch_create(s, &mb), "creating a minibatch buffer");
+    const int batches = b->cpu_batches / 4 > 4 ? b->cpu_batches / 4 : 4;
+    const double t0 = bench_now();
+    for (int64_t i = 0; i < batches; i++) {
+        BENCH_GD(gd_sample(s, batch_seeds(b, p, i), b->batch, 0, 0, i, NULL, mb),
+                 "sampling on the CPU");
+        if (minibatch_sizes(mb, edges, inputs)) goto fail;
+    }
+    *secs = bench_now() - t0;
+    rc = 0;
+fail:
+    gd_minibatch_destroy(mb);
+    gd_sampler_destroy(s);
+    return rc;
+}
+
+/* ---- CUDA modes */
+
+#ifdef GD_WITH_CUDA
+/* Copy a minibatch's arrays to host memory, for the comparison with the CPU sampler. */
+static int fetch(gd_minibatch_t *mb, int64_t **nodes, int64_t *nn, int32_t **ip, int32_t **ix,
+                 gd_block *blk, int layers) {
+    const int64_t *ids;
+    const int dev = gd_minibatch_on_device(mb);
+    BENCH_GD(gd_minibatch_input_nodes(mb, &ids, nn), "reading the input nodes");
+    *nodes = malloc(sizeof(int64_t) * (size_t)(*nn + 1));
+    BENCH_REQUIRE(*nodes, "out of memory");
+    if (dev)
+        BENCH_CUDA(cudaMemcpy(*nodes, ids, sizeof(int64_t) * (size_t)*nn, cudaMemcpyDefault));
+    else
+        memcpy(*nodes, ids, sizeof(int64_t) * (size_t)*nn);
+    for (int l = 0; l < layers; l++) {
+        BENCH_GD(gd_minibatch_block(mb, l, &blk[l]), "reading a block");
+        const size_t a = sizeof(int32_t) * (size_t)(blk[l].num_dst + 1);
+        const size_t e = sizeof(int32_t) * (size_t)blk[l].num_edges;
+        ip[l] = malloc(a);
+        ix[l] = malloc(e + 4);
+        BENCH_REQUIRE(ip[l] && ix[l], "out of memory");
+        if (dev) {
+            BENCH_CUDA(cudaMemcpy(ip[l], blk[l].indptr, a, cudaMemcpyDefault));
+            if (e) BENCH_CUDA(cudaMemcpy(ix[l], blk[l].indices, e, cudaMemcpyDefault));
+        } else {
+            memcpy(ip[l], blk[l].indptr, a);
+            memcpy(ix[l], blk[l].indices, e);
+        }
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+/* Minibatch 0 of a CUDA sampler equals the CPU sampler's, bit for bit. */
+static int verify(const sample_bench *b, const preset_data *p, const int *fanouts, int layers,
+                  gd_sampler_t *gs, gd_minibatch_t *gmb, void *stream, const char *mode) {
+    gd_sampler_t *cs = NULL;
+    gd_minibatch_t *cmb = NULL;
+    int64_t *na = NULL, *nb = NULL, nna = 0, nnb = 0;
+    int32_t *ipa[GD_SAMPLER_MAX_LAYERS] = {0}, *ixa[GD_SAMPLER_MAX_LAYERS] = {0};
+    int32_t *ipb[GD_SAMPLER_MAX_LAYERS] = {0}, *ixb[GD_SAMPLER_MAX_LAYERS] = {0};
+    gd_block ba[GD_SAMPLER_MAX_LAYERS], bb[GD_SAMPLER_MAX_LAYERS];
+    int rc = -1;
+    gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
+    o.max_batch = b->batch;
+    o.seed = b->seed;
+    o.replace = b->replace;
+    o.threads = b->threads;
+    BENCH_GD(gd_sampler_create(p->host_graph, fanouts, layers, &o, &cs), "creating a CPU sampler");
+    BENCH_GD(gd_minibatch_create(cs, &cmb), "creating a minibatch buffer");
+    BENCH_GD(gd_sample(cs, batch_seeds(b, p, 0), b->batch, 0, 0, 0, NULL, cmb), "sampling (CPU)");
+    BENCH_GD(gd_sample(gs, batch_seeds(b, p, 0), b->batch, 0, 0, 0, stream, gmb),
+             "sampling (CUDA)");
+    BENCH_GD(gd_sampler_check_errors(gs), "sampling (CUDA)");
+    if (fetch(cmb, &na, &nna, ipa, ixa, ba, layers) || fetch(gmb, &nb, &nnb, ipb, ixb, bb, layers))
+        goto fail;
+    BENCH_REQUIRE(nna == nnb && !memcmp(na, nb, sizeof(int64_t) * (size_t)nna),
+                  "%s: the input nodes of minibatch 0 differ from the CPU sampler's (%lld vs "
+                  "%lld nodes): the CUDA sampler is wrong, no number is reported",
+                  mode, (long long)nnb, (long long)nna);
+    for (int l = 0; l < layers; l++)
+        BENCH_REQUIRE(ba[l].num_dst == bb[l].num_dst && ba[l].num_edges == bb[l].num_edges &&
+                          !memcmp(ipa[l], ipb[l], sizeof(int32_t) * (size_t)(ba[l].num_dst + 1)) &&
+                          !memcmp(ixa[l], ixb[l], sizeof(int32_t) * (size_t)ba[l].num_edges),
+                      "%s: layer %d of minibatch 0 differs from the CPU sampler's: the CUDA "
+                      "sampler is wrong, no number is reported",
+                      mode, l);
+    rc = 0;
+fail:
+    free(na);
+    free(nb);
+    for (int l = 0; l < GD_SAMPLER_MAX_LAYERS; l++) {
+        free(ipa[l]);
+        free(ixa[l]);
+        free(ipb[l]);
+        free(ixb[l]);
+    }
+    gd_minibatch_destroy(cmb);
+    gd_sampler_destroy(cs);
+    return rc;
+}
+
+static int run_cuda(const sample_bench *b, const preset_data *p, int m, const int *fanouts,
+                    int layers, double *secs, int64_t *edges, int64_t *inputs,
+                    int64_t *graph_gpu_bytes, int64_t *graph_pinned_bytes) {
+    gd_graph_t *g = NULL;
+    gd_sampler_t *s[MAX_STREAMS] = {0};
+    gd_minibatch_t *mb[MAX_STREAMS][2] = {{0}};
+    int used[MAX_STREAMS][2] = {{0}};
+    cudaStream_t st[MAX_STREAMS];
+    int nstreams = 0, rc = -1;
+    const int K = b->streams;
+    gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
+    go.indptr_placement = modes[m].indptr;
+    go.indices_placement = modes[m].indices;
+    go.device = b->device;
+    BENCH_GD(gd_graph_create(p->num_nodes, p->indptr, p->indices, p->dtype, &go, &g),
+             "placing the graph");
+    {
+        gd_graph_info gi = GD_GRAPH_INFO_INIT;
+        BENCH_GD(gd_graph_get_info(g, &gi), "reading the graph's placement");
+        *graph_gpu_bytes = gi.device_bytes;
+        *graph_pinned_bytes = gi.pinned_bytes;
+    }
+    gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
+    o.backend = GD_SAMPLER_CUDA;
+    o.max_batch = b->batch;
+    o.seed = b->seed;
+    o.replace = b->replace;
+    for (int k = 0; k < K; k++) {
+        BENCH_CUDA(cudaStreamCreateWithFlags(&st[k], cudaStreamNonBlocking));
+        nstreams++;
+        BENCH_GD(gd_sampler_create(g, fanouts, layers, &o, &s[k]), "creating a CUDA sampler");
+        BENCH_GD(gd_minibatch_create(s[k], &mb[k][0]), "creating a minibatch buffer");
+        BENCH_GD(gd_minibatch_create(s[k], &mb[k][1]), "creating a minibatch buffer");
+    }
+    if (verify(b, p, fanouts, layers, s[0], mb[0][0], st[0], modes[m].name)) goto fail;
+    /* Warm-up, then the timed minibatches; batch i goes to sampler i % K, buffer (i / K) % 2,
+     * whose previous minibatch's sizes are read first. */
+    for (int phase = 0; phase < 2; phase++) {
+        const int64_t count = phase ? b->gpu_batches : (int64_t)b->warmup * K;
+        int64_t e = 0, n = 0;
+        const double t0 = bench_now();
+        memset(used, 0, sizeof used);
+        for (int64_t i = 0; i < count; i++) {
+            const int k = (int)(i % K), q = (int)((i / K) % 2);
+            if (used[k][q] && minibatch_sizes(mb[k][q], &e, &n)) goto fail;
+            BENCH_GD(gd_sample(s[k], batch_seeds(b, p, i), b->batch, 0, 0, i, st[k], mb[k][q]),
+                     "sampling (CUDA)");
+            used[k][q] = 1;
+        }
+        for (int k = 0; k < K; k++)
+            for (int q = 0; q < 2; q++)
+                if (used[k][q] && minibatch_sizes(mb[k][q], &e, &n)) goto fail;
+        if (phase) {
+            *secs = bench_now() - t0;
+            *edges = e;
+            *inputs = n;
+        }
+    }
+    for (int k = 0; k < K; k++) BENCH_GD(gd_sampler_check_errors(s[k]), "sampling (CUDA)");
+    rc = 0;
+fail:
+    for (int k = 0; k < K; k++) {
+        gd_minibatch_destroy(mb[k][0]);
+        gd_minibatch_destroy(mb[k][1]);
+        gd_sampler_destroy(s[k]);
+    }
+    for (int k = 0; k < nstreams; k++) (void)cudaStreamDestroy(st[k]);
+    gd_graph_destroy(g);
+    return rc;
+}
+#endif
+
+/* ---- report */
+
+static int add_run(sample_bench *b, const preset_data *p, int fi, int m, int batches, double secs,
+                   int64_t edges, int64_t inputs, int64_t gpu_bytes, int64_t pinned_bytes) {
+    char f[64];
+    cJSON *r = cJSON_CreateObject();
+    BENCH_REQUIRE(r, "out of memory building the JSON record");
+    cJSON_AddItemToArray(b->jruns, r);
+    BENCH_JSON(cJSON_AddStringToObject(r, "preset", p->preset));
+    BENCH_JSON(cJSON_AddStringToObject(r, "fanouts",
+                                       fanout_text(b->fanouts[fi], b->layers[fi], f, sizeof f)));
+    BENCH_JSON(cJSON_AddStringToObject(r, "mode", modes[m].name));
+    BENCH_JSON(cJSON_AddNumberToObject(r, "minibatches", batches));
+    BENCH_JSON(cJSON_AddNumberToObject(r, "seconds", secs));
+    BENCH_JSON(cJSON_AddNumberToObject(r, "edges", (double)edges));
+    BENCH_JSON(cJSON_AddNumberToObject(r, "input_nodes", (double)inputs));
+    BENCH_JSON(cJSON_AddNumberToObject(r, "seps", secs > 0 ? (double)edges / secs : 0));
+    BENCH_JSON(cJSON_AddNumberToObject(r, "graph_gpu_bytes", (double)gpu_bytes));
+    BENCH_JSON(cJSON_AddNumberToObject(r, "graph_pinned_bytes", (double)pinned_bytes));
+    if (is_cuda_mode(m))
+        BENCH_JSON(cJSON_AddNumberToObject(r, "streams", b->streams));
+    else
+        BENCH_JSON(cJSON_AddNumberToObject(r, "threads", b->threads));
+    return 0;
+fail:
+    return -1;
+}
+
+static int add_header_json(sample_bench *b) {
+    char date[64], host[256], f[64];
+    cJSON *params, *dev, *arr;
+    b->root = cJSON_CreateObject();
+    BENCH_REQUIRE(b->root, "out of memory building the JSON record");
+    BENCH_JSON(cJSON_AddStringToObject(b->root, "benchmark", "sample"));
+    BENCH_JSON(cJSON_AddStringToObject(b->root, "version", gd_version()));
+    BENCH_JSON(cJSON_AddStringToObject(b->root, "commit", b->commit));
+    BENCH_JSON(cJSON_AddStringToObject(b->root, "commit_from",
+                                       b->commit_given ? "--commit" : "build configuration"));
+    BENCH_JSON(cJSON_AddStringToObject(b->root, "date", bench_utc_date(date, sizeof date)));
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    BENCH_JSON(cJSON_AddStringToObject(b->root, "host", host));
+    BENCH_JSON(cJSON_AddNumberToObject(b->root, "cpus", bench_cpus()));
+    BENCH_JSON(cJSON_AddBoolToObject(b->root, "cuda_build", gd_has_cuda()));
+    if (b->gpu) {
+        gd_device_info info;
+        BENCH_GD(gd_device_info_get(b->device, &info), "reading the GPU's properties");
+        BENCH_JSON(dev = cJSON_AddObjectToObject(b->root, "device"));
+        BENCH_JSON(cJSON_AddNumberToObject(dev, "index", b->device));
+        BENCH_JSON(cJSON_AddStringToObject(dev, "name", info.name));
+        BENCH_JSON(
+            cJSON_AddNumberToObject(dev, "compute_capability", info.major + info.minor / 10.0));
+        BENCH_JSON(cJSON_AddNumberToObject(dev, "sms", info.multiprocessors));
+        BENCH_JSON(cJSON_AddNumberToObject(dev, "memory_bytes", (double)info.total_memory));
+        fprintf(stderr, "GPU %d: %s, %d SMs\n", b->device, info.name, info.multiprocessors);
+    } else {
+        BENCH_JSON(cJSON_AddNullToObject(b->root, "device"));
+    }
+    BENCH_JSON(params = cJSON_AddObjectToObject(b->root, "parameters"));
+    BENCH_JSON(arr = cJSON_AddArrayToObject(params, "presets"));
+    for (int i = 0; i < b->npresets; i++)
+        BENCH_JSON(cJSON_AddItemToArray(arr, cJSON_CreateString(b->presets[i])));
+    BENCH_JSON(arr = cJSON_AddArrayToObject(params, "fanouts"));
+    for (int i = 0; i < b->nfsets; i++)
+        BENCH_JSON(cJSON_AddItemToArray(
+            arr, cJSON_CreateString(fanout_text(b->fanouts[i], b->layers[i], f, sizeof f))));
+    BENCH_JSON(arr = cJSON_AddArrayToObject(params, "modes"));
+    for (int m = 0; m < M_COUNT; m++)
+        if (b->use[m]) BENCH_JSON(cJSON_AddItemToArray(arr, cJSON_CreateString(modes[m].name)));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "batch", (double)b->batch));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "nodes", (double)b->nodes));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "gpu_batches", b->gpu_batches));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "cpu_batches", b->cpu_batches));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "streams", b->streams));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "threads", b->threads));
+    BENCH_JSON(cJSON_AddBoolToObject(params, "replace", b->replace));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "seed", (double)b->seed));
+    BENCH_JSON(cJSON_AddBoolToObject(params, "quick", b->quick));
+    BENCH_JSON(b->jruns = cJSON_AddArrayToObject(b->root, "runs"));
+    BENCH_JSON(b->jtargets = cJSON_AddArrayToObject(b->root, "targets"));
+    return 0;
+fail:
+    return -1;
+}
+
+static void print_targets(sample_bench *b) {
+    char name[96], f[64];
+    printf("\ntargets (%d CPU threads, %d CUDA streams):\n", b->threads, b->streams);
+    for (int pi = 0; pi < b->npresets; pi++)
+        for (int fi = 0; fi < b->nfsets; fi++) {
+            const double *s = b->seps[pi][fi];
+            const double cpu = s[M_CPU] > s[M_CPU_PAR] ? s[M_CPU] : s[M_CPU_PAR];
+            fanout_text(b->fanouts[fi], b->layers[fi], f, sizeof f);
+            if (s[M_UVA] > 0 && cpu > 0) {
+                snprintf(name, sizeof name, "uva / cpu, %s [%s]", b->presets[pi], f);
+                bench_target(b->jtargets, name, s[M_UVA] / cpu, 20.0, "x");
+            }
+            if (s[M_UVA] > 0 && s[M_GPU] > 0) {
+                snprintf(name, sizeof name, "uva / gpu-resident, %s [%s]", b->presets[pi], f);
+                bench_target(b->jtargets, name, s[M_UVA] / s[M_GPU], 0.75, "x");
+            }
+        }
+}
+
+int bench_sample(int argc, char **argv) {
+    int rc = CLI_EXIT_FAIL;
+    sample_bench *b = calloc(1, sizeof *b);
+    preset_data p;
+    double t_start = bench_now();
+    memset(&p, 0, sizeof p);
+    if (!b) {
+        bench_error("out of memory");
+        return CLI_EXIT_FAIL;
+    }
+    {
+        const int prc = parse_options(b, argc, argv);
+        if (prc >= 0) {
+            free(b);
+            return prc;
+        }
+    }
+    if (b->json_path && bench_json_probe(b->json_path) != 0) goto fail;
+    {
+        const int count = gd_device_count();
+        if (gd_has_cuda() && count > 0) {
+            BENCH_REQUIRE(b->device < count, "GPU %d does not exist: %d GPU(s) visible (0..%d)",
+                          b->device, count, count - 1);
+            b->gpu = 1;
+        } else {
+            fprintf(stderr,
+                    "bench sample: CUDA modes need a CUDA build and a GPU, and %s: "
+                    "running the CPU modes only\n",
+                    gd_has_cuda() ? "no GPU is visible" : "this build has no CUDA");
+            for (int m = M_UVA; m < M_COUNT; m++) b->use[m] = 0;
+        }
+    }
+    if (add_header_json(b) != 0) goto fail;
+    printf("bench sample: batch %lld, %d CPU threads, %d CUDA streams, %s\n", (long long)b->batch,
+           b->threads, b->streams, b->replace ? "with replacement" : "without replacement");
+    printf("%-9s %-10s %-13s %8s %12s %11s %9s %12s %8s %8s\n", "preset", "fanouts", "mode",
+           "batches", "edges/batch", "inputs/b", "seconds", "SEPS", "/cpu", "/gpu");
+    for (int pi = 0; pi < b->npresets; pi++) {
+        if (preset_load(b, b->presets[pi], &p) != 0) goto fail;
+        for (int fi = 0; fi < b->nfsets; fi++) {
+            for (int m = 0; m < M_COUNT; m++) {
+                if (!b->use[m]) continue;
+                double secs = 0;
+                int64_t edges = 0, inputs = 0, gbytes = 0, pbytes = 0;
+                int batches = 0;
+                char f[64], r1[16] = "", r2[16] = "", sc[32];
+                fanout_text(b->fanouts[fi], b->layers[fi], f, sizeof f);
+                fprintf(stderr, "sample: %s [%s] %s\n", p.preset, f, modes[m].name);
+                if (m == M_CPU) {
+                    batches = b->cpu_batches;
+                    if (run_cpu(b, &p, b->fanouts[fi], b->layers[fi], &secs, &edges, &inputs))
+                        goto fail;
+                } else if (m == M_CPU_PAR) {
+                    batches = b->cpu_batches / 4 > 4 ? b->cpu_batches / 4 : 4;
+                    if (run_cpu_parallel(b, &p, b->fanouts[fi], b->layers[fi], &secs, &edges,
+                                         &inputs))
+                        goto fail;
+                } else {
+#ifdef GD_WITH_CUDA
+                    batches = b->gpu_batches;
+                    if (run_cuda(b, &p, m, b->fanouts[fi], b->layers[fi], &secs, &edges, &inputs,
+                                 &gbytes, &pbytes))
+                        goto fail;
+#endif
+                }
+                const double seps = secs > 0 ? (double)edges / secs : 0;
+                b->seps[pi][fi][m] = seps;
+                const double cpu = b->seps[pi][fi][M_CPU] > b->seps[pi][fi][M_CPU_PAR]
+                                       ? b->seps[pi][fi][M_CPU]
+                                       : b->seps[pi][fi][M_CPU_PAR];
+                if (is_cuda_mode(m) && cpu > 0) snprintf(r1, sizeof r1, "%.1f", seps / cpu);
+                if (is_cuda_mode(m) && b->seps[pi][fi][M_GPU] > 0)
+                    snprintf(r2, sizeof r2, "%.2f", seps / b->seps[pi][fi][M_GPU]);
+                printf("%-9s %-10s %-13s %8d %12.0f %11.0f %9.3f %12s %8s %8s\n", p.preset, f,
+                       modes[m].name, batches, batches ? (double)edges / batches : 0,
+                       batches ? (double)inputs / batches : 0, secs, cli_count(seps, sc, sizeof sc),
+                       r1, r2);
+                fflush(stdout);
+                if (add_run(b, &p, fi, m, batches, secs, edges, inputs, gbytes, pbytes)) goto fail;
+                if (cli_interrupted()) goto fail;
+            }
+            /* The gpu ceiling runs last in the loop: print the UVA ratios to it now. */
+            if (b->seps[pi][fi][M_GPU] > 0)
+                for (int m = M_UVA; m < M_GPU; m++)
+                    if (b->seps[pi][fi][m] > 0)
+                        printf("  %s / gpu-resident: %.2f\n", modes[m].name,
+                               b->seps[pi][fi][m] / b->seps[pi][fi][M_GPU]);
+        }
+        preset_release(&p);
+    }
+    if (b->gpu) print_targets(b);
+    printf("\nbench sample: done in %.1f s\n", bench_now() - t_start);
+    BENCH_JSON(cJSON_AddNumberToObject(b->root, "seconds", bench_now() - t_start));
+    if (b->json_path) {
+        if (bench_json_write(b->json_path, b->root) != 0) goto fail;
+        printf("results written to %s\n", b->json_path);
+    }
+    rc = 0;
+fail:
+    if (rc != 0 && cli_interrupted()) {
+        fprintf(stderr, "graphdirect bench: interrupted\n");
+        rc = CLI_EXIT_INTERRUPTED;
+    }
+    preset_release(&p);
+    cJSON_Delete(b->root);
+    free(b);
+    return rc;
+}
