@@ -35,6 +35,7 @@ enum { SCORE_IN = 0, SCORE_OUT = 1, SCORE_ACCESS = 2, SCORE_KINDS = 3 };
 typedef enum {
     BM_ZEROCOPY = 0,
     BM_ZEROCOPY_SORT,
+    BM_ZEROCOPY_NOSORT,
     BM_NAIVE,
     BM_CPU_DMA,
     BM_GPU,
@@ -42,19 +43,30 @@ typedef enum {
     BM_COUNT
 } bench_mode;
 
+/*
+ * The modes of the sweep. sort is the sort_ids option: 0 leaves the library's default (on for
+ * zerocopy), 1 forces sorting, -1 turns it off, so "zerocopy" is what a caller gets and
+ * "zerocopy-nosort" shows what sorting buys.
+ */
 static const struct {
     const char *name;
     gd_gather_mode mode;
     int sort;
+    int by_default; /* in the default --modes of a GPU run */
 } modes[BM_COUNT] = {
-    {"zerocopy", GD_GATHER_ZEROCOPY, 0},   {"zerocopy-sort", GD_GATHER_ZEROCOPY, 1},
-    {"naive-zerocopy", GD_GATHER_NAIVE_ZEROCOPY, 0}, {"cpu-dma", GD_GATHER_CPU_DMA, 0},
-    {"gpu", GD_GATHER_GPU, 0},             {"cpu", GD_GATHER_CPU, 0},
+    {"zerocopy", GD_GATHER_ZEROCOPY, 0, 1},
+    {"zerocopy-sort", GD_GATHER_ZEROCOPY, 1, 0},
+    {"zerocopy-nosort", GD_GATHER_ZEROCOPY, -1, 1},
+    {"naive-zerocopy", GD_GATHER_NAIVE_ZEROCOPY, 0, 1},
+    {"cpu-dma", GD_GATHER_CPU_DMA, 0, 1},
+    {"gpu", GD_GATHER_GPU, 0, 1},
+    {"cpu", GD_GATHER_CPU, 0, 0},
 };
 
 /* Modes whose ids live on the device and whose work is timed with events. */
 static int device_ids_mode(bench_mode m) {
-    return m == BM_ZEROCOPY || m == BM_ZEROCOPY_SORT || m == BM_NAIVE || m == BM_GPU;
+    return m == BM_ZEROCOPY || m == BM_ZEROCOPY_SORT || m == BM_ZEROCOPY_NOSORT ||
+           m == BM_NAIVE || m == BM_GPU;
 }
 
 static const char *const sm_budgets[SM_BUDGETS] = {"10%", "15%", "100%"};
@@ -149,8 +161,10 @@ static void help(void) {
         "  --rows-bytes LIST    row widths in bytes (default 256,512,1024,1028,2048,2052,4096,\n"
         "                       16384); multiples of 4 are float32 rows, others uint8\n"
         "  --ids LIST           ids per call (default 8Ki,64Ki,1Mi)\n"
-        "  --modes LIST         zerocopy, zerocopy-sort, naive-zerocopy, cpu-dma, gpu, cpu\n"
-        "                       (default: all but cpu; cpu only without a GPU)\n"
+        "  --modes LIST         zerocopy (the library's default sort_ids), zerocopy-sort\n"
+        "                       (sort_ids on), zerocopy-nosort (off), naive-zerocopy,\n"
+        "                       cpu-dma, gpu, cpu (default: all but zerocopy-sort and cpu;\n"
+        "                       cpu alone without a GPU)\n"
         "  --iters N            most timed calls per measurement (default 100); fewer are\n"
         "                       made when --budget is reached, but at least 3\n"
         "  --budget SIZE        bytes to move per measurement, roughly (default 1Gi)\n"
@@ -190,7 +204,7 @@ static int parse_modes(gather_bench *b, const char *text) {
         }
         if (found < 0) {
             bench_error("--modes '%s': unknown mode '%.*s': use zerocopy, zerocopy-sort, "
-                        "naive-zerocopy, cpu-dma, gpu or cpu",
+                        "zerocopy-nosort, naive-zerocopy, cpu-dma, gpu or cpu",
                         text, (int)len, p);
             return -1;
         }
@@ -465,7 +479,7 @@ static void plan_counts(const gather_bench *b, int64_t call_bytes, int *warm, in
     *warm = call_bytes >= ((int64_t)256 << 20) ? 1 : 2;
 }
 
-static int add_measurement(gather_bench *b, cJSON *arr, const char *mode, int64_t row_bytes,
+static int add_measurement(gather_bench *b, cJSON *arr, bench_mode m, int64_t row_bytes,
                            int64_t ids_asked, int64_t n, const call_plan *p, double seconds,
                            double rate, const gd_gatherer_t *g) {
     cJSON *o = cJSON_CreateObject();
@@ -473,7 +487,8 @@ static int add_measurement(gather_bench *b, cJSON *arr, const char *mode, int64_
         cJSON_Delete(o);
         goto fail;
     }
-    BENCH_JSON(cJSON_AddStringToObject(o, "mode", mode));
+    BENCH_JSON(cJSON_AddStringToObject(o, "mode", modes[m].name));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "sort_ids_option", modes[m].sort));
     BENCH_JSON(cJSON_AddNumberToObject(o, "row_bytes", (double)row_bytes));
     BENCH_JSON(cJSON_AddNumberToObject(o, "ids_requested", (double)ids_asked));
     BENCH_JSON(cJSON_AddNumberToObject(o, "ids", (double)n));
@@ -631,7 +646,7 @@ static int sweep_width(gather_bench *b, int wi) {
             fprintf(stderr, "  [%lld B x %s] %-14s %7.2f GB/s  %.2f of the ceiling\n",
                     (long long)w, bench_count_text(n, nb, sizeof nb), modes[m].name, rate,
                     b->ceiling_gbps > 0 ? rate / b->ceiling_gbps : 0);
-            if (add_measurement(b, b->jsweep, modes[m].name, w, b->ids[ni], n, &p, secs, rate,
+            if (add_measurement(b, b->jsweep, (bench_mode)m, w, b->ids[ni], n, &p, secs, rate,
                                 m == BM_CPU ? NULL : g[m]) != 0)
                 goto fail;
             if (cli_interrupted()) goto fail;
@@ -1281,7 +1296,7 @@ static int parse_options(gather_bench *b, int argc, char **argv) {
         b->ids[0] = 8192, b->ids[1] = 65536, b->ids[2] = 1 << 20;
     }
     if (!have_modes) {
-        for (int m = 0; m < BM_COUNT; m++) b->use[m] = m != BM_CPU;
+        for (int m = 0; m < BM_COUNT; m++) b->use[m] = modes[m].by_default;
     }
     if (!have_iters) b->iters = b->quick ? 5 : 100;
     if (!have_budget) b->budget = b->quick ? (int64_t)16 << 20 : (int64_t)1 << 30;

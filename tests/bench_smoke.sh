@@ -42,7 +42,7 @@ grep -q '"commit":[[:space:]]*"smoke-test"' "$tmp/gather.json" || fail "commit n
 if grep -q '"cuda_build":[[:space:]]*true' "$tmp/gather.json" && \
    ! grep -q '"device":[[:space:]]*null' "$tmp/gather.json"; then
     # A GPU ran: every default GPU mode, the SM budget and the targets are reported.
-    for m in zerocopy zerocopy-sort naive-zerocopy cpu-dma gpu; do
+    for m in zerocopy zerocopy-nosort naive-zerocopy cpu-dma gpu; do
         grep -q "\"mode\":[[:space:]]*\"$m\"" "$tmp/gather.json" || fail "no $m measurement"
     done
     grep -q '"sm_budget":[[:space:]]*"15%"' "$tmp/gather.json" || fail "no SM budget part"
