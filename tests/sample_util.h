@@ -1,8 +1,8 @@
 /*
  * Helpers shared by the sampler tests (test_sample.c on the CPU, test_sample_cuda.c on a GPU):
- * random graphs with isolated nodes and hubs, minibatches copied to host memory and compared,
- * an independent serial statement of the determinism contract of docs/sampling.md, and the
- * block invariants every minibatch must satisfy.
+ * random graphs with isolated nodes and hubs, minibatches copied to host memory and compared, an
+ * independent serial statement of the determinism contract of docs/sampling.md, and the block
+ * invariants every minibatch must satisfy.
  */
 #ifndef GD_TEST_SAMPLE_UTIL_H
 #define GD_TEST_SAMPLE_UTIL_H
@@ -35,9 +35,8 @@ static inline int64_t nbr(const graph *g, int64_t p) {
 }
 
 /*
- * A random graph: every 13th node isolated, three hubs with in-edges from about
- * half the nodes, the rest with 0..2*avg in-neighbours, some lists shorter than
- * the fanouts and some longer.
+ * A random graph: every 13th node isolated, three hubs with in-edges from about half the nodes, the
+ * rest with 0..2*avg in-neighbours, some lists shorter than the fanouts and some longer.
  */
 static inline graph make_graph(uint64_t *state, int64_t n, int avg, gd_dtype dtype) {
     int64_t cap = n * (int64_t)avg * 2 + 3 * n, m = 0;

@@ -57,8 +57,7 @@ static void check_cpu_sampler(uint64_t *state) {
                     host_mb_free(&b);
                     host_mb_free(&r);
                 }
-                /* Another minibatch index draws other neighbours (a node of high
-                 * degree). */
+                /* Another minibatch index draws other neighbours (a node of high degree). */
                 seeds[0] = 0;
                 T_OK(gd_sample(s1, seeds, 1, 0, 0, 0, NULL, m1));
                 host_mb a = to_host(m1);
@@ -97,8 +96,8 @@ static void star(int64_t deg, int64_t **indptr, int32_t **indices) {
 }
 
 /*
- * Chi-square statistics against thresholds at p ~ 1e-4 (Wilson-Hilferty), so
- * that a correct sampler fails about once in ten thousand runs.
+ * Chi-square statistics against thresholds at p ~ 1e-4 (Wilson-Hilferty), so that a correct sampler
+ * fails about once in ten thousand runs.
  */
 static void check_uniformity(uint64_t *state) {
     struct {
@@ -316,8 +315,7 @@ static void check_api_errors(uint64_t *state) {
     free_graph(&g);
 }
 
-/* Every allocation of graph, sampler and minibatch creation fails once,
- * cleanly. */
+/* Every allocation of graph, sampler and minibatch creation fails once, cleanly. */
 static void check_faults(uint64_t *state) {
     graph g = make_graph(state, 400, 6, GD_DTYPE_INT64);
     int fan[2] = {10, 4};

@@ -1,11 +1,11 @@
 /*
  * Neighbour sampler, GPU side (exits 77 without a GPU). The CUDA sampler with the graph in GPU
- * memory, in pinned host memory read over UVA, and split between the two (int32 and int64
- * indices, narrowed or not), from host and from device seeds, two buffers queued back to back
- * on a non-blocking stream, outputs poisoned first, is compared bit for bit with the CPU
- * sampler on random graphs with isolated nodes and hubs, and its blocks checked against the
- * graph. Seed errors found on the device are reported by gd_sampler_check_errors, and pinning
- * and allocation faults over creation fail cleanly.
+ * memory, in pinned host memory read over UVA, and split between the two (int32 and int64 indices,
+ * narrowed or not), from host and from device seeds, two buffers queued back to back on a
+ * non-blocking stream, outputs poisoned first, is compared bit for bit with the CPU sampler on
+ * random graphs with isolated nodes and hubs, and its blocks checked against the graph. Seed errors
+ * found on the device are reported by gd_sampler_check_errors, and pinning and allocation faults
+ * over creation fail cleanly.
  */
 #include "sample_util.h"
 
@@ -58,8 +58,8 @@ static void check_gpu_sampler(uint64_t *state, cudaStream_t stream) {
                     const int64_t counts[4] = {max_batch, 0, 1,
                                                1 + (int64_t)(t_rand(state) % (uint64_t)max_batch)};
                     for (int k = 0; k < 4; k += 2) {
-                        /* Two minibatches queued back to back into two buffers, poisoned
-                         * first: one from host seeds, one from device seeds. */
+                        /* Two minibatches queued back to back into two buffers, poisoned first: one
+                         * from host seeds, one from device seeds. */
                         int64_t nb[2] = {counts[k], counts[k + 1]}, batch[2];
                         const int64_t epoch = (int64_t)(t_rand(state) % 4);
                         for (int q = 0; q < 2; q++) {
@@ -107,8 +107,7 @@ static void check_gpu_sampler(uint64_t *state, cudaStream_t stream) {
     }
 }
 
-/* Seeds on the device are checked by the kernels and reported by
- * gd_sampler_check_errors. */
+/* Seeds on the device are checked by the kernels and reported by gd_sampler_check_errors. */
 static void check_gpu_seed_errors(uint64_t *state, cudaStream_t stream) {
     graph g = make_graph(state, 1000, 8, GD_DTYPE_INT32);
     gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
@@ -160,8 +159,7 @@ static void check_gpu_seed_errors(uint64_t *state, cudaStream_t stream) {
     free_graph(&g);
 }
 
-/* Pinning and allocation faults over pinned placement, CUDA sampler and
- * minibatch creation. */
+/* Pinning and allocation faults over pinned placement, CUDA sampler and minibatch creation. */
 static void check_gpu_faults(uint64_t *state) {
     graph g = make_graph(state, 300, 6, GD_DTYPE_INT64);
     int fan[2] = {10, 4};

@@ -1,10 +1,10 @@
 /*
- * The graph handle of the sampler: where the two CSC arrays live. indptr and indices are
- * placed separately, each in host memory (CPU threads only), in GPU memory (a copy), or in
- * pinned host memory that GPU kernels read over PCIe (UVA) and CPU threads read in place. The
- * common large-graph setup is indptr in GPU memory and indices pinned: the sampler then reads
- * over PCIe only the few index entries it draws. Pinned arrays are registered through the
- * feature module's host tensors, which page-lock in chunks and explain a failed pin.
+ * The graph handle of the sampler: where the two CSC arrays live. indptr and indices are placed
+ * separately, each in host memory (CPU threads only), in GPU memory (a copy), or in pinned host
+ * memory that GPU kernels read over PCIe (UVA) and CPU threads read in place. The common
+ * large-graph setup is indptr in GPU memory and indices pinned: the sampler then reads over PCIe
+ * only the few index entries it draws. Pinned arrays are registered through the feature module's
+ * host tensors, which page-lock in chunks and explain a failed pin.
  */
 #include "internal.h"
 
@@ -33,9 +33,8 @@ gd_status gd_placement_parse(const char *name, gd_placement *out) {
 }
 
 /*
- * Check that indptr starts at 0 and never decreases, and find the largest
- * degree, in one parallel pass. Returns the first node whose degree is
- * negative, or -1.
+ * Check that indptr starts at 0 and never decreases, and find the largest degree, in one parallel
+ * pass. Returns the first node whose degree is negative, or -1.
  */
 static int64_t scan_indptr(const int64_t *indptr, int64_t n, int64_t *max_degree) {
     int64_t bad = INT64_MAX, maxd = 0;
@@ -52,8 +51,7 @@ static int64_t scan_indptr(const int64_t *indptr, int64_t n, int64_t *max_degree
     return bad == INT64_MAX ? -1 : bad;
 }
 
-/* Copy n indices of dtype from to dtype to (int64 -> int32 narrowing allowed),
- * in parallel. */
+/* Copy n indices of dtype from to dtype to (int64 -> int32 narrowing allowed), in parallel. */
 static void copy_indices(void *to, gd_dtype to_dtype, const void *from, gd_dtype from_dtype,
                          int64_t n) {
     if (to_dtype == from_dtype) {
@@ -78,9 +76,8 @@ static int pages_overlap(const void *a, size_t na, const void *b, size_t nb) {
 }
 
 /*
- * Place one array in pinned memory: adopt the caller's memory in place, or copy
- * it (converting the index type) into a library-owned host tensor; then
- * register it with the GPU.
+ * Place one array in pinned memory: adopt the caller's memory in place, or copy it (converting the
+ * index type) into a library-owned host tensor; then register it with the GPU.
  */
 static gd_status place_pinned(gd_graph_t *g, const void *data, gd_dtype from, gd_dtype to,
                               int64_t count, int copy, const char *what, gd_host_tensor_t **out,
@@ -189,8 +186,8 @@ static gd_status graph_create(int64_t num_nodes, const int64_t *indptr, const vo
     }
     if (o.indices_placement == GD_PLACE_PINNED) {
         const void *h = NULL, *d = NULL;
-        /* Pages are locked whole, and a page cannot be registered twice: indices that share a
-         * page with an indptr pinned in place are copied. */
+        /* Pages are locked whole, and a page cannot be registered twice: indices that share a page
+         * with an indptr pinned in place are copied. */
         const int shares_page =
             g->pin_indptr && g->h_indptr == indptr &&
             pages_overlap(indptr, (size_t)(num_nodes + 1) * sizeof(int64_t), indices,
@@ -241,8 +238,7 @@ gd_status gd_graph_create_from_dataset(const gd_dataset_t *ds, const gd_graph_op
                ds->name ? ds->name : "(unnamed)", gd_dtype_name(ip.dtype), (long long)ip.shape[0],
                (long long)ds->num_nodes + 1);
     {
-        /* Page-locking a read-only file mapping is not portable: such arrays are
-         * copied. */
+        /* Page-locking a read-only file mapping is not portable: such arrays are copied. */
         const int read_only = ds->arrays[GD_ARRAY_INDPTR].store == GD__STORE_MAP_RO ||
                               ds->arrays[GD_ARRAY_INDICES].store == GD__STORE_MAP_RO;
         st = graph_create(ds->num_nodes, ip.data, ix.data, ix.dtype, options, read_only, out);

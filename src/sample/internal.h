@@ -1,11 +1,11 @@
 /*
- * The sampler module's internals: the graph, sampler and minibatch objects, the worst-case
- * sizes every buffer is allocated from, the random draws that define which neighbours are
- * picked (the determinism contract of docs/sampling.md, shared by the CPU and the CUDA code so
- * that both draw exactly the same numbers), and the backend table. graph.c and sampler.c hold
- * the public API; sample_cpu.c is the CPU backend and the oracle of the GPU tests;
- * sample_cuda.cu is the CUDA backend (GD_WITH_CUDA builds only). This header is plain C and
- * its inline functions also compile as CUDA device code.
+ * The sampler module's internals: the graph, sampler and minibatch objects, the worst-case sizes
+ * every buffer is allocated from, the random draws that define which neighbours are picked (the
+ * determinism contract of docs/sampling.md, shared by the CPU and the CUDA code so that both draw
+ * exactly the same numbers), and the backend table. graph.c and sampler.c hold the public API;
+ * sample_cpu.c is the CPU backend and the oracle of the GPU tests; sample_cuda.cu is the CUDA
+ * backend (GD_WITH_CUDA builds only). This header is plain C and its inline functions also compile
+ * as CUDA device code.
  */
 #ifndef GD_SAMPLE_INTERNAL_H
 #define GD_SAMPLE_INTERNAL_H
@@ -25,12 +25,10 @@ struct gd_graph {
     /* Host addresses (host and pinned placements), NULL for a gpu placement. */
     const int64_t *h_indptr;
     const void *h_indices;
-    /* Addresses GPU kernels read (gpu and pinned placements), NULL for a host
-     * placement. */
+    /* Addresses GPU kernels read (gpu and pinned placements), NULL for a host placement. */
     const int64_t *d_indptr;
     const void *d_indices;
-    /* pinned: the registered host tensors (adopted caller memory or a
-     * library-owned copy). */
+    /* pinned: the registered host tensors (adopted caller memory or a library-owned copy). */
     gd_host_tensor_t *pin_indptr, *pin_indices;
     /* gpu: device memory owned by the graph. */
     void *dev_indptr, *dev_indices;
@@ -38,11 +36,10 @@ struct gd_graph {
 };
 
 /*
- * Sizes. Hops run from the seeds outward: hop h has max_dst[h] destination
- * nodes (its frontier) and max_edges[h] sampled edges; its source nodes are the
- * frontier of hop h + 1, at most max_dst[h] + max_edges[h] and at most the node
- * count. Positions (destination nodes followed by edges, what the relabelling
- * ranks) must fit int32, as must the local ids.
+ * Sizes. Hops run from the seeds outward: hop h has max_dst[h] destination nodes (its frontier) and
+ * max_edges[h] sampled edges; its source nodes are the frontier of hop h + 1, at most max_dst[h] +
+ * max_edges[h] and at most the node count. Positions (destination nodes followed by edges, what the
+ * relabelling ranks) must fit int32, as must the local ids.
  */
 struct gd_sampler {
     gd_graph_t *graph;
@@ -66,8 +63,7 @@ struct gd_sampler {
     struct gd__cuda_sampler *cuda; /* CUDA backend state */
 };
 
-/* sizes[h] = frontier size of hop h (h <= num_layers); sizes[SIZES_EDGES + h] =
- * edges of hop h. */
+/* sizes[h] = frontier size of hop h (h <= num_layers); sizes[SIZES_EDGES + h] = edges of hop h. */
 #define GD__SIZES_EDGES (GD_SAMPLER_MAX_LAYERS + 1)
 #define GD__SIZES_COUNT (2 * GD_SAMPLER_MAX_LAYERS + 1)
 
@@ -94,8 +90,7 @@ struct gd_minibatch {
     0x53485546u /* "SHUF": epoch key of the seed shuffle \
                  */
 
-/* The 64-bit key of the draws of one minibatch: two Philox steps from (seed,
- * epoch, batch). */
+/* The 64-bit key of the draws of one minibatch: two Philox steps from (seed, epoch, batch). */
 GD_HOST_DEVICE uint64_t gd__sample_key(uint64_t seed, int64_t epoch, int64_t batch) {
     const uint64_t e = (uint64_t)epoch, b = (uint64_t)batch;
     gd_philox_ctr k1 = gd_philox(seed, (uint32_t)e, (uint32_t)(e >> 32), 0, GD__RNG_EPOCH);
@@ -105,10 +100,9 @@ GD_HOST_DEVICE uint64_t gd__sample_key(uint64_t seed, int64_t epoch, int64_t bat
 }
 
 /*
- * Draw number j for node `node` of hop `hop`: an integer uniform in [0, n),
- * from the counter (node low, node high, j, hop) under the minibatch key,
- * reduced by the 32-bit multiply-high (gd_philox_below). Integer arithmetic
- * only, so the CPU and the GPU agree exactly.
+ * Draw number j for node `node` of hop `hop`: an integer uniform in [0, n), from the counter (node
+ * low, node high, j, hop) under the minibatch key, reduced by the 32-bit multiply-high
+ * (gd_philox_below). Integer arithmetic only, so the CPU and the GPU agree exactly.
  */
 GD_HOST_DEVICE uint64_t gd__sample_draw(uint64_t key, uint64_t node, uint32_t hop, uint32_t j,
                                         uint64_t n) {
@@ -142,8 +136,7 @@ void gd__minibatch_carve(const gd_sampler_t *s, gd_minibatch_t *mb);
 
 typedef struct {
     const char *name;
-    /* gpu placement: copy the arrays to the device (graph fields set by graph.c).
-     */
+    /* gpu placement: copy the arrays to the device (graph fields set by graph.c). */
     gd_status (*graph_to_device)(gd_graph_t *g, const int64_t *indptr, const void *indices,
                                  gd_dtype src_dtype);
     void (*graph_release)(gd_graph_t *g);
@@ -163,9 +156,9 @@ extern const gd__sample_backend gd__sample_cuda_backend;
 #endif
 
 /*
- * The backend that serves a sampler backend in this build: the CUDA one in CUDA
- * builds (it reports GD_ERR_NO_DEVICE where no GPU is visible); otherwise the
- * CPU table, whose GPU entries report that graphdirect was built without CUDA.
+ * The backend that serves a sampler backend in this build: the CUDA one in CUDA builds (it reports
+ * GD_ERR_NO_DEVICE where no GPU is visible); otherwise the CPU table, whose GPU entries report that
+ * graphdirect was built without CUDA.
  */
 const gd__sample_backend *gd__sample_backend_for(gd_sampler_backend backend);
 

@@ -36,11 +36,10 @@ static inline int64_t index_at(const void *indices, int is32, int64_t p) {
 }
 
 /*
- * The neighbours of one destination node v (degree deg, list at start) into
- * out[0..cnt): all of them in list order; with replacement cnt independent
- * draws in draw order; without, Floyd's algorithm: for j = 0..cnt-1, draw t in
- * [0, deg - cnt + j]; take t unless already taken, else take deg - cnt + j. The
- * positions are kept in out until the reads replace them.
+ * The neighbours of one destination node v (degree deg, list at start) into out[0..cnt): all of
+ * them in list order; with replacement cnt independent draws in draw order; without, Floyd's
+ * algorithm: for j = 0..cnt-1, draw t in [0, deg - cnt + j]; take t unless already taken, else take
+ * deg - cnt + j. The positions are kept in out until the reads replace them.
  */
 static void sample_node(const void *indices, int is32, uint64_t key, uint32_t hop, int fanout,
                         int replace, int64_t v, int64_t start, int64_t deg, int64_t cnt,
@@ -103,8 +102,7 @@ static gd_status duplicate_seed(const int64_t *nodes, int64_t first, int64_t aga
                      (long long)nodes[again], (long long)first, (long long)again);
 }
 
-/* Relabel on one thread: a hash map from node id to local id, filled in scan
- * order. */
+/* Relabel on one thread: a hash map from node id to local id, filled in scan order. */
 static gd_status relabel_serial(cpu_scratch *c, uint64_t mask, int64_t *nodes, int64_t nf,
                                 int64_t ne, int32_t *indices, int64_t *num_src) {
     int64_t u = 0;
@@ -155,8 +153,7 @@ static int64_t exclusive_scan32(int32_t *a, int64_t n, int threads) {
     return partial[threads];
 }
 
-/* Relabel with several threads by smallest positions (see the top of the file).
- */
+/* Relabel with several threads by smallest positions (see the top of the file). */
 static gd_status relabel_parallel(cpu_scratch *c, uint64_t mask, int64_t *nodes, int64_t nf,
                                   int64_t ne, int32_t *indices, int64_t *num_src, int threads) {
     const int64_t P = nf + ne;

@@ -91,9 +91,9 @@ __device__ __forceinline__ void record_error(sample_error *err, unsigned kind, l
 __global__ void set_seed_count_kernel(long long *sizes, long long n) { sizes[0] = n; }
 
 /*
- * counts[i] = neighbours of frontier node i (0 past the frontier, up to items),
- * and its list start and degree for the sample kernel. The first hop checks the
- * seeds.
+ * counts[i] = neighbours of frontier node i (0 past the frontier, up to items), and its list start
+ * and degree for the sample kernel. Every hop checks the range of its nodes (only seeds from device
+ * memory can be bad); the first one reports a bad seed.
  */
 __global__ void __launch_bounds__(BLOCK)
     count_kernel(const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
@@ -107,8 +107,10 @@ __global__ void __launch_bounds__(BLOCK)
         if (i < nf) {
             const long long v = nodes[i];
             long long start = 0, end = 0;
-            if (check && (v < 0 || v >= num_nodes)) {
-                record_error(err, ERR_RANGE, i, v, 0);
+            if (v < 0 || v >= num_nodes) {
+                /* A bad device seed stays in the frontier of every hop as a node without
+                 * neighbours; the first hop reports it. */
+                if (check) record_error(err, ERR_RANGE, i, v, 0);
             } else if (vec && (v & 1) == 0) {
                 const longlong2 p = __ldg((const longlong2 *)(indptr + v));
                 start = p.x;
@@ -126,10 +128,9 @@ __global__ void __launch_bounds__(BLOCK)
 }
 
 /*
- * The neighbours of frontier node i, by a group of G lanes (see sample_node in
- * sample_cpu.c for the sequential statement of the same draws). Control flow
- * depends only on the node, so it is uniform within a group and the group's
- * collectives are safe.
+ * The neighbours of frontier node i, by a group of G lanes (see sample_node in sample_cpu.c for the
+ * sequential statement of the same draws). Control flow depends only on the node, so it is uniform
+ * within a group and the group's collectives are safe.
  */
 template <int G, typename IdxT>
 __global__ void __launch_bounds__(BLOCK)
@@ -176,8 +177,7 @@ __global__ void __launch_bounds__(BLOCK)
             if (lane < cnt) out[lane] = (long long)indices[start + c];
             continue;
         }
-        /* More draws than lanes: the positions taken so far live in scratch memory.
-         */
+        /* More draws than lanes: the positions taken so far live in scratch memory. */
         long long *pos = pos_scratch + off;
         for (int j0 = 0; j0 < cnt; j0 += G) {
             const int jl = j0 + lane;
@@ -208,8 +208,7 @@ __global__ void __launch_bounds__(BLOCK)
     }
 }
 
-/* The slot of key, inserting it if absent (the table never fills: load <= 1/2).
- */
+/* The slot of key, inserting it if absent (the table never fills: load <= 1/2). */
 __device__ __forceinline__ unsigned long long
 table_insert(unsigned long long *keys, unsigned long long mask, unsigned long long key) {
     unsigned long long h = gd__sample_hash(key) & mask;
@@ -224,8 +223,7 @@ table_insert(unsigned long long *keys, unsigned long long mask, unsigned long lo
     }
 }
 
-/* Every position p of the hop (frontier nodes, then edges) records itself in
- * its node's slot. */
+/* Every position p of the hop (frontier nodes, then edges) records itself in its node's slot. */
 __global__ void __launch_bounds__(BLOCK)
     insert_kernel(const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
                   const int *__restrict__ bindptr, const long long *__restrict__ edge_ids,
@@ -238,15 +236,13 @@ __global__ void __launch_bounds__(BLOCK)
          p += stride) {
         const long long key = p < nf ? nodes[p] : edge_ids[p - nf];
         const unsigned long long slot = table_insert(keys, mask, (unsigned long long)key);
-        /* Minimums only decrease, so a stale read that is already <= p is safe to
-         * trust. */
+        /* Minimums only decrease, so a stale read that is already <= p is safe to trust. */
         if (*(volatile int *)&vals[slot] > (int)p) atomicMin(&vals[slot], (int)p);
         slots[p] = (int)slot;
     }
 }
 
-/* flags[p] = 1 where position p is its node's first appearance (0 past the hop,
- * to items). */
+/* flags[p] = 1 where position p is its node's first appearance (0 past the hop, to items). */
 __global__ void __launch_bounds__(BLOCK)
     flag_kernel(const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
                 const int *__restrict__ bindptr, const int *__restrict__ vals,
@@ -266,8 +262,7 @@ __global__ void __launch_bounds__(BLOCK)
     }
 }
 
-/* Local ids of the edges, the new source nodes appended to the node list, and
- * the sizes. */
+/* Local ids of the edges, the new source nodes appended to the node list, and the sizes. */
 __global__ void __launch_bounds__(BLOCK)
     finalize_kernel(long long *nodes, long long *sizes, int hop, const int *__restrict__ bindptr,
                     const long long *__restrict__ edge_ids, const int *__restrict__ vals,
@@ -284,8 +279,7 @@ __global__ void __launch_bounds__(BLOCK)
     }
     if (tid == 0) {
         sizes[GD__SIZES_EDGES + hop] = ne;
-        /* Written last by thread 0, read by the next hop's kernels only (stream
-         * order). */
+        /* Written last by thread 0, read by the next hop's kernels only (stream order). */
         sizes[hop + 1] = scan[nf + ne];
     }
 }
@@ -422,8 +416,7 @@ static void cuda_sampler_release(gd_sampler_t *s) {
     gd__cuda_sampler *c = s->cuda;
     int prev = -1;
     if (!c) return;
-    /* Release is best effort: a failed free cannot be acted on, so errors are
-     * dropped. */
+    /* Release is best effort: a failed free cannot be acted on, so errors are dropped. */
     if (enter_device(s->graph->device, &prev) == GD_OK) {
         if (c->events >= 1) (void)cudaEventSynchronize(c->done);
         if (c->events >= 2) (void)cudaEventSynchronize(c->staging_free);
@@ -573,8 +566,7 @@ static void launch_sample(unsigned grid, cudaStream_t stream, int is32, unsigned
             (const long long *)indices, c->d_edge_ids, c->d_pos);
 }
 
-/* An exclusive scan of items ints on stream, in the scratch sized at create
- * time. */
+/* An exclusive scan of items ints on stream, in the scratch sized at create time. */
 static gd_status scan(gd__cuda_sampler *c, const int *in, int *out, long long items,
                       cudaStream_t stream) {
     gd_status st = GD_OK;
@@ -603,8 +595,7 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
     long long *sizes = m->d_sizes;
     int prev = -1;
     GD_CHECK(enter_device(g->device, &prev));
-    /* The scratch buffers are shared by every call: order this call after the
-     * previous one. */
+    /* The scratch buffers are shared by every call: order this call after the previous one. */
     GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->done, 0));
     if (n > 0) {
         if (seeds_on_device) {

@@ -1,17 +1,17 @@
 /*
- * The public sampler API: check the arguments once, size every buffer for the worst case
- * (from the batch size, the fanouts, the largest degree and the node and edge counts), hand
- * the work to the backend, and present the result as DGL-style blocks. Also the epoch
- * iterator that shuffles the training nodes into seed batches. The sampler sits first on the
- * data path: its input node ids are what the feature store gathers.
+ * The public sampler API: check the arguments once, size every buffer for the worst case (from the
+ * batch size, the fanouts, the largest degree and the node and edge counts), hand the work to the
+ * backend, and present the result as DGL-style blocks. Also the epoch iterator that shuffles the
+ * training nodes into seed batches. The sampler sits first on the data path: its input node ids are
+ * what the feature store gathers.
  */
 #include "internal.h"
 
 #include <string.h>
 
 #define DEFAULT_MAX_BATCH 1024
-/* Positions (destination nodes + edges of a hop) and local ids are int32, with
- * room to spare for the "no position yet" marker of the relabelling tables. */
+/* Positions (destination nodes + edges of a hop) and local ids are int32, with room to spare for
+ * the "no position yet" marker of the relabelling tables. */
 #define MAX_POSITIONS ((int64_t)0x7f000000)
 #define ALIGN 256
 
@@ -34,12 +34,11 @@ static int64_t pow2_at_least(int64_t x) {
 static size_t align_up(size_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
 
 /*
- * The worst case of every hop. A node of hop h gets at most k neighbours: the
- * fanout, capped by the largest degree (the largest degree itself for -1);
- * without replacement the edges of a hop also number at most the graph's edges,
- * since its destination nodes are distinct. The frontier of the next hop is at
- * most this hop's nodes plus its edges, and at most every node (plus the seeds,
- * in case a device seed is not a node: such a seed still takes a slot).
+ * The worst case of every hop. A node of hop h gets at most k neighbours: the fanout, capped by the
+ * largest degree (the largest degree itself for -1); without replacement the edges of a hop also
+ * number at most the graph's edges, since its destination nodes are distinct. The frontier of the
+ * next hop is at most this hop's nodes plus its edges, and at most every node (plus the seeds, in
+ * case a device seed is not a node: such a seed still takes a slot).
  */
 static gd_status plan_sizes(gd_sampler_t *s) {
     gd_status st = GD_OK;
@@ -78,8 +77,7 @@ static gd_status plan_sizes(gd_sampler_t *s) {
         if (pos > s->max_pos_all) s->max_pos_all = pos;
         if (s->table_cap[h] > s->max_table) s->max_table = s->table_cap[h];
     }
-    /* One allocation per minibatch: the input nodes, then each hop's indptr and
-     * indices. */
+    /* One allocation per minibatch: the input nodes, then each hop's indptr and indices. */
     size_t off = 0;
     s->off_nodes = off;
     off = align_up(off + (size_t)s->max_dst[L] * sizeof(int64_t));
@@ -323,8 +321,7 @@ gd_status gd_seed_batches(const int64_t *ids, int64_t n, int64_t batch_size, uin
                ids ? "order" : "ids");
     if (n > 0) memmove(order, ids, (size_t)n * sizeof *order);
     {
-        /* Fisher-Yates from the last position down, each swap drawn from its own
-         * counter. */
+        /* Fisher-Yates from the last position down, each swap drawn from its own counter. */
         const uint64_t e = (uint64_t)epoch;
         const gd_philox_ctr k =
             gd_philox(seed, (uint32_t)e, (uint32_t)(e >> 32), 0, GD__RNG_SHUFFLE);
