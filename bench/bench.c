@@ -142,12 +142,35 @@ const char *bench_count_text(int64_t n, char *buf, size_t size) {
     return buf;
 }
 
-void bench_random_ids(int64_t *ids, int64_t n, int64_t rows, uint64_t seed, int threads) {
+/* A keyed bijection of [0, 2^(2 half)): four Feistel rounds. */
+static uint64_t feistel(uint64_t x, int half, uint64_t key) {
+    const uint64_t mask = (1ull << half) - 1;
+    uint64_t l = x >> half, r = x & mask;
+    for (uint64_t round = 0; round < 4; round++) {
+        const uint64_t t = l ^ (bench_mix64(r ^ (key + round * 0x9e3779b97f4a7c15ull)) & mask);
+        l = r;
+        r = t;
+    }
+    return (l << half) | r;
+}
+
+void bench_random_ids(int64_t *ids, int64_t n, int64_t per_call, int64_t rows, uint64_t seed,
+                      int threads) {
     const uint64_t key = bench_mix64(seed ^ 0x6a09e667f3bcc909ull);
+    int half = 1;
+    while ((1ull << (2 * half)) < (uint64_t)rows) half++;
+    if (per_call < 1) per_call = 1;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static) if (n > (1 << 16))
 #endif
-    for (int64_t i = 0; i < n; i++) ids[i] = bench_below(bench_mix64(key + (uint64_t)i), rows);
+    for (int64_t i = 0; i < n; i++) {
+        /* Cycle-walking keeps the permutation inside [0, rows). */
+        const uint64_t call_key = bench_mix64(key + (uint64_t)(i / per_call));
+        uint64_t x = (uint64_t)((i % per_call) % rows);
+        do x = feistel(x, half, call_key);
+        while (x >= (uint64_t)rows);
+        ids[i] = (int64_t)x;
+    }
     (void)threads;
 }
 

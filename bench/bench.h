@@ -102,8 +102,13 @@ static inline int64_t bench_below(uint64_t bits, int64_t bound) {
     return (int64_t)(((unsigned __int128)bits * (uint64_t)bound) >> 64);
 }
 
-/* ids[i] = uniform in [0, rows), from (seed, i): the same for any thread count. */
-void bench_random_ids(int64_t *ids, int64_t n, int64_t rows, uint64_t seed, int threads);
+/*
+ * n ids in calls of per_call: each call holds distinct ids drawn uniformly from [0, rows) (a
+ * random permutation's prefix, like the deduplicated input nodes of a minibatch; ids repeat
+ * only when per_call > rows), a function of (seed, call, i) whatever the thread count.
+ */
+void bench_random_ids(int64_t *ids, int64_t n, int64_t per_call, int64_t rows, uint64_t seed,
+                      int threads);
 /* Fill bytes of p with a position-dependent pattern, in parallel (touches every page). */
 void bench_fill_pattern(void *p, size_t bytes, int threads);
 /* Copy bytes with `threads` threads, each a contiguous slice. */
@@ -139,11 +144,11 @@ int bench_json_probe(const char *path);
 /* ---- minibatches (minibatch.c) */
 
 /*
- * The input nodes of sampled minibatches, as a model of what the gatherer is asked for while
- * training: per minibatch, batch_size seeds drawn uniformly from train (or from all nodes when
- * train is NULL), then one hop per fanout, each node of the previous hop's new nodes drawing
- * fanout in-neighbours uniformly WITH replacement from the CSC lists; the ids are deduplicated
- * keeping the first occurrence. Minibatch b is a function of (seed, b) only.
+ * The input nodes of sampled minibatches: what the gatherer is asked for while training. Seeds
+ * are the training split (or every node when train is NULL) shuffled for epoch 0 by
+ * gd_seed_batches, batch_size per minibatch; each minibatch is sampled by the library's CPU
+ * sampler (uniform, without replacement, fanouts[0] for the seeds) and its input nodes are
+ * the ids. Minibatch b is a function of (seed, b) only, whatever the thread count.
  */
 typedef struct {
     int64_t num_nodes;

@@ -4,7 +4,7 @@
  *
  * The ceiling is the pinned host-to-device DMA bandwidth (one large cudaMemcpyAsync), since a
  * gather from host memory can at best keep the link as busy as a plain copy does. Four parts:
- *   sweep      row widths x ids per call x gather modes, uniform random ids over a host table
+ *   sweep      row widths x ids per call x gather modes, distinct random ids over a host table
  *              much larger than the GPU's L2 cache (ids fresh for every call, made up front
  *              and held on the device; cpu-dma, the CPU-centric baseline, gets them on the
  *              host, where a CPU sampler would have left them);
@@ -174,7 +174,7 @@ static void help(void) {
         "  --seed N             random seed of ids and minibatches (default 1)\n"
         "  --preset NAME        generator preset of the cache part (default products)\n"
         "  --score-batches N    minibatches the access-count scores are counted over\n"
-        "                       (default 10, as many as are timed)\n"
+        "                       (default 100)\n"
         "  --no-cache-sweep     skip the cache part\n"
         "  --no-sm-sweep        skip the SM budget part\n"
         "  --quick              small sizes (64Mi table, widths 256,1028,2048, ids 8Ki,64Ki,\n"
@@ -626,7 +626,7 @@ static int sweep_width(gather_bench *b, int wi) {
         plan_counts(b, n * w, &p.warm, &p.calls);
         const int64_t total = n * (p.warm + p.calls);
         if (ensure_host_ids(b, total) != 0) goto fail;
-        bench_random_ids(b->h_ids, total, rows,
+        bench_random_ids(b->h_ids, total, n, rows,
                          bench_mix64(b->seed ^ ((uint64_t)w << 32) ^ (uint64_t)n), b->threads);
         if (stage_plan(b, total, n, w) != 0) goto fail;
         p.h_ids = b->h_ids;
@@ -665,7 +665,7 @@ static int sweep_width(gather_bench *b, int wi) {
         plan_counts(b, nmax * w, &p.warm, &p.calls);
         const int64_t total = nmax * (p.warm + p.calls);
         if (ensure_host_ids(b, total) != 0) goto fail;
-        bench_random_ids(b->h_ids, total, rows,
+        bench_random_ids(b->h_ids, total, nmax, rows,
                          bench_mix64(b->seed ^ ((uint64_t)w << 32) ^ (uint64_t)nmax ^ 0x5353),
                          b->threads);
         if (stage_plan(b, total, nmax, w) != 0) goto fail;
@@ -1304,7 +1304,7 @@ static int parse_options(gather_bench *b, int argc, char **argv) {
     if (!b->threads) b->threads = bench_cpus();
     b->ceiling_bytes = b->quick ? (int64_t)32 << 20 : (int64_t)1 << 30;
     b->batches = b->quick ? 4 : 10;
-    if (!b->score_batches) b->score_batches = b->batches;
+    if (!b->score_batches) b->score_batches = b->quick ? 4 : 100;
     b->batch_seeds = 1024;
     for (int i = 0; i < b->nwidths; i++)
         if (b->widths[i] > b->table_bytes)
