@@ -295,6 +295,8 @@ static int stage_plan(gather_bench *b, int64_t total_ids, int64_t max_call_ids,
         if (ensure_device_out(b, max_call_ids * row_bytes) != 0) return -1;
         BENCH_CUDA(cudaMemcpy(b->d_ids, b->h_ids, (size_t)total_ids * sizeof(int64_t),
                               cudaMemcpyHostToDevice));
+        /* A pageable copy may return before it lands; the gathers run on another stream. */
+        BENCH_CUDA(cudaDeviceSynchronize());
         rc = 0;
     fail:
         if (rc != 0) return rc;

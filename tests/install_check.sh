@@ -2,6 +2,7 @@
 # `make install` works: install into a scratch prefix, build examples/dataset_summary.c with
 # pkg-config against the installed header and library, and run it on a generated dataset.
 set -eu
+trap 'echo "FAIL: install_check.sh line $LINENO: $BASH_COMMAND (exit $?)"' ERR
 build=$1
 src=$2
 for tool in cc pkg-config; do
@@ -9,7 +10,7 @@ for tool in cc pkg-config; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
 pc=$(find "$tmp/prefix" -name graphdirect.pc | head -1)
 [ -n "$pc" ] || { echo "FAIL: graphdirect.pc not installed"; exit 1; }
 # The .pc file carries the configured prefix; point it at the scratch one.

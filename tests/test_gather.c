@@ -275,6 +275,16 @@ static const gpu_config configs[] = {
 #define SLACK 64
 
 /*
+ * Copy ids to the device for a gather on another stream. cudaMemcpy from pageable memory may
+ * return before the data has landed on the device, and a non-blocking stream does not wait
+ * for the legacy stream, so wait for the device before handing the ids over.
+ */
+static void ids_to_device(int64_t *d_ids, const int64_t *ids, int64_t n) {
+    CU(cudaMemcpy(d_ids, ids, sizeof *ids * (size_t)(n ? n : 1), cudaMemcpyHostToDevice));
+    CU(cudaDeviceSynchronize());
+}
+
+/*
  * One GPU gather checked bit for bit, with `lead` poisoned bytes before the output and SLACK
  * after it that must stay poisoned.
  */
@@ -284,7 +294,7 @@ static void gpu_gather_check(gd_gatherer_t *g, const unsigned char *table, int64
                              unsigned char *want, cudaStream_t stream, const char *what) {
     const size_t total = lead + (size_t)(n * w) + SLACK;
     CU(cudaMemset(d_buf, POISON, total));
-    if (on_device) CU(cudaMemcpy(d_ids, ids, sizeof *ids * (size_t)(n ? n : 1), cudaMemcpyHostToDevice));
+    if (on_device) ids_to_device(d_ids, ids, n);
     reference(table, w, ids, n, want);
     T_OK(gd_gather(g, on_device ? d_ids : ids, n, on_device, d_buf + lead, stream));
     T_OK(gd_gatherer_check_errors(g));
@@ -370,7 +380,7 @@ static void check_gpu_modes(uint64_t *state, cudaStream_t stream) {
             /* Device ids out of range: the kernel zeroes the row and the check reports it. */
             if (configs[ci].mode != GD_GATHER_CPU_DMA) {
                 ids[pos] = -3;
-                CU(cudaMemcpy(d_ids, ids, sizeof *ids * (size_t)n, cudaMemcpyHostToDevice));
+                ids_to_device(d_ids, ids, n);
                 T_OK(gd_gather(g, d_ids, n, 1, d_buf, stream));
                 snprintf(needle_buf, sizeof needle_buf, "id -3 at position %lld", (long long)pos);
                 T_FAILS(gd_gatherer_check_errors(g), GD_ERR_RANGE, needle);
@@ -382,7 +392,7 @@ static void check_gpu_modes(uint64_t *state, cudaStream_t stream) {
                 T_ASSERT(memcmp(host, want, (size_t)(n * w)) == 0);
             } else {
                 ids[pos] = -3;
-                CU(cudaMemcpy(d_ids, ids, sizeof *ids * (size_t)n, cudaMemcpyHostToDevice));
+                ids_to_device(d_ids, ids, n);
                 T_FAILS(gd_gather(g, d_ids, n, 1, d_buf, stream), GD_ERR_RANGE, "id -3");
             }
             T_FAILS(gd_gather(g, ids, cap + 1, 0, d_buf, stream), GD_ERR_RANGE, "max_ids");
@@ -525,7 +535,7 @@ static void check_cache(uint64_t *state, cudaStream_t stream) {
             /* A bad device id is reported whatever the cache holds. */
             int64_t n = make_ids(4, rows, cap, state, ids);
             ids[n - 1] = rows;
-            CU(cudaMemcpy(d_ids, ids, sizeof *ids * (size_t)n, cudaMemcpyHostToDevice));
+            ids_to_device(d_ids, ids, n);
             T_OK(gd_gather(g, d_ids, n, 1, d_buf, stream));
             T_FAILS(gd_gatherer_check_errors(g), GD_ERR_RANGE, "outside");
             gd_gatherer_destroy(g);
