@@ -39,6 +39,14 @@ extern "C" {
 int gd__cuda_device_count(void);
 gd_status gd__cuda_device_info(int device, gd_device_info *info);
 /*
+ * GD_OK if GPU device exists; else GD_ERR_NO_DEVICE (no GPU: "<what> needs a GPU ... or
+ * <instead>") or GD_ERR_RANGE (no such ordinal), with that message.
+ */
+gd_status gd__cuda_check_device(int device, const char *what, const char *instead);
+/* Make device current, remembering the previous one in *prev for gd__cuda_leave_device. */
+gd_status gd__cuda_enter_device(int device, int *prev);
+void gd__cuda_leave_device(int device, int prev);
+/*
  * Fill out[i] (4 words each) with gd_philox(seed, i, i >> 32 ... ) computed on the GPU, for the
  * CPU/GPU equality test: counter = (i low, i high, c, d).
  */

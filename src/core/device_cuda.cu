@@ -70,3 +70,31 @@ fail:
     if (dev) cudaFree(dev);
     return st;
 }
+
+extern "C" gd_status gd__cuda_check_device(int device, const char *what, const char *instead) {
+    const int count = gd__cuda_device_count();
+    if (count == 0)
+        return gd__error(GD_ERR_NO_DEVICE,
+                         "%s needs a GPU and none is visible (check nvidia-smi and "
+                         "CUDA_VISIBLE_DEVICES), or %s",
+                         what, instead);
+    if (device < 0 || device >= count)
+        return gd__error(GD_ERR_RANGE, "%s: GPU %d does not exist: %d GPU(s) visible (0..%d)",
+                         what, device, count, count - 1);
+    return GD_OK;
+}
+
+extern "C" gd_status gd__cuda_enter_device(int device, int *prev) {
+    gd_status st = GD_OK;
+    *prev = -1;
+    GD_CUDA_CHECK(cudaGetDevice(prev));
+    if (*prev != device) GD_CUDA_CHECK(cudaSetDevice(device));
+    return GD_OK;
+fail:
+    return st;
+}
+
+extern "C" void gd__cuda_leave_device(int device, int prev) {
+    if (prev >= 0 && prev != device && cudaSetDevice(prev) != cudaSuccess)
+        (void)cudaGetLastError();
+}

@@ -340,35 +340,9 @@ static gd_status pin_error(const gd_host_tensor_t *t, int device, long long chun
 }
 
 static gd_status check_device(int device, const char *what) {
-    const int count = gd__cuda_device_count();
-    if (count == 0)
-        return gd__error(GD_ERR_NO_DEVICE,
-                         "%s needs a GPU and none is visible (check nvidia-smi and "
-                         "CUDA_VISIBLE_DEVICES), or use gather mode \"cpu\"",
-                         what);
-    if (device < 0 || device >= count)
-        return gd__error(GD_ERR_RANGE, "%s: GPU %d does not exist: %d GPU(s) visible (0..%d)",
-                         what, device, count, count - 1);
-    return GD_OK;
+    return gd__cuda_check_device(device, what, "use gather mode \"cpu\"");
 }
 
-/* Make device current, remembering the previous one (restored by leave_device). */
-static gd_status enter_device(int device, int *prev) {
-    gd_status st = GD_OK;
-    *prev = -1;
-    GD_CUDA_CHECK(cudaGetDevice(prev));
-    if (*prev != device) GD_CUDA_CHECK(cudaSetDevice(device));
-    return GD_OK;
-fail:
-    return st;
-}
-
-static void leave_device(int device, int prev) {
-    if (prev >= 0 && prev != device && cudaSetDevice(prev) != cudaSuccess)
-        (void)cudaGetLastError();
-}
-
-/* Chunk k of the tensor: chunks start on page boundaries so that no page is in two of them. */
 static void chunk_range(const gd_host_tensor_t *t, size_t chunk, long long k, uintptr_t *lo,
                         uintptr_t *hi) {
     const long page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
@@ -391,7 +365,7 @@ static gd_status cuda_unregister(gd_host_tensor_t *t) {
     int prev = -1;
     if (t->reg_chunks == 0) return GD_OK;
     const int device = t->reg_device;
-    GD_CHECK(enter_device(device, &prev));
+    GD_CHECK(gd__cuda_enter_device(device, &prev));
     for (long long k = 0; k < t->reg_chunks; k++) {
         uintptr_t lo, hi;
         chunk_range(t, t->chunk_bytes, k, &lo, &hi);
@@ -408,7 +382,7 @@ fail:
     t->reg_chunks = 0;
     t->registered = 0;
     t->device_ptr = NULL;
-    leave_device(device, prev);
+    gd__cuda_leave_device(device, prev);
     return st;
 }
 
@@ -419,7 +393,7 @@ static gd_status cuda_register(gd_host_tensor_t *t, int device) {
     unsigned flags = cudaHostRegisterMapped | cudaHostRegisterPortable;
     unsigned char *base_dev = NULL;
     GD_CHECK(check_device(device, "registering a host tensor with a GPU"));
-    GD_CHECK(enter_device(device, &prev));
+    GD_CHECK(gd__cuda_enter_device(device, &prev));
     GD_CUDA_CHECK(cudaDeviceGetAttribute(&can_map, cudaDevAttrCanMapHostMemory, device));
     GD_REQUIRE(can_map, GD_ERR_UNSUPPORTED,
                "GPU %d cannot map host memory, so it cannot read a host tensor directly: use "
@@ -443,7 +417,7 @@ static gd_status cuda_register(gd_host_tensor_t *t, int device) {
     if (t->bytes == 0) {
         t->device_ptr = t->data;
         t->registered = 1;
-        leave_device(device, prev);
+        gd__cuda_leave_device(device, prev);
         return GD_OK;
     }
     {
@@ -478,14 +452,14 @@ static gd_status cuda_register(gd_host_tensor_t *t, int device) {
     }
     t->device_ptr = base_dev;
     t->registered = 1;
-    leave_device(device, prev);
+    gd__cuda_leave_device(device, prev);
     return GD_OK;
 fail:
     if (t->reg_chunks > 0) (void)cuda_unregister(t);
     t->reg_chunks = 0;
     t->registered = 0;
     t->device_ptr = NULL;
-    leave_device(device, prev);
+    gd__cuda_leave_device(device, prev);
     return st;
 }
 
@@ -526,7 +500,7 @@ static void cuda_gatherer_release(gd_gatherer_t *g) {
     int prev = -1;
     if (!c) return;
     /* Release is best effort: a failed free cannot be acted on, so errors are dropped. */
-    if (enter_device(g->device, &prev) == GD_OK) {
+    if (gd__cuda_enter_device(g->device, &prev) == GD_OK) {
         if (c->events >= 1) (void)cudaEventSynchronize(c->done);
         if (c->events >= 2) (void)cudaEventSynchronize(c->staging_free);
         gd__green_destroy(c->green); /* waits for its stream */
@@ -546,7 +520,7 @@ static void cuda_gatherer_release(gd_gatherer_t *g) {
         if (c->d_loc) (void)cudaFree(c->d_loc);
         if (c->d_cache) (void)cudaFree(c->d_cache);
         (void)cudaGetLastError();
-        leave_device(g->device, prev);
+        gd__cuda_leave_device(g->device, prev);
     }
     gd_free(c);
     g->cuda = NULL;
@@ -635,7 +609,7 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
     char what[80];
     snprintf(what, sizeof what, "gather mode \"%s\"", gd_gather_mode_name(g->mode));
     GD_CHECK(check_device(g->device, what));
-    GD_CHECK(enter_device(g->device, &prev));
+    GD_CHECK(gd__cuda_enter_device(g->device, &prev));
     if (g->mode == GD_GATHER_ZEROCOPY || g->mode == GD_GATHER_NAIVE_ZEROCOPY)
         GD_REQUIRE(t->registered, GD_ERR_INVALID_ARG,
                    "%s reads the host tensor directly: register it first with "
@@ -664,7 +638,7 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
                    (long long)t->row_bytes);
         GD_CHECK(pinned_alloc((void **)&c->h_rows, (size_t)rows_bytes,
                               "the cpu-dma staging buffer (max_ids x row bytes)"));
-        leave_device(g->device, prev);
+        gd__cuda_leave_device(g->device, prev);
         return GD_OK;
     }
 
@@ -739,11 +713,11 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
              "blocks (%d per SM)",
              gd_gather_mode_name(g->mode), (long long)t->row_bytes, c->group, c->unroll,
              c->grid_cap, bps);
-    leave_device(g->device, prev);
+    gd__cuda_leave_device(g->device, prev);
     return GD_OK;
 fail:
     cuda_gatherer_release(g);
-    leave_device(g->device, prev);
+    gd__cuda_leave_device(g->device, prev);
     return st;
 }
 
@@ -801,12 +775,12 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
     int prev = -1;
     const long long *dids = (const long long *)ids;
     const int *perm = NULL;
-    GD_CHECK(enter_device(g->device, &prev));
+    GD_CHECK(gd__cuda_enter_device(g->device, &prev));
     /* Scratch buffers are shared by every call: order this call after the previous one. */
     GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->done, 0));
     if (g->mode == GD_GATHER_CPU_DMA) {
         GD_CHECK(gather_cpu_dma(g, ids, n, ids_on_device, out, stream));
-        leave_device(g->device, prev);
+        gd__cuda_leave_device(g->device, prev);
         return GD_OK;
     }
     if (!ids_on_device) {
@@ -878,10 +852,10 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
         GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->from_green, 0));
     }
     GD_CUDA_CHECK(cudaEventRecord(c->done, stream));
-    leave_device(g->device, prev);
+    gd__cuda_leave_device(g->device, prev);
     return GD_OK;
 fail:
-    leave_device(g->device, prev);
+    gd__cuda_leave_device(g->device, prev);
     return st;
 }
 
@@ -890,7 +864,7 @@ static gd_status cuda_check_errors(gd_gatherer_t *g) {
     gd__cuda_gatherer *c = g->cuda;
     gather_error e;
     int prev = -1;
-    GD_CHECK(enter_device(g->device, &prev));
+    GD_CHECK(gd__cuda_enter_device(g->device, &prev));
     GD_CUDA_CHECK(cudaEventSynchronize(c->done));
     GD_CUDA_CHECK(cudaMemcpy(&e, c->d_err, sizeof e, cudaMemcpyDeviceToHost));
     if (e.flag) {
@@ -901,10 +875,10 @@ static gd_status cuda_check_errors(gd_gatherer_t *g) {
                    "exist",
                    e.id, e.pos, (long long)g->tensor->rows);
     }
-    leave_device(g->device, prev);
+    gd__cuda_leave_device(g->device, prev);
     return GD_OK;
 fail:
-    leave_device(g->device, prev);
+    gd__cuda_leave_device(g->device, prev);
     return st;
 }
 
