@@ -15,7 +15,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
-static const int64_t widths[] = {1,    3,    4,    12,   16,    100,   128,  512,
+static const int64_t widths[] = {1,    3,    4,    12,    16,    100,   128, 512,
                                  1028, 2052, 4096, 16384, 16400, 33333, 6,   2};
 #define NUM_WIDTHS ((int)(sizeof widths / sizeof widths[0]))
 
@@ -45,8 +45,8 @@ static void fill_random(void *p, size_t n, uint64_t *state) {
     for (; i < n; i++) b[i] = (unsigned char)t_rand(state);
 }
 
-static void reference(const unsigned char *table, int64_t row_bytes, const int64_t *ids,
-                      int64_t n, unsigned char *out) {
+static void reference(const unsigned char *table, int64_t row_bytes, const int64_t *ids, int64_t n,
+                      unsigned char *out) {
     for (int64_t i = 0; i < n; i++)
         memcpy(out + i * row_bytes, table + ids[i] * row_bytes, (size_t)row_bytes);
 }
@@ -159,8 +159,7 @@ static void check_api_errors(void) {
     gd_gatherer_t *g = NULL;
     T_FAILS(gd_host_tensor_create(-1, 4, GD_DTYPE_FLOAT32, 0, &t), GD_ERR_INVALID_ARG, "-1");
     T_FAILS(gd_host_tensor_create(4, 0, GD_DTYPE_FLOAT32, 0, &t), GD_ERR_INVALID_ARG, "x 0");
-    T_FAILS(gd_host_tensor_create(INT64_MAX / 2, 16, GD_DTYPE_FLOAT32, 0, &t), GD_ERR_OVERFLOW,
-            "");
+    T_FAILS(gd_host_tensor_create(INT64_MAX / 2, 16, GD_DTYPE_FLOAT32, 0, &t), GD_ERR_OVERFLOW, "");
     T_ASSERT(t == NULL);
     float buf[9];
     T_FAILS(gd_host_tensor_adopt((char *)buf + 1, 2, 4, GD_DTYPE_FLOAT32, 0, &t),
@@ -255,10 +254,10 @@ static void check_faults_cpu(void) {
 
 #ifdef GD_WITH_CUDA
 
-#define CU(call)                                                                          \
-    do {                                                                                  \
-        cudaError_t ce_ = (call);                                                         \
-        if (ce_ != cudaSuccess) T_FAIL_("%s failed: %s", #call, cudaGetErrorString(ce_)); \
+#define CU(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t ce_ = (call);                                                                  \
+        if (ce_ != cudaSuccess) T_FAIL_("%s failed: %s", #call, cudaGetErrorString(ce_));          \
     } while (0)
 
 typedef struct {
@@ -267,7 +266,7 @@ typedef struct {
 } gpu_config;
 
 static const gpu_config configs[] = {
-    {GD_GATHER_ZEROCOPY, 0}, {GD_GATHER_ZEROCOPY, 1}, {GD_GATHER_GPU, 0},
+    {GD_GATHER_ZEROCOPY, 0}, {GD_GATHER_ZEROCOPY, 1},       {GD_GATHER_GPU, 0},
     {GD_GATHER_GPU, 1},      {GD_GATHER_NAIVE_ZEROCOPY, 0}, {GD_GATHER_CPU_DMA, 0},
 };
 #define NUM_CONFIGS ((int)(sizeof configs / sizeof configs[0]))
@@ -304,8 +303,8 @@ static void gpu_gather_check(gd_gatherer_t *g, const unsigned char *table, int64
         if (host[b] != POISON) T_FAIL_("%s: byte %zu before the output was written", what, b);
     for (int64_t b = 0; b < n * w; b++)
         if (host[lead + (size_t)b] != want[b])
-            T_FAIL_("%s: %lld ids (%s ids), row %lld byte %lld: 0x%02x != 0x%02x (id %lld)",
-                    what, (long long)n, on_device ? "device" : "host", (long long)(b / w),
+            T_FAIL_("%s: %lld ids (%s ids), row %lld byte %lld: 0x%02x != 0x%02x (id %lld)", what,
+                    (long long)n, on_device ? "device" : "host", (long long)(b / w),
                     (long long)(b % w), host[lead + (size_t)b], want[b], (long long)ids[b / w]);
     for (size_t b = 0; b < SLACK; b++)
         if (host[lead + (size_t)(n * w) + b] != POISON)
@@ -370,8 +369,8 @@ static void check_gpu_modes(uint64_t *state, cudaStream_t stream) {
             ids[pos] = rows + 5;
             char needle_buf[96];
             const char *needle = needle_buf;
-            snprintf(needle_buf, sizeof needle_buf, "id %lld at position %lld", (long long)(rows + 5),
-                     (long long)pos);
+            snprintf(needle_buf, sizeof needle_buf, "id %lld at position %lld",
+                     (long long)(rows + 5), (long long)pos);
             CU(cudaMemset(d_buf, POISON, (size_t)(n * w)));
             T_FAILS(gd_gather(g, ids, n, 0, d_buf, stream), GD_ERR_RANGE, needle);
             T_OK(gd_gatherer_check_errors(g));
@@ -450,7 +449,8 @@ static void check_sm_budgets(uint64_t *state, cudaStream_t stream) {
                     info.green_context ? "green context" : "grid cap");
             const int64_t n = make_ids(5, rows, cap, state, ids);
             char what[64];
-            snprintf(what, sizeof what, "SM budget %s (%s)", budgets[bi], mode ? "naive" : "zerocopy");
+            snprintf(what, sizeof what, "SM budget %s (%s)", budgets[bi],
+                     mode ? "naive" : "zerocopy");
             gpu_gather_check(g, gd_host_tensor_data(t), w, ids, n, 1, 0, d_buf, d_ids, host, want,
                              stream, what);
             gd_gatherer_destroy(g);
@@ -501,8 +501,8 @@ static void check_cache(uint64_t *state, cudaStream_t stream) {
                 *hot = malloc(sizeof *hot * (size_t)rows);
         T_ASSERT(scores && hot);
         for (int64_t i = 0; i < rows; i++) scores[i] = (int64_t)(t_rand(state) % 50);
-        const int64_t budgets[] = {w - 1, w, 3 * w + 1, rows * w / 5, rows * w - 1, rows * w,
-                                   2 * rows * w};
+        const int64_t budgets[] = {w - 1,        w,        3 * w + 1,   rows * w / 5,
+                                   rows * w - 1, rows * w, 2 * rows * w};
         for (int bi = 0; bi < (int)(sizeof budgets / sizeof budgets[0]); bi++) {
             gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
             o.max_ids = cap;
@@ -593,8 +593,8 @@ static void check_shapes(uint64_t *state, cudaStream_t stream) {
                 T_OK(gd_gatherer_get_info(g, &info));
                 T_EQ_INT(info.group_lanes, lanes);
                 const int64_t n = make_ids(3 + lanes % 3, rows, cap, state, ids);
-                gpu_gather_check(g, gd_host_tensor_data(t), w, ids, n, lanes % 2, (size_t)(loads % 3),
-                                 d_buf, d_ids, host, want, stream, what);
+                gpu_gather_check(g, gd_host_tensor_data(t), w, ids, n, lanes % 2,
+                                 (size_t)(loads % 3), d_buf, d_ids, host, want, stream, what);
                 gd_gatherer_destroy(g);
             }
         }

@@ -51,8 +51,8 @@ struct gd__cuda_gatherer {
     size_t sort_tmp_bytes;
     int end_bit; /* sort only the bits an in-range id can have */
     gather_error *d_err;
-    long long *d_loc;        /* zerocopy with a cache: the node -> location map */
-    unsigned char *d_cache;  /* zerocopy with a cache: the cached rows, slot by slot */
+    long long *d_loc;         /* zerocopy with a cache: the node -> location map */
+    unsigned char *d_cache;   /* zerocopy with a cache: the cached rows, slot by slot */
     cudaEvent_t done;         /* recorded after each call's last GPU operation */
     cudaEvent_t staging_free; /* recorded after the copy that last read pinned staging */
     cudaEvent_t to_green;     /* green context: the caller's stream hands over to it ... */
@@ -100,8 +100,7 @@ __device__ __forceinline__ uint4 shfl_word(uint4 v, int src_lane, int width) {
 }
 
 /* Write bytes [lo, hi) of word w to p + lo ... p + hi - 1 (p is the word's 16-byte slot). */
-__device__ __forceinline__ void store_partial(unsigned char *p, uint4 w, unsigned lo,
-                                              unsigned hi) {
+__device__ __forceinline__ void store_partial(unsigned char *p, uint4 w, unsigned lo, unsigned hi) {
     for (unsigned b = lo; b < hi; b++) {
         unsigned c = b < 8 ? (b < 4 ? w.x : w.y) : (b < 12 ? w.z : w.w);
         p[b] = (unsigned char)(c >> (8 * (b & 3)));
@@ -186,7 +185,8 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
             for (int k = 0; k <= U; k++) {
                 const long long m = (long long)(c0 + k) * G + lig;
                 w[k] = make_uint4(0, 0, 0, 0);
-                if (load_ok && (k < U || lig == 0) && m >= m_lo && m <= m_hi) w[k] = __ldg(words + m);
+                if (load_ok && (k < U || lig == 0) && m >= m_lo && m <= m_hi)
+                    w[k] = __ldg(words + m);
             }
 #pragma unroll
             for (int k = 0; k < U; k++) {
@@ -272,11 +272,11 @@ fail:
     return st;
 }
 
-#define GD_GATHER_KERNELS(G)                                                              \
-    case G:                                                                               \
-        return unroll == 4 ? gather_aligned_kernel<G, 4>                                  \
-                           : unroll == 8 ? gather_aligned_kernel<G, 8>                    \
-                                         : gather_aligned_kernel<G, 16>;
+#define GD_GATHER_KERNELS(G)                                                                       \
+    case G:                                                                                        \
+        return unroll == 4   ? gather_aligned_kernel<G, 4>                                         \
+               : unroll == 8 ? gather_aligned_kernel<G, 8>                                         \
+                             : gather_aligned_kernel<G, 16>;
 
 static aligned_kernel_fn aligned_kernel(int group, int unroll) {
     switch (group) {
@@ -302,9 +302,9 @@ static void memlock_text(char *buf, size_t n) {
         snprintf(buf, n, "%llu KiB", (unsigned long long)rl.rlim_cur / 1024);
 }
 
-static gd_status pin_error(const gd_host_tensor_t *t, int device, long long chunk,
-                           long long chunks, size_t offset, size_t bytes, cudaError_t ce,
-                           bool injected, long long chunk_mb) {
+static gd_status pin_error(const gd_host_tensor_t *t, int device, long long chunk, long long chunks,
+                           size_t offset, size_t bytes, cudaError_t ce, bool injected,
+                           long long chunk_mb) {
     char lim[64];
     memlock_text(lim, sizeof lim);
     const char *shm_hint = t->kind == GD__TENSOR_SHM
@@ -335,8 +335,8 @@ static gd_status pin_error(const gd_host_tensor_t *t, int device, long long chun
                      "(`ulimit -l unlimited`, a memlock line in /etc/security/limits.conf, or "
                      "docker --ulimit memlock=-1), free host memory, or try a smaller "
                      "GD_PIN_CHUNK_MB (now %lld).%s",
-                     chunk + 1, chunks, bytes, offset, t->bytes, device, what, name, lim,
-                     chunk_mb, shm_hint);
+                     chunk + 1, chunks, bytes, offset, t->bytes, device, what, name, lim, chunk_mb,
+                     shm_hint);
 }
 
 static gd_status check_device(int device, const char *what) {
@@ -426,12 +426,12 @@ static gd_status cuda_register(gd_host_tensor_t *t, int device) {
             uintptr_t lo, hi;
             chunk_range(t, t->chunk_bytes, k, &lo, &hi);
             const bool injected = gd__fault_hit(GD_FAULT_PIN);
-            cudaError_t ce = injected ? cudaErrorMemoryAllocation
-                                      : cudaHostRegister((void *)lo, hi - lo, flags);
+            cudaError_t ce =
+                injected ? cudaErrorMemoryAllocation : cudaHostRegister((void *)lo, hi - lo, flags);
             if (ce != cudaSuccess) {
                 if (!injected) (void)cudaGetLastError();
-                st = pin_error(t, device, k, chunks, lo - (uintptr_t)t->data, hi - lo, ce,
-                               injected, (long long)chunk_mb);
+                st = pin_error(t, device, k, chunks, lo - (uintptr_t)t->data, hi - lo, ce, injected,
+                               (long long)chunk_mb);
                 goto fail;
             }
             t->reg_chunks = k + 1;
@@ -552,8 +552,8 @@ static gd_status build_cache(gd_gatherer_t *g, gd__cuda_gatherer *c) {
     /* Padding to 16 bytes keeps the last aligned word of the cache inside the buffer. */
     GD_CUDA_CHECK(cudaMalloc((void **)&c->d_cache, (size_t)(k * R + 15) / 16 * 16 + 16));
     GD_CUDA_CHECK(cudaMalloc((void **)&d_hot, (size_t)k * sizeof(long long)));
-    GD_CUDA_CHECK(cudaMemcpy(d_hot, g->hot_rows, (size_t)k * sizeof(long long),
-                             cudaMemcpyHostToDevice));
+    GD_CUDA_CHECK(
+        cudaMemcpy(d_hot, g->hot_rows, (size_t)k * sizeof(long long), cudaMemcpyHostToDevice));
     {
         const int groups_per_block = BLOCK_THREADS / c->group;
         const unsigned grid = (unsigned)((k + groups_per_block - 1) / groups_per_block < 65536
@@ -735,8 +735,8 @@ fail:
     return st;
 }
 
-static gd_status gather_cpu_dma(gd_gatherer_t *g, const int64_t *ids, int64_t n,
-                                int ids_on_device, void *out, cudaStream_t stream) {
+static gd_status gather_cpu_dma(gd_gatherer_t *g, const int64_t *ids, int64_t n, int ids_on_device,
+                                void *out, cudaStream_t stream) {
     gd_status st = GD_OK;
     gd__cuda_gatherer *c = g->cuda;
     const gd_host_tensor_t *t = g->tensor;
@@ -804,8 +804,8 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
                    "max_ids %lld",
                    (long long)n, need, c->sort_tmp_bytes, (long long)g->max_ids);
         GD_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
-            c->d_sort_tmp, need, (const unsigned long long *)dids, c->d_keys_sorted,
-            c->d_perm_in, c->d_perm_out, (int)n, 0, c->end_bit, ks));
+            c->d_sort_tmp, need, (const unsigned long long *)dids, c->d_keys_sorted, c->d_perm_in,
+            c->d_perm_out, (int)n, 0, c->end_bit, ks));
         dids = (const long long *)c->d_keys_sorted;
         perm = c->d_perm_out;
     }
@@ -818,19 +818,19 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
         const unsigned grid = grid_for((total + BLOCK_THREADS - 1) / BLOCK_THREADS, c->grid_cap);
         switch (es) {
         case 1:
-            gather_naive_kernel<unsigned char><<<grid, BLOCK_THREADS, 0, ks>>>(
-                (const unsigned char *)c->src, t->rows, t->cols, dids, n, (unsigned char *)out,
-                c->d_err);
+            gather_naive_kernel<unsigned char>
+                <<<grid, BLOCK_THREADS, 0, ks>>>((const unsigned char *)c->src, t->rows, t->cols,
+                                                 dids, n, (unsigned char *)out, c->d_err);
             break;
         case 2:
-            gather_naive_kernel<unsigned short><<<grid, BLOCK_THREADS, 0, ks>>>(
-                (const unsigned short *)c->src, t->rows, t->cols, dids, n, (unsigned short *)out,
-                c->d_err);
+            gather_naive_kernel<unsigned short>
+                <<<grid, BLOCK_THREADS, 0, ks>>>((const unsigned short *)c->src, t->rows, t->cols,
+                                                 dids, n, (unsigned short *)out, c->d_err);
             break;
         case 4:
-            gather_naive_kernel<unsigned int><<<grid, BLOCK_THREADS, 0, ks>>>(
-                (const unsigned int *)c->src, t->rows, t->cols, dids, n, (unsigned int *)out,
-                c->d_err);
+            gather_naive_kernel<unsigned int>
+                <<<grid, BLOCK_THREADS, 0, ks>>>((const unsigned int *)c->src, t->rows, t->cols,
+                                                 dids, n, (unsigned int *)out, c->d_err);
             break;
         default:
             gather_naive_kernel<unsigned long long><<<grid, BLOCK_THREADS, 0, ks>>>(
@@ -883,6 +883,6 @@ fail:
 }
 
 extern "C" const gd__feature_backend gd__feature_cuda_backend = {
-    "cuda",          cuda_register, cuda_unregister,   cuda_gatherer_init, cuda_gatherer_release,
-    cuda_gather,     cuda_check_errors,
+    "cuda",      cuda_register,     cuda_unregister, cuda_gatherer_init, cuda_gatherer_release,
+    cuda_gather, cuda_check_errors,
 };
