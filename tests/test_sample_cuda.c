@@ -107,6 +107,118 @@ static void check_gpu_sampler(uint64_t *state, cudaStream_t stream) {
     }
 }
 
+/*
+ * The two ways the CUDA sampler reads a list (WHOLE_LIST_BYTES_PER_PICK in sample_cuda.cu): whole,
+ * with 16-byte coalesced loads into shared memory, when it spans at most 32 bytes per neighbour
+ * taken (degree <= 8 x count with int32 indices, 4 x count with int64, and at most 32 lanes' worth
+ * when the count exceeds the group), else entry by entry. Every node's degree is chosen around those
+ * limits for the fanouts used (f - 1, f, f + 1, 4f +- 1, 8f +- 1, and the 128 / 256 window limits
+ * of fanout 40 on 32 lanes), the first and the last node have lists read whole at the two ends of
+ * the array, and the pinned array is adopted in place at an address that is not 16-byte aligned,
+ * so the loads that would cross the array's ends fall back to single entries. All nodes are seeds;
+ * the result must equal the CPU sampler and the independent reference bit for bit.
+ */
+static const int64_t threshold_degrees[] = {
+    20,  0,   1,   2,   3,   4,   5,   6,   8,   9,   10,  11,  12,  13,  16,  19,  21,  23,
+    24,  25,  32,  35,  36,  37,  39,  40,  41,  47,  48,  49,  71,  72,  73,  95,  96,  97,
+    127, 128, 129, 159, 160, 161, 191, 192, 193, 255, 256, 257, 319, 320, 321, 400,
+};
+
+static graph make_threshold_graph(uint64_t *state, gd_dtype dtype, int64_t **buf_out) {
+    const int64_t nd = (int64_t)(sizeof threshold_degrees / sizeof threshold_degrees[0]);
+    const int64_t n = 12 * nd + 1; /* n - 1 is a multiple of nd: the last node has degree 20 */
+    const size_t es = gd_dtype_size(dtype);
+    graph g = {n, 0, NULL, NULL, dtype};
+    g.indptr = gd_malloc(sizeof(int64_t) * (size_t)(n + 1));
+    T_ASSERT(g.indptr);
+    g.indptr[0] = 0;
+    for (int64_t v = 0; v < n; v++) g.indptr[v + 1] = g.indptr[v] + threshold_degrees[v % nd];
+    g.e = g.indptr[n];
+    /* One entry of room in front: the list array starts 4 or 8 bytes past a 16-byte boundary. */
+    unsigned char *buf = gd_malloc(es * (size_t)(g.e + 2));
+    T_ASSERT(buf);
+    T_ASSERT(((uintptr_t)buf & 15) == 0);
+    g.indices = buf + es;
+    for (int64_t k = 0; k < g.e; k++) {
+        const int64_t u = (int64_t)(t_rand(state) % (uint64_t)n);
+        if (dtype == GD_DTYPE_INT32)
+            ((int32_t *)g.indices)[k] = (int32_t)u;
+        else
+            ((int64_t *)g.indices)[k] = u;
+    }
+    *buf_out = (int64_t *)buf;
+    return g;
+}
+
+static void check_gpu_list_reads(uint64_t *state, cudaStream_t stream) {
+    static const fanout_set sets[] = {
+        {2, {5, 40}}, {2, {12, -1}}, {2, {24, 9}}, {2, {40, 3}}, {1, {-1}},
+    };
+    for (int di = 0; di < 2; di++) {
+        const gd_dtype dt = di ? GD_DTYPE_INT64 : GD_DTYPE_INT32;
+        int64_t *buf;
+        graph g = make_threshold_graph(state, dt, &buf);
+        gd_graph_t *host_graph;
+        T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, NULL, &host_graph));
+        int64_t *seeds = malloc(sizeof(int64_t) * (size_t)g.n);
+        T_ASSERT(seeds);
+        for (int pi = 0; pi < 3; pi++) {
+            /* 0: GPU memory (16-byte aligned); 1: pinned in place, not 16-byte aligned at either
+             * end; 2: pinned library copy, int64 narrowed. */
+            gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
+            go.indptr_placement = GD_PLACE_GPU;
+            go.indices_placement = pi == 0 ? GD_PLACE_GPU : GD_PLACE_PINNED;
+            go.copy_host = pi == 2;
+            go.narrow_indices = pi == 2;
+            gd_graph_t *dg;
+            T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, &go, &dg));
+            if (pi == 1) T_ASSERT((((uintptr_t)dg->d_indices) & 15) != 0);
+            for (size_t fi = 0; fi < sizeof sets / sizeof sets[0]; fi++)
+                for (int replace = 0; replace < 2; replace++) {
+                    const uint64_t seed = t_rand(state);
+                    const int64_t epoch = (int64_t)(t_rand(state) % 3),
+                                  batch = (int64_t)(t_rand(state) % 1000);
+                    gd_sampler_t *sc =
+                        make_sampler(host_graph, &sets[fi], GD_SAMPLER_CPU, g.n, replace, seed, 1);
+                    gd_sampler_t *sg = make_sampler(dg, &sets[fi], GD_SAMPLER_CUDA, g.n, replace,
+                                                    seed, 0);
+                    gd_minibatch_t *mc, *mg;
+                    T_OK(gd_minibatch_create(sc, &mc));
+                    T_OK(gd_minibatch_create(sg, &mg));
+                    make_seeds(state, g.n, g.n, seeds);
+                    CU(cudaMemsetAsync(mg->base, 0xA5, sg->minibatch_bytes, stream));
+                    T_OK(gd_sample(sg, seeds, g.n, 0, epoch, batch, stream, mg));
+                    T_OK(gd_sample(sc, seeds, g.n, 0, epoch, batch, NULL, mc));
+                    host_mb want = to_host(mc), got = to_host(mg);
+                    host_mb ref = reference(&g, sets[fi].fanouts, sets[fi].L, replace, seed, epoch,
+                                            batch, seeds, g.n);
+                    char what[160];
+                    snprintf(what, sizeof what,
+                             "list reads: CPU vs CUDA (indices %s %s%s, fanouts set %d, "
+                             "replace %d)",
+                             pi ? "pinned" : "gpu", gd_dtype_name(dg->indices_dtype),
+                             pi == 1 ? " unaligned" : "", (int)fi, replace);
+                    expect_equal(&want, &got, what);
+                    expect_equal(&ref, &got, what);
+                    check_invariants(&g, &got, sets[fi].fanouts, replace, seeds, g.n);
+                    T_OK(gd_sampler_check_errors(sg));
+                    host_mb_free(&want);
+                    host_mb_free(&got);
+                    host_mb_free(&ref);
+                    gd_minibatch_destroy(mc);
+                    gd_minibatch_destroy(mg);
+                    gd_sampler_destroy(sc);
+                    gd_sampler_destroy(sg);
+                }
+            gd_graph_destroy(dg);
+        }
+        free(seeds);
+        gd_graph_destroy(host_graph);
+        gd_free(g.indptr);
+        gd_free(buf);
+    }
+}
+
 /* Seeds on the device are checked by the kernels and reported by gd_sampler_check_errors. */
 static void check_gpu_seed_errors(uint64_t *state, cudaStream_t stream) {
     graph g = make_graph(state, 1000, 8, GD_DTYPE_INT32);
@@ -209,6 +321,7 @@ int main(void) {
     cudaStream_t stream;
     CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     check_gpu_sampler(&state, stream);
+    check_gpu_list_reads(&state, stream);
     check_gpu_seed_errors(&state, stream);
     check_gpu_faults(&state);
     CU(cudaStreamDestroy(stream));
