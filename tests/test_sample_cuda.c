@@ -111,16 +111,16 @@ static void check_gpu_sampler(uint64_t *state, cudaStream_t stream) {
  * The two ways the CUDA sampler reads a list (WHOLE_LIST_BYTES_PER_PICK in sample_cuda.cu): whole,
  * with 16-byte coalesced loads into shared memory, when it spans at most 32 bytes per neighbour
  * taken (degree <= 8 x count with int32 indices, 4 x count with int64, and at most 32 lanes' worth
- * when the count exceeds the group), else entry by entry. Every node's degree is chosen around those
- * limits for the fanouts used (f - 1, f, f + 1, 4f +- 1, 8f +- 1, and the 128 / 256 window limits
- * of fanout 40 on 32 lanes), the first and the last node have lists read whole at the two ends of
- * the array, and the pinned array is adopted in place at an address that is not 16-byte aligned,
- * so the loads that would cross the array's ends fall back to single entries. All nodes are seeds;
- * the result must equal the CPU sampler and the independent reference bit for bit.
+ * when the count exceeds the group), else entry by entry. Every node's degree is chosen around
+ * those limits for the fanouts used (f - 1, f, f + 1, 4f +- 1, 8f +- 1, and the 128 / 256 window
+ * limits of fanout 40 on 32 lanes), the first and the last node have lists read whole at the two
+ * ends of the array, and the pinned array is adopted in place at an address that is not 16-byte
+ * aligned, so the loads that would cross the array's ends fall back to single entries. All nodes
+ * are seeds; the result must equal the CPU sampler and the independent reference bit for bit.
  */
 static const int64_t threshold_degrees[] = {
-    20,  0,   1,   2,   3,   4,   5,   6,   8,   9,   10,  11,  12,  13,  16,  19,  21,  23,
-    24,  25,  32,  35,  36,  37,  39,  40,  41,  47,  48,  49,  71,  72,  73,  95,  96,  97,
+    20,  0,   1,   2,   3,   4,   5,   6,   8,   9,   10,  11,  12,  13,  16,  19,  21, 23,
+    24,  25,  32,  35,  36,  37,  39,  40,  41,  47,  48,  49,  71,  72,  73,  95,  96, 97,
     127, 128, 129, 159, 160, 161, 191, 192, 193, 255, 256, 257, 319, 320, 321, 400,
 };
 
@@ -180,8 +180,8 @@ static void check_gpu_list_reads(uint64_t *state, cudaStream_t stream) {
                                   batch = (int64_t)(t_rand(state) % 1000);
                     gd_sampler_t *sc =
                         make_sampler(host_graph, &sets[fi], GD_SAMPLER_CPU, g.n, replace, seed, 1);
-                    gd_sampler_t *sg = make_sampler(dg, &sets[fi], GD_SAMPLER_CUDA, g.n, replace,
-                                                    seed, 0);
+                    gd_sampler_t *sg =
+                        make_sampler(dg, &sets[fi], GD_SAMPLER_CUDA, g.n, replace, seed, 0);
                     gd_minibatch_t *mc, *mg;
                     T_OK(gd_minibatch_create(sc, &mc));
                     T_OK(gd_minibatch_create(sg, &mg));

@@ -134,7 +134,8 @@ __device__ __forceinline__ void record_error(sample_error *err, unsigned kind, l
  */
 __device__ __forceinline__ long long table_slots(long long P, long long cap) {
     const unsigned long long x = 2ull * (unsigned long long)P;
-    long long t = x <= MIN_TABLE ? MIN_TABLE : (long long)(1ull << (64 - __clzll((long long)(x - 1))));
+    long long t =
+        x <= MIN_TABLE ? MIN_TABLE : (long long)(1ull << (64 - __clzll((long long)(x - 1))));
     return t < cap ? t : cap;
 }
 
@@ -233,7 +234,8 @@ __device__ __forceinline__ void read_list(const IdxT *__restrict__ indices, long
         } else {
 #pragma unroll
             for (int q = 0; q < PER; q++)
-                if (k0 + q >= 0 && k0 + q < len) dst[k0 + q] = (DstT)__ldg(indices + start + k0 + q);
+                if (k0 + q >= 0 && k0 + q < len)
+                    dst[k0 + q] = (DstT)__ldg(indices + start + k0 + q);
         }
     }
 }
@@ -280,8 +282,8 @@ __global__ void __launch_bounds__(BLOCK)
                 tile.sync();
             }
             for (int j = lane; j < cnt; j += G) {
-                const long long p = (long long)gd__sample_draw(key, v, hop, (unsigned)j,
-                                                               (unsigned long long)deg);
+                const long long p =
+                    (long long)gd__sample_draw(key, v, hop, (unsigned)j, (unsigned long long)deg);
                 out[j] = whole ? (long long)win[p] : (long long)indices[start + p];
             }
             if (whole) tile.sync();
@@ -389,7 +391,7 @@ struct first_appearance {
     }
 };
 
-typedef thrust::transform_iterator<first_appearance, thrust::counting_iterator<int> > first_iter;
+typedef thrust::transform_iterator<first_appearance, thrust::counting_iterator<int>> first_iter;
 
 static first_iter first_marks(const long long *nf_ptr, const int *bindptr, const int *vals,
                               const int *slots) {
@@ -407,8 +409,8 @@ __global__ void __launch_bounds__(BLOCK)
                     const long long *__restrict__ edge_ids,
                     const unsigned long long *__restrict__ keys, const int *__restrict__ vals,
                     const int *__restrict__ slots, const int *__restrict__ scan,
-                    int *__restrict__ bindices, long long items, long long cap,
-                    long long *dirty, sample_error *err) {
+                    int *__restrict__ bindices, long long items, long long cap, long long *dirty,
+                    sample_error *err) {
     const long long nf = sizes[hop];
     const long long ne = bindptr[nf];
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -627,12 +629,13 @@ static gd_status cuda_sampler_init(gd_sampler_t *s) {
         size_t counts_bytes = 0, ids_bytes = 0;
         GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum((void *)NULL, counts_bytes, (const int *)NULL,
                                                     (int *)NULL, (int)(p + 1), (cudaStream_t)0));
-        GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum((void *)NULL, ids_bytes, first_marks(NULL, NULL, NULL, NULL),
+        GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum((void *)NULL, ids_bytes,
+                                                    first_marks(NULL, NULL, NULL, NULL),
                                                     (int *)NULL, (int)(p + 1), (cudaStream_t)0));
         c->cub_bytes = counts_bytes > ids_bytes ? counts_bytes : ids_bytes;
         size_t off[12], total = 0;
-        const size_t sizes[12] = {d * 8, d * 8, (d + 1) * 4, e * 8, e * 8, t * 8,
-                                  t * 4, p * 4, 8,         (p + 1) * 4, c->cub_bytes, 16};
+        const size_t sizes[12] = {d * 8, d * 8, (d + 1) * 4, e * 8,       e * 8,        t * 8,
+                                  t * 4, p * 4, 8,           (p + 1) * 4, c->cub_bytes, 16};
         for (int k = 0; k < 12; k++) {
             off[k] = total;
             total = align256(total + (sizes[k] ? sizes[k] : 16));
