@@ -20,8 +20,8 @@ libdir=$(pkg-config --variable=libdir graphdirect)
 ls "$libdir"/libgraphdirect.so.0 >/dev/null
 cc -std=c11 -Wall -Wextra -Werror "$src/examples/dataset_summary.c" \
     $(pkg-config --cflags --libs graphdirect) -o "$tmp/dataset_summary"
-LD_LIBRARY_PATH="$libdir" "$tmp/prefix/bin/graphdirect" generate --preset tiny --out "$tmp/ds" >/dev/null 2>&1
-out=$(LD_LIBRARY_PATH="$libdir" "$tmp/dataset_summary" "$tmp/ds")
+LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/prefix/bin/graphdirect" generate --preset tiny --out "$tmp/ds" >/dev/null 2>&1
+out=$(LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/dataset_summary" "$tmp/ds")
 echo "$out"
 echo "$out" | grep -q "nodes" || { echo "FAIL: example output"; exit 1; }
 echo "install check: ok"

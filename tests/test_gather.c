@@ -275,8 +275,9 @@ static const gpu_config configs[] = {
 
 /*
  * Copy ids to the device for a gather on another stream. cudaMemcpy from pageable memory may
- * return before the data has landed on the device, and a non-blocking stream does not wait
- * for the legacy stream, so wait for the device before handing the ids over.
+ * return before the data has landed on the device (and cudaMemset returns before it is done),
+ * and a non-blocking stream does not wait for the legacy stream, so the test waits for the
+ * device before handing buffers over.
  */
 static void ids_to_device(int64_t *d_ids, const int64_t *ids, int64_t n) {
     CU(cudaMemcpy(d_ids, ids, sizeof *ids * (size_t)(n ? n : 1), cudaMemcpyHostToDevice));
@@ -293,6 +294,7 @@ static void gpu_gather_check(gd_gatherer_t *g, const unsigned char *table, int64
                              unsigned char *want, cudaStream_t stream, const char *what) {
     const size_t total = lead + (size_t)(n * w) + SLACK;
     CU(cudaMemset(d_buf, POISON, total));
+    CU(cudaDeviceSynchronize()); /* the memset is on the legacy stream, the gather may not be */
     if (on_device) ids_to_device(d_ids, ids, n);
     reference(table, w, ids, n, want);
     T_OK(gd_gather(g, on_device ? d_ids : ids, n, on_device, d_buf + lead, stream));
@@ -372,6 +374,7 @@ static void check_gpu_modes(uint64_t *state, cudaStream_t stream) {
             snprintf(needle_buf, sizeof needle_buf, "id %lld at position %lld",
                      (long long)(rows + 5), (long long)pos);
             CU(cudaMemset(d_buf, POISON, (size_t)(n * w)));
+            CU(cudaDeviceSynchronize());
             T_FAILS(gd_gather(g, ids, n, 0, d_buf, stream), GD_ERR_RANGE, needle);
             T_OK(gd_gatherer_check_errors(g));
             CU(cudaMemcpy(host, d_buf, (size_t)(n * w), cudaMemcpyDeviceToHost));

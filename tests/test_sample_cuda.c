@@ -236,11 +236,13 @@ static void check_gpu_seed_errors(uint64_t *state, cudaStream_t stream) {
     make_seeds(state, g.n, 64, seeds);
     seeds[9] = seeds[3];
     CU(cudaMemcpy(d_seeds, seeds, sizeof seeds, cudaMemcpyHostToDevice));
+    CU(cudaDeviceSynchronize()); /* a pageable copy may return before it lands */
     T_OK(gd_sample(s, d_seeds, 64, 1, 0, 0, stream, mb));
     T_FAILS(gd_sampler_check_errors(s), GD_ERR_INVALID_ARG, "positions 3 and 9");
     T_OK(gd_sampler_check_errors(s));
     seeds[9] = g.n + 7;
     CU(cudaMemcpy(d_seeds, seeds, sizeof seeds, cudaMemcpyHostToDevice));
+    CU(cudaDeviceSynchronize()); /* a pageable copy may return before it lands */
     T_OK(gd_sample(s, d_seeds, 64, 1, 0, 0, stream, mb));
     char needle_buf[64];
     const char *needle = needle_buf;
