@@ -78,11 +78,24 @@ static int parse_one(const char *text, int64_t *out) {
         const int binary = end[1] == 'i' || end[1] == 'I';
         const double base = binary ? 1024 : 1000;
         switch (*end) {
-        case 'k': case 'K': scale = base; break;
-        case 'm': case 'M': scale = base * base; break;
-        case 'g': case 'G': scale = base * base * base; break;
-        case 't': case 'T': scale = base * base * base * base; break;
-        default: return -1;
+        case 'k':
+        case 'K':
+            scale = base;
+            break;
+        case 'm':
+        case 'M':
+            scale = base * base;
+            break;
+        case 'g':
+        case 'G':
+            scale = base * base * base;
+            break;
+        case 't':
+        case 'T':
+            scale = base * base * base * base;
+            break;
+        default:
+            return -1;
         }
         end += binary ? 2 : 1;
         if (*end == 'B' || *end == 'b') end++;
@@ -200,8 +213,8 @@ void bench_parallel_copy(void *dst, const void *src, size_t bytes, int threads) 
 int bench_target(cJSON *targets, const char *name, double value, double threshold,
                  const char *unit) {
     const int met = value >= threshold;
-    printf("  %s  %-46s %7.2f%s >= %.2f%s\n", met ? "PASS" : "MISS", name, value, unit,
-           threshold, unit);
+    printf("  %s  %-46s %7.2f%s >= %.2f%s\n", met ? "PASS" : "MISS", name, value, unit, threshold,
+           unit);
     if (targets) {
         cJSON *t = cJSON_CreateObject();
         if (t) {
@@ -225,8 +238,8 @@ int bench_json_probe(const char *path) {
     sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
-        bench_error("--json %s: cannot create %s: %s (is the directory there and writable?)",
-                    path, tmp, strerror(errno));
+        bench_error("--json %s: cannot create %s: %s (is the directory there and writable?)", path,
+                    tmp, strerror(errno));
         free(tmp);
         return -1;
     }
@@ -268,4 +281,41 @@ fail:
     free(tmp);
     cJSON_free(text);
     return rc;
+}
+
+int bench_json_header(cJSON **root, const char *benchmark, const char *commit, int commit_given,
+                      int gpu, int device) {
+    char date[64], host[256];
+    cJSON *dev;
+    *root = cJSON_CreateObject();
+    BENCH_REQUIRE(*root, "out of memory building the JSON record");
+    BENCH_JSON(cJSON_AddStringToObject(*root, "benchmark", benchmark));
+    BENCH_JSON(cJSON_AddStringToObject(*root, "version", gd_version()));
+    BENCH_JSON(cJSON_AddStringToObject(*root, "commit", commit));
+    BENCH_JSON(cJSON_AddStringToObject(*root, "commit_from",
+                                       commit_given ? "--commit" : "build configuration"));
+    BENCH_JSON(cJSON_AddStringToObject(*root, "date", bench_utc_date(date, sizeof date)));
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    BENCH_JSON(cJSON_AddStringToObject(*root, "host", host));
+    BENCH_JSON(cJSON_AddNumberToObject(*root, "cpus", bench_cpus()));
+    BENCH_JSON(cJSON_AddBoolToObject(*root, "cuda_build", gd_has_cuda()));
+    if (gpu) {
+        gd_device_info info;
+        BENCH_GD(gd_device_info_get(device, &info), "reading the GPU's properties");
+        BENCH_JSON(dev = cJSON_AddObjectToObject(*root, "device"));
+        BENCH_JSON(cJSON_AddNumberToObject(dev, "index", device));
+        BENCH_JSON(cJSON_AddStringToObject(dev, "name", info.name));
+        BENCH_JSON(
+            cJSON_AddNumberToObject(dev, "compute_capability", info.major + info.minor / 10.0));
+        BENCH_JSON(cJSON_AddNumberToObject(dev, "sms", info.multiprocessors));
+        BENCH_JSON(cJSON_AddNumberToObject(dev, "memory_bytes", (double)info.total_memory));
+        BENCH_JSON(cJSON_AddNumberToObject(dev, "pci_bus", info.pci_bus));
+        fprintf(stderr, "GPU %d: %s, %d SMs\n", device, info.name, info.multiprocessors);
+    } else {
+        BENCH_JSON(cJSON_AddNullToObject(*root, "device"));
+    }
+    return 0;
+fail:
+    return -1;
 }

@@ -22,6 +22,7 @@
 
 #ifdef GD_WITH_CUDA
 #include <cuda_runtime_api.h>
+
 #endif
 
 /* `graphdirect bench gather` (bench_gather.c). */
@@ -36,35 +37,36 @@ void bench_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bench_gd_error(const char *what, gd_status st);
 
 /* Inside a function with `int rc = -1;` ... `fail:`: check a gd_* call. */
-#define BENCH_GD(call, what)                                                              \
-    do {                                                                                  \
-        gd_status bench_st_ = (call);                                                     \
-        if (bench_st_ != GD_OK) {                                                         \
-            bench_gd_error((what), bench_st_);                                            \
-            goto fail;                                                                    \
-        }                                                                                 \
+#define BENCH_GD(call, what)                                                                       \
+    do {                                                                                           \
+        gd_status bench_st_ = (call);                                                              \
+        if (bench_st_ != GD_OK) {                                                                  \
+            bench_gd_error((what), bench_st_);                                                     \
+            goto fail;                                                                             \
+        }                                                                                          \
     } while (0)
 
 /* Fail with a message unless cond holds. */
-#define BENCH_REQUIRE(cond, ...)                                                          \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            bench_error(__VA_ARGS__);                                                     \
-            goto fail;                                                                    \
-        }                                                                                 \
+#define BENCH_REQUIRE(cond, ...)                                                                   \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            bench_error(__VA_ARGS__);                                                              \
+            goto fail;                                                                             \
+        }                                                                                          \
     } while (0)
 
 #ifdef GD_WITH_CUDA
 /* Report a failed CUDA runtime call (the error is read and cleared once). */
 void bench_cuda_error(const char *call, cudaError_t ce);
-#define BENCH_CUDA(call)                                                                  \
-    do {                                                                                  \
-        cudaError_t bench_ce_ = (call);                                                   \
-        if (bench_ce_ != cudaSuccess) {                                                   \
-            bench_cuda_error(#call, bench_ce_);                                           \
-            goto fail;                                                                    \
-        }                                                                                 \
+#define BENCH_CUDA(call)                                                                           \
+    do {                                                                                           \
+        cudaError_t bench_ce_ = (call);                                                            \
+        if (bench_ce_ != cudaSuccess) {                                                            \
+            bench_cuda_error(#call, bench_ce_);                                                    \
+            goto fail;                                                                             \
+        }                                                                                          \
     } while (0)
+
 #endif
 
 /* ---- time and machine */
@@ -133,12 +135,12 @@ int bench_json_write(const char *path, const cJSON *root);
 /* Check up front that path's temporary file can be created, so a typo fails before the run. */
 int bench_json_probe(const char *path);
 /* cJSON_Add* that reports running out of memory through the caller's failure path. */
-#define BENCH_JSON(expr)                                                                  \
-    do {                                                                                  \
-        if (!(expr)) {                                                                    \
-            bench_error("out of memory building the JSON record");                         \
-            goto fail;                                                                    \
-        }                                                                                 \
+#define BENCH_JSON(expr)                                                                           \
+    do {                                                                                           \
+        if (!(expr)) {                                                                             \
+            bench_error("out of memory building the JSON record");                                 \
+            goto fail;                                                                             \
+        }                                                                                          \
     } while (0)
 
 /* ---- minibatches (minibatch.c) */
@@ -168,9 +170,16 @@ typedef struct {
 } bench_batches;
 
 /* Sample count minibatches; 0 on success, -1 (message printed). */
-int bench_sample_batches(const bench_graph *g, int count, int64_t batch_size,
-                         const int *fanouts, int layers, uint64_t seed, int threads,
-                         bench_batches *out);
+int bench_sample_batches(const bench_graph *g, int count, int64_t batch_size, const int *fanouts,
+                         int layers, uint64_t seed, int threads, bench_batches *out);
 void bench_batches_free(bench_batches *b);
+
+/*
+ * The record every benchmark's JSON starts with: benchmark name, library version, commit
+ * (and whether it came from --commit), date, host, CPUs, whether CUDA was built, and the GPU
+ * (null when gpu is 0; its name and SMs are also printed on stderr). *root is made here.
+ */
+int bench_json_header(cJSON **root, const char *benchmark, const char *commit, int commit_given,
+                      int gpu, int device);
 
 #endif

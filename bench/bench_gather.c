@@ -65,15 +65,14 @@ static const struct {
 
 /* Modes whose ids live on the device and whose work is timed with events. */
 static int device_ids_mode(bench_mode m) {
-    return m == BM_ZEROCOPY || m == BM_ZEROCOPY_SORT || m == BM_ZEROCOPY_NOSORT ||
-           m == BM_NAIVE || m == BM_GPU;
+    return m == BM_ZEROCOPY || m == BM_ZEROCOPY_SORT || m == BM_ZEROCOPY_NOSORT || m == BM_NAIVE ||
+           m == BM_GPU;
 }
 
 static const char *const sm_budgets[SM_BUDGETS] = {"10%", "15%", "100%"};
 static const int64_t sm_widths[MAX_SM_WIDTHS] = {512, 2048};
 static const int cache_pcts[CACHE_PCTS] = {0, 5, 10, 20, 50};
-static const char *const score_names[SCORE_KINDS] = {"in-degree", "out-degree",
-                                                     "access counts"};
+static const char *const score_names[SCORE_KINDS] = {"in-degree", "out-degree", "access counts"};
 static const int fanouts[3] = {15, 10, 5};
 
 typedef struct {
@@ -142,50 +141,51 @@ static int64_t plan_len(const call_plan *p, int i) {
     return p->offsets ? p->offsets[i + 1] - p->offsets[i] : p->n;
 }
 
-static double gbps(double bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e9 : 0; }
+static double gbps(double bytes, double seconds) {
+    return seconds > 0 ? bytes / seconds / 1e9 : 0;
+}
 
 /* ------------------------------------------------------------------ options */
 
 static void help(void) {
-    printf(
-        "usage: graphdirect bench gather [options]\n\n"
-        "Measure the feature gather against the pinned host->device DMA bandwidth, measured\n"
-        "in the same run: a sweep of row widths x ids per call x gather modes over a host\n"
-        "table larger than the GPU's L2 cache, the zero-copy gather on a fraction of the SMs,\n"
-        "and the hot-row GPU cache on a power-law graph with sampled minibatches. Prints a\n"
-        "table (GB/s of useful bytes and the ratio to DMA) and PASS/MISS lines for the\n"
-        "targets. Without CUDA or a GPU only the cpu mode runs, against host memcpy.\n"
-        "See docs/bench.md.\n\n"
-        "  --device N           GPU to use (default 0)\n"
-        "  --table-bytes SIZE   host table size (default 4Gi; K/M/G = x1000, Ki/Mi/Gi = x1024)\n"
-        "  --rows-bytes LIST    row widths in bytes (default 256,512,1024,1028,2048,2052,4096,\n"
-        "                       16384); multiples of 4 are float32 rows, others uint8\n"
-        "  --ids LIST           ids per call (default 8Ki,64Ki,1Mi)\n"
-        "  --modes LIST         zerocopy (the library's default sort_ids), zerocopy-sort\n"
-        "                       (sort_ids on), zerocopy-nosort (off), naive-zerocopy,\n"
-        "                       cpu-dma, gpu, cpu (default: all but zerocopy-sort and cpu;\n"
-        "                       cpu alone without a GPU)\n"
-        "  --iters N            most timed calls per measurement (default 100); fewer are\n"
-        "                       made when --budget is reached, but at least 3\n"
-        "  --budget SIZE        bytes to move per measurement, roughly (default 1Gi)\n"
-        "  --max-call-bytes SIZE  clip ids per call so that a call moves at most this much\n"
-        "                       (default 3Gi: 1Mi ids of 4096 B rows become 768Ki)\n"
-        "  --threads N          CPU threads of cpu-dma and cpu (default: online CPUs)\n"
-        "  --seed N             random seed of ids and minibatches (default 1)\n"
-        "  --preset NAME        generator preset of the cache part (default products)\n"
-        "  --score-batches N    minibatches the access-count scores are counted over\n"
-        "                       (default 100)\n"
-        "  --no-cache-sweep     skip the cache part\n"
-        "  --no-sm-sweep        skip the SM budget part\n"
-        "  --quick              small sizes (64Mi table, widths 256,1028,2048, ids 8Ki,64Ki,\n"
-        "                       preset tiny):\n"
-        "                       a smoke test that finishes in seconds\n"
-        "  --json FILE          write every parameter and measurement to FILE (atomically)\n"
-        "  --commit TEXT        the commit to record in the JSON (default: the one the build\n"
-        "                       was configured at, if known)\n"
-        "  -h, --help           this text\n\n"
-        "example (the whole benchmark, about 2-3 minutes on an H100):\n"
-        "  graphdirect bench gather --json gather.json\n");
+    printf("usage: graphdirect bench gather [options]\n\n"
+           "Measure the feature gather against the pinned host->device DMA bandwidth, measured\n"
+           "in the same run: a sweep of row widths x ids per call x gather modes over a host\n"
+           "table larger than the GPU's L2 cache, the zero-copy gather on a fraction of the SMs,\n"
+           "and the hot-row GPU cache on a power-law graph with sampled minibatches. Prints a\n"
+           "table (GB/s of useful bytes and the ratio to DMA) and PASS/MISS lines for the\n"
+           "targets. Without CUDA or a GPU only the cpu mode runs, against host memcpy.\n"
+           "See docs/bench.md.\n\n"
+           "  --device N           GPU to use (default 0)\n"
+           "  --table-bytes SIZE   host table size (default 4Gi; K/M/G = x1000, Ki/Mi/Gi = x1024)\n"
+           "  --rows-bytes LIST    row widths in bytes (default 256,512,1024,1028,2048,2052,4096,\n"
+           "                       16384); multiples of 4 are float32 rows, others uint8\n"
+           "  --ids LIST           ids per call (default 8Ki,64Ki,1Mi)\n"
+           "  --modes LIST         zerocopy (the library's default sort_ids), zerocopy-sort\n"
+           "                       (sort_ids on), zerocopy-nosort (off), naive-zerocopy,\n"
+           "                       cpu-dma, gpu, cpu (default: all but zerocopy-sort and cpu;\n"
+           "                       cpu alone without a GPU)\n"
+           "  --iters N            most timed calls per measurement (default 100); fewer are\n"
+           "                       made when --budget is reached, but at least 3\n"
+           "  --budget SIZE        bytes to move per measurement, roughly (default 1Gi)\n"
+           "  --max-call-bytes SIZE  clip ids per call so that a call moves at most this much\n"
+           "                       (default 3Gi: 1Mi ids of 4096 B rows become 768Ki)\n"
+           "  --threads N          CPU threads of cpu-dma and cpu (default: online CPUs)\n"
+           "  --seed N             random seed of ids and minibatches (default 1)\n"
+           "  --preset NAME        generator preset of the cache part (default products)\n"
+           "  --score-batches N    minibatches the access-count scores are counted over\n"
+           "                       (default 100)\n"
+           "  --no-cache-sweep     skip the cache part\n"
+           "  --no-sm-sweep        skip the SM budget part\n"
+           "  --quick              small sizes (64Mi table, widths 256,1028,2048, ids 8Ki,64Ki,\n"
+           "                       preset tiny):\n"
+           "                       a smoke test that finishes in seconds\n"
+           "  --json FILE          write every parameter and measurement to FILE (atomically)\n"
+           "  --commit TEXT        the commit to record in the JSON (default: the one the build\n"
+           "                       was configured at, if known)\n"
+           "  -h, --help           this text\n\n"
+           "example (the whole benchmark, about 2-3 minutes on an H100):\n"
+           "  graphdirect bench gather --json gather.json\n");
 }
 
 static int parse_modes(gather_bench *b, const char *text) {
@@ -285,8 +285,7 @@ fail:
 #endif
 
 /* Room for a plan's ids and output, and the ids copied to the device for GPU runs. */
-static int stage_plan(gather_bench *b, int64_t total_ids, int64_t max_call_ids,
-                      int64_t row_bytes) {
+static int stage_plan(gather_bench *b, int64_t total_ids, int64_t max_call_ids, int64_t row_bytes) {
     if (ensure_check_row(b, row_bytes) != 0) return -1;
 #ifdef GD_WITH_CUDA
     if (b->gpu) {
@@ -310,8 +309,8 @@ static int stage_plan(gather_bench *b, int64_t total_ids, int64_t max_call_ids,
 
 /* ------------------------------------------------------------------ measuring */
 
-static int run_calls(gather_bench *b, gd_gatherer_t *g, bench_mode m, const call_plan *p,
-                     int first, int count, const char *label) {
+static int run_calls(gather_bench *b, gd_gatherer_t *g, bench_mode m, const call_plan *p, int first,
+                     int count, const char *label) {
     const int on_device = device_ids_mode(m);
     void *out = m == BM_CPU ? (void *)b->h_out : NULL;
     void *stream = NULL;
@@ -350,8 +349,8 @@ static int spot_check(gather_bench *b, bench_mode m, const call_plan *p, const v
                                   cudaMemcpyDeviceToHost));
 #endif
         }
-        BENCH_REQUIRE(memcmp(got, (const unsigned char *)src + id * row_bytes,
-                             (size_t)row_bytes) == 0,
+        BENCH_REQUIRE(memcmp(got, (const unsigned char *)src + id * row_bytes, (size_t)row_bytes) ==
+                          0,
                       "%s: output row %lld (id %lld) of the last call differs from the table: "
                       "the gather wrote wrong bytes, so its rate is not reported",
                       label, (long long)pos, (long long)id);
@@ -472,8 +471,8 @@ fail:
 
 /* A parallel memcpy of a large block of the table: the ceiling of a CPU gather. */
 static int measure_memcpy(gather_bench *b) {
-    const size_t bytes = (size_t)(b->ceiling_bytes < b->table_bytes ? b->ceiling_bytes
-                                                                     : b->table_bytes);
+    const size_t bytes =
+        (size_t)(b->ceiling_bytes < b->table_bytes ? b->ceiling_bytes : b->table_bytes);
     unsigned char *dst = malloc(bytes);
     if (!dst) {
         bench_error("out of memory for the %zu-byte memcpy ceiling", bytes);
@@ -572,8 +571,7 @@ static int sm_sweep(gather_bench *b, gd_host_tensor_t *t, int si, int64_t row_by
             goto fail;
         }
         BENCH_GD(gd_gatherer_get_info(g, &info), "reading the gatherer's info");
-        if (measure(b, g, BM_ZEROCOPY, p, b->table_data, row_bytes, label, &secs) != 0)
-            goto fail;
+        if (measure(b, g, BM_ZEROCOPY, p, b->table_data, row_bytes, label, &secs) != 0) goto fail;
         b->sm_gbps[si][k] = gbps((double)p->n * (double)row_bytes * p->calls, secs);
         b->sm_sms[si][k] = info.sms;
         b->sm_green[si][k] = info.green_context;
@@ -626,8 +624,7 @@ static int sweep_width(gather_bench *b, int wi) {
         fprintf(stderr,
                 "  [%lld B] width %d of %d, %lld rows: registered %s with GPU %d in %.2f s\n",
                 (long long)w, wi + 1, b->nwidths, (long long)rows,
-                cli_bytes((double)rows * (double)w, sz, sizeof sz), b->device,
-                bench_now() - t0);
+                cli_bytes((double)rows * (double)w, sz, sizeof sz), b->device, bench_now() - t0);
     }
     for (int ni = 0; ni < b->nids; ni++) {
         const int64_t n = clip_ids(b, b->ids[ni], w);
@@ -639,8 +636,9 @@ static int sweep_width(gather_bench *b, int wi) {
                  (long long)w);
         if (create_gatherer(b, t, (bench_mode)m, nmax, "0", 0, NULL, &g[m], &st) != 0) {
             if (m == BM_GPU && st == GD_ERR_NO_MEMORY) {
-                fprintf(stderr, "  [%lld B] gpu mode skipped: the table does not fit in GPU "
-                                "memory (%s)\n",
+                fprintf(stderr,
+                        "  [%lld B] gpu mode skipped: the table does not fit in GPU "
+                        "memory (%s)\n",
                         (long long)w, gd_last_error());
                 continue;
             }
@@ -669,12 +667,11 @@ static int sweep_width(gather_bench *b, int wi) {
             if (!g[m]) continue;
             snprintf(label, sizeof label, "gather mode %s, %lld-byte rows, %lld ids per call",
                      modes[m].name, (long long)w, (long long)n);
-            if (measure(b, g[m], (bench_mode)m, &p, b->table_data, w, label, &secs) != 0)
-                goto fail;
+            if (measure(b, g[m], (bench_mode)m, &p, b->table_data, w, label, &secs) != 0) goto fail;
             const double rate = gbps((double)n * (double)w * p.calls, secs);
             b->sweep[wi][ni][m] = rate;
-            fprintf(stderr, "  [%lld B x %s] %-14s %7.2f GB/s  %.2f of the ceiling\n",
-                    (long long)w, bench_count_text(n, nb, sizeof nb), modes[m].name, rate,
+            fprintf(stderr, "  [%lld B x %s] %-14s %7.2f GB/s  %.2f of the ceiling\n", (long long)w,
+                    bench_count_text(n, nb, sizeof nb), modes[m].name, rate,
                     b->ceiling_gbps > 0 ? rate / b->ceiling_gbps : 0);
             if (add_measurement(b, b->jsweep, (bench_mode)m, w, b->ids[ni], n, &p, secs, rate,
                                 m == BM_CPU ? NULL : g[m]) != 0)
@@ -838,22 +835,22 @@ static int cache_sweep(gather_bench *b) {
         goto fail;
     const int64_t timed_ids = timed.offsets[timed.count] - timed.offsets[1];
     const int64_t *timed_first = timed.ids + timed.offsets[1];
-    fprintf(stderr, "cache: %d + %d minibatches of %lld seeds, fanouts %d,%d,%d: %s ids per "
-                    "minibatch on average (%.2f s)\n",
+    fprintf(stderr,
+            "cache: %d + %d minibatches of %lld seeds, fanouts %d,%d,%d: %s ids per "
+            "minibatch on average (%.2f s)\n",
             timed.count, scoring.count, (long long)b->batch_seeds, fanouts[0], fanouts[1],
-            fanouts[2], cli_count((double)timed_ids / b->batches, a, sizeof a),
-            bench_now() - t0);
+            fanouts[2], cli_count((double)timed_ids / b->batches, a, sizeof a), bench_now() - t0);
 
     /* Scores. */
     for (int k = 0; k < SCORE_KINDS; k++) {
         scores[k] = calloc((size_t)graph.num_nodes, sizeof(int64_t));
         BENCH_REQUIRE(scores[k], "out of memory for the row scores");
     }
-    BENCH_GD(gd_csc_degree_scores(graph.num_nodes, graph.indptr, graph.indices,
-                                  graph.indices_dtype, GD_DEGREE_IN, scores[SCORE_IN]),
+    BENCH_GD(gd_csc_degree_scores(graph.num_nodes, graph.indptr, graph.indices, graph.indices_dtype,
+                                  GD_DEGREE_IN, scores[SCORE_IN]),
              "in-degree scores");
-    BENCH_GD(gd_csc_degree_scores(graph.num_nodes, graph.indptr, graph.indices,
-                                  graph.indices_dtype, GD_DEGREE_OUT, scores[SCORE_OUT]),
+    BENCH_GD(gd_csc_degree_scores(graph.num_nodes, graph.indptr, graph.indices, graph.indices_dtype,
+                                  GD_DEGREE_OUT, scores[SCORE_OUT]),
              "out-degree scores");
     BENCH_GD(gd_access_counts_add(scores[SCORE_ACCESS], graph.num_nodes, scoring.ids,
                                   scoring.offsets[scoring.count]),
@@ -896,8 +893,8 @@ static int cache_sweep(gather_bench *b) {
            b->preset, cli_count((double)graph.num_nodes, a, sizeof a), (long long)row_bytes,
            b->batches, (long long)b->batch_seeds, fanouts[0], fanouts[1], fanouts[2],
            cli_count((double)timed_ids / b->batches, c, sizeof c));
-    printf("  %-14s %-6s %9s  %8s  %7s  %5s  %7s\n", "score", "cached", "rows", "hit rate",
-           "GB/s", b->gpu ? "xDMA" : "xcopy", "speed-up");
+    printf("  %-14s %-6s %9s  %8s  %7s  %5s  %7s\n", "score", "cached", "rows", "hit rate", "GB/s",
+           b->gpu ? "xDMA" : "xcopy", "speed-up");
 
     /* 0 %: zero-copy alone (or the CPU gather without a GPU), the baseline. */
     {
@@ -921,8 +918,8 @@ static int cache_sweep(gather_bench *b) {
             double hit = 0, secs = 0, rate = 0;
             int64_t cached_rows = cache_rows;
             if (!b->gpu) {
-                if (modelled_hit_rate(scores[k], rows, cache_rows, timed_first, timed_ids,
-                                      &hit) != 0)
+                if (modelled_hit_rate(scores[k], rows, cache_rows, timed_first, timed_ids, &hit) !=
+                    0)
                     goto fail;
                 print_cache_row(score_names[k], pct, cached_rows, hit, 0, 0, 0);
                 if (add_cache_run(b, score_names[k], pct, cached_rows, hit, "model", 0, 0, 0))
@@ -935,8 +932,8 @@ static int cache_sweep(gather_bench *b) {
                 snprintf(label, sizeof label,
                          "cache benchmark, zerocopy with %d %% of the rows cached by %s", pct,
                          score_names[k]);
-                if (create_gatherer(b, t, BM_ZEROCOPY, timed.max_len, "0",
-                                    cache_rows * row_bytes, scores[k], &g, &st) != 0) {
+                if (create_gatherer(b, t, BM_ZEROCOPY, timed.max_len, "0", cache_rows * row_bytes,
+                                    scores[k], &g, &st) != 0) {
                     bench_gd_error(label, st);
                     goto fail;
                 }
@@ -955,8 +952,7 @@ static int cache_sweep(gather_bench *b) {
             if (pct == 20) b->cache_speedup_20[k] = speedup;
             fprintf(stderr, "  cache %s %d %%: hit rate %.1f %%, %.2f GB/s, %.2fx\n",
                     score_names[k], pct, 100 * hit, rate, speedup);
-            print_cache_row(score_names[k], pct, cached_rows, hit, rate, b->ceiling_gbps,
-                            speedup);
+            print_cache_row(score_names[k], pct, cached_rows, hit, rate, b->ceiling_gbps, speedup);
             if (add_cache_run(b, score_names[k], pct, cached_rows, hit, "gatherer", secs, rate,
                               speedup) != 0)
                 goto fail;
@@ -974,11 +970,9 @@ static int cache_sweep(gather_bench *b) {
             }
             fprintf(stderr, "cache: gpu mode skipped: the features do not fit in GPU memory\n");
         } else {
-            if (measure(b, g, BM_GPU, &p, features.data, row_bytes, label, &secs) != 0)
-                goto fail;
+            if (measure(b, g, BM_GPU, &p, features.data, row_bytes, label, &secs) != 0) goto fail;
             const double rate = gbps((double)timed_ids * (double)row_bytes, secs);
-            print_cache_row("all (gpu mode)", 100, rows, 1.0, rate, b->ceiling_gbps,
-                            secs0 / secs);
+            print_cache_row("all (gpu mode)", 100, rows, 1.0, rate, b->ceiling_gbps, secs0 / secs);
             if (add_cache_run(b, "all (gpu mode)", 100, rows, 1.0, "gpu mode", secs, rate,
                               secs0 / secs) != 0)
                 goto fail;
@@ -1048,18 +1042,17 @@ static void print_sm(const gather_bench *b) {
     if (!any) return;
     printf("\nSM budget: zerocopy on a fraction of the SMs (ratio to the same gather on all "
            "SMs)\n");
-    printf("  %7s %8s %7s %5s  %-13s %8s %6s %7s\n", "row B", "ids", "budget", "SMs", "how",
-           "GB/s", "xDMA", "x all");
+    printf("  %7s %8s %7s %5s  %-13s %8s %6s %7s\n", "row B", "ids", "budget", "SMs", "how", "GB/s",
+           "xDMA", "x all");
     for (int si = 0; si < MAX_SM_WIDTHS; si++) {
         const double all = b->sm_gbps[si][SM_BUDGETS - 1];
         char nb[32];
         if (all <= 0) continue;
         for (int k = 0; k < SM_BUDGETS; k++)
             printf("  %7lld %8s %7s %5d  %-13s %8.2f %6.2f %7.2f\n", (long long)sm_widths[si],
-                   bench_count_text(b->sm_n[si], nb, sizeof nb), sm_budgets[k],
-                   b->sm_sms[si][k], b->sm_green[si][k] ? "green context" : "grid cap",
-                   b->sm_gbps[si][k], b->sm_gbps[si][k] / b->ceiling_gbps,
-                   b->sm_gbps[si][k] / all);
+                   bench_count_text(b->sm_n[si], nb, sizeof nb), sm_budgets[k], b->sm_sms[si][k],
+                   b->sm_green[si][k] ? "green context" : "grid cap", b->sm_gbps[si][k],
+                   b->sm_gbps[si][k] / b->ceiling_gbps, b->sm_gbps[si][k] / all);
     }
 }
 
@@ -1133,36 +1126,9 @@ static void print_targets(gather_bench *b) {
 #endif
 
 static int add_header_json(gather_bench *b) {
-    char date[64], host[256];
-    cJSON *params, *dev, *ceil;
-    b->root = cJSON_CreateObject();
-    BENCH_REQUIRE(b->root, "out of memory building the JSON record");
-    BENCH_JSON(cJSON_AddStringToObject(b->root, "benchmark", "gather"));
-    BENCH_JSON(cJSON_AddStringToObject(b->root, "version", gd_version()));
-    BENCH_JSON(cJSON_AddStringToObject(b->root, "commit", b->commit));
-    BENCH_JSON(cJSON_AddStringToObject(b->root, "commit_from",
-                                       b->commit_given ? "--commit" : "build configuration"));
-    BENCH_JSON(cJSON_AddStringToObject(b->root, "date", bench_utc_date(date, sizeof date)));
-    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
-    host[sizeof host - 1] = '\0';
-    BENCH_JSON(cJSON_AddStringToObject(b->root, "host", host));
-    BENCH_JSON(cJSON_AddNumberToObject(b->root, "cpus", bench_cpus()));
-    BENCH_JSON(cJSON_AddBoolToObject(b->root, "cuda_build", gd_has_cuda()));
-    if (b->gpu) {
-        gd_device_info info;
-        BENCH_GD(gd_device_info_get(b->device, &info), "reading the GPU's properties");
-        BENCH_JSON(dev = cJSON_AddObjectToObject(b->root, "device"));
-        BENCH_JSON(cJSON_AddNumberToObject(dev, "index", b->device));
-        BENCH_JSON(cJSON_AddStringToObject(dev, "name", info.name));
-        BENCH_JSON(cJSON_AddNumberToObject(dev, "compute_capability",
-                                           info.major + info.minor / 10.0));
-        BENCH_JSON(cJSON_AddNumberToObject(dev, "sms", info.multiprocessors));
-        BENCH_JSON(cJSON_AddNumberToObject(dev, "memory_bytes", (double)info.total_memory));
-        BENCH_JSON(cJSON_AddNumberToObject(dev, "pci_bus", info.pci_bus));
-        fprintf(stderr, "GPU %d: %s, %d SMs\n", b->device, info.name, info.multiprocessors);
-    } else {
-        BENCH_JSON(cJSON_AddNullToObject(b->root, "device"));
-    }
+    cJSON *params, *ceil;
+    if (bench_json_header(&b->root, "gather", b->commit, b->commit_given, b->gpu, b->device) != 0)
+        goto fail;
     BENCH_JSON(params = cJSON_AddObjectToObject(b->root, "parameters"));
     BENCH_JSON(cJSON_AddNumberToObject(params, "table_bytes", (double)b->table_bytes));
     {
@@ -1200,8 +1166,8 @@ fail:
 static int add_ceiling_json(gather_bench *b) {
     cJSON *c = cJSON_GetObjectItem(b->root, "ceiling");
     BENCH_REQUIRE(c, "the JSON record has no ceiling object");
-    BENCH_JSON(cJSON_AddStringToObject(c, "kind", b->gpu ? "pinned host-to-device DMA"
-                                                         : "host memcpy"));
+    BENCH_JSON(
+        cJSON_AddStringToObject(c, "kind", b->gpu ? "pinned host-to-device DMA" : "host memcpy"));
     BENCH_JSON(cJSON_AddNumberToObject(c, "bytes", (double)b->ceiling_bytes));
     BENCH_JSON(cJSON_AddNumberToObject(c, "gbps", b->ceiling_gbps));
     if (b->gpu) {
@@ -1216,17 +1182,25 @@ fail:
 
 /* Parse the options into b; returns -1 to continue, else the exit code. */
 static int parse_options(gather_bench *b, int argc, char **argv) {
-    static const struct option long_opts[] = {
-        {"device", required_argument, 0, 'd'},      {"table-bytes", required_argument, 0, 't'},
-        {"rows-bytes", required_argument, 0, 'w'},  {"ids", required_argument, 0, 'n'},
-        {"modes", required_argument, 0, 'm'},       {"iters", required_argument, 0, 'i'},
-        {"budget", required_argument, 0, 'b'},      {"max-call-bytes", required_argument, 0, 'x'},
-        {"threads", required_argument, 0, 'j'},     {"seed", required_argument, 0, 's'},
-        {"preset", required_argument, 0, 'p'},      {"no-cache-sweep", no_argument, 0, 'C'},
-        {"no-sm-sweep", no_argument, 0, 'S'},       {"quick", no_argument, 0, 'q'},
-        {"json", required_argument, 0, 'o'},        {"commit", required_argument, 0, 'c'},
-        {"score-batches", required_argument, 0, 'B'},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    static const struct option long_opts[] = {{"device", required_argument, 0, 'd'},
+                                              {"table-bytes", required_argument, 0, 't'},
+                                              {"rows-bytes", required_argument, 0, 'w'},
+                                              {"ids", required_argument, 0, 'n'},
+                                              {"modes", required_argument, 0, 'm'},
+                                              {"iters", required_argument, 0, 'i'},
+                                              {"budget", required_argument, 0, 'b'},
+                                              {"max-call-bytes", required_argument, 0, 'x'},
+                                              {"threads", required_argument, 0, 'j'},
+                                              {"seed", required_argument, 0, 's'},
+                                              {"preset", required_argument, 0, 'p'},
+                                              {"no-cache-sweep", no_argument, 0, 'C'},
+                                              {"no-sm-sweep", no_argument, 0, 'S'},
+                                              {"quick", no_argument, 0, 'q'},
+                                              {"json", required_argument, 0, 'o'},
+                                              {"commit", required_argument, 0, 'c'},
+                                              {"score-batches", required_argument, 0, 'B'},
+                                              {"help", no_argument, 0, 'h'},
+                                              {0, 0, 0, 0}};
     static const int64_t default_widths[] = {256, 512, 1024, 1028, 2048, 2052, 4096, 16384};
     static const int64_t quick_widths[] = {256, 1028, 2048};
     const char *cmd = "bench gather";
@@ -1258,8 +1232,7 @@ static int parse_options(gather_bench *b, int argc, char **argv) {
             have_widths = 1;
             break;
         case 'n':
-            if (bench_parse_list("--ids", optarg, b->ids, MAX_IDS, &b->nids))
-                return CLI_EXIT_USAGE;
+            if (bench_parse_list("--ids", optarg, b->ids, MAX_IDS, &b->nids)) return CLI_EXIT_USAGE;
             for (int i = 0; i < b->nids; i++)
                 if (b->ids[i] > INT32_MAX)
                     return cli_usage_error(cmd, "--ids: %lld ids per call is more than %d",
@@ -1282,8 +1255,7 @@ static int parse_options(gather_bench *b, int argc, char **argv) {
             break;
         case 'x':
             if (cli_parse_i64(optarg, &v) || v < 1)
-                return cli_usage_error(cmd, "--max-call-bytes '%s' is not a positive size",
-                                       optarg);
+                return cli_usage_error(cmd, "--max-call-bytes '%s' is not a positive size", optarg);
             b->max_call_bytes = v;
             break;
         case 'j':
@@ -1302,14 +1274,29 @@ static int parse_options(gather_bench *b, int argc, char **argv) {
                                        optarg);
             b->score_batches = (int)v;
             break;
-        case 'p': b->preset = optarg, have_preset = 1; break;
-        case 'C': b->cache_sweep = 0; break;
-        case 'S': b->sm_sweep = 0; break;
-        case 'q': b->quick = 1; break;
-        case 'o': b->json_path = optarg; break;
-        case 'c': b->commit = optarg, b->commit_given = 1; break;
-        case 'h': help(); return 0;
-        default: return cli_usage_error(cmd, "unknown option");
+        case 'p':
+            b->preset = optarg, have_preset = 1;
+            break;
+        case 'C':
+            b->cache_sweep = 0;
+            break;
+        case 'S':
+            b->sm_sweep = 0;
+            break;
+        case 'q':
+            b->quick = 1;
+            break;
+        case 'o':
+            b->json_path = optarg;
+            break;
+        case 'c':
+            b->commit = optarg, b->commit_given = 1;
+            break;
+        case 'h':
+            help();
+            return 0;
+        default:
+            return cli_usage_error(cmd, "unknown option");
         }
     }
     if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
@@ -1395,8 +1382,9 @@ int bench_gather(int argc, char **argv) {
                           b->device, count, count - 1);
             b->gpu = 1;
         } else {
-            fprintf(stderr, "bench gather: GPU modes need a CUDA build and a GPU, and %s: "
-                            "running the cpu mode only, against host memcpy bandwidth\n",
+            fprintf(stderr,
+                    "bench gather: GPU modes need a CUDA build and a GPU, and %s: "
+                    "running the cpu mode only, against host memcpy bandwidth\n",
                     gd_has_cuda() ? "no GPU is visible (check nvidia-smi and "
                                     "CUDA_VISIBLE_DEVICES)"
                                   : "this build has no CUDA");
@@ -1446,9 +1434,9 @@ int bench_gather(int argc, char **argv) {
     else
         printf("ceiling: host memcpy of %s with %d threads: best %.2f GB/s (GPU modes need a "
                "CUDA build and a GPU)\n",
-               cli_bytes((double)(b->ceiling_bytes < b->table_bytes ? b->ceiling_bytes
-                                                                    : b->table_bytes),
-                         sz, sizeof sz),
+               cli_bytes(
+                   (double)(b->ceiling_bytes < b->table_bytes ? b->ceiling_bytes : b->table_bytes),
+                   sz, sizeof sz),
                b->threads, b->memcpy_best);
     fflush(stdout);
 

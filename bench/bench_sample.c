@@ -43,7 +43,9 @@ static const struct {
     {"gpu", GD_PLACE_GPU, GD_PLACE_GPU},
 };
 
-static int is_cuda_mode(int m) { return m >= M_UVA; }
+static int is_cuda_mode(int m) {
+    return m >= M_UVA;
+}
 
 typedef struct {
     /* options */
@@ -703,35 +705,10 @@ fail:
 }
 
 static int add_header_json(sample_bench *b) {
-    char date[64], host[256], f[64];
-    cJSON *params, *dev, *arr;
-    b->root = cJSON_CreateObject();
-    BENCH_REQUIRE(b->root, "out of memory building the JSON record");
-    BENCH_JSON(cJSON_AddStringToObject(b->root, "benchmark", "sample"));
-    BENCH_JSON(cJSON_AddStringToObject(b->root, "version", gd_version()));
-    BENCH_JSON(cJSON_AddStringToObject(b->root, "commit", b->commit));
-    BENCH_JSON(cJSON_AddStringToObject(b->root, "commit_from",
-                                       b->commit_given ? "--commit" : "build configuration"));
-    BENCH_JSON(cJSON_AddStringToObject(b->root, "date", bench_utc_date(date, sizeof date)));
-    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
-    host[sizeof host - 1] = '\0';
-    BENCH_JSON(cJSON_AddStringToObject(b->root, "host", host));
-    BENCH_JSON(cJSON_AddNumberToObject(b->root, "cpus", bench_cpus()));
-    BENCH_JSON(cJSON_AddBoolToObject(b->root, "cuda_build", gd_has_cuda()));
-    if (b->gpu) {
-        gd_device_info info;
-        BENCH_GD(gd_device_info_get(b->device, &info), "reading the GPU's properties");
-        BENCH_JSON(dev = cJSON_AddObjectToObject(b->root, "device"));
-        BENCH_JSON(cJSON_AddNumberToObject(dev, "index", b->device));
-        BENCH_JSON(cJSON_AddStringToObject(dev, "name", info.name));
-        BENCH_JSON(
-            cJSON_AddNumberToObject(dev, "compute_capability", info.major + info.minor / 10.0));
-        BENCH_JSON(cJSON_AddNumberToObject(dev, "sms", info.multiprocessors));
-        BENCH_JSON(cJSON_AddNumberToObject(dev, "memory_bytes", (double)info.total_memory));
-        fprintf(stderr, "GPU %d: %s, %d SMs\n", b->device, info.name, info.multiprocessors);
-    } else {
-        BENCH_JSON(cJSON_AddNullToObject(b->root, "device"));
-    }
+    char f[64];
+    cJSON *params, *arr;
+    if (bench_json_header(&b->root, "sample", b->commit, b->commit_given, b->gpu, b->device) != 0)
+        goto fail;
     BENCH_JSON(params = cJSON_AddObjectToObject(b->root, "parameters"));
     BENCH_JSON(arr = cJSON_AddArrayToObject(params, "presets"));
     for (int i = 0; i < b->npresets; i++)
