@@ -2,19 +2,23 @@
  * The CUDA sampler. The same kernels read the graph from GPU memory or, over PCIe, from pinned
  * host memory (UVA): sampling is latency-bound, and thousands of threads with independent
  * reads in flight hide the latency of the link. What crosses PCIe is only what a draw needs:
- * each frontier node's two indptr entries (one 16-byte load when aligned) and the drawn
- * entries of its list (Floyd's algorithm picks positions without reading the list), so the
- * traffic is O(fanout) per node, not O(degree).
+ * each frontier node's two indptr entries (one 16-byte load when aligned) and, per list, either
+ * the drawn entries (Floyd's algorithm picks positions without reading the list) or, for a list
+ * short against its fanout, the whole list in a few full-width coalesced loads (see
+ * WHOLE_LIST_BYTES_PER_PICK), so the traffic is O(fanout) per node, not O(degree).
  *
  * One hop, all queued on the caller's stream, sizes read from device memory by the kernels
  * (launched for the worst case, idle threads exit), so the host never waits:
- *   count     degree and neighbour count of every frontier node; scan -> block indptr
+ *   count     degree and neighbour count of every frontier node; scan -> block indptr. It also
+ *             clears the part of the hash table the previous hop used (lazily, so no kernel
+ *             clears the whole worst-case table)
  *   sample    a group of 8, 16 or 32 lanes (by fanout) per node: the draws of Floyd's
  *             algorithm in parallel, resolved in order with ballots, then the reads in parallel
- *   relabel   open-addressing hash table (atomicCAS on keys) holding each node's smallest
- *             position (atomicMin); positions that hold their node's minimum are first
- *             appearances; a scan of those marks gives the local ids, in the canonical
- *             first-appearance order that the CPU sampler produces too.
+ *   relabel   open-addressing hash table (atomicCAS on keys), sized for the hop's actual
+ *             positions, holding each node's smallest position (atomicMin); a scan over "this
+ *             position holds its node's minimum" (first appearances, computed inside the scan)
+ *             gives the local ids, in the canonical first-appearance order that the CPU sampler
+ *             produces too; finalize writes them.
  * After the last hop one small copy brings the sizes back; gd_minibatch_block waits for it.
  * Every CUDA call is checked; scratch buffers are shared by the calls of a sampler, which are
  * ordered with an event.
@@ -25,8 +29,11 @@
 #include <cooperative_groups.h>
 #include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +45,28 @@ namespace cg = cooperative_groups;
 #define EMPTY_KEY 0xffffffffffffffffull
 /* Host-side conversion chunk when narrowing int64 indices into GPU memory. */
 #define CONVERT_CHUNK ((long long)1 << 24)
+/* The smallest relabelling table (slots); the CPU sampler starts from the same size. */
+#define MIN_TABLE 64
+
+/*
+ * When a node's list is read whole instead of entry by entry. Over PCIe the cost of a read is
+ * mostly the request, not its bytes: the GPU sends at most about 1G read requests a second, and
+ * a scattered read of one 4-byte entry is a whole 32-byte sector request, so drawing `cnt`
+ * entries from a long list costs `cnt` requests. A list that spans at most
+ * WHOLE_LIST_BYTES_PER_PICK bytes per neighbour taken (degree <= 8 x cnt with int32 indices,
+ * 4 x cnt with int64) is instead read whole by the node's lanes with 16-byte loads of
+ * consecutive addresses (one load of a group of 8 lanes covers 128 bytes, a full request),
+ * kept in the group's window in shared memory, and the chosen entries are picked from there.
+ * At 32 bytes per pick the whole list spans no more sectors than the scattered reads would
+ * touch, so the bytes read do not grow (reads stay O(fanout) per node) while the requests drop
+ * from `cnt` to about cnt / 4 + 1. Longer lists (hubs) keep the scattered reads. Lists taken
+ * whole (fanout -1, or degree <= fanout) are always read this way, straight into the output.
+ * The rule depends only on the degree and the count, so every placement picks the same entries
+ * (the window holds exact copies): only the reads change, never the result.
+ */
+#define WHOLE_LIST_BYTES_PER_PICK 32
+/* Width of the coalesced loads of a list (an int4 / longlong2 per lane). */
+#define VEC_BYTES 16
 
 enum { ERR_RANGE = 1, ERR_DUPLICATE = 2 };
 
@@ -56,7 +85,9 @@ struct gd__cuda_sampler {
     int *d_counts;
     long long *d_edge_ids, *d_pos;
     unsigned long long *d_keys;
-    int *d_vals, *d_slots, *d_flags, *d_scan;
+    int *d_vals, *d_slots, *d_scan;
+    /* Table slots the last hop used, cleared by the next count kernel (0: the table is clear). */
+    long long *d_dirty;
     void *d_cub;
     size_t cub_bytes;
     sample_error *d_err;
@@ -65,6 +96,13 @@ struct gd__cuda_sampler {
     cudaEvent_t staging_free; /* after the copy that last read h_seeds */
     int events;
     int grid_cap;
+    /* Blocks of the sample kernel (8, 16, 32 lanes per node) that are resident at once: its grid,
+     * so that every block runs from the start (a grid-stride loop over more blocks than fit
+     * would run as a second, mostly idle wave). */
+    int sample_cap[3];
+    /* The table's contents are unknown (a call failed with kernels queued, or nothing has run
+     * yet): the next call's first count kernel clears all of it. */
+    int table_unknown;
     int vec_indptr; /* indptr is 16-byte aligned: read a node's two entries in one
                        load */
 };
@@ -88,21 +126,45 @@ __device__ __forceinline__ void record_error(sample_error *err, unsigned kind, l
     }
 }
 
-__global__ void set_seed_count_kernel(long long *sizes, long long n) { sizes[0] = n; }
+/*
+ * Slots of the relabelling table of a hop with P positions: the next power of two at or above
+ * 2P (load at most one half), at least MIN_TABLE, at most the worst case sized at create time.
+ * Sizing by the actual positions keeps the table small (often inside L2) and makes clearing it
+ * cheap.
+ */
+__device__ __forceinline__ long long table_slots(long long P, long long cap) {
+    const unsigned long long x = 2ull * (unsigned long long)P;
+    long long t =
+        x <= MIN_TABLE ? MIN_TABLE : (long long)(1ull << (64 - __clzll((long long)(x - 1))));
+    return t < cap ? t : cap;
+}
 
 /*
  * counts[i] = neighbours of frontier node i (0 past the frontier, up to items), and its list start
- * and degree for the sample kernel. Every hop checks the range of its nodes (only seeds from device
- * memory can be bad); the first one reports a bad seed.
+ * and degree for the sample kernel. Hop 0 takes its frontier size (the seed count) as an argument
+ * and stores it for the later kernels; later hops read it. Every hop checks the range of its
+ * nodes (only seeds from device memory can be bad); the first one reports a bad seed. The kernel
+ * also clears the table slots the previous hop (of this call or of the sampler's previous call)
+ * used, which nothing reads any more: the previous hop's finalize has run (or, with clear_all,
+ * the first clear_all slots).
  */
 __global__ void __launch_bounds__(BLOCK)
-    count_kernel(const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
+    count_kernel(const long long *__restrict__ nodes, long long *sizes, int hop, long long seeds,
                  const long long *__restrict__ indptr, long long num_nodes, int fanout, int replace,
-                 int check, int vec, long long *__restrict__ starts, long long *__restrict__ degs,
-                 int *__restrict__ counts, long long items, sample_error *err) {
-    const long long nf = *nf_ptr;
+                 int vec, long long *__restrict__ starts, long long *__restrict__ degs,
+                 int *__restrict__ counts, long long items, sample_error *err,
+                 unsigned long long *keys, int *vals, const long long *__restrict__ dirty,
+                 long long clear_all) {
+    const long long nf = hop == 0 ? seeds : sizes[hop];
     const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < items; i += stride) {
+    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (hop == 0 && tid == 0) sizes[0] = seeds;
+    const long long used = clear_all ? clear_all : *dirty;
+    for (long long i = tid; i < used; i += stride) {
+        keys[i] = EMPTY_KEY;
+        vals[i] = INT_MAX;
+    }
+    for (long long i = tid; i < items; i += stride) {
         int c = 0;
         if (i < nf) {
             const long long v = nodes[i];
@@ -110,7 +172,7 @@ __global__ void __launch_bounds__(BLOCK)
             if (v < 0 || v >= num_nodes) {
                 /* A bad device seed stays in the frontier of every hop as a node without
                  * neighbours; the first hop reports it. */
-                if (check) record_error(err, ERR_RANGE, i, v, 0);
+                if (hop == 0) record_error(err, ERR_RANGE, i, v, 0);
             } else if (vec && (v & 1) == 0) {
                 const longlong2 p = __ldg((const longlong2 *)(indptr + v));
                 start = p.x;
@@ -127,10 +189,65 @@ __global__ void __launch_bounds__(BLOCK)
     }
 }
 
+/* One 16-byte aligned load of indices, as its 16 / sizeof(IdxT) entries. */
+__device__ __forceinline__ void load_vec(const int *p, int (&e)[VEC_BYTES / sizeof(int)]) {
+    const int4 v = __ldg((const int4 *)p);
+    e[0] = v.x;
+    e[1] = v.y;
+    e[2] = v.z;
+    e[3] = v.w;
+}
+
+__device__ __forceinline__ void load_vec(const long long *p,
+                                         long long (&e)[VEC_BYTES / sizeof(long long)]) {
+    const longlong2 v = __ldg((const longlong2 *)p);
+    e[0] = v.x;
+    e[1] = v.y;
+}
+
+/*
+ * Entries [start, start + len) of indices into dst[0 .. len), read by the G lanes of a group:
+ * lane k loads the k-th, (k + G)-th, ... 16-byte aligned piece of the span, so one load of the
+ * group covers 16 * G consecutive bytes (full 128-byte requests over PCIe). A piece's entries
+ * outside the list belong to neighbouring lists of the same array and are dropped. A piece that
+ * is not wholly inside the array (only possible at its two ends when the array is not 16-byte
+ * aligned there, as a caller's pinned array may be) is read entry by entry instead, so nothing
+ * outside the array is ever read. Lanes may run different iteration counts: no collectives here.
+ */
+template <int G, typename IdxT, typename DstT>
+__device__ __forceinline__ void read_list(const IdxT *__restrict__ indices, long long num_edges,
+                                          long long start, long long len, int lane, DstT *dst) {
+    constexpr int PER = VEC_BYTES / (int)sizeof(IdxT);
+    const uintptr_t base = (uintptr_t)indices, end = (uintptr_t)(indices + num_edges);
+    const uintptr_t lo = (uintptr_t)(indices + start), hi = (uintptr_t)(indices + start + len);
+    for (uintptr_t a = (lo & ~(uintptr_t)(VEC_BYTES - 1)) + (uintptr_t)lane * VEC_BYTES; a < hi;
+         a += (uintptr_t)G * VEC_BYTES) {
+        /* List position of the piece's first entry: negative for the entries before the list
+         * (a and lo are both multiples of sizeof(IdxT), so the division is exact). */
+        const long long k0 = (long long)(intptr_t)(a - lo) / (long long)sizeof(IdxT);
+        if (a >= base && a + VEC_BYTES <= end) {
+            IdxT e[PER];
+            load_vec((const IdxT *)a, e);
+#pragma unroll
+            for (int q = 0; q < PER; q++)
+                if (k0 + q >= 0 && k0 + q < len) dst[k0 + q] = (DstT)e[q];
+        } else {
+#pragma unroll
+            for (int q = 0; q < PER; q++)
+                if (k0 + q >= 0 && k0 + q < len)
+                    dst[k0 + q] = (DstT)__ldg(indices + start + k0 + q);
+        }
+    }
+}
+
 /*
  * The neighbours of frontier node i, by a group of G lanes (see sample_node in sample_cpu.c for the
  * sequential statement of the same draws). Control flow depends only on the node, so it is uniform
- * within a group and the group's collectives are safe.
+ * within a group and the group's collectives (shfl, any, sync) are safe. A list read whole goes to
+ * the group's window in shared memory: WHOLE_LIST_BYTES_PER_PICK bytes per lane, which holds every
+ * list that qualifies (degree * entry size <= WHOLE_LIST_BYTES_PER_PICK * min(cnt, G)). The group
+ * syncs after filling the window (every lane picks from any part of it) and after picking (before
+ * its next node overwrites it).
  */
 template <int G, typename IdxT>
 __global__ void __launch_bounds__(BLOCK)
@@ -138,9 +255,11 @@ __global__ void __launch_bounds__(BLOCK)
                   const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
                   const long long *__restrict__ starts, const long long *__restrict__ degs,
                   const int *__restrict__ bindptr, const IdxT *__restrict__ indices,
-                  long long *__restrict__ edge_ids, long long *pos_scratch) {
+                  long long num_edges, long long *__restrict__ edge_ids, long long *pos_scratch) {
+    __shared__ __align__(16) unsigned char windows[BLOCK * WHOLE_LIST_BYTES_PER_PICK];
     const cg::thread_block_tile<G> tile = cg::tiled_partition<G>(cg::this_thread_block());
     const int lane = (int)tile.thread_rank();
+    IdxT *win = (IdxT *)(windows + (threadIdx.x / G) * (G * WHOLE_LIST_BYTES_PER_PICK));
     const long long nf = *nf_ptr;
     const long long groups = (long long)gridDim.x * (blockDim.x / G);
     for (long long i = (long long)blockIdx.x * (blockDim.x / G) + threadIdx.x / G; i < nf;
@@ -151,15 +270,23 @@ __global__ void __launch_bounds__(BLOCK)
         const long long start = starts[i], deg = degs[i];
         long long *out = edge_ids + off;
         if (fanout < 0 || (!replace && cnt == deg)) {
-            for (int j = lane; j < cnt; j += G) out[j] = (long long)indices[start + j];
+            read_list<G>(indices, num_edges, start, (long long)cnt, lane, out);
             continue;
         }
         const unsigned long long v = (unsigned long long)nodes[i];
+        const bool whole = deg * (long long)sizeof(IdxT) <=
+                           (long long)WHOLE_LIST_BYTES_PER_PICK * (cnt < G ? cnt : G);
         if (replace) {
-            for (int j = lane; j < cnt; j += G)
-                out[j] =
-                    (long long)indices[start + (long long)gd__sample_draw(key, v, hop, (unsigned)j,
-                                                                          (unsigned long long)deg)];
+            if (whole) {
+                read_list<G>(indices, num_edges, start, deg, lane, win);
+                tile.sync();
+            }
+            for (int j = lane; j < cnt; j += G) {
+                const long long p =
+                    (long long)gd__sample_draw(key, v, hop, (unsigned)j, (unsigned long long)deg);
+                out[j] = whole ? (long long)win[p] : (long long)indices[start + p];
+            }
+            if (whole) tile.sync();
             continue;
         }
         const long long base = deg - cnt;
@@ -174,7 +301,14 @@ __global__ void __launch_bounds__(BLOCK)
                 const bool hit = tile.any(lane < j && c == tj);
                 if (lane == j) c = hit ? base + j : tj;
             }
-            if (lane < cnt) out[lane] = (long long)indices[start + c];
+            if (whole) {
+                read_list<G>(indices, num_edges, start, deg, lane, win);
+                tile.sync();
+                if (lane < cnt) out[lane] = (long long)win[c];
+                tile.sync();
+            } else if (lane < cnt) {
+                out[lane] = (long long)indices[start + c];
+            }
             continue;
         }
         /* More draws than lanes: the positions taken so far live in scratch memory. */
@@ -195,16 +329,13 @@ __global__ void __launch_bounds__(BLOCK)
                 tile.sync();
             }
         }
-        for (int j = lane; j < cnt; j += G) out[j] = (long long)indices[start + pos[j]];
-    }
-}
-
-__global__ void __launch_bounds__(BLOCK)
-    clear_table_kernel(unsigned long long *keys, int *vals, long long cap) {
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < cap; i += stride) {
-        keys[i] = EMPTY_KEY;
-        vals[i] = INT_MAX;
+        if (whole) {
+            read_list<G>(indices, num_edges, start, deg, lane, win);
+            tile.sync();
+        }
+        for (int j = lane; j < cnt; j += G)
+            out[j] = whole ? (long long)win[pos[j]] : (long long)indices[start + pos[j]];
+        if (whole) tile.sync();
     }
 }
 
@@ -223,14 +354,18 @@ table_insert(unsigned long long *keys, unsigned long long mask, unsigned long lo
     }
 }
 
-/* Every position p of the hop (frontier nodes, then edges) records itself in its node's slot. */
+/*
+ * Every position p of the hop (frontier nodes, then edges) records itself in its node's slot, in a
+ * table of table_slots(P) slots (the first part of the table memory, clear at this point).
+ */
 __global__ void __launch_bounds__(BLOCK)
     insert_kernel(const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
                   const int *__restrict__ bindptr, const long long *__restrict__ edge_ids,
-                  unsigned long long *keys, int *vals, unsigned long long mask,
-                  int *__restrict__ slots, long long items) {
+                  unsigned long long *keys, int *vals, long long cap, int *__restrict__ slots,
+                  long long items) {
     const long long nf = *nf_ptr;
     const long long P = nf + bindptr[nf];
+    const unsigned long long mask = (unsigned long long)table_slots(P, cap) - 1;
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < items && p < P;
          p += stride) {
@@ -242,32 +377,40 @@ __global__ void __launch_bounds__(BLOCK)
     }
 }
 
-/* flags[p] = 1 where position p is its node's first appearance (0 past the hop, to items). */
-__global__ void __launch_bounds__(BLOCK)
-    flag_kernel(const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
-                const int *__restrict__ bindptr, const int *__restrict__ vals,
-                const int *__restrict__ slots, int *__restrict__ flags, long long items, int check,
-                sample_error *err) {
-    const long long nf = *nf_ptr;
-    const long long P = nf + bindptr[nf];
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < items; p += stride) {
-        int f = 0;
-        if (p < P) {
-            const int first = vals[slots[p]];
-            f = first == (int)p;
-            if (!f && check && p < nf) record_error(err, ERR_DUPLICATE, p, nodes[p], first);
-        }
-        flags[p] = f;
+/*
+ * The input of the local-id scan: 1 where position p is its node's first appearance (it holds its
+ * node's minimum), 0 past the hop's positions. Computed inside the scan, so no kernel writes and no
+ * kernel reads an array of marks.
+ */
+struct first_appearance {
+    const long long *nf_ptr;
+    const int *bindptr, *vals, *slots;
+    __device__ int operator()(int p) const {
+        const long long nf = *nf_ptr;
+        return (long long)p < nf + bindptr[nf] && vals[slots[p]] == p;
     }
+};
+
+typedef thrust::transform_iterator<first_appearance, thrust::counting_iterator<int>> first_iter;
+
+static first_iter first_marks(const long long *nf_ptr, const int *bindptr, const int *vals,
+                              const int *slots) {
+    const first_appearance f = {nf_ptr, bindptr, vals, slots};
+    return first_iter(thrust::counting_iterator<int>(0), f);
 }
 
-/* Local ids of the edges, the new source nodes appended to the node list, and the sizes. */
+/*
+ * Local ids of the edges, the new source nodes appended to the node list, and the sizes. Hop 0
+ * also reports a repeated seed (a destination position that is not its node's first appearance).
+ * Thread 0 records how much of the table this hop used, for the next count kernel to clear.
+ */
 __global__ void __launch_bounds__(BLOCK)
     finalize_kernel(long long *nodes, long long *sizes, int hop, const int *__restrict__ bindptr,
-                    const long long *__restrict__ edge_ids, const int *__restrict__ vals,
+                    const long long *__restrict__ edge_ids,
+                    const unsigned long long *__restrict__ keys, const int *__restrict__ vals,
                     const int *__restrict__ slots, const int *__restrict__ scan,
-                    int *__restrict__ bindices, long long items) {
+                    int *__restrict__ bindices, long long items, long long cap, long long *dirty,
+                    sample_error *err) {
     const long long nf = sizes[hop];
     const long long ne = bindptr[nf];
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -277,8 +420,17 @@ __global__ void __launch_bounds__(BLOCK)
         bindices[j] = scan[first];
         if (first == (int)(nf + j)) nodes[scan[nf + j]] = edge_ids[j];
     }
+    /* The id comes from the table: with repeated seeds, new nodes may be written over the
+     * frontier's part of nodes by the loop above. */
+    if (hop == 0)
+        for (long long p = tid; p < nf; p += stride) {
+            const int first = vals[slots[p]];
+            if (first != (int)p)
+                record_error(err, ERR_DUPLICATE, p, (long long)keys[slots[p]], first);
+        }
     if (tid == 0) {
         sizes[GD__SIZES_EDGES + hop] = ne;
+        *dirty = table_slots(nf + ne, cap);
         /* Written last by thread 0, read by the next hop's kernels only (stream order). */
         sizes[hop + 1] = scan[nf + ne];
     }
@@ -445,6 +597,26 @@ static gd_status cuda_sampler_init(gd_sampler_t *s) {
     GD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     c->grid_cap = sms * (2048 / BLOCK);
     c->vec_indptr = ((uintptr_t)s->graph->d_indptr & 15) == 0;
+    {
+        const int is32 = s->graph->indices_dtype == GD_DTYPE_INT32;
+        int per_sm[3] = {0, 0, 0};
+        if (is32) {
+            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &per_sm[0], sample_kernel<8, int>, BLOCK, 0));
+            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &per_sm[1], sample_kernel<16, int>, BLOCK, 0));
+            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &per_sm[2], sample_kernel<32, int>, BLOCK, 0));
+        } else {
+            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &per_sm[0], sample_kernel<8, long long>, BLOCK, 0));
+            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &per_sm[1], sample_kernel<16, long long>, BLOCK, 0));
+            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &per_sm[2], sample_kernel<32, long long>, BLOCK, 0));
+        }
+        for (int k = 0; k < 3; k++) c->sample_cap[k] = sms * (per_sm[k] > 0 ? per_sm[k] : 1);
+    }
     GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming));
     c->events = 1;
     GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->staging_free, cudaEventDisableTiming));
@@ -452,11 +624,18 @@ static gd_status cuda_sampler_init(gd_sampler_t *s) {
     {
         const size_t d = (size_t)s->max_dst_all, e = (size_t)s->max_edges_all,
                      t = (size_t)s->max_table, p = (size_t)s->max_pos_all;
-        GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum((void *)NULL, c->cub_bytes, (const int *)NULL,
+        /* Scratch for the largest scan of either kind; temporary storage grows with the item
+         * count, so it fits every smaller scan and the calls pass it without asking again. */
+        size_t counts_bytes = 0, ids_bytes = 0;
+        GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum((void *)NULL, counts_bytes, (const int *)NULL,
                                                     (int *)NULL, (int)(p + 1), (cudaStream_t)0));
+        GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum((void *)NULL, ids_bytes,
+                                                    first_marks(NULL, NULL, NULL, NULL),
+                                                    (int *)NULL, (int)(p + 1), (cudaStream_t)0));
+        c->cub_bytes = counts_bytes > ids_bytes ? counts_bytes : ids_bytes;
         size_t off[12], total = 0;
         const size_t sizes[12] = {d * 8, d * 8, (d + 1) * 4, e * 8,       e * 8,        t * 8,
-                                  t * 4, p * 4, (p + 1) * 4, (p + 1) * 4, c->cub_bytes, 16};
+                                  t * 4, p * 4, 8,           (p + 1) * 4, c->cub_bytes, 16};
         for (int k = 0; k < 12; k++) {
             off[k] = total;
             total = align256(total + (sizes[k] ? sizes[k] : 16));
@@ -471,11 +650,13 @@ static gd_status cuda_sampler_init(gd_sampler_t *s) {
         c->d_keys = (unsigned long long *)(b + off[5]);
         c->d_vals = (int *)(b + off[6]);
         c->d_slots = (int *)(b + off[7]);
-        c->d_flags = (int *)(b + off[8]);
+        c->d_dirty = (long long *)(b + off[8]);
         c->d_scan = (int *)(b + off[9]);
         c->d_cub = b + off[10];
         s->scratch_bytes = (int64_t)total;
     }
+    /* The table memory is not cleared here: the first call's first count kernel clears it. */
+    c->table_unknown = 1;
     GD_CUDA_CHECK(cudaMalloc((void **)&c->d_err, sizeof(sample_error)));
     GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof(sample_error)));
     GD_CHECK(pinned_alloc((void **)&c->h_seeds, (size_t)s->max_dst[0] * sizeof(long long),
@@ -555,29 +736,23 @@ template <int G>
 static void launch_sample(unsigned grid, cudaStream_t stream, int is32, unsigned long long key,
                           unsigned hop, int fanout, int replace, const long long *nodes,
                           const long long *nf_ptr, const gd__cuda_sampler *c, const int *bindptr,
-                          const void *indices) {
+                          const void *indices, long long num_edges) {
     if (is32)
         sample_kernel<G, int><<<grid, BLOCK, 0, stream>>>(
             key, hop, fanout, replace, nodes, nf_ptr, c->d_starts, c->d_degs, bindptr,
-            (const int *)indices, c->d_edge_ids, c->d_pos);
+            (const int *)indices, num_edges, c->d_edge_ids, c->d_pos);
     else
         sample_kernel<G, long long><<<grid, BLOCK, 0, stream>>>(
             key, hop, fanout, replace, nodes, nf_ptr, c->d_starts, c->d_degs, bindptr,
-            (const long long *)indices, c->d_edge_ids, c->d_pos);
+            (const long long *)indices, num_edges, c->d_edge_ids, c->d_pos);
 }
 
-/* An exclusive scan of items ints on stream, in the scratch sized at create time. */
-static gd_status scan(gd__cuda_sampler *c, const int *in, int *out, long long items,
-                      cudaStream_t stream) {
+/* An exclusive scan of items values on stream, in the scratch sized at create time. */
+template <typename In>
+static gd_status scan(gd__cuda_sampler *c, In in, int *out, long long items, cudaStream_t stream) {
     gd_status st = GD_OK;
-    size_t need = 0;
-    GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum((void *)NULL, need, in, out, (int)items, stream));
-    GD_REQUIRE(need <= c->cub_bytes, GD_ERR_INTERNAL,
-               "a scan of %lld items needs %zu bytes of scratch, more than the "
-               "%zu sized at "
-               "create time",
-               items, need, c->cub_bytes);
-    GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(c->d_cub, need, in, out, (int)items, stream));
+    size_t bytes = c->cub_bytes;
+    GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(c->d_cub, bytes, in, out, (int)items, stream));
     return GD_OK;
 fail:
     return st;
@@ -593,7 +768,7 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
     const int is32 = g->indices_dtype == GD_DTYPE_INT32;
     long long *nodes = (long long *)mb->nodes;
     long long *sizes = m->d_sizes;
-    int prev = -1;
+    int prev = -1, queued = 0;
     GD_CHECK(enter_device(g->device, &prev));
     /* The scratch buffers are shared by every call: order this call after the previous one. */
     GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->done, 0));
@@ -609,51 +784,54 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
             GD_CUDA_CHECK(cudaEventRecord(c->staging_free, stream));
         }
     }
-    set_seed_count_kernel<<<1, 1, 0, stream>>>(sizes, (long long)n);
-    GD_CUDA_CHECK_LAUNCH();
     for (int h = 0; h < s->num_layers; h++) {
         const int fanout = s->fanouts[h];
-        const long long nf_max = s->max_dst[h], ne_max = s->max_edges[h];
+        /* Hop 0's frontier is the seeds, whose count the host knows: exact sizes there. */
+        const long long nf_max = h == 0 ? (long long)n : s->max_dst[h];
+        const long long ne_max = s->max_edges[h];
         const long long pos_max = nf_max + ne_max;
         const long long *nf_ptr = sizes + h;
+        /* The table slots this kernel may clear: the previous hop's table, or the previous
+         * call's last hop's (any hop's, at most the whole table). */
+        const long long clear_max = h == 0 ? s->max_table : s->table_cap[h - 1];
+        const long long clear_all = h == 0 && c->table_unknown ? s->max_table : 0;
         int *bindptr = mb->indptr[h];
-        count_kernel<<<grid_for(nf_max + 1, c->grid_cap), BLOCK, 0, stream>>>(
-            nodes, nf_ptr, (const long long *)g->d_indptr, g->num_nodes, fanout, s->replace, h == 0,
-            c->vec_indptr, c->d_starts, c->d_degs, c->d_counts, nf_max + 1, c->d_err);
+        count_kernel<<<grid_for(nf_max + 1 > clear_max ? nf_max + 1 : clear_max, c->grid_cap),
+                       BLOCK, 0, stream>>>(
+            nodes, sizes, h, (long long)n, (const long long *)g->d_indptr, g->num_nodes, fanout,
+            s->replace, c->vec_indptr, c->d_starts, c->d_degs, c->d_counts, nf_max + 1, c->d_err,
+            c->d_keys, c->d_vals, c->d_dirty, clear_all);
         GD_CUDA_CHECK_LAUNCH();
-        GD_CHECK(scan(c, c->d_counts, bindptr, nf_max + 1, stream));
+        /* From here on a failure may leave the table partly filled. */
+        queued = 1;
+        GD_CHECK(scan(c, (const int *)c->d_counts, bindptr, nf_max + 1, stream));
         {
             const int G = fanout < 0 || fanout > 16 ? 32 : fanout > 8 ? 16 : 8;
-            const unsigned grid = grid_for(nf_max * G, c->grid_cap);
+            const unsigned grid = grid_for(nf_max * G, c->sample_cap[G == 32 ? 2 : G == 16]);
             if (G == 32)
                 launch_sample<32>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
-                                  nf_ptr, c, bindptr, g->d_indices);
+                                  nf_ptr, c, bindptr, g->d_indices, g->num_edges);
             else if (G == 16)
                 launch_sample<16>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
-                                  nf_ptr, c, bindptr, g->d_indices);
+                                  nf_ptr, c, bindptr, g->d_indices, g->num_edges);
             else
                 launch_sample<8>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
-                                 nf_ptr, c, bindptr, g->d_indices);
+                                 nf_ptr, c, bindptr, g->d_indices, g->num_edges);
             GD_CUDA_CHECK_LAUNCH();
         }
         const long long cap = s->table_cap[h];
-        clear_table_kernel<<<grid_for(cap, c->grid_cap), BLOCK, 0, stream>>>(c->d_keys, c->d_vals,
-                                                                             cap);
-        GD_CUDA_CHECK_LAUNCH();
         insert_kernel<<<grid_for(pos_max, c->grid_cap), BLOCK, 0, stream>>>(
-            nodes, nf_ptr, bindptr, c->d_edge_ids, c->d_keys, c->d_vals,
-            (unsigned long long)cap - 1, c->d_slots, pos_max);
+            nodes, nf_ptr, bindptr, c->d_edge_ids, c->d_keys, c->d_vals, cap, c->d_slots, pos_max);
         GD_CUDA_CHECK_LAUNCH();
-        flag_kernel<<<grid_for(pos_max + 1, c->grid_cap), BLOCK, 0, stream>>>(
-            nodes, nf_ptr, bindptr, c->d_vals, c->d_slots, c->d_flags, pos_max + 1, h == 0,
-            c->d_err);
-        GD_CUDA_CHECK_LAUNCH();
-        GD_CHECK(scan(c, c->d_flags, c->d_scan, pos_max + 1, stream));
-        finalize_kernel<<<grid_for(ne_max, c->grid_cap), BLOCK, 0, stream>>>(
-            nodes, sizes, h, bindptr, c->d_edge_ids, c->d_vals, c->d_slots, c->d_scan,
-            mb->indices[h], ne_max);
+        GD_CHECK(scan(c, first_marks(nf_ptr, bindptr, c->d_vals, c->d_slots), c->d_scan,
+                      pos_max + 1, stream));
+        finalize_kernel<<<grid_for(ne_max > nf_max ? ne_max : nf_max, c->grid_cap), BLOCK, 0,
+                          stream>>>(nodes, sizes, h, bindptr, c->d_edge_ids, c->d_keys, c->d_vals,
+                                    c->d_slots, c->d_scan, mb->indices[h], ne_max, cap, c->d_dirty,
+                                    c->d_err);
         GD_CUDA_CHECK_LAUNCH();
     }
+    c->table_unknown = 0;
     GD_CUDA_CHECK(cudaMemcpyAsync(m->h_sizes, sizes, GD__SIZES_COUNT * sizeof(long long),
                                   cudaMemcpyDeviceToHost, stream));
     GD_CUDA_CHECK(cudaEventRecord(m->ready, stream));
@@ -662,6 +840,7 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
     leave_device(g->device, prev);
     return GD_OK;
 fail:
+    if (queued) c->table_unknown = 1;
     leave_device(g->device, prev);
     return st;
 }
