@@ -139,12 +139,22 @@ static graph make_threshold_graph(uint64_t *state, gd_dtype dtype, int64_t **buf
     T_ASSERT(buf);
     T_ASSERT(((uintptr_t)buf & 15) == 0);
     g.indices = buf + es;
-    for (int64_t k = 0; k < g.e; k++) {
-        const int64_t u = (int64_t)(t_rand(state) % (uint64_t)n);
-        if (dtype == GD_DTYPE_INT32)
-            ((int32_t *)g.indices)[k] = (int32_t)u;
-        else
-            ((int64_t *)g.indices)[k] = u;
+    /* Each list is a random set of distinct nodes in increasing order (selection sampling), as in
+     * every graph the library builds: check_invariants finds a neighbour by binary search and
+     * counts a repeated neighbour as a sampling error, so random unsorted lists with repeats
+     * would fail it whatever the sampler does. */
+    for (int64_t v = 0; v < n; v++) {
+        int64_t k = g.indptr[v], need = g.indptr[v + 1] - k;
+        for (int64_t u = 0; u < n && need > 0; u++) {
+            if (t_rand(state) % (uint64_t)(n - u) >= (uint64_t)need) continue;
+            if (dtype == GD_DTYPE_INT32)
+                ((int32_t *)g.indices)[k] = (int32_t)u;
+            else
+                ((int64_t *)g.indices)[k] = u;
+            k++;
+            need--;
+        }
+        T_EQ_INT(need, 0);
     }
     *buf_out = (int64_t *)buf;
     return g;
