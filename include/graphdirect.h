@@ -453,9 +453,9 @@ typedef struct {
                               (0: 65536) */
     int sort_ids;          /* zerocopy and gpu: sort the ids first (a radix sort on the GPU), so
                               that the reads walk the table in address order; the output stays
-                              in the given order. 0: default (on for zerocopy, where random
-                              reads over a large table run at a fraction of the link; off for
-                              gpu), 1: on, -1: off */
+                              in the given order. 0: default (on for zerocopy rows under
+                              2 KiB, where random reads over a large table run at a fraction of
+                              the link; otherwise off), 1: on, -1: off */
     const char *sm_budget; /* GPU modes: SMs the kernel may use, "0" all, "N", "N%" (NULL:
                               the GD_GATHER_SMS parameter); a grid cap, not a partition */
     int threads;           /* cpu and cpu-dma: CPU threads (0: the GD_THREADS parameter) */
