@@ -4,6 +4,7 @@
  * See bench.h.
  */
 #include "bench.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,46 +66,9 @@ double bench_median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* "4096", "4K" (x1000), "4Ki" (x1024), "1.5Mi", with an optional trailing B. */
+/* "4096", "4K" (x1000), "4Ki" (x1024), "1.5Mi", with an optional trailing B: a count >= 1. */
 static int parse_one(const char *text, int64_t *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || !isfinite(v)) return -1;
-    double scale = 1;
-    if ((*end == 'B' || *end == 'b') && end[1] == '\0') {
-        end++;
-    } else if (*end) {
-        const int binary = end[1] == 'i' || end[1] == 'I';
-        const double base = binary ? 1024 : 1000;
-        switch (*end) {
-        case 'k':
-        case 'K':
-            scale = base;
-            break;
-        case 'm':
-        case 'M':
-            scale = base * base;
-            break;
-        case 'g':
-        case 'G':
-            scale = base * base * base;
-            break;
-        case 't':
-        case 'T':
-            scale = base * base * base * base;
-            break;
-        default:
-            return -1;
-        }
-        end += binary ? 2 : 1;
-        if (*end == 'B' || *end == 'b') end++;
-        if (*end) return -1;
-    }
-    v *= scale;
-    if (v < 1 || v > 9e18 || v != floor(v)) return -1;
-    *out = (int64_t)v;
-    return 0;
+    return cli_parse_i64(text, out) == 0 && *out >= 1 ? 0 : -1;
 }
 
 int bench_parse_list(const char *option, const char *text, int64_t *out, int max, int *count) {

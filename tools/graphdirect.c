@@ -57,7 +57,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
     return CLI_EXIT_USAGE;
 }
 
-/* A number with an optional K/M/G/T suffix (powers of 1000 for counts, 1024 for "Ki"...). */
+/*
+ * A number with an optional K/M/G/T suffix (powers of 1000 for counts, 1024 for "Ki"...) and
+ * an optional trailing B ("4096B", "4KiB").
+ */
 static int parse_scaled(const char *text, double *out) {
     if (!text || !*text) return -1;
     char *end;
@@ -65,7 +68,9 @@ static int parse_scaled(const char *text, double *out) {
     double v = strtod(text, &end);
     if (errno || end == text || !isfinite(v)) return -1;
     double scale = 1;
-    if (*end) {
+    if ((*end == 'B' || *end == 'b') && end[1] == '\0') {
+        end++; /* "4096B" */
+    } else if (*end) {
         int binary = end[1] == 'i' || end[1] == 'I';
         double base = binary ? 1024 : 1000;
         switch (*end) {
