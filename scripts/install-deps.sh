@@ -16,6 +16,8 @@ have_cmd cc || missing_deb+=(gcc)
 have_cmd pkg-config || missing_deb+=(pkg-config)
 have_header zlib.h || missing_deb+=(zlib1g-dev)
 have_header cjson/cJSON.h || missing_deb+=(libcjson-dev)
+# OpenBLAS gives the CPU training path its GEMM (without it the build uses a slower built-in loop).
+pkg-config --exists openblas 2>/dev/null || missing_deb+=(libopenblas-dev)
 have_cmd python3 || missing_deb+=(python3)
 if have_cmd python3 && ! python3 -c 'import numpy' >/dev/null 2>&1; then need_numpy=1; fi
 # Optional: clang builds the libFuzzer targets; without it `make test` skips them and says so.

@@ -1,0 +1,304 @@
+/*
+ * The checked front-ends of the nn ops and the tensor allocation helpers. Every caller (the
+ * models, the trainer, the tests) comes through here: a wrong dtype, shape or device is
+ * reported with the op, the tensor and the values involved, and only then does the backend of
+ * the context run the op. The backends trust their inputs.
+ */
+#include "nn/internal.h"
+
+#include <stdio.h>
+
+static const char *dev_name(int device, char *buf, size_t n) {
+    if (device == GD__NN_HOST) return "host";
+    snprintf(buf, n, "cuda:%d", device);
+    return buf;
+}
+
+/*
+ * t must exist, hold dtype (a type the backend supports), live on ctx's device and be rows x
+ * cols (a negative value accepts any).
+ */
+static gd_status check_tensor(const gd__nn_ctx *ctx, const char *op, const char *name,
+                              const gd__nn_tensor *t, gd_dtype dtype, int64_t rows,
+                              int64_t cols) {
+    gd_status st = GD_OK;
+    char a[32], b[32];
+    GD_REQUIRE(t, GD_ERR_INVALID_ARG, "%s: %s is NULL", op, name);
+    GD_REQUIRE(t->dtype == dtype, GD_ERR_INVALID_ARG, "%s: %s is %s, expected %s", op, name,
+               gd_dtype_name(t->dtype), gd_dtype_name(dtype));
+    GD_REQUIRE(ctx->be->supports(dtype), GD_ERR_UNSUPPORTED,
+               "%s: the %s backend has no %s ops", op, ctx->be->name, gd_dtype_name(dtype));
+    GD_REQUIRE(t->device == ctx->device, GD_ERR_INVALID_ARG,
+               "%s: %s is in %s memory but the op runs on %s", op, name,
+               dev_name(t->device, a, sizeof a), dev_name(ctx->device, b, sizeof b));
+    GD_REQUIRE(t->rows >= 0 && t->cols >= 0, GD_ERR_INVALID_ARG, "%s: %s has shape %lld x %lld",
+               op, name, (long long)t->rows, (long long)t->cols);
+    GD_REQUIRE((rows < 0 || t->rows == rows) && (cols < 0 || t->cols == cols),
+               GD_ERR_INVALID_ARG, "%s: %s is %lld x %lld, expected %lld x %lld", op, name,
+               (long long)t->rows, (long long)t->cols, (long long)(rows < 0 ? t->rows : rows),
+               (long long)(cols < 0 ? t->cols : cols));
+    GD_REQUIRE(t->data || t->rows * t->cols == 0, GD_ERR_INVALID_ARG, "%s: %s has no data", op,
+               name);
+fail:
+    return st;
+}
+
+static gd_status check_ctx(const gd__nn_ctx *ctx, const char *op) {
+    if (!ctx || !ctx->be) return gd__error(GD_ERR_INVALID_ARG, "%s: no nn context", op);
+    return GD_OK;
+}
+
+gd_status gd__nn_tensor_alloc(const gd__nn_ctx *ctx, gd_dtype dtype, int64_t rows, int64_t cols,
+                              gd__nn_tensor *out) {
+    gd_status st = GD_OK;
+    int64_t n, bytes;
+    void *data = NULL;
+    GD_CHECK(check_ctx(ctx, "tensor alloc"));
+    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "tensor alloc: out is NULL");
+    GD_REQUIRE(ctx->be->supports(dtype), GD_ERR_UNSUPPORTED,
+               "tensor alloc: the %s backend has no %s ops", ctx->be->name,
+               gd_dtype_name(dtype));
+    GD_REQUIRE(rows >= 0 && cols >= 0, GD_ERR_INVALID_ARG, "tensor alloc: shape %lld x %lld",
+               (long long)rows, (long long)cols);
+    GD_REQUIRE(!gd__mul_overflow_i64(rows, cols, &n) &&
+                   !gd__mul_overflow_i64(n, (int64_t)gd_dtype_size(dtype), &bytes),
+               GD_ERR_OVERFLOW, "tensor alloc: %lld x %lld %s overflows", (long long)rows,
+               (long long)cols, gd_dtype_name(dtype));
+    GD_CHECK(ctx->be->alloc(ctx, (size_t)bytes, &data));
+    *out = gd__nn_view(data, dtype, ctx->device, rows, cols);
+    out->owned = 1;
+fail:
+    return st;
+}
+
+void gd__nn_tensor_free(const gd__nn_ctx *ctx, gd__nn_tensor *t) {
+    if (!t) return;
+    if (t->owned && t->data) ctx->be->release(ctx, t->data);
+    *t = gd__nn_view(NULL, t->dtype, t->device, 0, 0);
+}
+
+static size_t tensor_bytes(const gd__nn_tensor *t) {
+    return (size_t)(t->rows * t->cols) * gd_dtype_size(t->dtype);
+}
+
+gd_status gd__nn_zero(const gd__nn_ctx *ctx, gd__nn_tensor *t) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, "zero"));
+    GD_CHECK(check_tensor(ctx, "zero", "t", t, t ? t->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_CHECK(ctx->be->zero(ctx, t->data, tensor_bytes(t)));
+fail:
+    return st;
+}
+
+gd_status gd__nn_to_host(const gd__nn_ctx *ctx, const gd__nn_tensor *t, void *host) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, "to host"));
+    GD_CHECK(check_tensor(ctx, "to host", "t", t, t ? t->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_REQUIRE(host || tensor_bytes(t) == 0, GD_ERR_INVALID_ARG, "to host: host is NULL");
+    GD_CHECK(ctx->be->to_host(ctx, host, t->data, tensor_bytes(t)));
+fail:
+    return st;
+}
+
+gd_status gd__nn_from_host(const gd__nn_ctx *ctx, gd__nn_tensor *t, const void *host) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, "from host"));
+    GD_CHECK(check_tensor(ctx, "from host", "t", t, t ? t->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_REQUIRE(host || tensor_bytes(t) == 0, GD_ERR_INVALID_ARG, "from host: host is NULL");
+    GD_CHECK(ctx->be->from_host(ctx, t->data, host, tensor_bytes(t)));
+fail:
+    return st;
+}
+
+gd_status gd__nn_gemm(const gd__nn_ctx *ctx, gd__nn_trans ta, gd__nn_trans tb, double alpha,
+                      const gd__nn_tensor *a, const gd__nn_tensor *b, double beta,
+                      gd__nn_tensor *c) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, "gemm"));
+    GD_CHECK(check_tensor(ctx, "gemm", "C", c, c ? c->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_CHECK(check_tensor(ctx, "gemm", "A", a, c->dtype, -1, -1));
+    GD_CHECK(check_tensor(ctx, "gemm", "B", b, c->dtype, -1, -1));
+    const int64_t m = ta ? a->cols : a->rows, k = ta ? a->rows : a->cols;
+    const int64_t kb = tb ? b->cols : b->rows, n = tb ? b->rows : b->cols;
+    GD_REQUIRE(k == kb && c->rows == m && c->cols == n, GD_ERR_INVALID_ARG,
+               "gemm: op(A) is %lld x %lld, op(B) %lld x %lld and C %lld x %lld", (long long)m,
+               (long long)k, (long long)kb, (long long)n, (long long)c->rows,
+               (long long)c->cols);
+    GD_REQUIRE(c->data != a->data && c->data != b->data, GD_ERR_INVALID_ARG,
+               "gemm: C aliases an input");
+    GD_CHECK(ctx->be->gemm(ctx, ta, tb, alpha, a, b, beta, c));
+fail:
+    return st;
+}
+
+gd_status gd__nn_linear(const gd__nn_ctx *ctx, const gd__nn_tensor *x, const gd__nn_tensor *w,
+                        const gd__nn_tensor *b, gd__nn_tensor *y, int accumulate) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, "linear"));
+    GD_CHECK(check_tensor(ctx, "linear", "x", x, x ? x->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_CHECK(check_tensor(ctx, "linear", "W", w, x->dtype, x->cols, -1));
+    GD_CHECK(check_tensor(ctx, "linear", "y", y, x->dtype, x->rows, w->cols));
+    if (b) GD_CHECK(check_tensor(ctx, "linear", "b", b, x->dtype, 1, w->cols));
+    GD_CHECK(gd__nn_gemm(ctx, GD__NN_N, GD__NN_N, 1.0, x, w, accumulate ? 1.0 : 0.0, y));
+    if (b) GD_CHECK(ctx->be->add_bias(ctx, y, b));
+fail:
+    return st;
+}
+
+gd_status gd__nn_linear_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *x,
+                                 const gd__nn_tensor *w, const gd__nn_tensor *dy,
+                                 gd__nn_tensor *dx, int accumulate_dx, gd__nn_tensor *dw,
+                                 gd__nn_tensor *db, int accumulate_dw) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, "linear backward"));
+    GD_CHECK(check_tensor(ctx, "linear backward", "x", x, x ? x->dtype : GD_DTYPE_INVALID, -1,
+                          -1));
+    GD_CHECK(check_tensor(ctx, "linear backward", "W", w, x->dtype, x->cols, -1));
+    GD_CHECK(check_tensor(ctx, "linear backward", "dy", dy, x->dtype, x->rows, w->cols));
+    GD_CHECK(check_tensor(ctx, "linear backward", "dW", dw, x->dtype, w->rows, w->cols));
+    if (dx) GD_CHECK(check_tensor(ctx, "linear backward", "dx", dx, x->dtype, x->rows, x->cols));
+    if (db) GD_CHECK(check_tensor(ctx, "linear backward", "db", db, x->dtype, 1, w->cols));
+    if (dx)
+        GD_CHECK(
+            gd__nn_gemm(ctx, GD__NN_N, GD__NN_T, 1.0, dy, w, accumulate_dx ? 1.0 : 0.0, dx));
+    GD_CHECK(gd__nn_gemm(ctx, GD__NN_T, GD__NN_N, 1.0, x, dy, accumulate_dw ? 1.0 : 0.0, dw));
+    if (db) GD_CHECK(ctx->be->bias_grad(ctx, dy, db, accumulate_dw));
+fail:
+    return st;
+}
+
+static gd_status check_block(const char *op, const gd_block *blk) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(blk, GD_ERR_INVALID_ARG, "%s: block is NULL", op);
+    GD_REQUIRE(blk->num_dst >= 0 && blk->num_dst <= blk->num_src && blk->num_edges >= 0 &&
+                   blk->num_edges <= INT32_MAX,
+               GD_ERR_INVALID_ARG, "%s: block of %lld destination, %lld source nodes and %lld "
+               "edges (destinations must be a prefix of the sources)",
+               op, (long long)blk->num_dst, (long long)blk->num_src, (long long)blk->num_edges);
+    GD_REQUIRE(blk->indptr || blk->num_dst == 0, GD_ERR_INVALID_ARG, "%s: block has no indptr",
+               op);
+    GD_REQUIRE(blk->indices || blk->num_edges == 0, GD_ERR_INVALID_ARG,
+               "%s: block has no indices", op);
+fail:
+    return st;
+}
+
+gd_status gd__nn_mean_agg(const gd__nn_ctx *ctx, const gd_block *blk, const gd__nn_tensor *x,
+                          gd__nn_tensor *out) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, "mean aggregation"));
+    GD_CHECK(check_block("mean aggregation", blk));
+    GD_CHECK(check_tensor(ctx, "mean aggregation", "x", x, x ? x->dtype : GD_DTYPE_INVALID, -1,
+                          -1));
+    GD_REQUIRE(x->rows >= blk->num_src, GD_ERR_INVALID_ARG,
+               "mean aggregation: x has %lld rows but the block %lld source nodes",
+               (long long)x->rows, (long long)blk->num_src);
+    GD_CHECK(check_tensor(ctx, "mean aggregation", "out", out, x->dtype, blk->num_dst, x->cols));
+    GD_REQUIRE(out->data != x->data || out->rows == 0, GD_ERR_INVALID_ARG,
+               "mean aggregation: out aliases x");
+    GD_CHECK(ctx->be->mean_agg(ctx, blk, x, out));
+fail:
+    return st;
+}
+
+gd_status gd__nn_mean_agg_backward(const gd__nn_ctx *ctx, const gd_block *blk,
+                                   const gd__nn_tensor *dout, gd__nn_tensor *dx) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, "mean aggregation backward"));
+    GD_CHECK(check_block("mean aggregation backward", blk));
+    GD_CHECK(check_tensor(ctx, "mean aggregation backward", "dout", dout,
+                          dout ? dout->dtype : GD_DTYPE_INVALID, blk->num_dst, -1));
+    GD_CHECK(check_tensor(ctx, "mean aggregation backward", "dx", dx, dout->dtype, -1,
+                          dout->cols));
+    GD_REQUIRE(dx->rows >= blk->num_src, GD_ERR_INVALID_ARG,
+               "mean aggregation backward: dx has %lld rows but the block %lld source nodes",
+               (long long)dx->rows, (long long)blk->num_src);
+    GD_CHECK(ctx->be->mean_agg_backward(ctx, blk, dout, dx));
+fail:
+    return st;
+}
+
+gd_status gd__nn_relu(const gd__nn_ctx *ctx, const gd__nn_tensor *x, gd__nn_tensor *y) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, "relu"));
+    GD_CHECK(check_tensor(ctx, "relu", "x", x, x ? x->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_CHECK(check_tensor(ctx, "relu", "y", y, x->dtype, x->rows, x->cols));
+    GD_CHECK(ctx->be->relu(ctx, x, y));
+fail:
+    return st;
+}
+
+gd_status gd__nn_relu_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *y,
+                               const gd__nn_tensor *dy, gd__nn_tensor *dx) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, "relu backward"));
+    GD_CHECK(check_tensor(ctx, "relu backward", "y", y, y ? y->dtype : GD_DTYPE_INVALID, -1,
+                          -1));
+    GD_CHECK(check_tensor(ctx, "relu backward", "dy", dy, y->dtype, y->rows, y->cols));
+    GD_CHECK(check_tensor(ctx, "relu backward", "dx", dx, y->dtype, y->rows, y->cols));
+    GD_CHECK(ctx->be->relu_backward(ctx, y, dy, dx));
+fail:
+    return st;
+}
+
+static gd_status check_dropout(const gd__nn_ctx *ctx, const char *op, double p,
+                               const gd__nn_tensor *x, gd__nn_tensor *y) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, op));
+    GD_REQUIRE(p >= 0.0 && p < 1.0, GD_ERR_INVALID_ARG, "%s: p = %g is not in [0, 1)", op, p);
+    GD_CHECK(check_tensor(ctx, op, "input", x, x ? x->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_CHECK(check_tensor(ctx, op, "output", y, x->dtype, x->rows, x->cols));
+fail:
+    return st;
+}
+
+gd_status gd__nn_dropout(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
+                         const gd__nn_tensor *x, gd__nn_tensor *y) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_dropout(ctx, "dropout", p, x, y));
+    GD_CHECK(ctx->be->dropout(ctx, p, seed, stream, x, y));
+fail:
+    return st;
+}
+
+gd_status gd__nn_dropout_backward(const gd__nn_ctx *ctx, double p, uint64_t seed,
+                                  uint32_t stream, const gd__nn_tensor *dy, gd__nn_tensor *dx) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_dropout(ctx, "dropout backward", p, dy, dx));
+    GD_CHECK(ctx->be->dropout_backward(ctx, p, seed, stream, dy, dx));
+fail:
+    return st;
+}
+
+gd_status gd__nn_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *logits,
+                              const int64_t *labels, double scale, gd__nn_tensor *loss,
+                              gd__nn_tensor *dlogits) {
+    gd_status st = GD_OK;
+    const char *op = "softmax cross-entropy";
+    GD_CHECK(check_ctx(ctx, op));
+    GD_CHECK(check_tensor(ctx, op, "logits", logits, logits ? logits->dtype : GD_DTYPE_INVALID,
+                          -1, -1));
+    GD_REQUIRE(logits->cols > 0, GD_ERR_INVALID_ARG, "%s: logits have no classes", op);
+    GD_REQUIRE(labels || logits->rows == 0, GD_ERR_INVALID_ARG, "%s: labels are NULL", op);
+    GD_CHECK(check_tensor(ctx, op, "loss", loss, logits->dtype, 1, 1));
+    if (dlogits)
+        GD_CHECK(check_tensor(ctx, op, "dlogits", dlogits, logits->dtype, logits->rows,
+                              logits->cols));
+    GD_CHECK(ctx->be->softmax_xent(ctx, logits, labels, scale, loss, dlogits));
+fail:
+    return st;
+}
+
+gd_status gd__nn_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *logits,
+                          const int64_t *labels, int64_t *correct) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, "accuracy"));
+    GD_CHECK(check_tensor(ctx, "accuracy", "logits", logits,
+                          logits ? logits->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_REQUIRE(logits->cols > 0, GD_ERR_INVALID_ARG, "accuracy: logits have no classes");
+    GD_REQUIRE((labels || logits->rows == 0) && correct, GD_ERR_INVALID_ARG,
+               "accuracy: labels or correct is NULL");
+    GD_CHECK(ctx->be->accuracy(ctx, logits, labels, correct));
+fail:
+    return st;
+}
