@@ -11,7 +11,10 @@
  *   cpu-parallel  one CPU sampler using every core within each minibatch;
  *   uva           the CUDA sampler, indptr and indices in pinned host memory;
  *   uva-indices   the CUDA sampler, indptr in GPU memory, indices pinned;
- *   gpu           the CUDA sampler, both arrays in GPU memory (the ceiling).
+ *   gpu           the CUDA sampler, both arrays in GPU memory (the ceiling);
+ * and the CUDA modes with the other read schedule than the sampler picks for the placement
+ * (docs/sampling.md, "Reading in address order"): uva-unsorted and uva-indices-unsorted read
+ * in frontier order, uva-sort-all and gpu-sort-all sort every hop, the seeds' included.
  * The CUDA samplers run as `--streams` samplers on their own streams, each with a ring of two
  * minibatch buffers; the sizes of a buffer are read back (the one small copy per minibatch)
  * before it is reused, as a training loop would. Times are wall-clock, host work included, and
@@ -24,6 +27,9 @@
  */
 #include "bench.h"
 #include "cli.h"
+/* The sampler's read schedule (gd_sampler_t.sort_reads): the static library carries the
+ * internals, so the benchmark can set what no option exposes. */
+#include "sample/internal.h"
 
 #include <getopt.h>
 #include <pthread.h>
@@ -32,15 +38,33 @@
 #include <unistd.h>
 
 enum { MAX_PRESETS = 4, MAX_FSETS = 4, MAX_STREAMS = 16 };
-enum { M_CPU = 0, M_CPU_PAR, M_UVA, M_UVA_INDICES, M_GPU, M_COUNT };
+enum {
+    M_CPU = 0,
+    M_CPU_PAR,
+    M_UVA,
+    M_UVA_UNSORTED,
+    M_UVA_SORT_ALL,
+    M_UVA_INDICES,
+    M_UVA_INDICES_UNSORTED,
+    M_GPU_SORT_ALL,
+    M_GPU, /* last: the ratios to it are printed once it has run */
+    M_COUNT
+};
 
 static const struct {
     const char *name;
     gd_placement indptr, indices; /* CUDA modes */
+    int sort;                     /* CUDA modes: the read schedule, GD__SORT_* */
 } modes[M_COUNT] = {
-    {"cpu", GD_PLACE_HOST, GD_PLACE_HOST},     {"cpu-parallel", GD_PLACE_HOST, GD_PLACE_HOST},
-    {"uva", GD_PLACE_PINNED, GD_PLACE_PINNED}, {"uva-indices", GD_PLACE_GPU, GD_PLACE_PINNED},
-    {"gpu", GD_PLACE_GPU, GD_PLACE_GPU},
+    {"cpu", GD_PLACE_HOST, GD_PLACE_HOST, GD__SORT_AUTO},
+    {"cpu-parallel", GD_PLACE_HOST, GD_PLACE_HOST, GD__SORT_AUTO},
+    {"uva", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_AUTO},
+    {"uva-unsorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_NEVER},
+    {"uva-sort-all", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_ALWAYS},
+    {"uva-indices", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO},
+    {"uva-indices-unsorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_NEVER},
+    {"gpu-sort-all", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_ALWAYS},
+    {"gpu", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_AUTO},
 };
 
 static int is_cuda_mode(int m) {
@@ -96,7 +120,8 @@ static void help(void) {
         "  --nodes N          scale every preset to N nodes (default: the preset's)\n"
         "  --fanouts LISTS    fanout lists separated by ':' (default 15,10,5:25,10), seeds first\n"
         "  --batch N          seeds per minibatch (default 1024)\n"
-        "  --modes LIST       cpu, cpu-parallel, uva, uva-indices, gpu (default all)\n"
+        "  --modes LIST       cpu, cpu-parallel, uva, uva-unsorted, uva-sort-all, uva-indices,\n"
+        "                     uva-indices-unsorted, gpu-sort-all, gpu (default all)\n"
         "  --gpu-batches N    timed minibatches per CUDA mode (default 200; --quick 10)\n"
         "  --cpu-batches N    timed minibatches per CPU mode (default 8 per thread)\n"
         "  --streams N        CUDA samplers on their own streams (default 4)\n"
@@ -119,8 +144,8 @@ static int parse_modes(sample_bench *b, const char *text) {
         for (int m = 0; m < M_COUNT; m++)
             if (!strcmp(tok, modes[m].name)) b->use[m] = found = 1;
         if (!found) {
-            bench_error("--modes: unknown mode '%s': use cpu, cpu-parallel, uva, uva-indices or "
-                        "gpu",
+            bench_error("--modes: unknown mode '%s': use cpu, cpu-parallel, uva, uva-unsorted, "
+                        "uva-sort-all, uva-indices, uva-indices-unsorted, gpu-sort-all or gpu",
                         tok);
             return -1;
         }
@@ -635,6 +660,7 @@ static int run_cuda(const sample_bench *b, const preset_data *p, int m, const in
         BENCH_CUDA(cudaStreamCreateWithFlags(&st[k], cudaStreamNonBlocking));
         nstreams++;
         BENCH_GD(gd_sampler_create(g, fanouts, layers, &o, &s[k]), "creating a CUDA sampler");
+        s[k]->sort_reads = modes[m].sort;
         BENCH_GD(gd_minibatch_create(s[k], &mb[k][0]), "creating a minibatch buffer");
         BENCH_GD(gd_minibatch_create(s[k], &mb[k][1]), "creating a minibatch buffer");
     }
@@ -790,7 +816,7 @@ int bench_sample(int argc, char **argv) {
     if (add_header_json(b) != 0) goto fail;
     printf("bench sample: batch %lld, %d CPU threads, %d CUDA streams, %s\n", (long long)b->batch,
            b->threads, b->streams, b->replace ? "with replacement" : "without replacement");
-    printf("%-9s %-10s %-13s %8s %12s %11s %9s %12s %8s %8s\n", "preset", "fanouts", "mode",
+    printf("%-9s %-10s %-20s %8s %12s %11s %9s %12s %8s %8s\n", "preset", "fanouts", "mode",
            "batches", "edges/batch", "inputs/b", "seconds", "SEPS", "/cpu", "/gpu");
     for (int pi = 0; pi < b->npresets; pi++) {
         if (preset_load(b, b->presets[pi], &p) != 0) goto fail;
@@ -828,7 +854,7 @@ int bench_sample(int argc, char **argv) {
                 if (is_cuda_mode(m) && cpu > 0) snprintf(r1, sizeof r1, "%.1f", seps / cpu);
                 if (is_cuda_mode(m) && b->seps[pi][fi][M_GPU] > 0)
                     snprintf(r2, sizeof r2, "%.2f", seps / b->seps[pi][fi][M_GPU]);
-                printf("%-9s %-10s %-13s %8d %12.0f %11.0f %9.3f %12s %8s %8s\n", p.preset, f,
+                printf("%-9s %-10s %-20s %8d %12.0f %11.0f %9.3f %12s %8s %8s\n", p.preset, f,
                        modes[m].name, batches, batches ? (double)edges / batches : 0,
                        batches ? (double)inputs / batches : 0, secs, cli_count(seps, sc, sizeof sc),
                        r1, r2);

@@ -3,7 +3,9 @@
  * memory, in pinned host memory read over UVA, and split between the two (int32 and int64 indices,
  * narrowed or not), from host and from device seeds, two buffers queued back to back on a
  * non-blocking stream, outputs poisoned first, is compared bit for bit with the CPU sampler on
- * random graphs with isolated nodes and hubs, and its blocks checked against the graph. Seed errors
+ * random graphs with isolated nodes and hubs, and its blocks checked against the graph. Samplers
+ * take turns at the three read schedules (frontier order, address order by placement, address
+ * order at every hop), which must all give the same minibatch. Seed errors
  * found on the device are reported by gd_sampler_check_errors, and pinning and allocation faults
  * over creation fail cleanly.
  */
@@ -11,6 +13,19 @@
 
 #ifdef GD_WITH_CUDA
 /* ------------------------------------------------------------------ GPU checks */
+
+/* The read schedules (GD__SORT_*), taken in turn by the samplers made by the checks. */
+static const int sort_modes[3] = {GD__SORT_AUTO, GD__SORT_NEVER, GD__SORT_ALWAYS};
+static int sort_turn;
+
+static int next_sort_mode(gd_sampler_t *s) {
+    s->sort_reads = sort_modes[sort_turn++ % 3];
+    return s->sort_reads;
+}
+
+static const char *sort_mode_name(int mode) {
+    return mode == GD__SORT_NEVER ? "frontier order" : mode == GD__SORT_ALWAYS ? "sorted" : "auto";
+}
 
 static void check_gpu_sampler(uint64_t *state, cudaStream_t stream) {
     const gd_placement places[4][2] = {{GD_PLACE_GPU, GD_PLACE_GPU},
@@ -46,6 +61,7 @@ static void check_gpu_sampler(uint64_t *state, cudaStream_t stream) {
                         make_sampler(host_graph, fs, GD_SAMPLER_CPU, max_batch, replace, seed, 2);
                     gd_sampler_t *sg =
                         make_sampler(dg, fs, GD_SAMPLER_CUDA, max_batch, replace, seed, 0);
+                    const int sort_mode = next_sort_mode(sg);
                     gd_minibatch_t *mc, *mg[2];
                     T_OK(gd_minibatch_create(sc, &mc));
                     T_OK(gd_minibatch_create(sg, &mg[0]));
@@ -75,14 +91,14 @@ static void check_gpu_sampler(uint64_t *state, cudaStream_t stream) {
                         for (int q = 0; q < 2; q++) {
                             T_OK(gd_sample(sc, seeds[q], nb[q], 0, epoch, batch[q], NULL, mc));
                             host_mb want = to_host(mc), got = to_host(mg[q]);
-                            char what[160];
-                            snprintf(what, sizeof what,
-                                     "CPU vs CUDA (indptr %s, indices %s %s, fanouts set %d, "
-                                     "replace %d, %lld seeds, %s seeds)",
-                                     gd_placement_name(places[pi][0]),
-                                     gd_placement_name(places[pi][1]),
-                                     gd_dtype_name(info.indices_dtype), fi, replace,
-                                     (long long)nb[q], q ? "device" : "host");
+                            char what[192];
+                            snprintf(
+                                what, sizeof what,
+                                "CPU vs CUDA (indptr %s, indices %s %s, fanouts set %d, "
+                                "replace %d, %lld seeds, %s seeds, reads %s)",
+                                gd_placement_name(places[pi][0]), gd_placement_name(places[pi][1]),
+                                gd_dtype_name(info.indices_dtype), fi, replace, (long long)nb[q],
+                                q ? "device" : "host", sort_mode_name(sort_mode));
                             expect_equal(&want, &got, what);
                             check_invariants(&g, &got, fs->fanouts, replace, seeds[q], nb[q]);
                             host_mb_free(&want);
@@ -192,6 +208,7 @@ static void check_gpu_list_reads(uint64_t *state, cudaStream_t stream) {
                         make_sampler(host_graph, &sets[fi], GD_SAMPLER_CPU, g.n, replace, seed, 1);
                     gd_sampler_t *sg =
                         make_sampler(dg, &sets[fi], GD_SAMPLER_CUDA, g.n, replace, seed, 0);
+                    const int sort_mode = next_sort_mode(sg);
                     gd_minibatch_t *mc, *mg;
                     T_OK(gd_minibatch_create(sc, &mc));
                     T_OK(gd_minibatch_create(sg, &mg));
@@ -202,12 +219,13 @@ static void check_gpu_list_reads(uint64_t *state, cudaStream_t stream) {
                     host_mb want = to_host(mc), got = to_host(mg);
                     host_mb ref = reference(&g, sets[fi].fanouts, sets[fi].L, replace, seed, epoch,
                                             batch, seeds, g.n);
-                    char what[160];
+                    char what[192];
                     snprintf(what, sizeof what,
                              "list reads: CPU vs CUDA (indices %s %s%s, fanouts set %d, "
-                             "replace %d)",
+                             "replace %d, reads %s)",
                              pi ? "pinned" : "gpu", gd_dtype_name(dg->indices_dtype),
-                             pi == 1 ? " unaligned" : "", (int)fi, replace);
+                             pi == 1 ? " unaligned" : "", (int)fi, replace,
+                             sort_mode_name(sort_mode));
                     expect_equal(&want, &got, what);
                     expect_equal(&ref, &got, what);
                     check_invariants(&g, &got, sets[fi].fanouts, replace, seeds, g.n);
@@ -229,7 +247,11 @@ static void check_gpu_list_reads(uint64_t *state, cudaStream_t stream) {
     }
 }
 
-/* Seeds on the device are checked by the kernels and reported by gd_sampler_check_errors. */
+/*
+ * Seeds on the device are checked by the kernels and reported by gd_sampler_check_errors, with the
+ * seeds read in frontier order and sorted (a bad seed sorts after every good one, and the error
+ * names its position in the minibatch, not in the schedule).
+ */
 static void check_gpu_seed_errors(uint64_t *state, cudaStream_t stream) {
     graph g = make_graph(state, 1000, 8, GD_DTYPE_INT32);
     gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
@@ -243,21 +265,24 @@ static void check_gpu_seed_errors(uint64_t *state, cudaStream_t stream) {
     T_OK(gd_minibatch_create(s, &mb));
     int64_t seeds[64], *d_seeds;
     CU(cudaMalloc((void **)&d_seeds, sizeof seeds));
-    make_seeds(state, g.n, 64, seeds);
-    seeds[9] = seeds[3];
-    CU(cudaMemcpy(d_seeds, seeds, sizeof seeds, cudaMemcpyHostToDevice));
-    CU(cudaDeviceSynchronize()); /* a pageable copy may return before it lands */
-    T_OK(gd_sample(s, d_seeds, 64, 1, 0, 0, stream, mb));
-    T_FAILS(gd_sampler_check_errors(s), GD_ERR_INVALID_ARG, "positions 3 and 9");
-    T_OK(gd_sampler_check_errors(s));
-    seeds[9] = g.n + 7;
-    CU(cudaMemcpy(d_seeds, seeds, sizeof seeds, cudaMemcpyHostToDevice));
-    CU(cudaDeviceSynchronize()); /* a pageable copy may return before it lands */
-    T_OK(gd_sample(s, d_seeds, 64, 1, 0, 0, stream, mb));
     char needle_buf[64];
     const char *needle = needle_buf;
     snprintf(needle_buf, sizeof needle_buf, "seed %lld at position 9", (long long)(g.n + 7));
-    T_FAILS(gd_sampler_check_errors(s), GD_ERR_RANGE, needle);
+    for (int pass = 0; pass < 2; pass++) {
+        s->sort_reads = pass ? GD__SORT_ALWAYS : GD__SORT_NEVER;
+        make_seeds(state, g.n, 64, seeds);
+        seeds[9] = seeds[3];
+        CU(cudaMemcpy(d_seeds, seeds, sizeof seeds, cudaMemcpyHostToDevice));
+        CU(cudaDeviceSynchronize()); /* a pageable copy may return before it lands */
+        T_OK(gd_sample(s, d_seeds, 64, 1, 0, 0, stream, mb));
+        T_FAILS(gd_sampler_check_errors(s), GD_ERR_INVALID_ARG, "positions 3 and 9");
+        T_OK(gd_sampler_check_errors(s));
+        seeds[9] = g.n + 7;
+        CU(cudaMemcpy(d_seeds, seeds, sizeof seeds, cudaMemcpyHostToDevice));
+        CU(cudaDeviceSynchronize()); /* a pageable copy may return before it lands */
+        T_OK(gd_sample(s, d_seeds, 64, 1, 0, 0, stream, mb));
+        T_FAILS(gd_sampler_check_errors(s), GD_ERR_RANGE, needle);
+    }
     /* Host seeds are checked before anything is queued. */
     T_FAILS(gd_sample(s, seeds, 64, 0, 0, 0, stream, mb), GD_ERR_RANGE, needle);
     make_seeds(state, g.n, 64, seeds);

@@ -59,9 +59,22 @@ struct gd_sampler {
     size_t off_nodes, off_indptr[GD_SAMPLER_MAX_LAYERS], off_indices[GD_SAMPLER_MAX_LAYERS];
     size_t minibatch_bytes;
     int64_t scratch_bytes;
+    /* CUDA: which hops read the graph in address order (GD__SORT_*). gd_sampler_create leaves
+     * GD__SORT_AUTO; tests and the benchmark set it to compare the two schedules, which give the
+     * same minibatch. */
+    int sort_reads;
     void *cpu;                     /* CPU backend scratch */
     struct gd__cuda_sampler *cuda; /* CUDA backend state */
 };
+
+/*
+ * The CUDA sampler's read schedule (docs/sampling.md, "Reading in address order"). AUTO sorts the
+ * frontier of every hop after the first when indptr or indices is pinned; NEVER reads in frontier
+ * order; ALWAYS sorts every hop, the seeds' included, whatever the placement. Hops whose
+ * worst-case frontier is far above the expected one are never sorted (the sort would cost more
+ * than the reads). Only the order of the reads changes, never the result.
+ */
+enum { GD__SORT_AUTO = 0, GD__SORT_NEVER = -1, GD__SORT_ALWAYS = 1 };
 
 /* sizes[h] = frontier size of hop h (h <= num_layers); sizes[SIZES_EDGES + h] = edges of hop h. */
 #define GD__SIZES_EDGES (GD_SAMPLER_MAX_LAYERS + 1)
@@ -86,8 +99,8 @@ struct gd_minibatch {
 
 #define GD__RNG_EPOCH 0x45504f43u /* "EPOC": epoch key of the sampler */
 #define GD__RNG_BATCH 0x42415443u /* "BATC": minibatch key */
-#define GD__RNG_SHUFFLE \
-    0x53485546u /* "SHUF": epoch key of the seed shuffle \
+#define GD__RNG_SHUFFLE                                                                            \
+    0x53485546u /* "SHUF": epoch key of the seed shuffle                                           \
                  */
 
 /* The 64-bit key of the draws of one minibatch: two Philox steps from (seed, epoch, batch). */

@@ -27,6 +27,7 @@
 #include "internal.h"
 
 #include <cooperative_groups.h>
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 #include <thrust/iterator/counting_iterator.h>
@@ -67,6 +68,15 @@ namespace cg = cooperative_groups;
 #define WHOLE_LIST_BYTES_PER_PICK 32
 /* Width of the coalesced loads of a list (an int4 / longlong2 per lane). */
 #define VEC_BYTES 16
+/*
+ * A hop is read in address order only if its worst-case frontier, which the sort must cover
+ * (the actual size stays on the device), is at most this many times its expected size (from the
+ * mean degree), or at most SORT_SMALL nodes, where the sort is cheap whatever the hop holds.
+ * This keeps the sort from costing more than the reads (fanout -1 next to a hub makes the worst
+ * case the whole graph) and bounds the memory of its buffers.
+ */
+#define SORT_WORST_OVER_EXPECTED 8
+#define SORT_SMALL (1 << 16)
 
 enum { ERR_RANGE = 1, ERR_DUPLICATE = 2 };
 
@@ -105,6 +115,17 @@ struct gd__cuda_sampler {
     int table_unknown;
     int vec_indptr; /* indptr is 16-byte aligned: read a node's two entries in one
                        load */
+    /* Reading in address order (see sort_keys_kernel): whether each hop may be sorted, whether a
+     * graph array is pinned (GD__SORT_AUTO sorts then), 64-bit keys (more than 2^32 - 1 nodes),
+     * the key bits sorted, and the sort's buffers, sized at create time for the largest hop that
+     * may be sorted (sort_cap frontier nodes). */
+    int sortable[GD_SAMPLER_MAX_LAYERS];
+    int pinned, key64, begin_bit, end_bit;
+    long long sort_cap;
+    void *d_sort_keys[2];
+    int *d_order[2];
+    void *d_sort_tmp;
+    size_t sort_tmp_bytes;
 };
 
 struct gd__cuda_minibatch {
@@ -141,20 +162,23 @@ __device__ __forceinline__ long long table_slots(long long P, long long cap) {
 
 /*
  * counts[i] = neighbours of frontier node i (0 past the frontier, up to items), and its list start
- * and degree for the sample kernel. Hop 0 takes its frontier size (the seed count) as an argument
- * and stores it for the later kernels; later hops read it. Every hop checks the range of its
- * nodes (only seeds from device memory can be bad); the first one reports a bad seed. The kernel
- * also clears the table slots the previous hop (of this call or of the sampler's previous call)
- * used, which nothing reads any more: the previous hop's finalize has run (or, with clear_all,
- * the first clear_all slots).
+ * and degree for the sample kernel, stored at the node's slot of the read schedule: slot t reads
+ * node order[t] (with order NULL, node t). With a sorted schedule, consecutive threads read the
+ * indptr entries of nodes in increasing id order; the slots past the frontier hold the positions
+ * past it (see sort_keys_kernel), and slot items - 1 is position items - 1. Hop 0 takes its
+ * frontier size (the seed count) as an argument and stores it for the later kernels; later hops
+ * read it. Every hop checks the range of its nodes (only seeds from device memory can be bad); the
+ * first one reports a bad seed. The kernel also clears the table slots the previous hop (of this
+ * call or of the sampler's previous call) used, which nothing reads any more: the previous hop's
+ * finalize has run (or, with clear_all, the first clear_all slots).
  */
 __global__ void __launch_bounds__(BLOCK)
     count_kernel(const long long *__restrict__ nodes, long long *sizes, int hop, long long seeds,
                  const long long *__restrict__ indptr, long long num_nodes, int fanout, int replace,
-                 int vec, long long *__restrict__ starts, long long *__restrict__ degs,
-                 int *__restrict__ counts, long long items, sample_error *err,
-                 unsigned long long *keys, int *vals, const long long *__restrict__ dirty,
-                 long long clear_all) {
+                 int vec, const int *__restrict__ order, long long *__restrict__ starts,
+                 long long *__restrict__ degs, int *__restrict__ counts, long long items,
+                 sample_error *err, unsigned long long *keys, int *vals,
+                 const long long *__restrict__ dirty, long long clear_all) {
     const long long nf = hop == 0 ? seeds : sizes[hop];
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -164,9 +188,10 @@ __global__ void __launch_bounds__(BLOCK)
         keys[i] = EMPTY_KEY;
         vals[i] = INT_MAX;
     }
-    for (long long i = tid; i < items; i += stride) {
+    for (long long t = tid; t < items; t += stride) {
+        const long long i = order && t + 1 < items ? (long long)order[t] : t;
         int c = 0;
-        if (i < nf) {
+        if (t < nf) {
             const long long v = nodes[i];
             long long start = 0, end = 0;
             if (v < 0 || v >= num_nodes) {
@@ -181,11 +206,33 @@ __global__ void __launch_bounds__(BLOCK)
                 start = __ldg(indptr + v);
                 end = __ldg(indptr + v + 1);
             }
-            starts[i] = start;
-            degs[i] = end - start;
+            starts[t] = start;
+            degs[t] = end - start;
             c = (int)gd__sample_count(end - start, fanout, replace);
         }
         counts[i] = c;
+    }
+}
+
+/*
+ * The keys of the read schedule's sort: slot t of [0, items) gets frontier position t and its
+ * node id as key, or num_nodes for a position past the frontier (items is the worst case) and
+ * for a bad device seed. Sorted stably by key, the positions of the frontier come first (a key of
+ * num_nodes is only ever the largest, and among equal keys the frontier's smaller positions stay
+ * first), so the slots [0, nf) of the sorted order are exactly the frontier, by increasing node
+ * id, and indptr and the lists (whose starts grow with the node id) are read in address order.
+ */
+template <typename KeyT>
+__global__ void __launch_bounds__(BLOCK)
+    sort_keys_kernel(const long long *__restrict__ nodes, const long long *__restrict__ sizes,
+                     int hop, long long seeds, long long num_nodes, KeyT *__restrict__ keys,
+                     int *__restrict__ order, long long items) {
+    const long long nf = hop == 0 ? seeds : sizes[hop];
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < items; t += stride) {
+        const long long v = t < nf ? nodes[t] : -1;
+        keys[t] = (KeyT)(v >= 0 && v < num_nodes ? v : num_nodes);
+        order[t] = (int)t;
     }
 }
 
@@ -241,33 +288,36 @@ __device__ __forceinline__ void read_list(const IdxT *__restrict__ indices, long
 }
 
 /*
- * The neighbours of frontier node i, by a group of G lanes (see sample_node in sample_cpu.c for the
- * sequential statement of the same draws). Control flow depends only on the node, so it is uniform
- * within a group and the group's collectives (shfl, any, sync) are safe. A list read whole goes to
- * the group's window in shared memory: WHOLE_LIST_BYTES_PER_PICK bytes per lane, which holds every
- * list that qualifies (degree * entry size <= WHOLE_LIST_BYTES_PER_PICK * min(cnt, G)). The group
- * syncs after filling the window (every lane picks from any part of it) and after picking (before
- * its next node overwrites it).
+ * The neighbours of frontier node i, by a group of G lanes; the group at schedule slot t takes
+ * node i = order[t] (order NULL: i = t) and its list start and degree from slot t (see sample_node
+ * in sample_cpu.c for the sequential statement of the same draws). Control flow depends only on the
+ * node, so it is uniform within a group and the group's collectives (shfl, any, sync) are safe. A
+ * list read whole goes to the group's window in shared memory: WHOLE_LIST_BYTES_PER_PICK bytes per
+ * lane, which holds every list that qualifies (degree * entry size <= WHOLE_LIST_BYTES_PER_PICK *
+ * min(cnt, G)). The group syncs after filling the window (every lane picks from any part of it) and
+ * after picking (before its next node overwrites it).
  */
 template <int G, typename IdxT>
 __global__ void __launch_bounds__(BLOCK)
     sample_kernel(unsigned long long key, unsigned hop, int fanout, int replace,
                   const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
-                  const long long *__restrict__ starts, const long long *__restrict__ degs,
-                  const int *__restrict__ bindptr, const IdxT *__restrict__ indices,
-                  long long num_edges, long long *__restrict__ edge_ids, long long *pos_scratch) {
+                  const int *__restrict__ order, const long long *__restrict__ starts,
+                  const long long *__restrict__ degs, const int *__restrict__ bindptr,
+                  const IdxT *__restrict__ indices, long long num_edges,
+                  long long *__restrict__ edge_ids, long long *pos_scratch) {
     __shared__ __align__(16) unsigned char windows[BLOCK * WHOLE_LIST_BYTES_PER_PICK];
     const cg::thread_block_tile<G> tile = cg::tiled_partition<G>(cg::this_thread_block());
     const int lane = (int)tile.thread_rank();
     IdxT *win = (IdxT *)(windows + (threadIdx.x / G) * (G * WHOLE_LIST_BYTES_PER_PICK));
     const long long nf = *nf_ptr;
     const long long groups = (long long)gridDim.x * (blockDim.x / G);
-    for (long long i = (long long)blockIdx.x * (blockDim.x / G) + threadIdx.x / G; i < nf;
-         i += groups) {
+    for (long long t = (long long)blockIdx.x * (blockDim.x / G) + threadIdx.x / G; t < nf;
+         t += groups) {
+        const long long i = order ? (long long)order[t] : t;
         const int off = bindptr[i];
         const int cnt = bindptr[i + 1] - off;
         if (cnt == 0) continue;
-        const long long start = starts[i], deg = degs[i];
+        const long long start = starts[t], deg = degs[t];
         long long *out = edge_ids + off;
         if (fanout < 0 || (!replace && cnt == deg)) {
             read_list<G>(indices, num_edges, start, (long long)cnt, lane, out);
@@ -496,7 +546,9 @@ static unsigned grid_for(long long threads, int cap) {
     return (unsigned)(b < cap ? b : cap);
 }
 
-static size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+static size_t align256(size_t x) {
+    return (x + 255) / 256 * 256;
+}
 
 /* ---- graph placement */
 
@@ -584,6 +636,64 @@ static void cuda_sampler_release(gd_sampler_t *s) {
     s->cuda = NULL;
 }
 
+/* Bits that hold every value up to x (at least 1). */
+static int bits_for(long long x) {
+    int b = 1;
+    while (b < 63 && (x >> b) != 0) b++;
+    return b;
+}
+
+/*
+ * The hops that may be read in address order: those whose worst-case frontier (what the sort
+ * covers) is small, or at most SORT_WORST_OVER_EXPECTED times the frontier expected from the mean
+ * degree, and the largest such frontier (the sort buffers' size).
+ */
+static void plan_sort(const gd_sampler_t *s, gd__cuda_sampler *c) {
+    const gd_graph_t *g = s->graph;
+    const double mean = g->num_nodes > 0 ? (double)g->num_edges / (double)g->num_nodes : 0;
+    const double node_cap = (double)(g->num_nodes + s->max_dst[0]);
+    double expect = (double)s->max_dst[0];
+    c->sort_cap = 0;
+    for (int h = 0; h < s->num_layers; h++) {
+        const long long worst = s->max_dst[h];
+        c->sortable[h] = worst > 0 && (worst <= SORT_SMALL ||
+                                       (double)worst <= SORT_WORST_OVER_EXPECTED * expect);
+        if (c->sortable[h] && worst > c->sort_cap) c->sort_cap = worst;
+        const int f = s->fanouts[h];
+        const double k = f < 0 ? mean : s->replace ? (mean > 0 ? f : 0) : (f < mean ? f : mean);
+        expect = expect * (1 + k) < node_cap ? expect * (1 + k) : node_cap;
+    }
+    c->pinned = g->indptr_place == GD_PLACE_PINNED || g->indices_place == GD_PLACE_PINNED;
+    c->key64 = g->num_nodes > (long long)UINT_MAX - 1;
+    /* Keys hold num_nodes too (positions past the frontier). The low end_bit % 8 bits are left
+     * out, so the sort is whole 8-bit digit passes: runs of up to 128 consecutive ids keep their
+     * frontier order, far finer than the reads in flight at once. */
+    c->end_bit = bits_for(g->num_nodes);
+    c->begin_bit = c->end_bit > 8 ? c->end_bit % 8 : 0;
+}
+
+/* Does hop h of this call read in address order? (docs/sampling.md, "Reading in address order") */
+static int sort_hop(const gd_sampler_t *s, const gd__cuda_sampler *c, int h) {
+    if (!c->sortable[h] || s->sort_reads == GD__SORT_NEVER) return 0;
+    if (s->sort_reads == GD__SORT_ALWAYS) return 1;
+    return h > 0 && c->pinned;
+}
+
+/* Temporary storage of the schedule sort of items keys (of the sampler's key width). */
+static cudaError_t sort_bytes(const gd__cuda_sampler *c, long long items, size_t *bytes) {
+    *bytes = 0;
+    if (c->key64) {
+        cub::DoubleBuffer<unsigned long long> k(NULL, NULL);
+        cub::DoubleBuffer<int> v(NULL, NULL);
+        return cub::DeviceRadixSort::SortPairs((void *)NULL, *bytes, k, v, (int)items, c->begin_bit,
+                                               c->end_bit, (cudaStream_t)0);
+    }
+    cub::DoubleBuffer<unsigned int> k(NULL, NULL);
+    cub::DoubleBuffer<int> v(NULL, NULL);
+    return cub::DeviceRadixSort::SortPairs((void *)NULL, *bytes, k, v, (int)items, c->begin_bit,
+                                           c->end_bit, (cudaStream_t)0);
+}
+
 static gd_status cuda_sampler_init(gd_sampler_t *s) {
     gd_status st = GD_OK;
     gd__cuda_sampler *c = NULL;
@@ -633,10 +743,15 @@ static gd_status cuda_sampler_init(gd_sampler_t *s) {
                                                     first_marks(NULL, NULL, NULL, NULL),
                                                     (int *)NULL, (int)(p + 1), (cudaStream_t)0));
         c->cub_bytes = counts_bytes > ids_bytes ? counts_bytes : ids_bytes;
-        size_t off[12], total = 0;
-        const size_t sizes[12] = {d * 8, d * 8, (d + 1) * 4, e * 8,       e * 8,        t * 8,
-                                  t * 4, p * 4, 8,           (p + 1) * 4, c->cub_bytes, 16};
-        for (int k = 0; k < 12; k++) {
+        plan_sort(s, c);
+        const size_t sc = (size_t)c->sort_cap, kb = c->key64 ? 8 : 4;
+        if (sc) GD_CUDA_CHECK(sort_bytes(c, c->sort_cap, &c->sort_tmp_bytes));
+        size_t off[17], total = 0;
+        const size_t sizes[17] = {
+            d * 8,  d * 8,  (d + 1) * 4,      e * 8,        e * 8, t * 8,   t * 4,
+            p * 4,  8,      (p + 1) * 4,      c->cub_bytes, 16,    sc * kb, sc * kb,
+            sc * 4, sc * 4, c->sort_tmp_bytes};
+        for (int k = 0; k < 17; k++) {
             off[k] = total;
             total = align256(total + (sizes[k] ? sizes[k] : 16));
         }
@@ -653,6 +768,11 @@ static gd_status cuda_sampler_init(gd_sampler_t *s) {
         c->d_dirty = (long long *)(b + off[8]);
         c->d_scan = (int *)(b + off[9]);
         c->d_cub = b + off[10];
+        c->d_sort_keys[0] = b + off[12];
+        c->d_sort_keys[1] = b + off[13];
+        c->d_order[0] = (int *)(b + off[14]);
+        c->d_order[1] = (int *)(b + off[15]);
+        c->d_sort_tmp = b + off[16];
         s->scratch_bytes = (int64_t)total;
     }
     /* The table memory is not cleared here: the first call's first count kernel clears it. */
@@ -735,16 +855,45 @@ fail:
 template <int G>
 static void launch_sample(unsigned grid, cudaStream_t stream, int is32, unsigned long long key,
                           unsigned hop, int fanout, int replace, const long long *nodes,
-                          const long long *nf_ptr, const gd__cuda_sampler *c, const int *bindptr,
-                          const void *indices, long long num_edges) {
+                          const long long *nf_ptr, const gd__cuda_sampler *c, const int *order,
+                          const int *bindptr, const void *indices, long long num_edges) {
     if (is32)
         sample_kernel<G, int><<<grid, BLOCK, 0, stream>>>(
-            key, hop, fanout, replace, nodes, nf_ptr, c->d_starts, c->d_degs, bindptr,
+            key, hop, fanout, replace, nodes, nf_ptr, order, c->d_starts, c->d_degs, bindptr,
             (const int *)indices, num_edges, c->d_edge_ids, c->d_pos);
     else
         sample_kernel<G, long long><<<grid, BLOCK, 0, stream>>>(
-            key, hop, fanout, replace, nodes, nf_ptr, c->d_starts, c->d_degs, bindptr,
+            key, hop, fanout, replace, nodes, nf_ptr, order, c->d_starts, c->d_degs, bindptr,
             (const long long *)indices, num_edges, c->d_edge_ids, c->d_pos);
+}
+
+/*
+ * The read schedule of a hop of at most items frontier nodes: their positions sorted by node id
+ * (a stable radix sort of the key bits [begin_bit, end_bit)), in the sort buffers sized at create
+ * time. *order gets the sorted positions.
+ */
+template <typename KeyT>
+static gd_status sort_frontier(gd__cuda_sampler *c, const long long *nodes, const long long *sizes,
+                               int hop, long long seeds, long long num_nodes, long long items,
+                               cudaStream_t stream, const int **order) {
+    gd_status st = GD_OK;
+    size_t need = 0;
+    cub::DoubleBuffer<KeyT> keys((KeyT *)c->d_sort_keys[0], (KeyT *)c->d_sort_keys[1]);
+    cub::DoubleBuffer<int> vals(c->d_order[0], c->d_order[1]);
+    GD_CUDA_CHECK(sort_bytes(c, items, &need));
+    GD_REQUIRE(items <= c->sort_cap && need <= c->sort_tmp_bytes, GD_ERR_INTERNAL,
+               "sorting a frontier of %lld nodes needs %zu bytes of scratch; %lld nodes and %zu "
+               "bytes were sized at create time",
+               items, need, c->sort_cap, c->sort_tmp_bytes);
+    sort_keys_kernel<KeyT><<<grid_for(items, c->grid_cap), BLOCK, 0, stream>>>(
+        nodes, sizes, hop, seeds, num_nodes, keys.Current(), vals.Current(), items);
+    GD_CUDA_CHECK_LAUNCH();
+    GD_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(c->d_sort_tmp, need, keys, vals, (int)items,
+                                                  c->begin_bit, c->end_bit, stream));
+    *order = vals.Current();
+    return GD_OK;
+fail:
+    return st;
 }
 
 /* An exclusive scan of items values on stream, in the scratch sized at create time. */
@@ -796,11 +945,21 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
         const long long clear_max = h == 0 ? s->max_table : s->table_cap[h - 1];
         const long long clear_all = h == 0 && c->table_unknown ? s->max_table : 0;
         int *bindptr = mb->indptr[h];
+        /* The read schedule: frontier order, or sorted by node id (address order). */
+        const int *order = NULL;
+        if (nf_max > 0 && sort_hop(s, c, h)) {
+            if (c->key64)
+                GD_CHECK(sort_frontier<unsigned long long>(c, nodes, sizes, h, (long long)n,
+                                                           g->num_nodes, nf_max, stream, &order));
+            else
+                GD_CHECK(sort_frontier<unsigned int>(c, nodes, sizes, h, (long long)n, g->num_nodes,
+                                                     nf_max, stream, &order));
+        }
         count_kernel<<<grid_for(nf_max + 1 > clear_max ? nf_max + 1 : clear_max, c->grid_cap),
                        BLOCK, 0, stream>>>(
             nodes, sizes, h, (long long)n, (const long long *)g->d_indptr, g->num_nodes, fanout,
-            s->replace, c->vec_indptr, c->d_starts, c->d_degs, c->d_counts, nf_max + 1, c->d_err,
-            c->d_keys, c->d_vals, c->d_dirty, clear_all);
+            s->replace, c->vec_indptr, order, c->d_starts, c->d_degs, c->d_counts, nf_max + 1,
+            c->d_err, c->d_keys, c->d_vals, c->d_dirty, clear_all);
         GD_CUDA_CHECK_LAUNCH();
         /* From here on a failure may leave the table partly filled. */
         queued = 1;
@@ -810,13 +969,13 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
             const unsigned grid = grid_for(nf_max * G, c->sample_cap[G == 32 ? 2 : G == 16]);
             if (G == 32)
                 launch_sample<32>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
-                                  nf_ptr, c, bindptr, g->d_indices, g->num_edges);
+                                  nf_ptr, c, order, bindptr, g->d_indices, g->num_edges);
             else if (G == 16)
                 launch_sample<16>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
-                                  nf_ptr, c, bindptr, g->d_indices, g->num_edges);
+                                  nf_ptr, c, order, bindptr, g->d_indices, g->num_edges);
             else
                 launch_sample<8>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
-                                 nf_ptr, c, bindptr, g->d_indices, g->num_edges);
+                                 nf_ptr, c, order, bindptr, g->d_indices, g->num_edges);
             GD_CUDA_CHECK_LAUNCH();
         }
         const long long cap = s->table_cap[h];
