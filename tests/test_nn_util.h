@@ -1,0 +1,88 @@
+/*
+ * Helpers shared by the nn tests: random tensors and blocks on the CPU backend, element access
+ * as double whatever the dtype, and the finite-difference comparison they all use.
+ */
+#ifndef GD_TEST_NN_UTIL_H
+#define GD_TEST_NN_UTIL_H
+
+#include "nn/internal.h"
+#include "test.h"
+
+/* A uniform double in [-1, 1). */
+static inline double t_unif(uint64_t *state) {
+    return (double)(t_rand(state) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+static inline double t_get(const gd__nn_tensor *t, int64_t i) {
+    return t->dtype == GD_DTYPE_FLOAT64 ? ((double *)t->data)[i] : ((float *)t->data)[i];
+}
+
+static inline void t_set(gd__nn_tensor *t, int64_t i, double v) {
+    if (t->dtype == GD_DTYPE_FLOAT64)
+        ((double *)t->data)[i] = v;
+    else
+        ((float *)t->data)[i] = (float)v;
+}
+
+/* A host tensor of the CPU backend, filled with uniform values in [-scale, scale). */
+static inline gd__nn_tensor t_tensor(gd_dtype dtype, int64_t rows, int64_t cols, uint64_t *state,
+                                     double scale) {
+    gd__nn_ctx ctx = gd__nn_cpu_ctx();
+    gd__nn_tensor t;
+    T_OK(gd__nn_tensor_alloc(&ctx, dtype, rows, cols, &t));
+    for (int64_t i = 0; i < rows * cols; i++) t_set(&t, i, state ? scale * t_unif(state) : 0.0);
+    return t;
+}
+
+static inline void t_tensor_free(gd__nn_tensor *t) {
+    gd__nn_ctx ctx = gd__nn_cpu_ctx();
+    gd__nn_tensor_free(&ctx, t);
+}
+
+/* Copy a's values into b (any dtypes, same element count). */
+static inline void t_copy(const gd__nn_tensor *a, gd__nn_tensor *b) {
+    for (int64_t i = 0; i < gd__nn_numel(a); i++) t_set(b, i, t_get(a, i));
+}
+
+/*
+ * A random block: num_dst destinations over num_src sources, each destination with 0..max_deg
+ * in-neighbours (about one in `zero_every` has none), sources drawn with repeats allowed (a
+ * sampler with replacement makes them). The arrays come from malloc; t_block_free releases them.
+ */
+static inline gd_block t_block(uint64_t *state, int64_t num_dst, int64_t num_src, int max_deg,
+                               int zero_every) {
+    gd_block b;
+    int32_t *indptr = malloc(sizeof *indptr * (size_t)(num_dst + 1));
+    int32_t *indices = malloc(sizeof *indices * (size_t)(num_dst * max_deg + 1));
+    T_ASSERT(indptr && indices);
+    indptr[0] = 0;
+    for (int64_t d = 0; d < num_dst; d++) {
+        int deg = (int)(t_rand(state) % (uint64_t)(max_deg + 1));
+        if (zero_every > 0 && t_rand(state) % (uint64_t)zero_every == 0) deg = 0;
+        for (int k = 0; k < deg; k++)
+            indices[indptr[d] + k] = (int32_t)(t_rand(state) % (uint64_t)num_src);
+        indptr[d + 1] = indptr[d] + deg;
+    }
+    b.num_dst = num_dst;
+    b.num_src = num_src;
+    b.num_edges = indptr[num_dst];
+    b.indptr = indptr;
+    b.indices = indices;
+    return b;
+}
+
+static inline void t_block_free(gd_block *b) {
+    free((void *)b->indptr);
+    free((void *)b->indices);
+}
+
+/*
+ * The finite-difference comparison: analytic a against numeric n, relative to their size with
+ * a floor of 1 so that tiny gradients are compared absolutely. Returns the error.
+ */
+static inline double t_grad_err(double a, double n) {
+    double s = fabs(a) + fabs(n);
+    return fabs(a - n) / (s > 1.0 ? s : 1.0);
+}
+
+#endif
