@@ -1,0 +1,326 @@
+/*
+ * GraphSAGE on the CPU backend over random chained blocks (nodes without neighbours, repeated
+ * sources): the forward pass against a plain re-implementation of PyG's SAGEConv stack, every
+ * parameter's and every input feature's gradient against central finite differences in float64
+ * (1, 2 and 3 layers, dropout on), float32 against float64, determinism, a few Adam steps that
+ * must fit a small minibatch, the checks on blocks, and allocation faults at create.
+ */
+#include "test_nn_util.h"
+
+#define F64 GD_DTYPE_FLOAT64
+#define F32 GD_DTYPE_FLOAT32
+
+static gd__nn_ctx ctx;
+
+typedef struct {
+    int layers;
+    gd_block blocks[GD__SAGE_MAX_LAYERS];
+    int64_t nodes[GD__SAGE_MAX_LAYERS + 1]; /* source nodes of each layer, then the batch */
+} chain;
+
+static chain make_chain(uint64_t *state, int layers, int64_t batch) {
+    chain c;
+    c.layers = layers;
+    c.nodes[layers] = batch;
+    for (int l = layers - 1; l >= 0; l--) {
+        c.nodes[l] = c.nodes[l + 1] + 1 + (int64_t)(t_rand(state) % 6);
+        c.blocks[l] = t_block(state, c.nodes[l + 1], c.nodes[l], 4, 4);
+    }
+    return c;
+}
+
+static void free_chain(chain *c) {
+    for (int l = 0; l < c->layers; l++) t_block_free(&c->blocks[l]);
+}
+
+static gd__sage_config config(const chain *c, int64_t in, int64_t hidden, int64_t classes,
+                              double dropout, gd_dtype dtype) {
+    gd__sage_config cfg = {0};
+    cfg.num_layers = c->layers;
+    cfg.in_dim = in;
+    cfg.hidden_dim = hidden;
+    cfg.num_classes = classes;
+    cfg.dropout = dropout;
+    cfg.dtype = dtype;
+    for (int l = 0; l <= c->layers; l++) cfg.max_nodes[l] = c->nodes[l] + 2; /* some slack */
+    return cfg;
+}
+
+/* PyG's SAGEConv stack written out with loops, from the model's parameters and dropout key. */
+static void reference_forward(const gd__sage *m, const chain *c, const gd__nn_tensor *x,
+                              int train, uint64_t seed, double *logits) {
+    const int L = c->layers;
+    double *h = malloc(sizeof(double) * (size_t)(c->nodes[0] * m->dims[0]));
+    T_ASSERT(h);
+    for (int64_t i = 0; i < c->nodes[0] * m->dims[0]; i++) h[i] = t_get(x, i);
+    for (int l = 0; l < L; l++) {
+        const gd_block *b = &c->blocks[l];
+        const int64_t din = m->dims[l], dout = m->dims[l + 1];
+        gd__nn_tensor wl = gd__nn_param(&m->params, m->w_l[l]),
+                      wr = gd__nn_param(&m->params, m->w_r[l]),
+                      bias = gd__nn_param(&m->params, m->b[l]);
+        double *z = malloc(sizeof(double) * (size_t)(b->num_dst * dout));
+        double *agg = malloc(sizeof(double) * (size_t)din);
+        T_ASSERT(z && agg);
+        for (int64_t d = 0; d < b->num_dst; d++) {
+            const int32_t deg = b->indptr[d + 1] - b->indptr[d];
+            for (int64_t i = 0; i < din; i++) {
+                double s = 0;
+                for (int32_t e = b->indptr[d]; e < b->indptr[d + 1]; e++)
+                    s += h[b->indices[e] * din + i];
+                agg[i] = deg ? s / deg : 0;
+            }
+            for (int64_t j = 0; j < dout; j++) {
+                double s = t_get(&bias, j);
+                for (int64_t i = 0; i < din; i++)
+                    s += agg[i] * t_get(&wl, i * dout + j) + h[d * din + i] * t_get(&wr, i * dout + j);
+                if (l < L - 1) {
+                    s = s > 0 ? s : 0;
+                    if (train && m->cfg.dropout > 0)
+                        s = gd__nn_dropout_keep(seed, (uint32_t)l, (uint64_t)(d * dout + j),
+                                                gd__nn_dropout_threshold(m->cfg.dropout))
+                                ? s / (1 - m->cfg.dropout)
+                                : 0;
+                }
+                z[d * dout + j] = s;
+            }
+        }
+        free(h);
+        free(agg);
+        h = z;
+    }
+    memcpy(logits, h, sizeof(double) * (size_t)(c->nodes[L] * m->dims[L]));
+    free(h);
+}
+
+typedef struct {
+    gd__sage *m;
+    chain *c;
+    gd__nn_tensor *x, *loss, *dlogits;
+    int64_t *labels;
+    uint64_t seed;
+} model_case;
+
+/* The loss of one training forward pass. */
+static double model_loss(void *u) {
+    model_case *k = u;
+    gd__nn_tensor logits;
+    T_OK(gd__sage_forward(k->m, k->c->blocks, k->x, 1, k->seed, &logits));
+    T_OK(gd__nn_softmax_xent(&ctx, &logits, k->labels, 1.0, k->loss, k->dlogits));
+    return t_get(k->loss, 0);
+}
+
+static void check_model(uint64_t *state, int layers) {
+    chain c = make_chain(state, layers, 5);
+    const int64_t in = 4, hidden = 5, classes = 3;
+    gd__sage_config cfg = config(&c, in, hidden, classes, layers > 1 ? 0.3 : 0.0, F64);
+    gd__sage *m;
+    T_OK(gd__sage_create(&ctx, &cfg, t_rand(state), &m));
+    gd__nn_tensor x = t_tensor(F64, c.nodes[0], in, state, 1);
+    gd__nn_tensor loss = t_tensor(F64, 1, 1, NULL, 0), dlogits = t_tensor(F64, 5, classes, NULL, 0);
+    gd__nn_tensor dx = t_tensor(F64, c.nodes[0], in, state, 1); /* garbage, overwritten */
+    int64_t labels[5];
+    for (int i = 0; i < 5; i++) labels[i] = (int64_t)(t_rand(state) % classes);
+    labels[1] = -1;
+    const uint64_t seed = t_rand(state);
+    model_case k = {m, &c, &x, &loss, &dlogits, labels, seed};
+
+    /* The forward pass is PyG's function. */
+    gd__nn_tensor logits;
+    double want[5 * 3];
+    for (int train = 0; train < 2; train++) {
+        T_OK(gd__sage_forward(m, c.blocks, &x, train, seed, &logits));
+        T_EQ_INT(logits.rows, 5);
+        T_EQ_INT(logits.cols, classes);
+        reference_forward(m, &c, &x, train, seed, want);
+        for (int64_t i = 0; i < 5 * classes; i++) T_NEAR(t_get(&logits, i), want[i], 1e-12);
+    }
+
+    /* Gradients of every parameter and input feature against finite differences. */
+    model_loss(&k);
+    T_OK(gd__nn_params_zero_grad(&ctx, &m->params));
+    T_OK(gd__sage_backward(m, c.blocks, &dlogits, &dx));
+    gd__nn_tensor grads = t_tensor(F64, 1, m->params.numel, NULL, 0);
+    t_copy(&m->params.grads, &grads);
+    char what[64];
+    snprintf(what, sizeof what, "%d-layer GraphSAGE parameters", layers);
+    {
+        const double h = 1e-6;
+        double worst = 0;
+        gd__nn_tensor *targets[2] = {&m->params.params, &x};
+        const gd__nn_tensor *analytic[2] = {&grads, &dx};
+        for (int t = 0; t < 2; t++) {
+            for (int64_t i = 0; i < gd__nn_numel(targets[t]); i++) {
+                const double v = t_get(targets[t], i);
+                t_set(targets[t], i, v + h);
+                const double fp = model_loss(&k);
+                t_set(targets[t], i, v - h);
+                const double fm = model_loss(&k);
+                t_set(targets[t], i, v);
+                const double num = (fp - fm) / (2 * h), err = t_grad_err(t_get(analytic[t], i), num);
+                if (err > worst) worst = err;
+                if (err > 1e-6)
+                    T_FAIL_("%d layers: gradient of %s element %lld: analytic %.10g, finite "
+                            "difference %.10g",
+                            layers, t ? "input" : "parameter", (long long)i,
+                            t_get(analytic[t], i), num);
+            }
+        }
+        fprintf(stderr, "%s and input: %lld + %lld elements, worst relative error %.2e\n", what,
+                (long long)m->params.numel, (long long)gd__nn_numel(&x), worst);
+    }
+
+    /* Backward adds to the gradients: twice gives double. */
+    model_loss(&k);
+    T_OK(gd__nn_params_zero_grad(&ctx, &m->params));
+    T_OK(gd__sage_backward(m, c.blocks, &dlogits, NULL));
+    T_OK(gd__sage_backward(m, c.blocks, &dlogits, NULL));
+    for (int64_t i = 0; i < m->params.numel; i++)
+        T_NEAR(t_get(&m->params.grads, i), 2 * t_get(&grads, i), 1e-12);
+
+    /* float32 with the same parameters: logits and gradients close to float64's. */
+    gd__sage_config cfg32 = cfg;
+    cfg32.dtype = F32;
+    gd__sage *m32;
+    T_OK(gd__sage_create(&ctx, &cfg32, 1, &m32));
+    t_copy(&m->params.params, &m32->params.params);
+    gd__nn_tensor x32 = t_tensor(F32, c.nodes[0], in, NULL, 0), l32 = t_tensor(F32, 1, 1, NULL, 0),
+                  dl32 = t_tensor(F32, 5, classes, NULL, 0);
+    t_copy(&x, &x32);
+    gd__nn_tensor logits32;
+    T_OK(gd__sage_forward(m32, c.blocks, &x32, 1, seed, &logits32));
+    T_OK(gd__nn_softmax_xent(&ctx, &logits32, labels, 1.0, &l32, &dl32));
+    T_OK(gd__nn_params_zero_grad(&ctx, &m32->params));
+    T_OK(gd__sage_backward(m32, c.blocks, &dl32, NULL));
+    T_OK(gd__sage_forward(m, c.blocks, &x, 1, seed, &logits));
+    for (int64_t i = 0; i < 5 * classes; i++) T_NEAR(t_get(&logits32, i), t_get(&logits, i), 1e-5);
+    for (int64_t i = 0; i < m->params.numel; i++)
+        T_NEAR(t_get(&m32->params.grads, i), t_get(&grads, i), 1e-5);
+
+    gd__nn_tensor *all[] = {&x, &loss, &dlogits, &dx, &grads, &x32, &l32, &dl32};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) t_tensor_free(all[i]);
+    gd__sage_destroy(m32);
+    gd__sage_destroy(m);
+    free_chain(&c);
+}
+
+/* A few Adam steps on one minibatch must fit it: the loss falls and accuracy rises. */
+static void check_training(uint64_t *state) {
+    chain c = make_chain(state, 2, 24);
+    const int64_t in = 8, classes = 4;
+    gd__sage_config cfg = config(&c, in, 32, classes, 0.1, F32);
+    gd__sage *m;
+    T_OK(gd__sage_create(&ctx, &cfg, t_rand(state), &m));
+    gd__nn_tensor x = t_tensor(F32, c.nodes[0], in, state, 1);
+    gd__nn_tensor loss = t_tensor(F32, 1, 1, NULL, 0), dl = t_tensor(F32, 24, classes, NULL, 0);
+    int64_t labels[24];
+    for (int i = 0; i < 24; i++) labels[i] = (int64_t)(t_rand(state) % classes);
+    gd__nn_adam_options o = GD__NN_ADAM_OPTIONS_INIT;
+    o.lr = 0.01;
+    o.weight_decay = 5e-4;
+    double first = 0, last = 0;
+    int64_t correct = 0;
+    for (int step = 0; step < 200; step++) {
+        gd__nn_tensor logits;
+        T_OK(gd__sage_forward(m, c.blocks, &x, 1, (uint64_t)step, &logits));
+        T_OK(gd__nn_softmax_xent(&ctx, &logits, labels, 1.0, &loss, &dl));
+        T_OK(gd__nn_params_zero_grad(&ctx, &m->params));
+        T_OK(gd__sage_backward(m, c.blocks, &dl, NULL));
+        T_OK(gd__nn_params_adam(&ctx, &m->params, &o));
+        if (step == 0) first = t_get(&loss, 0);
+    }
+    gd__nn_tensor logits, again;
+    T_OK(gd__sage_forward(m, c.blocks, &x, 0, 0, &logits));
+    T_OK(gd__nn_softmax_xent(&ctx, &logits, labels, 1.0, &loss, NULL));
+    last = t_get(&loss, 0);
+    T_OK(gd__nn_accuracy(&ctx, &logits, labels, &correct));
+    fprintf(stderr, "training: loss %.4f -> %.4f, accuracy %lld / 24 after 200 Adam steps\n", first,
+            last, (long long)correct);
+    T_ASSERT(last < 0.5 * first);
+    T_ASSERT(correct >= 20);
+
+    /* The same inputs and key give the same logits, bit for bit. */
+    float keep[24 * 4];
+    T_OK(gd__sage_forward(m, c.blocks, &x, 1, 99, &logits));
+    memcpy(keep, logits.data, sizeof keep);
+    T_OK(gd__sage_forward(m, c.blocks, &x, 1, 99, &again));
+    T_EQ_INT(memcmp(keep, again.data, sizeof keep), 0);
+
+    gd__nn_tensor_free(&ctx, &x);
+    gd__nn_tensor_free(&ctx, &loss);
+    gd__nn_tensor_free(&ctx, &dl);
+    gd__sage_destroy(m);
+    free_chain(&c);
+}
+
+static void check_errors(uint64_t *state) {
+    chain c = make_chain(state, 3, 4);
+    gd__sage_config cfg = config(&c, 3, 4, 2, 0.5, F32);
+    gd__sage *m = NULL;
+    gd__sage_config bad = cfg;
+    bad.num_layers = 0;
+    T_FAILS(gd__sage_create(&ctx, &bad, 1, &m), GD_ERR_INVALID_ARG, "0 layers");
+    bad = cfg;
+    bad.dropout = 1.0;
+    T_FAILS(gd__sage_create(&ctx, &bad, 1, &m), GD_ERR_INVALID_ARG, "dropout 1");
+    bad = cfg;
+    bad.max_nodes[3] = 0;
+    T_FAILS(gd__sage_create(&ctx, &bad, 1, &m), GD_ERR_INVALID_ARG, "max_nodes[3] = 0");
+    bad = cfg;
+    bad.dtype = GD_DTYPE_FLOAT16;
+    T_FAILS(gd__sage_create(&ctx, &bad, 1, &m), GD_ERR_UNSUPPORTED, "float16");
+
+    T_OK(gd__sage_create(&ctx, &cfg, 1, &m));
+    gd__nn_tensor x = t_tensor(F32, c.nodes[0], 3, state, 1), logits;
+    gd__nn_tensor dl = t_tensor(F32, 4, 2, NULL, 0);
+    T_FAILS(gd__sage_backward(m, c.blocks, &dl, NULL), GD_ERR_INVALID_ARG, "no forward pass");
+    gd_block saved = c.blocks[1];
+    c.blocks[1].num_src--;
+    T_FAILS(gd__sage_forward(m, c.blocks, &x, 1, 0, &logits), GD_ERR_INVALID_ARG,
+            "must be the same nodes");
+    c.blocks[1] = saved;
+    gd__nn_tensor narrow = t_tensor(F32, c.nodes[0], 2, NULL, 0);
+    T_FAILS(gd__sage_forward(m, c.blocks, &narrow, 1, 0, &logits), GD_ERR_INVALID_ARG,
+            "expected at least");
+    T_OK(gd__sage_forward(m, c.blocks, &x, 1, 0, &logits));
+    gd__nn_tensor dl_bad = t_tensor(F32, 3, 2, NULL, 0);
+    T_FAILS(gd__sage_backward(m, c.blocks, &dl_bad, NULL), GD_ERR_INVALID_ARG, "dlogits is 3 x 2");
+    T_OK(gd__sage_backward(m, c.blocks, &dl, NULL));
+    gd__sage_destroy(m);
+
+    /* Sized too small for the blocks. */
+    bad = cfg;
+    bad.max_nodes[0] = c.nodes[0] - 1;
+    T_OK(gd__sage_create(&ctx, &bad, 1, &m));
+    T_FAILS(gd__sage_forward(m, c.blocks, &x, 1, 0, &logits), GD_ERR_RANGE,
+            "more than the model was sized for");
+    gd__sage_destroy(m);
+
+    /* Every allocation of create, failed in turn: a clean error and nothing left behind. */
+    gd_fault_set(GD_FAULT_ALLOC, 0);
+    T_OK(gd__sage_create(&ctx, &cfg, 1, &m));
+    const int64_t calls = gd_fault_calls(GD_FAULT_ALLOC);
+    gd__sage_destroy(m);
+    T_ASSERT(calls > 5);
+    for (int64_t k = 1; k <= calls; k++) {
+        gd_fault_set(GD_FAULT_ALLOC, k);
+        m = (gd__sage *)&ctx; /* must be reset */
+        T_FAILS(gd__sage_create(&ctx, &cfg, 1, &m), GD_ERR_NO_MEMORY, "");
+        T_ASSERT(m == NULL);
+    }
+    gd_fault_set(GD_FAULT_ALLOC, 0);
+    gd__nn_tensor *all[] = {&x, &dl, &narrow, &dl_bad};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) t_tensor_free(all[i]);
+    free_chain(&c);
+    t_check_no_leaks();
+}
+
+int main(void) {
+    uint64_t state = t_seed();
+    ctx = gd__nn_cpu_ctx();
+    for (int layers = 1; layers <= 3; layers++) check_model(&state, layers);
+    check_training(&state);
+    check_errors(&state);
+    t_check_no_leaks();
+    return 0;
+}
