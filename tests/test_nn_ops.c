@@ -46,14 +46,12 @@ static void fd_check(const char *what, scalar_fn fn, void *user, gd__nn_tensor *
 }
 
 /* a and b within tol relative to max(1, |a|). */
-static void near_all(const char *what, const gd__nn_tensor *a, const gd__nn_tensor *b,
-                     double tol) {
+static void near_all(const char *what, const gd__nn_tensor *a, const gd__nn_tensor *b, double tol) {
     T_EQ_INT(gd__nn_numel(a), gd__nn_numel(b));
     for (int64_t i = 0; i < gd__nn_numel(a); i++) {
         const double x = t_get(a, i), y = t_get(b, i), s = fabs(x) > 1 ? fabs(x) : 1;
         if (!(fabs(x - y) <= tol * s))
-            T_FAIL_("%s: element %lld: %.9g vs %.9g (tolerance %g)", what, (long long)i, x, y,
-                    tol);
+            T_FAIL_("%s: element %lld: %.9g vs %.9g (tolerance %g)", what, (long long)i, x, y, tol);
     }
 }
 
@@ -78,7 +76,7 @@ static void naive_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, double a
 }
 
 static void check_gemm(uint64_t *state) {
-    const int64_t sizes[][3] = {{1, 1, 1}, {3, 5, 0}, {7, 1, 9},     {17, 33, 65},
+    const int64_t sizes[][3] = {{1, 1, 1},      {3, 5, 0},     {7, 1, 9},    {17, 33, 65},
                                 {70, 300, 130}, {129, 257, 3}, {2, 600, 200}};
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
         for (int ta = 0; ta < 2; ta++)
@@ -87,10 +85,10 @@ static void check_gemm(uint64_t *state) {
                     for (int impl = 0; impl < 2; impl++) {
                         const int64_t m = sizes[si][0], n = sizes[si][1], k = sizes[si][2];
                         const gd_dtype dt = f64 ? F64 : F32;
-                        gd__nn_tensor a = ta ? t_tensor(dt, k, m, state, 1)
-                                             : t_tensor(dt, m, k, state, 1);
-                        gd__nn_tensor b = tb ? t_tensor(dt, n, k, state, 1)
-                                             : t_tensor(dt, k, n, state, 1);
+                        gd__nn_tensor a =
+                            ta ? t_tensor(dt, k, m, state, 1) : t_tensor(dt, m, k, state, 1);
+                        gd__nn_tensor b =
+                            tb ? t_tensor(dt, n, k, state, 1) : t_tensor(dt, k, n, state, 1);
                         gd__nn_tensor c = t_tensor(dt, m, n, state, 1);
                         double *want = malloc(sizeof *want * (size_t)(m * n));
                         T_ASSERT(want);
@@ -101,11 +99,11 @@ static void check_gemm(uint64_t *state) {
                         if (impl == 0) {
                             T_OK(gd__nn_gemm(&ctx, ta, tb, 0.75, &a, &b, beta, &c));
                         } else if (f64) {
-                            gd__nn_gemm_ref_f64(ta, tb, m, n, k, 0.75, a.data, b.data, beta,
-                                                c.data, 4);
+                            gd__nn_gemm_ref_f64(ta, tb, m, n, k, 0.75, a.data, b.data, beta, c.data,
+                                                4);
                         } else {
-                            gd__nn_gemm_ref_f32(ta, tb, m, n, k, 0.75f, a.data, b.data,
-                                                (float)beta, c.data, 4);
+                            gd__nn_gemm_ref_f32(ta, tb, m, n, k, 0.75f, a.data, b.data, (float)beta,
+                                                c.data, 4);
                         }
                         const double tol = (f64 ? 1e-13 : 3e-6) * (double)(k + 1);
                         for (int64_t i = 0; i < m * n; i++)
@@ -114,16 +112,17 @@ static void check_gemm(uint64_t *state) {
                                         "%.9g",
                                         f64 ? "f64" : "f32", ta ? 'T' : 'N', tb ? 'T' : 'N',
                                         (long long)m, (long long)n, (long long)k,
-                                        impl ? "built-in" : (gd__nn_have_cblas() ? "cblas"
-                                                                                 : "built-in"),
+                                        impl ? "built-in"
+                                             : (gd__nn_have_cblas() ? "cblas" : "built-in"),
                                         (long long)i, t_get(&c, i), want[i]);
                         free(want);
                         t_tensor_free(&a);
                         t_tensor_free(&b);
                         t_tensor_free(&c);
                     }
-    fprintf(stderr, "gemm: every transpose, both types, %s and the built-in loop agree with a "
-                    "triple loop\n",
+    fprintf(stderr,
+            "gemm: every transpose, both types, %s and the built-in loop agree with a "
+            "triple loop\n",
             gd__nn_have_cblas() ? "OpenBLAS" : "(no OpenBLAS in this build)");
 }
 
@@ -156,16 +155,17 @@ static void check_linear(uint64_t *state) {
                   db2 = t_tensor(F64, 1, out, state, 1);
     gd__nn_tensor dx0 = like(&dx2, F64), dw0 = like(&dw2, F64), db0 = like(&db2, F64);
     T_OK(gd__nn_linear_backward(&ctx, &c.x, &c.w, &c.r, &dx2, 1, &dw2, &db2, 1));
-    for (int64_t i = 0; i < n * in; i++) T_NEAR(t_get(&dx2, i), t_get(&dx0, i) + t_get(&dx, i), 1e-12);
-    for (int64_t i = 0; i < in * out; i++) T_NEAR(t_get(&dw2, i), t_get(&dw0, i) + t_get(&dw, i), 1e-12);
+    for (int64_t i = 0; i < n * in; i++)
+        T_NEAR(t_get(&dx2, i), t_get(&dx0, i) + t_get(&dx, i), 1e-12);
+    for (int64_t i = 0; i < in * out; i++)
+        T_NEAR(t_get(&dw2, i), t_get(&dw0, i) + t_get(&dw, i), 1e-12);
     for (int64_t i = 0; i < out; i++) T_NEAR(t_get(&db2, i), t_get(&db0, i) + t_get(&db, i), 1e-12);
     T_OK(gd__nn_linear(&ctx, &c.x, &c.w, &c.b, &c.y, 0));
     gd__nn_tensor y2 = like(&c.y, F64);
     T_OK(gd__nn_linear(&ctx, &c.x, &c.w, NULL, &y2, 1)); /* y2 = y + x W */
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < out; j++)
-            T_NEAR(t_get(&y2, i * out + j),
-                   2 * t_get(&c.y, i * out + j) - t_get(&c.b, j), 1e-12);
+            T_NEAR(t_get(&y2, i * out + j), 2 * t_get(&c.y, i * out + j) - t_get(&c.b, j), 1e-12);
 
     /* float32 against float64. */
     gd__nn_tensor x32 = like(&c.x, F32), w32 = like(&c.w, F32), b32 = like(&c.b, F32),
@@ -192,9 +192,9 @@ static void check_linear(uint64_t *state) {
     T_FAILS(gd__nn_gemm(&ctx, GD__NN_N, GD__NN_N, 1, &c.x, &c.x, 0, &c.y), GD_ERR_INVALID_ARG,
             "op(A) is 7 x 5, op(B) 7 x 5");
 
-    gd__nn_tensor *all[] = {&c.x, &c.w, &c.b, &c.y, &c.r, &dx, &dw, &db, &dx2, &dw2, &db2, &dx0,
-                            &dw0, &db0, &y2, &x32, &w32, &b32, &r32, &y32, &dx32, &dw32,
-                            &db32};
+    gd__nn_tensor *all[] = {&c.x, &c.w, &c.b, &c.y, &c.r,  &dx,   &dw,  &db,
+                            &dx2, &dw2, &db2, &dx0, &dw0,  &db0,  &y2,  &x32,
+                            &w32, &b32, &r32, &y32, &dx32, &dw32, &db32};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) t_tensor_free(all[i]);
 }
 
@@ -229,7 +229,8 @@ static void check_mean_agg(uint64_t *state) {
         for (int64_t j = 0; j < f; j++) {
             double s = 0;
             const int32_t deg = indptr[d + 1] - indptr[d];
-            for (int32_t e = indptr[d]; e < indptr[d + 1]; e++) s += t_get(&c.x, indices[e] * f + j);
+            for (int32_t e = indptr[d]; e < indptr[d + 1]; e++)
+                s += t_get(&c.x, indices[e] * f + j);
             T_NEAR(t_get(&c.out, d * f + j), deg ? s / deg : 0.0, 1e-12);
         }
     for (int64_t j = 0; j < f; j++) T_EQ_INT(t_get(&c.out, 2 * f + j) == 0.0, 1);

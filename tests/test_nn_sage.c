@@ -47,8 +47,8 @@ static gd__sage_config config(const chain *c, int64_t in, int64_t hidden, int64_
 }
 
 /* PyG's SAGEConv stack written out with loops, from the model's parameters and dropout key. */
-static void reference_forward(const gd__sage *m, const chain *c, const gd__nn_tensor *x,
-                              int train, uint64_t seed, double *logits) {
+static void reference_forward(const gd__sage *m, const chain *c, const gd__nn_tensor *x, int train,
+                              uint64_t seed, double *logits) {
     const int L = c->layers;
     double *h = malloc(sizeof(double) * (size_t)(c->nodes[0] * m->dims[0]));
     T_ASSERT(h);
@@ -73,7 +73,8 @@ static void reference_forward(const gd__sage *m, const chain *c, const gd__nn_te
             for (int64_t j = 0; j < dout; j++) {
                 double s = t_get(&bias, j);
                 for (int64_t i = 0; i < din; i++)
-                    s += agg[i] * t_get(&wl, i * dout + j) + h[d * din + i] * t_get(&wr, i * dout + j);
+                    s += agg[i] * t_get(&wl, i * dout + j) +
+                         h[d * din + i] * t_get(&wr, i * dout + j);
                 if (l < L - 1) {
                     s = s > 0 ? s : 0;
                     if (train && m->cfg.dropout > 0)
@@ -157,13 +158,14 @@ static void check_model(uint64_t *state, int layers) {
                 t_set(targets[t], i, v - h);
                 const double fm = model_loss(&k);
                 t_set(targets[t], i, v);
-                const double num = (fp - fm) / (2 * h), err = t_grad_err(t_get(analytic[t], i), num);
+                const double num = (fp - fm) / (2 * h),
+                             err = t_grad_err(t_get(analytic[t], i), num);
                 if (err > worst) worst = err;
                 if (err > 1e-6)
                     T_FAIL_("%d layers: gradient of %s element %lld: analytic %.10g, finite "
                             "difference %.10g",
-                            layers, t ? "input" : "parameter", (long long)i,
-                            t_get(analytic[t], i), num);
+                            layers, t ? "input" : "parameter", (long long)i, t_get(analytic[t], i),
+                            num);
             }
         }
         fprintf(stderr, "%s and input: %lld + %lld elements, worst relative error %.2e\n", what,

@@ -50,8 +50,8 @@ void gd__nn_gemm_cpu_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float 
             return;
         }
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    (int)m, (int)n, (int)k, alpha, a, ta ? (int)m : (int)k, b,
-                    tb ? (int)k : (int)n, beta, c, (int)n);
+                    (int)m, (int)n, (int)k, alpha, a, ta ? (int)m : (int)k, b, tb ? (int)k : (int)n,
+                    beta, c, (int)n);
         return;
     }
 #endif
@@ -67,8 +67,8 @@ void gd__nn_gemm_cpu_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double
             return;
         }
         cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    (int)m, (int)n, (int)k, alpha, a, ta ? (int)m : (int)k, b,
-                    tb ? (int)k : (int)n, beta, c, (int)n);
+                    (int)m, (int)n, (int)k, alpha, a, ta ? (int)m : (int)k, b, tb ? (int)k : (int)n,
+                    beta, c, (int)n);
         return;
     }
 #endif

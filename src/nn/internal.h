@@ -40,7 +40,9 @@ typedef struct {
     int64_t rows, cols;
 } gd__nn_tensor;
 
-static inline int64_t gd__nn_numel(const gd__nn_tensor *t) { return t->rows * t->cols; }
+static inline int64_t gd__nn_numel(const gd__nn_tensor *t) {
+    return t->rows * t->cols;
+}
 /* A view of the first `rows` rows of t (rows <= t->rows is the caller's promise). */
 static inline gd__nn_tensor gd__nn_rows(const gd__nn_tensor *t, int64_t rows) {
     gd__nn_tensor v = *t;
@@ -81,7 +83,8 @@ typedef struct {
     double weight_decay;
     int decoupled; /* 0: Adam (L2 added to the gradient, torch.optim.Adam); 1: AdamW */
 } gd__nn_adam_options;
-#define GD__NN_ADAM_OPTIONS_INIT {1e-3, 0.9, 0.999, 1e-8, 0.0, 0}
+#define GD__NN_ADAM_OPTIONS_INIT                                                                   \
+    { 1e-3, 0.9, 0.999, 1e-8, 0.0, 0 }
 
 /*
  * A backend's ops. Shapes and dtypes have been checked by the front-ends in ops.c before a
@@ -132,15 +135,16 @@ struct gd__nn_backend {
     gd_status (*relu_backward)(const gd__nn_ctx *ctx, const gd__nn_tensor *y,
                                const gd__nn_tensor *dy, gd__nn_tensor *dx);
     /*
-     * Inverted dropout with a counter-based mask: element i (row-major index) is kept unless
-     * gd__nn_dropout_u(seed, stream, i) < p, and kept elements are scaled by 1 / (1 - p). The
+     * Inverted dropout with a counter-based mask: element i (row-major index) is kept when
+     * gd__nn_dropout_keep(seed, stream, i, gd__nn_dropout_threshold(p)) (drop probability p,
+     * rounded to a multiple of 2^-24), and kept elements are scaled by 1 / (1 - p). The
      * backward pass recomputes the same mask from (seed, stream): no mask is stored. y may be x
      * (forward), dx may be dy (backward).
      */
     gd_status (*dropout)(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
                          const gd__nn_tensor *x, gd__nn_tensor *y);
-    gd_status (*dropout_backward)(const gd__nn_ctx *ctx, double p, uint64_t seed,
-                                  uint32_t stream, const gd__nn_tensor *dy, gd__nn_tensor *dx);
+    gd_status (*dropout_backward)(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
+                                  const gd__nn_tensor *dy, gd__nn_tensor *dx);
 
     /*
      * Softmax cross-entropy averaged over the rows whose label is >= 0 (a negative label marks
@@ -152,17 +156,17 @@ struct gd__nn_backend {
                               const int64_t *labels, double scale, gd__nn_tensor *loss,
                               gd__nn_tensor *dlogits);
     /* *correct (backend memory) = rows whose first maximal logit is at their label. */
-    gd_status (*accuracy)(const gd__nn_ctx *ctx, const gd__nn_tensor *logits,
-                          const int64_t *labels, int64_t *correct);
+    gd_status (*accuracy)(const gd__nn_ctx *ctx, const gd__nn_tensor *logits, const int64_t *labels,
+                          int64_t *correct);
 
     /*
      * One Adam step over flat buffers of n elements: param, grad, and the state m and v (each
      * n elements; m and v both live in the optimizer's one state buffer). bc1 = 1 - beta1^t and
      * bc2 = 1 - beta2^t for step t >= 1.
      */
-    gd_status (*adam)(const gd__nn_ctx *ctx, const gd__nn_adam_options *o, double bc1,
-                      double bc2, gd__nn_tensor *param, const gd__nn_tensor *grad,
-                      gd__nn_tensor *m, gd__nn_tensor *v);
+    gd_status (*adam)(const gd__nn_ctx *ctx, const gd__nn_adam_options *o, double bc1, double bc2,
+                      gd__nn_tensor *param, const gd__nn_tensor *grad, gd__nn_tensor *m,
+                      gd__nn_tensor *v);
 };
 
 extern const gd__nn_backend gd__nn_cpu_backend;
@@ -213,9 +217,9 @@ gd_status gd__nn_linear(const gd__nn_ctx *ctx, const gd__nn_tensor *x, const gd_
  * db (+)= colsum(dy) (db NULL: no bias). accumulate_dx and accumulate_dw choose += or =.
  */
 gd_status gd__nn_linear_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *x,
-                                 const gd__nn_tensor *w, const gd__nn_tensor *dy,
-                                 gd__nn_tensor *dx, int accumulate_dx, gd__nn_tensor *dw,
-                                 gd__nn_tensor *db, int accumulate_dw);
+                                 const gd__nn_tensor *w, const gd__nn_tensor *dy, gd__nn_tensor *dx,
+                                 int accumulate_dx, gd__nn_tensor *dw, gd__nn_tensor *db,
+                                 int accumulate_dw);
 gd_status gd__nn_gemm(const gd__nn_ctx *ctx, gd__nn_trans ta, gd__nn_trans tb, double alpha,
                       const gd__nn_tensor *a, const gd__nn_tensor *b, double beta,
                       gd__nn_tensor *c);
@@ -229,13 +233,13 @@ gd_status gd__nn_relu_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *y,
                                const gd__nn_tensor *dy, gd__nn_tensor *dx);
 gd_status gd__nn_dropout(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
                          const gd__nn_tensor *x, gd__nn_tensor *y);
-gd_status gd__nn_dropout_backward(const gd__nn_ctx *ctx, double p, uint64_t seed,
-                                  uint32_t stream, const gd__nn_tensor *dy, gd__nn_tensor *dx);
+gd_status gd__nn_dropout_backward(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
+                                  const gd__nn_tensor *dy, gd__nn_tensor *dx);
 gd_status gd__nn_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *logits,
                               const int64_t *labels, double scale, gd__nn_tensor *loss,
                               gd__nn_tensor *dlogits);
-gd_status gd__nn_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *logits,
-                          const int64_t *labels, int64_t *correct);
+gd_status gd__nn_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *logits, const int64_t *labels,
+                          int64_t *correct);
 
 /* --------------------------------------------- flat parameter buffers */
 
@@ -250,14 +254,14 @@ gd_status gd__nn_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *logits,
 
 typedef struct {
     gd_dtype dtype;
-    int count;                             /* tensors */
-    int64_t rows[GD__NN_MAX_PARAMS];       /* their shapes */
+    int count;                       /* tensors */
+    int64_t rows[GD__NN_MAX_PARAMS]; /* their shapes */
     int64_t cols[GD__NN_MAX_PARAMS];
-    int64_t offset[GD__NN_MAX_PARAMS];     /* element offsets in the flat buffers */
-    int64_t fan_in[GD__NN_MAX_PARAMS];     /* for initialisation: bound = 1 / sqrt(fan_in) */
-    int64_t numel;                         /* the flat size in elements, padding included */
-    gd__nn_tensor params, grads, state;    /* 1 x numel, 1 x numel, 1 x 2 numel */
-    int64_t step;                          /* Adam steps taken */
+    int64_t offset[GD__NN_MAX_PARAMS];  /* element offsets in the flat buffers */
+    int64_t fan_in[GD__NN_MAX_PARAMS];  /* for initialisation: bound = 1 / sqrt(fan_in) */
+    int64_t numel;                      /* the flat size in elements, padding included */
+    gd__nn_tensor params, grads, state; /* 1 x numel, 1 x numel, 1 x 2 numel */
+    int64_t step;                       /* Adam steps taken */
 } gd__nn_params;
 
 /* Add a tensor to the layout (before gd__nn_params_alloc); *index gets its number. */
@@ -277,20 +281,19 @@ gd__nn_tensor gd__nn_grad(const gd__nn_params *p, int i);
 gd_status gd__nn_params_init(const gd__nn_ctx *ctx, gd__nn_params *p, uint64_t seed);
 gd_status gd__nn_params_zero_grad(const gd__nn_ctx *ctx, gd__nn_params *p);
 /* One Adam step with the gradients in p->grads (the step counter advances first). */
-gd_status gd__nn_params_adam(const gd__nn_ctx *ctx, gd__nn_params *p,
-                             const gd__nn_adam_options *o);
+gd_status gd__nn_params_adam(const gd__nn_ctx *ctx, gd__nn_params *p, const gd__nn_adam_options *o);
 
 /* --------------------------------------------------------------- GraphSAGE */
 
 #define GD__SAGE_MAX_LAYERS 8
 
 typedef struct {
-    int num_layers;       /* 1..GD__SAGE_MAX_LAYERS */
-    int64_t in_dim;       /* feature width */
-    int64_t hidden_dim;   /* width of every hidden layer */
-    int64_t num_classes;  /* width of the logits */
-    double dropout;       /* p in [0, 1), applied after the ReLU of every layer but the last */
-    gd_dtype dtype;       /* GD_DTYPE_FLOAT32 (training) or GD_DTYPE_FLOAT64 (checks) */
+    int num_layers;      /* 1..GD__SAGE_MAX_LAYERS */
+    int64_t in_dim;      /* feature width */
+    int64_t hidden_dim;  /* width of every hidden layer */
+    int64_t num_classes; /* width of the logits */
+    double dropout;      /* p in [0, 1), applied after the ReLU of every layer but the last */
+    gd_dtype dtype;      /* GD_DTYPE_FLOAT32 (training) or GD_DTYPE_FLOAT64 (checks) */
     /*
      * Capacity: max_nodes[l] is the most source nodes layer l can have (l = 0 is the input
      * layer, so max_nodes[0] is the most input nodes), and max_nodes[num_layers] the most
@@ -333,8 +336,8 @@ void gd__sage_destroy(gd__sage *m);
  * output: blocks[L-1].num_dst x num_classes, valid until the next forward. x must stay
  * unchanged until backward.
  */
-gd_status gd__sage_forward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *x,
-                           int train, uint64_t dropout_seed, gd__nn_tensor *logits);
+gd_status gd__sage_forward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *x, int train,
+                           uint64_t dropout_seed, gd__nn_tensor *logits);
 /*
  * Backward of the last forward given dlogits (same shape as the logits): gradients are added
  * to m->params.grads (call gd__nn_params_zero_grad first to overwrite them). dx, if non-NULL,

@@ -19,23 +19,22 @@ static const char *dev_name(int device, char *buf, size_t n) {
  * cols (a negative value accepts any).
  */
 static gd_status check_tensor(const gd__nn_ctx *ctx, const char *op, const char *name,
-                              const gd__nn_tensor *t, gd_dtype dtype, int64_t rows,
-                              int64_t cols) {
+                              const gd__nn_tensor *t, gd_dtype dtype, int64_t rows, int64_t cols) {
     gd_status st = GD_OK;
     char a[32], b[32];
     GD_REQUIRE(t, GD_ERR_INVALID_ARG, "%s: %s is NULL", op, name);
     GD_REQUIRE(t->dtype == dtype, GD_ERR_INVALID_ARG, "%s: %s is %s, expected %s", op, name,
                gd_dtype_name(t->dtype), gd_dtype_name(dtype));
-    GD_REQUIRE(ctx->be->supports(dtype), GD_ERR_UNSUPPORTED,
-               "%s: the %s backend has no %s ops", op, ctx->be->name, gd_dtype_name(dtype));
+    GD_REQUIRE(ctx->be->supports(dtype), GD_ERR_UNSUPPORTED, "%s: the %s backend has no %s ops", op,
+               ctx->be->name, gd_dtype_name(dtype));
     GD_REQUIRE(t->device == ctx->device, GD_ERR_INVALID_ARG,
                "%s: %s is in %s memory but the op runs on %s", op, name,
                dev_name(t->device, a, sizeof a), dev_name(ctx->device, b, sizeof b));
-    GD_REQUIRE(t->rows >= 0 && t->cols >= 0, GD_ERR_INVALID_ARG, "%s: %s has shape %lld x %lld",
-               op, name, (long long)t->rows, (long long)t->cols);
-    GD_REQUIRE((rows < 0 || t->rows == rows) && (cols < 0 || t->cols == cols),
-               GD_ERR_INVALID_ARG, "%s: %s is %lld x %lld, expected %lld x %lld", op, name,
-               (long long)t->rows, (long long)t->cols, (long long)(rows < 0 ? t->rows : rows),
+    GD_REQUIRE(t->rows >= 0 && t->cols >= 0, GD_ERR_INVALID_ARG, "%s: %s has shape %lld x %lld", op,
+               name, (long long)t->rows, (long long)t->cols);
+    GD_REQUIRE((rows < 0 || t->rows == rows) && (cols < 0 || t->cols == cols), GD_ERR_INVALID_ARG,
+               "%s: %s is %lld x %lld, expected %lld x %lld", op, name, (long long)t->rows,
+               (long long)t->cols, (long long)(rows < 0 ? t->rows : rows),
                (long long)(cols < 0 ? t->cols : cols));
     GD_REQUIRE(t->data || t->rows * t->cols == 0, GD_ERR_INVALID_ARG, "%s: %s has no data", op,
                name);
@@ -56,8 +55,7 @@ gd_status gd__nn_tensor_alloc(const gd__nn_ctx *ctx, gd_dtype dtype, int64_t row
     GD_CHECK(check_ctx(ctx, "tensor alloc"));
     GD_REQUIRE(out, GD_ERR_INVALID_ARG, "tensor alloc: out is NULL");
     GD_REQUIRE(ctx->be->supports(dtype), GD_ERR_UNSUPPORTED,
-               "tensor alloc: the %s backend has no %s ops", ctx->be->name,
-               gd_dtype_name(dtype));
+               "tensor alloc: the %s backend has no %s ops", ctx->be->name, gd_dtype_name(dtype));
     GD_REQUIRE(rows >= 0 && cols >= 0, GD_ERR_INVALID_ARG, "tensor alloc: shape %lld x %lld",
                (long long)rows, (long long)cols);
     GD_REQUIRE(!gd__mul_overflow_i64(rows, cols, &n) &&
@@ -122,8 +120,7 @@ gd_status gd__nn_gemm(const gd__nn_ctx *ctx, gd__nn_trans ta, gd__nn_trans tb, d
     const int64_t kb = tb ? b->cols : b->rows, n = tb ? b->rows : b->cols;
     GD_REQUIRE(k == kb && c->rows == m && c->cols == n, GD_ERR_INVALID_ARG,
                "gemm: op(A) is %lld x %lld, op(B) %lld x %lld and C %lld x %lld", (long long)m,
-               (long long)k, (long long)kb, (long long)n, (long long)c->rows,
-               (long long)c->cols);
+               (long long)k, (long long)kb, (long long)n, (long long)c->rows, (long long)c->cols);
     GD_REQUIRE(c->data != a->data && c->data != b->data, GD_ERR_INVALID_ARG,
                "gemm: C aliases an input");
     GD_CHECK(ctx->be->gemm(ctx, ta, tb, alpha, a, b, beta, c));
@@ -146,21 +143,19 @@ fail:
 }
 
 gd_status gd__nn_linear_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *x,
-                                 const gd__nn_tensor *w, const gd__nn_tensor *dy,
-                                 gd__nn_tensor *dx, int accumulate_dx, gd__nn_tensor *dw,
-                                 gd__nn_tensor *db, int accumulate_dw) {
+                                 const gd__nn_tensor *w, const gd__nn_tensor *dy, gd__nn_tensor *dx,
+                                 int accumulate_dx, gd__nn_tensor *dw, gd__nn_tensor *db,
+                                 int accumulate_dw) {
     gd_status st = GD_OK;
     GD_CHECK(check_ctx(ctx, "linear backward"));
-    GD_CHECK(check_tensor(ctx, "linear backward", "x", x, x ? x->dtype : GD_DTYPE_INVALID, -1,
-                          -1));
+    GD_CHECK(check_tensor(ctx, "linear backward", "x", x, x ? x->dtype : GD_DTYPE_INVALID, -1, -1));
     GD_CHECK(check_tensor(ctx, "linear backward", "W", w, x->dtype, x->cols, -1));
     GD_CHECK(check_tensor(ctx, "linear backward", "dy", dy, x->dtype, x->rows, w->cols));
     GD_CHECK(check_tensor(ctx, "linear backward", "dW", dw, x->dtype, w->rows, w->cols));
     if (dx) GD_CHECK(check_tensor(ctx, "linear backward", "dx", dx, x->dtype, x->rows, x->cols));
     if (db) GD_CHECK(check_tensor(ctx, "linear backward", "db", db, x->dtype, 1, w->cols));
     if (dx)
-        GD_CHECK(
-            gd__nn_gemm(ctx, GD__NN_N, GD__NN_T, 1.0, dy, w, accumulate_dx ? 1.0 : 0.0, dx));
+        GD_CHECK(gd__nn_gemm(ctx, GD__NN_N, GD__NN_T, 1.0, dy, w, accumulate_dx ? 1.0 : 0.0, dx));
     GD_CHECK(gd__nn_gemm(ctx, GD__NN_T, GD__NN_N, 1.0, x, dy, accumulate_dw ? 1.0 : 0.0, dw));
     if (db) GD_CHECK(ctx->be->bias_grad(ctx, dy, db, accumulate_dw));
 fail:
@@ -172,13 +167,13 @@ static gd_status check_block(const char *op, const gd_block *blk) {
     GD_REQUIRE(blk, GD_ERR_INVALID_ARG, "%s: block is NULL", op);
     GD_REQUIRE(blk->num_dst >= 0 && blk->num_dst <= blk->num_src && blk->num_edges >= 0 &&
                    blk->num_edges <= INT32_MAX,
-               GD_ERR_INVALID_ARG, "%s: block of %lld destination, %lld source nodes and %lld "
+               GD_ERR_INVALID_ARG,
+               "%s: block of %lld destination, %lld source nodes and %lld "
                "edges (destinations must be a prefix of the sources)",
                op, (long long)blk->num_dst, (long long)blk->num_src, (long long)blk->num_edges);
-    GD_REQUIRE(blk->indptr || blk->num_dst == 0, GD_ERR_INVALID_ARG, "%s: block has no indptr",
+    GD_REQUIRE(blk->indptr || blk->num_dst == 0, GD_ERR_INVALID_ARG, "%s: block has no indptr", op);
+    GD_REQUIRE(blk->indices || blk->num_edges == 0, GD_ERR_INVALID_ARG, "%s: block has no indices",
                op);
-    GD_REQUIRE(blk->indices || blk->num_edges == 0, GD_ERR_INVALID_ARG,
-               "%s: block has no indices", op);
 fail:
     return st;
 }
@@ -188,8 +183,8 @@ gd_status gd__nn_mean_agg(const gd__nn_ctx *ctx, const gd_block *blk, const gd__
     gd_status st = GD_OK;
     GD_CHECK(check_ctx(ctx, "mean aggregation"));
     GD_CHECK(check_block("mean aggregation", blk));
-    GD_CHECK(check_tensor(ctx, "mean aggregation", "x", x, x ? x->dtype : GD_DTYPE_INVALID, -1,
-                          -1));
+    GD_CHECK(
+        check_tensor(ctx, "mean aggregation", "x", x, x ? x->dtype : GD_DTYPE_INVALID, -1, -1));
     GD_REQUIRE(x->rows >= blk->num_src, GD_ERR_INVALID_ARG,
                "mean aggregation: x has %lld rows but the block %lld source nodes",
                (long long)x->rows, (long long)blk->num_src);
@@ -208,8 +203,7 @@ gd_status gd__nn_mean_agg_backward(const gd__nn_ctx *ctx, const gd_block *blk,
     GD_CHECK(check_block("mean aggregation backward", blk));
     GD_CHECK(check_tensor(ctx, "mean aggregation backward", "dout", dout,
                           dout ? dout->dtype : GD_DTYPE_INVALID, blk->num_dst, -1));
-    GD_CHECK(check_tensor(ctx, "mean aggregation backward", "dx", dx, dout->dtype, -1,
-                          dout->cols));
+    GD_CHECK(check_tensor(ctx, "mean aggregation backward", "dx", dx, dout->dtype, -1, dout->cols));
     GD_REQUIRE(dx->rows >= blk->num_src, GD_ERR_INVALID_ARG,
                "mean aggregation backward: dx has %lld rows but the block %lld source nodes",
                (long long)dx->rows, (long long)blk->num_src);
@@ -232,8 +226,7 @@ gd_status gd__nn_relu_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *y,
                                const gd__nn_tensor *dy, gd__nn_tensor *dx) {
     gd_status st = GD_OK;
     GD_CHECK(check_ctx(ctx, "relu backward"));
-    GD_CHECK(check_tensor(ctx, "relu backward", "y", y, y ? y->dtype : GD_DTYPE_INVALID, -1,
-                          -1));
+    GD_CHECK(check_tensor(ctx, "relu backward", "y", y, y ? y->dtype : GD_DTYPE_INVALID, -1, -1));
     GD_CHECK(check_tensor(ctx, "relu backward", "dy", dy, y->dtype, y->rows, y->cols));
     GD_CHECK(check_tensor(ctx, "relu backward", "dx", dx, y->dtype, y->rows, y->cols));
     GD_CHECK(ctx->be->relu_backward(ctx, y, dy, dx));
@@ -261,8 +254,8 @@ fail:
     return st;
 }
 
-gd_status gd__nn_dropout_backward(const gd__nn_ctx *ctx, double p, uint64_t seed,
-                                  uint32_t stream, const gd__nn_tensor *dy, gd__nn_tensor *dx) {
+gd_status gd__nn_dropout_backward(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
+                                  const gd__nn_tensor *dy, gd__nn_tensor *dx) {
     gd_status st = GD_OK;
     GD_CHECK(check_dropout(ctx, "dropout backward", p, dy, dx));
     GD_CHECK(ctx->be->dropout_backward(ctx, p, seed, stream, dy, dx));
@@ -276,21 +269,21 @@ gd_status gd__nn_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *logits
     gd_status st = GD_OK;
     const char *op = "softmax cross-entropy";
     GD_CHECK(check_ctx(ctx, op));
-    GD_CHECK(check_tensor(ctx, op, "logits", logits, logits ? logits->dtype : GD_DTYPE_INVALID,
-                          -1, -1));
+    GD_CHECK(
+        check_tensor(ctx, op, "logits", logits, logits ? logits->dtype : GD_DTYPE_INVALID, -1, -1));
     GD_REQUIRE(logits->cols > 0, GD_ERR_INVALID_ARG, "%s: logits have no classes", op);
     GD_REQUIRE(labels || logits->rows == 0, GD_ERR_INVALID_ARG, "%s: labels are NULL", op);
     GD_CHECK(check_tensor(ctx, op, "loss", loss, logits->dtype, 1, 1));
     if (dlogits)
-        GD_CHECK(check_tensor(ctx, op, "dlogits", dlogits, logits->dtype, logits->rows,
-                              logits->cols));
+        GD_CHECK(
+            check_tensor(ctx, op, "dlogits", dlogits, logits->dtype, logits->rows, logits->cols));
     GD_CHECK(ctx->be->softmax_xent(ctx, logits, labels, scale, loss, dlogits));
 fail:
     return st;
 }
 
-gd_status gd__nn_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *logits,
-                          const int64_t *labels, int64_t *correct) {
+gd_status gd__nn_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *logits, const int64_t *labels,
+                          int64_t *correct) {
     gd_status st = GD_OK;
     GD_CHECK(check_ctx(ctx, "accuracy"));
     GD_CHECK(check_tensor(ctx, "accuracy", "logits", logits,

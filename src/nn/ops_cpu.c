@@ -35,7 +35,9 @@ fail:
     return st;
 }
 
-static void cpu_release(const gd__nn_ctx *ctx, void *ptr) { gd_free(ptr); }
+static void cpu_release(const gd__nn_ctx *ctx, void *ptr) {
+    gd_free(ptr);
+}
 
 static gd_status cpu_zero(const gd__nn_ctx *ctx, void *ptr, size_t bytes) {
     if (bytes) memset(ptr, 0, bytes);
@@ -47,7 +49,9 @@ static gd_status cpu_copy(const gd__nn_ctx *ctx, void *dst, const void *src, siz
     return GD_OK;
 }
 
-static gd_status cpu_synchronize(const gd__nn_ctx *ctx) { return GD_OK; }
+static gd_status cpu_synchronize(const gd__nn_ctx *ctx) {
+    return GD_OK;
+}
 
 static gd_status cpu_gemm(const gd__nn_ctx *ctx, gd__nn_trans ta, gd__nn_trans tb, double alpha,
                           const gd__nn_tensor *a, const gd__nn_tensor *b, double beta,
@@ -57,8 +61,8 @@ static gd_status cpu_gemm(const gd__nn_ctx *ctx, gd__nn_trans ta, gd__nn_trans t
         gd__nn_gemm_cpu_f64(ta, tb, m, n, k, alpha, a->data, b->data, beta, c->data,
                             gd__num_threads());
     else
-        gd__nn_gemm_cpu_f32(ta, tb, m, n, k, (float)alpha, a->data, b->data, (float)beta,
-                            c->data, gd__num_threads());
+        gd__nn_gemm_cpu_f32(ta, tb, m, n, k, (float)alpha, a->data, b->data, (float)beta, c->data,
+                            gd__num_threads());
     return GD_OK;
 }
 
@@ -141,8 +145,8 @@ fail:
     return st;
 }
 
-static gd_status cpu_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *z,
-                              const int64_t *labels, int64_t *correct) {
+static gd_status cpu_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *z, const int64_t *labels,
+                              int64_t *correct) {
     *correct = IS_F64(z) ? accuracy_f64(z->data, labels, z->rows, z->cols)
                          : accuracy_f32(z->data, labels, z->rows, z->cols);
     return GD_OK;

@@ -15,8 +15,7 @@ static void NN_S(add_bias)(NN_T *y, const NN_T *b, int64_t rows, int64_t cols, i
     }
 }
 
-static void NN_S(bias_grad)(const NN_T *dy, NN_T *db, int64_t rows, int64_t cols,
-                            int accumulate) {
+static void NN_S(bias_grad)(const NN_T *dy, NN_T *db, int64_t rows, int64_t cols, int accumulate) {
     for (int64_t j = 0; j < cols; j++) {
         double s = 0.0;
         for (int64_t i = 0; i < rows; i++) s += (double)dy[i * cols + j];
@@ -46,8 +45,7 @@ static void NN_S(mean_agg)(const gd_block *blk, const NN_T *x, NN_T *out, int64_
  * A scatter: edges of different destinations may share a source, so this runs on one thread
  * (the CUDA backend uses atomics or a transposed block). It is the oracle more than a hot path.
  */
-static void NN_S(mean_agg_backward)(const gd_block *blk, const NN_T *dout, NN_T *dx,
-                                    int64_t cols) {
+static void NN_S(mean_agg_backward)(const gd_block *blk, const NN_T *dout, NN_T *dx, int64_t cols) {
     for (int64_t d = 0; d < blk->num_dst; d++) {
         const int32_t e0 = blk->indptr[d], e1 = blk->indptr[d + 1];
         if (e1 == e0) continue;
@@ -65,8 +63,7 @@ static void NN_S(relu)(const NN_T *x, NN_T *y, int64_t n, int threads) {
     for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : (NN_T)0;
 }
 
-static void NN_S(relu_backward)(const NN_T *y, const NN_T *dy, NN_T *dx, int64_t n,
-                                int threads) {
+static void NN_S(relu_backward)(const NN_T *y, const NN_T *dy, NN_T *dx, int64_t n, int threads) {
 #pragma omp parallel for schedule(static) num_threads(threads) if (n > 262144)
     for (int64_t i = 0; i < n; i++) dx[i] = y[i] > 0 ? dy[i] : (NN_T)0;
 }
@@ -125,8 +122,8 @@ static int64_t NN_S(accuracy)(const NN_T *z, const int64_t *labels, int64_t rows
 }
 
 /* Adam and AdamW as torch.optim defines them (maximize = amsgrad = False). */
-static void NN_S(adam)(const gd__nn_adam_options *o, double bc1, double bc2, NN_T *p,
-                       const NN_T *g, NN_T *m, NN_T *v, int64_t n, int threads) {
+static void NN_S(adam)(const gd__nn_adam_options *o, double bc1, double bc2, NN_T *p, const NN_T *g,
+                       NN_T *m, NN_T *v, int64_t n, int threads) {
     const double b1 = o->beta1, b2 = o->beta2, lr = o->lr, wd = o->weight_decay, eps = o->eps;
     const double step = lr / bc1, rbc2 = 1.0 / sqrt(bc2);
     const int decoupled = o->decoupled;

@@ -48,14 +48,14 @@ gd_status gd__sage_create(const gd__nn_ctx *ctx, const gd__sage_config *cfg, uin
     GD_REQUIRE(L >= 1 && L <= GD__SAGE_MAX_LAYERS, GD_ERR_INVALID_ARG,
                "GraphSAGE: %d layers (1 to %d)", L, GD__SAGE_MAX_LAYERS);
     GD_REQUIRE(cfg->in_dim > 0 && cfg->num_classes > 0 && (L == 1 || cfg->hidden_dim > 0),
-               GD_ERR_INVALID_ARG, "GraphSAGE: input %lld, hidden %lld, classes %lld (must be "
+               GD_ERR_INVALID_ARG,
+               "GraphSAGE: input %lld, hidden %lld, classes %lld (must be "
                "positive)",
                (long long)cfg->in_dim, (long long)cfg->hidden_dim, (long long)cfg->num_classes);
     GD_REQUIRE(cfg->dropout >= 0.0 && cfg->dropout < 1.0, GD_ERR_INVALID_ARG,
                "GraphSAGE: dropout %g is not in [0, 1)", cfg->dropout);
     GD_REQUIRE(ctx->be->supports(cfg->dtype), GD_ERR_UNSUPPORTED,
-               "GraphSAGE: the %s backend has no %s ops", ctx->be->name,
-               gd_dtype_name(cfg->dtype));
+               "GraphSAGE: the %s backend has no %s ops", ctx->be->name, gd_dtype_name(cfg->dtype));
     for (int l = 0; l <= L; l++)
         GD_REQUIRE(cfg->max_nodes[l] > 0, GD_ERR_INVALID_ARG,
                    "GraphSAGE: max_nodes[%d] = %lld (must be positive)", l,
@@ -110,8 +110,8 @@ static gd_status check_blocks(const gd__sage *m, const gd_block *blocks) {
                    GD_ERR_RANGE,
                    "GraphSAGE: block %d has %lld source and %lld destination nodes, more than the "
                    "model was sized for (%lld and %lld)",
-                   l, (long long)b->num_src, (long long)b->num_dst,
-                   (long long)m->cfg.max_nodes[l], (long long)m->cfg.max_nodes[l + 1]);
+                   l, (long long)b->num_src, (long long)b->num_dst, (long long)m->cfg.max_nodes[l],
+                   (long long)m->cfg.max_nodes[l + 1]);
         GD_REQUIRE(l == 0 || b->num_src == blocks[l - 1].num_dst, GD_ERR_INVALID_ARG,
                    "GraphSAGE: block %d has %lld source nodes but block %d has %lld destination "
                    "nodes (they must be the same nodes)",
@@ -121,10 +121,11 @@ fail:
     return st;
 }
 
-gd_status gd__sage_forward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *x,
-                           int train, uint64_t dropout_seed, gd__nn_tensor *logits) {
+gd_status gd__sage_forward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *x, int train,
+                           uint64_t dropout_seed, gd__nn_tensor *logits) {
     gd_status st = GD_OK;
-    GD_REQUIRE(m && x && logits, GD_ERR_INVALID_ARG, "GraphSAGE forward: model, x and logits "
+    GD_REQUIRE(m && x && logits, GD_ERR_INVALID_ARG,
+               "GraphSAGE forward: model, x and logits "
                "must be given");
     GD_CHECK(check_blocks(m, blocks));
     GD_REQUIRE(x->cols == m->dims[0] && x->rows >= blocks[0].num_src, GD_ERR_INVALID_ARG,
@@ -166,9 +167,11 @@ fail:
 gd_status gd__sage_backward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *dlogits,
                             gd__nn_tensor *dx) {
     gd_status st = GD_OK;
-    GD_REQUIRE(m && dlogits, GD_ERR_INVALID_ARG, "GraphSAGE backward: model and dlogits must be "
+    GD_REQUIRE(m && dlogits, GD_ERR_INVALID_ARG,
+               "GraphSAGE backward: model and dlogits must be "
                "given");
-    GD_REQUIRE(m->input, GD_ERR_INVALID_ARG, "GraphSAGE backward: no forward pass to go back "
+    GD_REQUIRE(m->input, GD_ERR_INVALID_ARG,
+               "GraphSAGE backward: no forward pass to go back "
                "through");
     GD_CHECK(check_blocks(m, blocks));
     const int L = m->cfg.num_layers;
