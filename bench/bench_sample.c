@@ -12,9 +12,9 @@
  *   uva           the CUDA sampler, indptr and indices in pinned host memory;
  *   uva-indices   the CUDA sampler, indptr in GPU memory, indices pinned;
  *   gpu           the CUDA sampler, both arrays in GPU memory (the ceiling);
- * and the CUDA modes with the other read schedule than the sampler picks for the placement
- * (docs/sampling.md, "Reading in address order"): uva-unsorted and uva-indices-unsorted read
- * in frontier order, uva-sort-all and gpu-sort-all sort every hop, the seeds' included.
+ * and the UVA and gpu modes with both read schedules forced, whatever the sampler picks for the
+ * graph (docs/sampling.md, "Reading in address order"): `-unsorted` reads every hop in frontier
+ * order, `-sorted` every hop (the seeds' included) in address order.
  * The CUDA samplers run as `--streams` samplers on their own streams, each with a ring of two
  * minibatch buffers; the sizes of a buffer are read back (the one small copy per minibatch)
  * before it is reused, as a training loop would. Times are wall-clock, host work included, and
@@ -43,10 +43,11 @@ enum {
     M_CPU_PAR,
     M_UVA,
     M_UVA_UNSORTED,
-    M_UVA_SORT_ALL,
+    M_UVA_SORTED,
     M_UVA_INDICES,
     M_UVA_INDICES_UNSORTED,
-    M_GPU_SORT_ALL,
+    M_UVA_INDICES_SORTED,
+    M_GPU_SORTED,
     M_GPU, /* last: the ratios to it are printed once it has run */
     M_COUNT
 };
@@ -60,10 +61,11 @@ static const struct {
     {"cpu-parallel", GD_PLACE_HOST, GD_PLACE_HOST, GD__SORT_AUTO},
     {"uva", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_AUTO},
     {"uva-unsorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_NEVER},
-    {"uva-sort-all", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_ALWAYS},
+    {"uva-sorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_ALWAYS},
     {"uva-indices", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO},
     {"uva-indices-unsorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_NEVER},
-    {"gpu-sort-all", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_ALWAYS},
+    {"uva-indices-sorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_ALWAYS},
+    {"gpu-sorted", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_ALWAYS},
     {"gpu", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_AUTO},
 };
 
@@ -120,8 +122,9 @@ static void help(void) {
         "  --nodes N          scale every preset to N nodes (default: the preset's)\n"
         "  --fanouts LISTS    fanout lists separated by ':' (default 15,10,5:25,10), seeds first\n"
         "  --batch N          seeds per minibatch (default 1024)\n"
-        "  --modes LIST       cpu, cpu-parallel, uva, uva-unsorted, uva-sort-all, uva-indices,\n"
-        "                     uva-indices-unsorted, gpu-sort-all, gpu (default all)\n"
+        "  --modes LIST       cpu, cpu-parallel, uva, uva-indices, gpu, and with the read\n"
+        "                     schedule forced: uva-unsorted, uva-sorted, uva-indices-unsorted,\n"
+        "                     uva-indices-sorted, gpu-sorted (default all)\n"
         "  --gpu-batches N    timed minibatches per CUDA mode (default 200; --quick 10)\n"
         "  --cpu-batches N    timed minibatches per CPU mode (default 8 per thread)\n"
         "  --streams N        CUDA samplers on their own streams (default 4)\n"
@@ -145,7 +148,8 @@ static int parse_modes(sample_bench *b, const char *text) {
             if (!strcmp(tok, modes[m].name)) b->use[m] = found = 1;
         if (!found) {
             bench_error("--modes: unknown mode '%s': use cpu, cpu-parallel, uva, uva-unsorted, "
-                        "uva-sort-all, uva-indices, uva-indices-unsorted, gpu-sort-all or gpu",
+                        "uva-sorted, uva-indices, uva-indices-unsorted, uva-indices-sorted, "
+                        "gpu-sorted or gpu",
                         tok);
             return -1;
         }

@@ -77,6 +77,15 @@ namespace cg = cooperative_groups;
  */
 #define SORT_WORST_OVER_EXPECTED 8
 #define SORT_SMALL (1 << 16)
+/*
+ * GD__SORT_AUTO sorts a hop only when the pinned arrays span at least this many bytes: random
+ * reads of pinned memory lose their rate to address translation as the region grows (the feature
+ * store's 256-byte gather: 51 GB/s over 64 MiB, 27 over 1 GiB, 11 over 4 GiB), and on the H100
+ * sorting gained nothing on a 0.27 GB graph and 19-30 % on a 7 GB one (docs/sampling.md).
+ */
+#define SORT_MIN_PINNED_BYTES ((long long)1 << 30)
+/* ... and only a hop whose worst-case frontier exceeds this many waves of the sample kernel. */
+#define SORT_MIN_WAVES 2
 
 enum { ERR_RANGE = 1, ERR_DUPLICATE = 2 };
 
@@ -120,7 +129,8 @@ struct gd__cuda_sampler {
      * the key bits sorted, and the sort's buffers, sized at create time for the largest hop that
      * may be sorted (sort_cap frontier nodes). */
     int sortable[GD_SAMPLER_MAX_LAYERS];
-    int pinned, key64, begin_bit, end_bit;
+    int sort_auto[GD_SAMPLER_MAX_LAYERS]; /* what GD__SORT_AUTO does */
+    int key64, begin_bit, end_bit;
     long long sort_cap;
     void *d_sort_keys[2];
     int *d_order[2];
@@ -546,6 +556,11 @@ static unsigned grid_for(long long threads, int cap) {
     return (unsigned)(b < cap ? b : cap);
 }
 
+/* Lanes of the sample kernel's group for a fanout: 8, 16 or 32. */
+static int group_lanes(int fanout) {
+    return fanout < 0 || fanout > 16 ? 32 : fanout > 8 ? 16 : 8;
+}
+
 static size_t align256(size_t x) {
     return (x + 255) / 256 * 256;
 }
@@ -646,7 +661,13 @@ static int bits_for(long long x) {
 /*
  * The hops that may be read in address order: those whose worst-case frontier (what the sort
  * covers) is small, or at most SORT_WORST_OVER_EXPECTED times the frontier expected from the mean
- * degree, and the largest such frontier (the sort buffers' size).
+ * degree, and the largest such frontier (the sort buffers' size). GD__SORT_AUTO sorts those of them
+ * that read a large pinned region (SORT_MIN_PINNED_BYTES) and whose frontier can exceed twice the
+ * groups the sample kernel holds at once (SORT_MIN_WAVES). While every node of a hop is read at
+ * the same time, the order cannot change which pages are being read together, and the sort only
+ * adds its cost; within two waves it changes too little to pay for itself (papers at {25, 10} on
+ * the H100: a 26.6K-node hop 1, 1.6 waves, lost 5 % sorted). That leaves the seeds unsorted (a
+ * batch of random training nodes is one wave at most), and the small hops next to them.
  */
 static void plan_sort(const gd_sampler_t *s, gd__cuda_sampler *c) {
     const gd_graph_t *g = s->graph;
@@ -660,10 +681,13 @@ static void plan_sort(const gd_sampler_t *s, gd__cuda_sampler *c) {
                                        (double)worst <= SORT_WORST_OVER_EXPECTED * expect);
         if (c->sortable[h] && worst > c->sort_cap) c->sort_cap = worst;
         const int f = s->fanouts[h];
+        const int G = group_lanes(f);
+        const long long wave = (long long)c->sample_cap[G == 32 ? 2 : G == 16] * (BLOCK / G);
+        c->sort_auto[h] = c->sortable[h] && g->pinned_bytes >= SORT_MIN_PINNED_BYTES &&
+                          worst > SORT_MIN_WAVES * wave;
         const double k = f < 0 ? mean : s->replace ? (mean > 0 ? f : 0) : (f < mean ? f : mean);
         expect = expect * (1 + k) < node_cap ? expect * (1 + k) : node_cap;
     }
-    c->pinned = g->indptr_place == GD_PLACE_PINNED || g->indices_place == GD_PLACE_PINNED;
     c->key64 = g->num_nodes > (long long)UINT_MAX - 1;
     /* Keys hold num_nodes too (positions past the frontier). The low end_bit % 8 bits are left
      * out, so the sort is whole 8-bit digit passes: runs of up to 128 consecutive ids keep their
@@ -676,7 +700,7 @@ static void plan_sort(const gd_sampler_t *s, gd__cuda_sampler *c) {
 static int sort_hop(const gd_sampler_t *s, const gd__cuda_sampler *c, int h) {
     if (!c->sortable[h] || s->sort_reads == GD__SORT_NEVER) return 0;
     if (s->sort_reads == GD__SORT_ALWAYS) return 1;
-    return h > 0 && c->pinned;
+    return c->sort_auto[h];
 }
 
 /* Temporary storage of the schedule sort of items keys (of the sampler's key width). */
@@ -965,7 +989,7 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
         queued = 1;
         GD_CHECK(scan(c, (const int *)c->d_counts, bindptr, nf_max + 1, stream));
         {
-            const int G = fanout < 0 || fanout > 16 ? 32 : fanout > 8 ? 16 : 8;
+            const int G = group_lanes(fanout);
             const unsigned grid = grid_for(nf_max * G, c->sample_cap[G == 32 ? 2 : G == 16]);
             if (G == 32)
                 launch_sample<32>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
