@@ -9,6 +9,11 @@
  *
  * One hop, all queued on the caller's stream, sizes read from device memory by the kernels
  * (launched for the worst case, idle threads exit), so the host never waits:
+ *   sort      (a hop read in address order only: large pinned graphs, large hops) the frontier's
+ *             positions by node id, with a CUB radix sort: the schedule in which count and sample
+ *             read indptr and the lists, so that the GPU's reads of pinned memory walk it in
+ *             address order (address translation, not the link, bounds random reads of a large
+ *             pinned region); results still go to each node's frontier position
  *   count     degree and neighbour count of every frontier node; scan -> block indptr. It also
  *             clears the part of the hash table the previous hop used (lazily, so no kernel
  *             clears the whole worst-case table)
@@ -81,7 +86,7 @@ namespace cg = cooperative_groups;
  * GD__SORT_AUTO sorts a hop only when the pinned arrays span at least this many bytes: random
  * reads of pinned memory lose their rate to address translation as the region grows (the feature
  * store's 256-byte gather: 51 GB/s over 64 MiB, 27 over 1 GiB, 11 over 4 GiB), and on the H100
- * sorting gained nothing on a 0.27 GB graph and 19-30 % on a 7 GB one (docs/sampling.md).
+ * sorting gained nothing on a 0.27 GB graph and 17-28 % on a 6.5-7.4 GB one (docs/sampling.md).
  */
 #define SORT_MIN_PINNED_BYTES ((long long)1 << 30)
 /* ... and only a hop whose worst-case frontier exceeds this many waves of the sample kernel. */
@@ -665,9 +670,10 @@ static int bits_for(long long x) {
  * that read a large pinned region (SORT_MIN_PINNED_BYTES) and whose frontier can exceed twice the
  * groups the sample kernel holds at once (SORT_MIN_WAVES). While every node of a hop is read at
  * the same time, the order cannot change which pages are being read together, and the sort only
- * adds its cost; within two waves it changes too little to pay for itself (papers at {25, 10} on
- * the H100: a 26.6K-node hop 1, 1.6 waves, lost 5 % sorted). That leaves the seeds unsorted (a
- * batch of random training nodes is one wave at most), and the small hops next to them.
+ * adds its cost (on the H100, papers' 26.6K-node hop 1 at {25, 10}, 2.5 waves, read as fast either
+ * way; its 180K-node last hop at {15, 10, 5}, 8.5 waves, 17-28 % faster sorted). That leaves the
+ * seeds unsorted (a batch of random training nodes is one wave at most), and the small hops next
+ * to them.
  */
 static void plan_sort(const gd_sampler_t *s, gd__cuda_sampler *c) {
     const gd_graph_t *g = s->graph;
