@@ -47,6 +47,12 @@ gd_status gd__cuda_check_device(int device, const char *what, const char *instea
 gd_status gd__cuda_enter_device(int device, int *prev);
 void gd__cuda_leave_device(int device, int prev);
 /*
+ * cudaHostAlloc of bytes (at least 16) for `what`; a failure (or an injected GD_FAULT_PIN)
+ * gives GD_ERR_PIN naming the size, the locked-memory limit and how to raise it, and `instead`
+ * (another way out, e.g. "lower max_ids").
+ */
+gd_status gd__cuda_pinned_alloc(void **p, size_t bytes, const char *what, const char *instead);
+/*
  * Fill out[i] (4 words each) with gd_philox(seed, i, i >> 32 ... ) computed on the GPU, for the
  * CPU/GPU equality test: counter = (i low, i high, c, d).
  */

@@ -79,8 +79,8 @@ extern "C" gd_status gd__cuda_check_device(int device, const char *what, const c
                          "CUDA_VISIBLE_DEVICES), or %s",
                          what, instead);
     if (device < 0 || device >= count)
-        return gd__error(GD_ERR_RANGE, "%s: GPU %d does not exist: %d GPU(s) visible (0..%d)",
-                         what, device, count, count - 1);
+        return gd__error(GD_ERR_RANGE, "%s: GPU %d does not exist: %d GPU(s) visible (0..%d)", what,
+                         device, count, count - 1);
     return GD_OK;
 }
 
@@ -95,6 +95,29 @@ fail:
 }
 
 extern "C" void gd__cuda_leave_device(int device, int prev) {
-    if (prev >= 0 && prev != device && cudaSetDevice(prev) != cudaSuccess)
+    if (prev >= 0 && prev != device && cudaSetDevice(prev) != cudaSuccess) (void)cudaGetLastError();
+}
+
+extern "C" gd_status gd__cuda_pinned_alloc(void **p, size_t bytes, const char *what,
+                                           const char *instead) {
+    char lim[64];
+    cudaError_t ce;
+    *p = NULL;
+    gd__memlock_text(lim, sizeof lim);
+    if (gd__fault_hit(GD_FAULT_PIN))
+        return gd__error(GD_ERR_PIN,
+                         "cudaHostAlloc of %zu bytes for %s failed: injected fault "
+                         "(GD_FAULT_PIN); the locked-memory limit (ulimit -l) is %s",
+                         bytes, what, lim);
+    ce = cudaHostAlloc(p, bytes ? bytes : 16, cudaHostAllocDefault);
+    if (ce != cudaSuccess) {
         (void)cudaGetLastError();
+        *p = NULL;
+        return gd__error(GD_ERR_PIN,
+                         "cudaHostAlloc of %zu bytes for %s failed: %s (%s): the locked-memory "
+                         "limit (ulimit -l) is %s: raise it (`ulimit -l unlimited`, or docker "
+                         "--ulimit memlock=-1), free host memory or %s",
+                         bytes, what, cudaGetErrorString(ce), cudaGetErrorName(ce), lim, instead);
+    }
+    return GD_OK;
 }

@@ -30,6 +30,8 @@ extern "C" {
 gd_status gd__error(gd_status status, const char *fmt, ...) GD_PRINTF(2, 3);
 /* Prefix the current last-error text with more context ("opening X: <old text>"). */
 gd_status gd__error_context(gd_status status, const char *fmt, ...) GD_PRINTF(2, 3);
+/* The locked-memory limit (ulimit -l) as text: "unlimited", "65536 KiB" or "unknown". */
+void gd__memlock_text(char *buf, size_t n);
 
 /*
  * The check macros. A function that uses them declares `gd_status st = GD_OK;` and ends with a

@@ -3,6 +3,9 @@
  * counts, progress reporting and the clock.
  */
 #include "internal.h"
+
+#include <stdio.h>
+#include <sys/resource.h>
 #include "params.h"
 
 #include <math.h>
@@ -127,4 +130,14 @@ double gd__now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void gd__memlock_text(char *buf, size_t n) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0)
+        snprintf(buf, n, "unknown");
+    else if (rl.rlim_cur == RLIM_INFINITY)
+        snprintf(buf, n, "unlimited");
+    else
+        snprintf(buf, n, "%llu KiB", (unsigned long long)rl.rlim_cur / 1024);
 }

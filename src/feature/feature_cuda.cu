@@ -292,21 +292,11 @@ static aligned_kernel_fn aligned_kernel(int group, int unroll) {
 
 /* ------------------------------------------------------------- registration */
 
-static void memlock_text(char *buf, size_t n) {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0)
-        snprintf(buf, n, "unknown");
-    else if (rl.rlim_cur == RLIM_INFINITY)
-        snprintf(buf, n, "unlimited");
-    else
-        snprintf(buf, n, "%llu KiB", (unsigned long long)rl.rlim_cur / 1024);
-}
-
 static gd_status pin_error(const gd_host_tensor_t *t, int device, long long chunk, long long chunks,
                            size_t offset, size_t bytes, cudaError_t ce, bool injected,
                            long long chunk_mb) {
     char lim[64];
-    memlock_text(lim, sizeof lim);
+    gd__memlock_text(lim, sizeof lim);
     const char *shm_hint = t->kind == GD__TENSOR_SHM
                                ? " The table is in shared memory: also check that /dev/shm is "
                                  "large enough (`df -h /dev/shm`)."
@@ -466,33 +456,7 @@ fail:
 /* ------------------------------------------------------------- gatherer */
 
 static gd_status pinned_alloc(void **p, size_t bytes, const char *what) {
-    gd_status st = GD_OK;
-    *p = NULL;
-    if (gd__fault_hit(GD_FAULT_PIN)) {
-        char lim[64];
-        memlock_text(lim, sizeof lim);
-        return gd__error(GD_ERR_PIN,
-                         "cudaHostAlloc of %zu bytes for %s failed: injected fault "
-                         "(GD_FAULT_PIN); the locked-memory limit (ulimit -l) is %s",
-                         bytes, what, lim);
-    }
-    {
-        cudaError_t ce = cudaHostAlloc(p, bytes ? bytes : 16, cudaHostAllocDefault);
-        if (ce != cudaSuccess) {
-            char lim[64];
-            (void)cudaGetLastError();
-            *p = NULL;
-            memlock_text(lim, sizeof lim);
-            GD_REQUIRE(0, GD_ERR_PIN,
-                       "cudaHostAlloc of %zu bytes for %s failed: %s (%s): the locked-memory "
-                       "limit (ulimit -l) is %s: raise it (`ulimit -l unlimited`, or docker "
-                       "--ulimit memlock=-1), free host memory or lower max_ids",
-                       bytes, what, cudaGetErrorString(ce), cudaGetErrorName(ce), lim);
-        }
-    }
-    return GD_OK;
-fail:
-    return st;
+    return gd__cuda_pinned_alloc(p, bytes, what, "lower max_ids");
 }
 
 static void cuda_gatherer_release(gd_gatherer_t *g) {

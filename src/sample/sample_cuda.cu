@@ -504,55 +504,11 @@ __global__ void __launch_bounds__(BLOCK)
 /* ------------------------------------------------------------------ host side */
 
 static gd_status check_device(int device, const char *what) {
-    const int count = gd__cuda_device_count();
-    if (count == 0)
-        return gd__error(GD_ERR_NO_DEVICE,
-                         "%s needs a GPU and none is visible (check nvidia-smi and "
-                         "CUDA_VISIBLE_DEVICES), or use the CPU sampler",
-                         what);
-    if (device < 0 || device >= count)
-        return gd__error(GD_ERR_RANGE, "%s: GPU %d does not exist: %d GPU(s) visible (0..%d)", what,
-                         device, count, count - 1);
-    return GD_OK;
-}
-
-static gd_status enter_device(int device, int *prev) {
-    gd_status st = GD_OK;
-    *prev = -1;
-    GD_CUDA_CHECK(cudaGetDevice(prev));
-    if (*prev != device) GD_CUDA_CHECK(cudaSetDevice(device));
-    return GD_OK;
-fail:
-    return st;
-}
-
-static void leave_device(int device, int prev) {
-    if (prev >= 0 && prev != device && cudaSetDevice(prev) != cudaSuccess) (void)cudaGetLastError();
+    return gd__cuda_check_device(device, what, "use the CPU sampler");
 }
 
 static gd_status pinned_alloc(void **p, size_t bytes, const char *what) {
-    *p = NULL;
-    if (gd__fault_hit(GD_FAULT_PIN))
-        return gd__error(GD_ERR_PIN,
-                         "cudaHostAlloc of %zu bytes for %s failed: injected fault "
-                         "(GD_FAULT_PIN)",
-                         bytes, what);
-    cudaError_t ce = cudaHostAlloc(p, bytes ? bytes : 16, cudaHostAllocDefault);
-    if (ce != cudaSuccess) {
-        (void)cudaGetLastError();
-        *p = NULL;
-        struct rlimit rl;
-        long long lim = getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
-                            ? (long long)rl.rlim_cur
-                            : -1;
-        return gd__error(GD_ERR_PIN,
-                         "cudaHostAlloc of %zu bytes for %s failed: %s (%s); the locked-memory "
-                         "limit (ulimit -l) is %lld bytes (-1 = unlimited): raise it or free "
-                         "host "
-                         "memory",
-                         bytes, what, cudaGetErrorString(ce), cudaGetErrorName(ce), lim);
-    }
-    return GD_OK;
+    return gd__cuda_pinned_alloc(p, bytes, what, "lower the batch size");
 }
 
 static unsigned grid_for(long long threads, int cap) {
@@ -574,11 +530,11 @@ static size_t align256(size_t x) {
 
 static void cuda_graph_release(gd_graph_t *g) {
     int prev = -1;
-    if (enter_device(g->device, &prev) == GD_OK) {
+    if (gd__cuda_enter_device(g->device, &prev) == GD_OK) {
         if (g->dev_indptr) (void)cudaFree(g->dev_indptr);
         if (g->dev_indices) (void)cudaFree(g->dev_indices);
         (void)cudaGetLastError();
-        leave_device(g->device, prev);
+        gd__cuda_leave_device(g->device, prev);
     }
     g->dev_indptr = g->dev_indices = NULL;
 }
@@ -589,7 +545,7 @@ static gd_status cuda_graph_to_device(gd_graph_t *g, const int64_t *indptr, cons
     int prev = -1;
     int32_t *conv = NULL;
     GD_CHECK(check_device(g->device, "placing a graph in GPU memory"));
-    GD_CHECK(enter_device(g->device, &prev));
+    GD_CHECK(gd__cuda_enter_device(g->device, &prev));
     if (indptr) {
         const size_t bytes = (size_t)(g->num_nodes + 1) * sizeof(int64_t);
         GD_CUDA_CHECK(cudaMalloc(&g->dev_indptr, bytes));
@@ -623,14 +579,14 @@ static gd_status cuda_graph_to_device(gd_graph_t *g, const int64_t *indptr, cons
         g->device_bytes += (int64_t)bytes;
     }
     gd_free(conv);
-    leave_device(g->device, prev);
+    gd__cuda_leave_device(g->device, prev);
     return GD_OK;
 fail:
     gd_free(conv);
     cuda_graph_release(g);
     g->d_indptr = NULL;
     g->d_indices = NULL;
-    leave_device(g->device, prev);
+    gd__cuda_leave_device(g->device, prev);
     return st;
 }
 
@@ -641,7 +597,7 @@ static void cuda_sampler_release(gd_sampler_t *s) {
     int prev = -1;
     if (!c) return;
     /* Release is best effort: a failed free cannot be acted on, so errors are dropped. */
-    if (enter_device(s->graph->device, &prev) == GD_OK) {
+    if (gd__cuda_enter_device(s->graph->device, &prev) == GD_OK) {
         if (c->events >= 1) (void)cudaEventSynchronize(c->done);
         if (c->events >= 2) (void)cudaEventSynchronize(c->staging_free);
         if (c->events >= 1) (void)cudaEventDestroy(c->done);
@@ -650,7 +606,7 @@ static void cuda_sampler_release(gd_sampler_t *s) {
         if (c->d_err) (void)cudaFree(c->d_err);
         if (c->h_seeds) (void)cudaFreeHost(c->h_seeds);
         (void)cudaGetLastError();
-        leave_device(s->graph->device, prev);
+        gd__cuda_leave_device(s->graph->device, prev);
     }
     gd_free(c);
     s->cuda = NULL;
@@ -730,7 +686,7 @@ static gd_status cuda_sampler_init(gd_sampler_t *s) {
     const int device = s->graph->device;
     int prev = -1, sms = 0;
     GD_CHECK(check_device(device, "the CUDA sampler"));
-    GD_CHECK(enter_device(device, &prev));
+    GD_CHECK(gd__cuda_enter_device(device, &prev));
     c = (gd__cuda_sampler *)gd_calloc(1, sizeof *c);
     GD_REQUIRE(c, GD_ERR_NO_MEMORY, "the CUDA sampler: out of memory for its state");
     s->cuda = c;
@@ -812,11 +768,11 @@ static gd_status cuda_sampler_init(gd_sampler_t *s) {
     GD_CHECK(pinned_alloc((void **)&c->h_seeds, (size_t)s->max_dst[0] * sizeof(long long),
                           "the sampler's seed staging buffer"));
     GD_CUDA_CHECK(cudaDeviceSynchronize());
-    leave_device(device, prev);
+    gd__cuda_leave_device(device, prev);
     return GD_OK;
 fail:
     cuda_sampler_release(s);
-    leave_device(device, prev);
+    gd__cuda_leave_device(device, prev);
     return st;
 }
 
@@ -825,7 +781,7 @@ fail:
 static void cuda_minibatch_release(gd_minibatch_t *mb) {
     gd__cuda_minibatch *m = mb->cuda;
     int prev = -1;
-    if (enter_device(mb->device, &prev) == GD_OK) {
+    if (gd__cuda_enter_device(mb->device, &prev) == GD_OK) {
         if (m && m->has_event) {
             (void)cudaEventSynchronize(m->ready);
             (void)cudaEventDestroy(m->ready);
@@ -834,7 +790,7 @@ static void cuda_minibatch_release(gd_minibatch_t *mb) {
         if (m && m->d_sizes) (void)cudaFree(m->d_sizes);
         if (m && m->h_sizes) (void)cudaFreeHost(m->h_sizes);
         (void)cudaGetLastError();
-        leave_device(mb->device, prev);
+        gd__cuda_leave_device(mb->device, prev);
     }
     mb->base = NULL;
     gd_free(m);
@@ -846,7 +802,7 @@ static gd_status cuda_minibatch_init(const gd_sampler_t *s, gd_minibatch_t *mb) 
     gd__cuda_minibatch *m = NULL;
     int prev = -1;
     const size_t sizes_bytes = GD__SIZES_COUNT * sizeof(long long);
-    GD_CHECK(enter_device(mb->device, &prev));
+    GD_CHECK(gd__cuda_enter_device(mb->device, &prev));
     m = (gd__cuda_minibatch *)gd_calloc(1, sizeof *m);
     GD_REQUIRE(m, GD_ERR_NO_MEMORY, "gd_minibatch_create: out of memory for the handle");
     mb->cuda = m;
@@ -857,11 +813,11 @@ static gd_status cuda_minibatch_init(const gd_sampler_t *s, gd_minibatch_t *mb) 
     GD_CUDA_CHECK(cudaEventCreateWithFlags(&m->ready, cudaEventDisableTiming));
     m->has_event = 1;
     GD_CUDA_CHECK(cudaDeviceSynchronize());
-    leave_device(mb->device, prev);
+    gd__cuda_leave_device(mb->device, prev);
     return GD_OK;
 fail:
     cuda_minibatch_release(mb);
-    leave_device(mb->device, prev);
+    gd__cuda_leave_device(mb->device, prev);
     return st;
 }
 
@@ -869,14 +825,14 @@ static gd_status cuda_minibatch_wait(gd_minibatch_t *mb) {
     gd_status st = GD_OK;
     gd__cuda_minibatch *m = mb->cuda;
     int prev = -1;
-    GD_CHECK(enter_device(mb->device, &prev));
+    GD_CHECK(gd__cuda_enter_device(mb->device, &prev));
     GD_CUDA_CHECK(cudaEventSynchronize(m->ready));
     memcpy(mb->sizes, m->h_sizes, sizeof mb->sizes);
     mb->pending = 0;
-    leave_device(mb->device, prev);
+    gd__cuda_leave_device(mb->device, prev);
     return GD_OK;
 fail:
-    leave_device(mb->device, prev);
+    gd__cuda_leave_device(mb->device, prev);
     return st;
 }
 
@@ -948,7 +904,7 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
     long long *nodes = (long long *)mb->nodes;
     long long *sizes = m->d_sizes;
     int prev = -1, queued = 0;
-    GD_CHECK(enter_device(g->device, &prev));
+    GD_CHECK(gd__cuda_enter_device(g->device, &prev));
     /* The scratch buffers are shared by every call: order this call after the previous one. */
     GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->done, 0));
     if (n > 0) {
@@ -1026,11 +982,11 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
     GD_CUDA_CHECK(cudaEventRecord(m->ready, stream));
     GD_CUDA_CHECK(cudaEventRecord(c->done, stream));
     mb->pending = 1;
-    leave_device(g->device, prev);
+    gd__cuda_leave_device(g->device, prev);
     return GD_OK;
 fail:
     if (queued) c->table_unknown = 1;
-    leave_device(g->device, prev);
+    gd__cuda_leave_device(g->device, prev);
     return st;
 }
 
@@ -1039,7 +995,7 @@ static gd_status cuda_check_errors(gd_sampler_t *s) {
     gd__cuda_sampler *c = s->cuda;
     sample_error e;
     int prev = -1;
-    GD_CHECK(enter_device(s->graph->device, &prev));
+    GD_CHECK(gd__cuda_enter_device(s->graph->device, &prev));
     GD_CUDA_CHECK(cudaEventSynchronize(c->done));
     GD_CUDA_CHECK(cudaMemcpy(&e, c->d_err, sizeof e, cudaMemcpyDeviceToHost));
     if (e.flag) {
@@ -1056,10 +1012,10 @@ static gd_status cuda_check_errors(gd_sampler_t *s) {
                    "minibatch must be distinct, and that minibatch is invalid",
                    e.id, e.other, e.pos);
     }
-    leave_device(s->graph->device, prev);
+    gd__cuda_leave_device(s->graph->device, prev);
     return GD_OK;
 fail:
-    leave_device(s->graph->device, prev);
+    gd__cuda_leave_device(s->graph->device, prev);
     return st;
 }
 
