@@ -32,6 +32,13 @@ gd_status gd__error(gd_status status, const char *fmt, ...) GD_PRINTF(2, 3);
 gd_status gd__error_context(gd_status status, const char *fmt, ...) GD_PRINTF(2, 3);
 /* The locked-memory limit (ulimit -l) as text: "unlimited", "65536 KiB" or "unknown". */
 void gd__memlock_text(char *buf, size_t n);
+/*
+ * Exclusive prefix sum of a[0..n) in place with up to `threads` threads; returns the total
+ * (which must fit the element type for the int32 version's entries).
+ */
+#define GD__SCAN_MAX_THREADS 1024
+int64_t gd__exclusive_scan_i64(int64_t *a, int64_t n, int threads);
+int64_t gd__exclusive_scan_i32(int32_t *a, int64_t n, int threads);
 
 /*
  * The check macros. A function that uses them declares `gd_status st = GD_OK;` and ends with a

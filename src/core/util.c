@@ -141,3 +141,14 @@ void gd__memlock_text(char *buf, size_t n) {
     else
         snprintf(buf, n, "%llu KiB", (unsigned long long)rl.rlim_cur / 1024);
 }
+
+#define GD__SCAN_T int64_t
+#define GD__SCAN_NAME gd__exclusive_scan_i64
+#include "scan_impl.h"
+#undef GD__SCAN_T
+#undef GD__SCAN_NAME
+#define GD__SCAN_T int32_t
+#define GD__SCAN_NAME gd__exclusive_scan_i32
+#include "scan_impl.h"
+#undef GD__SCAN_T
+#undef GD__SCAN_NAME

@@ -29,7 +29,6 @@
 /* Sort chunks per thread: enough that a hub's long list does not leave the others idle. */
 #define CSC_CHUNKS_PER_THREAD 16
 /* Nodes per parallel block of the prefix sum and of the indptr checks. */
-#define CSC_SCAN_MAX_THREADS 1024
 
 /*
  * Bump a counter or cursor and return its old value. Several threads need an atomic increment;
@@ -79,35 +78,6 @@ static int64_t count_slice(const int64_t *src, const int64_t *dst, int64_t begin
         if (symmetrize) bump(&cnt[s], atomic);
     }
     return bad;
-}
-
-/*
- * Exclusive prefix sum of a[0..n) in place, with the total stored in a[n]. Each thread sums a
- * block, the block sums are scanned serially, then each thread rewrites its block.
- */
-static void exclusive_scan(int64_t *a, int64_t n, int threads) {
-    int64_t partial[CSC_SCAN_MAX_THREADS + 1];
-    if (threads > CSC_SCAN_MAX_THREADS) threads = CSC_SCAN_MAX_THREADS;
-    if (n < ((int64_t)1 << 16)) threads = 1;
-    int64_t block = (n + threads - 1) / threads;
-#pragma omp parallel for schedule(static, 1) num_threads(threads)
-    for (int t = 0; t < threads; t++) {
-        int64_t lo = t * block, hi = lo + block < n ? lo + block : n, sum = 0;
-        for (int64_t i = lo; i < hi; i++) sum += a[i];
-        partial[t + 1] = sum;
-    }
-    partial[0] = 0;
-    for (int t = 0; t < threads; t++) partial[t + 1] += partial[t];
-#pragma omp parallel for schedule(static, 1) num_threads(threads)
-    for (int t = 0; t < threads; t++) {
-        int64_t lo = t * block, hi = lo + block < n ? lo + block : n, run = partial[t];
-        for (int64_t i = lo; i < hi; i++) {
-            int64_t c = a[i];
-            a[i] = run;
-            run += c;
-        }
-    }
-    a[n] = partial[threads];
 }
 
 /* First node v in [0, n] with indptr[v] >= target (indptr is monotone). */
@@ -198,7 +168,7 @@ gd_status gd_csc_from_coo(int64_t num_nodes, int64_t num_edges, const int64_t *s
                           (uint64_t)num_edges));
 
     double t_count = gd__now();
-    exclusive_scan(indptr, num_nodes, threads);
+    indptr[num_nodes] = gd__exclusive_scan_i64(indptr, num_nodes, threads);
     int64_t slots = indptr[num_nodes];
     GD_ALLOC(idx, (size_t)slots * esize, "the CSC indices");
 

@@ -20,7 +20,6 @@
 
 /* Hops with fewer positions than this relabel on one thread. */
 #define PARALLEL_RELABEL_MIN 65536
-#define SCAN_MAX_THREADS 1024
 
 typedef struct {
     int64_t *starts, *degs; /* per destination node of the current hop */
@@ -127,32 +126,6 @@ static gd_status relabel_serial(cpu_scratch *c, uint64_t mask, int64_t *nodes, i
     return GD_OK;
 }
 
-/* Exclusive prefix sum of a[0..n) in place; returns the total. */
-static int64_t exclusive_scan32(int32_t *a, int64_t n, int threads) {
-    int64_t partial[SCAN_MAX_THREADS + 1];
-    if (threads > SCAN_MAX_THREADS) threads = SCAN_MAX_THREADS;
-    if (n < (1 << 16)) threads = 1;
-    const int64_t block = (n + threads - 1) / threads;
-#pragma omp parallel for schedule(static, 1) num_threads(threads)
-    for (int t = 0; t < threads; t++) {
-        int64_t lo = t * block, hi = lo + block < n ? lo + block : n, sum = 0;
-        for (int64_t i = lo; i < hi; i++) sum += a[i];
-        partial[t + 1] = sum;
-    }
-    partial[0] = 0;
-    for (int t = 0; t < threads; t++) partial[t + 1] += partial[t];
-#pragma omp parallel for schedule(static, 1) num_threads(threads)
-    for (int t = 0; t < threads; t++) {
-        int64_t lo = t * block, hi = lo + block < n ? lo + block : n, run = partial[t];
-        for (int64_t i = lo; i < hi; i++) {
-            const int64_t x = a[i];
-            a[i] = (int32_t)run;
-            run += x;
-        }
-    }
-    return partial[threads];
-}
-
 /* Relabel with several threads by smallest positions (see the top of the file). */
 static gd_status relabel_parallel(cpu_scratch *c, uint64_t mask, int64_t *nodes, int64_t nf,
                                   int64_t ne, int32_t *indices, int64_t *num_src, int threads) {
@@ -177,7 +150,7 @@ static gd_status relabel_parallel(cpu_scratch *c, uint64_t mask, int64_t *nodes,
         if (!first && p < nf && p < dup) dup = p;
     }
     if (dup != INT64_MAX) return duplicate_seed(nodes, c->vals[c->slots[dup]], dup);
-    const int64_t u = exclusive_scan32(c->scan, P, threads);
+    const int64_t u = gd__exclusive_scan_i32(c->scan, P, threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t j = 0; j < ne; j++) {
         const int32_t first = c->vals[c->slots[nf + j]];
