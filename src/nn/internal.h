@@ -62,14 +62,16 @@ static inline gd__nn_tensor gd__nn_view(void *data, gd_dtype dtype, int device, 
 typedef struct gd__nn_backend gd__nn_backend;
 
 /*
- * What ops run with: the backend and its per-stream state. For the CPU backend stream and blas
- * are unused; the CUDA one keeps its cudaStream_t and cublasHandle_t here.
+ * What ops run with: the backend and its per-stream state. For the CPU backend stream, blas and
+ * work are unused; the CUDA one keeps its cudaStream_t and cublasHandle_t here, and in work a
+ * small device buffer for the loss reduction and the record of a bad label (ops_cuda.cu).
  */
 typedef struct {
     const gd__nn_backend *be;
     int device; /* GD__NN_HOST for the CPU backend */
     void *stream;
     void *blas;
+    void *work;
 } gd__nn_ctx;
 
 /* A transpose flag for GEMM. */
@@ -104,6 +106,11 @@ struct gd__nn_backend {
     gd_status (*to_host)(const gd__nn_ctx *ctx, void *dst, const void *src, size_t bytes);
     gd_status (*from_host)(const gd__nn_ctx *ctx, void *dst, const void *src, size_t bytes);
     gd_status (*synchronize)(const gd__nn_ctx *ctx);
+    /*
+     * Wait for the queued ops and report an error that a device op recorded instead of
+     * returning it (a label out of range), once; the CPU backend reports those at once.
+     */
+    gd_status (*check_errors)(const gd__nn_ctx *ctx);
 
     /*
      * C = alpha * op(A) op(B) + beta * C, all row-major and contiguous: op(A) is m x k, op(B)
@@ -173,9 +180,19 @@ extern const gd__nn_backend gd__nn_cpu_backend;
 
 /* The CPU context (no state). */
 static inline gd__nn_ctx gd__nn_cpu_ctx(void) {
-    gd__nn_ctx c = {&gd__nn_cpu_backend, GD__NN_HOST, NULL, NULL};
+    gd__nn_ctx c = {&gd__nn_cpu_backend, GD__NN_HOST, NULL, NULL, NULL};
     return c;
 }
+
+#ifdef GD_WITH_CUDA
+extern const gd__nn_backend gd__nn_cuda_backend;
+/*
+ * A context for the CUDA backend on GPU `device`: its own non-blocking stream, a cuBLAS handle
+ * bound to it, and the device work buffer. float32 only. Destroy waits for the stream.
+ */
+gd_status gd__nn_cuda_ctx_create(int device, gd__nn_ctx *out);
+void gd__nn_cuda_ctx_destroy(gd__nn_ctx *ctx);
+#endif
 
 /*
  * The dropout draw of element i: a uniform in [0, 1) from Philox keyed by seed, counter
@@ -208,6 +225,8 @@ gd_status gd__nn_zero(const gd__nn_ctx *ctx, gd__nn_tensor *t);
 /* Copy a whole tensor to or from host memory of the same size. */
 gd_status gd__nn_to_host(const gd__nn_ctx *ctx, const gd__nn_tensor *t, void *host);
 gd_status gd__nn_from_host(const gd__nn_ctx *ctx, gd__nn_tensor *t, const void *host);
+/* Wait for ctx's queued ops; report (once) an error a device op recorded, e.g. a bad label. */
+gd_status gd__nn_check_errors(const gd__nn_ctx *ctx);
 
 /* y = x W (+ b) with x n x in, W in x out, b 1 x out (NULL: no bias); accumulate: y += ... */
 gd_status gd__nn_linear(const gd__nn_ctx *ctx, const gd__nn_tensor *x, const gd__nn_tensor *w,

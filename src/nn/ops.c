@@ -108,6 +108,14 @@ fail:
     return st;
 }
 
+gd_status gd__nn_check_errors(const gd__nn_ctx *ctx) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, "check errors"));
+    GD_CHECK(ctx->be->check_errors(ctx));
+fail:
+    return st;
+}
+
 gd_status gd__nn_gemm(const gd__nn_ctx *ctx, gd__nn_trans ta, gd__nn_trans tb, double alpha,
                       const gd__nn_tensor *a, const gd__nn_tensor *b, double beta,
                       gd__nn_tensor *c) {

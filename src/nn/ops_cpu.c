@@ -173,6 +173,7 @@ const gd__nn_backend gd__nn_cpu_backend = {
     .to_host = cpu_copy,
     .from_host = cpu_copy,
     .synchronize = cpu_synchronize,
+    .check_errors = cpu_synchronize,
     .gemm = cpu_gemm,
     .add_bias = cpu_add_bias,
     .bias_grad = cpu_bias_grad,

@@ -1,0 +1,626 @@
+/*
+ * The CUDA backend of the nn module: the op table of internal.h in float32 on one GPU, every op
+ * queued on the context's stream. GEMM is cuBLAS (row-major C = op(A) op(B) computed as the
+ * column-major C^T = op(B)^T op(A)^T, full float32: no TF32). The other ops are kernels: the
+ * bias add and elementwise ops over the flat index; the bias gradient one thread column per
+ * output column, summed in double like the CPU; the mean aggregation a warp per destination
+ * node, lanes across the feature columns, reading the block's int32 CSC arrays on the device;
+ * its backward the same walk scattering with atomicAdd (so its float32 sums are not
+ * bit-reproducible from run to run); dropout through gd__nn_dropout_keep, the function the CPU
+ * uses, so both drop the same elements; softmax cross-entropy a warp per row in double, the loss
+ * reduced into the context's work buffer and written by the device; accuracy a device int64
+ * counter; Adam one fused pass over the flat buffers.
+ *
+ * A label out of range cannot be returned by an asynchronous op: the kernel records the first
+ * one in the work buffer, treats that row as ignored, and gd__nn_check_errors reports it, as
+ * the gather and the sampler report bad ids. Every CUDA call is checked, and the last error
+ * after every launch; cuBLAS statuses are turned into messages.
+ */
+#include "core/cuda.h"
+#include "nn/internal.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <limits.h>
+#include <stddef.h>
+
+#define BLOCK_THREADS 256
+#define WARPS_PER_BLOCK (BLOCK_THREADS / 32)
+#define FULL_MASK 0xffffffffu
+#define MAX_GRID 65536
+
+/* Check a cuBLAS call inside a function with st and fail:, naming the call and the status. */
+#define GD_CUBLAS_CHECK(call)                                                                      \
+    do {                                                                                           \
+        cublasStatus_t bs_ = (call);                                                               \
+        if (bs_ != CUBLAS_STATUS_SUCCESS) {                                                        \
+            st = gd__error(bs_ == CUBLAS_STATUS_ALLOC_FAILED ? GD_ERR_NO_MEMORY : GD_ERR_CUDA,     \
+                           "%s failed: %s (%s)", #call, cublasGetStatusString(bs_),                \
+                           cublasGetStatusName(bs_));                                              \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/*
+ * The context's device work buffer: the loss accumulators of softmax cross-entropy (zeroed by
+ * each call) and the record of the first label out of range (kept until reported).
+ */
+typedef struct {
+    double loss_sum;
+    unsigned long long count;
+    unsigned int flag;
+    unsigned int pad;
+    long long row, label, classes;
+} nn_work;
+
+#define STREAM(ctx) ((cudaStream_t)(ctx)->stream)
+#define BLAS(ctx) ((cublasHandle_t)(ctx)->blas)
+#define WORK(ctx) ((nn_work *)(ctx)->work)
+
+/* Blocks for a grid-stride loop over n items, one per thread (n > 0). */
+static unsigned grid_for(long long n, int per_block) {
+    const long long b = (n + per_block - 1) / per_block;
+    return (unsigned)(b < MAX_GRID ? b : MAX_GRID);
+}
+
+#define FOR_EACH(i, n)                                                                             \
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                  \
+         i += (long long)gridDim.x * blockDim.x)
+
+/* ------------------------------------------------------------------ kernels */
+
+__global__ void scale_kernel(float *c, long long n, float beta) {
+    FOR_EACH(i, n) c[i] = beta == 0.0f ? 0.0f : beta * c[i];
+}
+
+__global__ void add_bias_kernel(float *y, const float *__restrict__ b, long long n,
+                                long long cols) {
+    FOR_EACH(i, n) y[i] += b[i % cols];
+}
+
+/*
+ * Column sums: block (32, 32), threadIdx.x a column, threadIdx.y strides over the rows; the 32
+ * partial sums of a column (double, as the CPU) are added in shared memory.
+ */
+__global__ void bias_grad_kernel(const float *__restrict__ dy, float *db, long long rows,
+                                 long long cols, int accumulate) {
+    __shared__ double part[32][33];
+    const long long j = (long long)blockIdx.x * 32 + threadIdx.x;
+    double s = 0.0;
+    if (j < cols)
+        for (long long i = threadIdx.y; i < rows; i += 32) s += (double)dy[i * cols + j];
+    part[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < cols) {
+        double t = 0.0;
+        for (int k = 0; k < 32; k++) t += part[k][threadIdx.x];
+        db[j] = (float)(accumulate ? (double)db[j] + t : t);
+    }
+}
+
+/* A warp per destination node; each lane owns columns lane, lane + 32, ... */
+__global__ void mean_agg_kernel(const int *__restrict__ indptr, const int *__restrict__ indices,
+                                long long nd, const float *__restrict__ x, float *__restrict__ out,
+                                long long cols) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long d = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; d < nd;
+         d += warps) {
+        const int e0 = indptr[d], e1 = indptr[d + 1];
+        /* The same order and rounding as the CPU: sum in edge order, then times (float)1/deg. */
+        const float inv = e1 > e0 ? (float)(1.0 / (double)(e1 - e0)) : 0.0f;
+        float *o = out + d * cols;
+        for (long long j = lane; j < cols; j += 32) {
+            float s = 0.0f;
+            for (int e = e0; e < e1; e++) s += x[(long long)indices[e] * cols + j];
+            o[j] = s * inv;
+        }
+    }
+}
+
+/* The scatter of the backward: destinations sharing a source add with atomics. */
+__global__ void mean_agg_backward_kernel(const int *__restrict__ indptr,
+                                         const int *__restrict__ indices, long long nd,
+                                         const float *__restrict__ dout, float *dx,
+                                         long long cols) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long d = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; d < nd;
+         d += warps) {
+        const int e0 = indptr[d], e1 = indptr[d + 1];
+        if (e1 == e0) continue;
+        const float inv = (float)(1.0 / (double)(e1 - e0));
+        const float *g = dout + d * cols;
+        for (long long j = lane; j < cols; j += 32) {
+            const float v = g[j] * inv;
+            for (int e = e0; e < e1; e++) atomicAdd(dx + (long long)indices[e] * cols + j, v);
+        }
+    }
+}
+
+__global__ void relu_kernel(const float *x, float *y, long long n) {
+    FOR_EACH(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+__global__ void relu_backward_kernel(const float *y, const float *dy, float *dx, long long n) {
+    FOR_EACH(i, n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+/*
+ * A thread per group of 4 elements, which share one Philox counter (i / 4): the four calls of
+ * gd__nn_dropout_keep inline to one Philox evaluation. Forward and backward are the same map.
+ */
+__global__ void dropout_kernel(unsigned long long seed, unsigned stream, unsigned threshold,
+                               float scale, const float *x, float *y, long long n) {
+    FOR_EACH(q, (n + 3) >> 2) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const long long i = 4 * q + k;
+            if (i < n)
+                y[i] =
+                    gd__nn_dropout_keep(seed, stream, (uint64_t)i, threshold) ? x[i] * scale : 0.0f;
+        }
+    }
+}
+
+__device__ __forceinline__ void record_label(nn_work *w, long long row, long long label,
+                                             long long classes) {
+    if (atomicCAS(&w->flag, 0u, 1u) == 0u) {
+        w->row = row;
+        w->label = label;
+        w->classes = classes;
+    }
+}
+
+/* The rows that count: labels in [0, cols). A label >= cols is recorded. */
+__global__ void xent_count_kernel(const long long *__restrict__ labels, long long rows,
+                                  long long cols, nn_work *w) {
+    unsigned c = 0;
+    FOR_EACH(i, rows) {
+        const long long y = labels[i];
+        if (y >= cols) record_label(w, i, y, cols);
+        c += y >= 0 && y < cols;
+    }
+    c = __reduce_add_sync(FULL_MASK, c);
+    if ((threadIdx.x & 31) == 0 && c) atomicAdd(&w->count, (unsigned long long)c);
+}
+
+__device__ __forceinline__ double warp_sum(double v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
+    return v;
+}
+
+__device__ __forceinline__ double warp_max(double v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(FULL_MASK, v, o));
+    return v;
+}
+
+/* A warp per row: log-sum-exp in double, the row's loss added to w->loss_sum, and dz. */
+__global__ void xent_kernel(const float *__restrict__ z, const long long *__restrict__ labels,
+                            long long rows, long long cols, double scale, float *dz, nn_work *w) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    const unsigned long long count = w->count;
+    const double inv = count > 0 ? 1.0 / (double)count : 0.0;
+    for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < rows;
+         i += warps) {
+        const float *zi = z + i * cols;
+        float *gi = dz ? dz + i * cols : NULL;
+        const long long y = labels[i];
+        if (y < 0 || y >= cols) {
+            if (gi)
+                for (long long j = lane; j < cols; j += 32) gi[j] = 0.0f;
+            continue;
+        }
+        double mx = -INFINITY;
+        for (long long j = lane; j < cols; j += 32) mx = fmax(mx, (double)zi[j]);
+        mx = warp_max(mx);
+        double s = 0.0;
+        for (long long j = lane; j < cols; j += 32) s += exp((double)zi[j] - mx);
+        s = warp_sum(s);
+        const double lse = mx + log(s);
+        if (lane == 0) atomicAdd(&w->loss_sum, lse - (double)zi[y]);
+        if (gi)
+            for (long long j = lane; j < cols; j += 32)
+                gi[j] = (float)(scale * inv * (exp((double)zi[j] - lse) - (double)(j == y)));
+    }
+}
+
+__global__ void xent_finish_kernel(const nn_work *w, float *loss) {
+    *loss = (float)(w->count > 0 ? w->loss_sum / (double)w->count : 0.0);
+}
+
+/* A warp per row: the first maximal logit (ties to the lower column), counted per warp. */
+__global__ void accuracy_kernel(const float *__restrict__ z, const long long *__restrict__ labels,
+                                long long rows, long long cols, unsigned long long *correct) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    unsigned long long mine = 0;
+    for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < rows;
+         i += warps) {
+        const long long y = labels[i];
+        if (y < 0) continue;
+        const float *zi = z + i * cols;
+        long long arg = -1;
+        float best = 0.0f;
+        for (long long j = lane; j < cols; j += 32)
+            if (arg < 0 || zi[j] > best) best = zi[j], arg = j;
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ob = __shfl_xor_sync(FULL_MASK, best, o);
+            const long long oa = __shfl_xor_sync(FULL_MASK, arg, o);
+            if (oa >= 0 && (arg < 0 || ob > best || (ob == best && oa < arg))) best = ob, arg = oa;
+        }
+        mine += lane == 0 && arg == y;
+    }
+    if (mine) atomicAdd(correct, mine);
+}
+
+/* Adam and AdamW as torch.optim (and the CPU backend) define them, in double per element. */
+__global__ void adam_kernel(float *p, const float *__restrict__ g, float *m, float *v, long long n,
+                            double b1, double b2, double lr, double wd, double eps, double step,
+                            double rbc2, int decoupled) {
+    FOR_EACH(i, n) {
+        double pi = (double)p[i], gi = (double)g[i];
+        if (decoupled)
+            pi *= 1.0 - lr * wd;
+        else
+            gi += wd * pi;
+        const double mi = b1 * (double)m[i] + (1.0 - b1) * gi;
+        const double vi = b2 * (double)v[i] + (1.0 - b2) * gi * gi;
+        m[i] = (float)mi;
+        v[i] = (float)vi;
+        p[i] = (float)(pi - step * mi / (sqrt(vi) * rbc2 + eps));
+    }
+}
+
+/* ------------------------------------------------------------------ ops */
+
+/*
+ * Every op makes the context's device current for its calls and restores the caller's:
+ * OP_ENTER at the start, OP_LEAVE on both paths (after fail:).
+ */
+#define OP_ENTER()                                                                                 \
+    gd_status st = GD_OK;                                                                          \
+    int prev_ = -1;                                                                                \
+    GD_CHECK(gd__cuda_enter_device(ctx->device, &prev_))
+#define OP_LEAVE()                                                                                 \
+    gd__cuda_leave_device(ctx->device, prev_);                                                     \
+    return st
+
+static int cuda_supports(gd_dtype dtype) {
+    return dtype == GD_DTYPE_FLOAT32;
+}
+
+static gd_status cuda_alloc(const gd__nn_ctx *ctx, size_t bytes, void **out) {
+    OP_ENTER();
+    *out = NULL;
+    {
+        cudaError_t ce = cudaMalloc(out, bytes ? bytes : 16);
+        if (ce != cudaSuccess) {
+            size_t free_b = 0, total_b = 0;
+            (void)cudaGetLastError();
+            *out = NULL;
+            (void)cudaMemGetInfo(&free_b, &total_b);
+            (void)cudaGetLastError();
+            GD_REQUIRE(0, ce == cudaErrorMemoryAllocation ? GD_ERR_NO_MEMORY : GD_ERR_CUDA,
+                       "cudaMalloc of %zu bytes for an nn tensor on GPU %d failed: %s (%s); %zu "
+                       "of %zu MiB free: lower the batch size or the fan-outs",
+                       bytes, ctx->device, cudaGetErrorString(ce), cudaGetErrorName(ce),
+                       free_b >> 20, total_b >> 20);
+        }
+    }
+fail:
+    OP_LEAVE();
+}
+
+/* cudaFree waits for the device, so no queued op can still use the memory. */
+static void cuda_release(const gd__nn_ctx *ctx, void *ptr) {
+    int prev = -1;
+    if (gd__cuda_enter_device(ctx->device, &prev) != GD_OK) return;
+    if (cudaFree(ptr) != cudaSuccess) (void)cudaGetLastError();
+    gd__cuda_leave_device(ctx->device, prev);
+}
+
+static gd_status cuda_zero(const gd__nn_ctx *ctx, void *ptr, size_t bytes) {
+    OP_ENTER();
+    if (bytes) GD_CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, STREAM(ctx)));
+fail:
+    OP_LEAVE();
+}
+
+/*
+ * Copies with host memory are queued on the stream and then waited for, so that they are
+ * ordered with the ops around them and the host buffer is free (or filled) on return.
+ */
+static gd_status cuda_to_host(const gd__nn_ctx *ctx, void *dst, const void *src, size_t bytes) {
+    OP_ENTER();
+    if (bytes) {
+        GD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, STREAM(ctx)));
+        GD_CUDA_CHECK(cudaStreamSynchronize(STREAM(ctx)));
+    }
+fail:
+    OP_LEAVE();
+}
+
+static gd_status cuda_from_host(const gd__nn_ctx *ctx, void *dst, const void *src, size_t bytes) {
+    OP_ENTER();
+    if (bytes) {
+        GD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, STREAM(ctx)));
+        GD_CUDA_CHECK(cudaStreamSynchronize(STREAM(ctx)));
+    }
+fail:
+    OP_LEAVE();
+}
+
+static gd_status cuda_synchronize(const gd__nn_ctx *ctx) {
+    OP_ENTER();
+    GD_CUDA_CHECK(cudaStreamSynchronize(STREAM(ctx)));
+fail:
+    OP_LEAVE();
+}
+
+static gd_status cuda_check_errors(const gd__nn_ctx *ctx) {
+    nn_work w;
+    OP_ENTER();
+    GD_CUDA_CHECK(cudaMemcpyAsync(&w, WORK(ctx), sizeof w, cudaMemcpyDeviceToHost, STREAM(ctx)));
+    GD_CUDA_CHECK(cudaStreamSynchronize(STREAM(ctx)));
+    if (w.flag) {
+        GD_CUDA_CHECK(cudaMemsetAsync(&WORK(ctx)->flag, 0, sizeof w.flag, STREAM(ctx)));
+        GD_CUDA_CHECK(cudaStreamSynchronize(STREAM(ctx)));
+        GD_REQUIRE(0, GD_ERR_RANGE,
+                   "softmax cross-entropy: label %lld of row %lld (labels on GPU %d) is not below "
+                   "the %lld classes; that row was left out of the loss and its gradient is 0: "
+                   "labels must be class numbers, or negative to ignore a row",
+                   w.label, w.row, ctx->device, w.classes);
+    }
+fail:
+    OP_LEAVE();
+}
+
+/* The shapes have been checked by ops.c; cuBLAS takes int dimensions. */
+static gd_status cuda_gemm(const gd__nn_ctx *ctx, gd__nn_trans ta, gd__nn_trans tb, double alpha,
+                           const gd__nn_tensor *a, const gd__nn_tensor *b, double beta,
+                           gd__nn_tensor *c) {
+    const long long m = c->rows, n = c->cols, k = ta ? a->rows : a->cols;
+    const float al = (float)alpha, be = (float)beta;
+    OP_ENTER();
+    GD_REQUIRE(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, GD_ERR_UNSUPPORTED,
+               "gemm: %lld x %lld x %lld is past cuBLAS's int dimensions", m, n, k);
+    if (m == 0 || n == 0) {
+        /* Nothing to write. */
+    } else if (k == 0) {
+        /* No products: C = beta C (cuBLAS would want leading dimensions of at least 1). */
+        scale_kernel<<<grid_for(m * n, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+            (float *)c->data, m * n, be);
+        GD_CUDA_CHECK_LAUNCH();
+    } else {
+        /*
+         * Row-major X is column-major X^T. C^T (n x m, ld n) = op(B)^T (n x k) op(A)^T (k x m):
+         * B untransposed is column-major op(B)^T with ld n, transposed it is op(B) with ld k; A
+         * likewise with ld k or m.
+         */
+        GD_CUBLAS_CHECK(
+            cublasSgemm(BLAS(ctx), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                        (int)n, (int)m, (int)k, &al, (const float *)b->data, (int)(tb ? k : n),
+                        (const float *)a->data, (int)(ta ? m : k), &be, (float *)c->data, (int)n));
+    }
+fail:
+    OP_LEAVE();
+}
+
+static gd_status cuda_add_bias(const gd__nn_ctx *ctx, gd__nn_tensor *y, const gd__nn_tensor *b) {
+    const long long n = gd__nn_numel(y);
+    OP_ENTER();
+    if (n > 0) {
+        add_bias_kernel<<<grid_for(n, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+            (float *)y->data, (const float *)b->data, n, y->cols);
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+static gd_status cuda_bias_grad(const gd__nn_ctx *ctx, const gd__nn_tensor *dy, gd__nn_tensor *db,
+                                int accumulate) {
+    const long long blocks = (dy->cols + 31) / 32;
+    OP_ENTER();
+    GD_REQUIRE(blocks <= INT_MAX, GD_ERR_UNSUPPORTED, "bias gradient: %lld columns",
+               (long long)dy->cols);
+    if (blocks > 0) {
+        bias_grad_kernel<<<(unsigned)blocks, dim3(32, 32), 0, STREAM(ctx)>>>(
+            (const float *)dy->data, (float *)db->data, dy->rows, dy->cols, accumulate);
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+static gd_status cuda_mean_agg(const gd__nn_ctx *ctx, const gd_block *blk, const gd__nn_tensor *x,
+                               gd__nn_tensor *out) {
+    OP_ENTER();
+    if (blk->num_dst > 0 && x->cols > 0) {
+        mean_agg_kernel<<<grid_for(blk->num_dst, WARPS_PER_BLOCK), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+            blk->indptr, blk->indices, blk->num_dst, (const float *)x->data, (float *)out->data,
+            x->cols);
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+static gd_status cuda_mean_agg_backward(const gd__nn_ctx *ctx, const gd_block *blk,
+                                        const gd__nn_tensor *dout, gd__nn_tensor *dx) {
+    OP_ENTER();
+    if (blk->num_edges > 0 && dout->cols > 0) {
+        mean_agg_backward_kernel<<<grid_for(blk->num_dst, WARPS_PER_BLOCK), BLOCK_THREADS, 0,
+                                   STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst,
+                                                  (const float *)dout->data, (float *)dx->data,
+                                                  dout->cols);
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+static gd_status cuda_relu(const gd__nn_ctx *ctx, const gd__nn_tensor *x, gd__nn_tensor *y) {
+    const long long n = gd__nn_numel(x);
+    OP_ENTER();
+    if (n > 0) {
+        relu_kernel<<<grid_for(n, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+            (const float *)x->data, (float *)y->data, n);
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+static gd_status cuda_relu_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *y,
+                                    const gd__nn_tensor *dy, gd__nn_tensor *dx) {
+    const long long n = gd__nn_numel(y);
+    OP_ENTER();
+    if (n > 0) {
+        relu_backward_kernel<<<grid_for(n, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+            (const float *)y->data, (const float *)dy->data, (float *)dx->data, n);
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+static gd_status cuda_dropout(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
+                              const gd__nn_tensor *x, gd__nn_tensor *y) {
+    const long long n = gd__nn_numel(x);
+    OP_ENTER();
+    if (n > 0) {
+        dropout_kernel<<<grid_for((n + 3) / 4, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+            (unsigned long long)seed, stream, gd__nn_dropout_threshold(p), (float)(1.0 / (1.0 - p)),
+            (const float *)x->data, (float *)y->data, n);
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+static gd_status cuda_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *z,
+                                   const int64_t *labels, double scale, gd__nn_tensor *loss,
+                                   gd__nn_tensor *dz) {
+    nn_work *w = WORK(ctx);
+    const long long rows = z->rows;
+    OP_ENTER();
+    /* Zero the sum and the count (the error record stays until it is reported). */
+    GD_CUDA_CHECK(cudaMemsetAsync(w, 0, offsetof(nn_work, flag), STREAM(ctx)));
+    if (rows > 0) {
+        xent_count_kernel<<<grid_for(rows, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+            (const long long *)labels, rows, z->cols, w);
+        GD_CUDA_CHECK_LAUNCH();
+        xent_kernel<<<grid_for(rows, WARPS_PER_BLOCK), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+            (const float *)z->data, (const long long *)labels, rows, z->cols, scale,
+            dz ? (float *)dz->data : NULL, w);
+        GD_CUDA_CHECK_LAUNCH();
+    }
+    xent_finish_kernel<<<1, 1, 0, STREAM(ctx)>>>(w, (float *)loss->data);
+    GD_CUDA_CHECK_LAUNCH();
+fail:
+    OP_LEAVE();
+}
+
+static gd_status cuda_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *z, const int64_t *labels,
+                               int64_t *correct) {
+    OP_ENTER();
+    GD_CUDA_CHECK(cudaMemsetAsync(correct, 0, sizeof *correct, STREAM(ctx)));
+    if (z->rows > 0) {
+        accuracy_kernel<<<grid_for(z->rows, WARPS_PER_BLOCK), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+            (const float *)z->data, (const long long *)labels, z->rows, z->cols,
+            (unsigned long long *)correct);
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+static gd_status cuda_adam(const gd__nn_ctx *ctx, const gd__nn_adam_options *o, double bc1,
+                           double bc2, gd__nn_tensor *p, const gd__nn_tensor *g, gd__nn_tensor *m,
+                           gd__nn_tensor *v) {
+    const long long n = gd__nn_numel(p);
+    OP_ENTER();
+    if (n > 0) {
+        adam_kernel<<<grid_for(n, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+            (float *)p->data, (const float *)g->data, (float *)m->data, (float *)v->data, n,
+            o->beta1, o->beta2, o->lr, o->weight_decay, o->eps, o->lr / bc1, 1.0 / sqrt(bc2),
+            o->decoupled);
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+extern "C" const gd__nn_backend gd__nn_cuda_backend = {
+    "cuda",
+    cuda_supports,
+    cuda_alloc,
+    cuda_release,
+    cuda_zero,
+    cuda_to_host,
+    cuda_from_host,
+    cuda_synchronize,
+    cuda_check_errors,
+    cuda_gemm,
+    cuda_add_bias,
+    cuda_bias_grad,
+    cuda_mean_agg,
+    cuda_mean_agg_backward,
+    cuda_relu,
+    cuda_relu_backward,
+    cuda_dropout,
+    cuda_dropout,
+    cuda_softmax_xent,
+    cuda_accuracy,
+    cuda_adam,
+};
+
+/* ------------------------------------------------------------------ context */
+
+extern "C" void gd__nn_cuda_ctx_destroy(gd__nn_ctx *ctx) {
+    int prev = -1;
+    if (!ctx || ctx->be != &gd__nn_cuda_backend) return;
+    /* Best effort: a failed release cannot be acted on, so errors are dropped. */
+    if (gd__cuda_enter_device(ctx->device, &prev) == GD_OK) {
+        if (ctx->stream) (void)cudaStreamSynchronize(STREAM(ctx));
+        if (ctx->work) (void)cudaFree(ctx->work);
+        if (ctx->blas) (void)cublasDestroy(BLAS(ctx));
+        if (ctx->stream) (void)cudaStreamDestroy(STREAM(ctx));
+        (void)cudaGetLastError();
+        gd__cuda_leave_device(ctx->device, prev);
+    }
+    ctx->stream = ctx->blas = ctx->work = NULL;
+    ctx->be = NULL;
+}
+
+extern "C" gd_status gd__nn_cuda_ctx_create(int device, gd__nn_ctx *out) {
+    gd_status st = GD_OK;
+    int prev = -1, entered = 0;
+    cudaStream_t stream = NULL;
+    cublasHandle_t blas = NULL;
+    gd__nn_ctx c = {&gd__nn_cuda_backend, device, NULL, NULL, NULL};
+    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "nn CUDA context: out is NULL");
+    GD_CHECK(gd__cuda_check_device(device, "the CUDA nn backend", "train on the CPU backend"));
+    GD_CHECK(gd__cuda_enter_device(device, &prev));
+    entered = 1;
+    GD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    c.stream = stream;
+    GD_CUBLAS_CHECK(cublasCreate(&blas));
+    c.blas = blas;
+    GD_CUBLAS_CHECK(cublasSetStream(blas, stream));
+    GD_CUDA_CHECK(cudaMalloc(&c.work, sizeof(nn_work)));
+    /* On the context's stream and waited for: a legacy-stream memset is not ordered with it. */
+    GD_CUDA_CHECK(cudaMemsetAsync(c.work, 0, sizeof(nn_work), stream));
+    GD_CUDA_CHECK(cudaStreamSynchronize(stream));
+    gd__cuda_leave_device(device, prev);
+    *out = c;
+    return GD_OK;
+fail:
+    if (entered) gd__cuda_leave_device(device, prev);
+    gd__nn_cuda_ctx_destroy(&c);
+    return st;
+}
