@@ -9,7 +9,7 @@
  * bit-reproducible from run to run); dropout through gd__nn_dropout_keep, the function the CPU
  * uses, so both drop the same elements; softmax cross-entropy a warp per row in double, the loss
  * reduced into the context's work buffer and written by the device; accuracy a device int64
- * counter; Adam one fused pass over the flat buffers.
+ * counter; Adam one fused pass over the flat buffers, rounding as the CPU does.
  *
  * A label out of range cannot be returned by an asynchronous op: the kernel records the first
  * one in the work buffer, treats that row as ignored, and gd__nn_check_errors reports it, as
@@ -256,21 +256,30 @@ __global__ void accuracy_kernel(const float *__restrict__ z, const long long *__
     if (mine) atomicAdd(correct, mine);
 }
 
-/* Adam and AdamW as torch.optim (and the CPU backend) define them, in double per element. */
+/*
+ * Adam and AdamW as torch.optim (and the CPU backend) define them, in double per element. The
+ * operations are spelled out with round-to-nearest intrinsics in the CPU's order: a contracted
+ * multiply-add rounds differently, and where m or v is a small difference of large terms that
+ * one rounding shows as a relative error past 1e-6 in float. Written this way the step is the
+ * CPU's bit for bit (sqrt and division are correctly rounded on both).
+ */
 __global__ void adam_kernel(float *p, const float *__restrict__ g, float *m, float *v, long long n,
                             double b1, double b2, double lr, double wd, double eps, double step,
                             double rbc2, int decoupled) {
+    const double c1 = __dsub_rn(1.0, b1), c2 = __dsub_rn(1.0, b2);
+    const double shrink = __dsub_rn(1.0, __dmul_rn(lr, wd));
     FOR_EACH(i, n) {
         double pi = (double)p[i], gi = (double)g[i];
         if (decoupled)
-            pi *= 1.0 - lr * wd;
+            pi = __dmul_rn(pi, shrink);
         else
-            gi += wd * pi;
-        const double mi = b1 * (double)m[i] + (1.0 - b1) * gi;
-        const double vi = b2 * (double)v[i] + (1.0 - b2) * gi * gi;
+            gi = __dadd_rn(gi, __dmul_rn(wd, pi));
+        const double mi = __dadd_rn(__dmul_rn(b1, (double)m[i]), __dmul_rn(c1, gi));
+        const double vi = __dadd_rn(__dmul_rn(b2, (double)v[i]), __dmul_rn(__dmul_rn(c2, gi), gi));
         m[i] = (float)mi;
         v[i] = (float)vi;
-        p[i] = (float)(pi - step * mi / (sqrt(vi) * rbc2 + eps));
+        const double den = __dadd_rn(__dmul_rn(__dsqrt_rn(vi), rbc2), eps);
+        p[i] = (float)__dsub_rn(pi, __ddiv_rn(__dmul_rn(step, mi), den));
     }
 }
 
