@@ -11,6 +11,8 @@
  *   cpu-parallel  one CPU sampler using every core within each minibatch;
  *   uva           the CUDA sampler, indptr and indices in pinned host memory;
  *   uva-indices   the CUDA sampler, indptr in GPU memory, indices pinned;
+ *   uva-cache10   uva-indices with the hot neighbour-list GPU cache (gpu_cache_bytes) holding
+ *   uva-cache20   10 % or 20 % of the indices bytes: the lists of the highest out-degrees;
  *   gpu           the CUDA sampler, both arrays in GPU memory (the ceiling);
  * and the UVA and gpu modes with both read schedules forced, whatever the sampler picks for the
  * graph (docs/sampling.md, "Reading in address order"): `-unsorted` reads every hop in frontier
@@ -47,6 +49,8 @@ enum {
     M_UVA_INDICES,
     M_UVA_INDICES_UNSORTED,
     M_UVA_INDICES_SORTED,
+    M_UVA_CACHE10,
+    M_UVA_CACHE20,
     M_GPU_SORTED,
     M_GPU, /* last: the ratios to it are printed once it has run */
     M_COUNT
@@ -56,17 +60,20 @@ static const struct {
     const char *name;
     gd_placement indptr, indices; /* CUDA modes */
     int sort;                     /* CUDA modes: the read schedule, GD__SORT_* */
+    int cache_pct;                /* CUDA modes: GPU list cache, % of the indices bytes */
 } modes[M_COUNT] = {
-    {"cpu", GD_PLACE_HOST, GD_PLACE_HOST, GD__SORT_AUTO},
-    {"cpu-parallel", GD_PLACE_HOST, GD_PLACE_HOST, GD__SORT_AUTO},
-    {"uva", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_AUTO},
-    {"uva-unsorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_NEVER},
-    {"uva-sorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_ALWAYS},
-    {"uva-indices", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO},
-    {"uva-indices-unsorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_NEVER},
-    {"uva-indices-sorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_ALWAYS},
-    {"gpu-sorted", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_ALWAYS},
-    {"gpu", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_AUTO},
+    {"cpu", GD_PLACE_HOST, GD_PLACE_HOST, GD__SORT_AUTO, 0},
+    {"cpu-parallel", GD_PLACE_HOST, GD_PLACE_HOST, GD__SORT_AUTO, 0},
+    {"uva", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_AUTO, 0},
+    {"uva-unsorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_NEVER, 0},
+    {"uva-sorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_ALWAYS, 0},
+    {"uva-indices", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 0},
+    {"uva-indices-unsorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_NEVER, 0},
+    {"uva-indices-sorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_ALWAYS, 0},
+    {"uva-cache10", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 10},
+    {"uva-cache20", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 20},
+    {"gpu-sorted", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_ALWAYS, 0},
+    {"gpu", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_AUTO, 0},
 };
 
 static int is_cuda_mode(int m) {
@@ -124,7 +131,8 @@ static void help(void) {
         "  --batch N          seeds per minibatch (default 1024)\n"
         "  --modes LIST       cpu, cpu-parallel, uva, uva-indices, gpu, and with the read\n"
         "                     schedule forced: uva-unsorted, uva-sorted, uva-indices-unsorted,\n"
-        "                     uva-indices-sorted, gpu-sorted (default all)\n"
+        "                     uva-indices-sorted, gpu-sorted; with a GPU list cache of 10 or\n"
+        "                     20 %% of the indices bytes: uva-cache10, uva-cache20 (default all)\n"
         "  --gpu-batches N    timed minibatches per CUDA mode (default 200; --quick 10)\n"
         "  --cpu-batches N    timed minibatches per CPU mode (default 8 per thread)\n"
         "  --streams N        CUDA samplers on their own streams (default 4)\n"
@@ -149,7 +157,7 @@ static int parse_modes(sample_bench *b, const char *text) {
         if (!found) {
             bench_error("--modes: unknown mode '%s': use cpu, cpu-parallel, uva, uva-unsorted, "
                         "uva-sorted, uva-indices, uva-indices-unsorted, uva-indices-sorted, "
-                        "gpu-sorted or gpu",
+                        "uva-cache10, uva-cache20, gpu-sorted or gpu",
                         tok);
             return -1;
         }
@@ -584,9 +592,37 @@ fail:
     return -1;
 }
 
-/* Minibatch 0 of a CUDA sampler equals the CPU sampler's, bit for bit. */
+/*
+ * With a GPU list cache: the share of minibatch mb's list reads (its frontier nodes of nonzero
+ * degree, every hop) that the cache serves, from the location map read back once.
+ */
+static int cache_share(const preset_data *p, const gd_graph_t *g, const gd_minibatch_t *mb,
+                       double *share) {
+    int64_t *loc = malloc(sizeof(int64_t) * (size_t)(g->num_nodes ? g->num_nodes : 1));
+    int64_t reads = 0, hits = 0;
+    BENCH_REQUIRE(loc, "out of memory for the cache's location map");
+    BENCH_CUDA(
+        cudaMemcpy(loc, g->d_loc, sizeof(int64_t) * (size_t)g->num_nodes, cudaMemcpyDeviceToHost));
+    for (int h = 0; h < mb->num_layers; h++)
+        for (int64_t i = 0; i < mb->sizes[h]; i++) {
+            const int64_t v = mb->nodes[i];
+            if (p->indptr[v + 1] == p->indptr[v]) continue;
+            reads++;
+            hits += (loc[v] >> GD__LOC_TIER_SHIFT) != 0;
+        }
+    free(loc);
+    *share = reads ? (double)hits / (double)reads : 0;
+    return 0;
+fail:
+    free(loc);
+    return -1;
+}
+
+/* Minibatch 0 of a CUDA sampler equals the CPU sampler's, bit for bit; *share gets the GPU list
+ * cache's share of its list reads (-1 without a cache). */
 static int verify(const sample_bench *b, const preset_data *p, const int *fanouts, int layers,
-                  gd_sampler_t *gs, gd_minibatch_t *gmb, void *stream, const char *mode) {
+                  gd_sampler_t *gs, gd_minibatch_t *gmb, void *stream, const char *mode,
+                  double *share) {
     gd_sampler_t *cs = NULL;
     gd_minibatch_t *cmb = NULL;
     int64_t *na = NULL, *nb = NULL, nna = 0, nnb = 0;
@@ -618,6 +654,8 @@ static int verify(const sample_bench *b, const preset_data *p, const int *fanout
                       "%s: layer %d of minibatch 0 differs from the CPU sampler's: the CUDA "
                       "sampler is wrong, no number is reported",
                       mode, l);
+    *share = -1;
+    if (gs->graph->d_loc && cache_share(p, gs->graph, cmb, share)) goto fail;
     rc = 0;
 fail:
     free(na);
@@ -635,7 +673,8 @@ fail:
 
 static int run_cuda(const sample_bench *b, const preset_data *p, int m, const int *fanouts,
                     int layers, double *secs, int64_t *edges, int64_t *inputs,
-                    int64_t *graph_gpu_bytes, int64_t *graph_pinned_bytes) {
+                    int64_t *graph_gpu_bytes, int64_t *graph_pinned_bytes, int64_t *cache_bytes,
+                    double *share) {
     gd_graph_t *g = NULL;
     gd_sampler_t *s[MAX_STREAMS] = {0};
     gd_minibatch_t *mb[MAX_STREAMS][2] = {{0}};
@@ -647,6 +686,7 @@ static int run_cuda(const sample_bench *b, const preset_data *p, int m, const in
     go.indptr_placement = modes[m].indptr;
     go.indices_placement = modes[m].indices;
     go.device = b->device;
+    go.gpu_cache_bytes = p->num_edges * (int64_t)gd_dtype_size(p->dtype) / 100 * modes[m].cache_pct;
     BENCH_GD(gd_graph_create(p->num_nodes, p->indptr, p->indices, p->dtype, &go, &g),
              "placing the graph");
     {
@@ -654,6 +694,7 @@ static int run_cuda(const sample_bench *b, const preset_data *p, int m, const in
         BENCH_GD(gd_graph_get_info(g, &gi), "reading the graph's placement");
         *graph_gpu_bytes = gi.device_bytes;
         *graph_pinned_bytes = gi.pinned_bytes;
+        *cache_bytes = gi.cache_bytes;
     }
     gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
     o.backend = GD_SAMPLER_CUDA;
@@ -668,7 +709,7 @@ static int run_cuda(const sample_bench *b, const preset_data *p, int m, const in
         BENCH_GD(gd_minibatch_create(s[k], &mb[k][0]), "creating a minibatch buffer");
         BENCH_GD(gd_minibatch_create(s[k], &mb[k][1]), "creating a minibatch buffer");
     }
-    if (verify(b, p, fanouts, layers, s[0], mb[0][0], st[0], modes[m].name)) goto fail;
+    if (verify(b, p, fanouts, layers, s[0], mb[0][0], st[0], modes[m].name, share)) goto fail;
     /* Warm-up, then the timed minibatches; batch i goes to sampler i % K, buffer (i / K) % 2,
      * whose previous minibatch's sizes are read first. */
     for (int phase = 0; phase < 2; phase++) {
@@ -709,7 +750,8 @@ fail:
 /* ---- report */
 
 static int add_run(sample_bench *b, const preset_data *p, int fi, int m, int batches, double secs,
-                   int64_t edges, int64_t inputs, int64_t gpu_bytes, int64_t pinned_bytes) {
+                   int64_t edges, int64_t inputs, int64_t gpu_bytes, int64_t pinned_bytes,
+                   int64_t cache_bytes, double share) {
     char f[64];
     cJSON *r = cJSON_CreateObject();
     BENCH_REQUIRE(r, "out of memory building the JSON record");
@@ -725,6 +767,10 @@ static int add_run(sample_bench *b, const preset_data *p, int fi, int m, int bat
     BENCH_JSON(cJSON_AddNumberToObject(r, "seps", secs > 0 ? (double)edges / secs : 0));
     BENCH_JSON(cJSON_AddNumberToObject(r, "graph_gpu_bytes", (double)gpu_bytes));
     BENCH_JSON(cJSON_AddNumberToObject(r, "graph_pinned_bytes", (double)pinned_bytes));
+    if (modes[m].cache_pct) {
+        BENCH_JSON(cJSON_AddNumberToObject(r, "gpu_cache_bytes", (double)cache_bytes));
+        BENCH_JSON(cJSON_AddNumberToObject(r, "cache_read_share", share));
+    }
     if (is_cuda_mode(m))
         BENCH_JSON(cJSON_AddNumberToObject(r, "streams", b->streams));
     else
@@ -828,7 +874,8 @@ int bench_sample(int argc, char **argv) {
             for (int m = 0; m < M_COUNT; m++) {
                 if (!b->use[m]) continue;
                 double secs = 0;
-                int64_t edges = 0, inputs = 0, gbytes = 0, pbytes = 0;
+                int64_t edges = 0, inputs = 0, gbytes = 0, pbytes = 0, cbytes = 0;
+                double share = -1;
                 int batches = 0;
                 char f[64], r1[16] = "", r2[16] = "", sc[32];
                 fanout_text(b->fanouts[fi], b->layers[fi], f, sizeof f);
@@ -846,7 +893,7 @@ int bench_sample(int argc, char **argv) {
 #ifdef GD_WITH_CUDA
                     batches = b->gpu_batches;
                     if (run_cuda(b, &p, m, b->fanouts[fi], b->layers[fi], &secs, &edges, &inputs,
-                                 &gbytes, &pbytes))
+                                 &gbytes, &pbytes, &cbytes, &share))
                         goto fail;
 #endif
                 }
@@ -862,8 +909,13 @@ int bench_sample(int argc, char **argv) {
                        modes[m].name, batches, batches ? (double)edges / batches : 0,
                        batches ? (double)inputs / batches : 0, secs, cli_count(seps, sc, sizeof sc),
                        r1, r2);
+                if (share >= 0)
+                    printf("  %s: GPU list cache %.1f MB, %.1f %% of minibatch 0's list reads\n",
+                           modes[m].name, (double)cbytes / 1e6, 100 * share);
                 fflush(stdout);
-                if (add_run(b, &p, fi, m, batches, secs, edges, inputs, gbytes, pbytes)) goto fail;
+                if (add_run(b, &p, fi, m, batches, secs, edges, inputs, gbytes, pbytes, cbytes,
+                            share))
+                    goto fail;
                 if (cli_interrupted()) goto fail;
             }
             /* The gpu ceiling runs last in the loop: print the UVA ratios to it now. */

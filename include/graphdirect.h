@@ -580,8 +580,18 @@ typedef struct {
     int copy_host;
     /* Copies (gpu, pinned with a copy): store int64 indices as int32 when the nodes fit. */
     int narrow_indices;
+    /*
+     * Pinned indices: the hot neighbour-list GPU cache (docs/sampling.md). The lists of the nodes
+     * the CUDA sampler reads most (highest out-degree, gd_csc_degree_scores GD_DEGREE_OUT) are
+     * copied whole into GPU memory, hottest first, as many as fit in gpu_cache_bytes (a list
+     * that does not fit is skipped), and the CUDA sampler reads them there and every other list
+     * over PCIe. With a cache, indptr is also copied to GPU memory, and a node -> list location
+     * map (8 bytes a node) is added; neither counts against the budget. The host arrays stay as
+     * placed (the CPU sampler reads them). 0: no cache; other placements of indices reject one.
+     */
+    int64_t gpu_cache_bytes;
 } gd_graph_options;
-#define GD_GRAPH_OPTIONS_INIT {sizeof(gd_graph_options), GD_PLACE_HOST, GD_PLACE_HOST, 0, 0, 1}
+#define GD_GRAPH_OPTIONS_INIT {sizeof(gd_graph_options), GD_PLACE_HOST, GD_PLACE_HOST, 0, 0, 1, 0}
 
 /*
  * A CSC graph (indptr: num_nodes + 1 int64; indices: int32 or int64 in-neighbour ids) placed
@@ -607,9 +617,12 @@ typedef struct {
     gd_placement indices_placement;
     int64_t device_bytes; /* GPU memory the graph holds */
     int64_t pinned_bytes; /* host memory page-locked for it */
+    int64_t cache_nodes;  /* nodes whose lists the GPU cache holds */
+    int64_t cache_edges;  /* list entries it holds */
+    int64_t cache_bytes;  /* their bytes (within gpu_cache_bytes) */
 } gd_graph_info;
 #define GD_GRAPH_INFO_INIT {sizeof(gd_graph_info), 0, 0, 0, GD_DTYPE_INVALID, GD_PLACE_HOST, \
-                            GD_PLACE_HOST, 0, 0}
+                            GD_PLACE_HOST, 0, 0, 0, 0, 0}
 gd_status gd_graph_get_info(const gd_graph_t *g, gd_graph_info *info);
 
 typedef enum {

@@ -5,7 +5,8 @@
  * non-blocking stream, outputs poisoned first, is compared bit for bit with the CPU sampler on
  * random graphs with isolated nodes and hubs, and its blocks checked against the graph. Samplers
  * take turns at the three read schedules (frontier order, address order by placement, address
- * order at every hop), which must all give the same minibatch. Seed errors
+ * order at every hop), which must all give the same minibatch. Pinned graphs with a hot
+ * neighbour-list GPU cache of every size, from none to more than the graph, must too. Seed errors
  * found on the device are reported by gd_sampler_check_errors, and pinning and allocation faults
  * over creation fail cleanly.
  */
@@ -248,6 +249,174 @@ static void check_gpu_list_reads(uint64_t *state, cudaStream_t stream) {
 }
 
 /*
+ * The hot neighbour-list GPU cache (gpu_cache_bytes): pinned indices, budgets from none, through
+ * less than the smallest list and parts of the graph, to more than the whole graph, on random
+ * graphs and on the list-read threshold graph (int32 and int64 indices, narrowed or not, adopted
+ * in place unaligned or copied). The location map and the cache are read back and checked against
+ * the graph (a cached list holds exact copies, every other node points at its indptr offset, the
+ * cached lists do not overlap and fit the budget, a budget above the graph caches every list), and
+ * every minibatch, under each read schedule, must equal the CPU sampler (and, on the threshold
+ * graph, the independent reference) bit for bit. A cache with indices not pinned, or a negative
+ * budget, is refused.
+ */
+static void check_cache_layout(const graph *g, gd_graph_t *dg, int64_t budget) {
+    gd_graph_info info = GD_GRAPH_INFO_INIT;
+    T_OK(gd_graph_get_info(dg, &info));
+    const size_t es = gd_dtype_size(info.indices_dtype);
+    T_ASSERT(info.cache_bytes <= budget);
+    T_EQ_INT(info.cache_bytes, info.cache_edges * (int64_t)es);
+    int64_t nonempty = 0;
+    for (int64_t v = 0; v < g->n; v++) nonempty += g->indptr[v + 1] > g->indptr[v];
+    if (budget >= g->e * (int64_t)es) {
+        T_EQ_INT(info.cache_edges, g->e);
+        T_EQ_INT(info.cache_nodes, nonempty);
+    }
+    if (budget < (int64_t)es) T_EQ_INT(info.cache_nodes, 0);
+    T_ASSERT(dg->d_indptr != NULL && dg->d_indptr != (const int64_t *)dg->h_indptr);
+    if (info.cache_nodes == 0) {
+        T_ASSERT(dg->d_loc == NULL);
+        return;
+    }
+    int64_t *loc = malloc(sizeof(int64_t) * (size_t)g->n);
+    unsigned char *cache = malloc(es * (size_t)info.cache_edges);
+    unsigned char *used = calloc((size_t)info.cache_edges, 1);
+    T_ASSERT(loc && cache && used);
+    CU(cudaMemcpy(loc, dg->d_loc, sizeof(int64_t) * (size_t)g->n, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(cache, dg->d_cache, es * (size_t)info.cache_edges, cudaMemcpyDeviceToHost));
+    int64_t nodes = 0, edges = 0;
+    for (int64_t v = 0; v < g->n; v++) {
+        const int64_t d = g->indptr[v + 1] - g->indptr[v];
+        if (d == 0) continue;
+        if ((loc[v] >> GD__LOC_TIER_SHIFT) == 0) {
+            T_EQ_INT(loc[v], g->indptr[v]);
+            continue;
+        }
+        T_EQ_INT(loc[v] >> GD__LOC_TIER_SHIFT, 1);
+        const int64_t off = loc[v] & GD__LOC_OFFSET_MASK;
+        T_ASSERT(off >= 0 && off + d <= info.cache_edges);
+        for (int64_t k = 0; k < d; k++) {
+            T_EQ_INT(used[off + k], 0);
+            used[off + k] = 1;
+            const int64_t got =
+                es == 4 ? ((const int32_t *)cache)[off + k] : ((const int64_t *)cache)[off + k];
+            T_EQ_INT(got, nbr(g, g->indptr[v] + k));
+        }
+        nodes++;
+        edges += d;
+    }
+    T_EQ_INT(nodes, info.cache_nodes);
+    T_EQ_INT(edges, info.cache_edges);
+    free(loc);
+    free(cache);
+    free(used);
+}
+
+static void check_gpu_cache(uint64_t *state, cudaStream_t stream) {
+    static const fanout_set sets[] = {
+        {3, {15, 10, 5}}, {2, {5, 40}}, {2, {-1, 3}}, {2, {24, 9}}, {3, {2, 0, 3}},
+    };
+    for (int gi = 0; gi < 4; gi++) {
+        const gd_dtype dt = gi % 2 ? GD_DTYPE_INT64 : GD_DTYPE_INT32;
+        const int threshold = gi >= 2;
+        int64_t *buf = NULL;
+        graph g =
+            threshold ? make_threshold_graph(state, dt, &buf) : make_graph(state, 6000, 12, dt);
+        gd_graph_t *host_graph;
+        T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, NULL, &host_graph));
+        const int64_t max_batch = threshold ? g.n : 700;
+        int64_t *seeds = malloc(sizeof(int64_t) * (size_t)max_batch);
+        T_ASSERT(seeds);
+        const int64_t whole = g.e * (int64_t)gd_dtype_size(dt);
+        const int64_t budgets[7] = {0, 3, 4 * 20, whole / 20, whole / 3, whole - 8, 2 * whole};
+        for (int bi = 0; bi < 7; bi++) {
+            gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
+            go.indptr_placement = bi % 3 == 0   ? GD_PLACE_GPU
+                                  : bi % 3 == 1 ? GD_PLACE_PINNED
+                                                : GD_PLACE_HOST;
+            go.indices_placement = GD_PLACE_PINNED;
+            go.copy_host = (int)(t_rand(state) % 2);
+            go.narrow_indices = (int)(t_rand(state) % 2);
+            go.gpu_cache_bytes = budgets[bi];
+            gd_graph_t *dg;
+            T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, &go, &dg));
+            gd_graph_info info = GD_GRAPH_INFO_INIT;
+            T_OK(gd_graph_get_info(dg, &info));
+            if (budgets[bi] > 0)
+                check_cache_layout(&g, dg, budgets[bi]);
+            else
+                T_EQ_INT(info.cache_nodes, 0);
+            for (size_t fi = 0; fi < sizeof sets / sizeof sets[0]; fi++)
+                for (int replace = 0; replace < 2; replace++) {
+                    const uint64_t seed = t_rand(state);
+                    const int64_t epoch = (int64_t)(t_rand(state) % 3),
+                                  batch = (int64_t)(t_rand(state) % 1000);
+                    const int64_t nb = threshold ? g.n : 1 + (int64_t)(t_rand(state) % 700);
+                    gd_sampler_t *sc = make_sampler(host_graph, &sets[fi], GD_SAMPLER_CPU,
+                                                    max_batch, replace, seed, 1);
+                    gd_sampler_t *sg =
+                        make_sampler(dg, &sets[fi], GD_SAMPLER_CUDA, max_batch, replace, seed, 0);
+                    const int sort_mode = next_sort_mode(sg);
+                    gd_minibatch_t *mc, *mg;
+                    T_OK(gd_minibatch_create(sc, &mc));
+                    T_OK(gd_minibatch_create(sg, &mg));
+                    make_seeds(state, g.n, nb, seeds);
+                    CU(cudaMemsetAsync(mg->base, 0xA5, sg->minibatch_bytes, stream));
+                    T_OK(gd_sample(sg, seeds, nb, 0, epoch, batch, stream, mg));
+                    T_OK(gd_sample(sc, seeds, nb, 0, epoch, batch, NULL, mc));
+                    host_mb want = to_host(mc), got = to_host(mg);
+                    char what[224];
+                    snprintf(
+                        what, sizeof what,
+                        "GPU cache: CPU vs CUDA (%s graph, indptr %s, indices pinned %s, "
+                        "budget %lld of %lld bytes, %lld lists cached, fanouts set %d, "
+                        "replace %d, reads %s)",
+                        threshold ? "threshold" : "random", gd_placement_name(go.indptr_placement),
+                        gd_dtype_name(info.indices_dtype), (long long)budgets[bi], (long long)whole,
+                        (long long)info.cache_nodes, (int)fi, replace, sort_mode_name(sort_mode));
+                    expect_equal(&want, &got, what);
+                    if (threshold) {
+                        host_mb ref = reference(&g, sets[fi].fanouts, sets[fi].L, replace, seed,
+                                                epoch, batch, seeds, nb);
+                        expect_equal(&ref, &got, what);
+                        host_mb_free(&ref);
+                    }
+                    check_invariants(&g, &got, sets[fi].fanouts, replace, seeds, nb);
+                    T_OK(gd_sampler_check_errors(sg));
+                    host_mb_free(&want);
+                    host_mb_free(&got);
+                    gd_minibatch_destroy(mc);
+                    gd_minibatch_destroy(mg);
+                    gd_sampler_destroy(sc);
+                    gd_sampler_destroy(sg);
+                }
+            gd_graph_destroy(dg);
+        }
+        {
+            gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
+            gd_graph_t *bad = NULL;
+            go.indptr_placement = GD_PLACE_GPU;
+            go.indices_placement = GD_PLACE_GPU;
+            go.gpu_cache_bytes = 1024;
+            T_EQ_INT(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, &go, &bad),
+                     GD_ERR_INVALID_ARG);
+            T_ASSERT(bad == NULL);
+            go.indices_placement = GD_PLACE_PINNED;
+            go.gpu_cache_bytes = -1;
+            T_EQ_INT(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, &go, &bad),
+                     GD_ERR_INVALID_ARG);
+        }
+        free(seeds);
+        gd_graph_destroy(host_graph);
+        if (threshold) {
+            gd_free(g.indptr);
+            gd_free(buf);
+        } else {
+            free_graph(&g);
+        }
+    }
+}
+
+/*
  * Seeds on the device are checked by the kernels and reported by gd_sampler_check_errors, with the
  * seeds read in frontier order and sorted (a bad seed sorts after every good one, and the error
  * names its position in the minibatch, not in the schedule).
@@ -359,6 +528,7 @@ int main(void) {
     CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     check_gpu_sampler(&state, stream);
     check_gpu_list_reads(&state, stream);
+    check_gpu_cache(&state, stream);
     check_gpu_seed_errors(&state, stream);
     check_gpu_faults(&state);
     CU(cudaStreamDestroy(stream));

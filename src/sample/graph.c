@@ -105,9 +105,75 @@ fail:
     return st;
 }
 
+/*
+ * The hot neighbour-list GPU cache (docs/sampling.md, "Hot neighbour lists in GPU memory"). A
+ * node's list is read once each time the node is in a frontier, and a node joins the frontiers
+ * about as often as it is drawn as someone's neighbour: its out-degree. The lists of the nodes of
+ * highest out-degree are taken whole, hottest first, while they fit the budget (one that does not
+ * fit is skipped, so smaller ones behind it still fill the space), packed into one buffer in that
+ * order, and copied to GPU memory with the location map: every node's list offset, tagged with
+ * its tier (GD__LOC_CACHE for a cached list). Only where the CUDA sampler reads changes; the CPU
+ * sampler keeps reading the host arrays.
+ */
+static gd_status build_cache(gd_graph_t *g, const int64_t *indptr, int64_t budget) {
+    gd_status st = GD_OK;
+    const int64_t n = g->num_nodes;
+    const size_t es = gd_dtype_size(g->indices_dtype);
+    int64_t *scores = NULL, *rows = NULL, *loc = NULL, count = 0, nodes = 0, edges = 0;
+    unsigned char *cache = NULL;
+    GD_ALLOC(scores, (size_t)n * sizeof(int64_t), "the GPU cache's node scores");
+    GD_ALLOC(rows, (size_t)n * sizeof(int64_t), "the GPU cache's node ranking");
+    GD_CHECK(
+        gd_csc_degree_scores(n, indptr, g->h_indices, g->indices_dtype, GD_DEGREE_OUT, scores));
+    GD_CHECK(gd_hot_rows_select(scores, n, n, rows, &count));
+    {
+        int64_t left = budget / (int64_t)es;
+        for (int64_t k = 0; k < count && left > 0; k++) {
+            const int64_t v = rows[k], d = indptr[v + 1] - indptr[v];
+            if (d == 0 || d > left) continue;
+            rows[nodes++] = v;
+            left -= d;
+            edges += d;
+        }
+    }
+    if (nodes > 0) {
+        GD_ALLOC(loc, (size_t)n * sizeof(int64_t), "the GPU cache's location map");
+        GD_ALLOC(cache, (size_t)edges * es, "the GPU cache's staging copy");
+        for (int64_t v = 0; v < n; v++) loc[v] = indptr[v];
+        int64_t off = 0;
+        for (int64_t k = 0; k < nodes; k++) {
+            const int64_t v = rows[k];
+            loc[v] = GD__LOC_CACHE | off;
+            off += indptr[v + 1] - indptr[v];
+        }
+        const unsigned char *src = g->h_indices;
+        const int threads = edges < (1 << 20) ? 1 : gd__num_threads();
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1024)
+        for (int64_t k = 0; k < nodes; k++) {
+            const int64_t v = rows[k];
+            memcpy(cache + (size_t)(loc[v] & GD__LOC_OFFSET_MASK) * es,
+                   src + (size_t)indptr[v] * es, (size_t)(indptr[v + 1] - indptr[v]) * es);
+        }
+        g->cache_nodes = nodes;
+        g->cache_edges = edges;
+        g->cache_bytes = edges * (int64_t)es;
+        GD_CHECK(gd__sample_backend_for(GD_SAMPLER_CUDA)->graph_cache_to_device(g, loc, cache));
+    }
+    GD_DEBUG("graph: GPU cache of %lld lists, %lld entries (%lld of %lld budget bytes)",
+             (long long)nodes, (long long)edges, (long long)(edges * (int64_t)es),
+             (long long)budget);
+fail:
+    gd_free(scores);
+    gd_free(rows);
+    gd_free(loc);
+    gd_free(cache);
+    return st;
+}
+
 void gd_graph_destroy(gd_graph_t *g) {
     if (!g) return;
-    if (g->dev_indptr || g->dev_indices) gd__sample_backend_for(GD_SAMPLER_CUDA)->graph_release(g);
+    if (g->dev_indptr || g->dev_indices || g->dev_loc || g->dev_cache)
+        gd__sample_backend_for(GD_SAMPLER_CUDA)->graph_release(g);
     gd_host_tensor_destroy(g->pin_indptr);
     gd_host_tensor_destroy(g->pin_indices);
     gd_free(g);
@@ -134,6 +200,13 @@ static gd_status graph_create(int64_t num_nodes, const int64_t *indptr, const vo
                GD_ERR_INVALID_ARG,
                "gd_graph_create: placements %d / %d are not gd_placement values",
                (int)o.indptr_placement, (int)o.indices_placement);
+    GD_REQUIRE(o.gpu_cache_bytes >= 0, GD_ERR_INVALID_ARG,
+               "gd_graph_create: gpu_cache_bytes is %lld; pass 0 for no cache",
+               (long long)o.gpu_cache_bytes);
+    GD_REQUIRE(o.gpu_cache_bytes == 0 || o.indices_placement == GD_PLACE_PINNED, GD_ERR_INVALID_ARG,
+               "gd_graph_create: a GPU neighbour-list cache (gpu_cache_bytes %lld) needs pinned "
+               "indices, not %s: place them pinned or set gpu_cache_bytes to 0",
+               (long long)o.gpu_cache_bytes, gd_placement_name(o.indices_placement));
     GD_REQUIRE(num_nodes >= 0 && num_nodes < INT64_MAX, GD_ERR_INVALID_ARG,
                "gd_graph_create: num_nodes %lld is negative", (long long)num_nodes);
     GD_REQUIRE(indptr, GD_ERR_INVALID_ARG, "gd_graph_create: NULL indptr");
@@ -198,12 +271,21 @@ static gd_status graph_create(int64_t num_nodes, const int64_t *indptr, const vo
         g->h_indices = h;
         g->d_indices = d;
     }
-    if (o.indptr_placement == GD_PLACE_GPU || o.indices_placement == GD_PLACE_GPU) {
+    /* A cache also puts indptr in GPU memory (the host copy, if any, stays for the CPU). */
+    const int indptr_to_gpu = o.indptr_placement == GD_PLACE_GPU || o.gpu_cache_bytes > 0;
+    if (indptr_to_gpu || o.indices_placement == GD_PLACE_GPU) {
         st = gd__sample_backend_for(GD_SAMPLER_CUDA)
-                 ->graph_to_device(g, o.indptr_placement == GD_PLACE_GPU ? indptr : NULL,
+                 ->graph_to_device(g, indptr_to_gpu ? indptr : NULL,
                                    o.indices_placement == GD_PLACE_GPU ? indices : NULL, dtype);
         if (st != GD_OK) {
             gd__error_context(st, "placing the graph in GPU %d memory", o.device);
+            goto fail;
+        }
+    }
+    if (o.gpu_cache_bytes > 0) {
+        st = build_cache(g, indptr, o.gpu_cache_bytes);
+        if (st != GD_OK) {
+            gd__error_context(st, "building the GPU neighbour-list cache on GPU %d", o.device);
             goto fail;
         }
     }
@@ -265,6 +347,9 @@ gd_status gd_graph_get_info(const gd_graph_t *g, gd_graph_info *info) {
     i.indices_placement = g->indices_place;
     i.device_bytes = g->device_bytes;
     i.pinned_bytes = g->pinned_bytes;
+    i.cache_nodes = g->cache_nodes;
+    i.cache_edges = g->cache_edges;
+    i.cache_bytes = g->cache_bytes;
     const size_t n = info->size;
     memcpy(info, &i, n);
     info->size = n;

@@ -33,7 +33,24 @@ struct gd_graph {
     /* gpu: device memory owned by the graph. */
     void *dev_indptr, *dev_indices;
     int64_t device_bytes, pinned_bytes;
+    /*
+     * The hot neighbour-list GPU cache (pinned indices, gpu_cache_bytes > 0): d_loc (GPU memory,
+     * num_nodes entries) holds each node's list location, GD__LOC_CACHE + offset into d_cache
+     * for a cached list, else its offset into d_indices (indptr[v]); NULL without a cache.
+     */
+    const int64_t *d_loc;
+    const void *d_cache;
+    void *dev_loc, *dev_cache;
+    int64_t cache_nodes, cache_edges, cache_bytes;
 };
+
+/*
+ * A list location: the tier in the top byte (0: the pinned indices, 1: the GPU cache), the entry
+ * offset into that tier's array below it.
+ */
+#define GD__LOC_TIER_SHIFT 56
+#define GD__LOC_CACHE ((int64_t)1 << GD__LOC_TIER_SHIFT)
+#define GD__LOC_OFFSET_MASK (GD__LOC_CACHE - 1)
 
 /*
  * Sizes. Hops run from the seeds outward: hop h has max_dst[h] destination nodes (its frontier) and
@@ -153,6 +170,9 @@ typedef struct {
     gd_status (*graph_to_device)(gd_graph_t *g, const int64_t *indptr, const void *indices,
                                  gd_dtype src_dtype);
     void (*graph_release)(gd_graph_t *g);
+    /* The hot-list cache: copy loc (num_nodes entries) and cache (g->cache_edges entries of
+     * g->indices_dtype) to the device (g->d_loc, g->d_cache). */
+    gd_status (*graph_cache_to_device)(gd_graph_t *g, const int64_t *loc, const void *cache);
     gd_status (*sampler_init)(gd_sampler_t *s);
     void (*sampler_release)(gd_sampler_t *s);
     gd_status (*minibatch_init)(const gd_sampler_t *s, gd_minibatch_t *mb);

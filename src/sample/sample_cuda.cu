@@ -177,20 +177,22 @@ __device__ __forceinline__ long long table_slots(long long P, long long cap) {
 
 /*
  * counts[i] = neighbours of frontier node i (0 past the frontier, up to items), and its list start
- * and degree for the sample kernel, stored at the node's slot of the read schedule: slot t reads
- * node order[t] (with order NULL, node t). With a sorted schedule, consecutive threads read the
- * indptr entries of nodes in increasing id order; the slots past the frontier hold the positions
- * past it (see sort_keys_kernel), and slot items - 1 is position items - 1. Hop 0 takes its
- * frontier size (the seed count) as an argument and stores it for the later kernels; later hops
- * read it. Every hop checks the range of its nodes (only seeds from device memory can be bad); the
- * first one reports a bad seed. The kernel also clears the table slots the previous hop (of this
- * call or of the sampler's previous call) used, which nothing reads any more: the previous hop's
- * finalize has run (or, with clear_all, the first clear_all slots).
+ * (with the hot-list cache, loc non-NULL: its location, GD__LOC_*) and degree for the sample
+ * kernel, stored at the node's slot of the read schedule: slot t reads node order[t] (with order
+ * NULL, node t). With a sorted schedule, consecutive threads read the indptr entries of nodes in
+ * increasing id order; the slots past the frontier hold the positions past it (see
+ * sort_keys_kernel), and slot items - 1 is position items - 1. Hop 0 takes its frontier size (the
+ * seed count) as an argument and stores it for the later kernels; later hops read it. Every hop
+ * checks the range of its nodes (only seeds from device memory can be bad); the first one reports a
+ * bad seed. The kernel also clears the table slots the previous hop (of this call or of the
+ * sampler's previous call) used, which nothing reads any more: the previous hop's finalize has run
+ * (or, with clear_all, the first clear_all slots).
  */
 __global__ void __launch_bounds__(BLOCK)
     count_kernel(const long long *__restrict__ nodes, long long *sizes, int hop, long long seeds,
-                 const long long *__restrict__ indptr, long long num_nodes, int fanout, int replace,
-                 int vec, const int *__restrict__ order, long long *__restrict__ starts,
+                 const long long *__restrict__ indptr, const long long *__restrict__ loc,
+                 long long num_nodes, int fanout, int replace, int vec,
+                 const int *__restrict__ order, long long *__restrict__ starts,
                  long long *__restrict__ degs, int *__restrict__ counts, long long items,
                  sample_error *err, unsigned long long *keys, int *vals,
                  const long long *__restrict__ dirty, long long clear_all) {
@@ -221,7 +223,8 @@ __global__ void __launch_bounds__(BLOCK)
                 start = __ldg(indptr + v);
                 end = __ldg(indptr + v + 1);
             }
-            starts[t] = start;
+            /* With the hot-list cache the start is the list's location (tier and offset). */
+            starts[t] = loc && end > start ? __ldg(loc + v) : start;
             degs[t] = end - start;
             c = (int)gd__sample_count(end - start, fanout, replace);
         }
@@ -309,8 +312,10 @@ __device__ __forceinline__ void read_list(const IdxT *__restrict__ indices, long
  * node, so it is uniform within a group and the group's collectives (shfl, any, sync) are safe. A
  * list read whole goes to the group's window in shared memory: WHOLE_LIST_BYTES_PER_PICK bytes per
  * lane, which holds every list that qualifies (degree * entry size <= WHOLE_LIST_BYTES_PER_PICK *
- * min(cnt, G)). The group syncs after filling the window (every lane picks from any part of it) and
- * after picking (before its next node overwrites it).
+ * min(cnt, G)). A list lives in the hot-list cache or in indices (pinned or GPU memory), as the
+ * tier of its location says (GD__LOC_*); only the base pointer differs. The group syncs after
+ * filling the window (every lane picks from any part of it) and after picking (before its next node
+ * overwrites it).
  */
 template <int G, typename IdxT>
 __global__ void __launch_bounds__(BLOCK)
@@ -319,6 +324,7 @@ __global__ void __launch_bounds__(BLOCK)
                   const int *__restrict__ order, const long long *__restrict__ starts,
                   const long long *__restrict__ degs, const int *__restrict__ bindptr,
                   const IdxT *__restrict__ indices, long long num_edges,
+                  const IdxT *__restrict__ cache, long long cache_edges,
                   long long *__restrict__ edge_ids, long long *pos_scratch) {
     __shared__ __align__(16) unsigned char windows[BLOCK * WHOLE_LIST_BYTES_PER_PICK];
     const cg::thread_block_tile<G> tile = cg::tiled_partition<G>(cg::this_thread_block());
@@ -332,10 +338,15 @@ __global__ void __launch_bounds__(BLOCK)
         const int off = bindptr[i];
         const int cnt = bindptr[i + 1] - off;
         if (cnt == 0) continue;
-        const long long start = starts[t], deg = degs[t];
+        /* The list's tier: the GPU cache or the indices array (the only one without a cache). */
+        const long long loc = starts[t], deg = degs[t];
+        const bool cached = (loc >> GD__LOC_TIER_SHIFT) != 0;
+        const IdxT *const list = cached ? cache : indices;
+        const long long list_n = cached ? cache_edges : num_edges;
+        const long long start = loc & GD__LOC_OFFSET_MASK;
         long long *out = edge_ids + off;
         if (fanout < 0 || (!replace && cnt == deg)) {
-            read_list<G>(indices, num_edges, start, (long long)cnt, lane, out);
+            read_list<G>(list, list_n, start, (long long)cnt, lane, out);
             continue;
         }
         const unsigned long long v = (unsigned long long)nodes[i];
@@ -343,13 +354,13 @@ __global__ void __launch_bounds__(BLOCK)
                            (long long)WHOLE_LIST_BYTES_PER_PICK * (cnt < G ? cnt : G);
         if (replace) {
             if (whole) {
-                read_list<G>(indices, num_edges, start, deg, lane, win);
+                read_list<G>(list, list_n, start, deg, lane, win);
                 tile.sync();
             }
             for (int j = lane; j < cnt; j += G) {
                 const long long p =
                     (long long)gd__sample_draw(key, v, hop, (unsigned)j, (unsigned long long)deg);
-                out[j] = whole ? (long long)win[p] : (long long)indices[start + p];
+                out[j] = whole ? (long long)win[p] : (long long)__ldg(list + start + p);
             }
             if (whole) tile.sync();
             continue;
@@ -367,12 +378,12 @@ __global__ void __launch_bounds__(BLOCK)
                 if (lane == j) c = hit ? base + j : tj;
             }
             if (whole) {
-                read_list<G>(indices, num_edges, start, deg, lane, win);
+                read_list<G>(list, list_n, start, deg, lane, win);
                 tile.sync();
                 if (lane < cnt) out[lane] = (long long)win[c];
                 tile.sync();
             } else if (lane < cnt) {
-                out[lane] = (long long)indices[start + c];
+                out[lane] = (long long)__ldg(list + start + c);
             }
             continue;
         }
@@ -395,11 +406,11 @@ __global__ void __launch_bounds__(BLOCK)
             }
         }
         if (whole) {
-            read_list<G>(indices, num_edges, start, deg, lane, win);
+            read_list<G>(list, list_n, start, deg, lane, win);
             tile.sync();
         }
         for (int j = lane; j < cnt; j += G)
-            out[j] = whole ? (long long)win[pos[j]] : (long long)indices[start + pos[j]];
+            out[j] = whole ? (long long)win[pos[j]] : (long long)__ldg(list + start + pos[j]);
         if (whole) tile.sync();
     }
 }
@@ -533,10 +544,35 @@ static void cuda_graph_release(gd_graph_t *g) {
     if (gd__cuda_enter_device(g->device, &prev) == GD_OK) {
         if (g->dev_indptr) (void)cudaFree(g->dev_indptr);
         if (g->dev_indices) (void)cudaFree(g->dev_indices);
+        if (g->dev_loc) (void)cudaFree(g->dev_loc);
+        if (g->dev_cache) (void)cudaFree(g->dev_cache);
         (void)cudaGetLastError();
         gd__cuda_leave_device(g->device, prev);
     }
-    g->dev_indptr = g->dev_indices = NULL;
+    g->dev_indptr = g->dev_indices = g->dev_loc = g->dev_cache = NULL;
+}
+
+/* The hot-list cache: the location map and the packed lists, copied to GPU memory. */
+static gd_status cuda_graph_cache_to_device(gd_graph_t *g, const int64_t *loc, const void *cache) {
+    gd_status st = GD_OK;
+    int prev = -1;
+    const size_t loc_bytes = (size_t)g->num_nodes * sizeof(int64_t);
+    const size_t bytes = (size_t)g->cache_bytes;
+    GD_CHECK(check_device(g->device, "the GPU neighbour-list cache"));
+    GD_CHECK(gd__cuda_enter_device(g->device, &prev));
+    GD_CUDA_CHECK(cudaMalloc(&g->dev_loc, loc_bytes ? loc_bytes : 16));
+    GD_CUDA_CHECK(cudaMalloc(&g->dev_cache, bytes ? bytes : 16));
+    if (loc_bytes) GD_CUDA_CHECK(cudaMemcpy(g->dev_loc, loc, loc_bytes, cudaMemcpyHostToDevice));
+    if (bytes) GD_CUDA_CHECK(cudaMemcpy(g->dev_cache, cache, bytes, cudaMemcpyHostToDevice));
+    g->d_loc = (const int64_t *)g->dev_loc;
+    g->d_cache = g->dev_cache;
+    g->device_bytes += (int64_t)(loc_bytes + bytes);
+    gd__cuda_leave_device(g->device, prev);
+    return GD_OK;
+fail:
+    /* The graph is destroyed by the caller, which frees what was allocated here. */
+    gd__cuda_leave_device(g->device, prev);
+    return st;
 }
 
 static gd_status cuda_graph_to_device(gd_graph_t *g, const int64_t *indptr, const void *indices,
@@ -842,15 +878,17 @@ template <int G>
 static void launch_sample(unsigned grid, cudaStream_t stream, int is32, unsigned long long key,
                           unsigned hop, int fanout, int replace, const long long *nodes,
                           const long long *nf_ptr, const gd__cuda_sampler *c, const int *order,
-                          const int *bindptr, const void *indices, long long num_edges) {
+                          const int *bindptr, const gd_graph_t *g) {
     if (is32)
         sample_kernel<G, int><<<grid, BLOCK, 0, stream>>>(
             key, hop, fanout, replace, nodes, nf_ptr, order, c->d_starts, c->d_degs, bindptr,
-            (const int *)indices, num_edges, c->d_edge_ids, c->d_pos);
+            (const int *)g->d_indices, g->num_edges, (const int *)g->d_cache, g->cache_edges,
+            c->d_edge_ids, c->d_pos);
     else
         sample_kernel<G, long long><<<grid, BLOCK, 0, stream>>>(
             key, hop, fanout, replace, nodes, nf_ptr, order, c->d_starts, c->d_degs, bindptr,
-            (const long long *)indices, num_edges, c->d_edge_ids, c->d_pos);
+            (const long long *)g->d_indices, g->num_edges, (const long long *)g->d_cache,
+            g->cache_edges, c->d_edge_ids, c->d_pos);
 }
 
 /*
@@ -943,9 +981,10 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
         }
         count_kernel<<<grid_for(nf_max + 1 > clear_max ? nf_max + 1 : clear_max, c->grid_cap),
                        BLOCK, 0, stream>>>(
-            nodes, sizes, h, (long long)n, (const long long *)g->d_indptr, g->num_nodes, fanout,
-            s->replace, c->vec_indptr, order, c->d_starts, c->d_degs, c->d_counts, nf_max + 1,
-            c->d_err, c->d_keys, c->d_vals, c->d_dirty, clear_all);
+            nodes, sizes, h, (long long)n, (const long long *)g->d_indptr,
+            (const long long *)g->d_loc, g->num_nodes, fanout, s->replace, c->vec_indptr, order,
+            c->d_starts, c->d_degs, c->d_counts, nf_max + 1, c->d_err, c->d_keys, c->d_vals,
+            c->d_dirty, clear_all);
         GD_CUDA_CHECK_LAUNCH();
         /* From here on a failure may leave the table partly filled. */
         queued = 1;
@@ -955,13 +994,13 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
             const unsigned grid = grid_for(nf_max * G, c->sample_cap[G == 32 ? 2 : G == 16]);
             if (G == 32)
                 launch_sample<32>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
-                                  nf_ptr, c, order, bindptr, g->d_indices, g->num_edges);
+                                  nf_ptr, c, order, bindptr, g);
             else if (G == 16)
                 launch_sample<16>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
-                                  nf_ptr, c, order, bindptr, g->d_indices, g->num_edges);
+                                  nf_ptr, c, order, bindptr, g);
             else
                 launch_sample<8>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
-                                 nf_ptr, c, order, bindptr, g->d_indices, g->num_edges);
+                                 nf_ptr, c, order, bindptr, g);
             GD_CUDA_CHECK_LAUNCH();
         }
         const long long cap = s->table_cap[h];
@@ -1023,6 +1062,7 @@ extern "C" const gd__sample_backend gd__sample_cuda_backend = {
     "cuda",
     cuda_graph_to_device,
     cuda_graph_release,
+    cuda_graph_cache_to_device,
     cuda_sampler_init,
     cuda_sampler_release,
     cuda_minibatch_init,
