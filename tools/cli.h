@@ -19,6 +19,7 @@ int cmd_generate(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 /* Print "graphdirect: <what>: <status>: <gd_last_error()>" and return the exit code. */
 int cli_fail(const char *what, gd_status st);

@@ -19,6 +19,7 @@ static const struct {
     {"generate", cmd_generate, "make a synthetic dataset (power-law graph, planted classes)"},
     {"convert", cmd_convert, "turn an edge list, .npy arrays or an OGB raw folder into a dataset"},
     {"info", cmd_info, "show a dataset's sizes, degrees and memory per placement; or the build"},
+    {"train", cmd_train, "train GraphSAGE (or an MLP baseline) on a dataset; mode cpu so far"},
     {"bench", cmd_bench, "measure the data path against its ceiling (bench gather: features)"},
 };
 #define NUM_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
@@ -37,6 +38,7 @@ static void usage(FILE *out) {
             "  graphdirect generate --preset small --out data/small\n"
             "  graphdirect convert ../shared/data/cora --symmetrize --out data/cora\n"
             "  graphdirect info data/cora\n"
+            "  graphdirect train data/cora --mode cpu --epochs 10 --fanouts 10,5\n"
             "  graphdirect bench gather --json gather.json\n");
 }
 
