@@ -75,11 +75,16 @@ else
     echo "note: shared data not found, Cora conversion not checked"
 fi
 
-# train, cpu mode, one epoch on tiny generated in memory, and on the directory made above;
-# a GPU mode is refused with a message saying it is not built yet
-expect_rc 0 "$cli" train --mode cpu --epochs 1 --batch 512 --hidden 32 --seed 3
+# train, cpu mode, one epoch on tiny generated in memory (then the MLP baseline and both test
+# accuracies side by side), and on the directory made above; a GPU mode is refused with a
+# message saying it is not built yet
+expect_rc 0 "$cli" train --preset tiny --mode cpu --epochs 1 --batch 512 --hidden 32 --seed 3
 grep -q "^epoch *1 .*loss .*valid acc" "$tmp/out" && grep -q "^test acc" "$tmp/out" \
     || { cat "$tmp/out" "$tmp/err"; fail "train output"; }
+grep -q "^test accuracy: GraphSAGE 0\.[0-9]* vs MLP (graph removed) 0\.[0-9]*" "$tmp/out" \
+    || { cat "$tmp/out"; fail "train baseline line"; }
+expect_rc 0 "$cli" train --preset tiny --epochs 1 --batch 512 --hidden 32 --no-baseline
+grep -q "MLP" "$tmp/out" && { cat "$tmp/out"; fail "train --no-baseline trained the MLP"; }
 expect_rc 0 "$cli" train "$tmp/a" --epochs 1 --mlp --layers 1
 grep -q "MLP" "$tmp/out" && grep -q "^test acc" "$tmp/out" || { cat "$tmp/out"; fail "train --mlp"; }
 expect_rc 2 "$cli" train --mode zerocopy --epochs 1

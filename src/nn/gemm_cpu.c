@@ -4,11 +4,21 @@
  * loop is always compiled: it is the fallback on machines without OpenBLAS (such as the GPU
  * machines, which have no internet to install it), and the tests compare it with CBLAS where
  * both exist. Matrices are row-major and contiguous; see gd__nn_backend.gemm.
+ *
+ * OpenBLAS and OpenMP threads. OpenBLAS (Debian's pthread build) starts its own pool of one
+ * thread per core, and its threads keep spinning after a call while the OpenMP threads of the
+ * other ops and of the sampler want the same cores: on 2 cores a `small` epoch took 6.0 s
+ * instead of 3.8 s. So, unless the user set OPENBLAS_NUM_THREADS, the first CBLAS call sets
+ * OpenBLAS to one thread (once, for the process), and a large GEMM is cut into row blocks of C
+ * that our own OpenMP threads hand to single-threaded CBLAS calls: one pool for all the CPU
+ * work. With OPENBLAS_NUM_THREADS set, OpenBLAS keeps its threads and each GEMM is one call.
  */
 #include "nn/gemm_cpu.h"
 
 #ifdef GD_HAVE_CBLAS
 #include <cblas.h>
+#include <pthread.h>
+#include <stdlib.h>
 #endif
 
 /*
@@ -41,6 +51,58 @@ int gd__nn_have_cblas(void) {
 #endif
 }
 
+#ifdef GD_HAVE_CBLAS
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static int blas_split; /* 1: OpenBLAS runs one thread and our OpenMP threads split GEMMs */
+
+static void blas_init(void) {
+    const char *env = getenv("OPENBLAS_NUM_THREADS");
+    if (env && *env) return;
+    openblas_set_num_threads(1);
+    blas_split = 1;
+}
+
+/*
+ * The number of row blocks to cut C into: 1 (one call) unless the GEMM is large enough to pay
+ * for a parallel region (2^20 multiply-adds, 16 rows a block at least); m fits an int.
+ */
+static int blas_parts(int64_t m, int64_t n, int64_t k, int threads) {
+    pthread_once(&blas_once, blas_init);
+    if (!blas_split || threads <= 1 || m < 32 || (double)m * (double)n * (double)k < 1048576.0)
+        return 1;
+    return m / 16 < threads ? (int)(m / 16) : threads;
+}
+
+/*
+ * C = alpha op(A) op(B) + beta C with C cut into `parts` row blocks, one CBLAS call each. Row
+ * i of op(A) starts at a + i * lda untransposed and at a + i transposed (A is k x m then); op(B)
+ * is the same for every block.
+ */
+static void gemm_split_f32(int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                           const float *b, float beta, float *c, int parts) {
+    const int lda = ta ? m : k, ldb = tb ? k : n;
+#pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
+    for (int p = 0; p < parts; p++) {
+        const int i0 = (int)((int64_t)m * p / parts), i1 = (int)((int64_t)m * (p + 1) / parts);
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    i1 - i0, n, k, alpha, ta ? a + i0 : a + (int64_t)i0 * lda, lda, b, ldb, beta,
+                    c + (int64_t)i0 * n, n);
+    }
+}
+
+static void gemm_split_f64(int ta, int tb, int m, int n, int k, double alpha, const double *a,
+                           const double *b, double beta, double *c, int parts) {
+    const int lda = ta ? m : k, ldb = tb ? k : n;
+#pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
+    for (int p = 0; p < parts; p++) {
+        const int i0 = (int)((int64_t)m * p / parts), i1 = (int)((int64_t)m * (p + 1) / parts);
+        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    i1 - i0, n, k, alpha, ta ? a + i0 : a + (int64_t)i0 * lda, lda, b, ldb, beta,
+                    c + (int64_t)i0 * n, n);
+    }
+}
+#endif
+
 void gd__nn_gemm_cpu_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
                          const float *a, const float *b, float beta, float *c, int threads) {
 #ifdef GD_HAVE_CBLAS
@@ -49,9 +111,8 @@ void gd__nn_gemm_cpu_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float 
             gd__nn_gemm_ref_f32(ta, tb, m, n, k, alpha, a, b, beta, c, threads);
             return;
         }
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    (int)m, (int)n, (int)k, alpha, a, ta ? (int)m : (int)k, b, tb ? (int)k : (int)n,
-                    beta, c, (int)n);
+        gemm_split_f32(ta, tb, (int)m, (int)n, (int)k, alpha, a, b, beta, c,
+                       blas_parts(m, n, k, threads));
         return;
     }
 #endif
@@ -66,9 +127,8 @@ void gd__nn_gemm_cpu_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double
             gd__nn_gemm_ref_f64(ta, tb, m, n, k, alpha, a, b, beta, c, threads);
             return;
         }
-        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    (int)m, (int)n, (int)k, alpha, a, ta ? (int)m : (int)k, b, tb ? (int)k : (int)n,
-                    beta, c, (int)n);
+        gemm_split_f64(ta, tb, (int)m, (int)n, (int)k, alpha, a, b, beta, c,
+                       blas_parts(m, n, k, threads));
         return;
     }
 #endif
