@@ -33,6 +33,19 @@ gd_status gd__error_context(gd_status status, const char *fmt, ...) GD_PRINTF(2,
 /* The locked-memory limit (ulimit -l) as text: "unlimited", "65536 KiB" or "unknown". */
 void gd__memlock_text(char *buf, size_t n);
 /*
+ * Sized public structs (first member: size_t size). gd__options_in copies a caller's options
+ * into *dst, which holds the defaults: min(src size, dst_size) bytes, then dst's size field is
+ * set to dst_size. A size below sizeof(size_t), or above dst_size unless larger_ok (the caller
+ * was built against a newer header; its extra fields are ignored), fails with
+ * GD_ERR_INVALID_ARG naming `what` ("gd_graph_create: options") and the _INIT macro.
+ * gd__info_out copies a filled info struct (src_size bytes) into the caller's, as many bytes as
+ * the caller's size field says, which must lie in [sizeof(size_t), src_size].
+ */
+gd_status gd__options_in(void *dst, size_t dst_size, const void *src, int larger_ok,
+                         const char *what, const char *init);
+gd_status gd__info_out(void *dst, const void *src, size_t src_size, const char *what,
+                       const char *init);
+/*
  * Exclusive prefix sum of a[0..n) in place with up to `threads` threads; returns the total
  * (which must fit the element type for the int32 version's entries).
  */

@@ -142,6 +142,32 @@ void gd__memlock_text(char *buf, size_t n) {
         snprintf(buf, n, "%llu KiB", (unsigned long long)rl.rlim_cur / 1024);
 }
 
+gd_status gd__options_in(void *dst, size_t dst_size, const void *src, int larger_ok,
+                         const char *what, const char *init) {
+    size_t size;
+    memcpy(&size, src, sizeof size);
+    if (size < sizeof(size_t) || (size > dst_size && !larger_ok))
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "%s.size is %zu (this library's is %zu): initialise them with %s", what,
+                         size, dst_size, init);
+    memcpy(dst, src, size < dst_size ? size : dst_size);
+    memcpy(dst, &dst_size, sizeof dst_size);
+    return GD_OK;
+}
+
+gd_status gd__info_out(void *dst, const void *src, size_t src_size, const char *what,
+                       const char *init) {
+    size_t size;
+    memcpy(&size, dst, sizeof size);
+    if (size < sizeof(size_t) || size > src_size)
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "%s.size is %zu (this library's is %zu): initialise it with %s", what,
+                         size, src_size, init);
+    memcpy(dst, src, size);
+    memcpy(dst, &size, sizeof size);
+    return GD_OK;
+}
+
 #define GD__SCAN_T int64_t
 #define GD__SCAN_NAME gd__exclusive_scan_i64
 #include "scan_impl.h"

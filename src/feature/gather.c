@@ -80,14 +80,9 @@ gd_status gd_gatherer_create(gd_host_tensor_t *t, int device, gd_gather_mode mod
     GD_REQUIRE(t, GD_ERR_INVALID_ARG, "gd_gatherer_create: NULL tensor");
     GD_REQUIRE((unsigned)mode < GD_GATHER_MODE_COUNT, GD_ERR_INVALID_ARG,
                "gd_gatherer_create: gather mode %d is not a gd_gather_mode", (int)mode);
-    if (options) {
-        GD_REQUIRE(options->size >= sizeof(size_t) && options->size <= sizeof o, GD_ERR_INVALID_ARG,
-                   "gd_gatherer_create: options.size is %zu; initialise the options with "
-                   "GD_GATHERER_OPTIONS_INIT",
-                   options->size);
-        memcpy(&o, options, options->size);
-        o.size = sizeof o;
-    }
+    if (options)
+        GD_CHECK(gd__options_in(&o, sizeof o, options, 0, "gd_gatherer_create: options",
+                                "GD_GATHERER_OPTIONS_INIT"));
     GD_REQUIRE(o.max_ids >= 0 && o.max_ids <= INT32_MAX, GD_ERR_INVALID_ARG,
                "gd_gatherer_create: max_ids %lld is outside [0, %d]", (long long)o.max_ids,
                INT32_MAX);
@@ -147,15 +142,8 @@ void gd_gatherer_destroy(gd_gatherer_t *g) {
 
 gd_status gd_gatherer_get_info(const gd_gatherer_t *g, gd_gatherer_info *info) {
     if (!g || !info) return gd__error(GD_ERR_INVALID_ARG, "gd_gatherer_get_info: NULL argument");
-    if (info->size < sizeof(size_t) || info->size > sizeof *info)
-        return gd__error(GD_ERR_INVALID_ARG,
-                         "gd_gatherer_get_info: info.size is %zu; initialise it with "
-                         "GD_GATHERER_INFO_INIT",
-                         info->size);
-    const size_t size = info->size;
-    memcpy(info, &g->info, size);
-    info->size = size;
-    return GD_OK;
+    return gd__info_out(info, &g->info, sizeof g->info, "gd_gatherer_get_info: info",
+                        "GD_GATHERER_INFO_INIT");
 }
 
 int gd_gatherer_is_cached(const gd_gatherer_t *g, int64_t id) {

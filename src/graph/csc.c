@@ -104,14 +104,9 @@ gd_status gd_csc_from_coo(int64_t num_nodes, int64_t num_edges, const int64_t *s
     *indptr_out = NULL;
     *indices_out = NULL;
     *num_csc_edges = 0;
-    if (options) {
-        GD_REQUIRE(options->size >= sizeof(size_t) && options->size <= sizeof opt,
-                   GD_ERR_INVALID_ARG,
-                   "gd_csc_from_coo: options->size is %zu, expected %zu: initialise the options "
-                   "with GD_CSC_OPTIONS_INIT",
-                   options->size, sizeof opt);
-        memcpy(&opt, options, options->size);
-    }
+    if (options)
+        GD_CHECK(gd__options_in(&opt, sizeof opt, options, 0, "gd_csc_from_coo: options",
+                                "GD_CSC_OPTIONS_INIT"));
     GD_REQUIRE(num_nodes >= 0, GD_ERR_INVALID_ARG,
                "gd_csc_from_coo: num_nodes = %lld is negative", (long long)num_nodes);
     GD_REQUIRE(num_edges >= 0, GD_ERR_INVALID_ARG,

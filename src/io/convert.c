@@ -327,14 +327,9 @@ gd_status gd_convert(const char *input, const gd_convert_options *options, gd_da
     char *name = NULL, *probe = NULL;
     GD_REQUIRE(input && out, GD_ERR_INVALID_ARG, "gd_convert: input and out must not be NULL");
     *out = NULL;
-    if (options) {
-        GD_REQUIRE(options->size >= sizeof(size_t) && options->size <= sizeof opt,
-                   GD_ERR_INVALID_ARG,
-                   "gd_convert: options->size is %zu, expected %zu: initialise the options with "
-                   "GD_CONVERT_OPTIONS_INIT",
-                   options->size, sizeof opt);
-        memcpy(&opt, options, options->size);
-    }
+    if (options)
+        GD_CHECK(gd__options_in(&opt, sizeof opt, options, 0, "gd_convert: options",
+                                "GD_CONVERT_OPTIONS_INIT"));
     GD_REQUIRE(opt.num_nodes >= 0, GD_ERR_INVALID_ARG, "gd_convert: num_nodes = %lld is negative",
                (long long)opt.num_nodes);
     GD_REQUIRE(opt.feature_dtype == GD_DTYPE_INVALID || opt.feature_dtype == GD_DTYPE_FLOAT32 ||

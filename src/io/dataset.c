@@ -234,14 +234,9 @@ gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *option
     memset(&m, 0, sizeof m);
     GD_REQUIRE(dir && out, GD_ERR_INVALID_ARG, "gd_dataset_open: dir and out must not be NULL");
     *out = NULL;
-    if (options) {
-        size_t n = options->size < sizeof opts ? options->size : sizeof opts;
-        GD_REQUIRE(n >= sizeof(size_t), GD_ERR_INVALID_ARG,
-                   "gd_dataset_open: options->size is %zu; initialise the options with "
-                   "GD_DATASET_OPEN_OPTIONS_INIT",
-                   options->size);
-        memcpy(&opts, options, n);
-    }
+    if (options)
+        GD_CHECK(gd__options_in(&opts, sizeof opts, options, 1, "gd_dataset_open: options",
+                                "GD_DATASET_OPEN_OPTIONS_INIT"));
     GD_REQUIRE(opts.mode == GD_OPEN_MMAP || opts.mode == GD_OPEN_LOAD, GD_ERR_INVALID_ARG,
                "gd_dataset_open: mode is %d; expected GD_OPEN_MMAP or GD_OPEN_LOAD",
                (int)opts.mode);

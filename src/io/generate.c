@@ -680,13 +680,9 @@ gd_status gd_generate(const gd_generate_options *options, gd_dataset_t **out) {
     gd_generate_options o = GD_GENERATE_OPTIONS_INIT;
     if (out) *out = NULL;
 
-    if (options) {
-        GD_REQUIRE(options->size >= sizeof(size_t), GD_ERR_INVALID_ARG,
-                   "generate: options->size is %zu: initialise the options with "
-                   "GD_GENERATE_OPTIONS_INIT",
-                   options->size);
-        memcpy(&o, options, options->size < sizeof o ? options->size : sizeof o);
-    }
+    if (options)
+        GD_CHECK(gd__options_in(&o, sizeof o, options, 1, "generate: options",
+                                "GD_GENERATE_OPTIONS_INIT"));
     const char *preset_name = o.preset ? o.preset : "tiny";
     const gen_preset *p = gen_find_preset(preset_name);
     GD_REQUIRE(p, GD_ERR_INVALID_ARG,

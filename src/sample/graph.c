@@ -199,14 +199,9 @@ static gd_status graph_create(int64_t num_nodes, const int64_t *indptr, const vo
     gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
     GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_graph_create: NULL output handle");
     *out = NULL;
-    if (options) {
-        GD_REQUIRE(options->size >= sizeof(size_t) && options->size <= sizeof o, GD_ERR_INVALID_ARG,
-                   "gd_graph_create: options.size is %zu; initialise the options with "
-                   "GD_GRAPH_OPTIONS_INIT",
-                   options->size);
-        memcpy(&o, options, options->size);
-        o.size = sizeof o;
-    }
+    if (options)
+        GD_CHECK(gd__options_in(&o, sizeof o, options, 0, "gd_graph_create: options",
+                                "GD_GRAPH_OPTIONS_INIT"));
     GD_REQUIRE((unsigned)o.indptr_placement < GD_PLACE_COUNT &&
                    (unsigned)o.indices_placement < GD_PLACE_COUNT,
                GD_ERR_INVALID_ARG,
@@ -344,11 +339,6 @@ fail:
 
 gd_status gd_graph_get_info(const gd_graph_t *g, gd_graph_info *info) {
     if (!g || !info) return gd__error(GD_ERR_INVALID_ARG, "gd_graph_get_info: NULL argument");
-    if (info->size < sizeof(size_t) || info->size > sizeof(gd_graph_info))
-        return gd__error(GD_ERR_INVALID_ARG,
-                         "gd_graph_get_info: info.size is %zu; initialise it with "
-                         "GD_GRAPH_INFO_INIT",
-                         info->size);
     gd_graph_info i = GD_GRAPH_INFO_INIT;
     i.num_nodes = g->num_nodes;
     i.num_edges = g->num_edges;
@@ -361,8 +351,5 @@ gd_status gd_graph_get_info(const gd_graph_t *g, gd_graph_info *info) {
     i.cache_nodes = g->cache_nodes;
     i.cache_edges = g->cache_edges;
     i.cache_bytes = g->cache_bytes;
-    const size_t n = info->size;
-    memcpy(info, &i, n);
-    info->size = n;
-    return GD_OK;
+    return gd__info_out(info, &i, sizeof i, "gd_graph_get_info: info", "GD_GRAPH_INFO_INIT");
 }

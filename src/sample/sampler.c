@@ -118,14 +118,9 @@ gd_status gd_sampler_create(gd_graph_t *g, const int *fanouts, int num_layers,
                    "gd_sampler_create: fanout %d of hop %d: use -1 (all "
                    "neighbours) or a count",
                    fanouts[h], h);
-    if (options) {
-        GD_REQUIRE(options->size >= sizeof(size_t) && options->size <= sizeof o, GD_ERR_INVALID_ARG,
-                   "gd_sampler_create: options.size is %zu; initialise the options with "
-                   "GD_SAMPLER_OPTIONS_INIT",
-                   options->size);
-        memcpy(&o, options, options->size);
-        o.size = sizeof o;
-    }
+    if (options)
+        GD_CHECK(gd__options_in(&o, sizeof o, options, 0, "gd_sampler_create: options",
+                                "GD_SAMPLER_OPTIONS_INIT"));
     GD_REQUIRE(o.backend == GD_SAMPLER_CPU || o.backend == GD_SAMPLER_CUDA, GD_ERR_INVALID_ARG,
                "gd_sampler_create: backend %d is not a gd_sampler_backend", (int)o.backend);
     GD_REQUIRE(o.max_batch >= 0, GD_ERR_INVALID_ARG, "gd_sampler_create: max_batch %lld < 0",
@@ -176,21 +171,13 @@ void gd_sampler_destroy(gd_sampler_t *s) {
 
 gd_status gd_sampler_get_info(const gd_sampler_t *s, gd_sampler_info *info) {
     if (!s || !info) return gd__error(GD_ERR_INVALID_ARG, "gd_sampler_get_info: NULL argument");
-    if (info->size < sizeof(size_t) || info->size > sizeof(gd_sampler_info))
-        return gd__error(GD_ERR_INVALID_ARG,
-                         "gd_sampler_get_info: info.size is %zu; initialise it with "
-                         "GD_SAMPLER_INFO_INIT",
-                         info->size);
     gd_sampler_info i = GD_SAMPLER_INFO_INIT;
     i.num_layers = s->num_layers;
     i.max_input_nodes = s->max_dst[s->num_layers];
     for (int h = 0; h < s->num_layers; h++) i.max_edges += s->max_edges[h];
     i.minibatch_bytes = (int64_t)s->minibatch_bytes;
     i.scratch_bytes = s->scratch_bytes;
-    const size_t n = info->size;
-    memcpy(info, &i, n);
-    info->size = n;
-    return GD_OK;
+    return gd__info_out(info, &i, sizeof i, "gd_sampler_get_info: info", "GD_SAMPLER_INFO_INIT");
 }
 
 gd_status gd_minibatch_create(const gd_sampler_t *s, gd_minibatch_t **out) {
