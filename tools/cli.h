@@ -8,6 +8,7 @@
 
 #include "graphdirect.h"
 
+#include <cjson/cJSON.h>
 #include <stdint.h>
 
 /* Exit codes: 0 success, 1 failure (message printed), 2 bad usage, 130 interrupted. */
@@ -20,6 +21,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 /* Print "graphdirect: <what>: <status>: <gd_last_error()>" and return the exit code. */
 int cli_fail(const char *what, gd_status st);
@@ -57,5 +59,28 @@ void cli_progress_end(cli_progress *p);
 /* 1 once SIGINT has been received. */
 int cli_interrupted(void);
 double cli_now(void);
+
+/*
+ * The JSON-lines metrics file (tools/metrics_log.c; record format in docs/plot.md): one JSON
+ * object per line, "type" first ("run", "step", "epoch", "test"), each line flushed as it is
+ * written so that a crash loses at most the line being written and `graphdirect plot` can read
+ * the file while the run goes on. Numbers that are not finite (a NaN accuracy) are written as
+ * null, which the reader takes as "not measured".
+ */
+typedef struct cli_metrics cli_metrics;
+/* Open (create or truncate) path; on failure a message naming the path and the errno text is
+   printed and -1 returned. */
+int cli_metrics_open(const char *path, cli_metrics **out);
+/* Write obj as one unformatted line and flush it; takes ownership of obj (cJSON_Delete), which
+   may be NULL (a builder that ran out of memory: reported as such). Returns 0, or -1 with a
+   message on stderr (disk full...); after a failure the file is incomplete and later writes
+   return -1 at once without a message. */
+int cli_metrics_write(cli_metrics *m, cJSON *obj);
+/* Close the file (NULL is allowed). */
+void cli_metrics_close(cli_metrics *m);
+/* A new record whose first field is "type": type; NULL when out of memory. */
+cJSON *cli_metrics_record(const char *type);
+/* Add "time": the current UTC time as ISO 8601 ("2026-11-22T10:04:05Z"); 0 or -1. */
+int cli_metrics_add_time(cJSON *obj);
 
 #endif

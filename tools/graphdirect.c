@@ -21,6 +21,7 @@ static const struct {
     {"info", cmd_info, "show a dataset's sizes, degrees and memory per placement; or the build"},
     {"train", cmd_train, "train GraphSAGE (or an MLP baseline) on a dataset; mode cpu so far"},
     {"bench", cmd_bench, "measure the data path against its ceiling (bench gather: features)"},
+    {"plot", cmd_plot, "draw training metrics or benchmark results as a PNG (gnuplot)"},
 };
 #define NUM_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
@@ -39,7 +40,8 @@ static void usage(FILE *out) {
             "  graphdirect convert ../shared/data/cora --symmetrize --out data/cora\n"
             "  graphdirect info data/cora\n"
             "  graphdirect train data/cora --mode cpu --epochs 10 --fanouts 10,5\n"
-            "  graphdirect bench gather --json gather.json\n");
+            "  graphdirect bench gather --json gather.json\n"
+            "  graphdirect plot gather.json -o gather.png\n");
 }
 
 int cli_fail(const char *what, gd_status st) {
