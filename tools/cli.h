@@ -21,6 +21,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 
 /* Print "graphdirect: <what>: <status>: <gd_last_error()>" and return the exit code. */

@@ -58,6 +58,40 @@ gd_status gd__cuda_pinned_alloc(void **p, size_t bytes, const char *what, const 
  */
 gd_status gd__cuda_philox_fill(int device, uint64_t seed, uint32_t c, uint32_t d, int64_t n,
                                uint32_t *out);
+
+/*
+ * Streams, events, copies and memory for C code (stream_cuda.cu), so that the pipeline of the
+ * trainer can be written in C. Handles are the CUDA ones behind void pointers. Every call is
+ * checked and names the failing call; the device is the caller's current one unless given.
+ */
+/* A non-blocking stream on device. */
+gd_status gd__cuda_stream_create(int device, void **stream);
+void gd__cuda_stream_destroy(void *stream);
+gd_status gd__cuda_stream_sync(void *stream);
+/*
+ * An event; timing = 1 lets gd__cuda_event_ms measure between two of them. Waits on it
+ * (gd__cuda_event_sync) block the thread instead of spinning, so a host that waits for the GPU
+ * costs no CPU time.
+ */
+gd_status gd__cuda_event_create(int device, int timing, void **event);
+void gd__cuda_event_destroy(void *event);
+gd_status gd__cuda_event_record(void *event, void *stream);
+/* Work queued on stream after this waits for event's last record (no host wait). */
+gd_status gd__cuda_stream_wait(void *stream, void *event);
+gd_status gd__cuda_event_sync(void *event);
+/* 1 if the event's work is done, 0 if not yet; an error gives -1 and sets the message. */
+int gd__cuda_event_done(void *event);
+/* Milliseconds between two completed timing events. */
+gd_status gd__cuda_event_ms(void *start, void *end, float *ms);
+/* An asynchronous copy in any direction (cudaMemcpyDefault) queued on stream. */
+gd_status gd__cuda_memcpy_async(void *dst, const void *src, size_t bytes, void *stream);
+/* Free and total memory of device in bytes. */
+gd_status gd__cuda_mem_info(int device, int64_t *free_bytes, int64_t *total_bytes);
+/* Device memory of bytes on device for `what` (named in the out-of-memory message); free. */
+gd_status gd__cuda_malloc(int device, void **p, size_t bytes, const char *what);
+void gd__cuda_free(void *p);
+/* Release memory of gd__cuda_pinned_alloc. */
+void gd__cuda_host_free(void *p);
 #endif
 
 #ifdef __cplusplus

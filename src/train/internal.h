@@ -1,21 +1,53 @@
 /*
  * The train module's internals: the trainer, which runs the whole data path of docs/design.md
  * for every minibatch of an epoch (seeds -> sample -> gather -> forward, loss, backward, Adam)
- * and evaluates a split by sampled inference. This first trainer is the `cpu` mode: the CPU
- * sampler, the GD_GATHER_CPU gather and the CPU nn backend, one minibatch after another with
- * no pipelining. Every buffer is allocated by gd__trainer_create, sized from the batch size
- * and the fanouts (gd_sampler_get_info and the per-hop worst case), so an epoch allocates
- * nothing. The GPU modes (a CUDA sampler, a zero-copy gather, the CUDA nn backend, streams and
- * a ring of buffer sets) come next and will reuse this interface. docs/train.md describes it.
+ * and evaluates a split by sampled inference, in one of the modes of docs/train.md:
+ *   cpu          the CPU sampler, the CPU gather and the CPU nn backend, one minibatch after
+ *                another (the reference, and what runs without a GPU);
+ *   all-gpu      graph and features in GPU memory: CUDA sampler, gpu gather, CUDA nn;
+ *   zero-copy    graph indices in pinned host memory read by the CUDA sampler over UVA
+ *                (indptr in GPU memory), features in pinned host memory read by the zero-copy
+ *                gather kernel with a hot-row GPU cache, CUDA nn;
+ *   cpu-centric  the CPU sampler and a CPU gather into pinned memory with one copy per
+ *                minibatch (the usual DataLoader pipeline), CUDA nn;
+ *   auto         one of these, picked from the memory each needs and what the machine has.
+ * The GPU modes pipeline the stages: sampling, gathering and training each have a CUDA stream,
+ * minibatches go through a ring of buffer sets, and the stages hand over with events. Every
+ * buffer is allocated by gd__trainer_create, sized from the batch size and the fanouts, so an
+ * epoch allocates nothing. All modes sample and gather exactly the same data for the same
+ * seed, so their losses agree to float tolerance. docs/train.md describes it.
  */
 #ifndef GD_TRAIN_INTERNAL_H
 #define GD_TRAIN_INTERNAL_H
 
 #include "core/internal.h"
+#include "nn/internal.h"
+#include "train/checkpoint.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+typedef enum {
+    GD__TRAIN_CPU = 0,
+    GD__TRAIN_ALL_GPU = 1,
+    GD__TRAIN_ZERO_COPY = 2,
+    GD__TRAIN_CPU_CENTRIC = 3,
+    GD__TRAIN_AUTO = 4,
+    GD__TRAIN_MODE_COUNT = 5
+} gd__train_mode;
+
+/* "cpu", "all-gpu", "zero-copy", "cpu-centric", "auto"; NULL outside the enum. */
+const char *gd__train_mode_name(gd__train_mode mode);
+gd_status gd__train_mode_parse(const char *name, gd__train_mode *out);
+
+/*
+ * Called from the epoch loop every report_every minibatches and at the end: done of total
+ * minibatches issued, the loss of the latest minibatch known to have finished (NaN if none
+ * yet; the GPU modes never wait for it). A non-zero return stops the epoch with
+ * GD_ERR_INTERRUPTED after the minibatches in flight.
+ */
+typedef int (*gd__train_progress_fn)(void *user, int64_t done, int64_t total, double loss);
 
 typedef struct {
     int num_layers;                     /* 1..GD_SAMPLER_MAX_LAYERS */
@@ -34,9 +66,34 @@ typedef struct {
     double weight_decay; /* Adam's L2 term (torch.optim.Adam), 0 = none */
     uint64_t seed;       /* parameters, shuffling, neighbour draws and dropout */
     int threads;         /* CPU threads of the sampler and the gather (0: GD_THREADS) */
+    gd__train_mode mode; /* where the data path runs (default cpu) */
+    int device;          /* the GPU of the GPU modes */
+    /*
+     * zero-copy: GPU memory for the hot feature rows (the highest out-degree first) and for
+     * the hot neighbour lists of the sampler. -1: the feature cache takes what the GPU memory
+     * budget leaves once everything else is allocated; the graph cache none.
+     */
+    int64_t gpu_cache_bytes;
+    int64_t graph_cache_bytes;
+    /* GPU memory the trainer may use (0: what the GPU has free); checked, and reported. */
+    int64_t gpu_mem_budget;
+    const char *gather_sms; /* SMs the gather kernel may use ("N", "N%"; NULL: GD_GATHER_SMS) */
+    int depth;              /* GPU modes: buffer sets in the ring, >= 2 */
+    int64_t max_batches;    /* stop a training epoch after this many minibatches (0: all) */
+    gd__train_progress_fn progress;
+    void *progress_user;
+    int64_t report_every; /* minibatches between progress calls (0: 20) */
 } gd__train_config;
 #define GD__TRAIN_CONFIG_INIT                                                                      \
-    { 2, {10, 5}, 0, 1024, 128, 0.5, 3e-3, 0.0, 0, 0 }
+    {.num_layers = 2,                                                                              \
+     .fanouts = {10, 5},                                                                           \
+     .batch_size = 1024,                                                                           \
+     .hidden_dim = 128,                                                                            \
+     .dropout = 0.5,                                                                               \
+     .lr = 3e-3,                                                                                   \
+     .mode = GD__TRAIN_CPU,                                                                        \
+     .gpu_cache_bytes = -1,                                                                        \
+     .depth = 3}
 
 typedef struct {
     int64_t epoch;
@@ -44,7 +101,15 @@ typedef struct {
     double loss;      /* mean over the minibatches of their mean loss */
     double train_acc; /* correct / labelled seeds over the epoch's minibatches (train mode) */
     double seconds;   /* the whole epoch (training only, not evaluation) */
-    double sample_s, gather_s, nn_s; /* its parts */
+    /*
+     * Its parts. cpu: the wall time of each stage (they run one after another). GPU modes: the
+     * busy time of each stage's stream, from events (the stages overlap, so the parts add up
+     * to more than the epoch); cpu-centric: the CPU stages by wall time. wait_s is the epoch
+     * time the training stage was not busy: waiting for data, or for the host.
+     */
+    double sample_s, gather_s, train_s, wait_s;
+    double cpu_core_s;     /* CPU time of the process (user + system, all threads) */
+    int64_t gpu_mem_bytes; /* GPU memory in use at the end (total - free; 0 without a GPU) */
 } gd__train_epoch_stats;
 
 typedef struct gd__trainer gd__trainer;
@@ -74,13 +139,58 @@ gd_status gd__trainer_epoch(gd__trainer *t, int64_t epoch, gd__train_epoch_stats
  */
 gd_status gd__trainer_evaluate(gd__trainer *t, gd_array_id split, double *accuracy, int64_t *count);
 
+/*
+ * The model (its parameters, gradients and Adam state on the trainer's nn backend), for
+ * checkpoints and evaluation; and that backend's context.
+ */
+gd__sage *gd__trainer_model(gd__trainer *t);
+const gd__nn_ctx *gd__trainer_nn_ctx(const gd__trainer *t);
+/*
+ * Copy the parameters (params.numel float32) and, when state is non-NULL, Adam's state
+ * (2 * numel: m then v) to host memory; and back, with the number of Adam steps taken. These
+ * wait for the device: call them between epochs (best model, checkpoints).
+ */
+gd_status gd__trainer_params_get(gd__trainer *t, void *params, void *state);
+gd_status gd__trainer_params_set(gd__trainer *t, const void *params, const void *state,
+                                 int64_t adam_step);
+
+/*
+ * Checkpoints (src/train/checkpoint.c holds the format). The meta of this trainer: the model,
+ * the fanouts, the seed, the dataset and the training settings that must match on resume (the
+ * mode is not among them: every mode trains the same way); epochs_done and best_* are the
+ * caller's. Randomness is keyed by (seed, epoch, minibatch), so (seed, epochs_done) is the
+ * whole RNG state.
+ */
+void gd__trainer_checkpoint_meta(const gd__trainer *t, gd__checkpoint_meta *meta);
+/*
+ * Save meta and the parameters to path atomically: the model's own (params NULL) or a host
+ * copy (e.g. the best model so far), with Adam's state when with_state (a checkpoint to resume
+ * from) or without (a model file for `graphdirect eval`).
+ */
+gd_status gd__trainer_save(gd__trainer *t, const char *path, const gd__checkpoint_meta *meta,
+                           const void *params, int with_state);
+/*
+ * Load a checkpoint saved by a run of the same settings (checked, with a message naming what
+ * differs) into the model and the optimizer; *saved gets its meta, whose epochs_done is the
+ * epoch to go on with. The epochs that follow give the losses the uninterrupted run gives.
+ */
+gd_status gd__trainer_resume(gd__trainer *t, const char *path, gd__checkpoint_meta *saved);
+
+/* The feature table if the trainer registered it for its GPU (zero-copy), else NULL. */
+gd_host_tensor_t *gd__trainer_registered_features(gd__trainer *t);
+
 /* What the trainer allocated, for reports. */
 typedef struct {
+    gd__train_mode mode;     /* the mode it runs in (auto resolved) */
+    char plan[512];          /* where everything lives and, for auto, why */
     int64_t max_input_nodes; /* most input nodes of a minibatch */
     int64_t max_edges;       /* most edges of a minibatch, all layers */
-    int64_t feature_bytes;   /* the gathered-feature buffer */
+    int64_t feature_bytes;   /* the gathered-feature buffer (one per buffer set) */
     int64_t num_params;      /* model parameters (the flat buffer, padding included) */
     int64_t train_nodes, valid_nodes, test_nodes;
+    int64_t gpu_bytes;       /* GPU memory the trainer took at create */
+    int64_t feature_cache_rows, feature_cache_bytes;
+    int64_t graph_cache_bytes;
 } gd__trainer_info;
 void gd__trainer_get_info(const gd__trainer *t, gd__trainer_info *info);
 

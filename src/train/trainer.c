@@ -1,52 +1,124 @@
 /*
- * The trainer, cpu mode: the data path of docs/design.md run one minibatch after another on the
- * CPU. For each minibatch the CPU sampler writes the blocks and the input node ids, the CPU
- * gather copies the input nodes' feature rows into one buffer, and the CPU nn backend runs
- * GraphSAGE forward, softmax cross-entropy, backward and an Adam step. Evaluation is the same
- * minus the backward, without dropout, over a split in order.
+ * The trainer: the data path of docs/design.md (seeds -> sample -> gather -> train) in the modes
+ * of src/train/internal.h. Creation places the graph and the features for the mode, builds the
+ * sampler, the gatherer, the nn backend and the model, and allocates every buffer; an epoch then
+ * allocates nothing.
  *
- * Everything is allocated at create: the minibatch buffer (sized by the sampler from the batch
- * size and the fanouts), the feature buffer (its max_input_nodes rows), the model with its
- * activations (sized per layer by the same worst case as the sampler's), the labels and the
- * gradient of the logits, int64 copies of the three splits and the epoch's shuffled order.
+ * cpu mode runs one minibatch after another on the CPU. The GPU modes pipeline the stages over
+ * a ring of `depth` buffer sets (a minibatch buffer, the gathered rows, the labels and, for
+ * cpu-centric, a device copy of the blocks). Minibatch b uses set b % depth:
+ *
+ *   sample stream   wait(trained[set]) ; sample b              ; record sampled[set]
+ *   gather stream   wait(sampled[set]) ; gather b, labels b    ; record gathered[set]
+ *   train stream    wait(gathered[set]); forward, loss, backward, Adam ; record trained[set]
+ *
+ * The host issues sampling depth - 1 minibatches ahead of training. The only host waits are on
+ * events of minibatches issued long before: the sizes of minibatch b (needed to launch the
+ * gather and the GEMMs with the right shapes), which were sampled behind the training of
+ * b - depth while b - depth + 1 ... b - 1 still queue on the GPU. Losses and correct counts are
+ * copied into pinned arrays by the train stream and read at the end of the epoch; progress
+ * reports read the latest finished one without waiting. The stage times come from timing events
+ * on each stream, read once the set comes round again.
+ *
+ * cpu-centric runs the CPU sampler and the CPU gather (into pinned memory, one copy) on the host
+ * thread while the GPU trains the previous minibatches: the usual DataLoader pipeline, the
+ * baseline the GPU-centric modes are measured against.
  */
 #include "train/internal.h"
 
-#include "nn/internal.h"
+#include "core/cuda.h"
+#include "io/dataset.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* Philox domain of the per-minibatch dropout keys ("trDK"). */
 #define GD__TRAIN_RNG_DROPOUT 0x7472444bu
 /* The epoch key of evaluation draws: far from any training epoch, one per split. */
 #define GD__TRAIN_EVAL_EPOCH (INT64_C(1) << 48)
+#define MAX_DEPTH 8
+/* GPU memory kept free beyond the estimate (cuBLAS workspaces, kernels' own buffers). */
+#define GPU_RESERVE (INT64_C(768) << 20)
+
+enum { EV_S0, EV_S1, EV_G0, EV_G1, EV_T0, EV_T1, EV_COUNT };
+enum { ST_SAMPLE, ST_GATHER, ST_TRAIN, ST_COUNT };
+
+static const char *const mode_names[GD__TRAIN_MODE_COUNT] = {"cpu", "all-gpu", "zero-copy",
+                                                             "cpu-centric", "auto"};
+
+const char *gd__train_mode_name(gd__train_mode mode) {
+    return (int)mode >= 0 && mode < GD__TRAIN_MODE_COUNT ? mode_names[mode] : NULL;
+}
+
+gd_status gd__train_mode_parse(const char *name, gd__train_mode *out) {
+    for (int m = 0; m < GD__TRAIN_MODE_COUNT; m++)
+        if (name && strcmp(name, mode_names[m]) == 0) {
+            *out = (gd__train_mode)m;
+            return GD_OK;
+        }
+    return gd__error(GD_ERR_INVALID_ARG,
+                     "unknown training mode '%s': use cpu, all-gpu, zero-copy, cpu-centric or auto",
+                     name ? name : "(null)");
+}
+
+/* One buffer set of the ring. */
+typedef struct {
+    gd_minibatch_t *mb;     /* CUDA sampler: the device minibatch */
+    gd__nn_tensor x;        /* the gathered rows, on the nn backend's device */
+    int64_t *labels;        /* the seeds' labels, nn backend memory */
+    int64_t *label_stage;   /* GPU modes: pinned staging of the labels */
+    void *blk_dev;          /* cpu-centric: the blocks in GPU memory ... */
+    void *blk_stage;        /* ... and their pinned staging */
+    void *ev[EV_COUNT];     /* GPU modes: timing events around each stage */
+    int timed[ST_COUNT];    /* a stage was recorded and not yet counted */
+    gd_block blocks[GD_SAMPLER_MAX_LAYERS];
+    int64_t num_in;         /* input nodes of the minibatch in the set */
+    int64_t seeds;          /* its seeds */
+} train_set;
 
 struct gd__trainer {
     gd__train_config cfg;
+    gd__train_mode mode;
+    char plan[512];
     const gd_dataset_t *ds;
-    int64_t num_nodes, in_dim, num_classes;
+    int64_t num_nodes, in_dim, num_classes, batch;
     gd__nn_ctx ctx;
+    int gpu;                    /* a GPU mode: the nn runs on cfg.device */
+    int cuda_sampler;           /* all-gpu, zero-copy */
     gd_graph_t *graph;
     gd_sampler_t *sampler;
     gd_sampler_info sinfo;
-    gd_minibatch_t *mb;
-    gd_host_tensor_t *features;
+    gd_minibatch_t *host_mb;    /* cpu, cpu-centric */
+    gd_host_tensor_t *features; /* adopted from the dataset, or an owned copy */
     gd_gatherer_t *gatherer;
     gd__sage *model;
     gd__nn_adam_options adam;
-    gd__nn_tensor x;       /* max_input_nodes x in_dim: the gathered rows */
-    gd__nn_tensor loss;    /* 1 x 1 */
-    gd__nn_tensor dlogits; /* batch_size x num_classes */
-    int64_t *labels;       /* batch_size: the labels of the seeds */
+    int depth;
+    train_set sets[MAX_DEPTH];
+    size_t blk_bytes;           /* cpu-centric: bytes of a blocks copy */
+    void *s_sample, *s_gather;  /* GPU modes; training runs on ctx.stream */
+    int64_t *d_order;           /* CUDA sampler: the epoch's seed order in GPU memory */
+    gd__nn_tensor loss;         /* 1 x 1 */
+    int64_t *d_correct;         /* nn backend memory: one count */
+    gd__nn_tensor dlogits;      /* batch x classes */
+    float *loss_log;            /* per minibatch of a pass (pinned in GPU modes) */
+    int64_t *correct_log;
+    int64_t log_cap;
     gd_array_view label_view;
     int64_t *split[3]; /* train, valid, test node ids as int64 (NULL: absent) */
     int64_t split_n[3];
-    int64_t *order; /* split_n[0]: the shuffled train ids of an epoch */
+    int64_t *order; /* the ids of a pass in the order they are used */
+    int64_t gpu_bytes;
+    int64_t feature_cache_rows, feature_cache_bytes, graph_cache_bytes;
 };
 
 static int64_t min64(int64_t a, int64_t b) {
     return a < b ? a : b;
+}
+static int64_t max64(int64_t a, int64_t b) {
+    return a > b ? a : b;
 }
 
 static int64_t int_at(const gd_array_view *v, int64_t i) {
@@ -54,22 +126,77 @@ static int64_t int_at(const gd_array_view *v, int64_t i) {
                                       : ((const int64_t *)v->data)[i];
 }
 
+static double cpu_seconds(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+           (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
+static const char *gib(int64_t bytes, char *buf, size_t n) {
+    snprintf(buf, n, "%.2f GiB", (double)bytes / (double)(INT64_C(1) << 30));
+    return buf;
+}
+
+/* --------------------------------------------------------------- teardown */
+
+static void free_nn(gd__trainer *t, void *p) {
+    if (p) t->ctx.be->release(&t->ctx, p);
+}
+
+static void destroy_set(gd__trainer *t, train_set *s) {
+#ifdef GD_WITH_CUDA
+    for (int e = 0; e < EV_COUNT; e++) gd__cuda_event_destroy(s->ev[e]);
+    gd__cuda_host_free(s->label_stage);
+    gd__cuda_host_free(s->blk_stage);
+    gd__cuda_free(s->blk_dev);
+#endif
+    gd_minibatch_destroy(s->mb);
+    gd__nn_tensor_free(&t->ctx, &s->x);
+    free_nn(t, s->labels);
+    memset(s, 0, sizeof *s);
+}
+
 void gd__trainer_destroy(gd__trainer *t) {
     if (!t) return;
+#ifdef GD_WITH_CUDA
+    /* Nothing may still be running on the buffers about to be freed. */
+    if (t->s_sample) (void)gd__cuda_stream_sync(t->s_sample);
+    if (t->s_gather) (void)gd__cuda_stream_sync(t->s_gather);
+#endif
+    if (t->ctx.be) (void)t->ctx.be->synchronize(&t->ctx);
     gd__sage_destroy(t->model);
-    gd__nn_tensor_free(&t->ctx, &t->x);
-    gd__nn_tensor_free(&t->ctx, &t->loss);
-    gd__nn_tensor_free(&t->ctx, &t->dlogits);
+    for (int i = 0; i < MAX_DEPTH; i++) destroy_set(t, &t->sets[i]);
+    if (t->ctx.be) {
+        gd__nn_tensor_free(&t->ctx, &t->loss);
+        gd__nn_tensor_free(&t->ctx, &t->dlogits);
+        free_nn(t, t->d_correct);
+    }
     gd_gatherer_destroy(t->gatherer);
     gd_host_tensor_destroy(t->features);
-    gd_minibatch_destroy(t->mb);
+    gd_minibatch_destroy(t->host_mb);
     gd_sampler_destroy(t->sampler);
     gd_graph_destroy(t->graph);
+#ifdef GD_WITH_CUDA
+    gd__cuda_free(t->d_order);
+    gd__cuda_stream_destroy(t->s_sample);
+    gd__cuda_stream_destroy(t->s_gather);
+    if (t->gpu) {
+        gd__cuda_host_free(t->loss_log);
+        gd__cuda_host_free(t->correct_log);
+        t->loss_log = NULL;
+        t->correct_log = NULL;
+    }
+    if (t->ctx.be == &gd__nn_cuda_backend) gd__nn_cuda_ctx_destroy(&t->ctx);
+#endif
+    gd_free(t->loss_log);
+    gd_free(t->correct_log);
     for (int i = 0; i < 3; i++) gd_free(t->split[i]);
     gd_free(t->order);
-    gd_free(t->labels);
     gd_free(t);
 }
+
+/* ----------------------------------------------------------------- create */
 
 static gd_status check_config(const gd_dataset_t *ds, const gd__train_config *c) {
     gd_status st = GD_OK;
@@ -92,6 +219,13 @@ static gd_status check_config(const gd_dataset_t *ds, const gd__train_config *c)
                "trainer: learning rate %g; use a positive number", c->lr);
     GD_REQUIRE(c->weight_decay >= 0 && isfinite(c->weight_decay), GD_ERR_INVALID_ARG,
                "trainer: weight decay %g; use a number >= 0", c->weight_decay);
+    GD_REQUIRE((int)c->mode >= 0 && c->mode < GD__TRAIN_MODE_COUNT, GD_ERR_INVALID_ARG,
+               "trainer: mode %d is not a mode", (int)c->mode);
+    GD_REQUIRE(c->depth >= 2 && c->depth <= MAX_DEPTH, GD_ERR_INVALID_ARG,
+               "trainer: a ring of %d buffer sets; use 2 to %d", c->depth, MAX_DEPTH);
+    GD_REQUIRE(c->gpu_cache_bytes >= -1 && c->graph_cache_bytes >= 0 && c->gpu_mem_budget >= 0 &&
+                   c->max_batches >= 0 && c->report_every >= 0,
+               GD_ERR_INVALID_ARG, "trainer: a negative cache size, budget or count");
     GD_REQUIRE(gd_dataset_feature_dim(ds) > 0, GD_ERR_INVALID_ARG,
                "trainer: dataset '%s' has no node features", gd_dataset_name(ds));
     GD_REQUIRE(gd_dataset_num_classes(ds) >= 2, GD_ERR_INVALID_ARG,
@@ -122,10 +256,323 @@ fail:
     return st;
 }
 
+/* The fanouts the sampler uses: all 0 for the MLP baseline. */
+static void sampler_fanouts(const gd__train_config *c, int *fanouts) {
+    for (int h = 0; h < c->num_layers; h++) fanouts[h] = c->mlp ? 0 : c->fanouts[h];
+}
+
+/*
+ * The model's per-layer capacities: a hop of d destination nodes and fanout k has at most
+ * d (1 + k) source nodes (k capped by the largest in-degree), and at most all the nodes; the
+ * input layer by the sampler's own bound.
+ */
+static void model_config(const gd__trainer *t, int64_t max_degree, int64_t max_input,
+                         gd__sage_config *mc) {
+    const int L = t->cfg.num_layers;
+    int fanouts[GD_SAMPLER_MAX_LAYERS];
+    sampler_fanouts(&t->cfg, fanouts);
+    memset(mc, 0, sizeof *mc);
+    mc->num_layers = L;
+    mc->in_dim = t->in_dim;
+    mc->hidden_dim = t->cfg.hidden_dim;
+    mc->num_classes = t->num_classes;
+    mc->dropout = t->cfg.dropout;
+    mc->dtype = GD_DTYPE_FLOAT32;
+    int64_t nodes = t->batch;
+    mc->max_nodes[L] = nodes;
+    for (int h = 0; h < L; h++) {
+        int64_t k = fanouts[h] < 0 ? max_degree : min64(fanouts[h], max_degree), next;
+        if (gd__mul_overflow_i64(nodes, k + 1, &next)) next = INT64_MAX;
+        nodes = min64(next, t->num_nodes);
+        mc->max_nodes[L - 1 - h] = nodes;
+    }
+    mc->max_nodes[0] = min64(mc->max_nodes[0], max_input);
+}
+
+/* GPU bytes of a model of config mc: four flat buffers and the activations (an estimate). */
+static int64_t model_bytes(const gd__sage_config *mc) {
+    int64_t dims[GD__SAGE_MAX_LAYERS + 1], params = 0, act = 0, dh = 0;
+    for (int l = 0; l <= mc->num_layers; l++)
+        dims[l] = l == 0 ? mc->in_dim : l == mc->num_layers ? mc->num_classes : mc->hidden_dim;
+    for (int l = 0; l < mc->num_layers; l++) {
+        params += 2 * dims[l] * dims[l + 1] + dims[l + 1] + 3 * GD__NN_PARAM_ALIGN;
+        act += mc->max_nodes[l + 1] * (2 * dims[l] + dims[l + 1]);
+        if (l > 0) dh = max64(dh, mc->max_nodes[l] * dims[l]);
+    }
+    return 4 * (4 * params + act + 2 * dh);
+}
+
+/* The memory each placement needs, for auto and for the budget checks. */
+typedef struct {
+    int64_t graph_bytes;   /* indptr + indices as the GPU would hold them */
+    int64_t indptr_bytes;  /* indptr alone */
+    int64_t feature_bytes; /* the feature table */
+    int64_t fixed_bytes;   /* ring, sampler scratch, model: what every GPU mode needs */
+} mem_need;
+
+static gd_status estimate(gd__trainer *t, const gd_sampler_info *si, const gd__sage_config *mc,
+                          int depth, mem_need *m) {
+    gd_status st = GD_OK;
+    gd_graph_info gi = GD_GRAPH_INFO_INIT;
+    GD_CHECK(gd_graph_get_info(t->graph, &gi));
+    const int64_t n = t->num_nodes, idx = gi.num_nodes < (INT64_C(1) << 31) ? 4 : 8;
+    m->indptr_bytes = 8 * (n + 1);
+    m->graph_bytes = m->indptr_bytes + idx * gi.num_edges;
+    m->feature_bytes = n * t->in_dim * 4;
+    m->fixed_bytes = depth * (si->minibatch_bytes + si->max_input_nodes * t->in_dim * 4 +
+                              t->batch * 8) +
+                     2 * si->minibatch_bytes + model_bytes(mc) + GPU_RESERVE;
+fail:
+    return st;
+}
+
+/* Host memory that may be page-locked (RLIMIT_MEMLOCK; INT64_MAX = unlimited). */
+static int64_t memlock_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return INT64_MAX;
+    return (int64_t)rl.rlim_cur;
+}
+
+/*
+ * auto: all-gpu when graph, features and the fixed buffers fit in the budget; else zero-copy
+ * when the features and the graph's indices may be page-locked; else cpu-centric. Without a
+ * GPU: cpu. The reason goes to t->plan.
+ */
+static gd_status pick_mode(gd__trainer *t, int64_t budget) {
+    gd_status st = GD_OK;
+    char a[32], b[32], c[32], d[32];
+#ifdef GD_WITH_CUDA
+    const int have_gpu = gd__cuda_device_count() > 0;
+#else
+    const int have_gpu = 0;
+#endif
+    if (!have_gpu) {
+        t->mode = GD__TRAIN_CPU;
+        snprintf(t->plan, sizeof t->plan,
+                 "auto picked cpu: %s, so sampling, gathering and training run on the CPU",
+#ifdef GD_WITH_CUDA
+                 "no GPU is visible"
+#else
+                 "graphdirect was built without CUDA"
+#endif
+        );
+        return GD_OK;
+    }
+    gd_sampler_t *s = NULL;
+    int fanouts[GD_SAMPLER_MAX_LAYERS];
+    sampler_fanouts(&t->cfg, fanouts);
+    gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
+    so.max_batch = t->batch;
+    so.threads = 1;
+    GD_CHECK(gd_sampler_create(t->graph, fanouts, t->cfg.num_layers, &so, &s));
+    gd_sampler_info si = GD_SAMPLER_INFO_INIT;
+    GD_CHECK(gd_sampler_get_info(s, &si));
+    gd_graph_info gi = GD_GRAPH_INFO_INIT;
+    GD_CHECK(gd_graph_get_info(t->graph, &gi));
+    gd__sage_config mc;
+    model_config(t, gi.max_degree, si.max_input_nodes, &mc);
+    mem_need m;
+    GD_CHECK(estimate(t, &si, &mc, t->cfg.depth, &m));
+    const int64_t all = m.graph_bytes + m.feature_bytes + m.fixed_bytes;
+    const int64_t pin = m.feature_bytes + (m.graph_bytes - m.indptr_bytes);
+    if (all <= budget) {
+        t->mode = GD__TRAIN_ALL_GPU;
+        snprintf(t->plan, sizeof t->plan,
+                 "auto picked all-gpu: graph %s + features %s + buffers %s fit in the GPU memory "
+                 "budget of %s",
+                 gib(m.graph_bytes, a, sizeof a), gib(m.feature_bytes, b, sizeof b),
+                 gib(m.fixed_bytes, c, sizeof c), gib(budget, d, sizeof d));
+    } else if (pin <= memlock_limit() && m.indptr_bytes + m.fixed_bytes <= budget) {
+        t->mode = GD__TRAIN_ZERO_COPY;
+        snprintf(t->plan, sizeof t->plan,
+                 "auto picked zero-copy: graph %s + features %s + buffers %s exceed the GPU "
+                 "memory budget of %s, so features and neighbour lists stay in pinned host "
+                 "memory and the GPU caches the hottest feature rows in what is left",
+                 gib(m.graph_bytes, a, sizeof a), gib(m.feature_bytes, b, sizeof b),
+                 gib(m.fixed_bytes, c, sizeof c), gib(budget, d, sizeof d));
+    } else {
+        t->mode = GD__TRAIN_CPU_CENTRIC;
+        snprintf(t->plan, sizeof t->plan,
+                 "auto picked cpu-centric: the data does not fit in the GPU memory budget of %s "
+                 "and %s of host memory cannot be page-locked (ulimit -l); raise the limit "
+                 "(`ulimit -l unlimited`) for zero-copy",
+                 gib(budget, d, sizeof d), gib(pin, a, sizeof a));
+    }
+fail:
+    gd_sampler_destroy(s);
+    return st;
+}
+
+/* The features as a host tensor, registered for the GPU when the mode reads them zero-copy. */
+static gd_status place_features(gd__trainer *t) {
+    gd_status st = GD_OK;
+    gd_array_view fv;
+    GD_CHECK(gd_dataset_array(t->ds, GD_ARRAY_FEATURES, &fv));
+    GD_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,
+               "trainer: dataset '%s' has %s features; training reads float32 features "
+               "(regenerate or convert with float32)",
+               gd_dataset_name(t->ds), gd_dtype_name(fv.dtype));
+    /* Page-locking a read-only file mapping is not portable: zero-copy pins a copy of it. */
+    const int ro = t->ds->arrays[GD_ARRAY_FEATURES].store == GD__STORE_MAP_RO;
+    if (t->mode == GD__TRAIN_ZERO_COPY && ro) {
+        GD_CHECK(gd_host_tensor_create(fv.shape[0], fv.shape[1], fv.dtype, 0, &t->features));
+        memcpy(gd_host_tensor_data(t->features), fv.data,
+               (size_t)(fv.shape[0] * gd_host_tensor_row_bytes(t->features)));
+    } else {
+        GD_CHECK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype,
+                                      ro ? GD_HOST_TENSOR_READ_ONLY : 0u, &t->features));
+    }
+    if (t->mode == GD__TRAIN_ZERO_COPY) GD_CHECK(gd_host_tensor_register(t->features, t->cfg.device));
+fail:
+    return st;
+}
+
+#ifdef GD_WITH_CUDA
+static gd_status used_gpu(const gd__trainer *t, int64_t free0, int64_t *used) {
+    gd_status st = GD_OK;
+    int64_t f, total;
+    GD_CHECK(gd__cuda_mem_info(t->cfg.device, &f, &total));
+    *used = free0 - f;
+fail:
+    return st;
+}
+#endif
+
+/* The gatherer of the mode; zero-copy sizes its cache from what the budget leaves. */
+static gd_status make_gatherer(gd__trainer *t, int64_t budget, int64_t free0) {
+    gd_status st = GD_OK;
+    int64_t *scores = NULL;
+    gd_gatherer_options go = GD_GATHERER_OPTIONS_INIT;
+    go.threads = t->cfg.threads;
+    go.max_ids = max64(t->sinfo.max_input_nodes, 1);
+    go.sm_budget = t->cfg.gather_sms;
+    gd_gather_mode gm = GD_GATHER_CPU;
+    switch (t->mode) {
+    case GD__TRAIN_ALL_GPU:
+        gm = GD_GATHER_GPU;
+        break;
+    case GD__TRAIN_CPU_CENTRIC:
+        gm = GD_GATHER_CPU_DMA;
+        break;
+    case GD__TRAIN_ZERO_COPY:
+        gm = GD_GATHER_ZEROCOPY;
+        break;
+    default:
+        break;
+    }
+#ifdef GD_WITH_CUDA
+    if (gm == GD_GATHER_ZEROCOPY) {
+        int64_t cache = t->cfg.gpu_cache_bytes, used;
+        const int64_t table = t->num_nodes * gd_host_tensor_row_bytes(t->features);
+        if (cache < 0) {
+            /* What is left of the budget, less the location map and the gather's buffers. */
+            GD_CHECK(used_gpu(t, free0, &used));
+            cache = budget - used - GPU_RESERVE - 8 * t->num_nodes - 64 * go.max_ids;
+            cache = cache < 0 ? 0 : min64(cache, table);
+        }
+        if (cache > 0) {
+            gd_array_view ip, ix;
+            GD_CHECK(gd_dataset_array(t->ds, GD_ARRAY_INDPTR, &ip));
+            GD_CHECK(gd_dataset_array(t->ds, GD_ARRAY_INDICES, &ix));
+            GD_ALLOC(scores, (size_t)t->num_nodes * sizeof(int64_t), "the feature cache scores");
+            GD_CHECK(gd_csc_degree_scores(t->num_nodes, ip.data, ix.data, ix.dtype, GD_DEGREE_OUT,
+                                          scores));
+            go.cache_bytes = cache;
+            go.cache_scores = scores;
+        }
+    }
+#else
+    (void)budget;
+    (void)free0;
+#endif
+    GD_CHECK(gd_gatherer_create(t->features, t->cfg.device, gm, &go, &t->gatherer));
+    gd_gatherer_info gi = GD_GATHERER_INFO_INIT;
+    GD_CHECK(gd_gatherer_get_info(t->gatherer, &gi));
+    t->feature_cache_rows = gi.cached_rows;
+    t->feature_cache_bytes = gi.cache_bytes;
+fail:
+    gd_free(scores);
+    return st;
+}
+
+/* The graph where the mode's sampler reads it. */
+static gd_status place_graph(gd__trainer *t) {
+    gd_status st = GD_OK;
+    gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
+    o.device = t->cfg.device;
+    if (t->mode == GD__TRAIN_ALL_GPU) {
+        o.indptr_placement = GD_PLACE_GPU;
+        o.indices_placement = GD_PLACE_GPU;
+    } else if (t->mode == GD__TRAIN_ZERO_COPY) {
+        /* indptr is 8 bytes a node and read for every frontier node: it goes to the GPU. */
+        o.indptr_placement = GD_PLACE_GPU;
+        o.indices_placement = GD_PLACE_PINNED;
+        o.copy_host = 0;
+        o.gpu_cache_bytes = t->cfg.graph_cache_bytes;
+    }
+    gd_graph_destroy(t->graph);
+    t->graph = NULL;
+    GD_CHECK(gd_graph_create_from_dataset(t->ds, &o, &t->graph));
+    gd_graph_info gi = GD_GRAPH_INFO_INIT;
+    GD_CHECK(gd_graph_get_info(t->graph, &gi));
+    t->graph_cache_bytes = gi.cache_bytes;
+fail:
+    return st;
+}
+
+static gd_status alloc_nn(gd__trainer *t, size_t bytes, void **p) {
+    return t->ctx.be->alloc(&t->ctx, bytes, p);
+}
+
+/* The buffer sets of the ring and the per-pass logs. */
+static gd_status make_sets(gd__trainer *t) {
+    gd_status st = GD_OK;
+    for (int i = 0; i < t->depth; i++) {
+        train_set *s = &t->sets[i];
+        GD_CHECK(gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, t->sinfo.max_input_nodes,
+                                     t->in_dim, &s->x));
+        GD_CHECK(alloc_nn(t, (size_t)t->batch * sizeof(int64_t), (void **)&s->labels));
+        if (t->cuda_sampler) GD_CHECK(gd_minibatch_create(t->sampler, &s->mb));
+#ifdef GD_WITH_CUDA
+        if (t->gpu) {
+            GD_CHECK(gd__cuda_pinned_alloc((void **)&s->label_stage,
+                                           (size_t)t->batch * sizeof(int64_t), "labels",
+                                           "lower the batch size"));
+            for (int e = 0; e < EV_COUNT; e++)
+                GD_CHECK(gd__cuda_event_create(t->cfg.device, 1, &s->ev[e]));
+        }
+        if (t->mode == GD__TRAIN_CPU_CENTRIC) {
+            GD_CHECK(gd__cuda_pinned_alloc(&s->blk_stage, t->blk_bytes, "minibatch blocks",
+                                           "lower the batch size"));
+            GD_CHECK(gd__cuda_malloc(t->cfg.device, &s->blk_dev, t->blk_bytes,
+                                     "minibatch blocks"));
+        }
+#endif
+    }
+    int64_t most = 1;
+    for (int i = 0; i < 3; i++) most = max64(most, (t->split_n[i] + t->batch - 1) / t->batch);
+    t->log_cap = most;
+#ifdef GD_WITH_CUDA
+    if (t->gpu) {
+        GD_CHECK(gd__cuda_pinned_alloc((void **)&t->loss_log, (size_t)most * sizeof(float),
+                                       "the loss log", "lower the number of minibatches"));
+        GD_CHECK(gd__cuda_pinned_alloc((void **)&t->correct_log, (size_t)most * sizeof(int64_t),
+                                       "the accuracy log", "lower the number of minibatches"));
+        return GD_OK;
+    }
+#endif
+    GD_ALLOC(t->loss_log, (size_t)most * sizeof(float), "the loss log");
+    GD_ALLOC(t->correct_log, (size_t)most * sizeof(int64_t), "the accuracy log");
+fail:
+    return st;
+}
+
 gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg,
                              gd__trainer **out) {
     gd_status st = GD_OK;
     gd__trainer *t = NULL;
+    char a[32], b[32];
+    int64_t free0 = 0, total = 0, budget = 0;
     GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd__trainer_create: out is NULL");
     *out = NULL;
     GD_CHECK(check_config(ds, cfg));
@@ -133,13 +580,12 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     memset(t, 0, sizeof *t);
     t->cfg = *cfg;
     t->ds = ds;
-    t->ctx = gd__nn_cpu_ctx();
+    t->mode = cfg->mode;
     t->num_nodes = gd_dataset_num_nodes(ds);
     t->in_dim = gd_dataset_feature_dim(ds);
     t->num_classes = gd_dataset_num_classes(ds);
+    t->batch = min64(cfg->batch_size, t->num_nodes);
     const int L = cfg->num_layers;
-    int fanouts[GD_SAMPLER_MAX_LAYERS];
-    for (int h = 0; h < L; h++) fanouts[h] = cfg->mlp ? 0 : cfg->fanouts[h];
 
     /* The splits and the labels. */
     for (int i = 0; i < 3; i++)
@@ -148,73 +594,119 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     GD_REQUIRE(t->split_n[0] > 0, GD_ERR_INVALID_ARG,
                "trainer: dataset '%s' has no training nodes (train_idx is absent or empty)",
                gd_dataset_name(ds));
-    GD_ALLOC(t->order, (size_t)t->split_n[0] * sizeof(int64_t), "the epoch order");
+    int64_t most = max64(t->split_n[0], max64(t->split_n[1], t->split_n[2]));
+    GD_ALLOC(t->order, (size_t)most * sizeof(int64_t), "the epoch order");
     GD_CHECK(gd_dataset_array(ds, GD_ARRAY_LABELS, &t->label_view));
 
-    /* The graph where the CPU sampler reads it, the sampler and its minibatch buffer. */
-    const int64_t batch = min64(cfg->batch_size, t->num_nodes);
+    /* A host view of the graph (borrowed, nothing copied): auto's estimate, cpu modes' sampler. */
     GD_CHECK(gd_graph_create_from_dataset(ds, NULL, &t->graph));
+
+    /* The GPU and its budget. */
+    if (t->mode != GD__TRAIN_CPU) {
+#ifdef GD_WITH_CUDA
+        if (t->mode != GD__TRAIN_AUTO || gd__cuda_device_count() > 0) {
+            char what[64];
+            snprintf(what, sizeof what, "--mode %s", mode_names[t->mode]);
+            GD_CHECK(gd__cuda_check_device(cfg->device, what, "use --mode cpu"));
+            GD_CHECK(gd__cuda_mem_info(cfg->device, &free0, &total));
+            budget = cfg->gpu_mem_budget > 0 ? min64(cfg->gpu_mem_budget, free0) : free0;
+        }
+#else
+        GD_REQUIRE(t->mode == GD__TRAIN_AUTO, GD_ERR_NO_DEVICE,
+                   "--mode %s needs a GPU, but graphdirect was built without CUDA: install the "
+                   "CUDA toolkit and rebuild, or use --mode cpu",
+                   mode_names[t->mode]);
+#endif
+    }
+    if (t->mode == GD__TRAIN_AUTO)
+        GD_CHECK(pick_mode(t, budget));
+    else
+        snprintf(t->plan, sizeof t->plan, "mode %s (as asked)", mode_names[t->mode]);
+    t->gpu = t->mode != GD__TRAIN_CPU;
+    t->cuda_sampler = t->mode == GD__TRAIN_ALL_GPU || t->mode == GD__TRAIN_ZERO_COPY;
+    t->depth = t->gpu ? cfg->depth : 1;
+
+    /* The nn backend. */
+#ifdef GD_WITH_CUDA
+    if (t->gpu)
+        GD_CHECK(gd__nn_cuda_ctx_create(cfg->device, &t->ctx));
+    else
+#endif
+        t->ctx = gd__nn_cpu_ctx();
+
+    /* all-gpu: refuse early, with the numbers, when the data cannot fit the budget. */
+    if (t->mode == GD__TRAIN_ALL_GPU && cfg->gpu_mem_budget > 0) {
+        gd_array_view fv;
+        GD_CHECK(gd_dataset_array(ds, GD_ARRAY_FEATURES, &fv));
+        gd_graph_info gi = GD_GRAPH_INFO_INIT;
+        GD_CHECK(gd_graph_get_info(t->graph, &gi));
+        const int64_t data = 8 * (t->num_nodes + 1) + 4 * gi.num_edges +
+                             t->num_nodes * t->in_dim * (int64_t)gd_dtype_size(fv.dtype);
+        GD_REQUIRE(data <= budget, GD_ERR_NO_MEMORY,
+                   "--mode all-gpu: the graph and the features take %s, more than the GPU memory "
+                   "budget of %s; use --mode zero-copy (or auto)",
+                   gib(data, a, sizeof a), gib(budget, b, sizeof b));
+    }
+
+    /* The graph where the sampler reads it, the sampler and the minibatch buffers. */
+    if (t->cuda_sampler) GD_CHECK(place_graph(t));
+    int fanouts[GD_SAMPLER_MAX_LAYERS];
+    sampler_fanouts(cfg, fanouts);
     gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
-    so.backend = GD_SAMPLER_CPU;
-    so.max_batch = batch;
+    so.backend = t->cuda_sampler ? GD_SAMPLER_CUDA : GD_SAMPLER_CPU;
+    so.max_batch = t->batch;
     so.seed = cfg->seed;
     so.threads = cfg->threads;
     GD_CHECK(gd_sampler_create(t->graph, fanouts, L, &so, &t->sampler));
     t->sinfo = (gd_sampler_info)GD_SAMPLER_INFO_INIT;
     GD_CHECK(gd_sampler_get_info(t->sampler, &t->sinfo));
-    GD_CHECK(gd_minibatch_create(t->sampler, &t->mb));
+    if (!t->cuda_sampler) GD_CHECK(gd_minibatch_create(t->sampler, &t->host_mb));
+    t->blk_bytes = (size_t)t->sinfo.minibatch_bytes;
 
-    /* The feature table (borrowed from the dataset) and the CPU gatherer. */
-    gd_array_view fv;
-    GD_CHECK(gd_dataset_array(ds, GD_ARRAY_FEATURES, &fv));
-    GD_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,
-               "trainer: dataset '%s' has %s features; cpu mode trains on float32 features "
-               "(regenerate or convert with float32)",
-               gd_dataset_name(ds), gd_dtype_name(fv.dtype));
-    GD_CHECK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype,
-                                  GD_HOST_TENSOR_READ_ONLY, &t->features));
-    gd_gatherer_options go = GD_GATHERER_OPTIONS_INIT;
-    go.threads = cfg->threads;
-    GD_CHECK(gd_gatherer_create(t->features, 0, GD_GATHER_CPU, &go, &t->gatherer));
-
-    /*
-     * The model, sized per layer by the worst case of each hop: a hop of d destination nodes
-     * and fanout k has at most d (1 + k) source nodes (k capped by the largest in-degree), and
-     * at most all the nodes; the input layer by the sampler's own bound.
-     */
+    /* The model. */
     gd_graph_info gi = GD_GRAPH_INFO_INIT;
     GD_CHECK(gd_graph_get_info(t->graph, &gi));
-    gd__sage_config mc = {0};
-    mc.num_layers = L;
-    mc.in_dim = t->in_dim;
-    mc.hidden_dim = cfg->hidden_dim;
-    mc.num_classes = t->num_classes;
-    mc.dropout = cfg->dropout;
-    mc.dtype = GD_DTYPE_FLOAT32;
-    int64_t nodes = batch;
-    mc.max_nodes[L] = nodes;
-    for (int h = 0; h < L; h++) {
-        int64_t k = fanouts[h] < 0 ? gi.max_degree : min64(fanouts[h], gi.max_degree), next;
-        if (gd__mul_overflow_i64(nodes, k + 1, &next)) next = INT64_MAX;
-        nodes = min64(next, t->num_nodes);
-        mc.max_nodes[L - 1 - h] = nodes;
-    }
-    mc.max_nodes[0] = min64(mc.max_nodes[0], t->sinfo.max_input_nodes);
+    gd__sage_config mc;
+    model_config(t, gi.max_degree, t->sinfo.max_input_nodes, &mc);
     GD_CHECK(gd__sage_create(&t->ctx, &mc, cfg->seed, &t->model));
     t->adam = (gd__nn_adam_options)GD__NN_ADAM_OPTIONS_INIT;
     t->adam.lr = cfg->lr;
     t->adam.weight_decay = cfg->weight_decay;
 
-    /* The per-minibatch buffers. */
-    GD_CHECK(
-        gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, t->sinfo.max_input_nodes, t->in_dim, &t->x));
+    /* The ring, the streams and the small buffers. */
+    GD_CHECK(make_sets(t));
     GD_CHECK(gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, 1, 1, &t->loss));
-    GD_CHECK(gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, batch, t->num_classes, &t->dlogits));
-    GD_ALLOC(t->labels, (size_t)batch * sizeof(int64_t), "the labels of a minibatch");
-    GD_INFO("trainer: %d layers, batch %lld, %lld input nodes and %lld edges at most per "
+    GD_CHECK(alloc_nn(t, sizeof(int64_t), (void **)&t->d_correct));
+    GD_CHECK(
+        gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, t->batch, t->num_classes, &t->dlogits));
+#ifdef GD_WITH_CUDA
+    if (t->gpu) {
+        GD_CHECK(gd__cuda_stream_create(cfg->device, &t->s_sample));
+        GD_CHECK(gd__cuda_stream_create(cfg->device, &t->s_gather));
+    }
+    if (t->cuda_sampler)
+        GD_CHECK(gd__cuda_malloc(cfg->device, (void **)&t->d_order,
+                                 (size_t)most * sizeof(int64_t), "the epoch's seed order"));
+#endif
+
+    /* The features and the gatherer last: zero-copy's cache takes what is left. */
+    GD_CHECK(place_features(t));
+    GD_CHECK(make_gatherer(t, budget, free0));
+#ifdef GD_WITH_CUDA
+    if (t->gpu) {
+        GD_CHECK(used_gpu(t, free0, &t->gpu_bytes));
+        GD_REQUIRE(cfg->gpu_mem_budget == 0 || t->gpu_bytes <= cfg->gpu_mem_budget,
+                   GD_ERR_NO_MEMORY,
+                   "--mode %s took %s of GPU memory, more than the budget of %s: lower "
+                   "--gpu-cache or --graph-cache, the batch size or the ring depth",
+                   mode_names[t->mode], gib(t->gpu_bytes, a, sizeof a),
+                   gib(cfg->gpu_mem_budget, b, sizeof b));
+    }
+#endif
+    GD_INFO("trainer: %s; %d layers, batch %lld, %lld input nodes and %lld edges at most per "
             "minibatch, %lld parameters",
-            L, (long long)batch, (long long)t->sinfo.max_input_nodes, (long long)t->sinfo.max_edges,
-            (long long)t->model->params.numel);
+            t->plan, L, (long long)t->batch, (long long)t->sinfo.max_input_nodes,
+            (long long)t->sinfo.max_edges, (long long)t->model->params.numel);
     *out = t;
     return GD_OK;
 fail:
@@ -224,70 +716,329 @@ fail:
 
 void gd__trainer_get_info(const gd__trainer *t, gd__trainer_info *info) {
     memset(info, 0, sizeof *info);
+    info->mode = t->mode;
+    snprintf(info->plan, sizeof info->plan, "%s", t->plan);
     info->max_input_nodes = t->sinfo.max_input_nodes;
     info->max_edges = t->sinfo.max_edges;
-    info->feature_bytes = (int64_t)(gd__nn_numel(&t->x) * (int64_t)sizeof(float));
+    info->feature_bytes = (int64_t)(gd__nn_numel(&t->sets[0].x) * (int64_t)sizeof(float));
     info->num_params = t->model->params.numel;
     info->train_nodes = t->split_n[0];
     info->valid_nodes = t->split_n[1];
     info->test_nodes = t->split_n[2];
+    info->gpu_bytes = t->gpu_bytes;
+    info->feature_cache_rows = t->feature_cache_rows;
+    info->feature_cache_bytes = t->feature_cache_bytes;
+    info->graph_cache_bytes = t->graph_cache_bytes;
 }
 
-/* The outcome of one minibatch. */
+gd__sage *gd__trainer_model(gd__trainer *t) {
+    return t->model;
+}
+
+const gd__nn_ctx *gd__trainer_nn_ctx(const gd__trainer *t) {
+    return &t->ctx;
+}
+
+/* ------------------------------------------------------------ one pass */
+
+/* A pass over ids: a training epoch (train = 1) or an evaluation. */
 typedef struct {
-    double loss;
-    int64_t correct, labelled;
-    double sample_s, gather_s, nn_s;
-} batch_result;
+    const int64_t *ids; /* host: the ids in the order they are used */
+    int64_t n, batches;
+    int64_t epoch;
+    int train;
+    double stage_ms[ST_COUNT]; /* GPU stage busy times */
+    double sample_s, gather_s; /* host stage times (cpu, cpu-centric) */
+    double train_s;            /* host train time (cpu) */
+    int64_t labelled;
+} pass;
+
+static uint64_t dropout_seed(const gd__trainer *t, int64_t epoch, int64_t b) {
+    gd_philox_ctr k = gd_philox(t->cfg.seed, (uint32_t)epoch, (uint32_t)((uint64_t)epoch >> 32),
+                                (uint32_t)b, GD__TRAIN_RNG_DROPOUT);
+    return ((uint64_t)k.v[1] << 32) | k.v[0];
+}
+
+/* Write the labels of minibatch b's seeds to dst; count the labelled ones. */
+static void stage_labels(const gd__trainer *t, pass *p, int64_t b, int64_t *dst) {
+    const int64_t lo = b * t->batch, cnt = min64(t->batch, p->n - lo);
+    for (int64_t i = 0; i < cnt; i++) {
+        dst[i] = int_at(&t->label_view, p->ids[lo + i]);
+        p->labelled += dst[i] >= 0;
+    }
+}
 
 /*
- * Sample, gather and run one minibatch of seeds[0..n). train = 1: forward with dropout, loss,
- * backward and an Adam step; 0: forward only.
+ * The nn stage of minibatch b on the set's data: forward (with dropout when training), the
+ * correct count, and for training the loss, backward and an Adam step. The loss and the count
+ * go to the logs at b.
  */
-static gd_status run_batch(gd__trainer *t, const int64_t *seeds, int64_t n, int64_t epoch,
-                           int64_t batch, int train, batch_result *r) {
+static gd_status nn_step(gd__trainer *t, pass *p, train_set *s, int64_t b) {
     gd_status st = GD_OK;
-    const int L = t->cfg.num_layers;
-    gd_block blocks[GD_SAMPLER_MAX_LAYERS];
-    const int64_t *ids;
-    int64_t num_in;
-    double t0 = gd__now();
-    GD_CHECK(gd_sample(t->sampler, seeds, n, 0, epoch, batch, NULL, t->mb));
-    for (int l = 0; l < L; l++) GD_CHECK(gd_minibatch_block(t->mb, l, &blocks[l]));
-    GD_CHECK(gd_minibatch_input_nodes(t->mb, &ids, &num_in));
-    double t1 = gd__now();
-    GD_CHECK(gd_gather(t->gatherer, ids, num_in, 0, t->x.data, NULL));
-    /* The seeds were checked by the sampler: their labels can be read. */
-    r->labelled = 0;
-    for (int64_t i = 0; i < n; i++) {
-        t->labels[i] = int_at(&t->label_view, seeds[i]);
-        r->labelled += t->labels[i] >= 0;
-    }
-    double t2 = gd__now();
-
-    gd__nn_tensor x = gd__nn_rows(&t->x, num_in), logits;
-    gd_philox_ctr k = gd_philox(t->cfg.seed, (uint32_t)epoch, (uint32_t)((uint64_t)epoch >> 32),
-                                (uint32_t)batch, GD__TRAIN_RNG_DROPOUT);
-    uint64_t dropout_seed = ((uint64_t)k.v[1] << 32) | k.v[0];
-    GD_CHECK(gd__sage_forward(t->model, blocks, &x, train, dropout_seed, &logits));
-    GD_CHECK(gd__nn_accuracy(&t->ctx, &logits, t->labels, &r->correct));
-    r->loss = 0;
-    if (train) {
-        gd__nn_tensor dl = gd__nn_rows(&t->dlogits, n);
-        float loss;
-        GD_CHECK(gd__nn_softmax_xent(&t->ctx, &logits, t->labels, 1.0, &t->loss, &dl));
+    gd__nn_tensor x = gd__nn_rows(&s->x, s->num_in), logits;
+    gd_block *blocks = s->blocks;
+    GD_CHECK(gd__sage_forward(t->model, blocks, &x, p->train, dropout_seed(t, p->epoch, b),
+                              &logits));
+    GD_CHECK(gd__nn_accuracy(&t->ctx, &logits, s->labels, t->d_correct));
+    if (p->train) {
+        gd__nn_tensor dl = gd__nn_rows(&t->dlogits, s->seeds);
+        GD_CHECK(gd__nn_softmax_xent(&t->ctx, &logits, s->labels, 1.0, &t->loss, &dl));
         GD_CHECK(gd__nn_params_zero_grad(&t->ctx, &t->model->params));
         GD_CHECK(gd__sage_backward(t->model, blocks, &dl, NULL));
         GD_CHECK(gd__nn_params_adam(&t->ctx, &t->model->params, &t->adam));
-        GD_CHECK(gd__nn_to_host(&t->ctx, &t->loss, &loss));
-        r->loss = loss;
     }
-    double t3 = gd__now();
-    r->sample_s = t1 - t0;
-    r->gather_s = t2 - t1;
-    r->nn_s = t3 - t2;
+#ifdef GD_WITH_CUDA
+    if (t->gpu) {
+        if (p->train)
+            GD_CHECK(gd__cuda_memcpy_async(&t->loss_log[b], t->loss.data, sizeof(float),
+                                           t->ctx.stream));
+        GD_CHECK(gd__cuda_memcpy_async(&t->correct_log[b], t->d_correct, sizeof(int64_t),
+                                       t->ctx.stream));
+        return GD_OK;
+    }
+#endif
+    if (p->train) t->loss_log[b] = *(const float *)t->loss.data;
+    t->correct_log[b] = *t->d_correct;
 fail:
     return st;
+}
+
+/* cpu mode: sample, gather and train minibatch b, one after another. */
+static gd_status cpu_batch(gd__trainer *t, pass *p, int64_t b) {
+    gd_status st = GD_OK;
+    train_set *s = &t->sets[0];
+    const int64_t lo = b * t->batch, cnt = min64(t->batch, p->n - lo);
+    const int64_t *ids;
+    double t0 = gd__now();
+    GD_CHECK(gd_sample(t->sampler, p->ids + lo, cnt, 0, p->epoch, b, NULL, t->host_mb));
+    for (int l = 0; l < t->cfg.num_layers; l++)
+        GD_CHECK(gd_minibatch_block(t->host_mb, l, &s->blocks[l]));
+    GD_CHECK(gd_minibatch_input_nodes(t->host_mb, &ids, &s->num_in));
+    s->seeds = cnt;
+    double t1 = gd__now();
+    GD_CHECK(gd_gather(t->gatherer, ids, s->num_in, 0, s->x.data, NULL));
+    stage_labels(t, p, b, s->labels);
+    double t2 = gd__now();
+    GD_CHECK(nn_step(t, p, s, b));
+    p->sample_s += t1 - t0;
+    p->gather_s += t2 - t1;
+    p->train_s += gd__now() - t2;
+fail:
+    return st;
+}
+
+#ifdef GD_WITH_CUDA
+/* Count the stage times of the set's previous minibatch (its events have completed). */
+static gd_status count_stage(pass *p, train_set *s, int stage) {
+    gd_status st = GD_OK;
+    if (!s->timed[stage]) return GD_OK;
+    float ms;
+    GD_CHECK(gd__cuda_event_ms(s->ev[2 * stage], s->ev[2 * stage + 1], &ms));
+    p->stage_ms[stage] += ms;
+    s->timed[stage] = 0;
+fail:
+    return st;
+}
+
+/* CUDA sampler: queue the sampling of minibatch b behind the training of the set's last one. */
+static gd_status issue_sample(gd__trainer *t, pass *p, int64_t b) {
+    gd_status st = GD_OK;
+    train_set *s = &t->sets[b % t->depth];
+    const int64_t lo = b * t->batch, cnt = min64(t->batch, p->n - lo);
+    GD_CHECK(count_stage(p, s, ST_SAMPLE));
+    if (b >= t->depth) GD_CHECK(gd__cuda_stream_wait(t->s_sample, s->ev[EV_T1]));
+    GD_CHECK(gd__cuda_event_record(s->ev[EV_S0], t->s_sample));
+    GD_CHECK(gd_sample(t->sampler, t->d_order + lo, cnt, 1, p->epoch, b, t->s_sample, s->mb));
+    GD_CHECK(gd__cuda_event_record(s->ev[EV_S1], t->s_sample));
+    s->timed[ST_SAMPLE] = 1;
+    s->seeds = cnt;
+fail:
+    return st;
+}
+
+/* CUDA sampler: once minibatch b is sampled, queue its gather and its labels. */
+static gd_status issue_gather(gd__trainer *t, pass *p, int64_t b) {
+    gd_status st = GD_OK;
+    train_set *s = &t->sets[b % t->depth];
+    const int64_t *ids;
+    /* The one host wait of a minibatch: its sizes, sampled depth - 1 minibatches ago. */
+    GD_CHECK(gd__cuda_event_sync(s->ev[EV_S1]));
+    for (int l = 0; l < t->cfg.num_layers; l++) GD_CHECK(gd_minibatch_block(s->mb, l, &s->blocks[l]));
+    GD_CHECK(gd_minibatch_input_nodes(s->mb, &ids, &s->num_in));
+    /* Sampling b waited for the training of the set's previous minibatch: its events are done. */
+    GD_CHECK(count_stage(p, s, ST_GATHER));
+    GD_CHECK(count_stage(p, s, ST_TRAIN));
+    stage_labels(t, p, b, s->label_stage);
+    GD_CHECK(gd__cuda_stream_wait(t->s_gather, s->ev[EV_S1]));
+    GD_CHECK(gd__cuda_event_record(s->ev[EV_G0], t->s_gather));
+    GD_CHECK(gd_gather(t->gatherer, ids, s->num_in, 1, s->x.data, t->s_gather));
+    GD_CHECK(gd__cuda_memcpy_async(s->labels, s->label_stage, (size_t)s->seeds * sizeof(int64_t),
+                                   t->s_gather));
+    GD_CHECK(gd__cuda_event_record(s->ev[EV_G1], t->s_gather));
+    s->timed[ST_GATHER] = 1;
+fail:
+    return st;
+}
+
+/*
+ * cpu-centric: sample minibatch b and gather its rows on the CPU (the gatherer copies them
+ * into the set's rows with one DMA), and copy the blocks and the labels, all on the gather
+ * stream; the GPU meanwhile trains the minibatches before.
+ */
+static gd_status cpu_centric_stage(gd__trainer *t, pass *p, int64_t b) {
+    gd_status st = GD_OK;
+    train_set *s = &t->sets[b % t->depth];
+    const int64_t lo = b * t->batch, cnt = min64(t->batch, p->n - lo);
+    const int64_t *ids;
+    double t0 = gd__now();
+    GD_CHECK(gd_sample(t->sampler, p->ids + lo, cnt, 0, p->epoch, b, NULL, t->host_mb));
+    double t1 = gd__now();
+    /* The set's last minibatch must have trained before its buffers are rewritten. */
+    if (b >= t->depth) {
+        GD_CHECK(gd__cuda_event_sync(s->ev[EV_T1]));
+        GD_CHECK(count_stage(p, s, ST_TRAIN));
+    }
+    s->seeds = cnt;
+    /* Pack the blocks into the pinned staging; the device copy has the same layout. */
+    size_t off = 0;
+    for (int l = 0; l < t->cfg.num_layers; l++) {
+        gd_block hb;
+        GD_CHECK(gd_minibatch_block(t->host_mb, l, &hb));
+        const size_t ip = (size_t)(hb.num_dst + 1) * sizeof(int32_t);
+        const size_t ix = (size_t)hb.num_edges * sizeof(int32_t);
+        GD_REQUIRE(off + ip + ix <= t->blk_bytes, GD_ERR_INTERNAL,
+                   "trainer: the blocks of minibatch %lld do not fit their staging buffer",
+                   (long long)b);
+        char *stage = (char *)s->blk_stage + off, *dev = (char *)s->blk_dev + off;
+        memcpy(stage, hb.indptr, ip);
+        memcpy(stage + ip, hb.indices, ix);
+        s->blocks[l] = hb;
+        s->blocks[l].indptr = (const int32_t *)dev;
+        s->blocks[l].indices = (const int32_t *)(dev + ip);
+        off += (ip + ix + 15) & ~(size_t)15;
+    }
+    GD_CHECK(gd_minibatch_input_nodes(t->host_mb, &ids, &s->num_in));
+    stage_labels(t, p, b, s->label_stage);
+    GD_CHECK(gd_gather(t->gatherer, ids, s->num_in, 0, s->x.data, t->s_gather));
+    GD_CHECK(gd__cuda_memcpy_async(s->blk_dev, s->blk_stage, off, t->s_gather));
+    GD_CHECK(gd__cuda_memcpy_async(s->labels, s->label_stage, (size_t)cnt * sizeof(int64_t),
+                                   t->s_gather));
+    GD_CHECK(gd__cuda_event_record(s->ev[EV_G1], t->s_gather));
+    p->sample_s += t1 - t0;
+    p->gather_s += gd__now() - t1;
+fail:
+    return st;
+}
+
+/* Queue the nn stage of minibatch b behind its gather. */
+static gd_status issue_train(gd__trainer *t, pass *p, int64_t b) {
+    gd_status st = GD_OK;
+    train_set *s = &t->sets[b % t->depth];
+    GD_CHECK(gd__cuda_stream_wait(t->ctx.stream, s->ev[EV_G1]));
+    GD_CHECK(gd__cuda_event_record(s->ev[EV_T0], t->ctx.stream));
+    GD_CHECK(nn_step(t, p, s, b));
+    GD_CHECK(gd__cuda_event_record(s->ev[EV_T1], t->ctx.stream));
+    s->timed[ST_TRAIN] = 1;
+fail:
+    return st;
+}
+
+/* The loss of the latest minibatch before `issued` that has finished, without waiting. */
+static double latest_loss(gd__trainer *t, int64_t issued) {
+    for (int64_t b = issued - 1; b >= 0 && b >= issued - t->depth; b--) {
+        int done = gd__cuda_event_done(t->sets[b % t->depth].ev[EV_T1]);
+        if (done < 0) gd_clear_error();
+        if (done > 0) return t->loss_log[b];
+    }
+    return NAN;
+}
+#endif
+
+/* Report progress every report_every minibatches; a non-zero answer interrupts. */
+static gd_status report(gd__trainer *t, pass *p, int64_t done) {
+    const int64_t every = t->cfg.report_every > 0 ? t->cfg.report_every : 20;
+    if (!t->cfg.progress || !p->train || (done % every != 0 && done != p->batches)) return GD_OK;
+    double loss = NAN;
+#ifdef GD_WITH_CUDA
+    if (t->gpu)
+        loss = latest_loss(t, done);
+    else
+#endif
+        loss = t->loss_log[done - 1];
+    if (t->cfg.progress(t->cfg.progress_user, done, p->batches, loss))
+        return gd__error(GD_ERR_INTERRUPTED, "training interrupted at minibatch %lld of %lld",
+                         (long long)done, (long long)p->batches);
+    return GD_OK;
+}
+
+/* cpu mode: every minibatch of p, one after another. */
+static gd_status run_cpu_pass(gd__trainer *t, pass *p) {
+    gd_status st = GD_OK;
+    for (int64_t b = 0; b < p->batches; b++) {
+        GD_CHECK(cpu_batch(t, p, b));
+        GD_CHECK(report(t, p, b + 1));
+    }
+fail:
+    return st;
+}
+
+#ifdef GD_WITH_CUDA
+/* GPU modes: every minibatch of p through the ring, then wait for the last and count times. */
+static gd_status run_gpu_pass(gd__trainer *t, pass *p) {
+    gd_status st = GD_OK, st2;
+    const int D = t->depth;
+    for (int i = 0; i < D; i++)
+        for (int k = 0; k < ST_COUNT; k++) t->sets[i].timed[k] = 0;
+    if (t->cuda_sampler) {
+        /* The seed order goes to the GPU once; the sampler reads its slices there. */
+        GD_CHECK(gd__cuda_memcpy_async(t->d_order, p->ids, (size_t)p->n * sizeof(int64_t),
+                                       t->s_sample));
+        for (int64_t b = 0; b < D - 1 && b < p->batches; b++) GD_CHECK(issue_sample(t, p, b));
+    }
+    for (int64_t b = 0; b < p->batches; b++) {
+        if (t->cuda_sampler) {
+            if (b + D - 1 < p->batches) GD_CHECK(issue_sample(t, p, b + D - 1));
+            GD_CHECK(issue_gather(t, p, b));
+        } else {
+            GD_CHECK(cpu_centric_stage(t, p, b));
+        }
+        GD_CHECK(issue_train(t, p, b));
+        GD_CHECK(report(t, p, b + 1));
+    }
+fail:
+    /* Whatever happened, wait for the work in flight before the buffers are touched again. */
+    if ((st2 = gd__cuda_stream_sync(t->s_sample)) != GD_OK && st == GD_OK) st = st2;
+    if ((st2 = gd__cuda_stream_sync(t->s_gather)) != GD_OK && st == GD_OK) st = st2;
+    if ((st2 = gd__cuda_stream_sync(t->ctx.stream)) != GD_OK && st == GD_OK) st = st2;
+    for (int i = 0; i < D && st == GD_OK; i++)
+        for (int k = 0; k < ST_COUNT && st == GD_OK; k++) st = count_stage(p, &t->sets[i], k);
+    if (st == GD_OK && t->cuda_sampler) st = gd_sampler_check_errors(t->sampler);
+    if (st == GD_OK) st = gd_gatherer_check_errors(t->gatherer);
+    if (st == GD_OK) st = gd__nn_check_errors(&t->ctx);
+    return st;
+}
+#endif
+
+static gd_status run_pass(gd__trainer *t, pass *p) {
+#ifdef GD_WITH_CUDA
+    if (t->gpu) return run_gpu_pass(t, p);
+#endif
+    return run_cpu_pass(t, p);
+}
+
+static gd_status start_pass(gd__trainer *t, const int64_t *ids, int64_t n, int64_t epoch,
+                            int train, pass *p) {
+    memset(p, 0, sizeof *p);
+    p->ids = ids;
+    p->n = n;
+    p->epoch = epoch;
+    p->train = train;
+    p->batches = (n + t->batch - 1) / t->batch;
+    if (train && t->cfg.max_batches > 0) p->batches = min64(p->batches, t->cfg.max_batches);
+    if (p->batches > t->log_cap)
+        return gd__error(GD_ERR_INTERNAL, "trainer: %lld minibatches, the logs hold %lld",
+                         (long long)p->batches, (long long)t->log_cap);
+    return GD_OK;
 }
 
 gd_status gd__trainer_epoch(gd__trainer *t, int64_t epoch, gd__train_epoch_stats *stats) {
@@ -297,30 +1048,43 @@ gd_status gd__trainer_epoch(gd__trainer *t, int64_t epoch, gd__train_epoch_stats
                "gd__trainer_epoch: epoch %lld out of range", (long long)epoch);
     memset(stats, 0, sizeof *stats);
     stats->epoch = epoch;
-    double start = gd__now();
-    const int64_t n = t->split_n[0], bs = t->dlogits.rows;
-    int64_t num_batches, correct = 0, labelled = 0;
+    const double start = gd__now(), cpu0 = cpu_seconds();
+    const int64_t n = t->split_n[0];
+    int64_t num_batches, correct = 0;
+    pass p;
+    GD_CHECK(gd_seed_batches(t->split[0], n, t->batch, t->cfg.seed, epoch, 0, t->order,
+                             &num_batches));
+    GD_CHECK(start_pass(t, t->order, n, epoch, 1, &p));
+    GD_CHECK(run_pass(t, &p));
     double loss_sum = 0;
-    GD_CHECK(gd_seed_batches(t->split[0], n, bs, t->cfg.seed, epoch, 0, t->order, &num_batches));
-    for (int64_t b = 0; b < num_batches; b++) {
-        batch_result r;
-        const int64_t lo = b * bs, cnt = min64(bs, n - lo);
-        GD_CHECK(run_batch(t, t->order + lo, cnt, epoch, b, 1, &r));
-        GD_REQUIRE(isfinite(r.loss), GD_ERR_RANGE,
+    for (int64_t b = 0; b < p.batches; b++) {
+        GD_REQUIRE(isfinite(t->loss_log[b]), GD_ERR_RANGE,
                    "trainer: the loss of epoch %lld, minibatch %lld is %g; lower the learning "
                    "rate (now %g)",
-                   (long long)epoch, (long long)b, r.loss, t->cfg.lr);
-        loss_sum += r.loss;
-        correct += r.correct;
-        labelled += r.labelled;
-        stats->sample_s += r.sample_s;
-        stats->gather_s += r.gather_s;
-        stats->nn_s += r.nn_s;
+                   (long long)epoch, (long long)b, (double)t->loss_log[b], t->cfg.lr);
+        loss_sum += t->loss_log[b];
+        correct += t->correct_log[b];
     }
-    stats->batches = num_batches;
-    stats->loss = num_batches ? loss_sum / (double)num_batches : NAN;
-    stats->train_acc = labelled ? (double)correct / (double)labelled : NAN;
+    stats->batches = p.batches;
+    stats->loss = p.batches ? loss_sum / (double)p.batches : NAN;
+    stats->train_acc = p.labelled ? (double)correct / (double)p.labelled : NAN;
     stats->seconds = gd__now() - start;
+    stats->cpu_core_s = cpu_seconds() - cpu0;
+    if (t->mode == GD__TRAIN_CPU) {
+        stats->sample_s = p.sample_s;
+        stats->gather_s = p.gather_s;
+        stats->train_s = p.train_s;
+    } else {
+        stats->sample_s = t->cuda_sampler ? p.stage_ms[ST_SAMPLE] / 1e3 : p.sample_s;
+        stats->gather_s = t->cuda_sampler ? p.stage_ms[ST_GATHER] / 1e3 : p.gather_s;
+        stats->train_s = p.stage_ms[ST_TRAIN] / 1e3;
+        stats->wait_s = stats->seconds > stats->train_s ? stats->seconds - stats->train_s : 0;
+#ifdef GD_WITH_CUDA
+        int64_t f, total;
+        GD_CHECK(gd__cuda_mem_info(t->cfg.device, &f, &total));
+        stats->gpu_mem_bytes = total - f;
+#endif
+    }
 fail:
     return st;
 }
@@ -333,17 +1097,105 @@ gd_status gd__trainer_evaluate(gd__trainer *t, gd_array_id split, double *accura
                "gd__trainer_evaluate: %s is not a split (train_idx, valid_idx or test_idx)",
                gd_array_name(split));
     const int s = (int)(split - GD_ARRAY_TRAIN_IDX);
-    const int64_t n = t->split_n[s], bs = t->dlogits.rows;
-    const int64_t epoch = GD__TRAIN_EVAL_EPOCH + s;
-    int64_t correct = 0, labelled = 0;
-    for (int64_t lo = 0, b = 0; lo < n; lo += bs, b++) {
-        batch_result r;
-        GD_CHECK(run_batch(t, t->split[s] + lo, min64(bs, n - lo), epoch, b, 0, &r));
-        correct += r.correct;
-        labelled += r.labelled;
-    }
-    *accuracy = labelled ? (double)correct / (double)labelled : NAN;
-    if (count) *count = labelled;
+    pass p;
+    int64_t correct = 0;
+    GD_CHECK(start_pass(t, t->split[s], t->split_n[s], GD__TRAIN_EVAL_EPOCH + s, 0, &p));
+    if (p.n > 0) GD_CHECK(run_pass(t, &p));
+    for (int64_t b = 0; b < p.batches; b++) correct += t->correct_log[b];
+    *accuracy = p.labelled ? (double)correct / (double)p.labelled : NAN;
+    if (count) *count = p.labelled;
 fail:
     return st;
+}
+
+gd_status gd__trainer_params_get(gd__trainer *t, void *params, void *state) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(t && params, GD_ERR_INVALID_ARG, "gd__trainer_params_get: NULL argument");
+    GD_CHECK(gd__nn_to_host(&t->ctx, &t->model->params.params, params));
+    if (state) GD_CHECK(gd__nn_to_host(&t->ctx, &t->model->params.state, state));
+fail:
+    return st;
+}
+
+gd_status gd__trainer_params_set(gd__trainer *t, const void *params, const void *state,
+                                 int64_t adam_step) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(t && params, GD_ERR_INVALID_ARG, "gd__trainer_params_set: NULL argument");
+    GD_REQUIRE(adam_step >= 0, GD_ERR_INVALID_ARG, "gd__trainer_params_set: step %lld",
+               (long long)adam_step);
+    GD_CHECK(gd__nn_from_host(&t->ctx, &t->model->params.params, params));
+    if (state) {
+        GD_CHECK(gd__nn_from_host(&t->ctx, &t->model->params.state, state));
+        t->model->params.step = adam_step;
+    }
+fail:
+    return st;
+}
+
+/* ------------------------------------------------------------ checkpoints */
+
+void gd__trainer_checkpoint_meta(const gd__trainer *t, gd__checkpoint_meta *m) {
+    gd__checkpoint_meta_init(m);
+    m->num_layers = t->cfg.num_layers;
+    m->in_dim = t->in_dim;
+    m->hidden_dim = t->cfg.hidden_dim;
+    m->num_classes = t->num_classes;
+    sampler_fanouts(&t->cfg, m->fanouts);
+    m->seed = t->cfg.seed;
+    m->adam_step = t->model->params.step;
+    snprintf(m->dataset, sizeof m->dataset, "%s nodes=%lld edges=%lld features=%lld classes=%lld",
+             gd_dataset_name(t->ds), (long long)t->num_nodes,
+             (long long)gd_dataset_num_edges(t->ds), (long long)t->in_dim,
+             (long long)t->num_classes);
+    /* The mode is left out on purpose: every mode samples and trains the same way. */
+    snprintf(m->config, sizeof m->config,
+             "batch=%lld dropout=%g lr=%g weight_decay=%g mlp=%d max_batches=%lld",
+             (long long)t->cfg.batch_size, t->cfg.dropout, t->cfg.lr, t->cfg.weight_decay,
+             t->cfg.mlp, (long long)t->cfg.max_batches);
+}
+
+gd_status gd__trainer_save(gd__trainer *t, const char *path, const gd__checkpoint_meta *meta,
+                           const void *params, int with_state) {
+    gd_status st = GD_OK;
+    void *host = NULL, *state = NULL;
+    GD_REQUIRE(t && path && meta, GD_ERR_INVALID_ARG, "gd__trainer_save: NULL argument");
+    const size_t bytes = (size_t)t->model->params.numel * sizeof(float);
+    if (!params || with_state) {
+        GD_ALLOC(host, bytes, "a copy of the parameters");
+        if (with_state) GD_ALLOC(state, 2 * bytes, "a copy of the optimizer state");
+        GD_CHECK(gd__trainer_params_get(t, host, state));
+    }
+    GD_CHECK(gd__checkpoint_save(path, meta, &t->model->params, params ? params : host, state));
+fail:
+    gd_free(host);
+    gd_free(state);
+    return st;
+}
+
+gd_status gd__trainer_resume(gd__trainer *t, const char *path, gd__checkpoint_meta *saved) {
+    gd_status st = GD_OK;
+    void *params = NULL, *state = NULL;
+    int has_state = 0;
+    gd__checkpoint_meta run;
+    GD_REQUIRE(t && path && saved, GD_ERR_INVALID_ARG, "gd__trainer_resume: NULL argument");
+    const size_t bytes = (size_t)t->model->params.numel * sizeof(float);
+    GD_ALLOC(params, bytes, "the checkpoint's parameters");
+    GD_ALLOC(state, 2 * bytes, "the checkpoint's optimizer state");
+    GD_CHECK(gd__checkpoint_peek(path, saved, NULL, &has_state));
+    gd__trainer_checkpoint_meta(t, &run);
+    GD_CHECK(gd__checkpoint_check_resume(path, saved, &run));
+    GD_REQUIRE(has_state, GD_ERR_INVALID_ARG,
+               "'%s' holds a model without the optimizer state (a best-model file); resume from "
+               "the checkpoint file instead",
+               path);
+    GD_CHECK(gd__checkpoint_load(path, &t->model->params, saved, params, state, &has_state));
+    GD_CHECK(gd__trainer_params_set(t, params, state, saved->adam_step));
+fail:
+    gd_free(params);
+    gd_free(state);
+    return st;
+}
+
+gd_host_tensor_t *gd__trainer_registered_features(gd__trainer *t) {
+    return t && t->features && gd_host_tensor_is_registered(t->features) ? t->features : NULL;
 }
