@@ -176,6 +176,9 @@ gd_status gd__trainer_save(gd__trainer *t, const char *path, const gd__checkpoin
  */
 gd_status gd__trainer_resume(gd__trainer *t, const char *path, gd__checkpoint_meta *saved);
 
+/* Change cfg.max_batches (0: every minibatch), e.g. for a short warm-up epoch in a benchmark. */
+void gd__trainer_set_max_batches(gd__trainer *t, int64_t max_batches);
+
 /* The feature table if the trainer registered it for its GPU (zero-copy), else NULL. */
 gd_host_tensor_t *gd__trainer_registered_features(gd__trainer *t);
 

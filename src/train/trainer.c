@@ -1199,3 +1199,7 @@ fail:
 gd_host_tensor_t *gd__trainer_registered_features(gd__trainer *t) {
     return t && t->features && gd_host_tensor_is_registered(t->features) ? t->features : NULL;
 }
+
+void gd__trainer_set_max_batches(gd__trainer *t, int64_t max_batches) {
+    if (t && max_batches >= 0) t->cfg.max_batches = max_batches;
+}

@@ -1,0 +1,425 @@
+/*
+ * `graphdirect bench epoch`: the training epoch of each mode of docs/train.md, measured side by
+ * side in one run on one generated dataset, with the all-in-GPU epoch as the ceiling
+ * (docs/bench.md). For each mode a trainer is built (not timed), a short warm-up epoch runs
+ * (cuBLAS handles, first-touch faults, the caches' first reads), then one epoch is timed: its
+ * wall time, the busy time of each stage (sample / gather / train from stream events in the GPU
+ * modes, host wall time for the CPU stages), the time training waited, CPU core-seconds
+ * (getrusage, every thread of the process) and GPU memory. Then the ratios the targets of
+ * issue 5 are stated in: zero-copy / all-gpu, cpu-centric / zero-copy, and CPU core-seconds
+ * of zero-copy / cpu-centric.
+ *
+ * A mode may carry a GPU memory budget, "zero-copy@16G", to stand for a smaller GPU. The cpu
+ * mode trains on the CPU, which takes minutes per epoch on the large presets: it is timed over
+ * --cpu-batches minibatches and its epoch time is projected from them (marked "projected" in
+ * the output and the JSON). Every mode samples and trains the same minibatches from the same
+ * parameters, so the warm-up losses printed beside each mode must agree to float tolerance; a
+ * mode that differs is reported as a failure, not as a time.
+ */
+#include "bench.h"
+#include "cli.h"
+#include "train/internal.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_RUNS = 8 };
+
+typedef struct {
+    char label[32];
+    gd__train_mode mode;
+    int64_t budget; /* --gpu-mem-budget of this run (0: none) */
+} run_spec;
+
+typedef struct {
+    const char *preset, *json_path, *commit;
+    int commit_given, device, threads, depth;
+    int64_t nodes, batch, hidden, gpu_cache, graph_cache, max_batches, warmup, cpu_batches;
+    int layers, fanouts[GD_SAMPLER_MAX_LAYERS];
+    const char *gather_sms;
+    uint64_t seed;
+    run_spec runs[MAX_RUNS];
+    int nruns;
+} epoch_bench;
+
+typedef struct {
+    int done;
+    gd__train_epoch_stats st;
+    double warm_loss, create_s, scale;
+    gd__trainer_info info;
+} run_result;
+
+static void help(void) {
+    printf("usage: graphdirect bench epoch [options]\n\n"
+           "One training epoch of GraphSAGE in each mode, side by side on one generated dataset:\n"
+           "epoch time and its breakdown (sample / gather / train / wait), CPU core-seconds and\n"
+           "GPU memory, and the ratios zero-copy / all-gpu, cpu-centric / zero-copy and the\n"
+           "CPU core-seconds of zero-copy / cpu-centric.\n\n"
+           "  --preset NAME      generator preset (default products)\n"
+           "  --nodes N          scale the preset to N nodes\n"
+           "  --modes LIST       modes to run, in order (default all-gpu,zero-copy,cpu-centric);\n"
+           "                     MODE@SIZE runs MODE with --gpu-mem-budget SIZE (zero-copy@16G)\n"
+           "  --fanouts LIST     neighbours per hop (default 15,10,5: three layers)\n"
+           "  --batch B          seeds per minibatch (default 1024)\n"
+           "  --hidden H         hidden width (default 256)\n"
+           "  --gpu-cache SIZE   zero-copy feature cache (default: what the budget leaves)\n"
+           "  --graph-cache SIZE zero-copy neighbour-list cache (default 0)\n"
+           "  --gather-sms N     SMs of the gather kernel, N or N%% (default: all)\n"
+           "  --depth D          pipeline ring depth (default 3)\n"
+           "  --warmup N         minibatches of the warm-up epoch (default 20)\n"
+           "  --max-batches N    time only the first N minibatches of the epoch (0: all)\n"
+           "  --cpu-batches N    cpu mode: minibatches timed, epoch projected (default 10)\n"
+           "  --threads N        CPU threads (default: all cores)\n"
+           "  --device N         the GPU (default 0)\n"
+           "  --seed S           dataset and training seed (default 1)\n"
+           "  --json FILE        write the results as JSON (atomically)\n"
+           "  --commit TEXT      commit recorded in the JSON\n");
+}
+
+static int parse_modes(epoch_bench *b, const char *text) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", text);
+    b->nruns = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (b->nruns == MAX_RUNS) {
+            bench_error("--modes: at most %d runs", MAX_RUNS);
+            return -1;
+        }
+        run_spec *r = &b->runs[b->nruns];
+        snprintf(r->label, sizeof r->label, "%s", tok);
+        r->budget = 0;
+        char *at = strchr(tok, '@');
+        if (at) {
+            *at = 0;
+            if (cli_parse_i64(at + 1, &r->budget) || r->budget < 1) {
+                bench_error("--modes: '%s' is not a GPU memory size (e.g. 16G)", at + 1);
+                return -1;
+            }
+        }
+        if (gd__train_mode_parse(tok, &r->mode) != GD_OK || r->mode == GD__TRAIN_AUTO) {
+            bench_error("--modes: '%s' is not cpu, all-gpu, zero-copy or cpu-centric", tok);
+            return -1;
+        }
+        b->nruns++;
+    }
+    return b->nruns ? 0 : -1;
+}
+
+static int parse_fanouts(epoch_bench *b, const char *text) {
+    int64_t v[GD_SAMPLER_MAX_LAYERS];
+    int n = 0;
+    const char *p = text;
+    while (*p && n < GD_SAMPLER_MAX_LAYERS) {
+        char *end;
+        long x = strtol(p, &end, 10);
+        if (end == p || x < -1 || x > 100000) break;
+        v[n++] = x;
+        p = *end == ',' ? end + 1 : end;
+        if (*end != ',' && *end) break;
+    }
+    if (n == 0 || *p) {
+        bench_error("--fanouts '%s' is not 1 to %d comma-separated counts", text,
+                    GD_SAMPLER_MAX_LAYERS);
+        return -1;
+    }
+    b->layers = n;
+    for (int i = 0; i < n; i++) b->fanouts[i] = (int)v[i];
+    return 0;
+}
+
+static int parse_options(epoch_bench *b, int argc, char **argv) {
+    static const struct option long_opts[] = {
+        {"preset", required_argument, 0, 'p'},      {"nodes", required_argument, 0, 'N'},
+        {"modes", required_argument, 0, 'm'},       {"fanouts", required_argument, 0, 'f'},
+        {"batch", required_argument, 0, 'b'},       {"hidden", required_argument, 0, 'H'},
+        {"gpu-cache", required_argument, 0, 'c'},   {"graph-cache", required_argument, 0, 'g'},
+        {"gather-sms", required_argument, 0, 'S'},  {"depth", required_argument, 0, 'R'},
+        {"warmup", required_argument, 0, 'w'},      {"max-batches", required_argument, 0, 'M'},
+        {"cpu-batches", required_argument, 0, 'C'}, {"threads", required_argument, 0, 'j'},
+        {"device", required_argument, 0, 'd'},      {"seed", required_argument, 0, 's'},
+        {"json", required_argument, 0, 'o'},        {"commit", required_argument, 0, 'k'},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    const char *cmd = "bench epoch";
+    int64_t v;
+    int c;
+    b->preset = "products";
+    b->batch = 1024;
+    b->hidden = 256;
+    b->gpu_cache = -1;
+    b->depth = 3;
+    b->warmup = 20;
+    b->cpu_batches = 10;
+    b->seed = 1;
+    b->commit = GD_GIT_COMMIT;
+    if (parse_modes(b, "all-gpu,zero-copy,cpu-centric") || parse_fanouts(b, "15,10,5"))
+        return CLI_EXIT_FAIL;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            b->preset = optarg;
+            break;
+        case 'N':
+            if (cli_parse_i64(optarg, &v) || v < 2)
+                return cli_usage_error(cmd, "--nodes '%s' is not a node count >= 2", optarg);
+            b->nodes = v;
+            break;
+        case 'm':
+            if (parse_modes(b, optarg)) return CLI_EXIT_USAGE;
+            break;
+        case 'f':
+            if (parse_fanouts(b, optarg)) return CLI_EXIT_USAGE;
+            break;
+        case 'b':
+            if (cli_parse_i64(optarg, &v) || v < 1 || v > (1 << 24))
+                return cli_usage_error(cmd, "--batch '%s' is not a count in [1, 2^24]", optarg);
+            b->batch = v;
+            break;
+        case 'H':
+            if (cli_parse_i64(optarg, &v) || v < 1 || v > 65536)
+                return cli_usage_error(cmd, "--hidden '%s' is not a width", optarg);
+            b->hidden = v;
+            break;
+        case 'c':
+            if (cli_parse_i64(optarg, &v) || v < 0)
+                return cli_usage_error(cmd, "--gpu-cache '%s' is not a size", optarg);
+            b->gpu_cache = v;
+            break;
+        case 'g':
+            if (cli_parse_i64(optarg, &v) || v < 0)
+                return cli_usage_error(cmd, "--graph-cache '%s' is not a size", optarg);
+            b->graph_cache = v;
+            break;
+        case 'S':
+            b->gather_sms = optarg;
+            break;
+        case 'R':
+            if (cli_parse_i64(optarg, &v) || v < 2 || v > 8)
+                return cli_usage_error(cmd, "--depth '%s' is not in 2..8", optarg);
+            b->depth = (int)v;
+            break;
+        case 'w':
+            if (cli_parse_i64(optarg, &v) || v < 1)
+                return cli_usage_error(cmd, "--warmup '%s' is not a positive count", optarg);
+            b->warmup = v;
+            break;
+        case 'M':
+            if (cli_parse_i64(optarg, &v) || v < 0)
+                return cli_usage_error(cmd, "--max-batches '%s' is not a count", optarg);
+            b->max_batches = v;
+            break;
+        case 'C':
+            if (cli_parse_i64(optarg, &v) || v < 1)
+                return cli_usage_error(cmd, "--cpu-batches '%s' is not a positive count", optarg);
+            b->cpu_batches = v;
+            break;
+        case 'j':
+            if (cli_parse_i64(optarg, &v) || v < 1 || v > 4096)
+                return cli_usage_error(cmd, "--threads '%s' is not positive", optarg);
+            b->threads = (int)v;
+            break;
+        case 'd':
+            if (cli_parse_i64(optarg, &v) || v < 0 || v > 1024)
+                return cli_usage_error(cmd, "--device '%s' is not a GPU number", optarg);
+            b->device = (int)v;
+            break;
+        case 's':
+            if (cli_parse_i64(optarg, &v) || v < 0)
+                return cli_usage_error(cmd, "--seed '%s' is not a non-negative integer", optarg);
+            b->seed = (uint64_t)v;
+            break;
+        case 'o':
+            b->json_path = optarg;
+            break;
+        case 'k':
+            b->commit = optarg;
+            b->commit_given = 1;
+            break;
+        case 'h':
+            help();
+            return 0;
+        default:
+            return cli_usage_error(cmd, "unknown option");
+        }
+    }
+    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (!b->threads) b->threads = bench_cpus();
+    return -1;
+}
+
+/* Build the trainer of run r, warm it up, time one epoch. 0 or -1 (message printed). */
+static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec *r,
+                    run_result *out) {
+    int rc = -1;
+    gd__trainer *t = NULL;
+    gd__train_config cfg = GD__TRAIN_CONFIG_INIT;
+    cfg.num_layers = b->layers;
+    memcpy(cfg.fanouts, b->fanouts, sizeof cfg.fanouts);
+    cfg.batch_size = b->batch;
+    cfg.hidden_dim = b->hidden;
+    cfg.seed = b->seed;
+    cfg.threads = b->threads;
+    cfg.mode = r->mode;
+    cfg.device = b->device;
+    cfg.gpu_cache_bytes = b->gpu_cache;
+    cfg.graph_cache_bytes = b->graph_cache;
+    cfg.gpu_mem_budget = r->budget;
+    cfg.gather_sms = b->gather_sms;
+    cfg.depth = b->depth;
+    cfg.max_batches = b->warmup;
+    fprintf(stderr, "epoch: %s: building the trainer\n", r->label);
+    double t0 = bench_now();
+    BENCH_GD(gd__trainer_create(ds, &cfg, &t), r->label);
+    out->create_s = bench_now() - t0;
+    gd__trainer_get_info(t, &out->info);
+    fprintf(stderr, "epoch: %s: %s (%.1f s); warm-up of %lld minibatches\n", r->label,
+            out->info.plan, out->create_s, (long long)b->warmup);
+    gd__train_epoch_stats warm;
+    BENCH_GD(gd__trainer_epoch(t, 0, &warm), "the warm-up epoch");
+    out->warm_loss = warm.loss;
+    const int64_t all = (out->info.train_nodes + b->batch - 1) / b->batch;
+    int64_t timed = b->max_batches ? b->max_batches : all;
+    if (r->mode == GD__TRAIN_CPU) timed = b->cpu_batches < timed ? b->cpu_batches : timed;
+    gd__trainer_set_max_batches(t, timed);
+    fprintf(stderr, "epoch: %s: timing %lld of %lld minibatches\n", r->label, (long long)timed,
+            (long long)all);
+    BENCH_GD(gd__trainer_epoch(t, 1, &out->st), "the timed epoch");
+    out->scale = r->mode == GD__TRAIN_CPU ? (double)all / (double)out->st.batches : 1.0;
+    out->done = 1;
+    rc = 0;
+fail:
+    gd__trainer_destroy(t);
+    return rc;
+}
+
+static const run_result *find(const epoch_bench *b, const run_result *res, gd__train_mode m) {
+    for (int i = 0; i < b->nruns; i++)
+        if (res[i].done && b->runs[i].mode == m && b->runs[i].budget == 0) return &res[i];
+    return NULL;
+}
+
+int bench_epoch(int argc, char **argv) {
+    epoch_bench b;
+    memset(&b, 0, sizeof b);
+    int rc = parse_options(&b, argc, argv);
+    if (rc >= 0) return rc;
+    rc = CLI_EXIT_FAIL;
+    gd_dataset_t *ds = NULL;
+    cJSON *root = NULL, *runs = NULL, *targets = NULL;
+    run_result res[MAX_RUNS];
+    memset(res, 0, sizeof res);
+    int any_gpu = 0;
+    for (int i = 0; i < b.nruns; i++) any_gpu |= b.runs[i].mode != GD__TRAIN_CPU;
+    if (b.json_path && bench_json_probe(b.json_path)) return CLI_EXIT_FAIL;
+    if (bench_json_header(&root, "epoch", b.commit, b.commit_given, any_gpu, b.device)) goto fail;
+
+    fprintf(stderr, "epoch: generating preset '%s' in memory\n", b.preset);
+    double t0 = bench_now();
+    gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
+    go.preset = b.preset;
+    go.seed = b.seed;
+    go.num_nodes = b.nodes;
+    BENCH_GD(gd_generate(&go, &ds), "generating the dataset");
+    fprintf(stderr, "epoch: %s: %lld nodes, %lld edges, %lld features, %lld classes (%.1f s)\n",
+            b.preset, (long long)gd_dataset_num_nodes(ds), (long long)gd_dataset_num_edges(ds),
+            (long long)gd_dataset_feature_dim(ds), (long long)gd_dataset_num_classes(ds),
+            bench_now() - t0);
+
+    cJSON *cfgj = cJSON_AddObjectToObject(root, "config");
+    BENCH_JSON(cfgj);
+    BENCH_JSON(cJSON_AddStringToObject(cfgj, "preset", b.preset));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "nodes", (double)gd_dataset_num_nodes(ds)));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "edges", (double)gd_dataset_num_edges(ds)));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "layers", b.layers));
+    cJSON *fj = cJSON_AddArrayToObject(cfgj, "fanouts");
+    BENCH_JSON(fj);
+    for (int h = 0; h < b.layers; h++) cJSON_AddItemToArray(fj, cJSON_CreateNumber(b.fanouts[h]));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "batch", (double)b.batch));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "hidden", (double)b.hidden));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "threads", b.threads));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "depth", b.depth));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "warmup_batches", (double)b.warmup));
+    runs = cJSON_AddArrayToObject(root, "results");
+    BENCH_JSON(runs);
+
+    printf("%-18s %8s %9s %8s %8s %8s %8s %9s %9s %9s %10s\n", "mode", "batches", "epoch_s",
+           "sample", "gather", "train", "wait", "train_ms", "cpu_cs", "gpu_GiB", "warm_loss");
+    for (int i = 0; i < b.nruns; i++) {
+        if (run_mode(&b, ds, &b.runs[i], &res[i])) goto fail;
+        const run_result *r = &res[i];
+        const gd__train_epoch_stats *s = &r->st;
+        const double k = r->scale;
+        printf("%-18s %8lld %9.3f %8.3f %8.3f %8.3f %8.3f %9.3f %9.2f %9.2f %10.5f%s\n",
+               b.runs[i].label, (long long)s->batches, s->seconds * k, s->sample_s * k,
+               s->gather_s * k, s->train_s * k, s->wait_s * k,
+               s->batches ? 1e3 * s->train_s / (double)s->batches : 0, s->cpu_core_s * k,
+               (double)s->gpu_mem_bytes / (double)(INT64_C(1) << 30), r->warm_loss,
+               k != 1.0 ? "  (projected from the timed minibatches)" : "");
+        fflush(stdout);
+        cJSON *o = cJSON_CreateObject();
+        BENCH_JSON(o);
+        cJSON_AddItemToArray(runs, o);
+        BENCH_JSON(cJSON_AddStringToObject(o, "mode", b.runs[i].label));
+        BENCH_JSON(cJSON_AddStringToObject(o, "plan", r->info.plan));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "gpu_mem_budget", (double)b.runs[i].budget));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "minibatches_timed", (double)s->batches));
+        BENCH_JSON(cJSON_AddBoolToObject(o, "projected", k != 1.0));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "epoch_s", s->seconds * k));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "sample_s", s->sample_s * k));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "gather_s", s->gather_s * k));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "train_s", s->train_s * k));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "wait_s", s->wait_s * k));
+        BENCH_JSON(cJSON_AddNumberToObject(
+            o, "train_ms_per_minibatch", s->batches ? 1e3 * s->train_s / (double)s->batches : 0));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "cpu_core_s", s->cpu_core_s * k));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "gpu_mem_bytes", (double)s->gpu_mem_bytes));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "trainer_gpu_bytes", (double)r->info.gpu_bytes));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "feature_cache_bytes",
+                                           (double)r->info.feature_cache_bytes));
+        BENCH_JSON(
+            cJSON_AddNumberToObject(o, "graph_cache_bytes", (double)r->info.graph_cache_bytes));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "create_s", r->create_s));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "warmup_loss", r->warm_loss));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "loss", s->loss));
+    }
+
+    /* Every mode trained the same warm-up minibatches from the same parameters. */
+    for (int i = 1; i < b.nruns; i++) {
+        const double a = res[0].warm_loss, c = res[i].warm_loss;
+        BENCH_REQUIRE(fabs(a - c) <= 2e-3 * fabs(a) + 1e-4,
+                      "%s and %s disagree on the warm-up loss (%.6f vs %.6f): the modes must "
+                      "train the same minibatches the same way",
+                      b.runs[0].label, b.runs[i].label, a, c);
+    }
+
+    targets = cJSON_AddArrayToObject(root, "targets");
+    BENCH_JSON(targets);
+    const run_result *ag = find(&b, res, GD__TRAIN_ALL_GPU), *zc = find(&b, res, GD__TRAIN_ZERO_COPY),
+                     *cc = find(&b, res, GD__TRAIN_CPU_CENTRIC);
+    if (zc && ag) {
+        printf("zero-copy / all-gpu epoch: %.3f (target <= 1.10)\n",
+               zc->st.seconds / ag->st.seconds);
+        bench_target(targets, "all-gpu / zero-copy epoch (>= 1/1.10)",
+                     ag->st.seconds / zc->st.seconds, 1.0 / 1.10, "x");
+    }
+    if (zc && cc) {
+        printf("cpu-centric / zero-copy epoch: %.3f (target >= 3)\n",
+               cc->st.seconds / zc->st.seconds);
+        bench_target(targets, "cpu-centric / zero-copy epoch", cc->st.seconds / zc->st.seconds,
+                     3.0, "x");
+        printf("CPU core-seconds zero-copy / cpu-centric: %.3f (target <= 0.10)\n",
+               zc->st.cpu_core_s / cc->st.cpu_core_s);
+        bench_target(targets, "cpu-centric / zero-copy CPU core-seconds (>= 10)",
+                     cc->st.cpu_core_s / (zc->st.cpu_core_s > 0 ? zc->st.cpu_core_s : 1e-9), 10.0,
+                     "x");
+    }
+    if (b.json_path && bench_json_write(b.json_path, root)) goto fail;
+    rc = 0;
+fail:
+    cJSON_Delete(root);
+    gd_dataset_close(ds);
+    return rc;
+}
