@@ -364,6 +364,24 @@ gd_status gd__sage_forward(gd__sage *m, const gd_block *blocks, const gd__nn_ten
  */
 gd_status gd__sage_backward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *dlogits,
                             gd__nn_tensor *dx);
+/*
+ * One layer l of the model in evaluation mode (no dropout) into caller-provided buffers, for
+ * layer-wise inference: agg = mean_blk(x) (blk->num_dst x dims[l]), then
+ * out = agg W_l + x[:num_dst] R_l + b_l (blk->num_dst x dims[l+1]), then ReLU in place when
+ * relu is set (every layer but the last). The same ops in the same order as gd__sage_forward,
+ * so it gives exactly that layer's output. blk's arrays and the buffers live on m's device;
+ * the model's saved activations are not touched.
+ */
+gd_status gd__sage_layer_forward(gd__sage *m, int l, const gd_block *blk, const gd__nn_tensor *x,
+                                 gd__nn_tensor *agg, gd__nn_tensor *out, int relu);
+/*
+ * The dense half of gd__sage_layer_forward for an aggregate computed elsewhere (inference
+ * aggregates over the whole graph with its own kernel): out = agg W_l + self R_l + b_l, then
+ * ReLU in place when relu is set. agg and self are n x dims[l], out n x dims[l+1] and must
+ * not alias them.
+ */
+gd_status gd__sage_layer_combine(gd__sage *m, int l, const gd__nn_tensor *agg,
+                                 const gd__nn_tensor *self, gd__nn_tensor *out, int relu);
 
 #ifdef __cplusplus
 }

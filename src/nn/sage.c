@@ -232,3 +232,55 @@ gd_status gd__sage_backward(gd__sage *m, const gd_block *blocks, const gd__nn_te
 fail:
     return st;
 }
+
+/*
+ * One layer in evaluation mode with caller-provided buffers, for layer-wise inference
+ * (train/infer.c): the dense half of a layer, given its aggregate. The ops and their order are
+ * those of gd__sage_forward (out = agg W_l + b_l, then out += self R_l, then ReLU in place), so
+ * the same inputs give the same bits.
+ */
+gd_status gd__sage_layer_combine(gd__sage *m, int l, const gd__nn_tensor *agg,
+                                 const gd__nn_tensor *self, gd__nn_tensor *out, int relu) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(m && agg && self && out, GD_ERR_INVALID_ARG,
+               "GraphSAGE layer: model, aggregate, self rows and output must be given");
+    GD_REQUIRE(l >= 0 && l < m->cfg.num_layers, GD_ERR_INVALID_ARG,
+               "GraphSAGE layer: layer %d of a %d-layer model", l, m->cfg.num_layers);
+    GD_REQUIRE(agg->rows == out->rows && self->rows == out->rows && agg->cols == m->dims[l] &&
+                   self->cols == m->dims[l] && out->cols == m->dims[l + 1],
+               GD_ERR_INVALID_ARG,
+               "GraphSAGE layer %d: aggregate %lld x %lld, self rows %lld x %lld and output "
+               "%lld x %lld; expected n x %lld, n x %lld and n x %lld",
+               l, (long long)agg->rows, (long long)agg->cols, (long long)self->rows,
+               (long long)self->cols, (long long)out->rows, (long long)out->cols,
+               (long long)m->dims[l], (long long)m->dims[l], (long long)m->dims[l + 1]);
+    GD_REQUIRE(out->rows == 0 || (out->data != agg->data && out->data != self->data),
+               GD_ERR_INVALID_ARG, "GraphSAGE layer %d: the output aliases an input", l);
+    const gd__nn_ctx *ctx = &m->ctx;
+    gd__nn_tensor wl = gd__nn_param(&m->params, m->w_l[l]);
+    gd__nn_tensor wr = gd__nn_param(&m->params, m->w_r[l]);
+    gd__nn_tensor bias = gd__nn_param(&m->params, m->b[l]);
+    GD_CHECK(gd__nn_linear(ctx, agg, &wl, &bias, out, 0));
+    GD_CHECK(gd__nn_linear(ctx, self, &wr, NULL, out, 1));
+    if (relu) GD_CHECK(gd__nn_relu(ctx, out, out));
+fail:
+    return st;
+}
+
+gd_status gd__sage_layer_forward(gd__sage *m, int l, const gd_block *blk, const gd__nn_tensor *x,
+                                 gd__nn_tensor *agg, gd__nn_tensor *out, int relu) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(m && blk && x && agg && out, GD_ERR_INVALID_ARG,
+               "GraphSAGE layer: model, block, x, aggregate and output must be given");
+    GD_REQUIRE(l >= 0 && l < m->cfg.num_layers, GD_ERR_INVALID_ARG,
+               "GraphSAGE layer: layer %d of a %d-layer model", l, m->cfg.num_layers);
+    GD_REQUIRE(x->cols == m->dims[l] && x->rows >= blk->num_src, GD_ERR_INVALID_ARG,
+               "GraphSAGE layer %d: x is %lld x %lld, expected at least %lld rows of %lld", l,
+               (long long)x->rows, (long long)x->cols, (long long)blk->num_src,
+               (long long)m->dims[l]);
+    GD_CHECK(gd__nn_mean_agg(&m->ctx, blk, x, agg));
+    gd__nn_tensor self = gd__nn_rows(x, blk->num_dst);
+    GD_CHECK(gd__sage_layer_combine(m, l, agg, &self, out, relu));
+fail:
+    return st;
+}

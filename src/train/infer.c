@@ -1,0 +1,640 @@
+/*
+ * Layer-wise full-neighbour inference (infer.h): exact predictions of a GraphSAGE model for
+ * every node of a dataset, on the model's backend.
+ *
+ * The activations of a layer form a table of num_nodes rows: h_0 is the dataset's features,
+ * h_1, h_2, ... two hidden tables used in turn (layer l reads one and writes the other), and
+ * the last layer's logits are never stored whole: each chunk's logits become predictions at
+ * once. For each layer the nodes are walked in chunks cut by rows (self + neighbour rows, see
+ * next_chunk); for a chunk [lo, hi) the aggregation reads the in-neighbours' rows of h_l by
+ * global id straight from the table, the self rows are h_l[lo:hi), and gd__sage_layer_combine
+ * writes h_{l+1}[lo:hi).
+ *
+ * On the CPU every table is host memory and the self rows and the output are views into the
+ * tables: nothing is copied. On a GPU the tables are placed by the memory budget: the chunk
+ * buffers first, then the hidden tables, then the features in GPU memory while they fit; the
+ * rest stays in pinned host memory, which the aggregation kernel reads zero-copy and which the
+ * self rows and the outputs reach by one contiguous DMA copy per chunk. Each chunk's slice of
+ * the CSC (indptr[lo..hi] and its indices) is copied by CPU threads into a pinned staging
+ * buffer and from there to the GPU; an event tells the CPU when the previous slice has left
+ * the staging buffer, so the CPU prepares chunk k + 1 while the GPU computes chunk k. The last
+ * layer waits for each chunk's logits to take their argmax on the host.
+ */
+#include "train/infer.h"
+
+#include "feature/internal.h"
+#ifdef GD_WITH_CUDA
+#include "core/cuda.h"
+#endif
+
+#include <math.h>
+#include <string.h>
+
+/* Chunk capacities: the CPU default, and the most a GPU takes from a large budget. */
+#define INFER_CPU_CHUNK_ROWS (INT64_C(1) << 20)
+#define INFER_GPU_MAX_CHUNK_ROWS (INT64_C(1) << 24)
+/* A GPU keeps at least this many rows of chunk buffers before it places any table. */
+#define INFER_GPU_MIN_CHUNK_ROWS (INT64_C(1) << 16)
+/* Copies larger than this are split over the CPU threads. */
+#define INFER_PAR_COPY_BYTES ((size_t)1 << 22)
+
+/* One activation table: num_nodes x cols float32. */
+typedef struct {
+    int64_t cols;
+    float *host;               /* host address (CPU tables, pinned host tables), else NULL */
+    float *dev;                /* the address the aggregation and the ops read */
+    int on_device;             /* GPU: the table is in GPU memory */
+    gd__nn_tensor owned;       /* a table we allocated with the backend (CPU or GPU memory) */
+    gd_host_tensor_t *pinned;  /* a pinned host table we created or adopted (GPU) */
+} act_table;
+
+typedef struct {
+    gd__sage *m;
+    const gd__nn_ctx *ctx;
+    int gpu;
+    int threads;
+    int num_layers;
+    int64_t n, num_edges;
+    const int64_t *indptr;
+    const char *indices; /* int32 or int64 */
+    gd_dtype index_dtype;
+    size_t index_size;
+    int64_t cap;                   /* rows per chunk */
+    int64_t chunks, pieces;        /* per layer */
+    int64_t max_dst, max_window;   /* the largest chunk and edge window */
+    act_table tab[3];                  /* features, hidden A, hidden B */
+    gd__nn_tensor agg, self, out;  /* flat chunk buffers (self: GPU only) */
+    int64_t self_cols, out_cols;
+    /* GPU: the CSC slice staging (indptr slice, then indices) and the logits of a chunk. */
+    void *stage_host, *stage_dev;
+    size_t stage_index_offset;
+    void *event;
+    float *logits_host;
+    int64_t device_bytes;
+} infer_state;
+
+static int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+static int64_t max64(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
+
+/*
+ * The chunk that starts at lo: the longest run [lo, hi) whose self rows plus neighbour rows fit
+ * in cap, and at least the node lo (a node whose list alone does not fit is aggregated in
+ * pieces, see windows()).
+ */
+static int64_t next_chunk(const int64_t *indptr, int64_t n, int64_t lo, int64_t cap) {
+    int64_t hi = lo + 1;
+    while (hi < n && (hi + 1 - lo) + (indptr[hi + 1] - indptr[lo]) <= cap) hi++;
+    return hi;
+}
+
+/* The indices of edges from e on (NULL for a graph without edges). */
+static const void *indices_at(const infer_state *s, int64_t e) {
+    return s->indices ? s->indices + (size_t)e * s->index_size : NULL;
+}
+
+/* The edge window of a chunk (edges per piece) and its number of pieces. */
+static void windows(const infer_state *s, int64_t lo, int64_t hi, int64_t *window,
+                    int64_t *pieces) {
+    const int64_t edges = s->indptr[hi] - s->indptr[lo];
+    if ((hi - lo) + edges <= s->cap) {
+        *window = edges;
+        *pieces = 1;
+    } else { /* one node (next_chunk) with more than cap - 1 in-neighbours */
+        *window = s->cap - 1;
+        *pieces = (edges + *window - 1) / *window;
+    }
+}
+
+/* Walk the chunks once to size the buffers: chunk count, pieces, largest chunk and window. */
+static void plan(infer_state *s) {
+    s->chunks = s->pieces = s->max_dst = s->max_window = 0;
+    for (int64_t lo = 0, hi; lo < s->n; lo = hi) {
+        int64_t w, p;
+        hi = next_chunk(s->indptr, s->n, lo, s->cap);
+        windows(s, lo, hi, &w, &p);
+        s->chunks++;
+        s->pieces += p;
+        s->max_dst = max64(s->max_dst, hi - lo);
+        s->max_window = max64(s->max_window, w);
+    }
+}
+
+static void par_copy(void *dst, const void *src, size_t bytes, int threads) {
+    if (bytes < INFER_PAR_COPY_BYTES || threads <= 1) {
+        if (bytes) memcpy(dst, src, bytes);
+        return;
+    }
+    const size_t slice = (bytes + (size_t)threads - 1) / (size_t)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int k = 0; k < threads; k++) {
+        const size_t a = (size_t)k * slice, b = a + slice < bytes ? a + slice : bytes;
+        if (a < b) memcpy((char *)dst + a, (const char *)src + a, b - a);
+    }
+}
+
+void gd__infer_agg_cpu(const float *table, int64_t cols, const int64_t *indptr,
+                       const void *indices, gd_dtype index_dtype, int64_t num_dst, int64_t e_begin,
+                       int64_t e_end, int first, int last, float *agg, int threads) {
+    const int wide = index_dtype == GD_DTYPE_INT64;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads) if (num_dst > 64 && (e_end - e_begin + num_dst) * cols > 65536)
+    for (int64_t d = 0; d < num_dst; d++) {
+        float *o = agg + d * cols;
+        const int64_t g0 = indptr[d], g1 = indptr[d + 1];
+        const int64_t a = g0 > e_begin ? g0 : e_begin, b = g1 < e_end ? g1 : e_end;
+        if (first)
+            for (int64_t j = 0; j < cols; j++) o[j] = 0.0f;
+        /* Edge by edge, every column in edge order: the order of the nn mean aggregation. */
+        for (int64_t e = a; e < b; e++) {
+            const int64_t r = wide ? ((const int64_t *)indices)[e - e_begin]
+                                   : (int64_t)((const int32_t *)indices)[e - e_begin];
+            const float *x = table + r * cols;
+            for (int64_t j = 0; j < cols; j++) o[j] += x[j];
+        }
+        if (last) {
+            const float inv = g1 > g0 ? (float)(1.0 / (double)(g1 - g0)) : 0.0f;
+            for (int64_t j = 0; j < cols; j++) o[j] *= inv;
+        }
+    }
+}
+
+void gd__infer_argmax(const float *logits, int64_t rows, int64_t cols, int32_t *pred,
+                      int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows * cols > 262144)
+    for (int64_t i = 0; i < rows; i++) {
+        const float *z = logits + i * cols;
+        int64_t arg = 0;
+        for (int64_t j = 1; j < cols; j++)
+            if (z[j] > z[arg]) arg = j;
+        pred[i] = (int32_t)arg;
+    }
+}
+
+/* --------------------------------------------------------------- setup */
+
+static void table_release(infer_state *s, act_table *t) {
+    gd__nn_tensor_free(s->ctx, &t->owned);
+    gd_host_tensor_destroy(t->pinned);
+    memset(t, 0, sizeof *t);
+}
+
+static void state_release(infer_state *s) {
+    if (!s->ctx) return;
+#ifdef GD_WITH_CUDA
+    /* Work may still be queued after a failure: let it finish before its buffers go. */
+    if (s->gpu) gd__infer_cuda_drain(s->ctx->stream);
+#endif
+    for (int i = 0; i < 3; i++) table_release(s, &s->tab[i]);
+    gd__nn_tensor_free(s->ctx, &s->agg);
+    gd__nn_tensor_free(s->ctx, &s->self);
+    gd__nn_tensor_free(s->ctx, &s->out);
+    if (s->stage_dev) s->ctx->be->release(s->ctx, s->stage_dev);
+#ifdef GD_WITH_CUDA
+    if (s->stage_host) gd__infer_cuda_host_free(s->stage_host);
+    if (s->logits_host) gd__infer_cuda_host_free(s->logits_host);
+    if (s->event) gd__infer_cuda_event_destroy(s->event);
+#endif
+}
+
+/* The arrays of ds that inference reads, checked against the model. */
+static gd_status load_dataset(infer_state *s, const gd_dataset_t *ds, const float **features) {
+    gd_status st = GD_OK;
+    gd_array_view ip, ix, fv;
+    const gd__sage *m = s->m;
+    s->n = gd_dataset_num_nodes(ds);
+    GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDPTR, &ip));
+    GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDICES, &ix));
+    st = gd_dataset_array(ds, GD_ARRAY_FEATURES, &fv);
+    if (st == GD_ERR_NOT_FOUND) {
+        gd__error(st, "inference: dataset '%s' has no node features", gd_dataset_name(ds));
+        goto fail;
+    }
+    GD_CHECK(st);
+    GD_REQUIRE(ip.dtype == GD_DTYPE_INT64 && ip.shape[0] == s->n + 1, GD_ERR_FORMAT,
+               "inference: dataset '%s' has indptr of %s x %lld, expected int64 x %lld",
+               gd_dataset_name(ds), gd_dtype_name(ip.dtype), (long long)ip.shape[0],
+               (long long)(s->n + 1));
+    GD_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,
+               "inference: dataset '%s' has %s features; inference reads float32 features "
+               "(regenerate or convert with float32)",
+               gd_dataset_name(ds), gd_dtype_name(fv.dtype));
+    GD_REQUIRE(fv.ndim == 2 && fv.shape[0] == s->n && fv.shape[1] == m->dims[0],
+               GD_ERR_INVALID_ARG,
+               "inference: dataset '%s' has %lld x %lld features but the model reads %lld "
+               "features of %lld nodes",
+               gd_dataset_name(ds), (long long)fv.shape[0], (long long)fv.shape[1],
+               (long long)m->dims[0], (long long)s->n);
+    s->num_edges = ix.shape[0];
+    s->indptr = ip.data;
+    s->indices = ix.data;
+    s->index_dtype = ix.dtype;
+    /* Every index is read by global id, so the graph must be sound before the first read. */
+    st = gd_csc_validate(s->n, s->indptr, s->indices, s->index_dtype, s->num_edges);
+    if (st != GD_OK) {
+        gd__error_context(st, "inference on dataset '%s'", gd_dataset_name(ds));
+        goto fail;
+    }
+    s->index_size = gd_dtype_size(s->index_dtype);
+    *features = fv.data;
+fail:
+    return st;
+}
+
+/* Widest input and output of any layer. */
+static void widths(const gd__sage *m, int64_t *in_max, int64_t *out_max) {
+    *in_max = *out_max = 1;
+    for (int l = 0; l < m->cfg.num_layers; l++) {
+        *in_max = max64(*in_max, m->dims[l]);
+        *out_max = max64(*out_max, m->dims[l + 1]);
+    }
+}
+
+/* Which table layer l reads and which it writes (-1: the logits, not stored). */
+static int in_table(int l) {
+    return l == 0 ? 0 : 1 + ((l - 1) & 1);
+}
+static int out_table(const infer_state *s, int l) {
+    return l == s->num_layers - 1 ? -1 : 1 + (l & 1);
+}
+
+static gd_status setup_cpu(infer_state *s, const float *features, const gd__infer_options *o) {
+    gd_status st = GD_OK;
+    int64_t in_max, out_max;
+    widths(s->m, &in_max, &out_max);
+    s->cap = o->max_chunk_rows > 0 ? o->max_chunk_rows : INFER_CPU_CHUNK_ROWS;
+    plan(s);
+    s->tab[0].cols = s->m->dims[0];
+    s->tab[0].host = s->tab[0].dev = (float *)features;
+    for (int i = 1; i <= min64(s->num_layers - 1, 2); i++) {
+        act_table *t = &s->tab[i];
+        t->cols = s->m->cfg.hidden_dim;
+        GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, s->n, t->cols, &t->owned));
+        t->host = t->dev = t->owned.data;
+    }
+    GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * in_max, &s->agg));
+    s->out_cols = s->m->dims[s->num_layers];
+    GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * s->out_cols, &s->out));
+fail:
+    return st;
+}
+
+#ifdef GD_WITH_CUDA
+/* A table in GPU memory (features: with a copy of them). */
+static gd_status table_on_device(infer_state *s, act_table *t, int64_t cols, const float *init) {
+    gd_status st = GD_OK;
+    t->cols = cols;
+    GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, s->n, cols, &t->owned));
+    if (init) GD_CHECK(gd__nn_from_host(s->ctx, &t->owned, init));
+    t->dev = t->owned.data;
+    t->on_device = 1;
+    s->device_bytes += s->n * cols * (int64_t)sizeof(float);
+fail:
+    return st;
+}
+
+/* A table in pinned host memory that the GPU reads zero-copy: new, or the features adopted. */
+static gd_status table_on_host(infer_state *s, act_table *t, int64_t cols, const float *adopt,
+                               gd_host_tensor_t *given) {
+    gd_status st = GD_OK;
+    t->cols = cols;
+    gd_host_tensor_t *h = given;
+    if (!h) {
+        if (adopt)
+            GD_CHECK(gd_host_tensor_adopt((void *)adopt, s->n, cols, GD_DTYPE_FLOAT32,
+                                          GD_HOST_TENSOR_READ_ONLY, &t->pinned));
+        else
+            GD_CHECK(gd_host_tensor_create(s->n, cols, GD_DTYPE_FLOAT32, 0, &t->pinned));
+        st = gd_host_tensor_register(t->pinned, s->ctx->device);
+        if (st != GD_OK) {
+            gd__error_context(st,
+                              "inference: pinning %s (%lld x %lld float32) for the GPU to read "
+                              "(or raise the memory budget so that it fits in GPU memory)",
+                              adopt ? "the features" : "a hidden activation table",
+                              (long long)s->n, (long long)cols);
+            goto fail;
+        }
+        h = t->pinned;
+    }
+    t->host = h->data;
+    t->dev = h->device_ptr;
+fail:
+    return st;
+}
+
+/*
+ * Place the tables and size the chunk buffers within the budget. One row of chunk capacity
+ * costs at most one staged index and indptr entry plus an aggregate row, a self row and an
+ * output row (a chunk has at most cap destination nodes and cap edges).
+ */
+static gd_status setup_gpu(infer_state *s, const float *features, const gd__infer_options *o) {
+    gd_status st = GD_OK;
+    const gd__sage *m = s->m;
+    const int L = s->num_layers;
+    const int hidden_tables = (int)min64(L - 1, 2);
+    int64_t in_max, out_max, budget = o->memory_budget;
+    widths(m, &in_max, &out_max);
+    if (budget <= 0) {
+        gd_device_info info;
+        GD_CHECK(gd_device_info_get(s->ctx->device, &info));
+        budget = info.free_memory / 2;
+    }
+    const int64_t unit = (int64_t)(sizeof(int64_t) + s->index_size) +
+                         (int64_t)sizeof(float) * (2 * in_max + out_max);
+    const int64_t total_rows = max64(s->n + s->num_edges, 2);
+    const int64_t reserve_rows =
+        max64(2, o->max_chunk_rows > 0 ? min64(o->max_chunk_rows, total_rows)
+                                       : min64(total_rows, INFER_GPU_MIN_CHUNK_ROWS));
+    int64_t used = reserve_rows * unit; /* no overflow: rows <= 2^63 / 16 is not reachable */
+    GD_REQUIRE(used <= budget, GD_ERR_NO_MEMORY,
+               "inference: a memory budget of %lld bytes cannot hold chunks of %lld rows (%lld "
+               "bytes); raise the budget%s",
+               (long long)budget, (long long)reserve_rows, (long long)used,
+               o->max_chunk_rows > 0 ? " or lower max_chunk_rows" : "");
+    const int64_t hidden_bytes = s->n * m->cfg.hidden_dim * (int64_t)sizeof(float);
+    const int64_t feature_bytes = s->n * m->dims[0] * (int64_t)sizeof(float);
+    for (int i = 1; i <= hidden_tables; i++) {
+        if (used + hidden_bytes <= budget) {
+            GD_CHECK(table_on_device(s, &s->tab[i], m->cfg.hidden_dim, NULL));
+            used += hidden_bytes;
+        } else {
+            GD_CHECK(table_on_host(s, &s->tab[i], m->cfg.hidden_dim, NULL, NULL));
+        }
+    }
+    if (used + feature_bytes <= budget) {
+        GD_CHECK(table_on_device(s, &s->tab[0], m->dims[0], features));
+        used += feature_bytes;
+    } else {
+        gd_host_tensor_t *given = o->features;
+        if (given) {
+            GD_REQUIRE(gd_host_tensor_is_registered(given) &&
+                           gd_host_tensor_dtype(given) == GD_DTYPE_FLOAT32 &&
+                           gd_host_tensor_rows(given) == s->n &&
+                           gd_host_tensor_cols(given) == m->dims[0],
+                       GD_ERR_INVALID_ARG,
+                       "inference: the given feature tensor must be the dataset's %lld x %lld "
+                       "float32 features, registered with the GPU",
+                       (long long)s->n, (long long)m->dims[0]);
+        }
+        GD_CHECK(table_on_host(s, &s->tab[0], m->dims[0], features, given));
+    }
+    s->cap = o->max_chunk_rows > 0
+                 ? o->max_chunk_rows
+                 : min64(INFER_GPU_MAX_CHUNK_ROWS,
+                         max64(reserve_rows, reserve_rows + (budget - used) / unit));
+    plan(s);
+
+    /* The chunk buffers, each as wide as the widest layer that needs it. */
+    s->self_cols = s->out_cols = 0;
+    for (int l = 0; l < L; l++) {
+        if (!s->tab[in_table(l)].on_device) s->self_cols = max64(s->self_cols, m->dims[l]);
+        const int ot = out_table(s, l);
+        if (ot < 0 || !s->tab[ot].on_device) s->out_cols = max64(s->out_cols, m->dims[l + 1]);
+    }
+    GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * in_max, &s->agg));
+    GD_CHECK(
+        gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * s->self_cols, &s->self));
+    GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * s->out_cols, &s->out));
+    s->device_bytes += s->max_dst * (in_max + s->self_cols + s->out_cols) * (int64_t)sizeof(float);
+    s->stage_index_offset = (size_t)(s->max_dst + 1) * sizeof(int64_t);
+    const size_t stage_bytes = s->stage_index_offset + (size_t)s->max_window * s->index_size;
+    GD_CHECK(s->ctx->be->alloc(s->ctx, stage_bytes, &s->stage_dev));
+    s->device_bytes += (int64_t)stage_bytes;
+    GD_CHECK(gd__cuda_pinned_alloc(&s->stage_host, stage_bytes, "the inference's graph staging",
+                                   "lower max_chunk_rows"));
+    GD_CHECK(gd__cuda_pinned_alloc((void **)&s->logits_host,
+                                   (size_t)(s->max_dst * m->dims[L]) * sizeof(float),
+                                   "the inference's logits staging", "lower max_chunk_rows"));
+    GD_CHECK(gd__infer_cuda_event_create(&s->event));
+fail:
+    return st;
+}
+
+/*
+ * Copy the CSC slice of a piece into the GPU's staging buffer: indptr[lo..hi] and the indices
+ * of edges [wb, we). The pinned buffer is rewritten only once the previous copy out of it has
+ * finished (the event); the device buffer is rewritten in stream order, after the kernels that
+ * read the previous slice.
+ */
+static gd_status stage(infer_state *s, int64_t lo, int64_t hi, int64_t wb, int64_t we) {
+    gd_status st = GD_OK;
+    void *stream = s->ctx->stream;
+    const size_t ip_bytes = (size_t)(hi - lo + 1) * sizeof(int64_t);
+    const size_t ix_bytes = (size_t)(we - wb) * s->index_size;
+    char *host = s->stage_host, *dev = s->stage_dev;
+    GD_CHECK(gd__infer_cuda_event_sync(s->event));
+    par_copy(host, s->indptr + lo, ip_bytes, s->threads);
+    if (ix_bytes) par_copy(host + s->stage_index_offset, indices_at(s, wb), ix_bytes, s->threads);
+    GD_CHECK(gd__infer_cuda_copy(stream, dev, host, ip_bytes));
+    if (ix_bytes)
+        GD_CHECK(gd__infer_cuda_copy(stream, dev + s->stage_index_offset,
+                                     host + s->stage_index_offset, ix_bytes));
+    GD_CHECK(gd__infer_cuda_event_record(s->event, stream));
+fail:
+    return st;
+}
+#endif
+
+/* ---------------------------------------------------------------- run */
+
+static gd_status run_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int32_t *pred,
+                           float *logits) {
+    gd_status st = GD_OK;
+    const gd__nn_ctx *ctx = s->ctx;
+    const int L = s->num_layers;
+    const act_table *in = &s->tab[in_table(l)];
+    const int ot = out_table(s, l);
+    const act_table *out_tab = ot >= 0 ? &s->tab[ot] : NULL;
+    const int64_t nd = hi - lo, din = in->cols, dout = s->m->dims[l + 1];
+    const int64_t e0 = s->indptr[lo], e1 = s->indptr[hi];
+    int64_t window, pieces;
+    windows(s, lo, hi, &window, &pieces);
+
+    for (int64_t p = 0; p < pieces; p++) {
+        const int64_t wb = e0 + p * window, we = p == pieces - 1 ? e1 : wb + window;
+        if (s->gpu) {
+#ifdef GD_WITH_CUDA
+            const char *dev = s->stage_dev;
+            GD_CHECK(stage(s, lo, hi, wb, we));
+            GD_CHECK(gd__infer_cuda_agg(ctx->stream, in->dev, din, (const int64_t *)dev,
+                                        dev + s->stage_index_offset, s->index_dtype, nd, wb, we,
+                                        p == 0, p == pieces - 1, s->agg.data));
+#endif
+        } else {
+            gd__infer_agg_cpu(in->dev, din, s->indptr + lo, indices_at(s, wb), s->index_dtype,
+                              nd, wb, we, p == 0, p == pieces - 1, s->agg.data, s->threads);
+        }
+    }
+
+    gd__nn_tensor agg = gd__nn_view(s->agg.data, GD_DTYPE_FLOAT32, ctx->device, nd, din);
+    gd__nn_tensor self, out;
+    if (!s->gpu || in->on_device) {
+        self = gd__nn_view(in->dev + lo * din, GD_DTYPE_FLOAT32, ctx->device, nd, din);
+    } else {
+        self = gd__nn_view(s->self.data, GD_DTYPE_FLOAT32, ctx->device, nd, din);
+#ifdef GD_WITH_CUDA
+        GD_CHECK(gd__infer_cuda_copy(ctx->stream, self.data, in->host + lo * din,
+                                     (size_t)(nd * din) * sizeof(float)));
+#endif
+    }
+    const int direct = out_tab && (!s->gpu || out_tab->on_device);
+    out = gd__nn_view(direct ? out_tab->dev + lo * dout : (float *)s->out.data, GD_DTYPE_FLOAT32,
+                      ctx->device, nd, dout);
+    GD_CHECK(gd__sage_layer_combine(s->m, l, &agg, &self, &out, l < L - 1));
+
+    if (out_tab && !direct) {
+#ifdef GD_WITH_CUDA
+        GD_CHECK(gd__infer_cuda_copy(ctx->stream, out_tab->host + lo * dout, out.data,
+                                     (size_t)(nd * dout) * sizeof(float)));
+#endif
+    } else if (!out_tab) {
+        const float *z = out.data;
+#ifdef GD_WITH_CUDA
+        if (s->gpu) {
+            GD_CHECK(gd__infer_cuda_copy(ctx->stream, s->logits_host, out.data,
+                                         (size_t)(nd * dout) * sizeof(float)));
+            GD_CHECK(gd__infer_cuda_sync(ctx->stream));
+            z = s->logits_host;
+        }
+#endif
+        gd__infer_argmax(z, nd, dout, pred + lo, s->threads);
+        if (logits) par_copy(logits + lo * dout, z, (size_t)(nd * dout) * sizeof(float), s->threads);
+    }
+fail:
+    return st;
+}
+
+gd_status gd__sage_infer(gd__sage *m, const gd_dataset_t *ds, const gd__infer_options *o,
+                         int32_t *pred, float *logits, gd__infer_stats *stats) {
+    gd_status st = GD_OK;
+    const double start = gd__now();
+    infer_state s;
+    memset(&s, 0, sizeof s);
+    gd__infer_options opts = GD__INFER_OPTIONS_INIT;
+    const float *features = NULL;
+#ifdef GD_WITH_CUDA
+    int prev_device = -1, entered = 0;
+#endif
+    GD_REQUIRE(m && ds && pred, GD_ERR_INVALID_ARG,
+               "inference: model, dataset and prediction buffer must be given");
+    if (o) opts = *o;
+    GD_REQUIRE(opts.max_chunk_rows == 0 || opts.max_chunk_rows >= 2, GD_ERR_INVALID_ARG,
+               "inference: max_chunk_rows = %lld; use 0 (automatic) or at least 2 (a node and "
+               "one neighbour)",
+               (long long)opts.max_chunk_rows);
+    GD_REQUIRE(opts.memory_budget >= 0 && opts.threads >= 0, GD_ERR_INVALID_ARG,
+               "inference: memory budget %lld and threads %d must not be negative",
+               (long long)opts.memory_budget, opts.threads);
+    GD_REQUIRE(m->cfg.dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,
+               "inference: the model is %s; inference runs float32 models",
+               gd_dtype_name(m->cfg.dtype));
+    s.m = m;
+    s.ctx = &m->ctx;
+    s.gpu = m->ctx.device != GD__NN_HOST;
+    s.num_layers = m->cfg.num_layers;
+    s.threads = opts.threads > 0 ? opts.threads : gd__num_threads();
+    GD_CHECK(load_dataset(&s, ds, &features));
+    if (stats) memset(stats, 0, sizeof *stats);
+    if (s.n == 0) goto fail; /* nothing to predict; st is GD_OK */
+
+    if (s.gpu) {
+#ifdef GD_WITH_CUDA
+        GD_CHECK(gd__cuda_enter_device(s.ctx->device, &prev_device));
+        entered = 1;
+        GD_CHECK(setup_gpu(&s, features, &opts));
+#else
+        GD_REQUIRE(0, GD_ERR_NO_DEVICE, "inference: the model is on a GPU in a build without CUDA");
+#endif
+    } else {
+        GD_CHECK(setup_cpu(&s, features, &opts));
+    }
+    GD_INFO("inference: %lld nodes, %lld edges, %d layers, %lld rows per chunk: %lld chunks "
+            "(%lld pieces) per layer%s",
+            (long long)s.n, (long long)s.num_edges, s.num_layers, (long long)s.cap,
+            (long long)s.chunks, (long long)s.pieces,
+            s.gpu ? (s.tab[0].on_device ? ", features in GPU memory"
+                                        : ", features read from pinned host memory")
+                  : "");
+
+    int64_t bytes = 0, bytes_host = 0;
+    const uint64_t total = (uint64_t)(s.num_layers * s.chunks);
+    uint64_t done = 0;
+    for (int l = 0; l < s.num_layers; l++) {
+        for (int64_t lo = 0, hi; lo < s.n; lo = hi) {
+            hi = next_chunk(s.indptr, s.n, lo, s.cap);
+            GD_CHECK(run_chunk(&s, l, lo, hi, pred, logits));
+            GD_CHECK(gd__progress(opts.progress, opts.progress_user, "inference", ++done, total));
+        }
+        const act_table *in = &s.tab[in_table(l)];
+        const int64_t b = (s.num_edges + s.n) * in->cols * (int64_t)sizeof(float);
+        bytes += b;
+        if (s.gpu && !in->on_device) bytes_host += b;
+    }
+    GD_CHECK(gd__nn_check_errors(s.ctx));
+    if (stats) {
+        stats->chunk_rows = s.cap;
+        stats->chunks = s.chunks;
+        stats->pieces = s.pieces;
+        stats->bytes_read = bytes;
+        stats->bytes_read_host = bytes_host;
+        stats->device_bytes = s.device_bytes;
+        stats->features_on_device = s.tab[0].on_device;
+        stats->hidden_on_device = s.tab[1].on_device + s.tab[2].on_device;
+    }
+fail:
+    state_release(&s);
+#ifdef GD_WITH_CUDA
+    if (entered) gd__cuda_leave_device(m->ctx.device, prev_device);
+#endif
+    if (st == GD_OK && stats) stats->seconds = gd__now() - start;
+    return st;
+}
+
+/* ----------------------------------------------------------- accuracy */
+
+static int64_t int_at(const gd_array_view *v, int64_t i) {
+    return v->dtype == GD_DTYPE_INT32 ? (int64_t)((const int32_t *)v->data)[i]
+                                      : ((const int64_t *)v->data)[i];
+}
+
+gd_status gd__infer_accuracy(const gd_dataset_t *ds, gd_array_id split, const int32_t *pred,
+                             double *acc, int64_t *count) {
+    gd_status st = GD_OK;
+    gd_array_view ids, labels;
+    int64_t correct = 0, labelled = 0;
+    GD_REQUIRE(ds && pred && acc, GD_ERR_INVALID_ARG,
+               "inference accuracy: dataset, predictions and acc must be given");
+    GD_REQUIRE(split >= GD_ARRAY_TRAIN_IDX && split <= GD_ARRAY_TEST_IDX, GD_ERR_INVALID_ARG,
+               "inference accuracy: %s is not a split (train_idx, valid_idx or test_idx)",
+               gd_array_name(split));
+    *acc = NAN;
+    if (count) *count = 0;
+    st = gd_dataset_array(ds, split, &ids);
+    if (st == GD_ERR_NOT_FOUND) {
+        gd_clear_error();
+        return GD_OK;
+    }
+    GD_CHECK(st);
+    GD_CHECK(gd_dataset_array(ds, GD_ARRAY_LABELS, &labels));
+    GD_REQUIRE((ids.dtype == GD_DTYPE_INT32 || ids.dtype == GD_DTYPE_INT64) &&
+                   (labels.dtype == GD_DTYPE_INT32 || labels.dtype == GD_DTYPE_INT64),
+               GD_ERR_FORMAT, "inference accuracy: %s is %s and labels %s; expected integers",
+               gd_array_name(split), gd_dtype_name(ids.dtype), gd_dtype_name(labels.dtype));
+    const int64_t n = gd_dataset_num_nodes(ds);
+    for (int64_t i = 0; i < ids.shape[0]; i++) {
+        const int64_t v = int_at(&ids, i);
+        GD_REQUIRE(v >= 0 && v < n, GD_ERR_RANGE,
+                   "inference accuracy: %s[%lld] = %lld is not a node (0 to %lld)",
+                   gd_array_name(split), (long long)i, (long long)v, (long long)(n - 1));
+        const int64_t y = int_at(&labels, v);
+        if (y < 0) continue;
+        labelled++;
+        correct += pred[v] == y;
+    }
+    *acc = labelled ? (double)correct / (double)labelled : NAN;
+    if (count) *count = labelled;
+fail:
+    return st;
+}
