@@ -8,7 +8,9 @@
  * another order (cuBLAS's GEMM; the aggregation backward scatters with atomics, so it is not
  * even reproducible from run to run). Adam steps must match within 1e-6 relative, and the whole
  * GraphSAGE model (sage.c), forward and backward with dropout, on the same parameters and blocks
- * within 1e-4. A label out of range is recorded by the device and reported once.
+ * within 1e-4. Each op also runs at minibatch sizes on aligned tensors (its float4 kernels, the
+ * bias gradient's row chunks) and one float off alignment (its one-float kernels). A label out
+ * of range is recorded by the device and reported once.
  */
 #include "test_nn_util.h"
 
@@ -397,6 +399,170 @@ static void check_adam(uint64_t *state) {
     }
 }
 
+/* ---------------------------------------- the wide and the narrow code paths */
+
+/*
+ * A device view of rows x cols floats that starts one float past a cudaMalloc'd base, so it is
+ * not 16-byte aligned and the ops take their one-float paths; *base owns the memory. The
+ * values are host's.
+ */
+static gd__nn_tensor shifted(const gd__nn_tensor *host, gd__nn_tensor *base) {
+    T_OK(gd__nn_tensor_alloc(&gpu, F32, 1, gd__nn_numel(host) + 1, base));
+    gd__nn_tensor v =
+        gd__nn_view((float *)base->data + 1, F32, gpu.device, host->rows, host->cols);
+    T_OK(gd__nn_from_host(&gpu, &v, host->data));
+    return v;
+}
+
+/* The same filled with NaN: the poison, one float off alignment. */
+static gd__nn_tensor shifted_poison(int64_t rows, int64_t cols, gd__nn_tensor *base) {
+    gd__nn_tensor h = t_tensor(F32, rows, cols, NULL, 0);
+    for (int64_t i = 0; i < rows * cols; i++) t_set(&h, i, NAN);
+    gd__nn_tensor v = shifted(&h, base);
+    t_tensor_free(&h);
+    return v;
+}
+
+/*
+ * The ops pick float4 kernels for aligned tensors whose size is a multiple of four and the
+ * bias gradient splits tall tensors into row chunks; the other tests mostly draw small shapes.
+ * Here each op runs at minibatch sizes (tens of thousands of rows, 100 to 256 columns) on
+ * aligned tensors and on the same values one float off alignment, against the CPU.
+ */
+static void check_wide_paths(uint64_t *state) {
+    /* Bias gradient: one chunk, many chunks, chunks capped by the partials' room, = and +=. */
+    const int64_t shapes[][2] = {{72735, 256}, {9143, 256}, {1024, 47}, {600, 100},
+                                 {100000, 1},  {3, 70000},  {511, 3},   {0, 64}};
+    for (int i = 0; i < 8; i++) {
+        const int64_t r = shapes[i][0], c = shapes[i][1];
+        const int acc = i & 1;
+        gd__nn_tensor dy = t_tensor(F32, r, c, state, 1), db = t_tensor(F32, 1, c, state, 1);
+        gd__nn_tensor gdy = up(&dy), gdb = acc ? up(&db) : poisoned(1, c);
+        T_OK(cpu.be->bias_grad(&cpu, &dy, &db, acc));
+        T_OK(gpu.be->bias_grad(&gpu, &gdy, &gdb, acc));
+        char what[96];
+        snprintf(what, sizeof what, "bias gradient %lld x %lld%s", (long long)r, (long long)c,
+                 acc ? " (+=)" : "");
+        compare(what, &db, &gdb, 1e-6);
+        t_tensor_free(&dy);
+        t_tensor_free(&db);
+        dfree(&gdy);
+        dfree(&gdb);
+    }
+
+    /* Bias add, ReLU, dropout and their backwards: bit for bit on both paths, in place too. */
+    const int64_t r = 3001, c = 256;
+    gd__nn_tensor x = t_tensor(F32, r, c, state, 1), dy = t_tensor(F32, r, c, state, 1),
+                  b = t_tensor(F32, 1, c, state, 1), y = t_tensor(F32, r, c, NULL, 0),
+                  dx = t_tensor(F32, r, c, NULL, 0);
+    const uint64_t seed = t_rand(state);
+    for (int shift = 0; shift < 2; shift++) {
+        gd__nn_tensor bx, by, bdy, bdx;
+        gd__nn_tensor gx = shift ? shifted(&x, &bx) : up(&x);
+        gd__nn_tensor gdy = shift ? shifted(&dy, &bdy) : up(&dy);
+        gd__nn_tensor gy = shift ? shifted_poison(r, c, &by) : poisoned(r, c);
+        gd__nn_tensor gdx = shift ? shifted_poison(r, c, &bdx) : poisoned(r, c);
+        gd__nn_tensor gb = up(&b);
+        const char *how = shift ? " (unaligned)" : " (aligned)";
+        char what[64];
+
+        t_copy(&x, &y);
+        T_OK(cpu.be->add_bias(&cpu, &y, &b));
+        T_OK(gd__nn_from_host(&gpu, &gy, x.data));
+        T_OK(gpu.be->add_bias(&gpu, &gy, &gb));
+        snprintf(what, sizeof what, "bias add%s", how);
+        compare(what, &y, &gy, 0);
+
+        T_OK(gd__nn_relu(&cpu, &x, &y));
+        T_OK(gd__nn_relu(&gpu, &gx, &gy));
+        snprintf(what, sizeof what, "relu%s", how);
+        compare(what, &y, &gy, 0);
+        T_OK(gd__nn_relu_backward(&cpu, &y, &dy, &dx));
+        T_OK(gd__nn_relu_backward(&gpu, &gy, &gdy, &gdx));
+        snprintf(what, sizeof what, "relu backward%s", how);
+        compare(what, &dx, &gdx, 0);
+
+        T_OK(gd__nn_dropout(&cpu, 0.5, seed, 3, &x, &y));
+        T_OK(gd__nn_dropout(&gpu, 0.5, seed, 3, &gx, &gy));
+        snprintf(what, sizeof what, "dropout%s", how);
+        compare(what, &y, &gy, 0);
+        T_OK(gd__nn_dropout_backward(&cpu, 0.5, seed, 3, &dy, &dx));
+        T_OK(gd__nn_dropout_backward(&gpu, 0.5, seed, 3, &gdy, &gdx));
+        snprintf(what, sizeof what, "dropout backward%s", how);
+        compare(what, &dx, &gdx, 0);
+        T_OK(gd__nn_dropout(&gpu, 0.5, seed, 3, &gx, &gx));
+        snprintf(what, sizeof what, "dropout in place%s", how);
+        compare(what, &y, &gx, 0);
+        T_OK(gd__nn_relu(&gpu, &gx, &gx));
+        T_OK(gd__nn_relu(&cpu, &y, &y));
+        snprintf(what, sizeof what, "relu in place%s", how);
+        compare(what, &y, &gx, 0);
+
+        if (shift) {
+            dfree(&bx);
+            dfree(&by);
+            dfree(&bdy);
+            dfree(&bdx);
+        } else {
+            gd__nn_tensor *dall[] = {&gx, &gy, &gdy, &gdx};
+            for (int i = 0; i < 4; i++) dfree(dall[i]);
+        }
+        dfree(&gb);
+    }
+    gd__nn_tensor *all[] = {&x, &dy, &b, &y, &dx};
+    for (int i = 0; i < 5; i++) t_tensor_free(all[i]);
+
+    /* Mean aggregation and its backward at a minibatch's widths, on both paths. */
+    const int64_t widths[] = {100, 256, 47};
+    double worst = 0;
+    for (int w = 0; w < 3; w++) {
+        const int64_t f = widths[w], nd = 4000, ns = 30000;
+        gd_block blk = t_block(state, nd, ns, 15, 8);
+        gd_block dblk = up_block(&blk);
+        gd__nn_tensor hx = t_tensor(F32, ns, f, state, 1), out = t_tensor(F32, nd, f, NULL, 0);
+        gd__nn_tensor dout = t_tensor(F32, nd, f, state, 1), hdx = t_tensor(F32, ns, f, state, 1);
+        T_OK(gd__nn_mean_agg(&cpu, &blk, &hx, &out));
+        gd__nn_tensor want_dx = t_tensor(F32, ns, f, NULL, 0);
+        t_copy(&hdx, &want_dx);
+        T_OK(gd__nn_mean_agg_backward(&cpu, &blk, &dout, &want_dx));
+        for (int shift = 0; shift < 2; shift++) {
+            gd__nn_tensor bx, bo, bd, bdx;
+            gd__nn_tensor gx = shift ? shifted(&hx, &bx) : up(&hx);
+            gd__nn_tensor gout = shift ? shifted_poison(nd, f, &bo) : poisoned(nd, f);
+            gd__nn_tensor gdout = shift ? shifted(&dout, &bd) : up(&dout);
+            gd__nn_tensor gdx = shift ? shifted(&hdx, &bdx) : up(&hdx);
+            char what[96];
+            T_OK(gd__nn_mean_agg(&gpu, &dblk, &gx, &gout));
+            snprintf(what, sizeof what, "mean aggregation, %lld columns%s", (long long)f,
+                     shift ? " (unaligned)" : "");
+            compare(what, &out, &gout, 1e-6);
+            T_OK(gd__nn_mean_agg_backward(&gpu, &dblk, &gdout, &gdx));
+            snprintf(what, sizeof what, "mean aggregation backward, %lld columns%s",
+                     (long long)f, shift ? " (unaligned)" : "");
+            const double e = compare(what, &want_dx, &gdx, 1e-5);
+            if (e > worst) worst = e;
+            if (shift) {
+                dfree(&bx);
+                dfree(&bo);
+                dfree(&bd);
+                dfree(&bdx);
+            } else {
+                gd__nn_tensor *dall[] = {&gx, &gout, &gdout, &gdx};
+                for (int i = 0; i < 4; i++) dfree(dall[i]);
+            }
+        }
+        t_block_free(&blk);
+        free_dev_block(&dblk);
+        gd__nn_tensor *hall[] = {&hx, &out, &dout, &hdx, &want_dx};
+        for (int i = 0; i < 5; i++) t_tensor_free(hall[i]);
+    }
+    fprintf(stderr,
+            "wide and narrow paths: bias gradient in row chunks, bias add, relu, dropout and "
+            "the mean aggregation at minibatch sizes, aligned and unaligned (aggregation "
+            "backward worst error %.2e)\n",
+            worst);
+}
+
 /* ------------------------------------------------------------- GraphSAGE */
 
 typedef struct {
@@ -537,6 +703,7 @@ int main(void) {
     check_linear(&state);
     check_mean_agg(&state);
     check_elementwise(&state);
+    check_wide_paths(&state);
     check_xent(&state);
     check_adam(&state);
     const int64_t batches[] = {1, 17, 200};

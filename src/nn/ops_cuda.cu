@@ -1,15 +1,21 @@
 /*
  * The CUDA backend of the nn module: the op table of internal.h in float32 on one GPU, every op
  * queued on the context's stream. GEMM is cuBLAS (row-major C = op(A) op(B) computed as the
- * column-major C^T = op(B)^T op(A)^T, full float32: no TF32). The other ops are kernels: the
- * bias add and elementwise ops over the flat index; the bias gradient one thread column per
- * output column, summed in double like the CPU; the mean aggregation a warp per destination
- * node, lanes across the feature columns, reading the block's int32 CSC arrays on the device;
- * its backward the same walk scattering with atomicAdd (so its float32 sums are not
- * bit-reproducible from run to run); dropout through gd__nn_dropout_keep, the function the CPU
+ * column-major C^T = op(B)^T op(A)^T, full float32: the handle's math mode is set to
+ * CUBLAS_DEFAULT_MATH, so no TF32). The other ops are kernels, written for the shapes of a
+ * sampled minibatch (tens of thousands of rows of 100 to 256 columns), where every one of them
+ * is bound by memory: the elementwise ops and the bias add move float4s when the tensor allows
+ * (16-byte aligned, a multiple of four elements), else floats; the bias gradient sums columns
+ * in double like the CPU, over row chunks spread across the GPU whose partial sums (in the
+ * context's work buffer) are added in a fixed order, so it is reproducible; the mean aggregation
+ * a warp per destination node, lanes across the feature columns (float4s when the width is a
+ * multiple of four), reading the block's int32 CSC arrays on the device; its backward the same
+ * walk scattering with atomicAdd (float4 atomics on Hopper), so its float32 sums are not
+ * bit-reproducible from run to run; dropout through gd__nn_dropout_keep, the function the CPU
  * uses, so both drop the same elements; softmax cross-entropy a warp per row in double, the loss
  * reduced into the context's work buffer and written by the device; accuracy a device int64
- * counter; Adam one fused pass over the flat buffers, rounding as the CPU does.
+ * counter; Adam one fused pass over the flat buffers, rounding as the CPU does. docs/nn.md
+ * ("Speed") has the measurements behind these choices.
  *
  * A label out of range cannot be returned by an asynchronous op: the kernel records the first
  * one in the work buffer, treats that row as ignored, and gd__nn_check_errors reports it, as
@@ -24,6 +30,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define BLOCK_THREADS 256
 #define WARPS_PER_BLOCK (BLOCK_THREADS / 32)
@@ -44,7 +51,10 @@
 
 /*
  * The context's device work buffer: the loss accumulators of softmax cross-entropy (zeroed by
- * each call) and the record of the first label out of range (kept until reported).
+ * each call) and the record of the first label out of range (kept until reported), then, at
+ * WORK_HEAD_BYTES, the partial column sums of the bias gradient (WORK_PARTIALS doubles, written
+ * before they are read by each call). Ops on one context run in stream order, so they never
+ * use it at the same time.
  */
 typedef struct {
     double loss_sum;
@@ -53,10 +63,15 @@ typedef struct {
     unsigned int pad;
     long long row, label, classes;
 } nn_work;
+#define WORK_HEAD_BYTES 256
+#define WORK_PARTIALS 65536
+#define WORK_BYTES (WORK_HEAD_BYTES + WORK_PARTIALS * sizeof(double))
+static_assert(sizeof(nn_work) <= WORK_HEAD_BYTES, "the work buffer's head outgrew its room");
 
 #define STREAM(ctx) ((cudaStream_t)(ctx)->stream)
 #define BLAS(ctx) ((cublasHandle_t)(ctx)->blas)
 #define WORK(ctx) ((nn_work *)(ctx)->work)
+#define PARTIALS(ctx) ((double *)((char *)(ctx)->work + WORK_HEAD_BYTES))
 
 /* Blocks for a grid-stride loop over n items, one per thread (n > 0). */
 static unsigned grid_for(long long n, int per_block) {
@@ -68,33 +83,82 @@ static unsigned grid_for(long long n, int per_block) {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                  \
          i += (long long)gridDim.x * blockDim.x)
 
+/* Whether p can be read and written as float4s (cudaMalloc'd buffers and their views can). */
+static int aligned16(const void *p) {
+    return ((uintptr_t)p & 15u) == 0;
+}
+
+/* A tensor of n elements at p moves as n / 4 float4s. */
+static int vec4(const void *p, long long n) {
+    return aligned16(p) && n % 4 == 0;
+}
+
 /* ------------------------------------------------------------------ kernels */
 
 __global__ void scale_kernel(float *c, long long n, float beta) {
     FOR_EACH(i, n) c[i] = beta == 0.0f ? 0.0f : beta * c[i];
 }
 
-__global__ void add_bias_kernel(float *y, const float *__restrict__ b, long long n,
-                                long long cols) {
-    FOR_EACH(i, n) y[i] += b[i % cols];
+/*
+ * Rows x cols, a warp per row at a time (threadIdx.y picks the row of the block), lanes across
+ * the columns: no division per element, and each warp reads the bias row from cache.
+ */
+__global__ void add_bias_kernel(float *y, const float *__restrict__ b, long long rows, int cols) {
+    for (long long i = (long long)blockIdx.x * blockDim.y + threadIdx.y; i < rows;
+         i += (long long)gridDim.x * blockDim.y) {
+        float *yi = y + i * cols;
+        for (int j = threadIdx.x; j < cols; j += 32) yi[j] += b[j];
+    }
+}
+
+__global__ void add_bias4_kernel(float4 *y, const float4 *__restrict__ b, long long rows,
+                                 int cols4) {
+    for (long long i = (long long)blockIdx.x * blockDim.y + threadIdx.y; i < rows;
+         i += (long long)gridDim.x * blockDim.y) {
+        float4 *yi = y + i * cols4;
+        for (int j = threadIdx.x; j < cols4; j += 32) {
+            float4 v = yi[j];
+            const float4 c = b[j];
+            v.x += c.x, v.y += c.y, v.z += c.z, v.w += c.w;
+            yi[j] = v;
+        }
+    }
 }
 
 /*
- * Column sums: block (32, 32), threadIdx.x a column, threadIdx.y strides over the rows; the 32
- * partial sums of a column (double, as the CPU) are added in shared memory.
+ * Column sums over the rows [r0, r1) of chunk blockIdx.y: block (32, 32), threadIdx.x a
+ * column, threadIdx.y strides over the chunk's rows; the 32 partial sums of a column (double,
+ * as the CPU) are added in shared memory. With one chunk the sum goes to db (accumulate: db +=);
+ * with several each chunk's sum goes to part[chunk][column] and bias_grad_finish_kernel adds
+ * them in chunk order, so the result does not depend on scheduling.
  */
-__global__ void bias_grad_kernel(const float *__restrict__ dy, float *db, long long rows,
-                                 long long cols, int accumulate) {
-    __shared__ double part[32][33];
+__global__ void bias_grad_kernel(const float *__restrict__ dy, float *db, double *part,
+                                 long long rows, long long cols, long long chunk_rows,
+                                 int accumulate) {
+    __shared__ double sum[32][33];
     const long long j = (long long)blockIdx.x * 32 + threadIdx.x;
+    const long long r0 = (long long)blockIdx.y * chunk_rows;
+    const long long r1 = r0 + chunk_rows < rows ? r0 + chunk_rows : rows;
     double s = 0.0;
     if (j < cols)
-        for (long long i = threadIdx.y; i < rows; i += 32) s += (double)dy[i * cols + j];
-    part[threadIdx.y][threadIdx.x] = s;
+        for (long long i = r0 + threadIdx.y; i < r1; i += 32) s += (double)dy[i * cols + j];
+    sum[threadIdx.y][threadIdx.x] = s;
     __syncthreads();
     if (threadIdx.y == 0 && j < cols) {
         double t = 0.0;
-        for (int k = 0; k < 32; k++) t += part[k][threadIdx.x];
+        for (int k = 0; k < 32; k++) t += sum[k][threadIdx.x];
+        if (part)
+            part[(long long)blockIdx.y * cols + j] = t;
+        else
+            db[j] = (float)(accumulate ? (double)db[j] + t : t);
+    }
+}
+
+__global__ void bias_grad_finish_kernel(const double *__restrict__ part, int chunks, float *db,
+                                        long long cols, int accumulate) {
+    FOR_EACH(j, cols) {
+        double t = 0.0;
+        for (int c = 0; c < chunks; c++) t += part[(long long)c * cols + j];
         db[j] = (float)(accumulate ? (double)db[j] + t : t);
     }
 }
@@ -113,8 +177,36 @@ __global__ void mean_agg_kernel(const int *__restrict__ indptr, const int *__res
         float *o = out + d * cols;
         for (long long j = lane; j < cols; j += 32) {
             float s = 0.0f;
+#pragma unroll 4
             for (int e = e0; e < e1; e++) s += x[(long long)indices[e] * cols + j];
             o[j] = s * inv;
+        }
+    }
+}
+
+/*
+ * The same with float4s (cols4 = cols / 4): a row of 100 floats is one load per lane for 25
+ * lanes instead of four rounds of loads. Each of the four columns is still summed in edge
+ * order, so the result equals mean_agg_kernel's (and the CPU's) bit for bit.
+ */
+__global__ void mean_agg4_kernel(const int *__restrict__ indptr, const int *__restrict__ indices,
+                                 long long nd, const float4 *__restrict__ x,
+                                 float4 *__restrict__ out, int cols4) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long d = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; d < nd;
+         d += warps) {
+        const int e0 = indptr[d], e1 = indptr[d + 1];
+        const float inv = e1 > e0 ? (float)(1.0 / (double)(e1 - e0)) : 0.0f;
+        float4 *o = out + d * cols4;
+        for (int j = lane; j < cols4; j += 32) {
+            float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+            for (int e = e0; e < e1; e++) {
+                const float4 v = x[(long long)indices[e] * cols4 + j];
+                s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+            }
+            o[j] = make_float4(s.x * inv, s.y * inv, s.z * inv, s.w * inv);
         }
     }
 }
@@ -139,12 +231,68 @@ __global__ void mean_agg_backward_kernel(const int *__restrict__ indptr,
     }
 }
 
+/*
+ * The same with float4s. Hopper (sm_90) adds a float4 in global memory with one atomic
+ * instruction, a quarter of the atomic traffic; older GPUs add its four floats one by one.
+ */
+__device__ __forceinline__ void atomic_add4(float4 *p, float4 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    atomicAdd(p, v);
+#else
+    float *f = (float *)p;
+    atomicAdd(f, v.x);
+    atomicAdd(f + 1, v.y);
+    atomicAdd(f + 2, v.z);
+    atomicAdd(f + 3, v.w);
+#endif
+}
+
+__global__ void mean_agg_backward4_kernel(const int *__restrict__ indptr,
+                                          const int *__restrict__ indices, long long nd,
+                                          const float4 *__restrict__ dout, float4 *dx,
+                                          int cols4) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long d = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; d < nd;
+         d += warps) {
+        const int e0 = indptr[d], e1 = indptr[d + 1];
+        if (e1 == e0) continue;
+        const float inv = (float)(1.0 / (double)(e1 - e0));
+        const float4 *g = dout + d * cols4;
+        for (int j = lane; j < cols4; j += 32) {
+            const float4 a = g[j];
+            const float4 v = make_float4(a.x * inv, a.y * inv, a.z * inv, a.w * inv);
+            for (int e = e0; e < e1; e++) atomic_add4(dx + (long long)indices[e] * cols4 + j, v);
+        }
+    }
+}
+
 __global__ void relu_kernel(const float *x, float *y, long long n) {
     FOR_EACH(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
+__device__ __forceinline__ float relu1(float v) {
+    return v > 0.0f ? v : 0.0f;
+}
+
+/* n4 float4s; y may be x (each thread reads its float4 before writing it). */
+__global__ void relu4_kernel(const float4 *x, float4 *y, long long n4) {
+    FOR_EACH(i, n4) {
+        const float4 v = x[i];
+        y[i] = make_float4(relu1(v.x), relu1(v.y), relu1(v.z), relu1(v.w));
+    }
+}
+
 __global__ void relu_backward_kernel(const float *y, const float *dy, float *dx, long long n) {
     FOR_EACH(i, n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+__global__ void relu_backward4_kernel(const float4 *y, const float4 *dy, float4 *dx, long long n4) {
+    FOR_EACH(i, n4) {
+        const float4 a = y[i], g = dy[i];
+        dx[i] = make_float4(a.x > 0.0f ? g.x : 0.0f, a.y > 0.0f ? g.y : 0.0f,
+                            a.z > 0.0f ? g.z : 0.0f, a.w > 0.0f ? g.w : 0.0f);
+    }
 }
 
 /*
@@ -161,6 +309,20 @@ __global__ void dropout_kernel(unsigned long long seed, unsigned stream, unsigne
                 y[i] =
                     gd__nn_dropout_keep(seed, stream, (uint64_t)i, threshold) ? x[i] * scale : 0.0f;
         }
+    }
+}
+
+/* The same over float4s: float4 q is group q, its four draws one Philox evaluation. */
+__global__ void dropout4_kernel(unsigned long long seed, unsigned stream, unsigned threshold,
+                                float scale, const float4 *x, float4 *y, long long n4) {
+    FOR_EACH(q, n4) {
+        const uint64_t i = 4 * (uint64_t)q;
+        const float4 v = x[q];
+        y[q] = make_float4(gd__nn_dropout_keep(seed, stream, i, threshold) ? v.x * scale : 0.0f,
+                           gd__nn_dropout_keep(seed, stream, i + 1, threshold) ? v.y * scale : 0.0f,
+                           gd__nn_dropout_keep(seed, stream, i + 2, threshold) ? v.z * scale : 0.0f,
+                           gd__nn_dropout_keep(seed, stream, i + 3, threshold) ? v.w * scale
+                                                                               : 0.0f);
     }
 }
 
@@ -418,28 +580,58 @@ fail:
     OP_LEAVE();
 }
 
+/* Blocks of (32, 8) threads, a warp per row: enough rows per block to fill the GPU. */
+#define ROW_WARPS 8
+
 static gd_status cuda_add_bias(const gd__nn_ctx *ctx, gd__nn_tensor *y, const gd__nn_tensor *b) {
-    const long long n = gd__nn_numel(y);
+    const long long rows = y->rows, cols = y->cols;
     OP_ENTER();
-    if (n > 0) {
-        add_bias_kernel<<<grid_for(n, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
-            (float *)y->data, (const float *)b->data, n, y->cols);
+    GD_REQUIRE(cols <= INT_MAX, GD_ERR_UNSUPPORTED, "bias add: %lld columns", cols);
+    if (rows > 0 && cols > 0) {
+        const dim3 block(32, ROW_WARPS);
+        if (cols % 4 == 0 && aligned16(y->data) && aligned16(b->data))
+            add_bias4_kernel<<<grid_for(rows, ROW_WARPS), block, 0, STREAM(ctx)>>>(
+                (float4 *)y->data, (const float4 *)b->data, rows, (int)(cols / 4));
+        else
+            add_bias_kernel<<<grid_for(rows, ROW_WARPS), block, 0, STREAM(ctx)>>>(
+                (float *)y->data, (const float *)b->data, rows, (int)cols);
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:
     OP_LEAVE();
 }
 
+/*
+ * Rows per chunk of the bias gradient: chunks of at least BIAS_CHUNK_ROWS rows, at most
+ * BIAS_BLOCKS blocks in all (a few per SM of a large GPU), and partial sums that fit the work
+ * buffer. One chunk sums straight into db.
+ */
+#define BIAS_CHUNK_ROWS 512
+#define BIAS_BLOCKS 512
+
 static gd_status cuda_bias_grad(const gd__nn_ctx *ctx, const gd__nn_tensor *dy, gd__nn_tensor *db,
                                 int accumulate) {
-    const long long blocks = (dy->cols + 31) / 32;
+    const long long rows = dy->rows, cols = dy->cols;
+    const long long col_blocks = (cols + 31) / 32;
     OP_ENTER();
-    GD_REQUIRE(blocks <= INT_MAX, GD_ERR_UNSUPPORTED, "bias gradient: %lld columns",
-               (long long)dy->cols);
-    if (blocks > 0) {
-        bias_grad_kernel<<<(unsigned)blocks, dim3(32, 32), 0, STREAM(ctx)>>>(
-            (const float *)dy->data, (float *)db->data, dy->rows, dy->cols, accumulate);
+    GD_REQUIRE(col_blocks <= INT_MAX, GD_ERR_UNSUPPORTED, "bias gradient: %lld columns", cols);
+    if (col_blocks > 0) {
+        long long chunks = (rows + BIAS_CHUNK_ROWS - 1) / BIAS_CHUNK_ROWS;
+        if (chunks > BIAS_BLOCKS / col_blocks) chunks = BIAS_BLOCKS / col_blocks;
+        if (chunks > WORK_PARTIALS / cols) chunks = WORK_PARTIALS / cols;
+        if (chunks < 1) chunks = 1;
+        const long long chunk_rows = (rows + chunks - 1) / chunks;
+        double *part = chunks > 1 ? PARTIALS(ctx) : NULL;
+        bias_grad_kernel<<<dim3((unsigned)col_blocks, (unsigned)chunks), dim3(32, 32), 0,
+                           STREAM(ctx)>>>((const float *)dy->data, (float *)db->data, part, rows,
+                                          cols, chunk_rows > 0 ? chunk_rows : 1, accumulate);
         GD_CUDA_CHECK_LAUNCH();
+        if (part) {
+            bias_grad_finish_kernel<<<grid_for(cols, BLOCK_THREADS), BLOCK_THREADS, 0,
+                                      STREAM(ctx)>>>(part, (int)chunks, (float *)db->data, cols,
+                                                     accumulate);
+            GD_CUDA_CHECK_LAUNCH();
+        }
     }
 fail:
     OP_LEAVE();
@@ -447,11 +639,18 @@ fail:
 
 static gd_status cuda_mean_agg(const gd__nn_ctx *ctx, const gd_block *blk, const gd__nn_tensor *x,
                                gd__nn_tensor *out) {
+    const long long cols = x->cols;
     OP_ENTER();
-    if (blk->num_dst > 0 && x->cols > 0) {
-        mean_agg_kernel<<<grid_for(blk->num_dst, WARPS_PER_BLOCK), BLOCK_THREADS, 0, STREAM(ctx)>>>(
-            blk->indptr, blk->indices, blk->num_dst, (const float *)x->data, (float *)out->data,
-            x->cols);
+    if (blk->num_dst > 0 && cols > 0) {
+        const unsigned grid = grid_for(blk->num_dst, WARPS_PER_BLOCK);
+        if (cols % 4 == 0 && cols / 4 <= INT_MAX && aligned16(x->data) && aligned16(out->data))
+            mean_agg4_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
+                blk->indptr, blk->indices, blk->num_dst, (const float4 *)x->data,
+                (float4 *)out->data, (int)(cols / 4));
+        else
+            mean_agg_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
+                blk->indptr, blk->indices, blk->num_dst, (const float *)x->data,
+                (float *)out->data, cols);
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:
@@ -460,12 +659,18 @@ fail:
 
 static gd_status cuda_mean_agg_backward(const gd__nn_ctx *ctx, const gd_block *blk,
                                         const gd__nn_tensor *dout, gd__nn_tensor *dx) {
+    const long long cols = dout->cols;
     OP_ENTER();
-    if (blk->num_edges > 0 && dout->cols > 0) {
-        mean_agg_backward_kernel<<<grid_for(blk->num_dst, WARPS_PER_BLOCK), BLOCK_THREADS, 0,
-                                   STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst,
-                                                  (const float *)dout->data, (float *)dx->data,
-                                                  dout->cols);
+    if (blk->num_edges > 0 && cols > 0) {
+        const unsigned grid = grid_for(blk->num_dst, WARPS_PER_BLOCK);
+        if (cols % 4 == 0 && cols / 4 <= INT_MAX && aligned16(dout->data) && aligned16(dx->data))
+            mean_agg_backward4_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
+                blk->indptr, blk->indices, blk->num_dst, (const float4 *)dout->data,
+                (float4 *)dx->data, (int)(cols / 4));
+        else
+            mean_agg_backward_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
+                blk->indptr, blk->indices, blk->num_dst, (const float *)dout->data,
+                (float *)dx->data, cols);
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:
@@ -476,8 +681,12 @@ static gd_status cuda_relu(const gd__nn_ctx *ctx, const gd__nn_tensor *x, gd__nn
     const long long n = gd__nn_numel(x);
     OP_ENTER();
     if (n > 0) {
-        relu_kernel<<<grid_for(n, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
-            (const float *)x->data, (float *)y->data, n);
+        if (vec4(x->data, n) && aligned16(y->data))
+            relu4_kernel<<<grid_for(n / 4, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+                (const float4 *)x->data, (float4 *)y->data, n / 4);
+        else
+            relu_kernel<<<grid_for(n, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+                (const float *)x->data, (float *)y->data, n);
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:
@@ -489,8 +698,14 @@ static gd_status cuda_relu_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *
     const long long n = gd__nn_numel(y);
     OP_ENTER();
     if (n > 0) {
-        relu_backward_kernel<<<grid_for(n, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
-            (const float *)y->data, (const float *)dy->data, (float *)dx->data, n);
+        if (vec4(y->data, n) && aligned16(dy->data) && aligned16(dx->data))
+            relu_backward4_kernel<<<grid_for(n / 4, BLOCK_THREADS), BLOCK_THREADS, 0,
+                                    STREAM(ctx)>>>((const float4 *)y->data,
+                                                   (const float4 *)dy->data, (float4 *)dx->data,
+                                                   n / 4);
+        else
+            relu_backward_kernel<<<grid_for(n, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+                (const float *)y->data, (const float *)dy->data, (float *)dx->data, n);
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:
@@ -500,11 +715,18 @@ fail:
 static gd_status cuda_dropout(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
                               const gd__nn_tensor *x, gd__nn_tensor *y) {
     const long long n = gd__nn_numel(x);
+    const unsigned threshold = gd__nn_dropout_threshold(p);
+    const float scale = (float)(1.0 / (1.0 - p));
     OP_ENTER();
     if (n > 0) {
-        dropout_kernel<<<grid_for((n + 3) / 4, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
-            (unsigned long long)seed, stream, gd__nn_dropout_threshold(p), (float)(1.0 / (1.0 - p)),
-            (const float *)x->data, (float *)y->data, n);
+        if (vec4(x->data, n) && aligned16(y->data))
+            dropout4_kernel<<<grid_for(n / 4, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
+                (unsigned long long)seed, stream, threshold, scale, (const float4 *)x->data,
+                (float4 *)y->data, n / 4);
+        else
+            dropout_kernel<<<grid_for((n + 3) / 4, BLOCK_THREADS), BLOCK_THREADS, 0,
+                             STREAM(ctx)>>>((unsigned long long)seed, stream, threshold, scale,
+                                            (const float *)x->data, (float *)y->data, n);
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:
@@ -621,7 +843,12 @@ extern "C" gd_status gd__nn_cuda_ctx_create(int device, gd__nn_ctx *out) {
     GD_CUBLAS_CHECK(cublasCreate(&blas));
     c.blas = blas;
     GD_CUBLAS_CHECK(cublasSetStream(blas, stream));
-    GD_CUDA_CHECK(cudaMalloc(&c.work, sizeof(nn_work)));
+    /*
+     * Full float32 products, as the CPU backend and PyTorch's default (matmul TF32 off):
+     * CUBLAS_DEFAULT_MATH never rounds inputs to TF32 (only CUBLAS_TF32_TENSOR_OP_MATH would).
+     */
+    GD_CUBLAS_CHECK(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH));
+    GD_CUDA_CHECK(cudaMalloc(&c.work, WORK_BYTES));
     /* On the context's stream and waited for: a legacy-stream memset is not ordered with it. */
     GD_CUDA_CHECK(cudaMemsetAsync(c.work, 0, sizeof(nn_work), stream));
     GD_CUDA_CHECK(cudaStreamSynchronize(stream));

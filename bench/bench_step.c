@@ -1,0 +1,926 @@
+/*
+ * `graphdirect bench step`: the time of one GraphSAGE training step on the CUDA nn backend, on
+ * the blocks of real sampled minibatches, set against the same step in PyTorch + PyG (SAGEConv),
+ * which bench/pyg_step.py runs on the very blocks this benchmark dumps (docs/nn.md, "Speed").
+ *
+ * The data path up to the step is the all-gpu one: the preset is generated in memory, the graph
+ * is placed in GPU memory, the CUDA sampler draws each minibatch and the gpu gatherer copies its
+ * input rows out of the GPU-resident feature table, all on the nn context's stream. Only the
+ * nn step is timed, with CUDA events around it: forward with dropout, softmax cross-entropy,
+ * zeroing the gradients, backward and the Adam step (what the trainer runs for a minibatch, less
+ * the accuracy count). Every step is waited for before the next minibatch is sampled, so nothing
+ * else shares the GPU while it runs. The model is sized as the trainer sizes it (src/train/
+ * trainer.c): each layer for the worst case of its hop.
+ *
+ * --breakdown runs the timed minibatches a second time with the backend's op table wrapped so
+ * that every op is bracketed by a pair of events, and reports the milliseconds per step of each
+ * kind of op (the events add small gaps, so the step time of that pass is reported beside it).
+ * --dump DIR writes the blocks and labels of the timed minibatches as .npy files with a
+ * meta.json (written last, so a dump without it is incomplete); docs/nn.md gives the layout.
+ */
+#include "bench.h"
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifdef GD_WITH_CUDA
+#include "nn/internal.h"
+#endif
+
+enum { MAX_STEPS = 100000 };
+
+typedef struct {
+    /* options */
+    const char *preset;
+    int64_t nodes, batch, hidden;
+    int fanouts[GD_SAMPLER_MAX_LAYERS], layers;
+    int steps, warmup, device, breakdown, commit_given;
+    double dropout, lr;
+    uint64_t seed;
+    const char *dump_dir, *json_path, *commit;
+} step_bench;
+
+static void help(void) {
+    printf("usage: graphdirect bench step [options]\n\n"
+           "The time of one GraphSAGE training step (forward, cross-entropy, backward, Adam) on\n"
+           "the CUDA nn backend over sampled minibatches of a generated preset, the graph and\n"
+           "the features in GPU memory. --dump writes the timed blocks so that\n"
+           "bench/pyg_step.py runs the same steps in PyTorch + PyG (docs/nn.md, \"Speed\").\n\n"
+           "options:\n"
+           "  --preset NAME      generator preset (default products)\n"
+           "  --nodes N          scale the preset to N nodes (default: the preset's)\n"
+           "  --fanouts LIST     neighbours per hop, seeds first (default 15,10,5)\n"
+           "  --batch N          seeds per minibatch (default 1024)\n"
+           "  --hidden N         hidden width (default 256)\n"
+           "  --dropout P        dropout between layers (default 0.5)\n"
+           "  --lr X             Adam learning rate (default 0.003)\n"
+           "  --steps N          timed steps, each on its own minibatch (default 50)\n"
+           "  --warmup N         untimed steps first (default 10)\n"
+           "  --breakdown        time every op of the timed steps again (ms per op kind)\n"
+           "  --dump DIR         write the timed blocks, labels and meta.json to DIR\n"
+           "  --device N         GPU (default 0)\n"
+           "  --seed N           graph, sampling, shuffle and initialisation (default 1)\n"
+           "  --json FILE        write every parameter and measurement\n"
+           "  --commit TEXT      commit recorded in the JSON (default: the configure-time one)\n");
+}
+
+static int parse_fanouts(step_bench *b, const char *text) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", text);
+    b->layers = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        int64_t v;
+        if (b->layers == GD_SAMPLER_MAX_LAYERS || cli_parse_i64(tok, &v) || v < 1 ||
+            v > 100000) {
+            bench_error("--fanouts: '%s' is not a neighbour count in [1, 100000], or the list "
+                        "has more than %d layers",
+                        tok, GD_SAMPLER_MAX_LAYERS);
+            return -1;
+        }
+        b->fanouts[b->layers++] = (int)v;
+    }
+    if (b->layers == 0) {
+        bench_error("--fanouts: an empty list (give e.g. 15,10,5)");
+        return -1;
+    }
+    return 0;
+}
+
+/* 0: go on; otherwise the exit status. */
+static int parse_options(step_bench *b, int argc, char **argv) {
+    static const struct option long_opts[] = {{"preset", required_argument, 0, 'p'},
+                                              {"nodes", required_argument, 0, 'N'},
+                                              {"fanouts", required_argument, 0, 'f'},
+                                              {"batch", required_argument, 0, 'b'},
+                                              {"hidden", required_argument, 0, 'H'},
+                                              {"dropout", required_argument, 0, 'D'},
+                                              {"lr", required_argument, 0, 'l'},
+                                              {"steps", required_argument, 0, 'n'},
+                                              {"warmup", required_argument, 0, 'w'},
+                                              {"breakdown", no_argument, 0, 'B'},
+                                              {"dump", required_argument, 0, 'u'},
+                                              {"device", required_argument, 0, 'd'},
+                                              {"seed", required_argument, 0, 's'},
+                                              {"json", required_argument, 0, 'o'},
+                                              {"commit", required_argument, 0, 'c'},
+                                              {"help", no_argument, 0, 'h'},
+                                              {0, 0, 0, 0}};
+    const char *cmd = "bench step";
+    int c;
+    int64_t v;
+    double x;
+    b->preset = "products";
+    b->batch = 1024;
+    b->hidden = 256;
+    b->dropout = 0.5;
+    b->lr = 3e-3;
+    b->steps = 50;
+    b->warmup = 10;
+    b->seed = 1;
+    b->commit = GD_GIT_COMMIT;
+    if (parse_fanouts(b, "15,10,5")) return CLI_EXIT_FAIL;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            b->preset = optarg;
+            break;
+        case 'N':
+            if (cli_parse_i64(optarg, &v) || v < 2)
+                return cli_usage_error(cmd, "--nodes '%s' is not a node count >= 2", optarg);
+            b->nodes = v;
+            break;
+        case 'f':
+            if (parse_fanouts(b, optarg)) return CLI_EXIT_USAGE;
+            break;
+        case 'b':
+            if (cli_parse_i64(optarg, &v) || v < 1 || v > (1 << 24))
+                return cli_usage_error(cmd, "--batch '%s' is not a count in [1, 2^24]", optarg);
+            b->batch = v;
+            break;
+        case 'H':
+            if (cli_parse_i64(optarg, &v) || v < 1 || v > 65536)
+                return cli_usage_error(cmd, "--hidden '%s' is not a width in [1, 65536]", optarg);
+            b->hidden = v;
+            break;
+        case 'D':
+            if (cli_parse_double(optarg, &x) || !(x >= 0 && x < 1))
+                return cli_usage_error(cmd, "--dropout '%s' is not a probability in [0, 1)",
+                                       optarg);
+            b->dropout = x;
+            break;
+        case 'l':
+            if (cli_parse_double(optarg, &x) || !(x > 0 && x < 1e3))
+                return cli_usage_error(cmd, "--lr '%s' is not a positive learning rate", optarg);
+            b->lr = x;
+            break;
+        case 'n':
+            if (cli_parse_i64(optarg, &v) || v < 1 || v > MAX_STEPS)
+                return cli_usage_error(cmd, "--steps '%s' is not a count in [1, %d]", optarg,
+                                       MAX_STEPS);
+            b->steps = (int)v;
+            break;
+        case 'w':
+            if (cli_parse_i64(optarg, &v) || v < 0 || v > MAX_STEPS)
+                return cli_usage_error(cmd, "--warmup '%s' is not a count in [0, %d]", optarg,
+                                       MAX_STEPS);
+            b->warmup = (int)v;
+            break;
+        case 'B':
+            b->breakdown = 1;
+            break;
+        case 'u':
+            b->dump_dir = optarg;
+            break;
+        case 'd':
+            if (cli_parse_i64(optarg, &v) || v < 0 || v > 1024)
+                return cli_usage_error(cmd, "--device '%s' is not a GPU number", optarg);
+            b->device = (int)v;
+            break;
+        case 's':
+            if (cli_parse_i64(optarg, &v) || v < 0)
+                return cli_usage_error(cmd, "--seed '%s' is not a non-negative integer", optarg);
+            b->seed = (uint64_t)v;
+            break;
+        case 'o':
+            b->json_path = optarg;
+            break;
+        case 'c':
+            b->commit = optarg, b->commit_given = 1;
+            break;
+        case 'h':
+            help();
+            return -1;
+        default:
+            return cli_usage_error(cmd, "unknown option");
+        }
+    }
+    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+#ifdef GD_WITH_CUDA
+
+/* ---- the per-op breakdown: the CUDA op table with every op bracketed by events */
+
+enum {
+    K_GEMM_NN,
+    K_GEMM_NT,
+    K_GEMM_TN,
+    K_GEMM_TT,
+    K_ADD_BIAS,
+    K_BIAS_GRAD,
+    K_AGG,
+    K_AGG_BACKWARD,
+    K_RELU,
+    K_RELU_BACKWARD,
+    K_DROPOUT,
+    K_DROPOUT_BACKWARD,
+    K_XENT,
+    K_ZERO,
+    K_ADAM,
+    K_COUNT
+};
+
+static const char *const kind_names[K_COUNT] = {
+    "gemm NN (forward)",       "gemm NT (input gradient)", "gemm TN (weight gradient)",
+    "gemm TT",                 "bias add",                 "bias gradient",
+    "mean aggregation",        "mean aggregation backward", "relu",
+    "relu backward",           "dropout",                  "dropout backward",
+    "softmax cross-entropy",   "zero (memset)",            "adam"};
+
+enum { MAX_TIMED_OPS = 512 };
+
+/*
+ * The events of one step's ops. The wrappers cannot fail the op for a timing problem, so a
+ * failed event call is remembered and reported after the step.
+ */
+static struct {
+    cudaEvent_t ev[2 * MAX_TIMED_OPS];
+    int kind[MAX_TIMED_OPS];
+    int created, used;
+    cudaError_t error;
+    double ms[K_COUNT];
+    int64_t calls[K_COUNT];
+} bd;
+
+static void bd_mark(const gd__nn_ctx *ctx, int end) {
+    if (bd.used >= MAX_TIMED_OPS) return;
+    cudaError_t ce = cudaEventRecord(bd.ev[2 * bd.used + end], (cudaStream_t)ctx->stream);
+    if (ce != cudaSuccess && bd.error == cudaSuccess) bd.error = ce;
+}
+
+static gd_status bd_done(gd_status st, int kind) {
+    if (bd.used < MAX_TIMED_OPS) bd.kind[bd.used++] = kind;
+    return st;
+}
+
+#define CUDA_BE gd__nn_cuda_backend
+#define TIMED(kind, call)                                                                          \
+    do {                                                                                           \
+        bd_mark(ctx, 0);                                                                           \
+        gd_status st_ = (call);                                                                    \
+        bd_mark(ctx, 1);                                                                           \
+        return bd_done(st_, (kind));                                                               \
+    } while (0)
+
+static gd_status t_zero(const gd__nn_ctx *ctx, void *p, size_t bytes) {
+    TIMED(K_ZERO, CUDA_BE.zero(ctx, p, bytes));
+}
+static gd_status t_gemm(const gd__nn_ctx *ctx, gd__nn_trans ta, gd__nn_trans tb, double alpha,
+                        const gd__nn_tensor *a, const gd__nn_tensor *b, double beta,
+                        gd__nn_tensor *c) {
+    TIMED(K_GEMM_NN + 2 * (int)ta + (int)tb, CUDA_BE.gemm(ctx, ta, tb, alpha, a, b, beta, c));
+}
+static gd_status t_add_bias(const gd__nn_ctx *ctx, gd__nn_tensor *y, const gd__nn_tensor *b) {
+    TIMED(K_ADD_BIAS, CUDA_BE.add_bias(ctx, y, b));
+}
+static gd_status t_bias_grad(const gd__nn_ctx *ctx, const gd__nn_tensor *dy, gd__nn_tensor *db,
+                             int accumulate) {
+    TIMED(K_BIAS_GRAD, CUDA_BE.bias_grad(ctx, dy, db, accumulate));
+}
+static gd_status t_mean_agg(const gd__nn_ctx *ctx, const gd_block *blk, const gd__nn_tensor *x,
+                            gd__nn_tensor *out) {
+    TIMED(K_AGG, CUDA_BE.mean_agg(ctx, blk, x, out));
+}
+static gd_status t_mean_agg_backward(const gd__nn_ctx *ctx, const gd_block *blk,
+                                     const gd__nn_tensor *dout, gd__nn_tensor *dx) {
+    TIMED(K_AGG_BACKWARD, CUDA_BE.mean_agg_backward(ctx, blk, dout, dx));
+}
+static gd_status t_relu(const gd__nn_ctx *ctx, const gd__nn_tensor *x, gd__nn_tensor *y) {
+    TIMED(K_RELU, CUDA_BE.relu(ctx, x, y));
+}
+static gd_status t_relu_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *y,
+                                 const gd__nn_tensor *dy, gd__nn_tensor *dx) {
+    TIMED(K_RELU_BACKWARD, CUDA_BE.relu_backward(ctx, y, dy, dx));
+}
+static gd_status t_dropout(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
+                           const gd__nn_tensor *x, gd__nn_tensor *y) {
+    TIMED(K_DROPOUT, CUDA_BE.dropout(ctx, p, seed, stream, x, y));
+}
+static gd_status t_dropout_backward(const gd__nn_ctx *ctx, double p, uint64_t seed,
+                                    uint32_t stream, const gd__nn_tensor *dy, gd__nn_tensor *dx) {
+    TIMED(K_DROPOUT_BACKWARD, CUDA_BE.dropout_backward(ctx, p, seed, stream, dy, dx));
+}
+static gd_status t_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *logits,
+                                const int64_t *labels, double scale, gd__nn_tensor *loss,
+                                gd__nn_tensor *dlogits) {
+    TIMED(K_XENT, CUDA_BE.softmax_xent(ctx, logits, labels, scale, loss, dlogits));
+}
+static gd_status t_adam(const gd__nn_ctx *ctx, const gd__nn_adam_options *o, double bc1,
+                        double bc2, gd__nn_tensor *param, const gd__nn_tensor *grad,
+                        gd__nn_tensor *m, gd__nn_tensor *v) {
+    TIMED(K_ADAM, CUDA_BE.adam(ctx, o, bc1, bc2, param, grad, m, v));
+}
+
+/* The CUDA table with the ops of a training step replaced by their timed wrappers. */
+static gd__nn_backend timed_backend(void) {
+    gd__nn_backend t = gd__nn_cuda_backend;
+    t.name = "cuda (timed ops)";
+    t.zero = t_zero;
+    t.gemm = t_gemm;
+    t.add_bias = t_add_bias;
+    t.bias_grad = t_bias_grad;
+    t.mean_agg = t_mean_agg;
+    t.mean_agg_backward = t_mean_agg_backward;
+    t.relu = t_relu;
+    t.relu_backward = t_relu_backward;
+    t.dropout = t_dropout;
+    t.dropout_backward = t_dropout_backward;
+    t.softmax_xent = t_softmax_xent;
+    t.adam = t_adam;
+    return t;
+}
+
+/* Add the op times of the step just waited for to the totals. */
+static int bd_collect(void) {
+    BENCH_REQUIRE(bd.used < MAX_TIMED_OPS, "--breakdown: a step ran more than %d ops",
+                  MAX_TIMED_OPS - 1);
+    if (bd.error != cudaSuccess) {
+        bench_cuda_error("cudaEventRecord", bd.error);
+        goto fail;
+    }
+    for (int i = 0; i < bd.used; i++) {
+        float ms = 0;
+        BENCH_CUDA(cudaEventElapsedTime(&ms, bd.ev[2 * i], bd.ev[2 * i + 1]));
+        bd.ms[bd.kind[i]] += ms;
+        bd.calls[bd.kind[i]]++;
+    }
+    bd.used = 0;
+    return 0;
+fail:
+    return -1;
+}
+
+/* ---- the run */
+
+typedef struct {
+    gd_dataset_t *ds;
+    gd_graph_t *graph;
+    gd__nn_ctx ctx;
+    int have_ctx;
+    gd_sampler_t *sampler;
+    gd_sampler_info sinfo;
+    gd_minibatch_t *mb;
+    gd_host_tensor_t *features;
+    gd_gatherer_t *gatherer;
+    gd__sage *model;
+    gd__nn_adam_options adam;
+    gd__nn_tensor x, loss, dlogits;
+    int64_t *labels_dev, *labels_host;
+    int64_t *train, num_train, num_batches;
+    int64_t *order; /* the shuffled training nodes of order_epoch */
+    int64_t order_epoch;
+    gd_array_view label_view;
+    int64_t num_nodes, num_edges, in_dim, num_classes;
+    cudaEvent_t ev0, ev1;
+    int have_events; /* how many of ev0, ev1 exist */
+    /* dumps */
+    int32_t *h_indptr, *h_indices;
+    cJSON *dump_steps;
+} step_run;
+
+static int64_t label_at(const gd_array_view *v, int64_t i) {
+    switch (v->dtype) {
+    case GD_DTYPE_INT32:
+        return ((const int32_t *)v->data)[i];
+    case GD_DTYPE_INT64:
+        return ((const int64_t *)v->data)[i];
+    default:
+        return -1;
+    }
+}
+
+static int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+
+static void run_release(step_run *r) {
+    gd__sage_destroy(r->model);
+    if (r->have_ctx) {
+        gd__nn_tensor_free(&r->ctx, &r->x);
+        gd__nn_tensor_free(&r->ctx, &r->loss);
+        gd__nn_tensor_free(&r->ctx, &r->dlogits);
+        if (r->labels_dev) r->ctx.be->release(&r->ctx, r->labels_dev);
+    }
+    gd_gatherer_destroy(r->gatherer);
+    gd_host_tensor_destroy(r->features);
+    gd_minibatch_destroy(r->mb);
+    gd_sampler_destroy(r->sampler);
+    if (r->have_events > 0) (void)cudaEventDestroy(r->ev0);
+    if (r->have_events > 1) (void)cudaEventDestroy(r->ev1);
+    for (int i = 0; i < bd.created; i++) (void)cudaEventDestroy(bd.ev[i]);
+    bd.created = 0;
+    if (r->have_ctx) gd__nn_cuda_ctx_destroy(&r->ctx);
+    gd_graph_destroy(r->graph);
+    gd_dataset_close(r->ds);
+    free(r->labels_host);
+    free(r->train);
+    free(r->order);
+    free(r->h_indptr);
+    free(r->h_indices);
+    cJSON_Delete(r->dump_steps);
+    memset(r, 0, sizeof *r);
+}
+
+/* Generate the preset and set up the all-gpu data path, the model and the step's buffers. */
+static int run_setup(const step_bench *b, step_run *r) {
+    gd_status st;
+    cli_progress prog;
+    gd_array_view fv, tv;
+    const double t0 = bench_now();
+    const int L = b->layers;
+    gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
+    go.preset = b->preset;
+    go.seed = b->seed;
+    go.num_nodes = b->nodes;
+    cli_progress_init(&prog);
+    go.progress = cli_progress_cb;
+    go.progress_user = &prog;
+    fprintf(stderr, "step: generating preset '%s' in memory\n", b->preset);
+    st = gd_generate(&go, &r->ds);
+    cli_progress_end(&prog);
+    BENCH_GD(st, "generating the benchmark's dataset");
+    r->num_nodes = gd_dataset_num_nodes(r->ds);
+    r->num_edges = gd_dataset_num_edges(r->ds);
+    r->in_dim = gd_dataset_feature_dim(r->ds);
+    r->num_classes = gd_dataset_num_classes(r->ds);
+    BENCH_GD(gd_dataset_array(r->ds, GD_ARRAY_LABELS, &r->label_view), "reading the labels");
+    BENCH_GD(gd_dataset_array(r->ds, GD_ARRAY_FEATURES, &fv), "reading the features");
+    BENCH_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32, "preset %s has %s features; the step trains on "
+                  "float32", b->preset, gd_dtype_name(fv.dtype));
+
+    /* Seeds: the training nodes, shuffled per epoch. */
+    if (gd_dataset_array(r->ds, GD_ARRAY_TRAIN_IDX, &tv) == GD_OK && tv.shape[0] > 0) {
+        r->num_train = tv.shape[0];
+        r->train = malloc(sizeof *r->train * (size_t)r->num_train);
+        BENCH_REQUIRE(r->train, "out of memory for %lld training ids", (long long)r->num_train);
+        for (int64_t i = 0; i < r->num_train; i++) r->train[i] = label_at(&tv, i);
+    } else {
+        gd_clear_error();
+        r->num_train = r->num_nodes;
+        r->train = malloc(sizeof *r->train * (size_t)r->num_train);
+        BENCH_REQUIRE(r->train, "out of memory for %lld seed ids", (long long)r->num_train);
+        for (int64_t i = 0; i < r->num_train; i++) r->train[i] = i;
+    }
+    BENCH_REQUIRE(r->num_train >= b->batch,
+                  "preset %s has %lld training nodes, fewer than a batch of %lld: lower --batch",
+                  b->preset, (long long)r->num_train, (long long)b->batch);
+    r->order = malloc(sizeof *r->order * (size_t)r->num_train);
+    BENCH_REQUIRE(r->order, "out of memory for the shuffled seeds");
+    r->order_epoch = -1;
+
+    /* The nn context first: its stream carries the sampler, the gather and the step. */
+    BENCH_GD(gd__nn_cuda_ctx_create(b->device, &r->ctx), "creating the CUDA nn context");
+    r->have_ctx = 1;
+    {
+        gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
+        o.indptr_placement = GD_PLACE_GPU;
+        o.indices_placement = GD_PLACE_GPU;
+        o.device = b->device;
+        BENCH_GD(gd_graph_create_from_dataset(r->ds, &o, &r->graph), "placing the graph on the GPU");
+    }
+    {
+        gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
+        o.backend = GD_SAMPLER_CUDA;
+        o.max_batch = b->batch;
+        o.seed = b->seed;
+        BENCH_GD(gd_sampler_create(r->graph, b->fanouts, L, &o, &r->sampler),
+                 "creating the CUDA sampler");
+        r->sinfo = (gd_sampler_info)GD_SAMPLER_INFO_INIT;
+        BENCH_GD(gd_sampler_get_info(r->sampler, &r->sinfo), "reading the sampler's sizes");
+        BENCH_GD(gd_minibatch_create(r->sampler, &r->mb), "creating a minibatch buffer");
+    }
+    {
+        gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
+        o.max_ids = r->sinfo.max_input_nodes;
+        BENCH_GD(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype,
+                                      GD_HOST_TENSOR_READ_ONLY, &r->features),
+                 "wrapping the features");
+        BENCH_GD(gd_gatherer_create(r->features, b->device, GD_GATHER_GPU, &o, &r->gatherer),
+                 "creating the gpu gatherer (the feature table in GPU memory)");
+    }
+
+    /*
+     * The model, sized as the trainer sizes it: a hop of d destination nodes and fanout k has
+     * at most d (1 + k) source nodes (k capped by the largest in-degree), and at most all the
+     * nodes; the input layer by the sampler's own bound.
+     */
+    {
+        gd_graph_info gi = GD_GRAPH_INFO_INIT;
+        BENCH_GD(gd_graph_get_info(r->graph, &gi), "reading the graph's sizes");
+        gd__sage_config mc = {0};
+        mc.num_layers = L;
+        mc.in_dim = r->in_dim;
+        mc.hidden_dim = b->hidden;
+        mc.num_classes = r->num_classes;
+        mc.dropout = b->dropout;
+        mc.dtype = GD_DTYPE_FLOAT32;
+        int64_t nodes = b->batch;
+        mc.max_nodes[L] = nodes;
+        for (int h = 0; h < L; h++) {
+            const int64_t k = min64(b->fanouts[h], gi.max_degree);
+            nodes = nodes > r->num_nodes / (k + 1) ? r->num_nodes : min64(nodes * (k + 1),
+                                                                          r->num_nodes);
+            mc.max_nodes[L - 1 - h] = nodes;
+        }
+        mc.max_nodes[0] = min64(mc.max_nodes[0], r->sinfo.max_input_nodes);
+        BENCH_GD(gd__sage_create(&r->ctx, &mc, b->seed, &r->model), "creating the model");
+        r->adam = (gd__nn_adam_options)GD__NN_ADAM_OPTIONS_INIT;
+        r->adam.lr = b->lr;
+    }
+    BENCH_GD(gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, r->sinfo.max_input_nodes, r->in_dim,
+                                 &r->x),
+             "allocating the input rows");
+    BENCH_GD(gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, 1, 1, &r->loss),
+             "allocating the loss");
+    BENCH_GD(gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, b->batch, r->num_classes,
+                                 &r->dlogits),
+             "allocating the logit gradient");
+    BENCH_GD(r->ctx.be->alloc(&r->ctx, sizeof(int64_t) * (size_t)b->batch, (void **)&r->labels_dev),
+             "allocating the labels");
+    r->labels_host = malloc(sizeof(int64_t) * (size_t)b->batch);
+    BENCH_REQUIRE(r->labels_host, "out of memory for the labels of a minibatch");
+    BENCH_CUDA(cudaEventCreate(&r->ev0));
+    r->have_events = 1;
+    BENCH_CUDA(cudaEventCreate(&r->ev1));
+    r->have_events = 2;
+    if (b->breakdown)
+        for (; bd.created < 2 * MAX_TIMED_OPS; bd.created++)
+            BENCH_CUDA(cudaEventCreate(&bd.ev[bd.created]));
+    if (b->dump_dir) {
+        r->h_indptr = malloc(sizeof(int32_t) * (size_t)(r->sinfo.max_input_nodes + 1));
+        r->h_indices = malloc(sizeof(int32_t) * (size_t)(r->sinfo.max_edges + 1));
+        BENCH_REQUIRE(r->h_indptr && r->h_indices, "out of memory for the dump buffers");
+        BENCH_REQUIRE(r->dump_steps = cJSON_CreateArray(), "out of memory");
+    }
+    {
+        char n[32], e[32];
+        fprintf(stderr,
+                "step: %s: %s nodes, %s edges, %lld features, %lld classes; model %lld "
+                "parameters; up to %lld input nodes a minibatch (%.1f s)\n",
+                b->preset, cli_count((double)r->num_nodes, n, sizeof n),
+                cli_count((double)r->num_edges, e, sizeof e), (long long)r->in_dim,
+                (long long)r->num_classes, (long long)r->model->params.numel,
+                (long long)r->sinfo.max_input_nodes, bench_now() - t0);
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+/* The seeds of global minibatch i: minibatch i % batches of epoch i / batches. */
+static int seeds_of(const step_bench *b, step_run *r, int64_t i, const int64_t **seeds,
+                    int64_t *epoch) {
+    if (r->num_batches == 0 || i / r->num_batches != r->order_epoch) {
+        const int64_t e = r->num_batches ? i / r->num_batches : 0;
+        BENCH_GD(gd_seed_batches(r->train, r->num_train, b->batch, b->seed, e, 1, r->order,
+                                 &r->num_batches),
+                 "shuffling the training nodes");
+        r->order_epoch = e;
+        if (i / r->num_batches != e) return seeds_of(b, r, i, seeds, epoch);
+    }
+    *epoch = r->order_epoch;
+    *seeds = r->order + (i % r->num_batches) * b->batch;
+    return 0;
+fail:
+    return -1;
+}
+
+/* Sample minibatch i, gather its rows and upload its labels; waits for all of it. */
+static int prepare(const step_bench *b, step_run *r, int64_t i, gd_block *blocks,
+                   int64_t *num_in) {
+    const int64_t *seeds, *ids;
+    int64_t epoch;
+    if (seeds_of(b, r, i, &seeds, &epoch)) goto fail;
+    BENCH_GD(gd_sample(r->sampler, seeds, b->batch, 0, epoch, i, r->ctx.stream, r->mb),
+             "sampling (CUDA)");
+    for (int l = 0; l < b->layers; l++)
+        BENCH_GD(gd_minibatch_block(r->mb, l, &blocks[l]), "reading a block");
+    BENCH_GD(gd_minibatch_input_nodes(r->mb, &ids, num_in), "reading the input nodes");
+    BENCH_GD(gd_gather(r->gatherer, ids, *num_in, 1, r->x.data, r->ctx.stream),
+             "gathering the input rows");
+    for (int64_t k = 0; k < b->batch; k++) r->labels_host[k] = label_at(&r->label_view, seeds[k]);
+    /* Waits for the stream, so the sample and the gather are done before the clock starts. */
+    BENCH_GD(r->ctx.be->from_host(&r->ctx, r->labels_dev, r->labels_host,
+                                  sizeof(int64_t) * (size_t)b->batch),
+             "uploading the labels");
+    return 0;
+fail:
+    return -1;
+}
+
+/* The timed work: one training step on the blocks of the minibatch in r->x. */
+static gd_status nn_step(step_run *r, const gd_block *blocks, int64_t num_in, uint64_t dseed) {
+    gd_status st = GD_OK;
+    gd__sage *m = r->model;
+    const gd__nn_ctx *ctx = &m->ctx;
+    gd__nn_tensor x = gd__nn_rows(&r->x, num_in), logits, dl;
+    GD_CHECK(gd__sage_forward(m, blocks, &x, 1, dseed, &logits));
+    dl = gd__nn_rows(&r->dlogits, logits.rows);
+    GD_CHECK(gd__nn_softmax_xent(ctx, &logits, r->labels_dev, 1.0, &r->loss, &dl));
+    GD_CHECK(gd__nn_params_zero_grad(ctx, &m->params));
+    GD_CHECK(gd__sage_backward(m, blocks, &dl, NULL));
+    GD_CHECK(gd__nn_params_adam(ctx, &m->params, &r->adam));
+fail:
+    return st;
+}
+
+/* Write the blocks and labels of timed step s to the dump directory. */
+static int dump_step(const step_bench *b, step_run *r, int s, const gd_block *blocks) {
+    char path[4096];
+    cJSON *js, *jl;
+    BENCH_REQUIRE(js = cJSON_CreateObject(), "out of memory");
+    cJSON_AddItemToArray(r->dump_steps, js);
+    BENCH_JSON(jl = cJSON_AddArrayToObject(js, "blocks"));
+    for (int l = 0; l < b->layers; l++) {
+        const gd_block *k = &blocks[l];
+        const int64_t np = k->num_dst + 1, ne = k->num_edges;
+        cJSON *o;
+        BENCH_CUDA(cudaMemcpy(r->h_indptr, k->indptr, sizeof(int32_t) * (size_t)np,
+                              cudaMemcpyDeviceToHost));
+        if (ne > 0)
+            BENCH_CUDA(cudaMemcpy(r->h_indices, k->indices, sizeof(int32_t) * (size_t)ne,
+                                  cudaMemcpyDeviceToHost));
+        snprintf(path, sizeof path, "%s/step%04d_layer%d_indptr.npy", b->dump_dir, s, l);
+        BENCH_GD(gd_npy_write(path, GD_DTYPE_INT32, 1, &np, r->h_indptr), "writing the dump");
+        snprintf(path, sizeof path, "%s/step%04d_layer%d_indices.npy", b->dump_dir, s, l);
+        BENCH_GD(gd_npy_write(path, GD_DTYPE_INT32, 1, &ne, r->h_indices), "writing the dump");
+        BENCH_REQUIRE(o = cJSON_CreateObject(), "out of memory");
+        cJSON_AddItemToArray(jl, o);
+        BENCH_JSON(cJSON_AddNumberToObject(o, "num_src", (double)k->num_src));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "num_dst", (double)k->num_dst));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "num_edges", (double)k->num_edges));
+    }
+    snprintf(path, sizeof path, "%s/step%04d_labels.npy", b->dump_dir, s);
+    BENCH_GD(gd_npy_write(path, GD_DTYPE_INT64, 1, &b->batch, r->labels_host), "writing the dump");
+    return 0;
+fail:
+    return -1;
+}
+
+static int write_dump_meta(const step_bench *b, const step_run *r) {
+    char path[4096];
+    cJSON *root = cJSON_CreateObject(), *a;
+    int rc = -1;
+    BENCH_REQUIRE(root, "out of memory");
+    BENCH_JSON(cJSON_AddStringToObject(root, "preset", b->preset));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "steps", b->steps));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "layers", b->layers));
+    BENCH_JSON(a = cJSON_AddArrayToObject(root, "fanouts"));
+    for (int l = 0; l < b->layers; l++)
+        BENCH_JSON(cJSON_AddItemToArray(a, cJSON_CreateNumber(b->fanouts[l])));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "batch", (double)b->batch));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "feature_dim", (double)r->in_dim));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "num_classes", (double)r->num_classes));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "hidden", (double)b->hidden));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "dropout", b->dropout));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "lr", b->lr));
+    BENCH_JSON(cJSON_AddStringToObject(root, "files", "stepSSSS_layerL_indptr.npy, "
+                                                      "stepSSSS_layerL_indices.npy (int32 CSC, "
+                                                      "layer 0 = input layer), "
+                                                      "stepSSSS_labels.npy (int64)"));
+    cJSON_AddItemReferenceToObject(root, "step_blocks", r->dump_steps);
+    snprintf(path, sizeof path, "%s/meta.json", b->dump_dir);
+    if (bench_json_write(path, root) != 0) goto fail;
+    rc = 0;
+fail:
+    cJSON_Delete(root);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median, mean, min and max of v[0..n) into a JSON object (v is sorted in place). */
+static int add_stats(cJSON *parent, const char *name, double *v, int n, double *median,
+                     double *mean) {
+    cJSON *o;
+    double s = 0;
+    for (int i = 0; i < n; i++) s += v[i];
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    *mean = n ? s / n : 0;
+    *median = n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : 0;
+    BENCH_JSON(o = cJSON_AddObjectToObject(parent, name));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "median", *median));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "mean", *mean));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "min", n ? v[0] : 0));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "max", n ? v[n - 1] : 0));
+    return 0;
+fail:
+    return -1;
+}
+
+/*
+ * One pass of steps: warm-up minibatches [0, warmup), then the timed ones [warmup, warmup +
+ * steps); with timed_ops the op table is the timed one and the totals of bd are filled.
+ */
+static int run_pass(const step_bench *b, step_run *r, int timed_ops, double *ms, double *losses,
+                    double (*sizes)[3]) {
+    gd_block blocks[GD_SAMPLER_MAX_LAYERS];
+    const gd__nn_backend timed = timed_backend();
+    const int total = (timed_ops ? 0 : b->warmup) + b->steps;
+    const int first = timed_ops ? b->warmup : 0;
+    r->model->ctx.be = timed_ops ? &timed : &gd__nn_cuda_backend;
+    for (int k = 0; k < total; k++) {
+        const int64_t i = first + k;
+        const int s = (int)(i - b->warmup); /* timed step number, < 0 in the warm-up */
+        int64_t num_in;
+        float loss, elapsed;
+        if (prepare(b, r, i, blocks, &num_in)) goto fail;
+        bd.used = 0;
+        const gd_philox_ctr key = gd_philox(b->seed, (uint32_t)i, 0, 0, 0x62537470u /* bStp */);
+        BENCH_CUDA(cudaEventRecord(r->ev0, (cudaStream_t)r->ctx.stream));
+        BENCH_GD(nn_step(r, blocks, num_in, ((uint64_t)key.v[1] << 32) | key.v[0]),
+                 "running the training step");
+        BENCH_CUDA(cudaEventRecord(r->ev1, (cudaStream_t)r->ctx.stream));
+        BENCH_CUDA(cudaEventSynchronize(r->ev1));
+        BENCH_CUDA(cudaEventElapsedTime(&elapsed, r->ev0, r->ev1));
+        if (timed_ops && bd_collect()) goto fail;
+        BENCH_GD(gd__nn_to_host(&r->model->ctx, &r->loss, &loss), "reading the loss");
+        BENCH_REQUIRE(isfinite(loss), "step %lld: the loss is %g: the step is broken, no number "
+                      "is reported", (long long)i, (double)loss);
+        if (s < 0) continue;
+        ms[s] = elapsed;
+        if (losses) losses[s] = loss;
+        if (sizes)
+            for (int l = 0; l < b->layers; l++) {
+                sizes[l][0] += (double)blocks[l].num_src / b->steps;
+                sizes[l][1] += (double)blocks[l].num_dst / b->steps;
+                sizes[l][2] += (double)blocks[l].num_edges / b->steps;
+            }
+        if (!timed_ops && b->dump_dir && dump_step(b, r, s, blocks)) goto fail;
+        if (cli_interrupted()) goto fail;
+    }
+    r->model->ctx.be = &gd__nn_cuda_backend;
+    return 0;
+fail:
+    r->model->ctx.be = &gd__nn_cuda_backend;
+    return -1;
+}
+
+static int run_cuda(const step_bench *b, cJSON *root) {
+    step_run r;
+    double *ms = NULL, *ms_bd = NULL, *losses = NULL;
+    double sizes[GD_SAMPLER_MAX_LAYERS][3] = {{0}};
+    double median, mean, bd_median = 0, bd_mean = 0;
+    cJSON *res, *jl, *jb;
+    int rc = -1;
+    memset(&r, 0, sizeof r);
+    memset(&bd, 0, sizeof bd);
+    ms = calloc((size_t)b->steps, sizeof *ms);
+    ms_bd = calloc((size_t)b->steps, sizeof *ms_bd);
+    losses = calloc((size_t)b->steps, sizeof *losses);
+    BENCH_REQUIRE(ms && ms_bd && losses, "out of memory for %d steps", b->steps);
+    if (run_setup(b, &r)) goto fail;
+
+    fprintf(stderr, "step: %d warm-up and %d timed steps\n", b->warmup, b->steps);
+    if (run_pass(b, &r, 0, ms, losses, sizes)) goto fail;
+    if (b->breakdown && run_pass(b, &r, 1, ms_bd, NULL, NULL)) goto fail;
+    BENCH_GD(gd_sampler_check_errors(r.sampler), "sampling (CUDA)");
+    BENCH_GD(gd_gatherer_check_errors(r.gatherer), "gathering (gpu)");
+    BENCH_GD(gd__nn_check_errors(&r.ctx), "the training step");
+    if (b->dump_dir && write_dump_meta(b, &r)) goto fail;
+
+    BENCH_JSON(res = cJSON_AddObjectToObject(root, "results"));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "parameters", (double)r.model->params.numel));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "num_nodes", (double)r.num_nodes));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "num_edges", (double)r.num_edges));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "feature_dim", (double)r.in_dim));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "num_classes", (double)r.num_classes));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "first_loss", losses[0]));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "last_loss", losses[b->steps - 1]));
+    if (add_stats(res, "step_ms", ms, b->steps, &median, &mean)) goto fail;
+    BENCH_JSON(jl = cJSON_AddArrayToObject(res, "blocks"));
+    printf("bench step: %s, fanouts", b->preset);
+    for (int l = 0; l < b->layers; l++) printf("%s%d", l ? "," : " ", b->fanouts[l]);
+    printf(", batch %lld, hidden %lld, %lld features, %lld classes, dropout %g, Adam lr %g\n",
+           (long long)b->batch, (long long)b->hidden, (long long)r.in_dim,
+           (long long)r.num_classes, b->dropout, b->lr);
+    printf("%-7s %12s %12s %12s   (mean over the timed minibatches; layer 0 = input layer)\n",
+           "layer", "num_src", "num_dst", "edges");
+    for (int l = 0; l < b->layers; l++) {
+        cJSON *o;
+        BENCH_REQUIRE(o = cJSON_CreateObject(), "out of memory");
+        cJSON_AddItemToArray(jl, o);
+        BENCH_JSON(cJSON_AddNumberToObject(o, "num_src", sizes[l][0]));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "num_dst", sizes[l][1]));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "num_edges", sizes[l][2]));
+        printf("%-7d %12.0f %12.0f %12.0f\n", l, sizes[l][0], sizes[l][1], sizes[l][2]);
+    }
+    printf("training step: median %.3f ms, mean %.3f ms, min %.3f, max %.3f over %d minibatches "
+           "(after %d warm-up); loss %.4f -> %.4f\n",
+           median, mean, ms[0], ms[b->steps - 1], b->steps, b->warmup,
+           cJSON_GetObjectItem(res, "first_loss")->valuedouble,
+           cJSON_GetObjectItem(res, "last_loss")->valuedouble);
+    if (b->breakdown) {
+        double sum = 0;
+        if (add_stats(res, "breakdown_step_ms", ms_bd, b->steps, &bd_median, &bd_mean)) goto fail;
+        BENCH_JSON(jb = cJSON_AddObjectToObject(res, "breakdown_ms_per_step"));
+        printf("\nper op kind (ms per step, each op between its own events; that pass: median "
+               "%.3f ms a step)\n",
+               bd_median);
+        for (int k = 0; k < K_COUNT; k++) {
+            if (!bd.calls[k]) continue;
+            cJSON *o;
+            BENCH_JSON(o = cJSON_AddObjectToObject(jb, kind_names[k]));
+            BENCH_JSON(cJSON_AddNumberToObject(o, "ms", bd.ms[k] / b->steps));
+            BENCH_JSON(cJSON_AddNumberToObject(o, "calls", (double)bd.calls[k] / b->steps));
+            printf("  %-27s %8.3f ms  %5.1f calls  %5.1f %%\n", kind_names[k],
+                   bd.ms[k] / b->steps, (double)bd.calls[k] / b->steps,
+                   bd_mean > 0 ? 100 * bd.ms[k] / b->steps / bd_mean : 0);
+            sum += bd.ms[k] / b->steps;
+        }
+        printf("  %-27s %8.3f ms\n", "sum of the ops", sum);
+        BENCH_JSON(cJSON_AddNumberToObject(res, "breakdown_sum_ms", sum));
+    }
+    if (b->dump_dir) printf("blocks of the %d timed steps written to %s\n", b->steps, b->dump_dir);
+    rc = 0;
+fail:
+    run_release(&r);
+    free(ms);
+    free(ms_bd);
+    free(losses);
+    return rc;
+}
+
+#endif /* GD_WITH_CUDA */
+
+static int add_parameters(const step_bench *b, cJSON *root) {
+    cJSON *p, *a;
+    BENCH_JSON(p = cJSON_AddObjectToObject(root, "parameters"));
+    BENCH_JSON(cJSON_AddStringToObject(p, "preset", b->preset));
+    BENCH_JSON(cJSON_AddNumberToObject(p, "nodes", (double)b->nodes));
+    BENCH_JSON(a = cJSON_AddArrayToObject(p, "fanouts"));
+    for (int l = 0; l < b->layers; l++)
+        BENCH_JSON(cJSON_AddItemToArray(a, cJSON_CreateNumber(b->fanouts[l])));
+    BENCH_JSON(cJSON_AddNumberToObject(p, "batch", (double)b->batch));
+    BENCH_JSON(cJSON_AddNumberToObject(p, "hidden", (double)b->hidden));
+    BENCH_JSON(cJSON_AddNumberToObject(p, "dropout", b->dropout));
+    BENCH_JSON(cJSON_AddNumberToObject(p, "lr", b->lr));
+    BENCH_JSON(cJSON_AddNumberToObject(p, "steps", b->steps));
+    BENCH_JSON(cJSON_AddNumberToObject(p, "warmup", b->warmup));
+    BENCH_JSON(cJSON_AddNumberToObject(p, "seed", (double)b->seed));
+    BENCH_JSON(cJSON_AddStringToObject(p, "precision", "float32 (cuBLAS default math, no TF32)"));
+    BENCH_JSON(cJSON_AddStringToObject(p, "timed", "forward with dropout, softmax cross-entropy, "
+                                                   "zero grad, backward, Adam step"));
+    return 0;
+fail:
+    return -1;
+}
+
+int bench_step(int argc, char **argv) {
+    step_bench b;
+    cJSON *root = NULL;
+    int rc = CLI_EXIT_FAIL;
+    const double t_start = bench_now();
+    memset(&b, 0, sizeof b);
+    {
+        const int prc = parse_options(&b, argc, argv);
+        if (prc != 0) return prc < 0 ? 0 : prc;
+    }
+    if (b.json_path && bench_json_probe(b.json_path) != 0) goto fail;
+    {
+        const int count = gd_device_count();
+        BENCH_REQUIRE(gd_has_cuda() && count > 0,
+                      "the training step runs on the CUDA nn backend, which needs a CUDA build "
+                      "and a GPU, and %s (train on the CPU with `graphdirect train --mode cpu`)",
+                      gd_has_cuda() ? "no GPU is visible" : "this build has no CUDA");
+        BENCH_REQUIRE(b.device < count, "GPU %d does not exist: %d GPU(s) visible (0..%d)",
+                      b.device, count, count - 1);
+    }
+    if (b.dump_dir) {
+        BENCH_REQUIRE(mkdir(b.dump_dir, 0755) == 0 || errno == EEXIST,
+                      "--dump %s: cannot create the directory: %s", b.dump_dir, strerror(errno));
+        struct stat sb;
+        BENCH_REQUIRE(stat(b.dump_dir, &sb) == 0 && S_ISDIR(sb.st_mode),
+                      "--dump %s: not a directory", b.dump_dir);
+    }
+    if (bench_json_header(&root, "step", b.commit, b.commit_given, 1, b.device) != 0) goto fail;
+    if (add_parameters(&b, root) != 0) goto fail;
+#ifdef GD_WITH_CUDA
+    if (run_cuda(&b, root) != 0) goto fail;
+#endif
+    printf("\nbench step: done in %.1f s\n", bench_now() - t_start);
+    BENCH_JSON(cJSON_AddNumberToObject(root, "seconds", bench_now() - t_start));
+    if (b.json_path) {
+        if (bench_json_write(b.json_path, root) != 0) goto fail;
+        printf("results written to %s\n", b.json_path);
+    }
+    rc = 0;
+fail:
+    if (rc != 0 && cli_interrupted()) {
+        fprintf(stderr, "graphdirect bench: interrupted\n");
+        rc = CLI_EXIT_INTERRUPTED;
+    }
+    cJSON_Delete(root);
+    return rc;
+}
