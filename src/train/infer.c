@@ -370,13 +370,14 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
         gd_host_tensor_t *given = o->features;
         if (given) {
             GD_REQUIRE(gd_host_tensor_is_registered(given) &&
+                           given->reg_device == s->ctx->device &&
                            gd_host_tensor_dtype(given) == GD_DTYPE_FLOAT32 &&
                            gd_host_tensor_rows(given) == s->n &&
                            gd_host_tensor_cols(given) == m->dims[0],
                        GD_ERR_INVALID_ARG,
-                       "inference: the given feature tensor must be the dataset's %lld x %lld "
-                       "float32 features, registered with the GPU",
-                       (long long)s->n, (long long)m->dims[0]);
+                       "inference: the given feature tensor must hold the dataset's %lld x %lld "
+                       "float32 features and be registered with GPU %d (the model's)",
+                       (long long)s->n, (long long)m->dims[0], s->ctx->device);
         }
         GD_CHECK(table_on_host(s, &s->tab[0], m->dims[0], features, given));
     }

@@ -1,5 +1,5 @@
 /*
- * Exact evaluation by layer-wise full-neighbour inference (docs/train.md, "Exact evaluation").
+ * Exact evaluation by layer-wise full-neighbour inference.
  *
  * Training evaluates with sampled neighbours; this computes what the model gives with every
  * in-neighbour of every node, layer by layer over all nodes, as DGL's and PyG's `inference`:
