@@ -22,6 +22,9 @@ have_cmd python3 || missing_deb+=(python3)
 if have_cmd python3 && ! python3 -c 'import numpy' >/dev/null 2>&1; then need_numpy=1; fi
 # Optional: clang builds the libFuzzer targets; without it `make test` skips them and says so.
 have_cmd clang || missing_deb+=(clang)
+# Optional: gnuplot draws the charts of `graphdirect plot`; without it that command says how to
+# install it and the positive cases of tests/plot_smoke.sh are skipped.
+have_cmd gnuplot || missing_deb+=(gnuplot-nox)
 
 if [ ${#missing_deb[@]} -eq 0 ] && [ $need_numpy -eq 0 ]; then
     exit 0

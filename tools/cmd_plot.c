@@ -9,8 +9,9 @@
  * The chart is a gnuplot script and tab-separated data in a temporary directory; gnuplot draws
  * into a temporary file beside the output, which is renamed into place only once gnuplot has
  * succeeded and the file is a PNG, so a failure never leaves a half-written picture. Every input
- * is read and checked before gnuplot is looked for, so a malformed file is reported (file and
- * line) on any machine. docs/plot.md describes the record formats and the charts.
+ * is read and checked, and the script written, before gnuplot is looked for, so a malformed file
+ * is reported (file and line) on any machine. docs/plot.md describes the record formats and the
+ * charts.
  */
 #include "cli.h"
 
@@ -20,6 +21,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <spawn.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,8 +236,8 @@ static int is_blank(const char *s) {
  * A number field of a metrics record: absent or null give NaN unless the field is required;
  * anything else that is not a number is an error naming the file, line and field.
  */
-static int get_number(const cJSON *o, const char *key, int required, double *out,
-                      const char *path, int line, const char *type) {
+static int get_number(const cJSON *o, const char *key, int required, double *out, const char *path,
+                      int line, const char *type) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
     *out = NAN;
     if (cJSON_IsNumber(it)) {
@@ -243,12 +245,12 @@ static int get_number(const cJSON *o, const char *key, int required, double *out
         return 0;
     }
     if (it && !cJSON_IsNull(it)) {
-        fprintf(stderr, PREFIX "%s:%d: \"%s\" of a \"%s\" record is not a number\n", path, line,
-                key, type);
+        fprintf(stderr, PREFIX "%s:%d: \"%s\" of this %s record is not a number\n", path, line, key,
+                type);
         return -1;
     }
     if (required) {
-        fprintf(stderr, PREFIX "%s:%d: a \"%s\" record needs a number \"%s\"\n", path, line, type,
+        fprintf(stderr, PREFIX "%s:%d: this %s record has no number \"%s\"\n", path, line, type,
                 key);
         return -1;
     }
@@ -295,6 +297,14 @@ static char *run_label(const cJSON *o, const char *path) {
     return s;
 }
 
+/*
+ * A record of an epoch already finished in this run starts another run: files appended to one
+ * another without "run" records still draw as separate runs instead of a zigzag.
+ */
+static int epoch_goes_back(const run_t *r, double epoch) {
+    return r->n_epochs > 0 && epoch <= r->epochs[r->n_epochs - 1].epoch;
+}
+
 static int metrics_record(plot_ctx *c, const char *path, int line, const cJSON *o, run_t **cur) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(o, "type");
     if (!cJSON_IsObject(o) || !cJSON_IsString(type)) {
@@ -319,6 +329,8 @@ static int metrics_record(plot_ctx *c, const char *path, int line, const cJSON *
             get_number(o, "step", 1, &s.step, path, line, t) ||
             get_number(o, "loss", 0, &s.loss, path, line, t))
             return -1;
+        if (epoch_goes_back(r, s.epoch) && !(r = *cur = new_run(c, path, strdup(r->label))))
+            return -1;
         if (grow((void **)&r->steps, &r->cap_steps, r->n_steps, sizeof s)) return -1;
         r->steps[r->n_steps++] = s;
     } else if (!strcmp(t, "epoch")) {
@@ -332,6 +344,8 @@ static int metrics_record(plot_ctx *c, const char *path, int line, const cJSON *
             return -1;
         for (int k = 0; k < NUM_PARTS; k++)
             if (get_number(o, part_keys[k], 0, &e.parts[k], path, line, t)) return -1;
+        if (epoch_goes_back(r, e.epoch) && !(r = *cur = new_run(c, path, strdup(r->label))))
+            return -1;
         if (grow((void **)&r->epochs, &r->cap_epochs, r->n_epochs, sizeof e)) return -1;
         r->epochs[r->n_epochs++] = e;
     } else {
@@ -433,8 +447,8 @@ static int read_input(plot_ctx *c, const char *path) {
             rc = parse_bench(c, path, doc);
             goto done;
         }
-        int metrics = cJSON_IsObject(doc) &&
-                      cJSON_IsString(cJSON_GetObjectItemCaseSensitive(doc, "type"));
+        int metrics =
+            cJSON_IsObject(doc) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(doc, "type"));
         cJSON_Delete(doc);
         if (!metrics) {
             fprintf(stderr,
@@ -463,7 +477,10 @@ static int read_input(plot_ctx *c, const char *path) {
         cJSON_Delete(first);
     }
     line_col(text, bad, &line, &col);
-    fprintf(stderr, PREFIX "%s:%d: not valid JSON near column %d\n", path, line, col);
+    /* An error on the last line is most often a file cut short (a run killed while writing). */
+    const char *after = strchr(bad, '\n');
+    fprintf(stderr, PREFIX "%s:%d: not valid JSON near column %d%s\n", path, line, col,
+            !after || is_blank(after) ? " (the last line: was the file cut short?)" : "");
 done:
     free(text);
     return rc;
@@ -483,22 +500,31 @@ static int tidy_runs(plot_ctx *c) {
         }
     }
     c->n_runs = n;
+    /* Candidates in turn: the label, then with the file name (which tells files apart), then
+       numbered (which tells runs of one file apart). */
     for (int i = 1; i < n; i++) {
-        for (int k = 2;; k++) {
+        char *base = c->runs[i].label, *file = file_label(c->runs[i].path), *cand = NULL;
+        if (!file) return oom();
+        for (int k = 0;; k++) {
+            free(cand);
+            if (k == 0)
+                cand = strdup(base);
+            else if (k == 1)
+                cand = strstr(base, file) ? NULL : str_printf("%s (%s)", base, file);
+            else
+                cand = str_printf("%s #%d", base, k);
+            if (k == 1 && !cand) continue;
+            if (!cand) {
+                free(file);
+                return oom();
+            }
             int clash = 0;
-            for (int j = 0; j < i && !clash; j++) clash = !strcmp(c->runs[i].label, c->runs[j].label);
+            for (int j = 0; j < i && !clash; j++) clash = !strcmp(cand, c->runs[j].label);
             if (!clash) break;
-            /* First the file name, which tells files apart; then a counter within one file. */
-            char *file = file_label(c->runs[i].path);
-            if (!file) return oom();
-            char *s = k == 2 && !strstr(c->runs[i].label, file)
-                          ? str_printf("%s (%s)", c->runs[i].label, file)
-                          : str_printf("%s #%d", c->runs[i].label, k);
-            free(file);
-            if (!s) return oom();
-            free(c->runs[i].label);
-            c->runs[i].label = s;
         }
+        free(file);
+        free(base);
+        c->runs[i].label = cand;
     }
     return 0;
 }
@@ -555,7 +581,9 @@ static int data_close(FILE *f, const char *path) {
     return 0;
 }
 
-static void gp_colour(FILE *gp, int i) { fprintf(gp, " lc rgb '#%s'", colours[i % NUM_COLOURS]); }
+static void gp_colour(FILE *gp, int i) {
+    fprintf(gp, " lc rgb '#%s'", colours[i % NUM_COLOURS]);
+}
 
 /* The terminal: pngcairo (antialiased) when this gnuplot has it, else the libgd png. */
 static void gp_preamble(plot_ctx *c, const char *tmp_out) {
@@ -590,14 +618,18 @@ static void gp_multiplot(plot_ctx *c, int rows, int cols) {
     putc('\n', c->gp);
 }
 
-static int any_finite(const double *v, size_t n, size_t stride) {
-    for (size_t i = 0; i < n; i++)
-        if (isfinite(v[i * stride])) return 1;
+/* 1 when some epoch of r has a finite value in the double field at offset. */
+static int epochs_have(const run_t *r, size_t offset) {
+    for (int i = 0; i < r->n_epochs; i++) {
+        double v;
+        memcpy(&v, (const char *)&r->epochs[i] + offset, sizeof v);
+        if (isfinite(v)) return 1;
+    }
     return 0;
 }
-#define EPOCH_HAS(r, field)                                                                    \
-    ((r)->n_epochs &&                                                                          \
-     any_finite(&(r)->epochs[0].field, (size_t)(r)->n_epochs, sizeof(epoch_rec) / sizeof(double)))
+#define EPOCH_HAS(r, field) epochs_have((r), offsetof(epoch_rec, field))
+#define EPOCH_HAS_PART(r, k)                                                                       \
+    epochs_have((r), offsetof(epoch_rec, parts) + (size_t)(k) * sizeof(double))
 
 /*
  * Where a step sits on the epoch axis: epoch e spans (e-1, e], so step s of an epoch of m
@@ -663,8 +695,9 @@ static void gp_loss_panel(plot_ctx *c, char **epoch_paths, char **step_paths, in
     FILE *gp = c->gp;
     gp_title(gp, single && c->title ? c->title : "training loss");
     fputs("set xlabel 'epoch'\nset ylabel 'loss (softmax cross-entropy)'\n"
-          "set xrange [0:*]\nset yrange [*:*]\nset key top right\n",
+          "set xrange [0:*]\nset yrange [*:*]\n",
           gp);
+    fprintf(gp, "set key %s\n", c->n_runs > 2 ? "below horizontal nobox height 1.5" : "top right");
     if (c->logy) fputs("set logscale y\n", gp);
     int first = 1;
     for (int i = 0; i < c->n_runs; i++) {
@@ -697,9 +730,11 @@ static void gp_loss_panel(plot_ctx *c, char **epoch_paths, char **step_paths, in
 static void gp_acc_panel(plot_ctx *c, char **epoch_paths, int single) {
     FILE *gp = c->gp;
     gp_title(gp, single && c->title ? c->title : "accuracy");
-    fputs("set xlabel 'epoch'\nset ylabel 'accuracy'\nset xrange [0:*]\nset yrange [*:*]\n"
-          "set key bottom right\n",
-          gp);
+    /* Two lines a run: past two runs the key goes under the panel, off the curves. */
+    fprintf(gp,
+            "set xlabel 'epoch'\nset ylabel 'accuracy'\nset xrange [0:*]\nset yrange [*:*]\n"
+            "set key %s\n",
+            c->n_runs > 2 ? "below horizontal nobox height 1.5" : "bottom right");
     int first = 1;
     for (int i = 0; i < c->n_runs; i++) {
         const run_t *r = &c->runs[i];
@@ -799,8 +834,9 @@ static int gp_stack_panel(plot_ctx *c, const char *title, const char *xlabel, co
     if (any_part && has_total) {
         plot_sep(gp, &first);
         gp_str(gp, path);
-        fprintf(gp, " using 0:%d with points pt 9 ps 1.6 lc rgb '#000000' title "
-                    "'wall-clock total'",
+        fprintf(gp,
+                " using 0:%d with points pt 9 ps 1.6 lc rgb '#000000' title "
+                "'wall-clock total'",
                 NUM_PARTS + 3);
     }
     fputs("\n", gp);
@@ -813,27 +849,24 @@ static int gp_stack_panel(plot_ctx *c, const char *title, const char *xlabel, co
 /* ------------------------------------------------------------------------------------------ */
 /* Training metrics                                                                            */
 
+static int run_has_time(const run_t *r) {
+    if (EPOCH_HAS(r, epoch_s)) return 1;
+    for (int k = 0; k < NUM_PARTS; k++)
+        if (EPOCH_HAS_PART(r, k)) return 1;
+    return 0;
+}
+
 static int runs_have(const plot_ctx *c, int what) {
     for (int i = 0; i < c->n_runs; i++) {
         const run_t *r = &c->runs[i];
-        switch (what) {
-        case 'l':
-            if (EPOCH_HAS(r, loss) || run_has_step_loss(r)) return 1;
-            break;
-        case 'a':
-            if (EPOCH_HAS(r, valid_acc) || EPOCH_HAS(r, train_acc)) return 1;
-            break;
-        default:
-            if (EPOCH_HAS(r, epoch_s)) return 1;
-            for (int k = 0; k < NUM_PARTS; k++)
-                if (EPOCH_HAS(r, parts[k])) return 1;
-        }
+        if (what == 'l' && (EPOCH_HAS(r, loss) || run_has_step_loss(r))) return 1;
+        if (what == 'a' && (EPOCH_HAS(r, valid_acc) || EPOCH_HAS(r, train_acc))) return 1;
+        if (what == 't' && run_has_time(r)) return 1;
     }
     return 0;
 }
 
-static int nothing_to_plot(const plot_ctx *c, char *const *files, int nfiles, const char *what) {
-    (void)c;
+static int nothing_to_plot(char *const *files, int nfiles, const char *what) {
     fprintf(stderr, PREFIX "nothing to plot: no record in");
     for (int i = 0; i < nfiles; i++) fprintf(stderr, "%s %s", i ? "," : "", files[i]);
     fprintf(stderr, " has %s\n", what);
@@ -856,31 +889,36 @@ static int plot_metrics(plot_ctx *c, const char *tmp_out, char *const *files, in
         goto done;
     }
     if (c->n_runs == 0) {
-        nothing_to_plot(c, files, nfiles, "a step or an epoch");
+        nothing_to_plot(files, nfiles, "a step or an epoch");
         goto done;
     }
     int has_loss = runs_have(c, 'l'), has_acc = runs_have(c, 'a'), has_time = runs_have(c, 't');
     const char *what = c->what;
     if (!strcmp(what, "loss") && !has_loss) {
-        nothing_to_plot(c, files, nfiles, "a loss");
+        nothing_to_plot(files, nfiles, "a loss");
         goto done;
     }
     if (!strcmp(what, "acc") && !has_acc) {
-        nothing_to_plot(c, files, nfiles, "a train_acc or valid_acc");
+        nothing_to_plot(files, nfiles, "a train_acc or valid_acc");
         goto done;
     }
     if (!strcmp(what, "time") && !has_time) {
-        nothing_to_plot(c, files, nfiles, "an epoch_s or a part (sample_s, gather_s, train_s, wait_s)");
+        nothing_to_plot(files, nfiles,
+                        "an epoch_s or a part (sample_s, gather_s, train_s, wait_s)");
         goto done;
     }
     if (!strcmp(what, "auto") && !has_loss && !has_acc) {
-        nothing_to_plot(c, files, nfiles, "a loss, train_acc or valid_acc");
+        nothing_to_plot(files, nfiles,
+                        has_time ? "a loss, train_acc or valid_acc (there are epoch times: "
+                                   "--what time draws them)"
+                                 : "a loss, train_acc or valid_acc");
         goto done;
     }
 
     if (!strcmp(what, "time")) {
         int n = 0, r_rows, r_cols;
-        for (int i = 0; i < c->n_runs; i++) n += c->runs[i].n_epochs > 0;
+        /* A panel per run that has epoch times (the others are left out). */
+        for (int i = 0; i < c->n_runs; i++) n += run_has_time(&c->runs[i]);
         grid(n, &r_rows, &r_cols);
         if (!c->size_given) {
             c->width = r_cols > 1 ? 1400 : 1000;
@@ -890,7 +928,7 @@ static int plot_metrics(plot_ctx *c, const char *tmp_out, char *const *files, in
         if (n > 1) gp_multiplot(c, r_rows, r_cols);
         for (int i = 0; i < c->n_runs; i++) {
             const run_t *r = &c->runs[i];
-            if (!r->n_epochs) continue;
+            if (!run_has_time(r)) continue;
             free(rows);
             if (!(rows = calloc((size_t)r->n_epochs, sizeof *rows))) {
                 oom();
@@ -906,8 +944,8 @@ static int plot_metrics(plot_ctx *c, const char *tmp_out, char *const *files, in
                 rows[k].total = r->epochs[k].epoch_s;
                 memcpy(rows[k].parts, r->epochs[k].parts, sizeof rows[k].parts);
             }
-            char *title = n == 1 && c->title ? strdup(c->title)
-                                             : str_printf("epoch time: %s", r->label);
+            char *title =
+                n == 1 && c->title ? strdup(c->title) : str_printf("epoch time: %s", r->label);
             int prc = title ? gp_stack_panel(c, title, "epoch", rows, r->n_epochs) : oom();
             free(title);
             for (int k = 0; k < r->n_epochs; k++) free(rows[k].label);
@@ -1017,7 +1055,9 @@ static int intern(char ***list, int *n, int *cap, char *s) {
     return (*n)++;
 }
 
-static int same_panel(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+static int same_panel(double a, double b) {
+    return a == b || (isnan(a) && isnan(b));
+}
 
 /*
  * Every result that has the field drawn (stacked: the epoch time or one of its parts). A
@@ -1049,10 +1089,10 @@ static int collect_results(const plot_ctx *c, const char *metric, double scale, 
             const char *mode = item_string(it, "mode");
             char *file = file_label(c->benches[b].path);
             r->category = item_category(it);
-            r->series = !file                ? NULL
-                        : c->n_benches > 1 ? str_printf("%s%s(%s)", mode ? mode : "",
-                                                        mode ? " " : "", file)
-                                           : strdup(mode ? mode : metric);
+            r->series = !file ? NULL
+                        : c->n_benches > 1
+                            ? str_printf("%s%s(%s)", mode ? mode : "", mode ? " " : "", file)
+                            : strdup(mode ? mode : metric);
             free(file);
             if (!r->category || !r->series) return oom();
         }
@@ -1149,7 +1189,7 @@ static int draw_sweep(plot_ctx *c, const results *R, const char *metric, const c
     int logy = c->logy || (hi > 0 && hi > 30 * lo);
     gp_preamble(c, tmp_out);
     fputs("set logscale x 2\nset format x '%.0f'\nset xlabel 'row bytes'\n"
-          "set key below horizontal nobox maxrows 3 height 1.5\n",
+          "set key below horizontal nobox height 1.5\n",
           gp);
     fputs(logy ? "set logscale y\nset yrange [*:*]\nset ylabel " : "set yrange [0:*]\nset ylabel ",
           gp);
@@ -1161,7 +1201,7 @@ static int draw_sweep(plot_ctx *c, const results *R, const char *metric, const c
         putc('\n', gp);
     }
     for (int p = 0; p < n_panels; p++) {
-        char *pt = n_panels == 1            ? strdup(title)
+        char *pt = n_panels == 1         ? strdup(title)
                    : isfinite(panels[p]) ? str_printf("%.0f ids per call", panels[p])
                                          : strdup("");
         if (!pt) {
@@ -1175,8 +1215,8 @@ static int draw_sweep(plot_ctx *c, const results *R, const char *metric, const c
             /* This series' points of this panel, by increasing row width. */
             int count = 0;
             for (int i = 0; i < R->n; i++)
-                count += !strcmp(R->res[i].series, R->sers[s]) &&
-                         same_panel(R->res[i].panel, panels[p]);
+                count +=
+                    !strcmp(R->res[i].series, R->sers[s]) && same_panel(R->res[i].panel, panels[p]);
             if (!count) continue;
             free(path);
             FILE *f = data_open(c, &path);
@@ -1215,8 +1255,7 @@ static int draw_sweep(plot_ctx *c, const results *R, const char *metric, const c
             /* Short, so that the key fits under the panel; its kind is in the chart title. */
             char *t = !file ? NULL
                             : str_printf("ceiling %.1f GB/s%s%s%s", g, c->n_benches > 1 ? " (" : "",
-                                         c->n_benches > 1 ? file : "",
-                                         c->n_benches > 1 ? ")" : "");
+                                         c->n_benches > 1 ? file : "", c->n_benches > 1 ? ")" : "");
             free(file);
             if (!t) {
                 oom();
@@ -1273,7 +1312,8 @@ static int draw_bars(plot_ctx *c, const results *R, const char *metric, const ch
     fputs("set style data histograms\nset style histogram clustered gap 1\n"
           "set style fill solid 0.85 border -1\nset key top left\n",
           gp);
-    fputs(c->logy ? "set logscale y\nset yrange [*:*]\nset ylabel " : "set yrange [0:*]\nset ylabel ",
+    fputs(c->logy ? "set logscale y\nset yrange [*:*]\nset ylabel "
+                  : "set yrange [0:*]\nset ylabel ",
           gp);
     gp_str(gp, axis);
     fprintf(gp, "\nset xtics %s\n", longest * (size_t)nc > 90 ? "rotate by -25" : "norotate");
@@ -1353,11 +1393,11 @@ static int plot_bench(plot_ctx *c, const char *tmp_out) {
         int show_ceiling = sweep && ceiling && !strcmp(metric, "gbps");
         title = str_printf("bench %s: %s%s%s%s%s%s%s", benchmark, what_drawn,
                            show_ceiling ? " (dashed: the ceiling, " : "",
-                           show_ceiling ? ceiling : "", show_ceiling ? ")" : "",
-                           device ? ", " : "", device ? device : "",
-                           commit ? ", commit " : "");
+                           show_ceiling ? ceiling : "", show_ceiling ? ")" : "", device ? ", " : "",
+                           device ? device : "", commit ? ", commit " : "");
         if (title && commit) {
-            char *t = str_printf("%s%s", title, commit);
+            /* A configure-time commit is the whole hash: 12 digits tell it apart. */
+            char *t = str_printf("%s%.12s", title, commit);
             free(title);
             title = t;
         }
@@ -1425,7 +1465,8 @@ static int run_gnuplot(const char *gnuplot, const char *script, const char *log)
     char *args[] = {arg0, (char *)script, NULL};
     if (posix_spawn_file_actions_init(&fa)) return oom();
     err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    if (!err) err = posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (!err)
+        err = posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (!err) err = posix_spawn_file_actions_adddup2(&fa, 1, 2);
     if (!err) err = posix_spawn(&pid, gnuplot, &fa, NULL, args, environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -1496,8 +1537,7 @@ int cmd_plot(int argc, char **argv) {
         {"output", required_argument, 0, 'o'}, {"what", required_argument, 0, 'w'},
         {"title", required_argument, 0, 't'},  {"metric", required_argument, 0, 'm'},
         {"size", required_argument, 0, 's'},   {"logy", no_argument, 0, 'l'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     plot_ctx c;
     char *gnuplot = NULL, *tmp_out = NULL, *script = NULL, *log = NULL;
     int rc = CLI_EXIT_FAIL, n_metrics_files = 0, opt;
@@ -1578,19 +1618,13 @@ int cmd_plot(int argc, char **argv) {
         goto done;
     }
     if (n_metrics_files && c.metric) {
-        rc = cli_usage_error("plot", "--metric is for benchmark results; %s holds training "
-                                     "metrics",
+        rc = cli_usage_error("plot",
+                             "--metric is for benchmark results; %s holds training "
+                             "metrics",
                              files[0]);
         goto done;
     }
     if (tidy_runs(&c)) goto done;
-
-    gnuplot = find_in_path("gnuplot");
-    if (!gnuplot) {
-        fprintf(stderr, PREFIX "gnuplot is not installed; run `sudo apt-get install gnuplot-nox` "
-                               "(or scripts/install-deps.sh as root)\n");
-        goto done;
-    }
 
     /* gnuplot draws into a temporary file beside OUT, renamed over OUT when it is complete. */
     if (!(tmp_out = str_printf("%s.tmp.XXXXXX", c.out))) {
@@ -1625,7 +1659,8 @@ int cmd_plot(int argc, char **argv) {
         c.dir = NULL;
         goto done;
     }
-    if (!(script = str_printf("%s/plot.gp", c.dir)) || !(log = str_printf("%s/gnuplot.log", c.dir))) {
+    if (!(script = str_printf("%s/plot.gp", c.dir)) ||
+        !(log = str_printf("%s/gnuplot.log", c.dir))) {
         oom();
         goto done;
     }
@@ -1635,19 +1670,25 @@ int cmd_plot(int argc, char **argv) {
     }
     int prc = c.n_benches ? plot_bench(&c, tmp_out) : plot_metrics(&c, tmp_out, files, nfiles);
     int bad = ferror(c.gp);
-    if (fclose(c.gp) != 0 || bad) {
-        c.gp = NULL;
-        if (!prc) fprintf(stderr, PREFIX "writing %s failed: %s\n", script, strerror(errno));
-        if (!prc) prc = -1;
+    if ((fclose(c.gp) != 0 || bad) && !prc) {
+        fprintf(stderr, PREFIX "writing %s failed: %s\n", script, strerror(errno));
+        prc = -1;
     }
     c.gp = NULL;
     if (prc) {
         if (prc == -2) rc = CLI_EXIT_USAGE, fprintf(stderr, "(see graphdirect plot --help)\n");
         goto done;
     }
+    /* Only now, with every input checked and the chart written out, is gnuplot needed. */
+    gnuplot = find_in_path("gnuplot");
+    if (!gnuplot) {
+        fprintf(stderr, PREFIX "gnuplot is not installed; run `sudo apt-get install gnuplot-nox` "
+                               "(or scripts/install-deps.sh as root)\n");
+        goto done;
+    }
     if (run_gnuplot(gnuplot, script, log)) goto done;
     if (stat(tmp_out, &st) != 0 || !is_png(tmp_out)) {
-        fprintf(stderr, PREFIX "gnuplot wrote no PNG into %s\n", tmp_out);
+        fprintf(stderr, PREFIX "gnuplot finished but wrote no PNG (into %s)\n", tmp_out);
         goto done;
     }
     if (rename(tmp_out, c.out) != 0) {
