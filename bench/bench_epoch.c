@@ -28,9 +28,13 @@
 enum { MAX_RUNS = 8 };
 
 typedef struct {
-    char label[32];
+    char label[64];
     gd__train_mode mode;
-    int64_t budget; /* --gpu-mem-budget of this run (0: none) */
+    int64_t budget;      /* --gpu-mem-budget of this run (0: none) */
+    int64_t cache;       /* feature cache bytes (-1: the bench's --gpu-cache) */
+    double cache_frac;   /* or a fraction of the feature table (>= 0), else -1 */
+    int64_t graph_cache; /* neighbour-list cache bytes (-1: the bench's --graph-cache) */
+    char sms[16];        /* gather SM budget ("": the bench's --gather-sms) */
 } run_spec;
 
 typedef struct {
@@ -59,8 +63,10 @@ static void help(void) {
            "CPU core-seconds of zero-copy / cpu-centric.\n\n"
            "  --preset NAME      generator preset (default products)\n"
            "  --nodes N          scale the preset to N nodes\n"
-           "  --modes LIST       modes to run, in order (default all-gpu,zero-copy,cpu-centric);\n"
-           "                     MODE@SIZE runs MODE with --gpu-mem-budget SIZE (zero-copy@16G)\n"
+           "  --modes LIST       runs, in order (default all-gpu,zero-copy,cpu-centric); a run is\n"
+           "                     MODE[:budget=SIZE][:cache=SIZE|N%%][:graph=SIZE][:sms=N|N%%]\n"
+           "                     (GPU memory budget, feature cache, neighbour-list cache, gather\n"
+           "                     SMs); MODE@SIZE is MODE:budget=SIZE\n"
            "  --fanouts LIST     neighbours per hop (default 15,10,5: three layers)\n"
            "  --batch B          seeds per minibatch (default 1024)\n"
            "  --hidden H         hidden width (default 256)\n"
@@ -78,8 +84,68 @@ static void help(void) {
            "  --commit TEXT      commit recorded in the JSON\n");
 }
 
+/*
+ * A run: MODE[:key=value]...; keys: budget=SIZE (GPU memory budget), cache=SIZE or N%
+ * (feature cache, N % of the feature table), graph=SIZE (neighbour-list cache), sms=N or N%
+ * (gather SM budget). "zero-copy@16G" is short for "zero-copy:budget=16G".
+ */
+static int parse_run(char *tok, run_spec *r) {
+    snprintf(r->label, sizeof r->label, "%s", tok);
+    r->budget = 0;
+    r->cache = -1;
+    r->cache_frac = -1;
+    r->graph_cache = -1;
+    r->sms[0] = 0;
+    char *at = strchr(tok, '@'), *save = NULL;
+    if (at) {
+        *at = 0;
+        if (cli_parse_i64(at + 1, &r->budget) || r->budget < 1) {
+            bench_error("--modes: '%s' is not a GPU memory size (e.g. 16G)", at + 1);
+            return -1;
+        }
+    }
+    char *mode = strtok_r(tok, ":", &save);
+    for (char *kv = strtok_r(NULL, ":", &save); kv; kv = strtok_r(NULL, ":", &save)) {
+        char *eq = strchr(kv, '=');
+        int64_t v = 0;
+        if (!eq) goto bad;
+        *eq = 0;
+        const char *val = eq + 1;
+        if (strcmp(kv, "budget") == 0) {
+            if (cli_parse_i64(val, &r->budget) || r->budget < 1) goto bad;
+        } else if (strcmp(kv, "cache") == 0) {
+            size_t n = strlen(val);
+            if (n > 1 && val[n - 1] == '%') {
+                double f = strtod(val, NULL);
+                if (f < 0 || f > 100) goto bad;
+                r->cache_frac = f / 100.0;
+            } else if (cli_parse_i64(val, &r->cache) || r->cache < 0) {
+                goto bad;
+            }
+        } else if (strcmp(kv, "graph") == 0) {
+            if (cli_parse_i64(val, &v) || v < 0) goto bad;
+            r->graph_cache = v;
+        } else if (strcmp(kv, "sms") == 0) {
+            snprintf(r->sms, sizeof r->sms, "%s", val);
+        } else {
+            goto bad;
+        }
+    }
+    if (!mode || gd__train_mode_parse(mode, &r->mode) != GD_OK || r->mode == GD__TRAIN_AUTO) {
+        bench_error("--modes: '%s' is not cpu, all-gpu, zero-copy or cpu-centric",
+                    mode ? mode : "");
+        return -1;
+    }
+    return 0;
+bad:
+    bench_error("--modes: '%s' is not a run: MODE[:budget=SIZE][:cache=SIZE|N%%][:graph=SIZE]"
+                "[:sms=N|N%%]",
+                r->label);
+    return -1;
+}
+
 static int parse_modes(epoch_bench *b, const char *text) {
-    char buf[256];
+    char buf[512];
     snprintf(buf, sizeof buf, "%s", text);
     b->nruns = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
@@ -88,21 +154,7 @@ static int parse_modes(epoch_bench *b, const char *text) {
             bench_error("--modes: at most %d runs", MAX_RUNS);
             return -1;
         }
-        run_spec *r = &b->runs[b->nruns];
-        snprintf(r->label, sizeof r->label, "%s", tok);
-        r->budget = 0;
-        char *at = strchr(tok, '@');
-        if (at) {
-            *at = 0;
-            if (cli_parse_i64(at + 1, &r->budget) || r->budget < 1) {
-                bench_error("--modes: '%s' is not a GPU memory size (e.g. 16G)", at + 1);
-                return -1;
-            }
-        }
-        if (gd__train_mode_parse(tok, &r->mode) != GD_OK || r->mode == GD__TRAIN_AUTO) {
-            bench_error("--modes: '%s' is not cpu, all-gpu, zero-copy or cpu-centric", tok);
-            return -1;
-        }
+        if (parse_run(tok, &b->runs[b->nruns])) return -1;
         b->nruns++;
     }
     return b->nruns ? 0 : -1;
@@ -131,17 +183,26 @@ static int parse_fanouts(epoch_bench *b, const char *text) {
 }
 
 static int parse_options(epoch_bench *b, int argc, char **argv) {
-    static const struct option long_opts[] = {
-        {"preset", required_argument, 0, 'p'},      {"nodes", required_argument, 0, 'N'},
-        {"modes", required_argument, 0, 'm'},       {"fanouts", required_argument, 0, 'f'},
-        {"batch", required_argument, 0, 'b'},       {"hidden", required_argument, 0, 'H'},
-        {"gpu-cache", required_argument, 0, 'c'},   {"graph-cache", required_argument, 0, 'g'},
-        {"gather-sms", required_argument, 0, 'S'},  {"depth", required_argument, 0, 'R'},
-        {"warmup", required_argument, 0, 'w'},      {"max-batches", required_argument, 0, 'M'},
-        {"cpu-batches", required_argument, 0, 'C'}, {"threads", required_argument, 0, 'j'},
-        {"device", required_argument, 0, 'd'},      {"seed", required_argument, 0, 's'},
-        {"json", required_argument, 0, 'o'},        {"commit", required_argument, 0, 'k'},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    static const struct option long_opts[] = {{"preset", required_argument, 0, 'p'},
+                                              {"nodes", required_argument, 0, 'N'},
+                                              {"modes", required_argument, 0, 'm'},
+                                              {"fanouts", required_argument, 0, 'f'},
+                                              {"batch", required_argument, 0, 'b'},
+                                              {"hidden", required_argument, 0, 'H'},
+                                              {"gpu-cache", required_argument, 0, 'c'},
+                                              {"graph-cache", required_argument, 0, 'g'},
+                                              {"gather-sms", required_argument, 0, 'S'},
+                                              {"depth", required_argument, 0, 'R'},
+                                              {"warmup", required_argument, 0, 'w'},
+                                              {"max-batches", required_argument, 0, 'M'},
+                                              {"cpu-batches", required_argument, 0, 'C'},
+                                              {"threads", required_argument, 0, 'j'},
+                                              {"device", required_argument, 0, 'd'},
+                                              {"seed", required_argument, 0, 's'},
+                                              {"json", required_argument, 0, 'o'},
+                                              {"commit", required_argument, 0, 'k'},
+                                              {"help", no_argument, 0, 'h'},
+                                              {0, 0, 0, 0}};
     const char *cmd = "bench epoch";
     int64_t v;
     int c;
@@ -264,10 +325,13 @@ static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec
     cfg.threads = b->threads;
     cfg.mode = r->mode;
     cfg.device = b->device;
-    cfg.gpu_cache_bytes = b->gpu_cache;
-    cfg.graph_cache_bytes = b->graph_cache;
+    cfg.gpu_cache_bytes = r->cache >= 0 ? r->cache : b->gpu_cache;
+    if (r->cache_frac >= 0)
+        cfg.gpu_cache_bytes = (int64_t)(r->cache_frac * (double)gd_dataset_num_nodes(ds) *
+                                        (double)gd_dataset_feature_dim(ds) * 4.0);
+    cfg.graph_cache_bytes = r->graph_cache >= 0 ? r->graph_cache : b->graph_cache;
     cfg.gpu_mem_budget = r->budget;
-    cfg.gather_sms = b->gather_sms;
+    cfg.gather_sms = r->sms[0] ? r->sms : b->gather_sms;
     cfg.depth = b->depth;
     cfg.max_batches = b->warmup;
     fprintf(stderr, "epoch: %s: building the trainer\n", r->label);
@@ -297,7 +361,7 @@ fail:
 
 static const run_result *find(const epoch_bench *b, const run_result *res, gd__train_mode m) {
     for (int i = 0; i < b->nruns; i++)
-        if (res[i].done && b->runs[i].mode == m && b->runs[i].budget == 0) return &res[i];
+        if (res[i].done && strcmp(b->runs[i].label, gd__train_mode_name(m)) == 0) return &res[i];
     return NULL;
 }
 
@@ -345,14 +409,14 @@ int bench_epoch(int argc, char **argv) {
     runs = cJSON_AddArrayToObject(root, "results");
     BENCH_JSON(runs);
 
-    printf("%-18s %8s %9s %8s %8s %8s %8s %9s %9s %9s %10s\n", "mode", "batches", "epoch_s",
+    printf("%-26s %8s %9s %8s %8s %8s %8s %9s %9s %9s %10s\n", "mode", "batches", "epoch_s",
            "sample", "gather", "train", "wait", "train_ms", "cpu_cs", "gpu_GiB", "warm_loss");
     for (int i = 0; i < b.nruns; i++) {
         if (run_mode(&b, ds, &b.runs[i], &res[i])) goto fail;
         const run_result *r = &res[i];
         const gd__train_epoch_stats *s = &r->st;
         const double k = r->scale;
-        printf("%-18s %8lld %9.3f %8.3f %8.3f %8.3f %8.3f %9.3f %9.2f %9.2f %10.5f%s\n",
+        printf("%-26s %8lld %9.3f %8.3f %8.3f %8.3f %8.3f %9.3f %9.2f %9.2f %10.5f%s\n",
                b.runs[i].label, (long long)s->batches, s->seconds * k, s->sample_s * k,
                s->gather_s * k, s->train_s * k, s->wait_s * k,
                s->batches ? 1e3 * s->train_s / (double)s->batches : 0, s->cpu_core_s * k,
@@ -372,13 +436,13 @@ int bench_epoch(int argc, char **argv) {
         BENCH_JSON(cJSON_AddNumberToObject(o, "gather_s", s->gather_s * k));
         BENCH_JSON(cJSON_AddNumberToObject(o, "train_s", s->train_s * k));
         BENCH_JSON(cJSON_AddNumberToObject(o, "wait_s", s->wait_s * k));
-        BENCH_JSON(cJSON_AddNumberToObject(
-            o, "train_ms_per_minibatch", s->batches ? 1e3 * s->train_s / (double)s->batches : 0));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "train_ms_per_minibatch",
+                                           s->batches ? 1e3 * s->train_s / (double)s->batches : 0));
         BENCH_JSON(cJSON_AddNumberToObject(o, "cpu_core_s", s->cpu_core_s * k));
         BENCH_JSON(cJSON_AddNumberToObject(o, "gpu_mem_bytes", (double)s->gpu_mem_bytes));
         BENCH_JSON(cJSON_AddNumberToObject(o, "trainer_gpu_bytes", (double)r->info.gpu_bytes));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "feature_cache_bytes",
-                                           (double)r->info.feature_cache_bytes));
+        BENCH_JSON(
+            cJSON_AddNumberToObject(o, "feature_cache_bytes", (double)r->info.feature_cache_bytes));
         BENCH_JSON(
             cJSON_AddNumberToObject(o, "graph_cache_bytes", (double)r->info.graph_cache_bytes));
         BENCH_JSON(cJSON_AddNumberToObject(o, "create_s", r->create_s));
@@ -397,7 +461,8 @@ int bench_epoch(int argc, char **argv) {
 
     targets = cJSON_AddArrayToObject(root, "targets");
     BENCH_JSON(targets);
-    const run_result *ag = find(&b, res, GD__TRAIN_ALL_GPU), *zc = find(&b, res, GD__TRAIN_ZERO_COPY),
+    const run_result *ag = find(&b, res, GD__TRAIN_ALL_GPU),
+                     *zc = find(&b, res, GD__TRAIN_ZERO_COPY),
                      *cc = find(&b, res, GD__TRAIN_CPU_CENTRIC);
     if (zc && ag) {
         printf("zero-copy / all-gpu epoch: %.3f (target <= 1.10)\n",
@@ -408,8 +473,8 @@ int bench_epoch(int argc, char **argv) {
     if (zc && cc) {
         printf("cpu-centric / zero-copy epoch: %.3f (target >= 3)\n",
                cc->st.seconds / zc->st.seconds);
-        bench_target(targets, "cpu-centric / zero-copy epoch", cc->st.seconds / zc->st.seconds,
-                     3.0, "x");
+        bench_target(targets, "cpu-centric / zero-copy epoch", cc->st.seconds / zc->st.seconds, 3.0,
+                     "x");
         printf("CPU core-seconds zero-copy / cpu-centric: %.3f (target <= 0.10)\n",
                zc->st.cpu_core_s / cc->st.cpu_core_s);
         bench_target(targets, "cpu-centric / zero-copy CPU core-seconds (>= 10)",

@@ -481,6 +481,7 @@ static void check_faults_cpu(uint64_t *state) {
 
 #ifdef GD_WITH_CUDA
 #include "feature/internal.h"
+#include "core/cuda.h"
 
 /* The kernel against its CPU reference, bit for bit, on a table in GPU or mapped host memory. */
 static void check_agg_kernel(uint64_t *state, gd__nn_ctx *gpu) {
@@ -553,7 +554,7 @@ static void check_agg_kernel(uint64_t *state, gd__nn_ctx *gpu) {
                                   first, last, want, 2);
                 T_OK(gd__infer_cuda_agg(gpu->stream, dtab, cols, dptr, didx, dt, nd, wb, we, first,
                                         last, dagg));
-                T_OK(gd__infer_cuda_sync(gpu->stream));
+                T_OK(gd__cuda_stream_sync(gpu->stream));
                 CU(cudaMemcpy(got, dagg, sizeof(float) * (size_t)(nd * cols), cudaMemcpyDeviceToHost));
                 for (int64_t i = 0; i < nd * cols; i++)
                     if (memcmp(&want[i], &got[i], sizeof(float)) != 0 &&

@@ -197,8 +197,8 @@ int main(void) {
     } else {
         /* The fixed buffers alone may exceed so small a budget: then the message says so. */
         T_EQ_INT(st, GD_ERR_NO_MEMORY);
-        fprintf(stderr, "auto under a %lld-byte budget refused: %s\n",
-                (long long)c.gpu_mem_budget, gd_last_error());
+        fprintf(stderr, "auto under a %lld-byte budget refused: %s\n", (long long)c.gpu_mem_budget,
+                gd_last_error());
     }
 
     gd_dataset_close(ds);

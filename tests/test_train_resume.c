@@ -82,8 +82,8 @@ int main(void) {
             double v;
             T_OK(gd__trainer_epoch(t, e, &s));
             T_OK(gd__trainer_evaluate(t, GD_ARRAY_VALID_IDX, &v, NULL));
-            fprintf(stderr, "resumed after %d: epoch %d loss %.9f (uninterrupted %.9f)\n", k,
-                    e + 1, s.loss, loss[e]);
+            fprintf(stderr, "resumed after %d: epoch %d loss %.9f (uninterrupted %.9f)\n", k, e + 1,
+                    s.loss, loss[e]);
             T_ASSERT(s.loss == loss[e]);
             T_ASSERT(s.train_acc == acc[e]);
             T_ASSERT(v == valid[e]);

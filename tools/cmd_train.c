@@ -359,8 +359,7 @@ static int train_model(const gd_dataset_t *ds, const gd__train_config *cfg_in, i
         if (st != GD_OK) {
             rc = st == GD_ERR_INTERRUPTED ? CLI_EXIT_INTERRUPTED : cli_fail("training", st);
             if (st == GD_ERR_INTERRUPTED)
-                fprintf(stderr, "graphdirect train: interrupted in epoch %lld\n",
-                        (long long)e + 1);
+                fprintf(stderr, "graphdirect train: interrupted in epoch %lld\n", (long long)e + 1);
             goto done;
         }
         total += es.seconds;
@@ -467,28 +466,40 @@ static int ensure_dir(const char *dir) {
         return -1;
     }
     if (mkdir(dir, 0755) != 0) {
-        fprintf(stderr, "graphdirect train: cannot create the checkpoint directory '%s': %s\n",
-                dir, strerror(errno));
+        fprintf(stderr, "graphdirect train: cannot create the checkpoint directory '%s': %s\n", dir,
+                strerror(errno));
         return -1;
     }
     return 0;
 }
 
 int cmd_train(int argc, char **argv) {
-    static const struct option long_opts[] = {
-        {"mode", required_argument, 0, 'm'},       {"preset", required_argument, 0, 'p'},
-        {"epochs", required_argument, 0, 'e'},     {"batch", required_argument, 0, 'b'},
-        {"fanouts", required_argument, 0, 'f'},    {"layers", required_argument, 0, 'L'},
-        {"mlp", no_argument, 0, 'M'},              {"no-baseline", no_argument, 0, 'B'},
-        {"hidden", required_argument, 0, 'H'},     {"dropout", required_argument, 0, 'd'},
-        {"lr", required_argument, 0, 'l'},         {"weight-decay", required_argument, 0, 'w'},
-        {"seed", required_argument, 0, 's'},       {"threads", required_argument, 0, 'j'},
-        {"device", required_argument, 0, 'D'},     {"gpu-cache", required_argument, 0, 'c'},
-        {"graph-cache", required_argument, 0, 'g'}, {"gpu-mem-budget", required_argument, 0, 'G'},
-        {"gather-sms", required_argument, 0, 'S'}, {"depth", required_argument, 0, 'R'},
-        {"metrics", required_argument, 0, 'J'},    {"checkpoint", required_argument, 0, 'C'},
-        {"resume", no_argument, 0, 'r'},           {"no-full-test", no_argument, 0, 'F'},
-        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+    static const struct option long_opts[] = {{"mode", required_argument, 0, 'm'},
+                                              {"preset", required_argument, 0, 'p'},
+                                              {"epochs", required_argument, 0, 'e'},
+                                              {"batch", required_argument, 0, 'b'},
+                                              {"fanouts", required_argument, 0, 'f'},
+                                              {"layers", required_argument, 0, 'L'},
+                                              {"mlp", no_argument, 0, 'M'},
+                                              {"no-baseline", no_argument, 0, 'B'},
+                                              {"hidden", required_argument, 0, 'H'},
+                                              {"dropout", required_argument, 0, 'd'},
+                                              {"lr", required_argument, 0, 'l'},
+                                              {"weight-decay", required_argument, 0, 'w'},
+                                              {"seed", required_argument, 0, 's'},
+                                              {"threads", required_argument, 0, 'j'},
+                                              {"device", required_argument, 0, 'D'},
+                                              {"gpu-cache", required_argument, 0, 'c'},
+                                              {"graph-cache", required_argument, 0, 'g'},
+                                              {"gpu-mem-budget", required_argument, 0, 'G'},
+                                              {"gather-sms", required_argument, 0, 'S'},
+                                              {"depth", required_argument, 0, 'R'},
+                                              {"metrics", required_argument, 0, 'J'},
+                                              {"checkpoint", required_argument, 0, 'C'},
+                                              {"resume", no_argument, 0, 'r'},
+                                              {"no-full-test", no_argument, 0, 'F'},
+                                              {"help", no_argument, 0, 'h'},
+                                              {0, 0, 0, 0}};
     gd__train_config cfg = GD__TRAIN_CONFIG_INIT;
     run_options ro = {NULL, NULL, 0, 1, NULL};
     const char *preset = "small";
@@ -710,8 +721,7 @@ int cmd_eval(int argc, char **argv) {
             break;
         case 's':
             if (cli_parse_i64(optarg, &seed) || seed < 0)
-                return cli_usage_error("eval", "--seed '%s' is not a non-negative integer",
-                                       optarg);
+                return cli_usage_error("eval", "--seed '%s' is not a non-negative integer", optarg);
             break;
         case 'j':
             if (cli_parse_i64(optarg, &v) || v < 1 || v > 4096)
@@ -808,9 +818,8 @@ int cmd_eval(int argc, char **argv) {
         rc = cli_fail("inference", st);
         goto done;
     }
-    printf("model %s: %d layers, hidden %lld, trained %lld epochs on %s\n", model,
-           meta.num_layers, (long long)meta.hidden_dim, (long long)meta.epochs_done,
-           meta.dataset);
+    printf("model %s: %d layers, hidden %lld, trained %lld epochs on %s\n", model, meta.num_layers,
+           (long long)meta.hidden_dim, (long long)meta.epochs_done, meta.dataset);
     printf("layer-wise full-neighbour inference over %lld nodes on %s: %.2f s\n",
            (long long)gd_dataset_num_nodes(ds), gpu ? "the GPU" : "the CPU", cli_now() - t0);
     for (int s = 0; s < 3; s++) {

@@ -41,11 +41,11 @@
 /* One activation table: num_nodes x cols float32. */
 typedef struct {
     int64_t cols;
-    float *host;               /* host address (CPU tables, pinned host tables), else NULL */
-    float *dev;                /* the address the aggregation and the ops read */
-    int on_device;             /* GPU: the table is in GPU memory */
-    gd__nn_tensor owned;       /* a table we allocated with the backend (CPU or GPU memory) */
-    gd_host_tensor_t *pinned;  /* a pinned host table we created or adopted (GPU) */
+    float *host;              /* host address (CPU tables, pinned host tables), else NULL */
+    float *dev;               /* the address the aggregation and the ops read */
+    int on_device;            /* GPU: the table is in GPU memory */
+    gd__nn_tensor owned;      /* a table we allocated with the backend (CPU or GPU memory) */
+    gd_host_tensor_t *pinned; /* a pinned host table we created or adopted (GPU) */
 } act_table;
 
 typedef struct {
@@ -59,11 +59,11 @@ typedef struct {
     const char *indices; /* int32 or int64 */
     gd_dtype index_dtype;
     size_t index_size;
-    int64_t cap;                   /* rows per chunk */
-    int64_t chunks, pieces;        /* per layer */
-    int64_t max_dst, max_window;   /* the largest chunk and edge window */
-    act_table tab[3];                  /* features, hidden A, hidden B */
-    gd__nn_tensor agg, self, out;  /* flat chunk buffers (self: GPU only) */
+    int64_t cap;                  /* rows per chunk */
+    int64_t chunks, pieces;       /* per layer */
+    int64_t max_dst, max_window;  /* the largest chunk and edge window */
+    act_table tab[3];             /* features, hidden A, hidden B */
+    gd__nn_tensor agg, self, out; /* flat chunk buffers (self: GPU only) */
     int64_t self_cols, out_cols;
     /* GPU: the CSC slice staging (indptr slice, then indices) and the logits of a chunk. */
     void *stage_host, *stage_dev;
@@ -136,11 +136,12 @@ static void par_copy(void *dst, const void *src, size_t bytes, int threads) {
     }
 }
 
-void gd__infer_agg_cpu(const float *table, int64_t cols, const int64_t *indptr,
-                       const void *indices, gd_dtype index_dtype, int64_t num_dst, int64_t e_begin,
-                       int64_t e_end, int first, int last, float *agg, int threads) {
+void gd__infer_agg_cpu(const float *table, int64_t cols, const int64_t *indptr, const void *indices,
+                       gd_dtype index_dtype, int64_t num_dst, int64_t e_begin, int64_t e_end,
+                       int first, int last, float *agg, int threads) {
     const int wide = index_dtype == GD_DTYPE_INT64;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads) if (num_dst > 64 && (e_end - e_begin + num_dst) * cols > 65536)
+#pragma omp parallel for schedule(dynamic, 64)                                                     \
+    num_threads(threads) if (num_dst > 64 && (e_end - e_begin + num_dst) * cols > 65536)
     for (int64_t d = 0; d < num_dst; d++) {
         float *o = agg + d * cols;
         const int64_t g0 = indptr[d], g1 = indptr[d + 1];
@@ -161,8 +162,7 @@ void gd__infer_agg_cpu(const float *table, int64_t cols, const int64_t *indptr,
     }
 }
 
-void gd__infer_argmax(const float *logits, int64_t rows, int64_t cols, int32_t *pred,
-                      int threads) {
+void gd__infer_argmax(const float *logits, int64_t rows, int64_t cols, int32_t *pred, int threads) {
 #pragma omp parallel for schedule(static) num_threads(threads) if (rows * cols > 262144)
     for (int64_t i = 0; i < rows; i++) {
         const float *z = logits + i * cols;
@@ -185,7 +185,7 @@ static void state_release(infer_state *s) {
     if (!s->ctx) return;
 #ifdef GD_WITH_CUDA
     /* Work may still be queued after a failure: let it finish before its buffers go. */
-    if (s->gpu) gd__infer_cuda_drain(s->ctx->stream);
+    if (s->gpu) (void)gd__cuda_stream_sync(s->ctx->stream);
 #endif
     for (int i = 0; i < 3; i++) table_release(s, &s->tab[i]);
     gd__nn_tensor_free(s->ctx, &s->agg);
@@ -193,9 +193,9 @@ static void state_release(infer_state *s) {
     gd__nn_tensor_free(s->ctx, &s->out);
     if (s->stage_dev) s->ctx->be->release(s->ctx, s->stage_dev);
 #ifdef GD_WITH_CUDA
-    if (s->stage_host) gd__infer_cuda_host_free(s->stage_host);
-    if (s->logits_host) gd__infer_cuda_host_free(s->logits_host);
-    if (s->event) gd__infer_cuda_event_destroy(s->event);
+    if (s->stage_host) gd__cuda_host_free(s->stage_host);
+    if (s->logits_host) gd__cuda_host_free(s->logits_host);
+    if (s->event) gd__cuda_event_destroy(s->event);
 #endif
 }
 
@@ -221,8 +221,7 @@ static gd_status load_dataset(infer_state *s, const gd_dataset_t *ds, const floa
                "inference: dataset '%s' has %s features; inference reads float32 features "
                "(regenerate or convert with float32)",
                gd_dataset_name(ds), gd_dtype_name(fv.dtype));
-    GD_REQUIRE(fv.ndim == 2 && fv.shape[0] == s->n && fv.shape[1] == m->dims[0],
-               GD_ERR_INVALID_ARG,
+    GD_REQUIRE(fv.ndim == 2 && fv.shape[0] == s->n && fv.shape[1] == m->dims[0], GD_ERR_INVALID_ARG,
                "inference: dataset '%s' has %lld x %lld features but the model reads %lld "
                "features of %lld nodes",
                gd_dataset_name(ds), (long long)fv.shape[0], (long long)fv.shape[1],
@@ -312,8 +311,8 @@ static gd_status table_on_host(infer_state *s, act_table *t, int64_t cols, const
             gd__error_context(st,
                               "inference: pinning %s (%lld x %lld float32) for the GPU to read "
                               "(or raise the memory budget so that it fits in GPU memory)",
-                              adopt ? "the features" : "a hidden activation table",
-                              (long long)s->n, (long long)cols);
+                              adopt ? "the features" : "a hidden activation table", (long long)s->n,
+                              (long long)cols);
             goto fail;
         }
         h = t->pinned;
@@ -369,8 +368,7 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
     } else {
         gd_host_tensor_t *given = o->features;
         if (given) {
-            GD_REQUIRE(gd_host_tensor_is_registered(given) &&
-                           given->reg_device == s->ctx->device &&
+            GD_REQUIRE(gd_host_tensor_is_registered(given) && given->reg_device == s->ctx->device &&
                            gd_host_tensor_dtype(given) == GD_DTYPE_FLOAT32 &&
                            gd_host_tensor_rows(given) == s->n &&
                            gd_host_tensor_cols(given) == m->dims[0],
@@ -395,8 +393,7 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
         if (ot < 0 || !s->tab[ot].on_device) s->out_cols = max64(s->out_cols, m->dims[l + 1]);
     }
     GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * in_max, &s->agg));
-    GD_CHECK(
-        gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * s->self_cols, &s->self));
+    GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * s->self_cols, &s->self));
     GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * s->out_cols, &s->out));
     s->device_bytes += s->max_dst * (in_max + s->self_cols + s->out_cols) * (int64_t)sizeof(float);
     s->stage_index_offset = (size_t)(s->max_dst + 1) * sizeof(int64_t);
@@ -408,7 +405,7 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
     GD_CHECK(gd__cuda_pinned_alloc((void **)&s->logits_host,
                                    (size_t)(s->max_dst * m->dims[L]) * sizeof(float),
                                    "the inference's logits staging", "lower max_chunk_rows"));
-    GD_CHECK(gd__infer_cuda_event_create(&s->event));
+    GD_CHECK(gd__cuda_event_create(m->ctx.device, 0, &s->event));
 fail:
     return st;
 }
@@ -425,14 +422,14 @@ static gd_status stage(infer_state *s, int64_t lo, int64_t hi, int64_t wb, int64
     const size_t ip_bytes = (size_t)(hi - lo + 1) * sizeof(int64_t);
     const size_t ix_bytes = (size_t)(we - wb) * s->index_size;
     char *host = s->stage_host, *dev = s->stage_dev;
-    GD_CHECK(gd__infer_cuda_event_sync(s->event));
+    GD_CHECK(gd__cuda_event_sync(s->event));
     par_copy(host, s->indptr + lo, ip_bytes, s->threads);
     if (ix_bytes) par_copy(host + s->stage_index_offset, indices_at(s, wb), ix_bytes, s->threads);
-    GD_CHECK(gd__infer_cuda_copy(stream, dev, host, ip_bytes));
+    GD_CHECK(gd__cuda_memcpy_async(dev, host, ip_bytes, stream));
     if (ix_bytes)
-        GD_CHECK(gd__infer_cuda_copy(stream, dev + s->stage_index_offset,
-                                     host + s->stage_index_offset, ix_bytes));
-    GD_CHECK(gd__infer_cuda_event_record(s->event, stream));
+        GD_CHECK(gd__cuda_memcpy_async(dev + s->stage_index_offset, host + s->stage_index_offset,
+                                       ix_bytes, stream));
+    GD_CHECK(gd__cuda_event_record(s->event, stream));
 fail:
     return st;
 }
@@ -464,8 +461,8 @@ static gd_status run_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int32_
                                         p == 0, p == pieces - 1, s->agg.data));
 #endif
         } else {
-            gd__infer_agg_cpu(in->dev, din, s->indptr + lo, indices_at(s, wb), s->index_dtype,
-                              nd, wb, we, p == 0, p == pieces - 1, s->agg.data, s->threads);
+            gd__infer_agg_cpu(in->dev, din, s->indptr + lo, indices_at(s, wb), s->index_dtype, nd,
+                              wb, we, p == 0, p == pieces - 1, s->agg.data, s->threads);
         }
     }
 
@@ -476,8 +473,8 @@ static gd_status run_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int32_
     } else {
         self = gd__nn_view(s->self.data, GD_DTYPE_FLOAT32, ctx->device, nd, din);
 #ifdef GD_WITH_CUDA
-        GD_CHECK(gd__infer_cuda_copy(ctx->stream, self.data, in->host + lo * din,
-                                     (size_t)(nd * din) * sizeof(float)));
+        GD_CHECK(gd__cuda_memcpy_async(self.data, in->host + lo * din,
+                                       (size_t)(nd * din) * sizeof(float), ctx->stream));
 #endif
     }
     const int direct = out_tab && (!s->gpu || out_tab->on_device);
@@ -487,21 +484,22 @@ static gd_status run_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int32_
 
     if (out_tab && !direct) {
 #ifdef GD_WITH_CUDA
-        GD_CHECK(gd__infer_cuda_copy(ctx->stream, out_tab->host + lo * dout, out.data,
-                                     (size_t)(nd * dout) * sizeof(float)));
+        GD_CHECK(gd__cuda_memcpy_async(out_tab->host + lo * dout, out.data,
+                                       (size_t)(nd * dout) * sizeof(float), ctx->stream));
 #endif
     } else if (!out_tab) {
         const float *z = out.data;
 #ifdef GD_WITH_CUDA
         if (s->gpu) {
-            GD_CHECK(gd__infer_cuda_copy(ctx->stream, s->logits_host, out.data,
-                                         (size_t)(nd * dout) * sizeof(float)));
-            GD_CHECK(gd__infer_cuda_sync(ctx->stream));
+            GD_CHECK(gd__cuda_memcpy_async(s->logits_host, out.data,
+                                           (size_t)(nd * dout) * sizeof(float), ctx->stream));
+            GD_CHECK(gd__cuda_stream_sync(ctx->stream));
             z = s->logits_host;
         }
 #endif
         gd__infer_argmax(z, nd, dout, pred + lo, s->threads);
-        if (logits) par_copy(logits + lo * dout, z, (size_t)(nd * dout) * sizeof(float), s->threads);
+        if (logits)
+            par_copy(logits + lo * dout, z, (size_t)(nd * dout) * sizeof(float), s->threads);
     }
 fail:
     return st;

@@ -112,18 +112,6 @@ gd_status gd__infer_cuda_agg(void *stream, const float *table, int64_t cols,
                              const int64_t *indptr, const void *indices, gd_dtype index_dtype,
                              int64_t num_dst, int64_t e_begin, int64_t e_end, int first, int last,
                              float *agg);
-/* cudaMemcpyAsync in any direction on stream. */
-gd_status gd__infer_cuda_copy(void *stream, void *dst, const void *src, size_t bytes);
-gd_status gd__infer_cuda_sync(void *stream);
-/* Wait for stream on a cleanup path: errors are cleared, not reported (the first one stands). */
-void gd__infer_cuda_drain(void *stream);
-/* An event (blocking sync, no timing) to know when a staging copy has read its source. */
-gd_status gd__infer_cuda_event_create(void **event);
-void gd__infer_cuda_event_destroy(void *event);
-gd_status gd__infer_cuda_event_record(void *event, void *stream);
-gd_status gd__infer_cuda_event_sync(void *event);
-/* Release memory of gd__cuda_pinned_alloc. */
-void gd__infer_cuda_host_free(void *p);
 #endif
 
 #ifdef __cplusplus

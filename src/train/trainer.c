@@ -65,17 +65,17 @@ gd_status gd__train_mode_parse(const char *name, gd__train_mode *out) {
 
 /* One buffer set of the ring. */
 typedef struct {
-    gd_minibatch_t *mb;     /* CUDA sampler: the device minibatch */
-    gd__nn_tensor x;        /* the gathered rows, on the nn backend's device */
-    int64_t *labels;        /* the seeds' labels, nn backend memory */
-    int64_t *label_stage;   /* GPU modes: pinned staging of the labels */
-    void *blk_dev;          /* cpu-centric: the blocks in GPU memory ... */
-    void *blk_stage;        /* ... and their pinned staging */
-    void *ev[EV_COUNT];     /* GPU modes: timing events around each stage */
-    int timed[ST_COUNT];    /* a stage was recorded and not yet counted */
+    gd_minibatch_t *mb;   /* CUDA sampler: the device minibatch */
+    gd__nn_tensor x;      /* the gathered rows, on the nn backend's device */
+    int64_t *labels;      /* the seeds' labels, nn backend memory */
+    int64_t *label_stage; /* GPU modes: pinned staging of the labels */
+    void *blk_dev;        /* cpu-centric: the blocks in GPU memory ... */
+    void *blk_stage;      /* ... and their pinned staging */
+    void *ev[EV_COUNT];   /* GPU modes: timing events around each stage */
+    int timed[ST_COUNT];  /* a stage was recorded and not yet counted */
     gd_block blocks[GD_SAMPLER_MAX_LAYERS];
-    int64_t num_in;         /* input nodes of the minibatch in the set */
-    int64_t seeds;          /* its seeds */
+    int64_t num_in; /* input nodes of the minibatch in the set */
+    int64_t seeds;  /* its seeds */
 } train_set;
 
 struct gd__trainer {
@@ -85,8 +85,8 @@ struct gd__trainer {
     const gd_dataset_t *ds;
     int64_t num_nodes, in_dim, num_classes, batch;
     gd__nn_ctx ctx;
-    int gpu;                    /* a GPU mode: the nn runs on cfg.device */
-    int cuda_sampler;           /* all-gpu, zero-copy */
+    int gpu;          /* a GPU mode: the nn runs on cfg.device */
+    int cuda_sampler; /* all-gpu, zero-copy */
     gd_graph_t *graph;
     gd_sampler_t *sampler;
     gd_sampler_info sinfo;
@@ -97,13 +97,13 @@ struct gd__trainer {
     gd__nn_adam_options adam;
     int depth;
     train_set sets[MAX_DEPTH];
-    size_t blk_bytes;           /* cpu-centric: bytes of a blocks copy */
-    void *s_sample, *s_gather;  /* GPU modes; training runs on ctx.stream */
-    int64_t *d_order;           /* CUDA sampler: the epoch's seed order in GPU memory */
-    gd__nn_tensor loss;         /* 1 x 1 */
-    int64_t *d_correct;         /* nn backend memory: one count */
-    gd__nn_tensor dlogits;      /* batch x classes */
-    float *loss_log;            /* per minibatch of a pass (pinned in GPU modes) */
+    size_t blk_bytes;          /* cpu-centric: bytes of a blocks copy */
+    void *s_sample, *s_gather; /* GPU modes; training runs on ctx.stream */
+    int64_t *d_order;          /* CUDA sampler: the epoch's seed order in GPU memory */
+    gd__nn_tensor loss;        /* 1 x 1 */
+    int64_t *d_correct;        /* nn backend memory: one count */
+    gd__nn_tensor dlogits;     /* batch x classes */
+    float *loss_log;           /* per minibatch of a pass (pinned in GPU modes) */
     int64_t *correct_log;
     int64_t log_cap;
     gd_array_view label_view;
@@ -319,9 +319,9 @@ static gd_status estimate(gd__trainer *t, const gd_sampler_info *si, const gd__s
     m->indptr_bytes = 8 * (n + 1);
     m->graph_bytes = m->indptr_bytes + idx * gi.num_edges;
     m->feature_bytes = n * t->in_dim * 4;
-    m->fixed_bytes = depth * (si->minibatch_bytes + si->max_input_nodes * t->in_dim * 4 +
-                              t->batch * 8) +
-                     2 * si->minibatch_bytes + model_bytes(mc) + GPU_RESERVE;
+    m->fixed_bytes =
+        depth * (si->minibatch_bytes + si->max_input_nodes * t->in_dim * 4 + t->batch * 8) +
+        2 * si->minibatch_bytes + model_bytes(mc) + GPU_RESERVE;
 fail:
     return st;
 }
@@ -422,7 +422,8 @@ static gd_status place_features(gd__trainer *t) {
         GD_CHECK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype,
                                       ro ? GD_HOST_TENSOR_READ_ONLY : 0u, &t->features));
     }
-    if (t->mode == GD__TRAIN_ZERO_COPY) GD_CHECK(gd_host_tensor_register(t->features, t->cfg.device));
+    if (t->mode == GD__TRAIN_ZERO_COPY)
+        GD_CHECK(gd_host_tensor_register(t->features, t->cfg.device));
 fail:
     return st;
 }
@@ -529,8 +530,8 @@ static gd_status make_sets(gd__trainer *t) {
     gd_status st = GD_OK;
     for (int i = 0; i < t->depth; i++) {
         train_set *s = &t->sets[i];
-        GD_CHECK(gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, t->sinfo.max_input_nodes,
-                                     t->in_dim, &s->x));
+        GD_CHECK(gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, t->sinfo.max_input_nodes, t->in_dim,
+                                     &s->x));
         GD_CHECK(alloc_nn(t, (size_t)t->batch * sizeof(int64_t), (void **)&s->labels));
         if (t->cuda_sampler) GD_CHECK(gd_minibatch_create(t->sampler, &s->mb));
 #ifdef GD_WITH_CUDA
@@ -544,8 +545,7 @@ static gd_status make_sets(gd__trainer *t) {
         if (t->mode == GD__TRAIN_CPU_CENTRIC) {
             GD_CHECK(gd__cuda_pinned_alloc(&s->blk_stage, t->blk_bytes, "minibatch blocks",
                                            "lower the batch size"));
-            GD_CHECK(gd__cuda_malloc(t->cfg.device, &s->blk_dev, t->blk_bytes,
-                                     "minibatch blocks"));
+            GD_CHECK(gd__cuda_malloc(t->cfg.device, &s->blk_dev, t->blk_bytes, "minibatch blocks"));
         }
 #endif
     }
@@ -618,6 +618,7 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
                    mode_names[t->mode]);
 #endif
     }
+    (void)total;
     if (t->mode == GD__TRAIN_AUTO)
         GD_CHECK(pick_mode(t, budget));
     else
@@ -677,16 +678,15 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     GD_CHECK(make_sets(t));
     GD_CHECK(gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, 1, 1, &t->loss));
     GD_CHECK(alloc_nn(t, sizeof(int64_t), (void **)&t->d_correct));
-    GD_CHECK(
-        gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, t->batch, t->num_classes, &t->dlogits));
+    GD_CHECK(gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, t->batch, t->num_classes, &t->dlogits));
 #ifdef GD_WITH_CUDA
     if (t->gpu) {
         GD_CHECK(gd__cuda_stream_create(cfg->device, &t->s_sample));
         GD_CHECK(gd__cuda_stream_create(cfg->device, &t->s_gather));
     }
     if (t->cuda_sampler)
-        GD_CHECK(gd__cuda_malloc(cfg->device, (void **)&t->d_order,
-                                 (size_t)most * sizeof(int64_t), "the epoch's seed order"));
+        GD_CHECK(gd__cuda_malloc(cfg->device, (void **)&t->d_order, (size_t)most * sizeof(int64_t),
+                                 "the epoch's seed order"));
 #endif
 
     /* The features and the gatherer last: zero-copy's cache takes what is left. */
@@ -777,8 +777,8 @@ static gd_status nn_step(gd__trainer *t, pass *p, train_set *s, int64_t b) {
     gd_status st = GD_OK;
     gd__nn_tensor x = gd__nn_rows(&s->x, s->num_in), logits;
     gd_block *blocks = s->blocks;
-    GD_CHECK(gd__sage_forward(t->model, blocks, &x, p->train, dropout_seed(t, p->epoch, b),
-                              &logits));
+    GD_CHECK(
+        gd__sage_forward(t->model, blocks, &x, p->train, dropout_seed(t, p->epoch, b), &logits));
     GD_CHECK(gd__nn_accuracy(&t->ctx, &logits, s->labels, t->d_correct));
     if (p->train) {
         gd__nn_tensor dl = gd__nn_rows(&t->dlogits, s->seeds);
@@ -790,8 +790,8 @@ static gd_status nn_step(gd__trainer *t, pass *p, train_set *s, int64_t b) {
 #ifdef GD_WITH_CUDA
     if (t->gpu) {
         if (p->train)
-            GD_CHECK(gd__cuda_memcpy_async(&t->loss_log[b], t->loss.data, sizeof(float),
-                                           t->ctx.stream));
+            GD_CHECK(
+                gd__cuda_memcpy_async(&t->loss_log[b], t->loss.data, sizeof(float), t->ctx.stream));
         GD_CHECK(gd__cuda_memcpy_async(&t->correct_log[b], t->d_correct, sizeof(int64_t),
                                        t->ctx.stream));
         return GD_OK;
@@ -863,7 +863,8 @@ static gd_status issue_gather(gd__trainer *t, pass *p, int64_t b) {
     const int64_t *ids;
     /* The one host wait of a minibatch: its sizes, sampled depth - 1 minibatches ago. */
     GD_CHECK(gd__cuda_event_sync(s->ev[EV_S1]));
-    for (int l = 0; l < t->cfg.num_layers; l++) GD_CHECK(gd_minibatch_block(s->mb, l, &s->blocks[l]));
+    for (int l = 0; l < t->cfg.num_layers; l++)
+        GD_CHECK(gd_minibatch_block(s->mb, l, &s->blocks[l]));
     GD_CHECK(gd_minibatch_input_nodes(s->mb, &ids, &s->num_in));
     /* Sampling b waited for the training of the set's previous minibatch: its events are done. */
     GD_CHECK(count_stage(p, s, ST_GATHER));
@@ -991,8 +992,8 @@ static gd_status run_gpu_pass(gd__trainer *t, pass *p) {
         for (int k = 0; k < ST_COUNT; k++) t->sets[i].timed[k] = 0;
     if (t->cuda_sampler) {
         /* The seed order goes to the GPU once; the sampler reads its slices there. */
-        GD_CHECK(gd__cuda_memcpy_async(t->d_order, p->ids, (size_t)p->n * sizeof(int64_t),
-                                       t->s_sample));
+        GD_CHECK(
+            gd__cuda_memcpy_async(t->d_order, p->ids, (size_t)p->n * sizeof(int64_t), t->s_sample));
         for (int64_t b = 0; b < D - 1 && b < p->batches; b++) GD_CHECK(issue_sample(t, p, b));
     }
     for (int64_t b = 0; b < p->batches; b++) {
@@ -1026,8 +1027,8 @@ static gd_status run_pass(gd__trainer *t, pass *p) {
     return run_cpu_pass(t, p);
 }
 
-static gd_status start_pass(gd__trainer *t, const int64_t *ids, int64_t n, int64_t epoch,
-                            int train, pass *p) {
+static gd_status start_pass(gd__trainer *t, const int64_t *ids, int64_t n, int64_t epoch, int train,
+                            pass *p) {
     memset(p, 0, sizeof *p);
     p->ids = ids;
     p->n = n;
@@ -1052,8 +1053,8 @@ gd_status gd__trainer_epoch(gd__trainer *t, int64_t epoch, gd__train_epoch_stats
     const int64_t n = t->split_n[0];
     int64_t num_batches, correct = 0;
     pass p;
-    GD_CHECK(gd_seed_batches(t->split[0], n, t->batch, t->cfg.seed, epoch, 0, t->order,
-                             &num_batches));
+    GD_CHECK(
+        gd_seed_batches(t->split[0], n, t->batch, t->cfg.seed, epoch, 0, t->order, &num_batches));
     GD_CHECK(start_pass(t, t->order, n, epoch, 1, &p));
     GD_CHECK(run_pass(t, &p));
     double loss_sum = 0;
