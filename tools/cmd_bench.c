@@ -19,6 +19,8 @@ static const struct {
      "feature gather modes vs pinned DMA: row widths, ids per call, SM budget, GPU cache"},
     {"sample", bench_sample,
      "neighbour sampling edges/s: UVA vs GPU-resident graph vs CPU sampler on every core"},
+    {"epoch", bench_epoch,
+     "one training epoch per mode: all-gpu, zero-copy, cpu-centric (and cpu), side by side"},
     {"step", bench_step,
      "one GraphSAGE training step on the CUDA nn backend (vs PyG: bench/pyg_step.py)"},
 };

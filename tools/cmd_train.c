@@ -38,12 +38,12 @@ static void help(void) {
            "model with the graph removed) is trained with the same settings and both test\n"
            "accuracies are printed side by side.\n\n"
            "  --mode M           where the data path runs (docs/train.md):\n"
-           "                       cpu          CPU sampler, CPU gather, CPU nn (default)\n"
+           "                       cpu          CPU sampler, CPU gather, CPU nn\n"
            "                       all-gpu      graph and features in GPU memory\n"
            "                       zero-copy    graph and features in pinned host memory,\n"
            "                                    read by the GPU; hot rows cached in GPU memory\n"
            "                       cpu-centric  CPU sampler and gather, one copy, GPU training\n"
-           "                       auto         picked from the memory each needs\n"
+           "                       auto         picked from the memory each needs (default)\n"
            "  --device N         the GPU (default 0)\n"
            "  --gpu-cache SIZE   zero-copy: GPU memory for hot feature rows (e.g. 4G; default:\n"
            "                     what the GPU memory budget leaves)\n"
@@ -501,6 +501,7 @@ int cmd_train(int argc, char **argv) {
                                               {"help", no_argument, 0, 'h'},
                                               {0, 0, 0, 0}};
     gd__train_config cfg = GD__TRAIN_CONFIG_INIT;
+    cfg.mode = GD__TRAIN_AUTO;
     run_options ro = {NULL, NULL, 0, 1, NULL};
     const char *preset = "small";
     int64_t epochs = 5, v;
