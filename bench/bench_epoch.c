@@ -71,7 +71,8 @@ static void help(void) {
            "  --batch B          seeds per minibatch (default 1024)\n"
            "  --hidden H         hidden width (default 256)\n"
            "  --gpu-cache SIZE   zero-copy feature cache (default: what the budget leaves)\n"
-           "  --graph-cache SIZE zero-copy neighbour-list cache (default 0)\n"
+           "  --graph-cache SIZE zero-copy neighbour-list cache (default: a quarter of what the\n"
+           "                     budget leaves)\n"
            "  --gather-sms N     SMs of the gather kernel, N or N%% (default: all)\n"
            "  --depth D          pipeline ring depth (default 3)\n"
            "  --warmup N         minibatches of the warm-up epoch (default 20)\n"
@@ -210,6 +211,7 @@ static int parse_options(epoch_bench *b, int argc, char **argv) {
     b->batch = 1024;
     b->hidden = 256;
     b->gpu_cache = -1;
+    b->graph_cache = -1;
     b->depth = 3;
     b->warmup = 20;
     b->cpu_batches = 10;

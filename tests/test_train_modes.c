@@ -143,6 +143,7 @@ int main(void) {
 
     c.mode = GD__TRAIN_ZERO_COPY;
     c.gpu_cache_bytes = 0;
+    c.graph_cache_bytes = 0;
     got = run(ds, &c, "zero-copy, no cache");
     same_curve(&ref, &got);
 
@@ -154,7 +155,7 @@ int main(void) {
     got = run(ds, &c, "zero-copy, caches, 8 SMs");
     same_curve(&ref, &got);
     c.gpu_cache_bytes = -1;
-    c.graph_cache_bytes = 0;
+    c.graph_cache_bytes = -1;
     c.gather_sms = NULL;
 
     c.mode = GD__TRAIN_CPU_CENTRIC;

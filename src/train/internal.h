@@ -70,8 +70,9 @@ typedef struct {
     int device;          /* the GPU of the GPU modes */
     /*
      * zero-copy: GPU memory for the hot feature rows (the highest out-degree first) and for
-     * the hot neighbour lists of the sampler. -1: the feature cache takes what the GPU memory
-     * budget leaves once everything else is allocated; the graph cache none.
+     * the hot neighbour lists of the sampler. -1 (auto): the graph cache takes a quarter of
+     * what the GPU memory budget leaves after the fixed buffers (at most all of indices), and
+     * then the feature cache what is left once everything else is allocated.
      */
     int64_t gpu_cache_bytes;
     int64_t graph_cache_bytes;
@@ -93,6 +94,7 @@ typedef struct {
      .lr = 3e-3,                                                                                   \
      .mode = GD__TRAIN_CPU,                                                                        \
      .gpu_cache_bytes = -1,                                                                        \
+     .graph_cache_bytes = -1,                                                                      \
      .depth = 3}
 
 typedef struct {

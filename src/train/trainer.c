@@ -223,7 +223,7 @@ static gd_status check_config(const gd_dataset_t *ds, const gd__train_config *c)
                "trainer: mode %d is not a mode", (int)c->mode);
     GD_REQUIRE(c->depth >= 2 && c->depth <= MAX_DEPTH, GD_ERR_INVALID_ARG,
                "trainer: a ring of %d buffer sets; use 2 to %d", c->depth, MAX_DEPTH);
-    GD_REQUIRE(c->gpu_cache_bytes >= -1 && c->graph_cache_bytes >= 0 && c->gpu_mem_budget >= 0 &&
+    GD_REQUIRE(c->gpu_cache_bytes >= -1 && c->graph_cache_bytes >= -1 && c->gpu_mem_budget >= 0 &&
                    c->max_batches >= 0 && c->report_every >= 0,
                GD_ERR_INVALID_ARG, "trainer: a negative cache size, budget or count");
     GD_REQUIRE(gd_dataset_feature_dim(ds) > 0, GD_ERR_INVALID_ARG,
@@ -326,6 +326,32 @@ fail:
     return st;
 }
 
+/*
+ * The memory each placement needs, estimated before anything is placed: the worst-case
+ * minibatch comes from a CPU sampler of one thread over the borrowed host graph (cheap), the
+ * rest from the shapes.
+ */
+static gd_status needs(gd__trainer *t, mem_need *m) {
+    gd_status st = GD_OK;
+    gd_sampler_t *s = NULL;
+    int fanouts[GD_SAMPLER_MAX_LAYERS];
+    sampler_fanouts(&t->cfg, fanouts);
+    gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
+    so.max_batch = t->batch;
+    so.threads = 1;
+    GD_CHECK(gd_sampler_create(t->graph, fanouts, t->cfg.num_layers, &so, &s));
+    gd_sampler_info si = GD_SAMPLER_INFO_INIT;
+    GD_CHECK(gd_sampler_get_info(s, &si));
+    gd_graph_info gi = GD_GRAPH_INFO_INIT;
+    GD_CHECK(gd_graph_get_info(t->graph, &gi));
+    gd__sage_config mc;
+    model_config(t, gi.max_degree, si.max_input_nodes, &mc);
+    GD_CHECK(estimate(t, &si, &mc, t->cfg.depth, m));
+fail:
+    gd_sampler_destroy(s);
+    return st;
+}
+
 /* Host memory that may be page-locked (RLIMIT_MEMLOCK; INT64_MAX = unlimited). */
 static int64_t memlock_limit(void) {
     struct rlimit rl;
@@ -358,21 +384,8 @@ static gd_status pick_mode(gd__trainer *t, int64_t budget) {
         );
         return GD_OK;
     }
-    gd_sampler_t *s = NULL;
-    int fanouts[GD_SAMPLER_MAX_LAYERS];
-    sampler_fanouts(&t->cfg, fanouts);
-    gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
-    so.max_batch = t->batch;
-    so.threads = 1;
-    GD_CHECK(gd_sampler_create(t->graph, fanouts, t->cfg.num_layers, &so, &s));
-    gd_sampler_info si = GD_SAMPLER_INFO_INIT;
-    GD_CHECK(gd_sampler_get_info(s, &si));
-    gd_graph_info gi = GD_GRAPH_INFO_INIT;
-    GD_CHECK(gd_graph_get_info(t->graph, &gi));
-    gd__sage_config mc;
-    model_config(t, gi.max_degree, si.max_input_nodes, &mc);
     mem_need m;
-    GD_CHECK(estimate(t, &si, &mc, t->cfg.depth, &m));
+    GD_CHECK(needs(t, &m));
     const int64_t all = m.graph_bytes + m.feature_bytes + m.fixed_bytes;
     const int64_t pin = m.feature_bytes + (m.graph_bytes - m.indptr_bytes);
     if (all <= budget) {
@@ -399,7 +412,6 @@ static gd_status pick_mode(gd__trainer *t, int64_t budget) {
                  gib(budget, d, sizeof d), gib(pin, a, sizeof a));
     }
 fail:
-    gd_sampler_destroy(s);
     return st;
 }
 
@@ -497,7 +509,7 @@ fail:
 }
 
 /* The graph where the mode's sampler reads it. */
-static gd_status place_graph(gd__trainer *t) {
+static gd_status place_graph(gd__trainer *t, int64_t budget) {
     gd_status st = GD_OK;
     gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
     o.device = t->cfg.device;
@@ -510,6 +522,19 @@ static gd_status place_graph(gd__trainer *t) {
         o.indices_placement = GD_PLACE_PINNED;
         o.copy_host = 0;
         o.gpu_cache_bytes = t->cfg.graph_cache_bytes;
+        if (o.gpu_cache_bytes < 0) {
+            /*
+             * auto: a quarter of what the budget leaves after the fixed buffers, indptr and
+             * the two location maps (lists and feature rows) goes to the hottest neighbour
+             * lists (the rest to the feature rows); at most the whole of indices.
+             */
+            mem_need m;
+            GD_CHECK(needs(t, &m));
+            const int64_t left = budget - m.fixed_bytes - m.indptr_bytes - 16 * t->num_nodes;
+            o.gpu_cache_bytes = left > 0 ? left / 4 : 0;
+            if (o.gpu_cache_bytes > m.graph_bytes - m.indptr_bytes)
+                o.gpu_cache_bytes = m.graph_bytes - m.indptr_bytes;
+        }
     }
     gd_graph_destroy(t->graph);
     t->graph = NULL;
@@ -650,7 +675,7 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     }
 
     /* The graph where the sampler reads it, the sampler and the minibatch buffers. */
-    if (t->cuda_sampler) GD_CHECK(place_graph(t));
+    if (t->cuda_sampler) GD_CHECK(place_graph(t, budget));
     int fanouts[GD_SAMPLER_MAX_LAYERS];
     sampler_fanouts(cfg, fanouts);
     gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
