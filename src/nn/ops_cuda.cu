@@ -830,7 +830,7 @@ extern "C" void gd__nn_cuda_ctx_destroy(gd__nn_ctx *ctx) {
 
 extern "C" gd_status gd__nn_cuda_ctx_create(int device, gd__nn_ctx *out) {
     gd_status st = GD_OK;
-    int prev = -1, entered = 0;
+    int prev = -1, entered = 0, least = 0, greatest = 0;
     cudaStream_t stream = NULL;
     cublasHandle_t blas = NULL;
     gd__nn_ctx c = {&gd__nn_cuda_backend, device, NULL, NULL, NULL};
@@ -838,7 +838,13 @@ extern "C" gd_status gd__nn_cuda_ctx_create(int device, gd__nn_ctx *out) {
     GD_CHECK(gd__cuda_check_device(device, "the CUDA nn backend", "train on the CPU backend"));
     GD_CHECK(gd__cuda_enter_device(device, &prev));
     entered = 1;
-    GD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    /*
+     * The highest stream priority: in the training pipeline the sampler's and the gather's
+     * kernels run beside training, and the block scheduler then hands freed SMs to the
+     * training kernels first, so the data path fills the gaps instead of slowing the step.
+     */
+    GD_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    GD_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
     c.stream = stream;
     GD_CUBLAS_CHECK(cublasCreate(&blas));
     c.blas = blas;
