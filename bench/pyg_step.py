@@ -153,7 +153,7 @@ def time_form(form, meta, steps, feats, warmup, state, device):
             t = time.perf_counter()
             loss = step(i)
             ms.append(1e3 * (time.perf_counter() - t))
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     wall = time.perf_counter() - t0
     return {
         "form": form,
