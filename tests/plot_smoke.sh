@@ -46,7 +46,8 @@ cat >"$tmp/run.jsonl" <<'JSONL'
 {"type":"epoch","epoch":2,"loss":1.8,"train_acc":0.4,"valid_acc":0.52,"epoch_s":0.3}
 {"type":"test","test_acc":0.55}
 JSONL
-# A bench epoch result: the common header and a "results" array with the epoch time by part.
+# A bench epoch result as bench/bench_epoch.c writes it: the common header, "config", and a
+# "results" array with the epoch time by part (a "plan" text that must not become a label).
 cat >"$tmp/epoch.json" <<'JSON'
 {
 	"benchmark":	"epoch",
@@ -57,9 +58,10 @@ cat >"$tmp/epoch.json" <<'JSON'
 	"cpus":	2,
 	"cuda_build":	false,
 	"device":	null,
-	"results":	[{"preset": "products", "mode": "all-gpu", "epoch_s": 3.1, "sample_s": 0.6, "gather_s": 0.4, "train_s": 2.0, "wait_s": 0.1},
-		{"preset": "products", "mode": "zero-copy", "epoch_s": 3.3, "sample_s": 0.7, "gather_s": 0.6, "train_s": 2.0, "wait_s": 0.2},
-		{"preset": "products", "mode": "cpu-centric", "epoch_s": 11.0, "sample_s": 4.1, "gather_s": 5.2, "train_s": 2.0, "wait_s": 7.5}]
+	"config":	{"preset": "products", "layers": 3, "fanouts": [15, 10, 5], "batch": 1024, "hidden": 256},
+	"results":	[{"mode": "all-gpu", "plan": "graph and features in GPU memory", "epoch_s": 3.1, "sample_s": 0.6, "gather_s": 0.4, "train_s": 2.0, "wait_s": 0.1},
+		{"mode": "zero-copy@16G", "plan": "features zero-copy from pinned host memory", "epoch_s": 3.3, "sample_s": 0.7, "gather_s": 0.6, "train_s": 2.0, "wait_s": 0.2},
+		{"mode": "cpu-centric", "plan": "CPU sampler and gather, DMA", "projected": false, "epoch_s": 11.0, "sample_s": 4.1, "gather_s": 5.2, "train_s": 2.0, "wait_s": 7.5}]
 }
 JSON
 
@@ -141,6 +143,12 @@ is_png "$tmp/png/two-time.png"
 expect_rc 0 "$cli" plot "$tmp/killed.jsonl" -o "$tmp/png/killed.png" --logy
 err_has "incomplete last line"
 is_png "$tmp/png/killed.png"
+# The metrics file of a real `graphdirect train` run (GraphSAGE then the MLP baseline).
+expect_rc 0 "$cli" train --preset tiny --mode cpu --epochs 2 --metrics "$tmp/train.jsonl"
+for what in auto time; do
+    expect_rc 0 "$cli" plot "$tmp/train.jsonl" -o "$tmp/png/train-$what.png" --what $what
+    is_png "$tmp/png/train-$what.png"
+done
 # An existing output is replaced when the chart is drawn.
 expect_rc 0 "$cli" plot "$tmp/run.jsonl" -o "$tmp/png/kept.png" --size 640x480
 is_png "$tmp/png/kept.png"

@@ -53,9 +53,9 @@ static void help(void) {
            "  --title T          the chart's title\n"
            "  --metric FIELD     benchmarks: the result field to draw (default: gbps for\n"
            "                     gather, seps for sample, epoch_s for epoch)\n"
-           "  --logy             a logarithmic y axis (loss and benchmark charts; the bench\n"
-           "                     gather lines switch to it by themselves when their values\n"
-           "                     span more than 30x)\n"
+           "  --logy             a logarithmic y axis for the loss and for benchmark bars and\n"
+           "                     lines (the bench gather lines switch to it by themselves when\n"
+           "                     their values span more than 30x)\n"
            "  --size WxH         picture size in pixels (default 1000x600, taller for several\n"
            "                     time panels)\n"
            "  -h, --help         this text\n\n"
@@ -349,7 +349,12 @@ static int metrics_record(plot_ctx *c, const char *path, int line, const cJSON *
         if (grow((void **)&r->epochs, &r->cap_epochs, r->n_epochs, sizeof e)) return -1;
         r->epochs[r->n_epochs++] = e;
     } else {
-        if (get_number(o, "test_acc", 0, &r->test_acc, path, line, t)) return -1;
+        /* The exact accuracy (all neighbours) when the trainer computed it, else the sampled. */
+        double sampled, exact;
+        if (get_number(o, "test_acc", 0, &sampled, path, line, t) ||
+            get_number(o, "test_acc_full", 0, &exact, path, line, t))
+            return -1;
+        r->test_acc = isfinite(exact) ? exact : sampled;
     }
     return 0;
 }
@@ -776,7 +781,11 @@ static int gp_stack_panel(plot_ctx *c, const char *title, const char *xlabel, co
     for (int i = 0; i < n; i++) {
         double sum = 0;
         for (int k = 0; k < NUM_PARTS; k++)
-            if (isfinite(rows[i].parts[k])) has[k] = any_part = 1, sum += rows[i].parts[k];
+            if (isfinite(rows[i].parts[k])) {
+                sum += rows[i].parts[k];
+                any_part = 1;
+                has[k] |= rows[i].parts[k] > 0; /* a part that is always 0 gets no legend */
+            }
         if (isfinite(rows[i].total)) {
             has_total = 1;
             if (rows[i].total - sum > 1e-3 * rows[i].total) has_other = 1;
@@ -1030,16 +1039,28 @@ static const char *item_string(const cJSON *it, const char *key) {
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* The string fields of a result other than "mode", in order: what sets its configuration. */
+/*
+ * Whether a string field of a result names part of its configuration ("products", "15,10,5"):
+ * a short identifier. Descriptions (bench epoch's "plan", a note) are not, nor is the mode.
+ */
+static int is_config_field(const cJSON *f) {
+    if (!cJSON_IsString(f) || !strcmp(f->string, "mode") || !f->valuestring[0]) return 0;
+    if (strlen(f->valuestring) > 32) return 0;
+    for (const char *p = f->valuestring; *p; p++)
+        if (*p == ' ' || *p == '\t' || *p == '\n') return 0;
+    return 1;
+}
+
+/* The configuration fields of a result, in order, joined by spaces: its bar cluster. */
 static char *item_category(const cJSON *it) {
     size_t n = 1;
     for (const cJSON *f = it->child; f; f = f->next)
-        if (cJSON_IsString(f) && strcmp(f->string, "mode")) n += strlen(f->valuestring) + 1;
+        if (is_config_field(f)) n += strlen(f->valuestring) + 1;
     char *s = malloc(n);
     if (!s) return NULL;
     s[0] = '\0';
     for (const cJSON *f = it->child; f; f = f->next) {
-        if (!cJSON_IsString(f) || !strcmp(f->string, "mode") || !f->valuestring[0]) continue;
+        if (!is_config_field(f)) continue;
         if (s[0]) strcat(s, " ");
         strcat(s, f->valuestring);
     }
@@ -1317,6 +1338,7 @@ static int draw_bars(plot_ctx *c, const results *R, const char *metric, const ch
           gp);
     gp_str(gp, axis);
     fprintf(gp, "\nset xtics %s\n", longest * (size_t)nc > 90 ? "rotate by -25" : "norotate");
+    if (ns == 1 && !strcmp(R->sers[0], metric)) fputs("unset key\n", gp);
     int first = 1;
     for (int si = 0; si < ns; si++) {
         int any = 0;
@@ -1328,7 +1350,7 @@ static int draw_bars(plot_ctx *c, const results *R, const char *metric, const ch
         fprintf(gp, " using %d%s", si + 2, label_it ? ":xtic(1)" : "");
         gp_colour(gp, si);
         if (ns == 1 && !strcmp(R->sers[0], metric)) {
-            fputs(" notitle", gp);
+            fputs(" notitle", gp); /* one series: the key is left out below */
         } else {
             fputs(" title ", gp);
             gp_str(gp, R->sers[si]);
@@ -1391,7 +1413,9 @@ static int plot_bench(plot_ctx *c, const char *tmp_out) {
         const char *device = item_string(cJSON_GetObjectItemCaseSensitive(doc, "device"), "name");
         const char *ceiling = item_string(cJSON_GetObjectItemCaseSensitive(doc, "ceiling"), "kind");
         int show_ceiling = sweep && ceiling && !strcmp(metric, "gbps");
-        title = str_printf("bench %s: %s%s%s%s%s%s%s", benchmark, what_drawn,
+        const char *preset = item_string(cJSON_GetObjectItemCaseSensitive(doc, "config"), "preset");
+        title = str_printf("bench %s%s%s: %s%s%s%s%s%s%s", benchmark, preset ? " " : "",
+                           preset ? preset : "", what_drawn,
                            show_ceiling ? " (dashed: the ceiling, " : "",
                            show_ceiling ? ceiling : "", show_ceiling ? ")" : "", device ? ", " : "",
                            device ? device : "", commit ? ", commit " : "");
