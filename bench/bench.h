@@ -25,6 +25,11 @@
 
 #endif
 
+/* The commit the build was configured at (CMake defines it when the tree is a git checkout). */
+#ifndef GD_GIT_COMMIT
+#define GD_GIT_COMMIT "unknown"
+#endif
+
 /* `graphdirect bench gather` (bench_gather.c). */
 int bench_gather(int argc, char **argv);
 /* `graphdirect bench sample` (bench_sample.c). */

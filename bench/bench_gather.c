@@ -1121,9 +1121,6 @@ static void print_targets(gather_bench *b) {
 
 /* ------------------------------------------------------------------ the command */
 
-#ifndef GD_GIT_COMMIT
-#define GD_GIT_COMMIT "unknown"
-#endif
 
 static int add_header_json(gather_bench *b) {
     cJSON *params, *ceil;

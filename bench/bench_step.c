@@ -35,9 +35,6 @@
 enum { MAX_STEPS = 100000 };
 
 /* The configure-time commit, where the build knew one (a source tree without .git does not). */
-#ifndef GD_GIT_COMMIT
-#define GD_GIT_COMMIT "unknown"
-#endif
 
 typedef struct {
     /* options */
