@@ -75,4 +75,28 @@ grep -q "gather sweep" "$tmp/out" || fail "sweep with chosen widths"
 grep -q "GPU cache" "$tmp/out" && fail "--no-cache-sweep ran the cache part"
 expect_rc 1 "$cli" bench gather --quick --no-cache-sweep --json "$tmp/missing/dir/g.json"
 grep -q "missing/dir" "$tmp/err" || { cat "$tmp/err"; fail "unwritable JSON not named"; }
+# bench epoch: usage errors, then the cpu mode on tiny (every mode where a GPU is visible).
+expect_rc 2 "$cli" bench epoch --modes zero-copy:cache=lots
+grep -q "cache=lots" "$tmp/err" || fail "bad bench epoch run not named"
+expect_rc 2 "$cli" bench epoch --modes auto
+modes=cpu
+if "$cli" info --params 2>/dev/null | grep -q "built with CUDA" && \
+   ! "$cli" info --params 2>/dev/null | grep -q "GPUs: none visible"; then
+    modes=cpu,all-gpu,zero-copy,zero-copy:cache=0:graph=0:sms=8,cpu-centric
+fi
+expect_rc 0 "$cli" bench epoch --preset tiny --modes "$modes" --warmup 2 --cpu-batches 2 \
+    --hidden 32 --json "$tmp/epoch.json" --commit smoke-test
+grep -q "warm_loss" "$tmp/out" || { cat "$tmp/out"; fail "no epoch table"; }
+if command -v python3 >/dev/null; then
+    python3 - "$tmp/epoch.json" "$modes" <<'PY' || fail "bench epoch JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["benchmark"] == "epoch", d
+runs = {r["mode"]: r for r in d["results"]}
+assert list(runs) == sys.argv[2].split(","), list(runs)
+for r in runs.values():
+    assert r["epoch_s"] > 0 and r["train_s"] > 0 and r["minibatches_timed"] >= 1, r
+assert runs["cpu"]["projected"] is True, runs["cpu"]
+PY
+fi
 echo "bench smoke: ok"

@@ -133,6 +133,8 @@ typedef struct {
     double start, last_draw;
     int last_quarter;
     int drawn;
+    cli_metrics *metrics; /* step records go here too (NULL: none) */
+    int64_t last_step;    /* the last minibatch a step record was written for */
 } train_progress;
 
 static int on_progress(void *user, int64_t done, int64_t total, double loss) {
@@ -164,6 +166,18 @@ static int on_progress(void *user, int64_t done, int64_t total, double loss) {
                     (long long)p->epoch, (long long)done, (long long)total, rate, ls, eta);
             p->last_quarter = q;
         }
+    }
+    /* A step record per report whose loss is known (the GPU modes report the latest finished
+     * minibatch, which may be the same as last time). */
+    if (p->metrics && !isnan(loss) && done != p->last_step) {
+        cJSON *o = cli_metrics_record("step");
+        if (o) {
+            cJSON_AddNumberToObject(o, "epoch", (double)p->epoch);
+            cJSON_AddNumberToObject(o, "step", (double)done);
+            cJSON_AddNumberToObject(o, "loss", loss);
+        }
+        if (cli_metrics_write(p->metrics, o)) p->metrics = NULL;
+        p->last_step = done;
     }
     return cli_interrupted();
 }
@@ -280,6 +294,7 @@ static int train_model(const gd_dataset_t *ds, const gd__train_config *cfg_in, i
     double best_valid = -1;
     prog.tty = isatty(STDERR_FILENO);
     prog.epochs = epochs;
+    prog.metrics = metrics;
     cfg.progress = on_progress;
     cfg.progress_user = &prog;
     gd_status st = gd__trainer_create(ds, &cfg, &tr);
@@ -354,6 +369,7 @@ static int train_model(const gd_dataset_t *ds, const gd__train_config *cfg_in, i
         prog.epoch = e + 1;
         prog.start = cli_now();
         prog.last_quarter = 0;
+        prog.last_step = 0;
         st = gd__trainer_epoch(tr, e, &es);
         progress_end(&prog);
         if (st == GD_OK) st = gd__trainer_evaluate(tr, GD_ARRAY_VALID_IDX, &valid, NULL);
