@@ -76,19 +76,45 @@ else
 fi
 
 # train, cpu mode, one epoch on tiny generated in memory (then the MLP baseline and both test
-# accuracies side by side), and on the directory made above; a GPU mode is refused with a
-# message saying it is not built yet
+# accuracies side by side), and on the directory made above; modes, checkpoints, resume, eval
 expect_rc 0 "$cli" train --preset tiny --mode cpu --epochs 1 --batch 512 --hidden 32 --seed 3
-grep -q "^epoch *1 .*loss .*valid acc" "$tmp/out" && grep -q "^test acc" "$tmp/out" \
+grep -q "^epoch *1 .*loss .*valid acc" "$tmp/out" && grep -q "test acc 0\.[0-9]* (.*exact" "$tmp/out" \
     || { cat "$tmp/out" "$tmp/err"; fail "train output"; }
 grep -q "^test accuracy: GraphSAGE 0\.[0-9]* vs MLP (graph removed) 0\.[0-9]*" "$tmp/out" \
     || { cat "$tmp/out"; fail "train baseline line"; }
 expect_rc 0 "$cli" train --preset tiny --epochs 1 --batch 512 --hidden 32 --no-baseline
 grep -q "MLP" "$tmp/out" && { cat "$tmp/out"; fail "train --no-baseline trained the MLP"; }
+grep -q "^mode: .*auto picked" "$tmp/out" || { cat "$tmp/out"; fail "train auto says nothing"; }
 expect_rc 0 "$cli" train "$tmp/a" --epochs 1 --mlp --layers 1
-grep -q "MLP" "$tmp/out" && grep -q "^test acc" "$tmp/out" || { cat "$tmp/out"; fail "train --mlp"; }
+grep -q "MLP" "$tmp/out" && grep -q "test acc 0\.[0-9]" "$tmp/out" || { cat "$tmp/out"; fail "train --mlp"; }
 expect_rc 2 "$cli" train --mode zerocopy --epochs 1
-grep -q "not built yet" "$tmp/err" || { cat "$tmp/err"; fail "train GPU mode message"; }
+grep -q "unknown training mode 'zerocopy'" "$tmp/err" || { cat "$tmp/err"; fail "train bad mode message"; }
+expect_rc 2 "$cli" train --resume --epochs 1
+grep -q "needs --checkpoint" "$tmp/err" || { cat "$tmp/err"; fail "train --resume alone"; }
+if ! "$cli" info --params 2>/dev/null | grep -q "built with CUDA" || \
+   "$cli" info --params 2>/dev/null | grep -q "GPUs: none visible"; then
+    expect_rc 1 "$cli" train --preset tiny --mode zero-copy --epochs 1
+    grep -q "needs a GPU.*--mode cpu\|without CUDA.*--mode cpu" "$tmp/err" \
+        || { cat "$tmp/err"; fail "train GPU mode without a GPU"; }
+fi
+# checkpoints: 2 epochs, then resume to 3, with metrics; eval of the best model
+expect_rc 0 "$cli" train --preset tiny --epochs 2 --hidden 32 --no-baseline --checkpoint "$tmp/ck" \
+    --metrics "$tmp/m.jsonl"
+[ -f "$tmp/ck/checkpoint.gdc" ] && [ -f "$tmp/ck/best.gdc" ] || fail "no checkpoint files"
+grep -q '"type":"epoch"' "$tmp/m.jsonl" && grep -q '"type":"test"' "$tmp/m.jsonl" \
+    || { cat "$tmp/m.jsonl"; fail "metrics records"; }
+expect_rc 0 "$cli" train --preset tiny --epochs 3 --hidden 32 --no-baseline --checkpoint "$tmp/ck" \
+    --resume
+grep -q "resumed from .* after epoch 2" "$tmp/out" && grep -q "^epoch *3 " "$tmp/out" \
+    && ! grep -q "^epoch *1 " "$tmp/out" || { cat "$tmp/out"; fail "train --resume"; }
+expect_rc 1 "$cli" train --preset tiny --epochs 3 --hidden 64 --no-baseline --checkpoint "$tmp/ck" \
+    --resume
+grep -q "hidden" "$tmp/err" || { cat "$tmp/err"; fail "resume with other settings"; }
+expect_rc 0 "$cli" eval --preset tiny --model "$tmp/ck/best.gdc" --mode cpu
+grep -q "^test acc 0\.[0-9]* (" "$tmp/out" || { cat "$tmp/out"; fail "eval output"; }
+printf 'not a checkpoint' >"$tmp/bad.gdc"
+expect_rc 1 "$cli" eval --preset tiny --model "$tmp/bad.gdc"
+expect_rc 2 "$cli" eval --preset tiny
 expect_rc 2 "$cli" train --fanouts 10,x
 
 # Ctrl-C during generation: either it finished (complete output) or it stopped (no output)
