@@ -1,5 +1,6 @@
 /*
- * Helpers shared by the benchmark drivers: error messages, timing, list parsing, parallel
+ * Helpers shared by the benchmark drivers: error messages, the shared options, timing, list
+ * parsing, parallel
  * fills and copies of large host buffers, PASS/MISS target lines and the atomic JSON writer.
  * See bench.h.
  */
@@ -35,6 +36,149 @@ void bench_cuda_error(const char *call, cudaError_t ce) {
     bench_error("%s failed: %s (%s)", call, cudaGetErrorString(ce), cudaGetErrorName(ce));
 }
 #endif
+
+void bench_options_init(bench_options *o) {
+    memset(o, 0, sizeof *o);
+    o->batch = 1024;
+    o->hidden = 256;
+    o->seed = 1;
+    o->commit = GD_GIT_COMMIT;
+}
+
+int bench_option(bench_options *o, const char *cmd, int c, const char *arg) {
+    int64_t v;
+    switch (c) {
+    case BENCH_OPT_PRESET:
+        o->preset = arg;
+        return 0;
+    case BENCH_OPT_NODES:
+        if (cli_parse_i64(arg, &v) || v < 2)
+            return cli_usage_error(cmd, "--nodes '%s' is not a node count >= 2", arg);
+        o->nodes = v;
+        return 0;
+    case BENCH_OPT_BATCH:
+        if (cli_parse_i64(arg, &v) || v < 1 || v > (1 << 24))
+            return cli_usage_error(cmd, "--batch '%s' is not a count in [1, 2^24]", arg);
+        o->batch = v;
+        return 0;
+    case BENCH_OPT_HIDDEN:
+        if (cli_parse_i64(arg, &v) || v < 1 || v > 65536)
+            return cli_usage_error(cmd, "--hidden '%s' is not a width in [1, 65536]", arg);
+        o->hidden = v;
+        return 0;
+    case BENCH_OPT_THREADS:
+        if (cli_parse_i64(arg, &v) || v < 1 || v > 4096)
+            return cli_usage_error(cmd, "--threads '%s' is not a count in [1, 4096]", arg);
+        o->threads = (int)v;
+        return 0;
+    case BENCH_OPT_DEVICE:
+        if (cli_parse_i64(arg, &v) || v < 0 || v > 1024)
+            return cli_usage_error(cmd, "--device '%s' is not a GPU number", arg);
+        o->device = (int)v;
+        return 0;
+    case BENCH_OPT_SEED:
+        if (cli_parse_i64(arg, &v) || v < 0)
+            return cli_usage_error(cmd, "--seed '%s' is not a non-negative integer", arg);
+        o->seed = (uint64_t)v;
+        return 0;
+    case BENCH_OPT_QUICK:
+        o->quick = 1;
+        return 0;
+    case BENCH_OPT_JSON:
+        o->json_path = arg;
+        return 0;
+    case BENCH_OPT_COMMIT:
+        o->commit = arg;
+        o->commit_given = 1;
+        return 0;
+    default:
+        /* getopt_long has already named the option it did not know. */
+        return cli_usage_error(cmd, "unknown option");
+    }
+}
+
+int bench_parse_options(bench_options *o, const char *cmd, int argc, char **argv,
+                        const struct option *long_opts, void (*help)(void),
+                        int (*own)(void *self, int c, const char *arg), void *self) {
+    int c, rc;
+    optind = 1; /* the CLI may have run getopt_long before */
+    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+        if (c == 'h') {
+            help();
+            return 0;
+        }
+        rc = own(self, c, optarg);
+        if (rc < 0) rc = bench_option(o, cmd, c, optarg);
+        if (rc != 0) return rc;
+    }
+    rc = bench_options_finish(o, cmd, argc, argv);
+    return rc != 0 ? rc : -1;
+}
+
+int bench_options_finish(bench_options *o, const char *cmd, int argc, char **argv) {
+    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (!o->threads) o->threads = bench_cpus();
+    return 0;
+}
+
+/*
+ * The lists are parsed into a local copy first, so that a bad --fanouts leaves the defaults
+ * (or an earlier --fanouts) as they were. Empty items and lists are refused rather than
+ * skipped: "15,,5" is more likely a typo than two layers.
+ */
+int bench_parse_fanouts(const char *text, int lo, int hi, int max_lists,
+                        int (*fanouts)[GD_SAMPLER_MAX_LAYERS], int *layers, int *lists) {
+    enum { MAX_LISTS = 16 };
+    int f[MAX_LISTS][GD_SAMPLER_MAX_LAYERS], n[MAX_LISTS], count = 0;
+    char item[64];
+    const char *p = text;
+    if (max_lists > MAX_LISTS) max_lists = MAX_LISTS;
+    n[count++] = 0;
+    for (;;) {
+        const size_t len = strcspn(p, ",:");
+        int64_t v = 0;
+        if (len == 0) {
+            bench_error("--fanouts '%s': an empty list or item (give e.g. 15,10,5)", text);
+            return -1;
+        }
+        if (len < sizeof item) snprintf(item, sizeof item, "%.*s", (int)len, p);
+        if (len >= sizeof item || cli_parse_i64(item, &v) || v < lo || v > hi) {
+            if (lo < 0)
+                bench_error("--fanouts: '%.*s' is not a fanout (-1 = every neighbour, or a count "
+                            "up to %d)",
+                            (int)len, p, hi);
+            else
+                bench_error("--fanouts: '%.*s' is not a neighbour count in [%d, %d]", (int)len, p,
+                            lo, hi);
+            return -1;
+        }
+        if (n[count - 1] == GD_SAMPLER_MAX_LAYERS) {
+            bench_error("--fanouts '%s': a list has more than %d layers", text,
+                        GD_SAMPLER_MAX_LAYERS);
+            return -1;
+        }
+        f[count - 1][n[count - 1]++] = (int)v;
+        p += len;
+        if (*p == '\0') break;
+        if (*p++ == ':') {
+            if (count == max_lists && max_lists == 1) {
+                bench_error("--fanouts '%s': one list only (no ':')", text);
+                return -1;
+            }
+            if (count == max_lists) {
+                bench_error("--fanouts '%s': at most %d lists", text, max_lists);
+                return -1;
+            }
+            n[count++] = 0;
+        }
+    }
+    for (int k = 0; k < count; k++) {
+        memcpy(fanouts[k], f[k], sizeof f[k]);
+        layers[k] = n[k];
+    }
+    if (lists) *lists = count;
+    return 0;
+}
 
 double bench_now(void) {
     struct timespec ts;
@@ -247,17 +391,17 @@ fail:
     return rc;
 }
 
-int bench_json_header(cJSON **root, const char *benchmark, const char *commit, int commit_given,
-                      int gpu, int device) {
+int bench_json_header(cJSON **root, const char *benchmark, const bench_options *o, int gpu) {
+    const int device = o->device;
     char date[64], host[256];
     cJSON *dev;
     *root = cJSON_CreateObject();
     BENCH_REQUIRE(*root, "out of memory building the JSON record");
     BENCH_JSON(cJSON_AddStringToObject(*root, "benchmark", benchmark));
     BENCH_JSON(cJSON_AddStringToObject(*root, "version", gd_version()));
-    BENCH_JSON(cJSON_AddStringToObject(*root, "commit", commit));
+    BENCH_JSON(cJSON_AddStringToObject(*root, "commit", o->commit));
     BENCH_JSON(cJSON_AddStringToObject(*root, "commit_from",
-                                       commit_given ? "--commit" : "build configuration"));
+                                       o->commit_given ? "--commit" : "build configuration"));
     BENCH_JSON(cJSON_AddStringToObject(*root, "date", bench_utc_date(date, sizeof date)));
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
     host[sizeof host - 1] = '\0';
@@ -282,4 +426,24 @@ int bench_json_header(cJSON **root, const char *benchmark, const char *commit, i
     return 0;
 fail:
     return -1;
+}
+
+int bench_run_done(const bench_options *o, cJSON *root, const char *name, double t_start) {
+    printf("\nbench %s: done in %.1f s\n", name, bench_now() - t_start);
+    BENCH_JSON(cJSON_AddNumberToObject(root, "seconds", bench_now() - t_start));
+    if (o->json_path) {
+        if (bench_json_write(o->json_path, root) != 0) goto fail;
+        printf("results written to %s\n", o->json_path);
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+int bench_exit_status(int rc) {
+    if (rc != 0 && cli_interrupted()) {
+        fprintf(stderr, "graphdirect bench: interrupted\n");
+        return CLI_EXIT_INTERRUPTED;
+    }
+    return rc;
 }

@@ -1,10 +1,10 @@
 /*
  * Shared pieces of the benchmark drivers behind `graphdirect bench`: wall-clock timing, error
- * reporting in the CLI's words, list parsing, a counter-based random number generator,
- * parallel fills and copies of large host buffers, the CUDA checks (in builds with
- * GD_WITH_CUDA, through the plain-C CUDA runtime API), PASS/MISS target lines, and writing the
- * JSON record of a run atomically. Every benchmark measures its ceiling in the same run and
- * reports ratios to it (docs/bench.md).
+ * reporting in the CLI's words, the options every driver shares, list parsing, a counter-based
+ * random number generator, parallel fills and copies of large host buffers, the CUDA checks (in
+ * builds with GD_WITH_CUDA, through the plain-C CUDA runtime API), PASS/MISS target lines, and
+ * writing the JSON record of a run atomically. Every benchmark measures its ceiling in the same run
+ * and reports ratios to it (docs/bench.md).
  *
  * The drivers follow the library's error style: a function that can fail returns 0 or -1 after
  * printing one message that says what failed, with which value and what to do; cleanup runs
@@ -16,6 +16,7 @@
 #include "graphdirect.h"
 
 #include <cjson/cJSON.h>
+#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,6 +90,92 @@ const char *bench_utc_date(char *buf, size_t n);
 /* The median of v[0..n) (v is sorted in place); 0 for n = 0. */
 double bench_median(double *v, int n);
 
+/* ---- options several drivers share */
+
+/*
+ * The getopt_long codes of the shared options, above every character so that they never meet
+ * a driver's own codes. A driver lists the ones it takes in its long options (BENCH_LONG and
+ * BENCH_FLAG entries), handles its own codes in its switch and passes every other code to
+ * bench_option.
+ */
+enum {
+    BENCH_OPT_PRESET = 0x100,
+    BENCH_OPT_NODES,
+    BENCH_OPT_BATCH,
+    BENCH_OPT_HIDDEN,
+    BENCH_OPT_THREADS,
+    BENCH_OPT_DEVICE,
+    BENCH_OPT_SEED,
+    BENCH_OPT_QUICK,
+    BENCH_OPT_JSON,
+    BENCH_OPT_COMMIT
+};
+/* A shared option's long-option entry: BENCH_LONG("seed", SEED), BENCH_FLAG("quick", QUICK). */
+#define BENCH_LONG(name, ID)                                                                       \
+    { name, required_argument, 0, BENCH_OPT_##ID }
+#define BENCH_FLAG(name, ID)                                                                       \
+    { name, no_argument, 0, BENCH_OPT_##ID }
+/*
+ * The end of every driver's table: the options they all take (--device, --seed, --json,
+ * --commit), --help (code 'h') and the terminating entry.
+ */
+/* clang-format off */
+#define BENCH_LONG_END                                                                             \
+    BENCH_LONG("device", DEVICE),                                                                  \
+    BENCH_LONG("seed", SEED),                                                                      \
+    BENCH_LONG("json", JSON),                                                                      \
+    BENCH_LONG("commit", COMMIT),                                                                  \
+    {"help", no_argument, 0, 'h'},                                                                 \
+    {0, 0, 0, 0}
+/* clang-format on */
+
+/* What the shared options set; bench_options_init gives the defaults. */
+typedef struct {
+    const char *preset;    /* --preset; NULL when not given */
+    int64_t nodes;         /* --nodes N >= 2; 0: the preset's */
+    int64_t batch;         /* --batch, seeds per minibatch in [1, 2^24] (default 1024) */
+    int64_t hidden;        /* --hidden width in [1, 65536] (default 256) */
+    int threads;           /* --threads in [1, 4096]; bench_options_finish makes 0 every core */
+    int device;            /* --device, the GPU (default 0) */
+    int quick;             /* --quick: a smoke-test sized run */
+    uint64_t seed;         /* --seed (default 1) */
+    const char *json_path; /* --json FILE; NULL: no JSON */
+    const char *commit;    /* --commit (default: the configure-time GD_GIT_COMMIT) */
+    int commit_given;      /* whether --commit named it */
+} bench_options;
+
+void bench_options_init(bench_options *o);
+/*
+ * Handle getopt_long's code c (its optarg in arg) for the command cmd ("bench epoch"): 0 when
+ * c is a shared option with a good value, else the usage exit status after one message (a bad
+ * value, or "unknown option" for any other code, getopt's '?' included).
+ */
+int bench_option(bench_options *o, const char *cmd, int c, const char *arg);
+/*
+ * The getopt_long loop of a driver: --help (code 'h') prints help() and ends with status 0;
+ * every other code goes to own(self, c, optarg), which returns 0 (handled), an exit status, or
+ * -1 for a code it does not know, which then goes to bench_option. Returns -1 when the run
+ * goes on (bench_options_finish done), else the exit status.
+ */
+int bench_parse_options(bench_options *o, const char *cmd, int argc, char **argv,
+                        const struct option *long_opts, void (*help)(void),
+                        int (*own)(void *self, int c, const char *arg), void *self);
+/*
+ * After the getopt_long loop: refuse a leftover argument (the usage exit status, message
+ * printed), else default --threads to every core and return 0.
+ */
+int bench_options_finish(bench_options *o, const char *cmd, int argc, char **argv);
+
+/*
+ * Parse --fanouts: up to max_lists lists separated by ':' (a driver that takes one list passes
+ * 1), each 1 to GD_SAMPLER_MAX_LAYERS comma-separated neighbour counts in [lo, hi], seeds
+ * first (-1, where lo allows it, takes every neighbour). List k goes to fanouts[k] and
+ * layers[k], the number of lists to *lists (which may be NULL). 0 on success; -1 (message
+ * printed, nothing written) otherwise.
+ */
+int bench_parse_fanouts(const char *text, int lo, int hi, int max_lists,
+                        int (*fanouts)[GD_SAMPLER_MAX_LAYERS], int *layers, int *lists);
+
 /* ---- lists and sizes on the command line */
 
 /*
@@ -152,6 +239,20 @@ int bench_json_probe(const char *path);
         }                                                                                          \
     } while (0)
 
+/* ---- the end of a run */
+
+/*
+ * The end of a run that succeeded: "bench NAME: done in S s" on stdout, the run's seconds (from
+ * t_start, a bench_now()) into root and, with --json, the record written. 0, or -1 (message
+ * printed).
+ */
+int bench_run_done(const bench_options *o, cJSON *root, const char *name, double t_start);
+/*
+ * The exit status of a run that ended with rc: a failure that Ctrl-C caused is reported as an
+ * interruption (CLI_EXIT_INTERRUPTED), anything else is rc.
+ */
+int bench_exit_status(int rc);
+
 /* ---- minibatches (minibatch.c) */
 
 /*
@@ -186,9 +287,9 @@ void bench_batches_free(bench_batches *b);
 /*
  * The record every benchmark's JSON starts with: benchmark name, library version, commit
  * (and whether it came from --commit), date, host, CPUs, whether CUDA was built, and the GPU
- * (null when gpu is 0; its name and SMs are also printed on stderr). *root is made here.
+ * o->device (null when gpu is 0; its name and SMs are also printed on stderr). *root is made
+ * here.
  */
-int bench_json_header(cJSON **root, const char *benchmark, const char *commit, int commit_given,
-                      int gpu, int device);
+int bench_json_header(cJSON **root, const char *benchmark, const bench_options *o, int gpu);
 
 #endif

@@ -20,7 +20,6 @@
 #include "cli.h"
 #include "train/internal.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,12 +37,11 @@ typedef struct {
 } run_spec;
 
 typedef struct {
-    const char *preset, *json_path, *commit;
-    int commit_given, device, threads, depth;
-    int64_t nodes, batch, hidden, gpu_cache, graph_cache, max_batches, warmup, cpu_batches;
+    bench_options opt; /* --preset, --nodes, --batch, --hidden, --threads, --device, --seed ... */
+    int depth;
+    int64_t gpu_cache, graph_cache, max_batches, warmup, cpu_batches;
     int layers, fanouts[GD_SAMPLER_MAX_LAYERS];
     const char *gather_sms;
-    uint64_t seed;
     run_spec runs[MAX_RUNS];
     int nruns;
 } epoch_bench;
@@ -162,34 +160,69 @@ static int parse_modes(epoch_bench *b, const char *text) {
 }
 
 static int parse_fanouts(epoch_bench *b, const char *text) {
-    int64_t v[GD_SAMPLER_MAX_LAYERS];
-    int n = 0;
-    const char *p = text;
-    while (*p && n < GD_SAMPLER_MAX_LAYERS) {
-        char *end;
-        long x = strtol(p, &end, 10);
-        if (end == p || x < -1 || x > 100000) break;
-        v[n++] = x;
-        p = *end == ',' ? end + 1 : end;
-        if (*end != ',' && *end) break;
-    }
-    if (n == 0 || *p) {
-        bench_error("--fanouts '%s' is not 1 to %d comma-separated counts", text,
-                    GD_SAMPLER_MAX_LAYERS);
+    return bench_parse_fanouts(text, -1, 100000, 1, &b->fanouts, &b->layers, NULL);
+}
+
+/* The command named in usage errors. */
+static const char cmd[] = "bench epoch";
+
+/* An option of this driver alone: 0, an exit status, or -1 for a shared option. */
+static int own_option(void *self, int c, const char *arg) {
+    epoch_bench *b = self;
+    int64_t v;
+    switch (c) {
+    case 'm':
+        if (parse_modes(b, arg)) return CLI_EXIT_USAGE;
+        break;
+    case 'f':
+        if (parse_fanouts(b, arg)) return CLI_EXIT_USAGE;
+        break;
+    case 'c':
+        if (cli_parse_i64(arg, &v) || v < 0)
+            return cli_usage_error(cmd, "--gpu-cache '%s' is not a size", arg);
+        b->gpu_cache = v;
+        break;
+    case 'g':
+        if (cli_parse_i64(arg, &v) || v < 0)
+            return cli_usage_error(cmd, "--graph-cache '%s' is not a size", arg);
+        b->graph_cache = v;
+        break;
+    case 'S':
+        b->gather_sms = arg;
+        break;
+    case 'R':
+        if (cli_parse_i64(arg, &v) || v < 2 || v > 8)
+            return cli_usage_error(cmd, "--depth '%s' is not in 2..8", arg);
+        b->depth = (int)v;
+        break;
+    case 'w':
+        if (cli_parse_i64(arg, &v) || v < 1)
+            return cli_usage_error(cmd, "--warmup '%s' is not a positive count", arg);
+        b->warmup = v;
+        break;
+    case 'M':
+        if (cli_parse_i64(arg, &v) || v < 0)
+            return cli_usage_error(cmd, "--max-batches '%s' is not a count", arg);
+        b->max_batches = v;
+        break;
+    case 'C':
+        if (cli_parse_i64(arg, &v) || v < 1)
+            return cli_usage_error(cmd, "--cpu-batches '%s' is not a positive count", arg);
+        b->cpu_batches = v;
+        break;
+    default:
         return -1;
     }
-    b->layers = n;
-    for (int i = 0; i < n; i++) b->fanouts[i] = (int)v[i];
     return 0;
 }
 
 static int parse_options(epoch_bench *b, int argc, char **argv) {
-    static const struct option long_opts[] = {{"preset", required_argument, 0, 'p'},
-                                              {"nodes", required_argument, 0, 'N'},
+    static const struct option long_opts[] = {BENCH_LONG("preset", PRESET),
+                                              BENCH_LONG("nodes", NODES),
                                               {"modes", required_argument, 0, 'm'},
                                               {"fanouts", required_argument, 0, 'f'},
-                                              {"batch", required_argument, 0, 'b'},
-                                              {"hidden", required_argument, 0, 'H'},
+                                              BENCH_LONG("batch", BATCH),
+                                              BENCH_LONG("hidden", HIDDEN),
                                               {"gpu-cache", required_argument, 0, 'c'},
                                               {"graph-cache", required_argument, 0, 'g'},
                                               {"gather-sms", required_argument, 0, 'S'},
@@ -197,119 +230,20 @@ static int parse_options(epoch_bench *b, int argc, char **argv) {
                                               {"warmup", required_argument, 0, 'w'},
                                               {"max-batches", required_argument, 0, 'M'},
                                               {"cpu-batches", required_argument, 0, 'C'},
-                                              {"threads", required_argument, 0, 'j'},
-                                              {"device", required_argument, 0, 'd'},
-                                              {"seed", required_argument, 0, 's'},
-                                              {"json", required_argument, 0, 'o'},
-                                              {"commit", required_argument, 0, 'k'},
-                                              {"help", no_argument, 0, 'h'},
-                                              {0, 0, 0, 0}};
-    const char *cmd = "bench epoch";
-    int64_t v;
-    int c;
-    b->preset = "products";
-    b->batch = 1024;
-    b->hidden = 256;
+                                              BENCH_LONG("threads", THREADS),
+                                              BENCH_LONG_END};
+    int rc;
+    bench_options_init(&b->opt);
+    b->opt.preset = "products";
     b->gpu_cache = -1;
     b->graph_cache = -1;
     b->depth = 3;
     b->warmup = 20;
     b->cpu_batches = 10;
-    b->seed = 1;
-    b->commit = GD_GIT_COMMIT;
     if (parse_modes(b, "all-gpu,zero-copy,cpu-centric") || parse_fanouts(b, "15,10,5"))
         return CLI_EXIT_FAIL;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        switch (c) {
-        case 'p':
-            b->preset = optarg;
-            break;
-        case 'N':
-            if (cli_parse_i64(optarg, &v) || v < 2)
-                return cli_usage_error(cmd, "--nodes '%s' is not a node count >= 2", optarg);
-            b->nodes = v;
-            break;
-        case 'm':
-            if (parse_modes(b, optarg)) return CLI_EXIT_USAGE;
-            break;
-        case 'f':
-            if (parse_fanouts(b, optarg)) return CLI_EXIT_USAGE;
-            break;
-        case 'b':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > (1 << 24))
-                return cli_usage_error(cmd, "--batch '%s' is not a count in [1, 2^24]", optarg);
-            b->batch = v;
-            break;
-        case 'H':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > 65536)
-                return cli_usage_error(cmd, "--hidden '%s' is not a width", optarg);
-            b->hidden = v;
-            break;
-        case 'c':
-            if (cli_parse_i64(optarg, &v) || v < 0)
-                return cli_usage_error(cmd, "--gpu-cache '%s' is not a size", optarg);
-            b->gpu_cache = v;
-            break;
-        case 'g':
-            if (cli_parse_i64(optarg, &v) || v < 0)
-                return cli_usage_error(cmd, "--graph-cache '%s' is not a size", optarg);
-            b->graph_cache = v;
-            break;
-        case 'S':
-            b->gather_sms = optarg;
-            break;
-        case 'R':
-            if (cli_parse_i64(optarg, &v) || v < 2 || v > 8)
-                return cli_usage_error(cmd, "--depth '%s' is not in 2..8", optarg);
-            b->depth = (int)v;
-            break;
-        case 'w':
-            if (cli_parse_i64(optarg, &v) || v < 1)
-                return cli_usage_error(cmd, "--warmup '%s' is not a positive count", optarg);
-            b->warmup = v;
-            break;
-        case 'M':
-            if (cli_parse_i64(optarg, &v) || v < 0)
-                return cli_usage_error(cmd, "--max-batches '%s' is not a count", optarg);
-            b->max_batches = v;
-            break;
-        case 'C':
-            if (cli_parse_i64(optarg, &v) || v < 1)
-                return cli_usage_error(cmd, "--cpu-batches '%s' is not a positive count", optarg);
-            b->cpu_batches = v;
-            break;
-        case 'j':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > 4096)
-                return cli_usage_error(cmd, "--threads '%s' is not positive", optarg);
-            b->threads = (int)v;
-            break;
-        case 'd':
-            if (cli_parse_i64(optarg, &v) || v < 0 || v > 1024)
-                return cli_usage_error(cmd, "--device '%s' is not a GPU number", optarg);
-            b->device = (int)v;
-            break;
-        case 's':
-            if (cli_parse_i64(optarg, &v) || v < 0)
-                return cli_usage_error(cmd, "--seed '%s' is not a non-negative integer", optarg);
-            b->seed = (uint64_t)v;
-            break;
-        case 'o':
-            b->json_path = optarg;
-            break;
-        case 'k':
-            b->commit = optarg;
-            b->commit_given = 1;
-            break;
-        case 'h':
-            help();
-            return 0;
-        default:
-            return cli_usage_error(cmd, "unknown option");
-        }
-    }
-    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (!b->threads) b->threads = bench_cpus();
+    if ((rc = bench_parse_options(&b->opt, cmd, argc, argv, long_opts, help, own_option, b)) != -1)
+        return rc;
     return -1;
 }
 
@@ -321,12 +255,12 @@ static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec
     gd__train_config cfg = GD__TRAIN_CONFIG_INIT;
     cfg.num_layers = b->layers;
     memcpy(cfg.fanouts, b->fanouts, sizeof cfg.fanouts);
-    cfg.batch_size = b->batch;
-    cfg.hidden_dim = b->hidden;
-    cfg.seed = b->seed;
-    cfg.threads = b->threads;
+    cfg.batch_size = b->opt.batch;
+    cfg.hidden_dim = b->opt.hidden;
+    cfg.seed = b->opt.seed;
+    cfg.threads = b->opt.threads;
     cfg.mode = r->mode;
-    cfg.device = b->device;
+    cfg.device = b->opt.device;
     cfg.gpu_cache_bytes = r->cache >= 0 ? r->cache : b->gpu_cache;
     if (r->cache_frac >= 0)
         cfg.gpu_cache_bytes = (int64_t)(r->cache_frac * (double)gd_dataset_num_nodes(ds) *
@@ -346,7 +280,7 @@ static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec
     gd__train_epoch_stats warm;
     BENCH_GD(gd__trainer_epoch(t, 0, &warm), "the warm-up epoch");
     out->warm_loss = warm.loss;
-    const int64_t all = (out->info.train_nodes + b->batch - 1) / b->batch;
+    const int64_t all = (out->info.train_nodes + b->opt.batch - 1) / b->opt.batch;
     int64_t timed = b->max_batches ? b->max_batches : all;
     if (r->mode == GD__TRAIN_CPU) timed = b->cpu_batches < timed ? b->cpu_batches : timed;
     gd__trainer_set_max_batches(t, timed);
@@ -379,33 +313,33 @@ int bench_epoch(int argc, char **argv) {
     memset(res, 0, sizeof res);
     int any_gpu = 0;
     for (int i = 0; i < b.nruns; i++) any_gpu |= b.runs[i].mode != GD__TRAIN_CPU;
-    if (b.json_path && bench_json_probe(b.json_path)) return CLI_EXIT_FAIL;
-    if (bench_json_header(&root, "epoch", b.commit, b.commit_given, any_gpu, b.device)) goto fail;
+    if (b.opt.json_path && bench_json_probe(b.opt.json_path)) return CLI_EXIT_FAIL;
+    if (bench_json_header(&root, "epoch", &b.opt, any_gpu)) goto fail;
 
-    fprintf(stderr, "epoch: generating preset '%s' in memory\n", b.preset);
+    fprintf(stderr, "epoch: generating preset '%s' in memory\n", b.opt.preset);
     double t0 = bench_now();
     gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
-    go.preset = b.preset;
-    go.seed = b.seed;
-    go.num_nodes = b.nodes;
+    go.preset = b.opt.preset;
+    go.seed = b.opt.seed;
+    go.num_nodes = b.opt.nodes;
     BENCH_GD(gd_generate(&go, &ds), "generating the dataset");
     fprintf(stderr, "epoch: %s: %lld nodes, %lld edges, %lld features, %lld classes (%.1f s)\n",
-            b.preset, (long long)gd_dataset_num_nodes(ds), (long long)gd_dataset_num_edges(ds),
+            b.opt.preset, (long long)gd_dataset_num_nodes(ds), (long long)gd_dataset_num_edges(ds),
             (long long)gd_dataset_feature_dim(ds), (long long)gd_dataset_num_classes(ds),
             bench_now() - t0);
 
     cJSON *cfgj = cJSON_AddObjectToObject(root, "config");
     BENCH_JSON(cfgj);
-    BENCH_JSON(cJSON_AddStringToObject(cfgj, "preset", b.preset));
+    BENCH_JSON(cJSON_AddStringToObject(cfgj, "preset", b.opt.preset));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "nodes", (double)gd_dataset_num_nodes(ds)));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "edges", (double)gd_dataset_num_edges(ds)));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "layers", b.layers));
     cJSON *fj = cJSON_AddArrayToObject(cfgj, "fanouts");
     BENCH_JSON(fj);
     for (int h = 0; h < b.layers; h++) cJSON_AddItemToArray(fj, cJSON_CreateNumber(b.fanouts[h]));
-    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "batch", (double)b.batch));
-    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "hidden", (double)b.hidden));
-    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "threads", b.threads));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "batch", (double)b.opt.batch));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "hidden", (double)b.opt.hidden));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "threads", b.opt.threads));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "depth", b.depth));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "warmup_batches", (double)b.warmup));
     runs = cJSON_AddArrayToObject(root, "results");
@@ -483,7 +417,7 @@ int bench_epoch(int argc, char **argv) {
                      cc->st.cpu_core_s / (zc->st.cpu_core_s > 0 ? zc->st.cpu_core_s : 1e-9), 10.0,
                      "x");
     }
-    if (b.json_path && bench_json_write(b.json_path, root)) goto fail;
+    if (b.opt.json_path && bench_json_write(b.opt.json_path, root)) goto fail;
     rc = 0;
 fail:
     cJSON_Delete(root);

@@ -23,7 +23,6 @@
 #include "bench.h"
 #include "cli.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +76,7 @@ static const int fanouts[3] = {15, 10, 5};
 
 typedef struct {
     /* options */
-    int device;
+    bench_options opt; /* --preset, --threads, --device, --seed, --quick, --json, --commit */
     int64_t table_bytes;
     int64_t widths[MAX_WIDTHS];
     int nwidths;
@@ -88,10 +87,9 @@ typedef struct {
     int64_t budget;         /* bytes moved per measurement, roughly */
     int64_t max_call_bytes; /* ids per call are clipped so a call moves at most this */
     int64_t ceiling_bytes;  /* the block the DMA / memcpy ceiling copies */
-    int quick, cache_sweep, sm_sweep, threads, commit_given;
+    int cache_sweep, sm_sweep;
+    int have_table, have_widths, have_ids, have_modes, have_iters, have_budget; /* given */
     int batches, score_batches, batch_seeds;
-    uint64_t seed;
-    const char *preset, *json_path, *commit;
 
     /* state */
     int gpu;             /* GPU modes can run */
@@ -447,7 +445,7 @@ static int measure_dma(gather_bench *b) {
                     cudaGetErrorName(ce));
         goto fail;
     }
-    bench_fill_pattern(h, bytes, b->threads);
+    bench_fill_pattern(h, bytes, b->opt.threads);
     BENCH_CUDA(cudaMalloc(&d, bytes));
     for (int r = -1; r < REPS; r++) { /* r = -1 warms up */
         float ms = 0;
@@ -478,11 +476,11 @@ static int measure_memcpy(gather_bench *b) {
         bench_error("out of memory for the %zu-byte memcpy ceiling", bytes);
         return -1;
     }
-    bench_fill_pattern(dst, bytes, b->threads); /* fault the pages in before timing */
+    bench_fill_pattern(dst, bytes, b->opt.threads); /* fault the pages in before timing */
     b->memcpy_best = 0;
     for (int r = -1; r < 3; r++) {
         const double t0 = bench_now();
-        bench_parallel_copy(dst, b->table_data, bytes, b->threads);
+        bench_parallel_copy(dst, b->table_data, bytes, b->opt.threads);
         const double rate = gbps((double)bytes, bench_now() - t0);
         if (r >= 0 && rate > b->memcpy_best) b->memcpy_best = rate;
     }
@@ -547,10 +545,10 @@ static int create_gatherer(gather_bench *b, gd_host_tensor_t *t, bench_mode m, i
     o.max_ids = max_ids;
     o.sort_ids = modes[m].sort;
     o.sm_budget = sm_budget;
-    o.threads = b->threads;
+    o.threads = b->opt.threads;
     o.cache_bytes = cache_bytes;
     o.cache_scores = scores;
-    *status = gd_gatherer_create(t, b->device, modes[m].mode, &o, g);
+    *status = gd_gatherer_create(t, b->opt.device, modes[m].mode, &o, g);
     return *status == GD_OK ? 0 : -1;
 }
 
@@ -620,11 +618,11 @@ static int sweep_width(gather_bench *b, int wi) {
              "wrapping the table as a host tensor");
     if (b->gpu) {
         const double t0 = bench_now();
-        BENCH_GD(gd_host_tensor_register(t, b->device), "registering the table with the GPU");
-        fprintf(stderr,
-                "  [%lld B] width %d of %d, %lld rows: registered %s with GPU %d in %.2f s\n",
-                (long long)w, wi + 1, b->nwidths, (long long)rows,
-                cli_bytes((double)rows * (double)w, sz, sizeof sz), b->device, bench_now() - t0);
+        BENCH_GD(gd_host_tensor_register(t, b->opt.device), "registering the table with the GPU");
+        fprintf(
+            stderr, "  [%lld B] width %d of %d, %lld rows: registered %s with GPU %d in %.2f s\n",
+            (long long)w, wi + 1, b->nwidths, (long long)rows,
+            cli_bytes((double)rows * (double)w, sz, sizeof sz), b->opt.device, bench_now() - t0);
     }
     for (int ni = 0; ni < b->nids; ni++) {
         const int64_t n = clip_ids(b, b->ids[ni], w);
@@ -655,7 +653,8 @@ static int sweep_width(gather_bench *b, int wi) {
         const int64_t total = n * (p.warm + p.calls);
         if (ensure_host_ids(b, total) != 0) goto fail;
         bench_random_ids(b->h_ids, total, n, rows,
-                         bench_mix64(b->seed ^ ((uint64_t)w << 32) ^ (uint64_t)n), b->threads);
+                         bench_mix64(b->opt.seed ^ ((uint64_t)w << 32) ^ (uint64_t)n),
+                         b->opt.threads);
         if (stage_plan(b, total, n, w) != 0) goto fail;
         p.h_ids = b->h_ids;
 #ifdef GD_WITH_CUDA
@@ -693,8 +692,8 @@ static int sweep_width(gather_bench *b, int wi) {
         const int64_t total = nmax * (p.warm + p.calls);
         if (ensure_host_ids(b, total) != 0) goto fail;
         bench_random_ids(b->h_ids, total, nmax, rows,
-                         bench_mix64(b->seed ^ ((uint64_t)w << 32) ^ (uint64_t)nmax ^ 0x5353),
-                         b->threads);
+                         bench_mix64(b->opt.seed ^ ((uint64_t)w << 32) ^ (uint64_t)nmax ^ 0x5353),
+                         b->opt.threads);
         if (stage_plan(b, total, nmax, w) != 0) goto fail;
         p.h_ids = b->h_ids;
 #ifdef GD_WITH_CUDA
@@ -798,13 +797,13 @@ static int cache_sweep(gather_bench *b) {
 
     /* The graph, in memory. */
     gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
-    go.preset = b->preset;
-    go.seed = b->seed;
+    go.preset = b->opt.preset;
+    go.seed = b->opt.seed;
     go.threads = 0;
     cli_progress_init(&prog);
     go.progress = cli_progress_cb;
     go.progress_user = &prog;
-    fprintf(stderr, "cache: generating preset '%s' in memory\n", b->preset);
+    fprintf(stderr, "cache: generating preset '%s' in memory\n", b->opt.preset);
     t0 = bench_now();
     st = gd_generate(&go, &ds);
     cli_progress_end(&prog);
@@ -828,10 +827,10 @@ static int cache_sweep(gather_bench *b) {
 
     /* Minibatches: one warm-up and b->batches timed ones, and as many to score rows with. */
     t0 = bench_now();
-    if (bench_sample_batches(&graph, b->batches + 1, b->batch_seeds, fanouts, 3, b->seed,
-                             b->threads, &timed) != 0 ||
+    if (bench_sample_batches(&graph, b->batches + 1, b->batch_seeds, fanouts, 3, b->opt.seed,
+                             b->opt.threads, &timed) != 0 ||
         bench_sample_batches(&graph, b->score_batches, b->batch_seeds, fanouts, 3,
-                             bench_mix64(b->seed + 0x5eed), b->threads, &scoring) != 0)
+                             bench_mix64(b->opt.seed + 0x5eed), b->opt.threads, &scoring) != 0)
         goto fail;
     const int64_t timed_ids = timed.offsets[timed.count] - timed.offsets[1];
     const int64_t *timed_first = timed.ids + timed.offsets[1];
@@ -856,7 +855,7 @@ static int cache_sweep(gather_bench *b) {
                                   scoring.offsets[scoring.count]),
              "access-count scores");
 
-    BENCH_JSON(cJSON_AddStringToObject(b->jcache, "preset", b->preset));
+    BENCH_JSON(cJSON_AddStringToObject(b->jcache, "preset", b->opt.preset));
     BENCH_JSON(cJSON_AddNumberToObject(b->jcache, "nodes", (double)graph.num_nodes));
     BENCH_JSON(cJSON_AddNumberToObject(b->jcache, "edges", (double)gd_dataset_num_edges(ds)));
     BENCH_JSON(cJSON_AddNumberToObject(b->jcache, "row_bytes", (double)row_bytes));
@@ -873,7 +872,7 @@ static int cache_sweep(gather_bench *b) {
              "wrapping the features as a host tensor");
     if (b->gpu) {
         t0 = bench_now();
-        BENCH_GD(gd_host_tensor_register(t, b->device), "registering the features");
+        BENCH_GD(gd_host_tensor_register(t, b->opt.device), "registering the features");
         fprintf(stderr, "cache: registered %s of features in %.2f s\n",
                 cli_bytes((double)rows * (double)row_bytes, a, sizeof a), bench_now() - t0);
     }
@@ -890,7 +889,7 @@ static int cache_sweep(gather_bench *b) {
 
     printf("\nGPU cache: preset %s (%s nodes, %lld-byte rows); %d minibatches of %lld seeds, "
            "fanouts %d,%d,%d, %s ids each on average\n",
-           b->preset, cli_count((double)graph.num_nodes, a, sizeof a), (long long)row_bytes,
+           b->opt.preset, cli_count((double)graph.num_nodes, a, sizeof a), (long long)row_bytes,
            b->batches, (long long)b->batch_seeds, fanouts[0], fanouts[1], fanouts[2],
            cli_count((double)timed_ids / b->batches, c, sizeof c));
     printf("  %-14s %-6s %9s  %8s  %7s  %5s  %7s\n", "score", "cached", "rows", "hit rate", "GB/s",
@@ -1124,8 +1123,7 @@ static void print_targets(gather_bench *b) {
 
 static int add_header_json(gather_bench *b) {
     cJSON *params, *ceil;
-    if (bench_json_header(&b->root, "gather", b->commit, b->commit_given, b->gpu, b->device) != 0)
-        goto fail;
+    if (bench_json_header(&b->root, "gather", &b->opt, b->gpu) != 0) goto fail;
     BENCH_JSON(params = cJSON_AddObjectToObject(b->root, "parameters"));
     BENCH_JSON(cJSON_AddNumberToObject(params, "table_bytes", (double)b->table_bytes));
     {
@@ -1143,12 +1141,12 @@ static int add_header_json(gather_bench *b) {
     BENCH_JSON(cJSON_AddNumberToObject(params, "iters", b->iters));
     BENCH_JSON(cJSON_AddNumberToObject(params, "budget_bytes", (double)b->budget));
     BENCH_JSON(cJSON_AddNumberToObject(params, "max_call_bytes", (double)b->max_call_bytes));
-    BENCH_JSON(cJSON_AddNumberToObject(params, "threads", b->threads));
-    BENCH_JSON(cJSON_AddNumberToObject(params, "seed", (double)b->seed));
-    BENCH_JSON(cJSON_AddBoolToObject(params, "quick", b->quick));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "threads", b->opt.threads));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "seed", (double)b->opt.seed));
+    BENCH_JSON(cJSON_AddBoolToObject(params, "quick", b->opt.quick));
     BENCH_JSON(cJSON_AddBoolToObject(params, "cache_sweep", b->cache_sweep));
     BENCH_JSON(cJSON_AddBoolToObject(params, "sm_sweep", b->sm_sweep));
-    BENCH_JSON(cJSON_AddStringToObject(params, "preset", b->preset));
+    BENCH_JSON(cJSON_AddStringToObject(params, "preset", b->opt.preset));
     BENCH_JSON(ceil = cJSON_AddObjectToObject(b->root, "ceiling"));
     (void)ceil;
     BENCH_JSON(b->jsweep = cJSON_AddArrayToObject(b->root, "sweep"));
@@ -1177,148 +1175,114 @@ fail:
     return -1;
 }
 
+/* The command named in usage errors. */
+static const char cmd[] = "bench gather";
+
+/* An option of this driver alone: 0, an exit status, or -1 for a shared option. */
+static int own_option(void *self, int c, const char *arg) {
+    gather_bench *b = self;
+    int64_t v;
+    switch (c) {
+    case 't':
+        if (cli_parse_i64(arg, &v) || v < 4096)
+            return cli_usage_error(cmd, "--table-bytes '%s' must be a size of at least 4Ki", arg);
+        b->table_bytes = v, b->have_table = 1;
+        break;
+    case 'w':
+        if (bench_parse_list("--rows-bytes", arg, b->widths, MAX_WIDTHS, &b->nwidths))
+            return CLI_EXIT_USAGE;
+        b->have_widths = 1;
+        break;
+    case 'n':
+        if (bench_parse_list("--ids", arg, b->ids, MAX_IDS, &b->nids)) return CLI_EXIT_USAGE;
+        for (int i = 0; i < b->nids; i++)
+            if (b->ids[i] > INT32_MAX)
+                return cli_usage_error(cmd, "--ids: %lld ids per call is more than %d",
+                                       (long long)b->ids[i], INT32_MAX);
+        b->have_ids = 1;
+        break;
+    case 'm':
+        if (parse_modes(b, arg) != 0) return CLI_EXIT_USAGE;
+        b->have_modes = 1;
+        break;
+    case 'i':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > 1000000)
+            return cli_usage_error(cmd, "--iters '%s' is not a count in [1, 1000000]", arg);
+        b->iters = (int)v, b->have_iters = 1;
+        break;
+    case 'b':
+        if (cli_parse_i64(arg, &v) || v < 1)
+            return cli_usage_error(cmd, "--budget '%s' is not a positive size", arg);
+        b->budget = v, b->have_budget = 1;
+        break;
+    case 'x':
+        if (cli_parse_i64(arg, &v) || v < 1)
+            return cli_usage_error(cmd, "--max-call-bytes '%s' is not a positive size", arg);
+        b->max_call_bytes = v;
+        break;
+    case 'B':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > 100000)
+            return cli_usage_error(cmd, "--score-batches '%s' is not a count in [1, 100000]", arg);
+        b->score_batches = (int)v;
+        break;
+    case 'C':
+        b->cache_sweep = 0;
+        break;
+    case 'S':
+        b->sm_sweep = 0;
+        break;
+    default:
+        return -1;
+    }
+    return 0;
+}
+
 /* Parse the options into b; returns -1 to continue, else the exit code. */
 static int parse_options(gather_bench *b, int argc, char **argv) {
-    static const struct option long_opts[] = {{"device", required_argument, 0, 'd'},
-                                              {"table-bytes", required_argument, 0, 't'},
+    static const struct option long_opts[] = {{"table-bytes", required_argument, 0, 't'},
                                               {"rows-bytes", required_argument, 0, 'w'},
                                               {"ids", required_argument, 0, 'n'},
                                               {"modes", required_argument, 0, 'm'},
                                               {"iters", required_argument, 0, 'i'},
                                               {"budget", required_argument, 0, 'b'},
                                               {"max-call-bytes", required_argument, 0, 'x'},
-                                              {"threads", required_argument, 0, 'j'},
-                                              {"seed", required_argument, 0, 's'},
-                                              {"preset", required_argument, 0, 'p'},
+                                              BENCH_LONG("threads", THREADS),
+                                              BENCH_LONG("preset", PRESET),
                                               {"no-cache-sweep", no_argument, 0, 'C'},
                                               {"no-sm-sweep", no_argument, 0, 'S'},
-                                              {"quick", no_argument, 0, 'q'},
-                                              {"json", required_argument, 0, 'o'},
-                                              {"commit", required_argument, 0, 'c'},
+                                              BENCH_FLAG("quick", QUICK),
                                               {"score-batches", required_argument, 0, 'B'},
-                                              {"help", no_argument, 0, 'h'},
-                                              {0, 0, 0, 0}};
+                                              BENCH_LONG_END};
     static const int64_t default_widths[] = {256, 512, 1024, 1028, 2048, 2052, 4096, 16384};
     static const int64_t quick_widths[] = {256, 1028, 2048};
-    const char *cmd = "bench gather";
-    int have_table = 0, have_widths = 0, have_ids = 0, have_modes = 0, have_iters = 0;
-    int have_budget = 0, have_preset = 0, c;
-    int64_t v;
+    int rc;
+    bench_options_init(&b->opt);
     b->cache_sweep = 1;
     b->sm_sweep = 1;
-    b->seed = 1;
     b->max_call_bytes = (int64_t)3 << 30;
-    b->commit = GD_GIT_COMMIT;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        switch (c) {
-        case 'd':
-            if (cli_parse_i64(optarg, &v) || v < 0 || v > 1024)
-                return cli_usage_error(cmd, "--device '%s' is not a GPU number", optarg);
-            b->device = (int)v;
-            break;
-        case 't':
-            if (cli_parse_i64(optarg, &v) || v < 4096)
-                return cli_usage_error(cmd, "--table-bytes '%s' must be a size of at least 4Ki",
-                                       optarg);
-            b->table_bytes = v, have_table = 1;
-            break;
-        case 'w':
-            if (bench_parse_list("--rows-bytes", optarg, b->widths, MAX_WIDTHS, &b->nwidths))
-                return CLI_EXIT_USAGE;
-            have_widths = 1;
-            break;
-        case 'n':
-            if (bench_parse_list("--ids", optarg, b->ids, MAX_IDS, &b->nids)) return CLI_EXIT_USAGE;
-            for (int i = 0; i < b->nids; i++)
-                if (b->ids[i] > INT32_MAX)
-                    return cli_usage_error(cmd, "--ids: %lld ids per call is more than %d",
-                                           (long long)b->ids[i], INT32_MAX);
-            have_ids = 1;
-            break;
-        case 'm':
-            if (parse_modes(b, optarg) != 0) return CLI_EXIT_USAGE;
-            have_modes = 1;
-            break;
-        case 'i':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > 1000000)
-                return cli_usage_error(cmd, "--iters '%s' is not a count in [1, 1000000]", optarg);
-            b->iters = (int)v, have_iters = 1;
-            break;
-        case 'b':
-            if (cli_parse_i64(optarg, &v) || v < 1)
-                return cli_usage_error(cmd, "--budget '%s' is not a positive size", optarg);
-            b->budget = v, have_budget = 1;
-            break;
-        case 'x':
-            if (cli_parse_i64(optarg, &v) || v < 1)
-                return cli_usage_error(cmd, "--max-call-bytes '%s' is not a positive size", optarg);
-            b->max_call_bytes = v;
-            break;
-        case 'j':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > 4096)
-                return cli_usage_error(cmd, "--threads '%s' is not a count in [1, 4096]", optarg);
-            b->threads = (int)v;
-            break;
-        case 's':
-            if (cli_parse_i64(optarg, &v) || v < 0)
-                return cli_usage_error(cmd, "--seed '%s' is not a non-negative integer", optarg);
-            b->seed = (uint64_t)v;
-            break;
-        case 'B':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > 100000)
-                return cli_usage_error(cmd, "--score-batches '%s' is not a count in [1, 100000]",
-                                       optarg);
-            b->score_batches = (int)v;
-            break;
-        case 'p':
-            b->preset = optarg, have_preset = 1;
-            break;
-        case 'C':
-            b->cache_sweep = 0;
-            break;
-        case 'S':
-            b->sm_sweep = 0;
-            break;
-        case 'q':
-            b->quick = 1;
-            break;
-        case 'o':
-            b->json_path = optarg;
-            break;
-        case 'c':
-            b->commit = optarg, b->commit_given = 1;
-            break;
-        case 'h':
-            help();
-            return 0;
-        default:
-            return cli_usage_error(cmd, "unknown option");
-        }
-    }
-    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if ((rc = bench_parse_options(&b->opt, cmd, argc, argv, long_opts, help, own_option, b)) != -1)
+        return rc;
 
-    if (!have_table) b->table_bytes = b->quick ? (int64_t)64 << 20 : (int64_t)4 << 30;
+    if (!b->have_table) b->table_bytes = b->opt.quick ? (int64_t)64 << 20 : (int64_t)4 << 30;
     b->table_bytes = (b->table_bytes + 4095) / 4096 * 4096;
-    if (!have_widths) {
-        const int64_t *src = b->quick ? quick_widths : default_widths;
-        b->nwidths = b->quick ? 3 : 8;
+    if (!b->have_widths) {
+        const int64_t *src = b->opt.quick ? quick_widths : default_widths;
+        b->nwidths = b->opt.quick ? 3 : 8;
         memcpy(b->widths, src, (size_t)b->nwidths * sizeof *src);
     }
-    if (!have_ids) {
-        b->nids = b->quick ? 2 : 3;
+    if (!b->have_ids) {
+        b->nids = b->opt.quick ? 2 : 3;
         b->ids[0] = 8192, b->ids[1] = 65536, b->ids[2] = 1 << 20;
     }
-    if (!have_modes) {
+    if (!b->have_modes) {
         for (int m = 0; m < BM_COUNT; m++) b->use[m] = modes[m].by_default;
     }
-    if (!have_iters) b->iters = b->quick ? 5 : 100;
-    if (!have_budget) b->budget = b->quick ? (int64_t)16 << 20 : (int64_t)1 << 30;
-    if (!have_preset) b->preset = b->quick ? "tiny" : "products";
-    if (!b->threads) b->threads = bench_cpus();
-    b->ceiling_bytes = b->quick ? (int64_t)32 << 20 : (int64_t)1 << 30;
-    b->batches = b->quick ? 4 : 10;
-    if (!b->score_batches) b->score_batches = b->quick ? 4 : 100;
+    if (!b->have_iters) b->iters = b->opt.quick ? 5 : 100;
+    if (!b->have_budget) b->budget = b->opt.quick ? (int64_t)16 << 20 : (int64_t)1 << 30;
+    if (!b->opt.preset) b->opt.preset = b->opt.quick ? "tiny" : "products";
+    b->ceiling_bytes = b->opt.quick ? (int64_t)32 << 20 : (int64_t)1 << 30;
+    b->batches = b->opt.quick ? 4 : 10;
+    if (!b->score_batches) b->score_batches = b->opt.quick ? 4 : 100;
     b->batch_seeds = 1024;
     for (int i = 0; i < b->nwidths; i++)
         if (b->widths[i] > b->table_bytes)
@@ -1367,7 +1331,7 @@ int bench_gather(int argc, char **argv) {
         }
     }
     cli_progress_init(&prog); /* Ctrl-C stops between measurements */
-    if (b->json_path && bench_json_probe(b->json_path) != 0) goto fail;
+    if (b->opt.json_path && bench_json_probe(b->opt.json_path) != 0) goto fail;
 
     /* GPU modes need a CUDA build and a visible GPU; otherwise the cpu mode runs alone. */
     {
@@ -1375,8 +1339,8 @@ int bench_gather(int argc, char **argv) {
         for (int m = 0; m < BM_COUNT; m++) gpu_modes |= b->use[m] && m != BM_CPU;
         const int count = gd_device_count();
         if (gd_has_cuda() && count > 0) {
-            BENCH_REQUIRE(b->device < count, "GPU %d does not exist: %d GPU(s) visible (0..%d)",
-                          b->device, count, count - 1);
+            BENCH_REQUIRE(b->opt.device < count, "GPU %d does not exist: %d GPU(s) visible (0..%d)",
+                          b->opt.device, count, count - 1);
             b->gpu = 1;
         } else {
             fprintf(stderr,
@@ -1393,7 +1357,7 @@ int bench_gather(int argc, char **argv) {
     if (add_header_json(b) != 0) goto fail;
 #ifdef GD_WITH_CUDA
     if (b->gpu) {
-        BENCH_CUDA(cudaSetDevice(b->device));
+        BENCH_CUDA(cudaSetDevice(b->opt.device));
         BENCH_CUDA(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
         b->have_stream = 1;
         BENCH_CUDA(cudaEventCreate(&b->ev0));
@@ -1410,9 +1374,9 @@ int bench_gather(int argc, char **argv) {
     BENCH_GD(gd_host_tensor_create(b->table_bytes / 4096, 4096, GD_DTYPE_UINT8, 0, &b->table),
              "allocating the host table");
     b->table_data = gd_host_tensor_data(b->table);
-    bench_fill_pattern(b->table_data, (size_t)b->table_bytes, b->threads);
+    bench_fill_pattern(b->table_data, (size_t)b->table_bytes, b->opt.threads);
     fprintf(stderr, "bench gather: %s host table filled in %.2f s (%d threads)\n",
-            cli_bytes((double)b->table_bytes, sz, sizeof sz), bench_now() - t0, b->threads);
+            cli_bytes((double)b->table_bytes, sz, sizeof sz), bench_now() - t0, b->opt.threads);
 
     /* The ceiling, measured in this run. */
     if (measure_memcpy(b) != 0) goto fail;
@@ -1422,7 +1386,7 @@ int bench_gather(int argc, char **argv) {
     b->ceiling_gbps = b->gpu ? b->dma_best : b->memcpy_best;
     if (add_ceiling_json(b) != 0) goto fail;
     printf("bench gather: table %s, %d threads for CPU work\n",
-           cli_bytes((double)b->table_bytes, sz, sizeof sz), b->threads);
+           cli_bytes((double)b->table_bytes, sz, sizeof sz), b->opt.threads);
     if (b->gpu)
         printf("ceiling: pinned host->device DMA of %s: best %.2f GB/s, median %.2f GB/s "
                "(host memcpy %.2f GB/s)\n",
@@ -1434,7 +1398,7 @@ int bench_gather(int argc, char **argv) {
                cli_bytes(
                    (double)(b->ceiling_bytes < b->table_bytes ? b->ceiling_bytes : b->table_bytes),
                    sz, sizeof sz),
-               b->threads, b->memcpy_best);
+               b->opt.threads, b->memcpy_best);
     fflush(stdout);
 
     for (int wi = 0; wi < b->nwidths; wi++) {
@@ -1446,18 +1410,10 @@ int bench_gather(int argc, char **argv) {
     fflush(stdout);
     if (b->cache_sweep && cache_sweep(b) != 0) goto fail;
     if (b->gpu) print_targets(b);
-    printf("\nbench gather: done in %.1f s\n", bench_now() - t_start);
-    BENCH_JSON(cJSON_AddNumberToObject(b->root, "seconds", bench_now() - t_start));
-    if (b->json_path) {
-        if (bench_json_write(b->json_path, b->root) != 0) goto fail;
-        printf("results written to %s\n", b->json_path);
-    }
+    if (bench_run_done(&b->opt, b->root, "gather", t_start) != 0) goto fail;
     rc = 0;
 fail:
-    if (rc != 0 && cli_interrupted()) {
-        fprintf(stderr, "graphdirect bench: interrupted\n");
-        rc = CLI_EXIT_INTERRUPTED;
-    }
+    rc = bench_exit_status(rc);
     release(b);
     return rc;
 }

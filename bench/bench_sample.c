@@ -33,7 +33,6 @@
  * internals, so the benchmark can set what no option exposes. */
 #include "sample/internal.h"
 
-#include <getopt.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,15 +81,14 @@ static int is_cuda_mode(int m) {
 
 typedef struct {
     /* options */
-    int device, threads, streams, quick, commit_given, replace;
+    bench_options opt; /* --nodes, --batch, --threads, --device, --seed, --quick, --json ... */
+    int streams, replace;
+    int have_presets, have_fanouts, have_modes; /* given */
     int gpu_batches, cpu_batches, warmup;
-    int64_t batch, nodes;
-    uint64_t seed;
     const char *presets[MAX_PRESETS];
     int npresets;
     int fanouts[MAX_FSETS][GD_SAMPLER_MAX_LAYERS], layers[MAX_FSETS], nfsets;
     int use[M_COUNT];
-    const char *json_path, *commit;
     /* state */
     int gpu;
     cJSON *root, *jruns, *jtargets;
@@ -166,32 +164,7 @@ static int parse_modes(sample_bench *b, const char *text) {
 }
 
 static int parse_fanouts(sample_bench *b, const char *text) {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", text);
-    b->nfsets = 0;
-    for (char *s1 = NULL, *set = strtok_r(buf, ":", &s1); set; set = strtok_r(NULL, ":", &s1)) {
-        if (b->nfsets == MAX_FSETS) {
-            bench_error("--fanouts: at most %d lists", MAX_FSETS);
-            return -1;
-        }
-        int *f = b->fanouts[b->nfsets], n = 0;
-        for (char *s2 = NULL, *tok = strtok_r(set, ",", &s2); tok; tok = strtok_r(NULL, ",", &s2)) {
-            int64_t v;
-            if (n == GD_SAMPLER_MAX_LAYERS || cli_parse_i64(tok, &v) || v < -1 || v > 1000000) {
-                bench_error("--fanouts: '%s' is not a fanout (-1 = all, or a count), or a list "
-                            "has more than %d layers",
-                            tok, GD_SAMPLER_MAX_LAYERS);
-                return -1;
-            }
-            f[n++] = (int)v;
-        }
-        if (n == 0) {
-            bench_error("--fanouts: an empty list");
-            return -1;
-        }
-        b->layers[b->nfsets++] = n;
-    }
-    return 0;
+    return bench_parse_fanouts(text, -1, 1000000, MAX_FSETS, b->fanouts, b->layers, &b->nfsets);
 }
 
 static int parse_presets(sample_bench *b, char *text) {
@@ -207,112 +180,74 @@ static int parse_presets(sample_bench *b, char *text) {
     return 0;
 }
 
+/* The command named in usage errors. */
+static const char cmd[] = "bench sample";
+
+/* An option of this driver alone: 0, an exit status, or -1 for a shared option. */
+static int own_option(void *self, int c, const char *arg) {
+    sample_bench *b = self;
+    static char presets_buf[256]; /* --presets points into it */
+    int64_t v;
+    switch (c) {
+    case 'p':
+        snprintf(presets_buf, sizeof presets_buf, "%s", arg);
+        if (parse_presets(b, presets_buf)) return CLI_EXIT_USAGE;
+        b->have_presets = 1;
+        break;
+    case 'f':
+        if (parse_fanouts(b, arg)) return CLI_EXIT_USAGE;
+        b->have_fanouts = 1;
+        break;
+    case 'm':
+        if (parse_modes(b, arg)) return CLI_EXIT_USAGE;
+        b->have_modes = 1;
+        break;
+    case 'g':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > 1000000)
+            return cli_usage_error(cmd, "--gpu-batches '%s' is not a count", arg);
+        b->gpu_batches = (int)v;
+        break;
+    case 'C':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > 1000000)
+            return cli_usage_error(cmd, "--cpu-batches '%s' is not a count", arg);
+        b->cpu_batches = (int)v;
+        break;
+    case 'S':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > MAX_STREAMS)
+            return cli_usage_error(cmd, "--streams '%s' is not a count in [1, %d]", arg,
+                                   MAX_STREAMS);
+        b->streams = (int)v;
+        break;
+    case 'r':
+        b->replace = 1;
+        break;
+    default:
+        return -1;
+    }
+    return 0;
+}
+
 /* Parse the options into b; returns -1 to continue, else the exit code. */
 static int parse_options(sample_bench *b, int argc, char **argv) {
     static const struct option long_opts[] = {{"presets", required_argument, 0, 'p'},
-                                              {"nodes", required_argument, 0, 'N'},
+                                              BENCH_LONG("nodes", NODES),
                                               {"fanouts", required_argument, 0, 'f'},
-                                              {"batch", required_argument, 0, 'b'},
+                                              BENCH_LONG("batch", BATCH),
                                               {"modes", required_argument, 0, 'm'},
                                               {"gpu-batches", required_argument, 0, 'g'},
                                               {"cpu-batches", required_argument, 0, 'C'},
                                               {"streams", required_argument, 0, 'S'},
-                                              {"threads", required_argument, 0, 'j'},
+                                              BENCH_LONG("threads", THREADS),
                                               {"replace", no_argument, 0, 'r'},
-                                              {"device", required_argument, 0, 'd'},
-                                              {"seed", required_argument, 0, 's'},
-                                              {"quick", no_argument, 0, 'q'},
-                                              {"json", required_argument, 0, 'o'},
-                                              {"commit", required_argument, 0, 'c'},
-                                              {"help", no_argument, 0, 'h'},
-                                              {0, 0, 0, 0}};
-    const char *cmd = "bench sample";
-    static char presets_buf[256];
-    int have_presets = 0, have_fanouts = 0, have_modes = 0, c;
-    int64_t v;
-    b->seed = 1;
-    b->batch = 1024;
+                                              BENCH_FLAG("quick", QUICK),
+                                              BENCH_LONG_END};
+    int rc;
+    bench_options_init(&b->opt);
     b->streams = 4;
-    b->commit = GD_GIT_COMMIT;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        switch (c) {
-        case 'p':
-            snprintf(presets_buf, sizeof presets_buf, "%s", optarg);
-            if (parse_presets(b, presets_buf)) return CLI_EXIT_USAGE;
-            have_presets = 1;
-            break;
-        case 'N':
-            if (cli_parse_i64(optarg, &v) || v < 2)
-                return cli_usage_error(cmd, "--nodes '%s' is not a node count >= 2", optarg);
-            b->nodes = v;
-            break;
-        case 'f':
-            if (parse_fanouts(b, optarg)) return CLI_EXIT_USAGE;
-            have_fanouts = 1;
-            break;
-        case 'b':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > (1 << 24))
-                return cli_usage_error(cmd, "--batch '%s' is not a count in [1, 2^24]", optarg);
-            b->batch = v;
-            break;
-        case 'm':
-            if (parse_modes(b, optarg)) return CLI_EXIT_USAGE;
-            have_modes = 1;
-            break;
-        case 'g':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > 1000000)
-                return cli_usage_error(cmd, "--gpu-batches '%s' is not a count", optarg);
-            b->gpu_batches = (int)v;
-            break;
-        case 'C':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > 1000000)
-                return cli_usage_error(cmd, "--cpu-batches '%s' is not a count", optarg);
-            b->cpu_batches = (int)v;
-            break;
-        case 'S':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > MAX_STREAMS)
-                return cli_usage_error(cmd, "--streams '%s' is not a count in [1, %d]", optarg,
-                                       MAX_STREAMS);
-            b->streams = (int)v;
-            break;
-        case 'j':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > 4096)
-                return cli_usage_error(cmd, "--threads '%s' is not a count in [1, 4096]", optarg);
-            b->threads = (int)v;
-            break;
-        case 'd':
-            if (cli_parse_i64(optarg, &v) || v < 0 || v > 1024)
-                return cli_usage_error(cmd, "--device '%s' is not a GPU number", optarg);
-            b->device = (int)v;
-            break;
-        case 's':
-            if (cli_parse_i64(optarg, &v) || v < 0)
-                return cli_usage_error(cmd, "--seed '%s' is not a non-negative integer", optarg);
-            b->seed = (uint64_t)v;
-            break;
-        case 'r':
-            b->replace = 1;
-            break;
-        case 'q':
-            b->quick = 1;
-            break;
-        case 'o':
-            b->json_path = optarg;
-            break;
-        case 'c':
-            b->commit = optarg, b->commit_given = 1;
-            break;
-        case 'h':
-            help();
-            return 0;
-        default:
-            return cli_usage_error(cmd, "unknown option");
-        }
-    }
-    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (!have_presets) {
-        if (b->quick) {
+    if ((rc = bench_parse_options(&b->opt, cmd, argc, argv, long_opts, help, own_option, b)) != -1)
+        return rc;
+    if (!b->have_presets) {
+        if (b->opt.quick) {
             b->presets[0] = "tiny";
             b->npresets = 1;
         } else {
@@ -321,14 +256,28 @@ static int parse_options(sample_bench *b, int argc, char **argv) {
             b->npresets = 2;
         }
     }
-    if (!have_fanouts && parse_fanouts(b, "15,10,5:25,10")) return CLI_EXIT_FAIL;
-    if (!have_modes)
+    if (!b->have_fanouts && parse_fanouts(b, "15,10,5:25,10")) return CLI_EXIT_FAIL;
+    if (!b->have_modes)
         for (int m = 0; m < M_COUNT; m++) b->use[m] = 1;
-    if (!b->threads) b->threads = bench_cpus();
-    if (!b->gpu_batches) b->gpu_batches = b->quick ? 10 : 200;
-    if (!b->cpu_batches) b->cpu_batches = b->quick ? 2 * b->threads : 8 * b->threads;
-    b->warmup = b->quick ? 1 : 3;
+    if (!b->gpu_batches) b->gpu_batches = b->opt.quick ? 10 : 200;
+    if (!b->cpu_batches) b->cpu_batches = b->opt.quick ? 2 * b->opt.threads : 8 * b->opt.threads;
+    b->warmup = b->opt.quick ? 1 : 3;
     return -1;
+}
+
+/*
+ * The sampler options of every mode: the run's batch, seed and --replace on the given backend,
+ * with threads CPU threads (0: the library's default).
+ */
+static gd_sampler_options sampler_options(const sample_bench *b, gd_sampler_backend backend,
+                                          int threads) {
+    gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
+    o.backend = backend;
+    o.max_batch = b->opt.batch;
+    o.seed = b->opt.seed;
+    o.replace = b->replace;
+    if (threads > 0) o.threads = threads;
+    return o;
 }
 
 /* ---- one preset's graph and seeds */
@@ -350,8 +299,8 @@ static int preset_load(sample_bench *b, const char *preset, preset_data *p) {
     p->preset = preset;
     gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
     go.preset = preset;
-    go.seed = b->seed;
-    go.num_nodes = b->nodes;
+    go.seed = b->opt.seed;
+    go.num_nodes = b->opt.nodes;
     go.feature_dim = 1; /* the sampler reads only the graph */
     cli_progress_init(&prog);
     go.progress = cli_progress_cb;
@@ -383,12 +332,12 @@ static int preset_load(sample_bench *b, const char *preset, preset_data *p) {
     }
     p->order = malloc(sizeof *p->order * (size_t)p->num_seeds);
     BENCH_REQUIRE(p->order, "out of memory for the shuffled seeds");
-    BENCH_GD(
-        gd_seed_batches(train, p->num_seeds, b->batch, b->seed, 0, 1, p->order, &p->num_batches),
-        "shuffling the training nodes");
+    BENCH_GD(gd_seed_batches(train, p->num_seeds, b->opt.batch, b->opt.seed, 0, 1, p->order,
+                             &p->num_batches),
+             "shuffling the training nodes");
     BENCH_REQUIRE(p->num_batches > 0,
                   "preset %s has %lld training nodes, fewer than a batch of %lld", preset,
-                  (long long)p->num_seeds, (long long)b->batch);
+                  (long long)p->num_seeds, (long long)b->opt.batch);
     BENCH_GD(gd_graph_create(p->num_nodes, p->indptr, p->indices, p->dtype, NULL, &p->host_graph),
              "making the host graph");
     free(train);
@@ -399,7 +348,7 @@ static int preset_load(sample_bench *b, const char *preset, preset_data *p) {
                 "training nodes (%.1f s)\n",
                 preset, cli_count((double)p->num_nodes, a, sizeof a),
                 cli_count((double)p->num_edges, e, sizeof e), gd_dtype_name(p->dtype),
-                (long long)p->num_batches, (long long)b->batch, bench_now() - t0);
+                (long long)p->num_batches, (long long)b->opt.batch, bench_now() - t0);
     }
     return 0;
 fail:
@@ -409,7 +358,7 @@ fail:
 }
 
 static const int64_t *batch_seeds(const sample_bench *b, const preset_data *p, int64_t batch) {
-    return p->order + (batch % p->num_batches) * b->batch;
+    return p->order + (batch % p->num_batches) * b->opt.batch;
 }
 
 /* Edges and input nodes of the minibatch last sampled into mb. */
@@ -463,22 +412,19 @@ static void *cpu_worker_run(void *arg) {
     cpu_worker *w = arg;
     gd_sampler_t *s = NULL;
     gd_minibatch_t *mb = NULL;
-    gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
+    const gd_sampler_options o = sampler_options(w->b, GD_SAMPLER_CPU, 1);
     int arrived = 0;
-    o.max_batch = w->b->batch;
-    o.seed = w->b->seed;
-    o.replace = w->b->replace;
-    o.threads = 1;
     w->rc = -1;
     BENCH_GD(gd_sampler_create(w->p->host_graph, w->fanouts, w->layers, &o, &s),
              "creating a CPU sampler");
     BENCH_GD(gd_minibatch_create(s, &mb), "creating a minibatch buffer");
-    BENCH_GD(gd_sample(s, batch_seeds(w->b, w->p, w->index), w->b->batch, 0, 0, w->index, NULL, mb),
-             "sampling on the CPU (warm-up)");
+    BENCH_GD(
+        gd_sample(s, batch_seeds(w->b, w->p, w->index), w->b->opt.batch, 0, 0, w->index, NULL, mb),
+        "sampling on the CPU (warm-up)");
     arrived = 1;
     start_line_arrive(w->start);
     for (int64_t i = w->index; i < w->batches; i += w->workers) {
-        BENCH_GD(gd_sample(s, batch_seeds(w->b, w->p, i), w->b->batch, 0, 0, i, NULL, mb),
+        BENCH_GD(gd_sample(s, batch_seeds(w->b, w->p, i), w->b->opt.batch, 0, 0, i, NULL, mb),
                  "sampling on the CPU");
         if (minibatch_sizes(mb, &w->edges, &w->inputs)) goto fail;
     }
@@ -493,14 +439,15 @@ fail:
 /* `cpu`: one single-threaded sampler per thread, each on its share of the minibatches. */
 static int run_cpu(const sample_bench *b, const preset_data *p, const int *fanouts, int layers,
                    double *secs, int64_t *edges, int64_t *inputs) {
-    cpu_worker *w = calloc((size_t)b->threads, sizeof *w);
-    pthread_t *tid = calloc((size_t)b->threads, sizeof *tid);
+    cpu_worker *w = calloc((size_t)b->opt.threads, sizeof *w);
+    pthread_t *tid = calloc((size_t)b->opt.threads, sizeof *tid);
     start_line sl = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     int started = 0, rc = -1;
     double t0 = 0;
-    BENCH_REQUIRE(w && tid, "out of memory for %d CPU workers", b->threads);
-    for (int t = 0; t < b->threads; t++) {
-        w[t] = (cpu_worker){b, p, fanouts, layers, t, b->threads, b->cpu_batches, 0, 0, -1, &sl};
+    BENCH_REQUIRE(w && tid, "out of memory for %d CPU workers", b->opt.threads);
+    for (int t = 0; t < b->opt.threads; t++) {
+        w[t] =
+            (cpu_worker){b, p, fanouts, layers, t, b->opt.threads, b->cpu_batches, 0, 0, -1, &sl};
         BENCH_REQUIRE(pthread_create(&tid[t], NULL, cpu_worker_run, &w[t]) == 0,
                       "cannot start CPU worker %d", t);
         started++;
@@ -532,20 +479,16 @@ static int run_cpu_parallel(const sample_bench *b, const preset_data *p, const i
     gd_sampler_t *s = NULL;
     gd_minibatch_t *mb = NULL;
     int rc = -1;
-    gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
-    o.max_batch = b->batch;
-    o.seed = b->seed;
-    o.replace = b->replace;
-    o.threads = b->threads;
+    const gd_sampler_options o = sampler_options(b, GD_SAMPLER_CPU, b->opt.threads);
     BENCH_GD(gd_sampler_create(p->host_graph, fanouts, layers, &o, &s), "creating a CPU sampler");
     BENCH_GD(gd_minibatch_create(s, &mb), "creating a minibatch buffer");
     const int batches = b->cpu_batches / 4 > 4 ? b->cpu_batches / 4 : 4;
     /* One untimed minibatch first: the scratch's first touch, as the other modes warm up. */
-    BENCH_GD(gd_sample(s, batch_seeds(b, p, 0), b->batch, 0, 0, 0, NULL, mb),
+    BENCH_GD(gd_sample(s, batch_seeds(b, p, 0), b->opt.batch, 0, 0, 0, NULL, mb),
              "sampling on the CPU (warm-up)");
     const double t0 = bench_now();
     for (int64_t i = 0; i < batches; i++) {
-        BENCH_GD(gd_sample(s, batch_seeds(b, p, i), b->batch, 0, 0, i, NULL, mb),
+        BENCH_GD(gd_sample(s, batch_seeds(b, p, i), b->opt.batch, 0, 0, i, NULL, mb),
                  "sampling on the CPU");
         if (minibatch_sizes(mb, edges, inputs)) goto fail;
     }
@@ -630,15 +573,12 @@ static int verify(const sample_bench *b, const preset_data *p, const int *fanout
     int32_t *ipb[GD_SAMPLER_MAX_LAYERS] = {0}, *ixb[GD_SAMPLER_MAX_LAYERS] = {0};
     gd_block ba[GD_SAMPLER_MAX_LAYERS], bb[GD_SAMPLER_MAX_LAYERS];
     int rc = -1;
-    gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
-    o.max_batch = b->batch;
-    o.seed = b->seed;
-    o.replace = b->replace;
-    o.threads = b->threads;
+    const gd_sampler_options o = sampler_options(b, GD_SAMPLER_CPU, b->opt.threads);
     BENCH_GD(gd_sampler_create(p->host_graph, fanouts, layers, &o, &cs), "creating a CPU sampler");
     BENCH_GD(gd_minibatch_create(cs, &cmb), "creating a minibatch buffer");
-    BENCH_GD(gd_sample(cs, batch_seeds(b, p, 0), b->batch, 0, 0, 0, NULL, cmb), "sampling (CPU)");
-    BENCH_GD(gd_sample(gs, batch_seeds(b, p, 0), b->batch, 0, 0, 0, stream, gmb),
+    BENCH_GD(gd_sample(cs, batch_seeds(b, p, 0), b->opt.batch, 0, 0, 0, NULL, cmb),
+             "sampling (CPU)");
+    BENCH_GD(gd_sample(gs, batch_seeds(b, p, 0), b->opt.batch, 0, 0, 0, stream, gmb),
              "sampling (CUDA)");
     BENCH_GD(gd_sampler_check_errors(gs), "sampling (CUDA)");
     if (fetch(cmb, &na, &nna, ipa, ixa, ba, layers) || fetch(gmb, &nb, &nnb, ipb, ixb, bb, layers))
@@ -685,7 +625,7 @@ static int run_cuda(const sample_bench *b, const preset_data *p, int m, const in
     gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
     go.indptr_placement = modes[m].indptr;
     go.indices_placement = modes[m].indices;
-    go.device = b->device;
+    go.device = b->opt.device;
     go.gpu_cache_bytes = p->num_edges * (int64_t)gd_dtype_size(p->dtype) / 100 * modes[m].cache_pct;
     BENCH_GD(gd_graph_create(p->num_nodes, p->indptr, p->indices, p->dtype, &go, &g),
              "placing the graph");
@@ -696,11 +636,7 @@ static int run_cuda(const sample_bench *b, const preset_data *p, int m, const in
         *graph_pinned_bytes = gi.pinned_bytes;
         *cache_bytes = gi.cache_bytes;
     }
-    gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
-    o.backend = GD_SAMPLER_CUDA;
-    o.max_batch = b->batch;
-    o.seed = b->seed;
-    o.replace = b->replace;
+    const gd_sampler_options o = sampler_options(b, GD_SAMPLER_CUDA, 0);
     for (int k = 0; k < K; k++) {
         BENCH_CUDA(cudaStreamCreateWithFlags(&st[k], cudaStreamNonBlocking));
         nstreams++;
@@ -720,7 +656,7 @@ static int run_cuda(const sample_bench *b, const preset_data *p, int m, const in
         for (int64_t i = 0; i < count; i++) {
             const int k = (int)(i % K), q = (int)((i / K) % 2);
             if (used[k][q] && minibatch_sizes(mb[k][q], &e, &n)) goto fail;
-            BENCH_GD(gd_sample(s[k], batch_seeds(b, p, i), b->batch, 0, 0, i, st[k], mb[k][q]),
+            BENCH_GD(gd_sample(s[k], batch_seeds(b, p, i), b->opt.batch, 0, 0, i, st[k], mb[k][q]),
                      "sampling (CUDA)");
             used[k][q] = 1;
         }
@@ -774,7 +710,7 @@ static int add_run(sample_bench *b, const preset_data *p, int fi, int m, int bat
     if (is_cuda_mode(m))
         BENCH_JSON(cJSON_AddNumberToObject(r, "streams", b->streams));
     else
-        BENCH_JSON(cJSON_AddNumberToObject(r, "threads", b->threads));
+        BENCH_JSON(cJSON_AddNumberToObject(r, "threads", b->opt.threads));
     return 0;
 fail:
     return -1;
@@ -783,8 +719,7 @@ fail:
 static int add_header_json(sample_bench *b) {
     char f[64];
     cJSON *params, *arr;
-    if (bench_json_header(&b->root, "sample", b->commit, b->commit_given, b->gpu, b->device) != 0)
-        goto fail;
+    if (bench_json_header(&b->root, "sample", &b->opt, b->gpu) != 0) goto fail;
     BENCH_JSON(params = cJSON_AddObjectToObject(b->root, "parameters"));
     BENCH_JSON(arr = cJSON_AddArrayToObject(params, "presets"));
     for (int i = 0; i < b->npresets; i++)
@@ -796,15 +731,15 @@ static int add_header_json(sample_bench *b) {
     BENCH_JSON(arr = cJSON_AddArrayToObject(params, "modes"));
     for (int m = 0; m < M_COUNT; m++)
         if (b->use[m]) BENCH_JSON(cJSON_AddItemToArray(arr, cJSON_CreateString(modes[m].name)));
-    BENCH_JSON(cJSON_AddNumberToObject(params, "batch", (double)b->batch));
-    BENCH_JSON(cJSON_AddNumberToObject(params, "nodes", (double)b->nodes));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "batch", (double)b->opt.batch));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "nodes", (double)b->opt.nodes));
     BENCH_JSON(cJSON_AddNumberToObject(params, "gpu_batches", b->gpu_batches));
     BENCH_JSON(cJSON_AddNumberToObject(params, "cpu_batches", b->cpu_batches));
     BENCH_JSON(cJSON_AddNumberToObject(params, "streams", b->streams));
-    BENCH_JSON(cJSON_AddNumberToObject(params, "threads", b->threads));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "threads", b->opt.threads));
     BENCH_JSON(cJSON_AddBoolToObject(params, "replace", b->replace));
-    BENCH_JSON(cJSON_AddNumberToObject(params, "seed", (double)b->seed));
-    BENCH_JSON(cJSON_AddBoolToObject(params, "quick", b->quick));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "seed", (double)b->opt.seed));
+    BENCH_JSON(cJSON_AddBoolToObject(params, "quick", b->opt.quick));
     BENCH_JSON(b->jruns = cJSON_AddArrayToObject(b->root, "runs"));
     BENCH_JSON(b->jtargets = cJSON_AddArrayToObject(b->root, "targets"));
     return 0;
@@ -814,7 +749,7 @@ fail:
 
 static void print_targets(sample_bench *b) {
     char name[96], f[64];
-    printf("\ntargets (%d CPU threads, %d CUDA streams):\n", b->threads, b->streams);
+    printf("\ntargets (%d CPU threads, %d CUDA streams):\n", b->opt.threads, b->streams);
     for (int pi = 0; pi < b->npresets; pi++)
         for (int fi = 0; fi < b->nfsets; fi++) {
             const double *s = b->seps[pi][fi];
@@ -848,12 +783,12 @@ int bench_sample(int argc, char **argv) {
             return prc;
         }
     }
-    if (b->json_path && bench_json_probe(b->json_path) != 0) goto fail;
+    if (b->opt.json_path && bench_json_probe(b->opt.json_path) != 0) goto fail;
     {
         const int count = gd_device_count();
         if (gd_has_cuda() && count > 0) {
-            BENCH_REQUIRE(b->device < count, "GPU %d does not exist: %d GPU(s) visible (0..%d)",
-                          b->device, count, count - 1);
+            BENCH_REQUIRE(b->opt.device < count, "GPU %d does not exist: %d GPU(s) visible (0..%d)",
+                          b->opt.device, count, count - 1);
             b->gpu = 1;
         } else {
             fprintf(stderr,
@@ -864,8 +799,9 @@ int bench_sample(int argc, char **argv) {
         }
     }
     if (add_header_json(b) != 0) goto fail;
-    printf("bench sample: batch %lld, %d CPU threads, %d CUDA streams, %s\n", (long long)b->batch,
-           b->threads, b->streams, b->replace ? "with replacement" : "without replacement");
+    printf("bench sample: batch %lld, %d CPU threads, %d CUDA streams, %s\n",
+           (long long)b->opt.batch, b->opt.threads, b->streams,
+           b->replace ? "with replacement" : "without replacement");
     printf("%-9s %-10s %-20s %8s %12s %11s %9s %12s %8s %8s\n", "preset", "fanouts", "mode",
            "batches", "edges/batch", "inputs/b", "seconds", "SEPS", "/cpu", "/gpu");
     for (int pi = 0; pi < b->npresets; pi++) {
@@ -928,18 +864,10 @@ int bench_sample(int argc, char **argv) {
         preset_release(&p);
     }
     if (b->gpu) print_targets(b);
-    printf("\nbench sample: done in %.1f s\n", bench_now() - t_start);
-    BENCH_JSON(cJSON_AddNumberToObject(b->root, "seconds", bench_now() - t_start));
-    if (b->json_path) {
-        if (bench_json_write(b->json_path, b->root) != 0) goto fail;
-        printf("results written to %s\n", b->json_path);
-    }
+    if (bench_run_done(&b->opt, b->root, "sample", t_start) != 0) goto fail;
     rc = 0;
 fail:
-    if (rc != 0 && cli_interrupted()) {
-        fprintf(stderr, "graphdirect bench: interrupted\n");
-        rc = CLI_EXIT_INTERRUPTED;
-    }
+    rc = bench_exit_status(rc);
     preset_release(&p);
     cJSON_Delete(b->root);
     free(b);

@@ -22,7 +22,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,17 +33,13 @@
 
 enum { MAX_STEPS = 100000 };
 
-/* The configure-time commit, where the build knew one (a source tree without .git does not). */
-
 typedef struct {
     /* options */
-    const char *preset;
-    int64_t nodes, batch, hidden;
+    bench_options opt; /* --preset, --nodes, --batch, --hidden, --device, --seed, --json ... */
     int fanouts[GD_SAMPLER_MAX_LAYERS], layers;
-    int steps, warmup, device, breakdown, commit_given;
+    int steps, warmup, breakdown;
     double dropout, lr;
-    uint64_t seed;
-    const char *dump_dir, *json_path, *commit;
+    const char *dump_dir;
 } step_bench;
 
 static void help(void) {
@@ -72,139 +67,70 @@ static void help(void) {
 }
 
 static int parse_fanouts(step_bench *b, const char *text) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", text);
-    b->layers = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        int64_t v;
-        if (b->layers == GD_SAMPLER_MAX_LAYERS || cli_parse_i64(tok, &v) || v < 1 ||
-            v > 100000) {
-            bench_error("--fanouts: '%s' is not a neighbour count in [1, 100000], or the list "
-                        "has more than %d layers",
-                        tok, GD_SAMPLER_MAX_LAYERS);
-            return -1;
-        }
-        b->fanouts[b->layers++] = (int)v;
-    }
-    if (b->layers == 0) {
-        bench_error("--fanouts: an empty list (give e.g. 15,10,5)");
+    return bench_parse_fanouts(text, 1, 100000, 1, &b->fanouts, &b->layers, NULL);
+}
+
+/* The command named in usage errors. */
+static const char cmd[] = "bench step";
+
+/* An option of this driver alone: 0, an exit status, or -1 for a shared option. */
+static int own_option(void *self, int c, const char *arg) {
+    step_bench *b = self;
+    int64_t v;
+    double x;
+    switch (c) {
+    case 'f':
+        if (parse_fanouts(b, arg)) return CLI_EXIT_USAGE;
+        break;
+    case 'D':
+        if (cli_parse_double(arg, &x) || !(x >= 0 && x < 1))
+            return cli_usage_error(cmd, "--dropout '%s' is not a probability in [0, 1)", arg);
+        b->dropout = x;
+        break;
+    case 'l':
+        if (cli_parse_double(arg, &x) || !(x > 0 && x < 1e3))
+            return cli_usage_error(cmd, "--lr '%s' is not a positive learning rate", arg);
+        b->lr = x;
+        break;
+    case 'n':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > MAX_STEPS)
+            return cli_usage_error(cmd, "--steps '%s' is not a count in [1, %d]", arg, MAX_STEPS);
+        b->steps = (int)v;
+        break;
+    case 'w':
+        if (cli_parse_i64(arg, &v) || v < 0 || v > MAX_STEPS)
+            return cli_usage_error(cmd, "--warmup '%s' is not a count in [0, %d]", arg, MAX_STEPS);
+        b->warmup = (int)v;
+        break;
+    case 'B':
+        b->breakdown = 1;
+        break;
+    case 'u':
+        b->dump_dir = arg;
+        break;
+    default:
         return -1;
     }
     return 0;
 }
 
-/* 0: go on; otherwise the exit status. */
+/* Parse the options into b; returns -1 to continue, else the exit code. */
 static int parse_options(step_bench *b, int argc, char **argv) {
-    static const struct option long_opts[] = {{"preset", required_argument, 0, 'p'},
-                                              {"nodes", required_argument, 0, 'N'},
-                                              {"fanouts", required_argument, 0, 'f'},
-                                              {"batch", required_argument, 0, 'b'},
-                                              {"hidden", required_argument, 0, 'H'},
-                                              {"dropout", required_argument, 0, 'D'},
-                                              {"lr", required_argument, 0, 'l'},
-                                              {"steps", required_argument, 0, 'n'},
-                                              {"warmup", required_argument, 0, 'w'},
-                                              {"breakdown", no_argument, 0, 'B'},
-                                              {"dump", required_argument, 0, 'u'},
-                                              {"device", required_argument, 0, 'd'},
-                                              {"seed", required_argument, 0, 's'},
-                                              {"json", required_argument, 0, 'o'},
-                                              {"commit", required_argument, 0, 'c'},
-                                              {"help", no_argument, 0, 'h'},
-                                              {0, 0, 0, 0}};
-    const char *cmd = "bench step";
-    int c;
-    int64_t v;
-    double x;
-    b->preset = "products";
-    b->batch = 1024;
-    b->hidden = 256;
+    static const struct option long_opts[] = {
+        BENCH_LONG("preset", PRESET),           BENCH_LONG("nodes", NODES),
+        {"fanouts", required_argument, 0, 'f'}, BENCH_LONG("batch", BATCH),
+        BENCH_LONG("hidden", HIDDEN),           {"dropout", required_argument, 0, 'D'},
+        {"lr", required_argument, 0, 'l'},      {"steps", required_argument, 0, 'n'},
+        {"warmup", required_argument, 0, 'w'},  {"breakdown", no_argument, 0, 'B'},
+        {"dump", required_argument, 0, 'u'},    BENCH_LONG_END};
+    bench_options_init(&b->opt);
+    b->opt.preset = "products";
     b->dropout = 0.5;
     b->lr = 3e-3;
     b->steps = 50;
     b->warmup = 10;
-    b->seed = 1;
-    b->commit = GD_GIT_COMMIT;
     if (parse_fanouts(b, "15,10,5")) return CLI_EXIT_FAIL;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        switch (c) {
-        case 'p':
-            b->preset = optarg;
-            break;
-        case 'N':
-            if (cli_parse_i64(optarg, &v) || v < 2)
-                return cli_usage_error(cmd, "--nodes '%s' is not a node count >= 2", optarg);
-            b->nodes = v;
-            break;
-        case 'f':
-            if (parse_fanouts(b, optarg)) return CLI_EXIT_USAGE;
-            break;
-        case 'b':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > (1 << 24))
-                return cli_usage_error(cmd, "--batch '%s' is not a count in [1, 2^24]", optarg);
-            b->batch = v;
-            break;
-        case 'H':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > 65536)
-                return cli_usage_error(cmd, "--hidden '%s' is not a width in [1, 65536]", optarg);
-            b->hidden = v;
-            break;
-        case 'D':
-            if (cli_parse_double(optarg, &x) || !(x >= 0 && x < 1))
-                return cli_usage_error(cmd, "--dropout '%s' is not a probability in [0, 1)",
-                                       optarg);
-            b->dropout = x;
-            break;
-        case 'l':
-            if (cli_parse_double(optarg, &x) || !(x > 0 && x < 1e3))
-                return cli_usage_error(cmd, "--lr '%s' is not a positive learning rate", optarg);
-            b->lr = x;
-            break;
-        case 'n':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > MAX_STEPS)
-                return cli_usage_error(cmd, "--steps '%s' is not a count in [1, %d]", optarg,
-                                       MAX_STEPS);
-            b->steps = (int)v;
-            break;
-        case 'w':
-            if (cli_parse_i64(optarg, &v) || v < 0 || v > MAX_STEPS)
-                return cli_usage_error(cmd, "--warmup '%s' is not a count in [0, %d]", optarg,
-                                       MAX_STEPS);
-            b->warmup = (int)v;
-            break;
-        case 'B':
-            b->breakdown = 1;
-            break;
-        case 'u':
-            b->dump_dir = optarg;
-            break;
-        case 'd':
-            if (cli_parse_i64(optarg, &v) || v < 0 || v > 1024)
-                return cli_usage_error(cmd, "--device '%s' is not a GPU number", optarg);
-            b->device = (int)v;
-            break;
-        case 's':
-            if (cli_parse_i64(optarg, &v) || v < 0)
-                return cli_usage_error(cmd, "--seed '%s' is not a non-negative integer", optarg);
-            b->seed = (uint64_t)v;
-            break;
-        case 'o':
-            b->json_path = optarg;
-            break;
-        case 'c':
-            b->commit = optarg, b->commit_given = 1;
-            break;
-        case 'h':
-            help();
-            return -1;
-        default:
-            return cli_usage_error(cmd, "unknown option");
-        }
-    }
-    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    return 0;
+    return bench_parse_options(&b->opt, cmd, argc, argv, long_opts, help, own_option, b);
 }
 
 #ifdef GD_WITH_CUDA
@@ -439,13 +365,13 @@ static int run_setup(const step_bench *b, step_run *r) {
     const double t0 = bench_now();
     const int L = b->layers;
     gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
-    go.preset = b->preset;
-    go.seed = b->seed;
-    go.num_nodes = b->nodes;
+    go.preset = b->opt.preset;
+    go.seed = b->opt.seed;
+    go.num_nodes = b->opt.nodes;
     cli_progress_init(&prog);
     go.progress = cli_progress_cb;
     go.progress_user = &prog;
-    fprintf(stderr, "step: generating preset '%s' in memory\n", b->preset);
+    fprintf(stderr, "step: generating preset '%s' in memory\n", b->opt.preset);
     st = gd_generate(&go, &r->ds);
     cli_progress_end(&prog);
     BENCH_GD(st, "generating the benchmark's dataset");
@@ -455,8 +381,10 @@ static int run_setup(const step_bench *b, step_run *r) {
     r->num_classes = gd_dataset_num_classes(r->ds);
     BENCH_GD(gd_dataset_array(r->ds, GD_ARRAY_LABELS, &r->label_view), "reading the labels");
     BENCH_GD(gd_dataset_array(r->ds, GD_ARRAY_FEATURES, &fv), "reading the features");
-    BENCH_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32, "preset %s has %s features; the step trains on "
-                  "float32", b->preset, gd_dtype_name(fv.dtype));
+    BENCH_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32,
+                  "preset %s has %s features; the step trains on "
+                  "float32",
+                  b->opt.preset, gd_dtype_name(fv.dtype));
 
     /* Seeds: the training nodes, shuffled per epoch. */
     if (gd_dataset_array(r->ds, GD_ARRAY_TRAIN_IDX, &tv) == GD_OK && tv.shape[0] > 0) {
@@ -471,28 +399,28 @@ static int run_setup(const step_bench *b, step_run *r) {
         BENCH_REQUIRE(r->train, "out of memory for %lld seed ids", (long long)r->num_train);
         for (int64_t i = 0; i < r->num_train; i++) r->train[i] = i;
     }
-    BENCH_REQUIRE(r->num_train >= b->batch,
+    BENCH_REQUIRE(r->num_train >= b->opt.batch,
                   "preset %s has %lld training nodes, fewer than a batch of %lld: lower --batch",
-                  b->preset, (long long)r->num_train, (long long)b->batch);
+                  b->opt.preset, (long long)r->num_train, (long long)b->opt.batch);
     r->order = malloc(sizeof *r->order * (size_t)r->num_train);
     BENCH_REQUIRE(r->order, "out of memory for the shuffled seeds");
     r->order_epoch = -1;
 
     /* The nn context first: its stream carries the sampler, the gather and the step. */
-    BENCH_GD(gd__nn_cuda_ctx_create(b->device, &r->ctx), "creating the CUDA nn context");
+    BENCH_GD(gd__nn_cuda_ctx_create(b->opt.device, &r->ctx), "creating the CUDA nn context");
     r->have_ctx = 1;
     {
         gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
         o.indptr_placement = GD_PLACE_GPU;
         o.indices_placement = GD_PLACE_GPU;
-        o.device = b->device;
+        o.device = b->opt.device;
         BENCH_GD(gd_graph_create_from_dataset(r->ds, &o, &r->graph), "placing the graph on the GPU");
     }
     {
         gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
         o.backend = GD_SAMPLER_CUDA;
-        o.max_batch = b->batch;
-        o.seed = b->seed;
+        o.max_batch = b->opt.batch;
+        o.seed = b->opt.seed;
         BENCH_GD(gd_sampler_create(r->graph, b->fanouts, L, &o, &r->sampler),
                  "creating the CUDA sampler");
         r->sinfo = (gd_sampler_info)GD_SAMPLER_INFO_INIT;
@@ -505,7 +433,7 @@ static int run_setup(const step_bench *b, step_run *r) {
         BENCH_GD(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype,
                                       GD_HOST_TENSOR_READ_ONLY, &r->features),
                  "wrapping the features");
-        BENCH_GD(gd_gatherer_create(r->features, b->device, GD_GATHER_GPU, &o, &r->gatherer),
+        BENCH_GD(gd_gatherer_create(r->features, b->opt.device, GD_GATHER_GPU, &o, &r->gatherer),
                  "creating the gpu gatherer (the feature table in GPU memory)");
     }
 
@@ -520,11 +448,11 @@ static int run_setup(const step_bench *b, step_run *r) {
         gd__sage_config mc = {0};
         mc.num_layers = L;
         mc.in_dim = r->in_dim;
-        mc.hidden_dim = b->hidden;
+        mc.hidden_dim = b->opt.hidden;
         mc.num_classes = r->num_classes;
         mc.dropout = b->dropout;
         mc.dtype = GD_DTYPE_FLOAT32;
-        int64_t nodes = b->batch;
+        int64_t nodes = b->opt.batch;
         mc.max_nodes[L] = nodes;
         for (int h = 0; h < L; h++) {
             const int64_t k = min64(b->fanouts[h], gi.max_degree);
@@ -533,7 +461,7 @@ static int run_setup(const step_bench *b, step_run *r) {
             mc.max_nodes[L - 1 - h] = nodes;
         }
         mc.max_nodes[0] = min64(mc.max_nodes[0], r->sinfo.max_input_nodes);
-        BENCH_GD(gd__sage_create(&r->ctx, &mc, b->seed, &r->model), "creating the model");
+        BENCH_GD(gd__sage_create(&r->ctx, &mc, b->opt.seed, &r->model), "creating the model");
         r->adam = (gd__nn_adam_options)GD__NN_ADAM_OPTIONS_INIT;
         r->adam.lr = b->lr;
     }
@@ -542,12 +470,13 @@ static int run_setup(const step_bench *b, step_run *r) {
              "allocating the input rows");
     BENCH_GD(gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, 1, 1, &r->loss),
              "allocating the loss");
-    BENCH_GD(gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, b->batch, r->num_classes,
-                                 &r->dlogits),
-             "allocating the logit gradient");
-    BENCH_GD(r->ctx.be->alloc(&r->ctx, sizeof(int64_t) * (size_t)b->batch, (void **)&r->labels_dev),
-             "allocating the labels");
-    r->labels_host = malloc(sizeof(int64_t) * (size_t)b->batch);
+    BENCH_GD(
+        gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, b->opt.batch, r->num_classes, &r->dlogits),
+        "allocating the logit gradient");
+    BENCH_GD(
+        r->ctx.be->alloc(&r->ctx, sizeof(int64_t) * (size_t)b->opt.batch, (void **)&r->labels_dev),
+        "allocating the labels");
+    r->labels_host = malloc(sizeof(int64_t) * (size_t)b->opt.batch);
     BENCH_REQUIRE(r->labels_host, "out of memory for the labels of a minibatch");
     BENCH_CUDA(cudaEventCreate(&r->ev0));
     r->have_events = 1;
@@ -567,7 +496,7 @@ static int run_setup(const step_bench *b, step_run *r) {
         fprintf(stderr,
                 "step: %s: %s nodes, %s edges, %lld features, %lld classes; model %lld "
                 "parameters; up to %lld input nodes a minibatch (%.1f s)\n",
-                b->preset, cli_count((double)r->num_nodes, n, sizeof n),
+                b->opt.preset, cli_count((double)r->num_nodes, n, sizeof n),
                 cli_count((double)r->num_edges, e, sizeof e), (long long)r->in_dim,
                 (long long)r->num_classes, (long long)r->model->params.numel,
                 (long long)r->sinfo.max_input_nodes, bench_now() - t0);
@@ -582,14 +511,14 @@ static int seeds_of(const step_bench *b, step_run *r, int64_t i, const int64_t *
                     int64_t *epoch) {
     if (r->num_batches == 0 || i / r->num_batches != r->order_epoch) {
         const int64_t e = r->num_batches ? i / r->num_batches : 0;
-        BENCH_GD(gd_seed_batches(r->train, r->num_train, b->batch, b->seed, e, 1, r->order,
+        BENCH_GD(gd_seed_batches(r->train, r->num_train, b->opt.batch, b->opt.seed, e, 1, r->order,
                                  &r->num_batches),
                  "shuffling the training nodes");
         r->order_epoch = e;
         if (i / r->num_batches != e) return seeds_of(b, r, i, seeds, epoch);
     }
     *epoch = r->order_epoch;
-    *seeds = r->order + (i % r->num_batches) * b->batch;
+    *seeds = r->order + (i % r->num_batches) * b->opt.batch;
     return 0;
 fail:
     return -1;
@@ -601,17 +530,18 @@ static int prepare(const step_bench *b, step_run *r, int64_t i, gd_block *blocks
     const int64_t *seeds, *ids;
     int64_t epoch;
     if (seeds_of(b, r, i, &seeds, &epoch)) goto fail;
-    BENCH_GD(gd_sample(r->sampler, seeds, b->batch, 0, epoch, i, r->ctx.stream, r->mb),
+    BENCH_GD(gd_sample(r->sampler, seeds, b->opt.batch, 0, epoch, i, r->ctx.stream, r->mb),
              "sampling (CUDA)");
     for (int l = 0; l < b->layers; l++)
         BENCH_GD(gd_minibatch_block(r->mb, l, &blocks[l]), "reading a block");
     BENCH_GD(gd_minibatch_input_nodes(r->mb, &ids, num_in), "reading the input nodes");
     BENCH_GD(gd_gather(r->gatherer, ids, *num_in, 1, r->x.data, r->ctx.stream),
              "gathering the input rows");
-    for (int64_t k = 0; k < b->batch; k++) r->labels_host[k] = label_at(&r->label_view, seeds[k]);
+    for (int64_t k = 0; k < b->opt.batch; k++)
+        r->labels_host[k] = label_at(&r->label_view, seeds[k]);
     /* Waits for the stream, so the sample and the gather are done before the clock starts. */
     BENCH_GD(r->ctx.be->from_host(&r->ctx, r->labels_dev, r->labels_host,
-                                  sizeof(int64_t) * (size_t)b->batch),
+                                  sizeof(int64_t) * (size_t)b->opt.batch),
              "uploading the labels");
     return 0;
 fail:
@@ -661,7 +591,8 @@ static int dump_step(const step_bench *b, step_run *r, int s, const gd_block *bl
         BENCH_JSON(cJSON_AddNumberToObject(o, "num_edges", (double)k->num_edges));
     }
     snprintf(path, sizeof path, "%s/step%04d_labels.npy", b->dump_dir, s);
-    BENCH_GD(gd_npy_write(path, GD_DTYPE_INT64, 1, &b->batch, r->labels_host), "writing the dump");
+    BENCH_GD(gd_npy_write(path, GD_DTYPE_INT64, 1, &b->opt.batch, r->labels_host),
+             "writing the dump");
     return 0;
 fail:
     return -1;
@@ -672,16 +603,16 @@ static int write_dump_meta(const step_bench *b, const step_run *r) {
     cJSON *root = cJSON_CreateObject(), *a;
     int rc = -1;
     BENCH_REQUIRE(root, "out of memory");
-    BENCH_JSON(cJSON_AddStringToObject(root, "preset", b->preset));
+    BENCH_JSON(cJSON_AddStringToObject(root, "preset", b->opt.preset));
     BENCH_JSON(cJSON_AddNumberToObject(root, "steps", b->steps));
     BENCH_JSON(cJSON_AddNumberToObject(root, "layers", b->layers));
     BENCH_JSON(a = cJSON_AddArrayToObject(root, "fanouts"));
     for (int l = 0; l < b->layers; l++)
         BENCH_JSON(cJSON_AddItemToArray(a, cJSON_CreateNumber(b->fanouts[l])));
-    BENCH_JSON(cJSON_AddNumberToObject(root, "batch", (double)b->batch));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "batch", (double)b->opt.batch));
     BENCH_JSON(cJSON_AddNumberToObject(root, "feature_dim", (double)r->in_dim));
     BENCH_JSON(cJSON_AddNumberToObject(root, "num_classes", (double)r->num_classes));
-    BENCH_JSON(cJSON_AddNumberToObject(root, "hidden", (double)b->hidden));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "hidden", (double)b->opt.hidden));
     BENCH_JSON(cJSON_AddNumberToObject(root, "dropout", b->dropout));
     BENCH_JSON(cJSON_AddNumberToObject(root, "lr", b->lr));
     BENCH_JSON(cJSON_AddStringToObject(root, "files", "stepSSSS_layerL_indptr.npy, "
@@ -739,7 +670,7 @@ static int run_pass(const step_bench *b, step_run *r, int timed_ops, double *ms,
         float loss, elapsed;
         if (prepare(b, r, i, blocks, &num_in)) goto fail;
         bd.used = 0;
-        const gd_philox_ctr key = gd_philox(b->seed, (uint32_t)i, 0, 0, 0x62537470u /* bStp */);
+        const gd_philox_ctr key = gd_philox(b->opt.seed, (uint32_t)i, 0, 0, 0x62537470u /* bStp */);
         BENCH_CUDA(cudaEventRecord(r->ev0, (cudaStream_t)r->ctx.stream));
         BENCH_GD(nn_step(r, blocks, num_in, ((uint64_t)key.v[1] << 32) | key.v[0]),
                  "running the training step");
@@ -802,10 +733,10 @@ static int run_cuda(const step_bench *b, cJSON *root) {
     BENCH_JSON(cJSON_AddNumberToObject(res, "last_loss", losses[b->steps - 1]));
     if (add_stats(res, "step_ms", ms, b->steps, &median, &mean)) goto fail;
     BENCH_JSON(jl = cJSON_AddArrayToObject(res, "blocks"));
-    printf("bench step: %s, fanouts", b->preset);
+    printf("bench step: %s, fanouts", b->opt.preset);
     for (int l = 0; l < b->layers; l++) printf("%s%d", l ? "," : " ", b->fanouts[l]);
     printf(", batch %lld, hidden %lld, %lld features, %lld classes, dropout %g, Adam lr %g\n",
-           (long long)b->batch, (long long)b->hidden, (long long)r.in_dim,
+           (long long)b->opt.batch, (long long)b->opt.hidden, (long long)r.in_dim,
            (long long)r.num_classes, b->dropout, b->lr);
     printf("%-7s %12s %12s %12s   (mean over the timed minibatches; layer 0 = input layer)\n",
            "layer", "num_src", "num_dst", "edges");
@@ -859,18 +790,18 @@ fail:
 static int add_parameters(const step_bench *b, cJSON *root) {
     cJSON *p, *a;
     BENCH_JSON(p = cJSON_AddObjectToObject(root, "parameters"));
-    BENCH_JSON(cJSON_AddStringToObject(p, "preset", b->preset));
-    BENCH_JSON(cJSON_AddNumberToObject(p, "nodes", (double)b->nodes));
+    BENCH_JSON(cJSON_AddStringToObject(p, "preset", b->opt.preset));
+    BENCH_JSON(cJSON_AddNumberToObject(p, "nodes", (double)b->opt.nodes));
     BENCH_JSON(a = cJSON_AddArrayToObject(p, "fanouts"));
     for (int l = 0; l < b->layers; l++)
         BENCH_JSON(cJSON_AddItemToArray(a, cJSON_CreateNumber(b->fanouts[l])));
-    BENCH_JSON(cJSON_AddNumberToObject(p, "batch", (double)b->batch));
-    BENCH_JSON(cJSON_AddNumberToObject(p, "hidden", (double)b->hidden));
+    BENCH_JSON(cJSON_AddNumberToObject(p, "batch", (double)b->opt.batch));
+    BENCH_JSON(cJSON_AddNumberToObject(p, "hidden", (double)b->opt.hidden));
     BENCH_JSON(cJSON_AddNumberToObject(p, "dropout", b->dropout));
     BENCH_JSON(cJSON_AddNumberToObject(p, "lr", b->lr));
     BENCH_JSON(cJSON_AddNumberToObject(p, "steps", b->steps));
     BENCH_JSON(cJSON_AddNumberToObject(p, "warmup", b->warmup));
-    BENCH_JSON(cJSON_AddNumberToObject(p, "seed", (double)b->seed));
+    BENCH_JSON(cJSON_AddNumberToObject(p, "seed", (double)b->opt.seed));
     BENCH_JSON(cJSON_AddStringToObject(p, "precision", "float32 (cuBLAS default math, no TF32)"));
     BENCH_JSON(cJSON_AddStringToObject(p, "timed", "forward with dropout, softmax cross-entropy, "
                                                    "zero grad, backward, Adam step"));
@@ -887,17 +818,17 @@ int bench_step(int argc, char **argv) {
     memset(&b, 0, sizeof b);
     {
         const int prc = parse_options(&b, argc, argv);
-        if (prc != 0) return prc < 0 ? 0 : prc;
+        if (prc >= 0) return prc;
     }
-    if (b.json_path && bench_json_probe(b.json_path) != 0) goto fail;
+    if (b.opt.json_path && bench_json_probe(b.opt.json_path) != 0) goto fail;
     {
         const int count = gd_device_count();
         BENCH_REQUIRE(gd_has_cuda() && count > 0,
                       "the training step runs on the CUDA nn backend, which needs a CUDA build "
                       "and a GPU, and %s (train on the CPU with `graphdirect train --mode cpu`)",
                       gd_has_cuda() ? "no GPU is visible" : "this build has no CUDA");
-        BENCH_REQUIRE(b.device < count, "GPU %d does not exist: %d GPU(s) visible (0..%d)",
-                      b.device, count, count - 1);
+        BENCH_REQUIRE(b.opt.device < count, "GPU %d does not exist: %d GPU(s) visible (0..%d)",
+                      b.opt.device, count, count - 1);
     }
     if (b.dump_dir) {
         BENCH_REQUIRE(mkdir(b.dump_dir, 0755) == 0 || errno == EEXIST,
@@ -906,23 +837,15 @@ int bench_step(int argc, char **argv) {
         BENCH_REQUIRE(stat(b.dump_dir, &sb) == 0 && S_ISDIR(sb.st_mode),
                       "--dump %s: not a directory", b.dump_dir);
     }
-    if (bench_json_header(&root, "step", b.commit, b.commit_given, 1, b.device) != 0) goto fail;
+    if (bench_json_header(&root, "step", &b.opt, 1) != 0) goto fail;
     if (add_parameters(&b, root) != 0) goto fail;
 #ifdef GD_WITH_CUDA
     if (run_cuda(&b, root) != 0) goto fail;
 #endif
-    printf("\nbench step: done in %.1f s\n", bench_now() - t_start);
-    BENCH_JSON(cJSON_AddNumberToObject(root, "seconds", bench_now() - t_start));
-    if (b.json_path) {
-        if (bench_json_write(b.json_path, root) != 0) goto fail;
-        printf("results written to %s\n", b.json_path);
-    }
+    if (bench_run_done(&b.opt, root, "step", t_start) != 0) goto fail;
     rc = 0;
 fail:
-    if (rc != 0 && cli_interrupted()) {
-        fprintf(stderr, "graphdirect bench: interrupted\n");
-        rc = CLI_EXIT_INTERRUPTED;
-    }
+    rc = bench_exit_status(rc);
     cJSON_Delete(root);
     return rc;
 }

@@ -504,24 +504,23 @@ fail:
  * Copies with host memory are queued on the stream and then waited for, so that they are
  * ordered with the ops around them and the host buffer is free (or filled) on return.
  */
-static gd_status cuda_to_host(const gd__nn_ctx *ctx, void *dst, const void *src, size_t bytes) {
+static gd_status copy_and_wait(const gd__nn_ctx *ctx, void *dst, const void *src, size_t bytes,
+                               cudaMemcpyKind kind) {
     OP_ENTER();
     if (bytes) {
-        GD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, STREAM(ctx)));
+        GD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, STREAM(ctx)));
         GD_CUDA_CHECK(cudaStreamSynchronize(STREAM(ctx)));
     }
 fail:
     OP_LEAVE();
 }
 
+static gd_status cuda_to_host(const gd__nn_ctx *ctx, void *dst, const void *src, size_t bytes) {
+    return copy_and_wait(ctx, dst, src, bytes, cudaMemcpyDeviceToHost);
+}
+
 static gd_status cuda_from_host(const gd__nn_ctx *ctx, void *dst, const void *src, size_t bytes) {
-    OP_ENTER();
-    if (bytes) {
-        GD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, STREAM(ctx)));
-        GD_CUDA_CHECK(cudaStreamSynchronize(STREAM(ctx)));
-    }
-fail:
-    OP_LEAVE();
+    return copy_and_wait(ctx, dst, src, bytes, cudaMemcpyHostToDevice);
 }
 
 static gd_status cuda_synchronize(const gd__nn_ctx *ctx) {
