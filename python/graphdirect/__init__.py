@@ -1,0 +1,58 @@
+"""graphdirect: GPU-centric minibatches for training graph neural networks, from Python.
+
+A pure-Python binding (ctypes, standard library only) over libgraphdirect.so. Open or generate a
+dataset, make a Loader, and iterate it: every field of a minibatch is a DLPack array that
+torch.from_dlpack, numpy.from_dlpack and cupy.from_dlpack import without a copy, so existing
+PyTorch / PyG / DGL model code trains on it unchanged (graphdirect.pyg has PyG helpers).
+
+    import graphdirect, torch
+    ds = graphdirect.Dataset("data/products")
+    with graphdirect.Loader(ds, fanouts=[15, 10, 5], batch_size=1024, mode="zero-copy") as loader:
+        for batch in loader:
+            x = torch.from_dlpack(batch.features)
+            y = torch.from_dlpack(batch.labels)
+            ...
+
+See docs/python.md.
+"""
+from ._dlpack import Array
+from ._lib import GraphdirectError
+from .dataset import Dataset, generate
+from .loader import Batch, Block, Loader
+from . import _lib
+
+
+def version():
+    """The version of the loaded libgraphdirect ("MAJOR.MINOR.PATCH")."""
+    return _lib.lib.gd_version().decode()
+
+
+def library_path():
+    """The path of the libgraphdirect.so this binding loaded."""
+    return _lib.path
+
+
+def has_cuda():
+    """Whether the library was built with CUDA."""
+    return bool(_lib.lib.gd_has_cuda())
+
+
+def device_count():
+    """Usable GPUs (0 without CUDA or a driver)."""
+    return _lib.lib.gd_device_count()
+
+
+def status_string(status):
+    """The text of a gd_status code."""
+    return _lib.lib.gd_status_string(int(status)).decode()
+
+
+def last_error():
+    """The message of the last failing gd_* call on this thread ("" if none)."""
+    return _lib.last_error()
+
+
+__version__ = version()
+__all__ = ["Array", "Batch", "Block", "Dataset", "GraphdirectError", "Loader", "generate",
+           "version", "library_path", "has_cuda", "device_count", "status_string",
+           "last_error"]

@@ -1,0 +1,267 @@
+"""Loading libgraphdirect.so and declaring the C API to ctypes.
+
+This module is the one place that knows the C ABI: it finds and loads the shared library, mirrors
+every struct of include/graphdirect.h that the binding passes across (field by field, in the
+header's order, with the leading `size` field of the growable options and info structs), gives
+each function its argument and result types, and turns a failing gd_status into a
+GraphdirectError carrying gd_last_error()'s text. Nothing here imports anything beyond the
+standard library.
+
+The library is searched, in order, at $GRAPHDIRECT_LIB, next to this package (where an install
+or a wheel would put it) and on the system (ctypes.util.find_library, then the soname
+libgraphdirect.so.0 through the dynamic loader's own search path).
+"""
+import ctypes
+import ctypes.util
+import os
+
+from ctypes import (POINTER, byref, c_char, c_char_p, c_double, c_int, c_int32, c_int64,
+                    c_size_t, c_uint, c_uint64, c_void_p)
+
+# The major version this binding is written against: the C ABI may change between majors.
+ABI_MAJOR = 0
+
+# ------------------------------------------------------------------------------------- status
+
+STATUS_NAMES = {
+    0: "GD_OK", 1: "GD_ERR_INVALID_ARG", 2: "GD_ERR_NO_MEMORY", 3: "GD_ERR_IO",
+    4: "GD_ERR_FORMAT", 5: "GD_ERR_RANGE", 6: "GD_ERR_OVERFLOW", 7: "GD_ERR_UNSUPPORTED",
+    8: "GD_ERR_NOT_FOUND", 9: "GD_ERR_NO_DEVICE", 10: "GD_ERR_CUDA", 11: "GD_ERR_PIN",
+    12: "GD_ERR_INTERRUPTED", 13: "GD_ERR_INTERNAL",
+}
+GD_OK = 0
+GD_ERR_INVALID_ARG = 1
+GD_ERR_NOT_FOUND = 8
+
+
+class GraphdirectError(RuntimeError):
+    """A gd_* call failed: `status` is its gd_status code, `message` gd_last_error()'s text."""
+
+    def __init__(self, status, message):
+        self.status = int(status)
+        self.status_name = STATUS_NAMES.get(self.status, "GD_ERR_%d" % self.status)
+        self.message = message
+        super().__init__("%s: %s" % (self.status_name, message))
+
+
+# ---------------------------------------------------------------------------------- dtypes
+
+# gd_dtype values and their names (gd_dtype_name), and how DLPack spells them (code, bits):
+# kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6.
+DTYPES = {
+    1: ("float32", 2, 32), 2: ("float16", 2, 16), 3: ("bfloat16", 4, 16), 4: ("float64", 2, 64),
+    5: ("int8", 0, 8), 6: ("uint8", 1, 8), 7: ("int16", 0, 16), 8: ("int32", 0, 32),
+    9: ("int64", 0, 64), 10: ("bool", 6, 8),
+}
+
+# gd_array_id: the arrays of a dataset directory.
+ARRAY_IDS = {"indptr": 0, "indices": 1, "features": 2, "labels": 3, "train_idx": 4,
+             "valid_idx": 5, "test_idx": 6}
+SPLITS = {"train": 4, "valid": 5, "test": 6}
+
+# gd_batch_field.
+FIELD_INPUT_NODES, FIELD_FEATURES, FIELD_LABELS, FIELD_INDPTR, FIELD_INDICES = range(5)
+
+GD_SAMPLER_MAX_LAYERS = 8
+
+# ----------------------------------------------------------------------------------- structs
+
+
+class _Sized(ctypes.Structure):
+    """A struct whose first field is `size`; new() fills it and the *_INIT defaults."""
+    _defaults_ = {}
+
+    @classmethod
+    def new(cls):
+        s = cls()
+        s.size = ctypes.sizeof(cls)
+        for name, value in cls._defaults_.items():
+            setattr(s, name, value)
+        return s
+
+
+class ArrayView(ctypes.Structure):  # gd_array_view
+    _fields_ = [("dtype", c_int), ("ndim", c_int), ("shape", c_int64 * 2), ("data", c_void_p)]
+
+
+class DatasetOpenOptions(_Sized):  # gd_dataset_open_options, GD_DATASET_OPEN_OPTIONS_INIT
+    _fields_ = [("size", c_size_t), ("mode", c_int), ("validate_graph", c_int)]
+    _defaults_ = {"mode": 0, "validate_graph": 1}
+
+
+class GenerateOptions(_Sized):  # gd_generate_options, GD_GENERATE_OPTIONS_INIT
+    _fields_ = [("size", c_size_t), ("preset", c_char_p), ("seed", c_uint64),
+                ("num_nodes", c_int64), ("avg_degree", c_double), ("feature_dim", c_int64),
+                ("num_classes", c_int64), ("feature_dtype", c_int), ("out_dir", c_char_p),
+                ("overwrite", c_int), ("threads", c_int), ("progress", c_void_p),
+                ("progress_user", c_void_p)]
+
+
+class LoaderOptions(_Sized):  # gd_loader_options, GD_LOADER_OPTIONS_INIT
+    _fields_ = [("size", c_size_t), ("mode", c_char_p), ("num_layers", c_int),
+                ("fanouts", c_int * GD_SAMPLER_MAX_LAYERS), ("batch_size", c_int64),
+                ("split", c_int), ("shuffle", c_int), ("drop_last", c_int), ("seed", c_uint64),
+                ("device", c_int), ("threads", c_int), ("depth", c_int),
+                ("gpu_cache_bytes", c_int64), ("graph_cache_bytes", c_int64),
+                ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p)]
+    _defaults_ = {"num_layers": 2, "batch_size": 1024, "split": SPLITS["train"], "shuffle": 1,
+                  "depth": 3, "gpu_cache_bytes": -1, "graph_cache_bytes": -1}
+
+    @classmethod
+    def new(cls):
+        s = super().new()
+        s.fanouts[0], s.fanouts[1] = 10, 5
+        return s
+
+
+class LoaderInfo(_Sized):  # gd_loader_info, GD_LOADER_INFO_INIT
+    _fields_ = [("size", c_size_t), ("mode", c_char_p), ("on_device", c_int), ("device", c_int),
+                ("num_seeds", c_int64), ("batches_per_epoch", c_int64),
+                ("feature_dim", c_int64), ("max_input_nodes", c_int64), ("plan", c_char * 512)]
+
+
+class BatchInfo(_Sized):  # gd_batch_info, GD_BATCH_INFO_INIT
+    _fields_ = [("size", c_size_t), ("index", c_int64), ("num_seeds", c_int64),
+                ("num_input", c_int64), ("num_layers", c_int), ("on_device", c_int),
+                ("device", c_int)]
+
+
+class Block(ctypes.Structure):  # gd_block
+    _fields_ = [("num_dst", c_int64), ("num_src", c_int64), ("num_edges", c_int64),
+                ("indptr", POINTER(c_int32)), ("indices", POINTER(c_int32))]
+
+
+# The structs with a size field and the *_INIT macro that fills it, for messages and tests.
+SIZED_STRUCTS = {
+    "gd_dataset_open_options": (DatasetOpenOptions, "GD_DATASET_OPEN_OPTIONS_INIT"),
+    "gd_generate_options": (GenerateOptions, "GD_GENERATE_OPTIONS_INIT"),
+    "gd_loader_options": (LoaderOptions, "GD_LOADER_OPTIONS_INIT"),
+    "gd_loader_info": (LoaderInfo, "GD_LOADER_INFO_INIT"),
+    "gd_batch_info": (BatchInfo, "GD_BATCH_INFO_INIT"),
+}
+
+# --------------------------------------------------------------------------------- loading
+
+
+def _candidates():
+    """(path, where) pairs to try, in order."""
+    out = []
+    env = os.environ.get("GRAPHDIRECT_LIB")
+    if env:
+        out.append((env, "$GRAPHDIRECT_LIB"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in ("libgraphdirect.so.0", "libgraphdirect.so"):
+        path = os.path.join(here, name)
+        if os.path.exists(path):
+            out.append((path, "next to the package"))
+    found = ctypes.util.find_library("graphdirect")
+    if found:
+        out.append((found, "ctypes.util.find_library"))
+    out.append(("libgraphdirect.so.0", "the dynamic loader's search path"))
+    return out
+
+
+def _load():
+    tried = []
+    for path, where in _candidates():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            tried.append("  %s (%s): %s" % (path, where, e))
+            if where == "$GRAPHDIRECT_LIB":
+                break  # an explicit choice that fails is not silently replaced by another
+            continue
+        try:
+            major = lib.gd_version_hex() >> 16
+        except AttributeError:
+            tried.append("  %s (%s): not libgraphdirect (no gd_version_hex)" % (path, where))
+            continue
+        if major != ABI_MAJOR:
+            tried.append("  %s (%s): version major %d, this binding needs %d"
+                         % (path, where, major, ABI_MAJOR))
+            continue
+        return lib, path
+    raise ImportError(
+        "graphdirect: cannot load libgraphdirect.so. Tried:\n" + "\n".join(tried) +
+        "\nBuild it (cmake -S . -B build && cmake --build build) and set GRAPHDIRECT_LIB to "
+        "build/libgraphdirect.so.0, or install it (make install) where the dynamic loader "
+        "finds it.")
+
+
+lib, path = _load()
+
+# ------------------------------------------------------------------------------ signatures
+
+_vp = c_void_p
+_SIGNATURES = {
+    # name: (restype, argtypes)
+    "gd_version": (c_char_p, []),
+    "gd_version_hex": (c_uint, []),
+    "gd_status_string": (c_char_p, [c_int]),
+    "gd_last_error": (c_char_p, []),
+    "gd_clear_error": (None, []),
+    "gd_has_cuda": (c_int, []),
+    "gd_device_count": (c_int, []),
+    "gd_alloc_stats": (None, [POINTER(c_int64), POINTER(c_int64)]),
+    "gd_dtype_name": (c_char_p, [c_int]),
+    "gd_dataset_open": (c_int, [c_char_p, POINTER(DatasetOpenOptions), POINTER(_vp)]),
+    "gd_dataset_close": (None, [_vp]),
+    "gd_dataset_save": (c_int, [_vp, c_char_p, c_int]),
+    "gd_dataset_name": (c_char_p, [_vp]),
+    "gd_dataset_num_nodes": (c_int64, [_vp]),
+    "gd_dataset_num_edges": (c_int64, [_vp]),
+    "gd_dataset_feature_dim": (c_int64, [_vp]),
+    "gd_dataset_num_classes": (c_int64, [_vp]),
+    "gd_dataset_array": (c_int, [_vp, c_int, POINTER(ArrayView)]),
+    "gd_generate": (c_int, [POINTER(GenerateOptions), POINTER(_vp)]),
+    "gd_loader_create": (c_int, [_vp, POINTER(LoaderOptions), POINTER(_vp)]),
+    "gd_loader_destroy": (None, [_vp]),
+    "gd_loader_get_info": (c_int, [_vp, POINTER(LoaderInfo)]),
+    "gd_loader_start_epoch": (c_int, [_vp, c_int64]),
+    "gd_loader_next": (c_int, [_vp, POINTER(_vp)]),
+    "gd_batch_release": (None, [_vp]),
+    "gd_batch_get_info": (c_int, [_vp, POINTER(BatchInfo)]),
+    "gd_batch_block": (c_int, [_vp, c_int, POINTER(Block)]),
+    "gd_batch_array": (c_int, [_vp, c_int, c_int, POINTER(ArrayView)]),
+    "gd_batch_export": (c_int, [_vp, c_int, c_int, _vp, POINTER(_vp)]),
+}
+
+missing = []
+for _name, (_res, _args) in _SIGNATURES.items():
+    try:
+        _fn = getattr(lib, _name)
+    except AttributeError:
+        missing.append(_name)
+        continue
+    _fn.restype = _res
+    _fn.argtypes = _args
+
+
+def need(name):
+    """Fail clearly when the loaded library predates a function the binding calls."""
+    if name in missing:
+        raise GraphdirectError(7, "%s is not in %s (an older libgraphdirect): rebuild it from "
+                               "this source tree" % (name, path))
+
+
+def last_error():
+    return (lib.gd_last_error() or b"").decode("utf-8", "replace")
+
+
+def check(status):
+    """Raise GraphdirectError for a failing gd_status, with the thread's gd_last_error()."""
+    if status != GD_OK:
+        msg = last_error() or lib.gd_status_string(status).decode()
+        raise GraphdirectError(status, msg)
+
+
+def text(value):
+    """A str argument as the bytes a const char * takes (None stays NULL)."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8")
+
+
+__all__ = ["lib", "path", "check", "need", "GraphdirectError", "byref"]

@@ -1,0 +1,513 @@
+#!/usr/bin/env python3
+"""The Python binding on the CPU backend: every field of every minibatch against a reference
+computed here from the dataset's own arrays, determinism, errors, and object lifetimes.
+
+Usage: GRAPHDIRECT_LIB=build/libgraphdirect.so.0 python3 python/tests/test_binding.py
+Exit 0 pass, 1 fail, 77 skip (no numpy).
+"""
+import ctypes
+import gc
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from _common import HERE, np, run_unittest
+
+import graphdirect
+from graphdirect import _dlpack, _lib
+
+
+def alloc_stats():
+    blocks, nbytes = ctypes.c_int64(), ctypes.c_int64()
+    _lib.lib.gd_alloc_stats(ctypes.byref(blocks), ctypes.byref(nbytes))
+    return blocks.value, nbytes.value
+
+
+class Reference:
+    """The dataset's arrays as numpy copies, and the checks of a batch against them."""
+
+    def __init__(self, ds):
+        self.indptr = np.from_dlpack(ds.array("indptr")).copy()
+        self.indices = np.from_dlpack(ds.array("indices")).astype(np.int64)
+        self.features = np.from_dlpack(ds.array("features")).copy()
+        self.labels = np.from_dlpack(ds.array("labels")).astype(np.int64)
+        self.split = {s: np.from_dlpack(ds.array(s + "_idx")).astype(np.int64)
+                      for s in ("train", "valid", "test")}
+        n = self.indptr.size - 1
+        self.num_nodes = n
+        deg = np.diff(self.indptr)
+        self.degree = deg
+        dst = np.repeat(np.arange(n, dtype=np.int64), deg)
+        self.edge_keys = np.unique(dst * n + self.indices)
+
+    def check_batch(self, tc, batch, fanouts):
+        """Every field of batch, as numpy, against the dataset; returns the seeds."""
+        x_ids = np.from_dlpack(batch.input_nodes)
+        tc.assertEqual(x_ids.dtype, np.int64)
+        tc.assertEqual(x_ids.shape, (batch.num_input,))
+        tc.assertEqual(len(np.unique(x_ids)), x_ids.size, "input nodes repeat")
+        tc.assertTrue(((x_ids >= 0) & (x_ids < self.num_nodes)).all())
+        seeds = x_ids[:batch.num_seeds]
+
+        feats = np.from_dlpack(batch.features)
+        tc.assertEqual(feats.dtype, np.float32)
+        tc.assertEqual(feats.shape, (batch.num_input, self.features.shape[1]))
+        np.testing.assert_array_equal(feats, self.features[x_ids])
+
+        labels = np.from_dlpack(batch.labels)
+        tc.assertEqual(labels.dtype, np.int64)
+        tc.assertEqual(labels.shape, (batch.num_seeds,))
+        np.testing.assert_array_equal(labels, self.labels[seeds])
+
+        blocks = batch.blocks
+        tc.assertEqual(len(blocks), len(fanouts))
+        tc.assertEqual(blocks[0].num_src, batch.num_input)
+        tc.assertEqual(blocks[-1].num_dst, batch.num_seeds)
+        for layer, blk in enumerate(blocks):
+            if layer > 0:
+                tc.assertEqual(blk.num_src, blocks[layer - 1].num_dst)
+            tc.assertLessEqual(blk.num_dst, blk.num_src)
+            tc.assertEqual(blk.sizes, (blk.num_src, blk.num_dst))
+            indptr = np.from_dlpack(blk.indptr)
+            indices = np.from_dlpack(blk.indices)
+            tc.assertEqual((indptr.dtype, indices.dtype), (np.int32, np.int32))
+            tc.assertEqual(indptr.shape, (blk.num_dst + 1,))
+            tc.assertEqual(indices.shape, (blk.num_edges,))
+            tc.assertEqual(indptr[0], 0)
+            tc.assertEqual(indptr[-1], blk.num_edges)
+            counts = np.diff(indptr).astype(np.int64)
+            tc.assertTrue((counts >= 0).all())
+            tc.assertTrue(((indices >= 0) & (indices < blk.num_src)).all())
+            # Every edge is a real in-neighbour of its destination, drawn once.
+            dst_local = np.repeat(np.arange(blk.num_dst, dtype=np.int64), counts)
+            g_src = x_ids[indices.astype(np.int64)]
+            g_dst = x_ids[dst_local]
+            keys = g_dst * self.num_nodes + g_src
+            tc.assertTrue(np.isin(keys, self.edge_keys).all(), "an edge that is not in the graph")
+            tc.assertEqual(len(np.unique(keys)), keys.size, "a neighbour drawn twice")
+            # Layer 0 is the outermost hop, drawn with the last fanout.
+            fan = fanouts[len(fanouts) - 1 - layer]
+            deg = self.degree[x_ids[:blk.num_dst]]
+            want = deg if fan == -1 else np.minimum(deg, fan)
+            np.testing.assert_array_equal(counts, want)
+        return seeds
+
+
+def batch_digest(batch):
+    """Everything in a batch as bytes, for comparing runs."""
+    parts = [np.from_dlpack(batch.input_nodes).tobytes(), np.from_dlpack(batch.labels).tobytes()]
+    for blk in batch.blocks:
+        parts += [np.from_dlpack(blk.indptr).tobytes(), np.from_dlpack(blk.indices).tobytes()]
+    return b"".join(parts)
+
+
+def epoch_digests(loader, epoch=None):
+    it = loader if epoch is None else loader.epoch(epoch)
+    return [batch_digest(b) for b in it]
+
+
+class BindingTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="gd-py-")
+        cls.dir = os.path.join(cls.tmp.name, "tiny")
+        graphdirect.generate("tiny", seed=3, out=cls.dir).close()
+        cls.ds = graphdirect.Dataset(cls.dir)
+        cls.ref = Reference(cls.ds)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ds.close()
+        cls.tmp.cleanup()
+
+    def loader(self, **kw):
+        args = dict(mode="cpu", fanouts=[5, 3], batch_size=300, threads=2)
+        args.update(kw)
+        return graphdirect.Loader(self.ds, **args)
+
+    # ------------------------------------------------------------ library and structs
+
+    def test_version_and_library(self):
+        self.assertRegex(graphdirect.version(), r"^\d+\.\d+\.\d+$")
+        self.assertEqual(graphdirect.__version__, graphdirect.version())
+        self.assertTrue(os.path.exists(graphdirect.library_path()) or
+                        "/" not in graphdirect.library_path())
+        self.assertEqual(graphdirect.status_string(0), "success")
+        self.assertIn(graphdirect.has_cuda(), (True, False))
+        self.assertGreaterEqual(graphdirect.device_count(), 0)
+
+    def c_size_of(self, call):
+        """The C sizeof of a struct, from the library's refusal of size = 1."""
+        with self.assertRaises(graphdirect.GraphdirectError) as cm:
+            call()
+        m = re.search(r"this library's is (\d+)", cm.exception.message)
+        self.assertIsNotNone(m, cm.exception.message)
+        return int(m.group(1))
+
+    def test_struct_sizes_match_the_library(self):
+        lib, check, byref = _lib.lib, _lib.check, ctypes.byref
+        out = ctypes.c_void_p()
+
+        def bad(cls):
+            s = cls.new()
+            s.size = 1
+            return s
+        with self.loader() as l:
+            b = next(iter(l))
+            calls = {
+                "gd_dataset_open_options": lambda: check(lib.gd_dataset_open(
+                    self.dir.encode(), byref(bad(_lib.DatasetOpenOptions)), byref(out))),
+                "gd_generate_options": lambda: check(lib.gd_generate(
+                    byref(bad(_lib.GenerateOptions)), byref(out))),
+                "gd_loader_options": lambda: check(lib.gd_loader_create(
+                    self.ds._ptr(), byref(bad(_lib.LoaderOptions)), byref(out))),
+                "gd_loader_info": lambda: check(lib.gd_loader_get_info(
+                    l._ptr, byref(bad(_lib.LoaderInfo)))),
+                "gd_batch_info": lambda: check(lib.gd_batch_get_info(
+                    b._ptr, byref(bad(_lib.BatchInfo)))),
+            }
+            self.assertEqual(set(calls), set(_lib.SIZED_STRUCTS))
+            for name, call in calls.items():
+                cls, _init = _lib.SIZED_STRUCTS[name]
+                self.assertEqual(ctypes.sizeof(cls), self.c_size_of(call), name)
+        # The plain structs: their sizes on an LP64 ABI.
+        self.assertEqual(ctypes.sizeof(_lib.ArrayView), 32)
+        self.assertEqual(ctypes.sizeof(_lib.Block), 40)
+        self.assertEqual(ctypes.sizeof(_dlpack.DLTensor), 48)
+        self.assertEqual(ctypes.sizeof(_dlpack.DLManagedTensor), 64)
+
+    def test_defaults_mirror_the_init_macros(self):
+        o = _lib.LoaderOptions.new()
+        self.assertEqual((o.num_layers, list(o.fanouts[:2]), o.batch_size, o.split, o.shuffle,
+                          o.depth, o.gpu_cache_bytes, o.graph_cache_bytes),
+                         (2, [10, 5], 1024, 4, 1, 3, -1, -1))
+        d = _lib.DatasetOpenOptions.new()
+        self.assertEqual((d.mode, d.validate_graph), (0, 1))
+
+    def test_import_error_names_what_was_tried(self):
+        env = dict(os.environ, GRAPHDIRECT_LIB="/nonexistent/libgraphdirect.so.0")
+        code = "import graphdirect"
+        r = subprocess.run([sys.executable, "-c", code], env=env, cwd=os.path.dirname(HERE),
+                           capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("ImportError", r.stderr)
+        self.assertIn("/nonexistent/libgraphdirect.so.0 ($GRAPHDIRECT_LIB)", r.stderr)
+        self.assertIn("GRAPHDIRECT_LIB", r.stderr)
+
+    # ---------------------------------------------------------------------- dataset
+
+    def test_dataset_matches_numpy_load(self):
+        ds = self.ds
+        self.assertEqual(ds.name, "synthetic-tiny")
+        self.assertEqual(ds.num_nodes, self.ref.num_nodes)
+        self.assertEqual(ds.num_edges, self.ref.indices.size)
+        self.assertEqual(ds.feature_dim, self.ref.features.shape[1])
+        self.assertGreater(ds.num_classes, 1)
+        for name in _lib.ARRAY_IDS:
+            want = np.load(os.path.join(self.dir, name + ".npy"))
+            a = ds.array(name)
+            self.assertEqual(a.shape, want.shape)
+            self.assertEqual(a.dtype, str(want.dtype))
+            self.assertEqual(a.device, "cpu")
+            self.assertEqual(a.__dlpack_device__(), (1, 0))
+            np.testing.assert_array_equal(np.from_dlpack(a), want)
+        self.assertTrue(ds.has("labels"))
+        with self.assertRaises(ValueError):
+            ds.array("nope")
+
+    def test_generate_is_deterministic_and_in_memory(self):
+        a = graphdirect.generate("tiny", seed=5, nodes=2000)
+        b = graphdirect.generate("tiny", seed=5, nodes=2000)
+        c = graphdirect.generate("tiny", seed=6, nodes=2000)
+        self.assertIsNone(a.path)
+        self.assertEqual(a.num_nodes, 2000)
+        ia, ib, ic = (np.from_dlpack(d.array("indices")) for d in (a, b, c))
+        np.testing.assert_array_equal(ia, ib)
+        self.assertFalse(ia.shape == ic.shape and (ia == ic).all())
+        for d in (a, b, c):
+            d.close()
+        self.assertEqual(ia.sum(), ib.sum())  # still readable after close
+
+    def test_dataset_array_outlives_the_dataset(self):
+        ds = graphdirect.generate("tiny", seed=1, nodes=1500)
+        before = _dlpack.live_python_tensors()
+        f = np.from_dlpack(ds.array("features"))
+        want = f.copy()
+        self.assertEqual(_dlpack.live_python_tensors(), before + 1)
+        ds.close()
+        with self.assertRaises(ValueError):
+            ds.num_nodes
+        del ds
+        gc.collect()
+        np.testing.assert_array_equal(f, want)
+        del f
+        gc.collect()
+        self.assertEqual(_dlpack.live_python_tensors(), before)
+
+    def test_dataset_errors(self):
+        with self.assertRaises(graphdirect.GraphdirectError) as cm:
+            graphdirect.Dataset(os.path.join(self.tmp.name, "missing"))
+        e = cm.exception
+        self.assertIn(e.status_name, ("GD_ERR_IO", "GD_ERR_NOT_FOUND"))
+        self.assertIn("missing", e.message)
+        self.assertEqual(str(e), "%s: %s" % (e.status_name, e.message))
+        self.assertEqual(graphdirect.last_error(), e.message)
+        with self.assertRaises(graphdirect.GraphdirectError) as cm:
+            graphdirect.generate("huge")
+        self.assertIn("huge", cm.exception.message)
+        with self.assertRaises(TypeError):
+            graphdirect.Dataset(3)
+
+    # ----------------------------------------------------------------------- loader
+
+    def test_every_field_of_an_epoch(self):
+        fanouts = [4, 3, -1]
+        with self.loader(fanouts=fanouts, batch_size=256) as l:
+            self.assertEqual(l.mode, "cpu")
+            self.assertEqual(l.device, "cpu")
+            self.assertFalse(l.on_device)
+            train = self.ref.split["train"]
+            self.assertEqual(l.num_seeds, train.size)
+            self.assertEqual(len(l), -(-train.size // 256))
+            self.assertEqual(l.feature_dim, self.ref.features.shape[1])
+            seen = []
+            for i, b in enumerate(l):
+                self.assertEqual(b.index, i)
+                self.assertEqual(b.epoch, 0)
+                self.assertEqual(b.device, "cpu")
+                self.assertEqual(b.num_seeds, min(256, train.size - 256 * i))
+                seen.append(self.ref.check_batch(self, b, fanouts))
+            self.assertEqual(len(seen), len(l))
+            seeds = np.concatenate(seen)
+            self.assertEqual(sorted(seeds.tolist()), sorted(train.tolist()))
+            self.assertFalse((seeds == train).all(), "shuffle=True kept the order")
+
+    def test_in_order_splits_and_drop_last(self):
+        for split in ("valid", "test"):
+            with self.loader(split=split, shuffle=False, batch_size=100, drop_last=True) as l:
+                ids = self.ref.split[split]
+                self.assertEqual(len(l), ids.size // 100)
+                seeds = [self.ref.check_batch(self, b, [5, 3]) for b in l]
+                np.testing.assert_array_equal(np.concatenate(seeds), ids[:len(l) * 100])
+
+    def test_deterministic_per_seed_and_epoch(self):
+        with self.loader(seed=7) as a, self.loader(seed=7) as b, self.loader(seed=8) as c:
+            a0, a1 = epoch_digests(a), epoch_digests(a)
+            self.assertEqual(a.current_epoch, 1)
+            self.assertEqual(epoch_digests(b, epoch=1), a1)
+            self.assertEqual(epoch_digests(b, epoch=0), a0)
+            self.assertNotEqual(a0, a1)
+            self.assertNotEqual(epoch_digests(c, epoch=0), a0)
+            self.assertEqual(epoch_digests(a, epoch=0), a0)  # epochs can be replayed
+        with self.loader(seed=7, threads=1) as d:
+            self.assertEqual(epoch_digests(d), a0)  # whatever the thread count
+
+    def test_loader_errors(self):
+        with self.assertRaises(ValueError):
+            self.loader(mode="gpu")
+        with self.assertRaises(ValueError):
+            self.loader(fanouts=[])
+        with self.assertRaises(ValueError):
+            self.loader(fanouts=[5, -2])
+        with self.assertRaises(ValueError):
+            self.loader(split="training")
+        with self.assertRaises(ValueError):
+            self.loader(gpu_cache="lots", mode="zero-copy")
+        for kw in (dict(batch_size=0), dict(depth=1), dict(depth=9)):
+            with self.assertRaises(graphdirect.GraphdirectError) as cm:
+                self.loader(**kw)
+            self.assertEqual(cm.exception.status_name, "GD_ERR_INVALID_ARG")
+            self.assertTrue(cm.exception.message)
+        if graphdirect.device_count() == 0:
+            with self.assertRaises(graphdirect.GraphdirectError) as cm:
+                self.loader(mode="all-gpu")
+            self.assertIn(cm.exception.status_name, ("GD_ERR_NO_DEVICE", "GD_ERR_UNSUPPORTED"))
+        with self.assertRaises(TypeError):
+            graphdirect.Loader("data/tiny")
+        with self.loader() as l:
+            with self.assertRaises(ValueError):
+                l.next_batch()  # no epoch started
+            with self.assertRaises(ValueError):
+                l.epoch(-1)
+
+    def test_parse_size(self):
+        from graphdirect.loader import parse_size
+        self.assertEqual(parse_size("4G", "x"), 4 << 30)
+        self.assertEqual(parse_size("512M", "x"), 512 << 20)
+        self.assertEqual(parse_size("1.5GiB", "x"), 3 << 29)
+        self.assertEqual(parse_size(1000, "x"), 1000)
+        self.assertEqual(parse_size(None, "x"), -1)
+        for bad in ("4X", "", "-1G"):
+            with self.assertRaises(ValueError):
+                parse_size(bad, "x")
+
+    def test_epoch_iteration_rules(self):
+        with self.loader() as l:
+            it = iter(l)
+            first = next(it)
+            self.assertEqual(first.epoch, 0)
+            it2 = iter(l)  # epoch 1 starts: epoch 0's held batch is released
+            self.assertTrue(first.released)
+            with self.assertRaises(ValueError):
+                first.features
+            with self.assertRaises(ValueError):
+                next(it)  # the stale iterator of epoch 0
+            self.assertEqual(next(it2).epoch, 1)
+            n = sum(1 for _ in l.epoch(5))
+            self.assertEqual(n, len(l))
+            self.assertEqual(l.current_epoch, 5)
+            self.assertEqual(next(iter(l)).epoch, 6)
+
+    def test_held_batches_and_manual_release(self):
+        with self.loader(depth=3) as l:
+            l.epoch(0)
+            a = l.next_batch()
+            b = l.next_batch()
+            with self.assertRaises(graphdirect.GraphdirectError) as cm:
+                l.next_batch()  # depth - 1 = 2 are held
+            self.assertIn("held", cm.exception.message)
+            a.release()
+            a.release()  # twice is fine
+            with a:
+                pass
+            c = l.next_batch()
+            self.assertEqual((b.index, c.index), (1, 2))
+            with b, c:
+                pass
+            self.assertTrue(b.released and c.released)
+
+    def test_arrays_held_across_iterations(self):
+        # The natural loop keeps the previous batch's arrays until the next is rebound.
+        with self.loader(depth=2) as l:
+            for b in l:
+                x = np.from_dlpack(b.features)  # noqa: F841
+                y = np.from_dlpack(b.labels)  # noqa: F841
+
+    # -------------------------------------------------------------------- lifetimes
+
+    def test_exports_outlive_release_and_close(self):
+        l = self.loader()
+        it = iter(l)
+        b = next(it)
+        f = np.from_dlpack(b.features)
+        ids = np.from_dlpack(b.input_nodes)
+        ind = np.from_dlpack(b.blocks[0].indices)
+        want = (f.copy(), ids.copy(), ind.copy())
+        arr = b.features
+        b.release()
+        with self.assertRaises(ValueError) as cm:
+            np.from_dlpack(arr)
+        self.assertIn("released", str(cm.exception))
+        with self.assertRaises(ValueError):
+            b.blocks
+        l.close()
+        l.close()
+        with self.assertRaises(ValueError):
+            next(it)
+        with self.assertRaises(ValueError):
+            iter(l)
+        del l, it, b, arr
+        gc.collect()
+        for got, w in zip((f, ids, ind), want):
+            np.testing.assert_array_equal(got, w)
+
+    def test_batch_unusable_after_loader_close(self):
+        l = self.loader()
+        b = next(iter(l))
+        feats = b.features  # an Array taken before the close
+        l.close()
+        self.assertTrue(b.released)
+        for get in (lambda: b.features.shape, lambda: b.labels, lambda: np.from_dlpack(feats),
+                    lambda: b.blocks):
+            with self.assertRaises(ValueError) as cm:
+                get()
+            self.assertIn("loader was closed", str(cm.exception))
+        b.release()
+
+    def test_closing_the_dataset_closes_its_loaders(self):
+        ds = graphdirect.Dataset(self.dir)
+        l = graphdirect.Loader(ds, mode="cpu", fanouts=[3], batch_size=500)
+        b = next(iter(l))
+        x = np.from_dlpack(b.input_nodes)
+        ds.close()
+        self.assertTrue(l.closed)
+        self.assertTrue(b.released)
+        self.assertEqual(x.size, b.num_input)
+        self.assertTrue((x >= 0).all())
+
+    def test_a_dropped_dataset_lives_on_in_its_loader(self):
+        l = graphdirect.Loader(graphdirect.generate("tiny", seed=2, nodes=3000), mode="cpu",
+                               fanouts=[3, 2], batch_size=400)
+        gc.collect()
+        self.assertFalse(l.closed)
+        self.assertEqual(sum(1 for _ in l), len(l))
+        l.close()
+
+    def test_no_leak_and_unconsumed_capsules(self):
+        gc.collect()
+        base = alloc_stats()[0]
+        for _ in range(2):
+            l = self.loader(depth=2)
+            for b in l:
+                cap = b.features.__dlpack__()
+                self.assertEqual(_dlpack.capsule_name(cap), "dltensor")
+                del cap  # never consumed: the destructor must call the deleter
+                used = b.input_nodes.__dlpack__()
+                np.from_dlpack(_Capsule(used))  # consumed: renamed, owned by numpy
+                self.assertEqual(_dlpack.capsule_name(used), "used_dltensor")
+                del used
+                kept = np.from_dlpack(b.labels)
+            del b, l
+            gc.collect()
+            self.assertGreater(kept.size, 0)
+            del kept
+            gc.collect()
+        self.assertEqual(alloc_stats()[0], base, "gd_malloc blocks leaked")
+
+    def test_dlpack_protocol_arguments(self):
+        with self.loader() as l:
+            b = next(iter(l))
+            a = b.features
+            self.assertEqual(a.__dlpack_device__(), (1, 0))
+            self.assertEqual(a.ndim, 2)
+            self.assertEqual(len(a), b.num_input)
+            self.assertIn("float32", repr(a))
+            self.assertNotEqual(a.data_ptr, 0)
+            self.assertEqual(np.from_dlpack(a).ctypes.data, a.data_ptr)  # no copy
+            with self.assertRaises(BufferError):
+                a.__dlpack__(copy=True)
+            with self.assertRaises(BufferError):
+                a.__dlpack__(dl_device=(2, 0))
+            cap = a.__dlpack__(stream=None, max_version=(1, 0), dl_device=(1, 0), copy=False)
+            self.assertEqual(_dlpack.capsule_name(cap), "dltensor")
+        sp = _dlpack.stream_pointer
+        self.assertIsNone(sp(None, True))
+        self.assertIsNone(sp(1, True))
+        self.assertIsNone(sp(-1, True))
+        self.assertEqual(sp(2, True), 2)  # cudaStreamPerThread
+        self.assertEqual(sp(0x7f0012345678, True), 0x7f0012345678)
+        self.assertIsNone(sp(12345, False))  # host memory needs no stream
+        with self.assertRaises(ValueError):
+            sp(0, True)
+        with self.assertRaises(TypeError):
+            sp("s", True)
+
+
+class _Capsule:
+    """Hands numpy.from_dlpack a capsule that was made earlier."""
+
+    def __init__(self, cap):
+        self.cap = cap
+
+    def __dlpack__(self, **kw):
+        return self.cap
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+if __name__ == "__main__":
+    run_unittest()
