@@ -734,6 +734,120 @@ gd_status gd_minibatch_input_nodes(gd_minibatch_t *mb, const int64_t **ids, int6
 gd_status gd_seed_batches(const int64_t *ids, int64_t n, int64_t batch_size, uint64_t seed,
                           int64_t epoch, int drop_last, int64_t *order, int64_t *num_batches);
 
+/* ---------------------------------------------------------------- loader */
+
+/*
+ * A minibatch loader: the trainer's data path (sample -> gather, pipelined on the GPU) without
+ * the model, for callers that train with their own code (PyTorch, DGL, PyG through the Python
+ * binding). Each minibatch holds, in GPU memory (all-gpu, zero-copy) or host memory (cpu): the
+ * global ids of its input nodes (seeds first), their gathered feature rows (float32), the
+ * labels of its seeds, and one block per layer (gd_block). The loader owns a ring of `depth`
+ * buffer sets: a batch keeps its set until it is released and every tensor exported from it is
+ * deleted. Up to depth batches may be held at once; the GPU samples ahead into the sets that
+ * are free, so holding fewer keeps the pipeline full.
+ */
+typedef struct gd_loader gd_loader_t;
+typedef struct gd_batch gd_batch_t;
+struct DLManagedTensor; /* <dlpack/dlpack.h> */
+
+typedef struct {
+    size_t size;                        /* sizeof(gd_loader_options) */
+    const char *mode;                   /* "cpu", "all-gpu", "zero-copy" or "auto" (NULL) */
+    int num_layers;                     /* 1..GD_SAMPLER_MAX_LAYERS */
+    int fanouts[GD_SAMPLER_MAX_LAYERS]; /* from the seeds outward; -1 = all neighbours */
+    int64_t batch_size;                 /* seeds per minibatch */
+    gd_array_id split;                  /* the seeds: GD_ARRAY_TRAIN_IDX, _VALID_IDX or _TEST_IDX */
+    int shuffle;                        /* 1: shuffled by (seed, epoch); 0: in order */
+    int drop_last;                      /* 1: drop the short last minibatch */
+    uint64_t seed;                      /* shuffling and neighbour draws */
+    int device;                         /* the GPU of the GPU modes */
+    int threads;                        /* CPU threads (0: GD_THREADS) */
+    int depth;                          /* buffer sets in the ring, 2..8 */
+    int64_t gpu_cache_bytes;            /* zero-copy feature cache (-1: what the budget leaves) */
+    int64_t graph_cache_bytes;          /* zero-copy neighbour-list cache (-1: auto) */
+    int64_t gpu_mem_budget;             /* GPU memory the loader may use (0: what is free) */
+    const char *gather_sms;             /* the gather's SM budget (NULL: the default) */
+} gd_loader_options;
+#define GD_LOADER_OPTIONS_INIT                                                                     \
+    {sizeof(gd_loader_options), NULL, 2, {10, 5}, 1024, GD_ARRAY_TRAIN_IDX, 1, 0, 0, 0, 0, 3, -1, -1, \
+     0, NULL}
+
+/*
+ * A loader over ds (which must outlive it). ds needs float32 features and the split; labels are
+ * optional (a batch without them has no labels field). Everything is allocated here.
+ */
+gd_status gd_loader_create(const gd_dataset_t *ds, const gd_loader_options *options,
+                           gd_loader_t **out);
+/*
+ * Destroy the loader. Batches not yet released become invalid (gd_batch_* on them fail); the
+ * memory behind tensors exported from them stays valid until their deleters run.
+ */
+void gd_loader_destroy(gd_loader_t *l);
+
+typedef struct {
+    size_t size;                  /* sizeof(gd_loader_info) */
+    const char *mode;             /* the mode it runs in (auto resolved) */
+    int on_device;                /* 1: batches live in GPU memory */
+    int device;                   /* their GPU (on_device) */
+    int64_t num_seeds;            /* nodes of the split */
+    int64_t batches_per_epoch;    /* minibatches of an epoch */
+    int64_t feature_dim;          /* columns of the features */
+    int64_t max_input_nodes;      /* most input nodes of a minibatch */
+    char plan[512];               /* where everything lives and why */
+} gd_loader_info;
+#define GD_LOADER_INFO_INIT {sizeof(gd_loader_info), NULL, 0, 0, 0, 0, 0, 0, {0}}
+gd_status gd_loader_get_info(const gd_loader_t *l, gd_loader_info *info);
+
+/*
+ * Start epoch `epoch` (any number >= 0: the shuffle and the draws are functions of it), ending
+ * the one in progress. Every batch of that one must have been released.
+ */
+gd_status gd_loader_start_epoch(gd_loader_t *l, int64_t epoch);
+/*
+ * The next minibatch of the epoch, ready to be read on the loader's streams (exports order the
+ * consumer's stream after it); *out is NULL after the last one. Fails with GD_ERR_INVALID_ARG
+ * when the set it needs is still held (depth batches held), and when no epoch was started.
+ */
+gd_status gd_loader_next(gd_loader_t *l, gd_batch_t **out);
+/* Give the batch back (NULL is ignored); its set is reused once its exported tensors are gone. */
+void gd_batch_release(gd_batch_t *b);
+
+typedef enum {
+    GD_BATCH_INPUT_NODES = 0, /* int64 [num_input]: global ids, seeds first */
+    GD_BATCH_FEATURES = 1,    /* float32 [num_input, feature_dim] */
+    GD_BATCH_LABELS = 2,      /* int64 [num_seeds] (-1: unlabelled) */
+    GD_BATCH_INDPTR = 3,      /* int32 [num_dst + 1] of a layer's block */
+    GD_BATCH_INDICES = 4,     /* int32 [num_edges] of a layer's block: local source ids */
+    GD_BATCH_FIELD_COUNT = 5
+} gd_batch_field;
+
+/* The batch's sizes: its index in the epoch, seeds, input nodes, layers. */
+typedef struct {
+    size_t size; /* sizeof(gd_batch_info) */
+    int64_t index;
+    int64_t num_seeds;
+    int64_t num_input;
+    int num_layers;
+    int on_device;
+    int device;
+} gd_batch_info;
+#define GD_BATCH_INFO_INIT {sizeof(gd_batch_info), 0, 0, 0, 0, 0, 0}
+gd_status gd_batch_get_info(const gd_batch_t *b, gd_batch_info *info);
+/* Layer `layer` (0 = input layer, as gd_minibatch_block) with the batch's own arrays. */
+gd_status gd_batch_block(const gd_batch_t *b, int layer, gd_block *out);
+/* A view of one field (layer: the block's, for INDPTR and INDICES; else ignored). */
+gd_status gd_batch_array(const gd_batch_t *b, gd_batch_field field, int layer, gd_array_view *out);
+/*
+ * Export one field as a DLPack tensor (DLPack 0.6 DLManagedTensor; kDLCUDA or kDLCPU), sharing
+ * the batch's memory: no copy. stream (GPU batches) is the CUDA stream the consumer will read it
+ * on (NULL: the legacy default stream): it is made to wait for the batch on the GPU, with no
+ * host wait, and the batch's set is not reused before the work queued on it up to the batch's
+ * release. The tensor keeps the batch, and the loader's memory, alive until its deleter runs.
+ * Without DLPack headers at build time: GD_ERR_UNSUPPORTED.
+ */
+gd_status gd_batch_export(gd_batch_t *b, gd_batch_field field, int layer, void *stream,
+                          struct DLManagedTensor **out);
+
 #ifdef __cplusplus
 }
 #endif

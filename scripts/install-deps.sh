@@ -16,6 +16,8 @@ have_cmd cc || missing_deb+=(gcc)
 have_cmd pkg-config || missing_deb+=(pkg-config)
 have_header zlib.h || missing_deb+=(zlib1g-dev)
 have_header cjson/cJSON.h || missing_deb+=(libcjson-dev)
+# DLPack, header only: minibatches handed to PyTorch / CuPy / numpy without a copy.
+have_header dlpack/dlpack.h || missing_deb+=(libdlpack-dev)
 # OpenBLAS gives the CPU training path its GEMM (without it the build uses a slower built-in loop).
 pkg-config --exists openblas 2>/dev/null || missing_deb+=(libopenblas-dev)
 have_cmd python3 || missing_deb+=(python3)

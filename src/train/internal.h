@@ -84,6 +84,12 @@ typedef struct {
     gd__train_progress_fn progress;
     void *progress_user;
     int64_t report_every; /* minibatches between progress calls (0: 20) */
+    /*
+     * 1: the data path only, for gd_loader (the loader section of trainer.c): no model,
+     * labels optional, any split may be empty, a minibatch buffer per set in every mode;
+     * cpu-centric is refused.
+     */
+    int loader;
 } gd__train_config;
 #define GD__TRAIN_CONFIG_INIT                                                                      \
     {.num_layers = 2,                                                                              \

@@ -1,0 +1,340 @@
+/*
+ * The public minibatch loader (gd_loader_*, gd_batch_*; issue 6 item 1). In cpu mode, on a
+ * generated dataset: every field of every batch of an epoch equals what the library's own CPU
+ * sampler and the dataset give for the same (seed, epoch, minibatch) (input ids, feature rows,
+ * labels, blocks); the epoch covers the split once, shuffled per epoch or in order; drop_last;
+ * holding batches up to the ring depth and the refusal past it; DLPack exports (shape, dtype,
+ * device, data pointer, the deleter keeping the memory alive after release and after the
+ * loader is destroyed); use after release refused; bad options. Where a GPU is visible, the
+ * all-gpu and zero-copy loaders give the same batches as the cpu one, and exports name the GPU.
+ */
+#include "test.h"
+
+#include "core/cuda.h"
+
+#ifdef GD_HAVE_DLPACK
+#include <dlpack/dlpack.h>
+#endif
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t num_in, num_seeds;
+    int64_t *ids, *labels;
+    float *x;
+    int64_t num_dst[GD_SAMPLER_MAX_LAYERS], num_src[GD_SAMPLER_MAX_LAYERS],
+        num_edges[GD_SAMPLER_MAX_LAYERS];
+    int32_t *indptr[GD_SAMPLER_MAX_LAYERS], *indices[GD_SAMPLER_MAX_LAYERS];
+} host_batch;
+
+static void *host_copy(const void *src, size_t bytes, int on_device) {
+    void *dst = malloc(bytes ? bytes : 1);
+    T_ASSERT(dst != NULL);
+    if (!on_device) {
+        memcpy(dst, src, bytes);
+        return dst;
+    }
+#ifdef GD_WITH_CUDA
+    void *stream = NULL;
+    T_OK(gd__cuda_stream_create(0, &stream));
+    T_OK(gd__cuda_memcpy_async(dst, src, bytes, stream));
+    T_OK(gd__cuda_stream_sync(stream));
+    gd__cuda_stream_destroy(stream);
+#endif
+    return dst;
+}
+
+/* A host copy of every field of b. */
+static host_batch grab(gd_batch_t *b, int layers, int64_t dim) {
+    host_batch h;
+    gd_batch_info bi = GD_BATCH_INFO_INIT;
+    T_OK(gd_batch_get_info(b, &bi));
+    T_EQ_INT(bi.num_layers, layers);
+    h.num_in = bi.num_input;
+    h.num_seeds = bi.num_seeds;
+    gd_array_view v;
+    T_OK(gd_batch_array(b, GD_BATCH_INPUT_NODES, 0, &v));
+    T_EQ_INT(v.shape[0], h.num_in);
+    h.ids = host_copy(v.data, (size_t)h.num_in * 8, bi.on_device);
+    T_OK(gd_batch_array(b, GD_BATCH_FEATURES, 0, &v));
+    T_EQ_INT(v.ndim, 2);
+    T_EQ_INT(v.shape[1], dim);
+    h.x = host_copy(v.data, (size_t)(h.num_in * dim) * 4, bi.on_device);
+    T_OK(gd_batch_array(b, GD_BATCH_LABELS, 0, &v));
+    T_EQ_INT(v.shape[0], h.num_seeds);
+    h.labels = host_copy(v.data, (size_t)h.num_seeds * 8, bi.on_device);
+    for (int l = 0; l < layers; l++) {
+        gd_block blk;
+        T_OK(gd_batch_block(b, l, &blk));
+        h.num_dst[l] = blk.num_dst;
+        h.num_src[l] = blk.num_src;
+        h.num_edges[l] = blk.num_edges;
+        h.indptr[l] = host_copy(blk.indptr, (size_t)(blk.num_dst + 1) * 4, bi.on_device);
+        h.indices[l] = host_copy(blk.indices, (size_t)blk.num_edges * 4, bi.on_device);
+    }
+    return h;
+}
+
+static void drop(host_batch *h, int layers) {
+    free(h->ids);
+    free(h->x);
+    free(h->labels);
+    for (int l = 0; l < layers; l++) {
+        free(h->indptr[l]);
+        free(h->indices[l]);
+    }
+}
+
+static void same_batch(const host_batch *a, const host_batch *b, int layers, int64_t dim) {
+    T_EQ_INT(a->num_in, b->num_in);
+    T_EQ_INT(a->num_seeds, b->num_seeds);
+    T_ASSERT(memcmp(a->ids, b->ids, (size_t)a->num_in * 8) == 0);
+    T_ASSERT(memcmp(a->x, b->x, (size_t)(a->num_in * dim) * 4) == 0);
+    T_ASSERT(memcmp(a->labels, b->labels, (size_t)a->num_seeds * 8) == 0);
+    for (int l = 0; l < layers; l++) {
+        T_EQ_INT(a->num_dst[l], b->num_dst[l]);
+        T_EQ_INT(a->num_edges[l], b->num_edges[l]);
+        T_ASSERT(memcmp(a->indptr[l], b->indptr[l], (size_t)(a->num_dst[l] + 1) * 4) == 0);
+        T_ASSERT(memcmp(a->indices[l], b->indices[l], (size_t)a->num_edges[l] * 4) == 0);
+    }
+}
+
+static int64_t at(const gd_array_view *v, int64_t i, int64_t j) {
+    return v->dtype == GD_DTYPE_INT32
+               ? ((const int32_t *)v->data)[i * (v->ndim == 2 ? v->shape[1] : 1) + j]
+               : ((const int64_t *)v->data)[i * (v->ndim == 2 ? v->shape[1] : 1) + j];
+}
+
+/* An epoch of the cpu loader against the library's CPU sampler and the dataset. */
+static void check_cpu_epoch(const gd_dataset_t *ds, const gd_loader_options *o, int64_t epoch) {
+    gd_loader_t *l;
+    T_OK(gd_loader_create(ds, o, &l));
+    gd_loader_info li = GD_LOADER_INFO_INIT;
+    T_OK(gd_loader_get_info(l, &li));
+    T_EQ_STR(li.mode, "cpu");
+    T_EQ_INT(li.on_device, 0);
+    gd_array_view feat, lab, split;
+    T_OK(gd_dataset_array(ds, GD_ARRAY_FEATURES, &feat));
+    T_OK(gd_dataset_array(ds, GD_ARRAY_LABELS, &lab));
+    T_OK(gd_dataset_array(ds, o->split, &split));
+    const int64_t dim = feat.shape[1], n = split.shape[0];
+    T_EQ_INT(li.num_seeds, n);
+    /* The reference: the same sampler, the same seed order. */
+    gd_graph_t *g;
+    gd_sampler_t *s;
+    gd_minibatch_t *mb;
+    T_OK(gd_graph_create_from_dataset(ds, NULL, &g));
+    gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
+    so.max_batch = o->batch_size;
+    so.seed = o->seed;
+    T_OK(gd_sampler_create(g, o->fanouts, o->num_layers, &so, &s));
+    T_OK(gd_minibatch_create(s, &mb));
+    int64_t *ids = malloc((size_t)n * 8), *order = malloc((size_t)n * 8), nb;
+    for (int64_t i = 0; i < n; i++) ids[i] = at(&split, i, 0);
+    if (o->shuffle)
+        T_OK(gd_seed_batches(ids, n, o->batch_size, o->seed, epoch, o->drop_last, order, &nb));
+    else {
+        memcpy(order, ids, (size_t)n * 8);
+        nb = o->drop_last ? n / o->batch_size : (n + o->batch_size - 1) / o->batch_size;
+    }
+    T_EQ_INT(li.batches_per_epoch, nb);
+    T_OK(gd_loader_start_epoch(l, epoch));
+    int64_t count = 0;
+    for (;;) {
+        gd_batch_t *b;
+        T_OK(gd_loader_next(l, &b));
+        if (!b) break;
+        const int64_t lo = count * o->batch_size;
+        const int64_t cnt = n - lo < o->batch_size ? n - lo : o->batch_size;
+        host_batch h = grab(b, o->num_layers, dim);
+        T_EQ_INT(h.num_seeds, cnt);
+        T_OK(gd_sample(s, order + lo, cnt, 0, epoch, count, NULL, mb));
+        const int64_t *rid;
+        int64_t rn;
+        T_OK(gd_minibatch_input_nodes(mb, &rid, &rn));
+        T_EQ_INT(h.num_in, rn);
+        T_ASSERT(memcmp(h.ids, rid, (size_t)rn * 8) == 0);
+        for (int64_t i = 0; i < cnt; i++) {
+            T_EQ_INT(h.ids[i], order[lo + i]); /* seeds first */
+            T_EQ_INT(h.labels[i], at(&lab, order[lo + i], 0));
+        }
+        for (int64_t i = 0; i < rn; i++)
+            T_ASSERT(memcmp(h.x + i * dim, (const float *)feat.data + rid[i] * dim,
+                            (size_t)dim * 4) == 0);
+        for (int ly = 0; ly < o->num_layers; ly++) {
+            gd_block rb;
+            T_OK(gd_minibatch_block(mb, ly, &rb));
+            T_EQ_INT(h.num_edges[ly], rb.num_edges);
+            T_ASSERT(memcmp(h.indices[ly], rb.indices, (size_t)rb.num_edges * 4) == 0);
+        }
+        drop(&h, o->num_layers);
+        gd_batch_release(b);
+        count++;
+    }
+    T_EQ_INT(count, nb);
+    gd_batch_t *none;
+    T_OK(gd_loader_next(l, &none));
+    T_ASSERT(none == NULL);
+    free(ids);
+    free(order);
+    gd_minibatch_destroy(mb);
+    gd_sampler_destroy(s);
+    gd_graph_destroy(g);
+    gd_loader_destroy(l);
+}
+
+static void holding_and_exports(const gd_dataset_t *ds, const gd_loader_options *base) {
+    gd_loader_options o = *base;
+    o.depth = 2;
+    gd_loader_t *l;
+    T_OK(gd_loader_create(ds, &o, &l));
+    gd_batch_t *b0, *b1, *b2;
+    T_FAILS(gd_loader_next(l, &b0), GD_ERR_INVALID_ARG, "no epoch started");
+    T_OK(gd_loader_start_epoch(l, 0));
+    T_OK(gd_loader_next(l, &b0));
+    T_OK(gd_loader_next(l, &b1));
+    T_ASSERT(b0 && b1);
+    T_FAILS(gd_loader_next(l, &b2), GD_ERR_INVALID_ARG, "release one first");
+    T_FAILS(gd_loader_start_epoch(l, 1), GD_ERR_INVALID_ARG, "still held");
+    gd_batch_info bi = GD_BATCH_INFO_INIT;
+    T_OK(gd_batch_get_info(b0, &bi));
+    T_EQ_INT(bi.index, 0);
+#ifdef GD_HAVE_DLPACK
+    struct DLManagedTensor *feat = NULL, *ip = NULL;
+    gd_array_view v;
+    T_OK(gd_batch_array(b0, GD_BATCH_FEATURES, 0, &v));
+    T_OK(gd_batch_export(b0, GD_BATCH_FEATURES, 0, NULL, &feat));
+    T_OK(gd_batch_export(b0, GD_BATCH_INDPTR, 1, NULL, &ip));
+    T_ASSERT(feat->dl_tensor.data == v.data); /* no copy */
+    T_EQ_INT(feat->dl_tensor.ndim, 2);
+    T_EQ_INT(feat->dl_tensor.shape[0], v.shape[0]);
+    T_EQ_INT(feat->dl_tensor.shape[1], v.shape[1]);
+    T_EQ_INT(feat->dl_tensor.dtype.code, kDLFloat);
+    T_EQ_INT(feat->dl_tensor.dtype.bits, 32);
+    T_EQ_INT(feat->dl_tensor.device.device_type, kDLCPU);
+    T_EQ_INT(ip->dl_tensor.dtype.code, kDLInt);
+    T_EQ_INT(ip->dl_tensor.dtype.bits, 32);
+    const float first = ((const float *)feat->dl_tensor.data)[0];
+    /* Released, the batch keeps its set while the tensors live: b2 cannot use it yet. */
+    gd_batch_release(b0);
+    T_FAILS(gd_batch_array(b0, GD_BATCH_FEATURES, 0, &v), GD_ERR_INVALID_ARG, "released");
+    T_FAILS(gd_loader_next(l, &b2), GD_ERR_INVALID_ARG, "release one first");
+    ip->deleter(ip);
+    /* The loader goes; the tensor's memory stays until its deleter. */
+    gd_batch_release(b1);
+    gd_loader_destroy(l);
+    T_ASSERT(((const float *)feat->dl_tensor.data)[0] == first);
+    feat->deleter(feat);
+#else
+    struct DLManagedTensor *t = NULL;
+    T_FAILS(gd_batch_export(b0, GD_BATCH_FEATURES, 0, NULL, &t), GD_ERR_UNSUPPORTED,
+            "libdlpack-dev");
+    gd_batch_release(b0);
+    gd_batch_release(b1);
+    gd_loader_destroy(l);
+#endif
+}
+
+static void gpu_modes(const gd_dataset_t *ds, const gd_loader_options *base) {
+    gd_array_view feat;
+    T_OK(gd_dataset_array(ds, GD_ARRAY_FEATURES, &feat));
+    const char *modes[] = {"all-gpu", "zero-copy"};
+    for (int m = 0; m < 2; m++) {
+        gd_loader_options oc = *base, og = *base;
+        og.mode = modes[m];
+        if (m == 1) og.gpu_cache_bytes = feat.shape[0] * feat.shape[1] * 4 / 3;
+        gd_loader_t *lc, *lg;
+        T_OK(gd_loader_create(ds, &oc, &lc));
+        T_OK(gd_loader_create(ds, &og, &lg));
+        gd_loader_info li = GD_LOADER_INFO_INIT;
+        T_OK(gd_loader_get_info(lg, &li));
+        T_EQ_STR(li.mode, modes[m]);
+        T_EQ_INT(li.on_device, 1);
+        for (int64_t e = 0; e < 2; e++) {
+            T_OK(gd_loader_start_epoch(lc, e));
+            T_OK(gd_loader_start_epoch(lg, e));
+            int64_t count = 0;
+            for (;;) {
+                gd_batch_t *bc, *bg;
+                T_OK(gd_loader_next(lc, &bc));
+                T_OK(gd_loader_next(lg, &bg));
+                T_ASSERT((bc == NULL) == (bg == NULL));
+                if (!bc) break;
+                host_batch hc = grab(bc, base->num_layers, feat.shape[1]);
+                host_batch hg = grab(bg, base->num_layers, feat.shape[1]);
+                same_batch(&hc, &hg, base->num_layers, feat.shape[1]);
+#ifdef GD_HAVE_DLPACK
+                struct DLManagedTensor *t;
+                T_OK(gd_batch_export(bg, GD_BATCH_FEATURES, 0, NULL, &t));
+                T_EQ_INT(t->dl_tensor.device.device_type, kDLCUDA);
+                t->deleter(t);
+#endif
+                drop(&hc, base->num_layers);
+                drop(&hg, base->num_layers);
+                gd_batch_release(bc);
+                gd_batch_release(bg);
+                count++;
+            }
+            T_ASSERT(count > 0);
+        }
+        gd_loader_destroy(lc);
+        gd_loader_destroy(lg);
+        fprintf(stderr, "loader %s == cpu: ok\n", modes[m]);
+    }
+}
+
+int main(void) {
+    const uint64_t seed = t_seed();
+    gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
+    go.preset = "tiny";
+    go.seed = seed % 1000;
+    gd_dataset_t *ds;
+    T_OK(gd_generate(&go, &ds));
+    gd_loader_options o = GD_LOADER_OPTIONS_INIT;
+    o.mode = "cpu";
+    o.batch_size = 700;
+    o.seed = seed;
+    o.num_layers = 2;
+    o.fanouts[0] = 6;
+    o.fanouts[1] = 3;
+    check_cpu_epoch(ds, &o, 0);
+    check_cpu_epoch(ds, &o, 3);
+    o.drop_last = 1;
+    check_cpu_epoch(ds, &o, 1);
+    o.drop_last = 0;
+    o.shuffle = 0;
+    o.split = GD_ARRAY_VALID_IDX;
+    check_cpu_epoch(ds, &o, 0);
+    o.shuffle = 1;
+    o.split = GD_ARRAY_TRAIN_IDX;
+    holding_and_exports(ds, &o);
+
+    gd_loader_t *l = (gd_loader_t *)&l;
+    gd_loader_options bad = o;
+    bad.mode = "warp-drive";
+    T_FAILS(gd_loader_create(ds, &bad, &l), GD_ERR_INVALID_ARG, "warp-drive");
+    T_ASSERT(l == NULL);
+    bad = o;
+    bad.mode = "cpu-centric";
+    T_FAILS(gd_loader_create(ds, &bad, &l), GD_ERR_UNSUPPORTED, "cpu-centric");
+    bad = o;
+    bad.num_layers = 0;
+    T_FAILS(gd_loader_create(ds, &bad, &l), GD_ERR_INVALID_ARG, "layers");
+    bad = o;
+    bad.size = 3;
+    T_FAILS(gd_loader_create(ds, &bad, &l), GD_ERR_INVALID_ARG, "GD_LOADER_OPTIONS_INIT");
+
+    if (gd_device_count() > 0) {
+        gpu_modes(ds, &o);
+    } else {
+        gd_loader_options g = o;
+        g.mode = "zero-copy";
+        T_FAILS(gd_loader_create(ds, &g, &l), GD_ERR_NO_DEVICE, "GPU");
+    }
+    gd_dataset_close(ds);
+    t_check_no_leaks();
+    fprintf(stderr, "loader: ok%s\n",
+            gd_device_count() > 0 ? "" : " (no GPU: the GPU part did not run)");
+    return 0;
+}
