@@ -8,7 +8,7 @@
 #   sample       graphdirect bench sample (JSON to $OUT/bench-sample.json)
 #   foundation   generate / CSC benchmarks of the foundation
 #   cmd:TEXT     run TEXT with bash (e.g. cmd:"GD_GATHER_SHAPE=8x8 build-device/graphdirect ...")
-# Carry: .deps (libcjson/zlib headers, extracted Debian packages) and .data (cora).
+# Carry: .deps (libcjson/zlib/dlpack headers, extracted Debian packages) and .data (cora).
 set -uo pipefail
 commit=${1:-unknown}
 out=${OUT:-$PWD/device-out}
@@ -22,7 +22,8 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,pcie.link.gen.max,pcie.l
 echo "cores: $(nproc), memory: $(free -g | awk '/Mem:/ {print $2}') GiB"
 
 deps=$PWD/.deps/root
-cmake_deps=(-DGD_CJSON_INCLUDE_DIR="$deps/usr/include"
+cmake_deps=(-DGD_DLPACK_INCLUDE_DIR="$deps/usr/include"
+            -DGD_CJSON_INCLUDE_DIR="$deps/usr/include"
             -DGD_CJSON_LIBRARY="$deps/usr/lib/x86_64-linux-gnu/libcjson.so.1")
 if [ ! -f /usr/include/zlib.h ]; then
     zlib_so=$(ls /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
