@@ -37,6 +37,8 @@ int bench_gather(int argc, char **argv);
 int bench_sample(int argc, char **argv);
 /* `graphdirect bench epoch` (bench_epoch.c). */
 int bench_epoch(int argc, char **argv);
+/* `graphdirect bench loader` (bench_loader.c). */
+int bench_loader(int argc, char **argv);
 /* `graphdirect bench step` (bench_step.c). */
 int bench_step(int argc, char **argv);
 

@@ -99,4 +99,8 @@ for r in runs.values():
 assert runs["cpu"]["projected"] is True, runs["cpu"]
 PY
 fi
+# bench loader: the public loader iterated from C, every field exported.
+expect_rc 0 "$cli" bench loader --preset tiny --mode cpu --epochs 1 --batch 512
+grep -q "loader from C, mode cpu" "$tmp/out" || { cat "$tmp/out"; fail "bench loader"; }
+expect_rc 2 "$cli" bench loader --epochs 0
 echo "bench smoke: ok"

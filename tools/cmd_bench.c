@@ -21,6 +21,8 @@ static const struct {
      "neighbour sampling edges/s: UVA vs GPU-resident graph vs CPU sampler on every core"},
     {"epoch", bench_epoch,
      "one training epoch per mode: all-gpu, zero-copy, cpu-centric (and cpu), side by side"},
+    {"loader", bench_loader,
+     "the public minibatch loader iterated from C (reference for the Python binding)"},
     {"step", bench_step,
      "one GraphSAGE training step on the CUDA nn backend (vs PyG: bench/pyg_step.py)"},
 };
