@@ -43,21 +43,22 @@ class Reference:
         dst = np.repeat(np.arange(n, dtype=np.int64), deg)
         self.edge_keys = np.unique(dst * n + self.indices)
 
-    def check_batch(self, tc, batch, fanouts):
-        """Every field of batch, as numpy, against the dataset; returns the seeds."""
-        x_ids = np.from_dlpack(batch.input_nodes)
+    def check_batch(self, tc, batch, fanouts, to_np=np.from_dlpack):
+        """Every field of batch, as numpy (to_np: Array -> numpy array), against the dataset;
+        returns the seeds."""
+        x_ids = to_np(batch.input_nodes)
         tc.assertEqual(x_ids.dtype, np.int64)
         tc.assertEqual(x_ids.shape, (batch.num_input,))
         tc.assertEqual(len(np.unique(x_ids)), x_ids.size, "input nodes repeat")
         tc.assertTrue(((x_ids >= 0) & (x_ids < self.num_nodes)).all())
         seeds = x_ids[:batch.num_seeds]
 
-        feats = np.from_dlpack(batch.features)
+        feats = to_np(batch.features)
         tc.assertEqual(feats.dtype, np.float32)
         tc.assertEqual(feats.shape, (batch.num_input, self.features.shape[1]))
         np.testing.assert_array_equal(feats, self.features[x_ids])
 
-        labels = np.from_dlpack(batch.labels)
+        labels = to_np(batch.labels)
         tc.assertEqual(labels.dtype, np.int64)
         tc.assertEqual(labels.shape, (batch.num_seeds,))
         np.testing.assert_array_equal(labels, self.labels[seeds])
@@ -71,8 +72,8 @@ class Reference:
                 tc.assertEqual(blk.num_src, blocks[layer - 1].num_dst)
             tc.assertLessEqual(blk.num_dst, blk.num_src)
             tc.assertEqual(blk.sizes, (blk.num_src, blk.num_dst))
-            indptr = np.from_dlpack(blk.indptr)
-            indices = np.from_dlpack(blk.indices)
+            indptr = to_np(blk.indptr)
+            indices = to_np(blk.indices)
             tc.assertEqual((indptr.dtype, indices.dtype), (np.int32, np.int32))
             tc.assertEqual(indptr.shape, (blk.num_dst + 1,))
             tc.assertEqual(indices.shape, (blk.num_edges,))
@@ -96,11 +97,12 @@ class Reference:
         return seeds.copy()  # a view would keep the batch's buffers from being reused
 
 
-def batch_digest(batch):
+def batch_digest(batch, to_np=np.from_dlpack):
     """Everything in a batch as bytes, for comparing runs."""
-    parts = [np.from_dlpack(batch.input_nodes).tobytes(), np.from_dlpack(batch.labels).tobytes()]
+    parts = [to_np(batch.input_nodes).tobytes(), to_np(batch.labels).tobytes(),
+             to_np(batch.features).tobytes()]
     for blk in batch.blocks:
-        parts += [np.from_dlpack(blk.indptr).tobytes(), np.from_dlpack(blk.indices).tobytes()]
+        parts += [to_np(blk.indptr).tobytes(), to_np(blk.indices).tobytes()]
     return b"".join(parts)
 
 
