@@ -166,16 +166,20 @@ class Array:
     Attributes: shape (tuple), dtype ("float32", "int64", "int32", ...), device ("cpu" or
     "cuda:N", the spelling torch accepts), data_ptr (the address, for zero-copy checks).
     """
-    __slots__ = ("shape", "dtype", "data_ptr", "_dtype_code", "_dl_device", "_export", "_check")
+    __slots__ = ("shape", "dtype", "data_ptr", "_dtype_code", "_dl_device", "_owner", "_field",
+                 "_layer")
 
-    def __init__(self, shape, dtype_code, data_ptr, dl_device, export, check):
-        self.shape = tuple(shape)
+    def __init__(self, shape, dtype_code, data_ptr, dl_device, owner, field=0, layer=0):
+        self.shape = shape
         self._dtype_code = dtype_code
         self.dtype = _lib.DTYPES[dtype_code][0]
         self.data_ptr = data_ptr or 0
         self._dl_device = dl_device
-        self._export = export  # stream pointer -> DLManagedTensor *
-        self._check = check    # raises if the memory can no longer be exported
+        # owner._require() raises once the memory can no longer be exported;
+        # owner._export(field, layer, stream pointer) returns a new DLManagedTensor *.
+        self._owner = owner
+        self._field = field
+        self._layer = layer
 
     @property
     def ndim(self):
@@ -210,13 +214,29 @@ class Array:
         if copy:
             raise BufferError("graphdirect arrays are exported without a copy: import them and "
                               "copy with the consumer")
-        self._check()
-        on_device = self._dl_device[0] == KDL_CUDA
-        return capsule(self._export(stream_pointer(stream, on_device)))
+        owner = self._owner
+        owner._require()
+        ptr = owner._export(self._field, self._layer,
+                            stream_pointer(stream, self._dl_device[0] == KDL_CUDA))
+        return capsule(ptr)
 
 
-def host_array(data_ptr, dtype_code, shape, owner, check):
-    """An Array over host memory that `owner` keeps alive (an export holds `owner`)."""
-    def export(_stream):
-        return managed_from_host(data_ptr, dtype_code, shape, owner)
-    return Array(shape, dtype_code, data_ptr, (KDL_CPU, 0), export, check)
+class _HostOwner:
+    """The owner of a host array: exports build a tensor that keeps `keep` alive."""
+    __slots__ = ("data_ptr", "dtype_code", "shape", "keep")
+
+    def __init__(self, data_ptr, dtype_code, shape, keep):
+        self.data_ptr, self.dtype_code, self.shape, self.keep = data_ptr, dtype_code, shape, keep
+
+    def _require(self):
+        pass
+
+    def _export(self, _field, _layer, _stream):
+        return managed_from_host(self.data_ptr, self.dtype_code, self.shape, self.keep)
+
+
+def host_array(data_ptr, dtype_code, shape, keep):
+    """An Array over host memory that `keep` keeps alive (each export holds `keep`)."""
+    shape = tuple(shape)
+    return Array(shape, dtype_code, data_ptr, (KDL_CPU, 0),
+                 _HostOwner(data_ptr, dtype_code, shape, keep))

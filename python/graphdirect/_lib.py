@@ -126,9 +126,9 @@ class BatchInfo(_Sized):  # gd_batch_info, GD_BATCH_INFO_INIT
                 ("device", c_int)]
 
 
-class Block(ctypes.Structure):  # gd_block
+class Block(ctypes.Structure):  # gd_block (the int32 pointers read as addresses)
     _fields_ = [("num_dst", c_int64), ("num_src", c_int64), ("num_edges", c_int64),
-                ("indptr", POINTER(c_int32)), ("indices", POINTER(c_int32))]
+                ("indptr", c_void_p), ("indices", c_void_p)]
 
 
 # The structs with a size field and the *_INIT macro that fills it, for messages and tests.

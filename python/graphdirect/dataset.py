@@ -134,7 +134,7 @@ class Dataset:
         view = self._view(name)
         shape = tuple(view.shape[:view.ndim])
         handle = self._handle
-        return _dlpack.host_array(view.data, view.dtype, shape, handle, lambda: None)
+        return _dlpack.host_array(view.data, view.dtype, shape, handle)
 
     def save(self, path, overwrite=False):
         """Write the dataset as a directory (atomically: complete or absent)."""

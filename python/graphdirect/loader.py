@@ -19,6 +19,7 @@ from . import _dlpack, _lib
 from ._lib import GraphdirectError, check, lib
 
 _MODES = ("cpu", "all-gpu", "zero-copy", "auto")
+_INT32 = 8  # gd_dtype of block arrays
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -74,7 +75,7 @@ class Batch:
     Release it with release() (or a `with` block, or by dropping it); iteration releases each
     batch when the next is asked for. Arrays imported from it before stay valid."""
     __slots__ = ("_ptr", "_loader", "_dead", "epoch", "index", "num_seeds", "num_input",
-                 "num_layers", "on_device", "device_index", "_cache", "__weakref__")
+                 "num_layers", "on_device", "device_index", "_dev", "_cache", "__weakref__")
 
     def __init__(self, loader, ptr, epoch):
         self._ptr = ptr
@@ -90,6 +91,7 @@ class Batch:
         self.num_layers = info.num_layers
         self.on_device = bool(info.on_device)
         self.device_index = info.device
+        self._dev = (_dlpack.KDL_CUDA, info.device) if info.on_device else (_dlpack.KDL_CPU, 0)
 
     # ------------------------------------------------------------------ lifetime
 
@@ -141,34 +143,26 @@ class Batch:
         """"cpu" or "cuda:N": where the arrays live (the spelling torch accepts)."""
         return "cuda:%d" % self.device_index if self.on_device else "cpu"
 
-    def _dl_device(self):
-        if self.on_device:
-            return (_dlpack.KDL_CUDA, self.device_index)
-        return (_dlpack.KDL_CPU, 0)
-
     def _export(self, field, layer, stream):
         self._require()
         out = ctypes.c_void_p()
         check(lib.gd_batch_export(self._ptr, field, layer, stream, ctypes.byref(out)))
         return out.value
 
-    def _array(self, field, layer=0, missing_ok=False):
+    def _array(self, field, missing_ok=False):
         self._require()
-        key = (field, layer)
-        a = self._cache.get(key)
-        if a is not None:
+        a = self._cache.get(field)
+        if a is not None or field in self._cache:
             return a
         view = _lib.ArrayView()
-        status = lib.gd_batch_array(self._ptr, field, layer, ctypes.byref(view))
+        status = lib.gd_batch_array(self._ptr, field, 0, ctypes.byref(view))
         if status == _lib.GD_ERR_NOT_FOUND and missing_ok:
-            return None
-        check(status)
-
-        def export(stream, _b=self, _f=field, _l=layer):
-            return _b._export(_f, _l, stream)
-        a = _dlpack.Array(view.shape[:view.ndim], view.dtype, view.data, self._dl_device(),
-                          export, self._require)
-        self._cache[key] = a
+            a = None
+        else:
+            check(status)
+            a = _dlpack.Array(tuple(view.shape[:view.ndim]), view.dtype, view.data,
+                              self._dev, self, field)
+        self._cache[field] = a
         return a
 
     @property
@@ -181,10 +175,7 @@ class Batch:
 
     @property
     def labels(self):
-        self._require()
-        if "labels" not in self._cache:
-            self._cache["labels"] = self._array(_lib.FIELD_LABELS, missing_ok=True)
-        return self._cache["labels"]
+        return self._array(_lib.FIELD_LABELS, missing_ok=True)
 
     @property
     def blocks(self):
@@ -192,12 +183,17 @@ class Batch:
         blocks = self._cache.get("blocks")
         if blocks is None:
             blocks = []
+            dev = self._dev
+            b = _lib.Block()
+            ref = ctypes.byref(b)
             for layer in range(self.num_layers):
-                b = _lib.Block()
-                check(lib.gd_batch_block(self._ptr, layer, ctypes.byref(b)))
-                blocks.append(Block(layer, b.num_src, b.num_dst, b.num_edges,
-                                    self._array(_lib.FIELD_INDPTR, layer),
-                                    self._array(_lib.FIELD_INDICES, layer)))
+                check(lib.gd_batch_block(self._ptr, layer, ref))
+                # The block's own sizes and pointers: no gd_batch_array call per array.
+                indptr = _dlpack.Array((b.num_dst + 1,), _INT32, b.indptr, dev, self,
+                                       _lib.FIELD_INDPTR, layer)
+                indices = _dlpack.Array((b.num_edges,), _INT32, b.indices, dev, self,
+                                        _lib.FIELD_INDICES, layer)
+                blocks.append(Block(layer, b.num_src, b.num_dst, b.num_edges, indptr, indices))
             self._cache["blocks"] = blocks
         return blocks
 

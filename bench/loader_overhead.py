@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""What iterating graphdirect.Loader from Python costs over iterating it from C (issue 6, item 6).
+
+Three loops over whole epochs of the same loader settings (default: the `products` preset,
+mode zero-copy, fanouts 15,10,5, batch 1024, seed 1, as `graphdirect bench loader`):
+
+  c        `graphdirect bench loader --json ...` (the C reference: every minibatch fetched,
+           every field exported as DLPack and deleted, released), run as a subprocess;
+  ctypes   the least Python can do: gd_loader_next / gd_batch_release through ctypes;
+  python   `for batch in loader:` with graphdirect's Batch objects, every field (input_nodes,
+           features, labels, each block's indptr and indices) imported with torch.from_dlpack
+           when torch is installed, else exported through __dlpack__ and dropped.
+
+Each loop runs one warm-up epoch and then --epochs timed epochs; the fastest epoch counts (as
+in the C benchmark). Reported: seconds per epoch and the ratios python/c (the target: <= 1.05)
+and python/ctypes. Prints one JSON object (and writes it to --json FILE).
+
+Usage (on the GPU machine):
+  GRAPHDIRECT_LIB=build/libgraphdirect.so.0 python3 bench/loader_overhead.py \
+      --cli build/graphdirect --json bench/results/<date>-loader-overhead.json
+"""
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import graphdirect  # noqa: E402
+from graphdirect import _lib  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def epoch_ctypes(loader, epoch):
+    """The C loop's minimum from Python: fetch and release, nothing else."""
+    lib, ptr = _lib.lib, loader._ptr
+    loader._release_batches("a benchmark epoch started")
+    _lib.check(lib.gd_loader_start_epoch(ptr, epoch))
+    out = ctypes.c_void_p()
+    ref = ctypes.byref(out)
+    nxt, rel = lib.gd_loader_next, lib.gd_batch_release
+    n = 0
+    while True:
+        st = nxt(ptr, ref)
+        if st:
+            _lib.check(st)
+        if not out.value:
+            return n
+        rel(out.value)
+        n += 1
+
+
+def epoch_python(loader, epoch, use_torch):
+    """The user's loop: Batch objects, every field imported (torch) or exported (capsule)."""
+    n = 0
+    if use_torch:
+        imp = torch.from_dlpack
+    else:
+        def imp(a):
+            return a.__dlpack__()
+    for batch in loader.epoch(epoch):
+        imp(batch.input_nodes)
+        imp(batch.features)
+        imp(batch.labels)
+        for blk in batch.blocks:
+            imp(blk.indptr)
+            imp(blk.indices)
+        n += 1
+    return n
+
+
+def timed(fn, epochs, first_epoch):
+    fn(first_epoch)  # warm-up
+    times = []
+    for e in range(1, epochs + 1):
+        t0 = time.perf_counter()
+        count = fn(first_epoch + e)
+        times.append(time.perf_counter() - t0)
+    return min(times), times, count
+
+
+def run_c(cli, args):
+    with tempfile.TemporaryDirectory(prefix="gd-lo-") as tmp:
+        path = os.path.join(tmp, "c.json")
+        cmd = [cli, "bench", "loader", "--preset", args.preset, "--mode", args.mode,
+               "--fanouts", args.fanouts, "--batch", str(args.batch), "--epochs",
+               str(args.epochs), "--seed", str(args.seed), "--device", str(args.device),
+               "--json", path]
+        if args.nodes:
+            cmd += ["--nodes", str(args.nodes)]
+        print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
+        subprocess.run(cmd, check=True, stdout=sys.stderr)
+        with open(path) as f:
+            return json.load(f)
+
+
+def main():
+    p = argparse.ArgumentParser(description="Python vs C loader iteration")
+    p.add_argument("--cli", default=os.environ.get("GRAPHDIRECT_CLI"),
+                   help="the graphdirect program for the C reference (default: beside "
+                        "$GRAPHDIRECT_LIB; skipped if absent)")
+    p.add_argument("--preset", default="products")
+    p.add_argument("--nodes", type=int, help="scale the preset to N nodes")
+    p.add_argument("--mode", default="zero-copy")
+    p.add_argument("--fanouts", default="15,10,5")
+    p.add_argument("--batch", type=int, default=1024)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", type=int, default=0)
+    p.add_argument("--no-torch", action="store_true", help="export capsules even with torch")
+    p.add_argument("--json", help="write the result here")
+    args = p.parse_args()
+    cli = args.cli or os.path.join(os.path.dirname(graphdirect.library_path()), "graphdirect")
+    use_torch = torch is not None and not args.no_torch
+
+    c = run_c(cli, args) if os.path.exists(cli) else None
+    print("generating %s in memory" % args.preset, file=sys.stderr, flush=True)
+    ds = graphdirect.generate(args.preset, seed=args.seed, nodes=args.nodes)
+    # gpu_cache=None: what the GPU memory budget leaves, as the C benchmark's default.
+    loader = graphdirect.Loader(ds, fanouts=[int(f) for f in args.fanouts.split(",")],
+                                batch_size=args.batch, mode=args.mode, gpu_cache=None,
+                                seed=args.seed, device=args.device)
+    print("loader: %s; %d minibatches an epoch" % (loader.plan, len(loader)), file=sys.stderr)
+    ct_best, ct_times, n1 = timed(lambda e: epoch_ctypes(loader, e), args.epochs, 0)
+    py_best, py_times, n2 = timed(lambda e: epoch_python(loader, e, use_torch), args.epochs, 100)
+    loader.close()
+    ds.close()
+    assert n1 == n2 == len(loader) or n1 == n2, (n1, n2)
+
+    result = {
+        "benchmark": "loader_overhead", "preset": args.preset, "mode": loader.mode,
+        "fanouts": args.fanouts, "batch": args.batch, "minibatches": n2,
+        "consumer": "torch.from_dlpack" if use_torch else "__dlpack__ capsules",
+        "ctypes_epoch_s": ct_best, "ctypes_epochs_s": ct_times,
+        "python_epoch_s": py_best, "python_epochs_s": py_times,
+        "python_over_ctypes": py_best / ct_best,
+        "python_per_batch_us": 1e6 * (py_best - ct_best) / max(n2, 1),
+        "library": graphdirect.version(),
+        "torch": torch.__version__ if torch is not None else None,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    if c is not None:
+        result["c_epoch_s"] = c["best_epoch_s"]
+        result["c_exports"] = c.get("exports")
+        result["python_over_c"] = py_best / c["best_epoch_s"]
+        result["target"] = 1.05
+        result["pass"] = result["python_over_c"] <= 1.05
+        for k in ("device", "commit", "git_commit"):
+            if k in c:
+                result["c_" + k] = c[k]
+    print("epoch: python %.4f s, ctypes next/release %.4f s (x%.3f)%s"
+          % (py_best, ct_best, py_best / ct_best,
+             ", C %.4f s: python/C = %.3f (target <= 1.05: %s)"
+             % (c["best_epoch_s"], result["python_over_c"], "PASS" if result["pass"] else "FAIL")
+             if c is not None else ", no C reference (--cli)"))
+    line = json.dumps(result)
+    print(line)
+    if args.json:
+        with open(args.json + ".tmp", "w") as f:
+            f.write(line + "\n")
+        os.replace(args.json + ".tmp", args.json)
+    return 0 if result.get("pass", True) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
