@@ -19,7 +19,7 @@ from ._dlpack import Array
 from ._lib import GraphdirectError
 from .dataset import Dataset, generate
 from .loader import Batch, Block, Loader
-from . import _lib
+from . import _lib, pyg  # pyg imports torch only when a helper is called
 
 
 def version():
