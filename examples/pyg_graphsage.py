@@ -16,6 +16,7 @@ import argparse
 import copy
 import os
 import sys
+import tempfile
 import time
 
 import torch
@@ -87,8 +88,16 @@ def main(argv=None):
     torch.manual_seed(args.seed)
     fanouts = [int(f) for f in args.fanouts.split(",")]
     mode = args.mode or ("cpu" if args.device == "cpu" else "zero-copy")
-    ds = (graphdirect.Dataset(args.dataset) if args.dataset
-          else graphdirect.generate(args.preset, seed=args.seed))
+    tmp = None
+    if args.dataset:
+        ds = graphdirect.Dataset(args.dataset)
+    else:
+        # Written to a directory and mapped, as a dataset on disk would be: each zero-copy
+        # loader below then pins its own copy of the rows (an in-memory dataset's rows would be
+        # pinned in place, which only one loader at a time can do).
+        tmp = tempfile.TemporaryDirectory(prefix="pyg-graphsage-")
+        ds = graphdirect.generate(args.preset, seed=args.seed,
+                                  out=os.path.join(tmp.name, args.preset))
 
     def loader(split, shuffle):
         return graphdirect.Loader(ds, fanouts=fanouts, batch_size=args.batch, mode=mode,
@@ -117,6 +126,8 @@ def main(argv=None):
     for l in (train, valid, test):
         l.close()
     ds.close()
+    if tmp is not None:
+        tmp.cleanup()
     return {"test_acc": test_acc, "valid_acc": best[0], "best_epoch": best[1]}
 
 
