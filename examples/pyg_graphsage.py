@@ -96,8 +96,9 @@ def main(argv=None):
         # loader below then pins its own copy of the rows (an in-memory dataset's rows would be
         # pinned in place, which only one loader at a time can do).
         tmp = tempfile.TemporaryDirectory(prefix="pyg-graphsage-")
-        ds = graphdirect.generate(args.preset, seed=args.seed,
-                                  out=os.path.join(tmp.name, args.preset))
+        path = os.path.join(tmp.name, args.preset)
+        graphdirect.generate(args.preset, seed=args.seed, out=path).close()
+        ds = graphdirect.Dataset(path)
 
     def loader(split, shuffle):
         return graphdirect.Loader(ds, fanouts=fanouts, batch_size=args.batch, mode=mode,
