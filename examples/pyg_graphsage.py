@@ -54,16 +54,15 @@ def run(model, batches, optimizer=None):
             x = torch.from_dlpack(batch.features)
             y = torch.from_dlpack(batch.labels)
             out = model(x, batch.blocks)
-            labelled = y >= 0
-            loss = F.cross_entropy(out[labelled], y[labelled])
+            loss = F.cross_entropy(out, y, ignore_index=-1)  # -1: unlabelled
             if optimizer is not None:
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
             # Summed on the device: no host wait per minibatch.
             loss_sum = loss_sum + loss.detach()
-            correct = correct + (out.argmax(-1)[labelled] == y[labelled]).sum()
-            count = count + labelled.sum()
+            correct = correct + (out.argmax(-1) == y).sum()
+            count = count + (y >= 0).sum()
     n = max(len(batches), 1)
     return float(loss_sum) / n, float(correct) / max(int(count), 1)
 
