@@ -175,8 +175,10 @@ class Array:
         self.dtype = _lib.DTYPES[dtype_code][0]
         self.data_ptr = data_ptr or 0
         self._dl_device = dl_device
-        # owner._require() raises once the memory can no longer be exported;
-        # owner._export(field, layer, stream pointer) returns a new DLManagedTensor *.
+        # owner() is the object that exports the memory, or None once it is gone (a weak
+        # reference to a batch: an Array must not keep its batch, whose cache holds the Array,
+        # alive in a cycle). owner()._require() raises once the memory can no longer be
+        # exported; owner()._export(field, layer, stream pointer) returns a DLManagedTensor *.
         self._owner = owner
         self._field = field
         self._layer = layer
@@ -214,7 +216,11 @@ class Array:
         if copy:
             raise BufferError("graphdirect arrays are exported without a copy: import them and "
                               "copy with the consumer")
-        owner = self._owner
+        owner = self._owner()
+        if owner is None:
+            raise ValueError("graphdirect.Array: its batch was released (garbage-collected), so "
+                             "it can no longer be exported (arrays imported from it before "
+                             "stay valid)")
         owner._require()
         ptr = owner._export(self._field, self._layer,
                             stream_pointer(stream, self._dl_device[0] == KDL_CUDA))
@@ -227,6 +233,9 @@ class _HostOwner:
 
     def __init__(self, data_ptr, dtype_code, shape, keep):
         self.data_ptr, self.dtype_code, self.shape, self.keep = data_ptr, dtype_code, shape, keep
+
+    def __call__(self):
+        return self
 
     def _require(self):
         pass

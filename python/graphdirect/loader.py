@@ -15,6 +15,8 @@ import ctypes
 import re
 import weakref
 
+_ref = weakref.ref
+
 from . import _dlpack, _lib
 from ._lib import GraphdirectError, check, lib
 
@@ -161,7 +163,7 @@ class Batch:
         else:
             check(status)
             a = _dlpack.Array(tuple(view.shape[:view.ndim]), view.dtype, view.data,
-                              self._dev, self, field)
+                              self._dev, _ref(self), field)
         self._cache[field] = a
         return a
 
@@ -183,15 +185,15 @@ class Batch:
         blocks = self._cache.get("blocks")
         if blocks is None:
             blocks = []
-            dev = self._dev
+            dev, me = self._dev, _ref(self)
             b = _lib.Block()
             ref = ctypes.byref(b)
             for layer in range(self.num_layers):
                 check(lib.gd_batch_block(self._ptr, layer, ref))
                 # The block's own sizes and pointers: no gd_batch_array call per array.
-                indptr = _dlpack.Array((b.num_dst + 1,), _INT32, b.indptr, dev, self,
+                indptr = _dlpack.Array((b.num_dst + 1,), _INT32, b.indptr, dev, me,
                                        _lib.FIELD_INDPTR, layer)
-                indices = _dlpack.Array((b.num_edges,), _INT32, b.indices, dev, self,
+                indices = _dlpack.Array((b.num_edges,), _INT32, b.indices, dev, me,
                                         _lib.FIELD_INDICES, layer)
                 blocks.append(Block(layer, b.num_src, b.num_dst, b.num_edges, indptr, indices))
             self._cache["blocks"] = blocks

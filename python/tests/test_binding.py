@@ -386,6 +386,24 @@ class BindingTest(unittest.TestCase):
                     pass
                 self.assertTrue(b.released)
 
+    def test_dropping_a_batch_releases_it_at_once(self):
+        # No reference cycle between a batch and its arrays: dropping the last reference
+        # releases the batch without waiting for the garbage collector.
+        gc.disable()
+        try:
+            with self.loader(depth=2) as l:
+                l.epoch(0)
+                for _ in range(len(l)):
+                    b = l.next_batch()
+                    b.features, b.labels, b.blocks  # fill the batch's cache of arrays
+                    arr = b.input_nodes
+                    del b
+                    with self.assertRaises(ValueError):
+                        arr.__dlpack__()  # its batch is gone
+                self.assertIsNone(l.next_batch())
+        finally:
+            gc.enable()
+
     def test_arrays_held_across_iterations(self):
         # The natural loop keeps the previous batch's arrays until the next is rebound.
         with self.loader(depth=2) as l:
