@@ -278,8 +278,24 @@ static void gpu_modes(const gd_dataset_t *ds, const gd_loader_options *base) {
             }
             T_ASSERT(count > 0);
         }
+        /* A second loader on the same dataset at once (a validation loader beside the
+         * training one): zero-copy shares the registered table and pins a copy of the lists. */
+        gd_loader_options ov = og;
+        ov.split = GD_ARRAY_VALID_IDX;
+        gd_loader_t *lv;
+        T_OK(gd_loader_create(ds, &ov, &lv));
+        T_OK(gd_loader_start_epoch(lv, 0));
+        gd_batch_t *bv;
+        T_OK(gd_loader_next(lv, &bv));
+        T_ASSERT(bv != NULL);
+        gd_batch_release(bv);
         gd_loader_destroy(lc);
         gd_loader_destroy(lg);
+        T_OK(gd_loader_start_epoch(lv, 1)); /* still usable when the first one is gone */
+        T_OK(gd_loader_next(lv, &bv));
+        T_ASSERT(bv != NULL);
+        gd_batch_release(bv);
+        gd_loader_destroy(lv);
         fprintf(stderr, "loader %s == cpu: ok\n", modes[m]);
     }
 }

@@ -147,6 +147,8 @@ static const char *gib(int64_t bytes, char *buf, size_t n) {
 
 /* --------------------------------------------------------------- teardown */
 
+static void features_release(gd__trainer *t);
+
 static void free_nn(gd__trainer *t, void *p) {
     if (p) t->ctx.be->release(&t->ctx, p);
 }
@@ -180,7 +182,7 @@ void gd__trainer_destroy(gd__trainer *t) {
         free_nn(t, t->d_correct);
     }
     gd_gatherer_destroy(t->gatherer);
-    gd_host_tensor_destroy(t->features);
+    features_release(t);
     gd_minibatch_destroy(t->host_mb);
     gd_sampler_destroy(t->sampler);
     gd_graph_destroy(t->graph);
@@ -422,10 +424,56 @@ fail:
     return st;
 }
 
+/*
+ * Registered feature tables shared by the trainers and loaders of this process: CUDA pins a
+ * range of host memory once, so a second zero-copy trainer or loader over the same dataset (a
+ * training loader beside a validation one) shares the first one's registered tensor. Keyed by
+ * the table's address and device; the last user destroys it.
+ */
+#define PIN_SLOTS 16
+static struct {
+    const void *data;
+    int device;
+    int refs;
+    gd_host_tensor_t *tensor;
+} pin_table[PIN_SLOTS];
+static pthread_mutex_t pin_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The registered tensor of data on device, shared, or NULL (then *slot is a free slot, or -1). */
+static gd_host_tensor_t *pin_lookup(const void *data, int device, int *slot) {
+    *slot = -1;
+    for (int i = 0; i < PIN_SLOTS; i++) {
+        if (pin_table[i].refs > 0 && pin_table[i].data == data && pin_table[i].device == device) {
+            pin_table[i].refs++;
+            *slot = i;
+            return pin_table[i].tensor;
+        }
+        if (pin_table[i].refs == 0 && *slot < 0) *slot = i;
+    }
+    return NULL;
+}
+
+/* Give back t: a shared registered table loses a user, any other tensor is destroyed. */
+static void features_release(gd__trainer *t) {
+    if (!t->features) return;
+    pthread_mutex_lock(&pin_mu);
+    for (int i = 0; i < PIN_SLOTS; i++)
+        if (pin_table[i].refs > 0 && pin_table[i].tensor == t->features) {
+            if (--pin_table[i].refs == 0) gd_host_tensor_destroy(pin_table[i].tensor);
+            pthread_mutex_unlock(&pin_mu);
+            t->features = NULL;
+            return;
+        }
+    pthread_mutex_unlock(&pin_mu);
+    gd_host_tensor_destroy(t->features);
+    t->features = NULL;
+}
+
 /* The features as a host tensor, registered for the GPU when the mode reads them zero-copy. */
 static gd_status place_features(gd__trainer *t) {
     gd_status st = GD_OK;
     gd_array_view fv;
+    int locked = 0;
     GD_CHECK(gd_dataset_array(t->ds, GD_ARRAY_FEATURES, &fv));
     GD_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,
                "trainer: dataset '%s' has %s features; training reads float32 features "
@@ -437,13 +485,37 @@ static gd_status place_features(gd__trainer *t) {
         GD_CHECK(gd_host_tensor_create(fv.shape[0], fv.shape[1], fv.dtype, 0, &t->features));
         memcpy(gd_host_tensor_data(t->features), fv.data,
                (size_t)(fv.shape[0] * gd_host_tensor_row_bytes(t->features)));
+        GD_CHECK(gd_host_tensor_register(t->features, t->cfg.device));
+    } else if (t->mode == GD__TRAIN_ZERO_COPY) {
+        int slot;
+        pthread_mutex_lock(&pin_mu);
+        locked = 1;
+        t->features = pin_lookup(fv.data, t->cfg.device, &slot);
+        if (!t->features) {
+            GD_REQUIRE(slot >= 0, GD_ERR_UNSUPPORTED,
+                       "trainer: more than %d zero-copy feature tables registered at once",
+                       PIN_SLOTS);
+            gd_host_tensor_t *ht = NULL;
+            GD_CHECK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype, 0u, &ht));
+            st = gd_host_tensor_register(ht, t->cfg.device);
+            if (st != GD_OK) {
+                gd_host_tensor_destroy(ht);
+                goto fail;
+            }
+            pin_table[slot].data = fv.data;
+            pin_table[slot].device = t->cfg.device;
+            pin_table[slot].refs = 1;
+            pin_table[slot].tensor = ht;
+            t->features = ht;
+        }
+        pthread_mutex_unlock(&pin_mu);
+        locked = 0;
     } else {
         GD_CHECK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype,
                                       ro ? GD_HOST_TENSOR_READ_ONLY : 0u, &t->features));
     }
-    if (t->mode == GD__TRAIN_ZERO_COPY)
-        GD_CHECK(gd_host_tensor_register(t->features, t->cfg.device));
 fail:
+    if (locked) pthread_mutex_unlock(&pin_mu);
     return st;
 }
 
@@ -562,7 +634,14 @@ static gd_status place_graph(gd__trainer *t, int64_t budget) {
     }
     gd_graph_destroy(t->graph);
     t->graph = NULL;
-    GD_CHECK(gd_graph_create_from_dataset(t->ds, &o, &t->graph));
+    st = gd_graph_create_from_dataset(t->ds, &o, &t->graph);
+    if (st == GD_ERR_PIN && !o.copy_host && strstr(gd_last_error(), "already registered")) {
+        /* Another trainer or loader has these lists page-locked in place: pin a copy. */
+        gd_clear_error();
+        o.copy_host = 1;
+        st = gd_graph_create_from_dataset(t->ds, &o, &t->graph);
+    }
+    GD_CHECK(st);
     gd_graph_info gi = GD_GRAPH_INFO_INIT;
     GD_CHECK(gd_graph_get_info(t->graph, &gi));
     t->graph_cache_bytes = gi.cache_bytes;
