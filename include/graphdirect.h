@@ -847,6 +847,12 @@ gd_status gd_batch_array(const gd_batch_t *b, gd_batch_field field, int layer, g
  */
 gd_status gd_batch_export(gd_batch_t *b, gd_batch_field field, int layer, void *stream,
                           struct DLManagedTensor **out);
+/*
+ * Every field at once (one call per batch for a binding): out[0..3 + 2 x num_layers) gets
+ * INPUT_NODES, FEATURES, LABELS (NULL when the dataset has no labels), then INDPTR and INDICES
+ * of layer 0, of layer 1, ... n is the room in out. On failure nothing stays exported.
+ */
+gd_status gd_batch_export_all(gd_batch_t *b, void *stream, struct DLManagedTensor **out, int n);
 
 #ifdef __cplusplus
 }

@@ -216,6 +216,12 @@ static void holding_and_exports(const gd_dataset_t *ds, const gd_loader_options 
     T_EQ_INT(ip->dl_tensor.dtype.code, kDLInt);
     T_EQ_INT(ip->dl_tensor.dtype.bits, 32);
     const float first = ((const float *)feat->dl_tensor.data)[0];
+    struct DLManagedTensor *all[3 + 2 * GD_SAMPLER_MAX_LAYERS];
+    T_FAILS(gd_batch_export_all(b0, NULL, all, 3), GD_ERR_INVALID_ARG, "room for 3");
+    T_OK(gd_batch_export_all(b0, NULL, all, 3 + 2 * o.num_layers));
+    T_ASSERT(all[1]->dl_tensor.data == v.data);
+    T_EQ_INT(all[3 + 2]->dl_tensor.shape[0], ip->dl_tensor.shape[0]); /* layer 1's indptr */
+    for (int i = 0; i < 3 + 2 * o.num_layers; i++) all[i]->deleter(all[i]);
     /* Released, the batch keeps its set while the tensors live: b2 cannot use it yet. */
     gd_batch_release(b0);
     T_FAILS(gd_batch_array(b0, GD_BATCH_FEATURES, 0, &v), GD_ERR_INVALID_ARG, "released");

@@ -1825,3 +1825,30 @@ fail:
     return st;
 #endif
 }
+
+gd_status gd_batch_export_all(gd_batch_t *b, void *stream, struct DLManagedTensor **out, int n) {
+    gd_status st = GD_OK;
+    int done = 0;
+    GD_CHECK(batch_check(b, "gd_batch_export_all"));
+    const int L = b->loader->t->cfg.num_layers;
+    GD_REQUIRE(out && n >= 3 + 2 * L, GD_ERR_INVALID_ARG,
+               "gd_batch_export_all: room for %d tensors, the batch has %d (3 + 2 x %d layers)", n,
+               3 + 2 * L, L);
+    for (int i = 0; i < 3 + 2 * L; i++) {
+        const gd_batch_field f =
+            i < 3 ? (gd_batch_field)i : ((i - 3) % 2 ? GD_BATCH_INDICES : GD_BATCH_INDPTR);
+        out[i] = NULL;
+        if (f == GD_BATCH_LABELS && !b->loader->t->label_view.data) continue;
+        GD_CHECK(gd_batch_export(b, f, i < 3 ? 0 : (i - 3) / 2, stream, &out[i]));
+        done = i + 1;
+    }
+    return GD_OK;
+fail:
+#ifdef GD_HAVE_DLPACK
+    for (int i = 0; out && i < done; i++)
+        if (out[i]) out[i]->deleter(out[i]);
+#else
+    (void)done;
+#endif
+    return st;
+}
