@@ -97,7 +97,7 @@ struct gd__trainer {
     gd_graph_t *graph;
     gd_sampler_t *sampler;
     gd_sampler_info sinfo;
-    gd_minibatch_t *host_mb;    /* cpu, cpu-centric */
+    gd_minibatch_t *host_mb;    /* cpu-centric: the CPU sampler's output */
     gd_host_tensor_t *features; /* adopted from the dataset, or an owned copy */
     gd_gatherer_t *gatherer;
     gd__sage *model;
@@ -661,7 +661,8 @@ static gd_status make_sets(gd__trainer *t) {
         GD_CHECK(gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, t->sinfo.max_input_nodes, t->in_dim,
                                      &s->x));
         GD_CHECK(alloc_nn(t, (size_t)t->batch * sizeof(int64_t), (void **)&s->labels));
-        if (t->cuda_sampler || t->cfg.loader) GD_CHECK(gd_minibatch_create(t->sampler, &s->mb));
+        if (t->cuda_sampler || t->cfg.loader || t->mode == GD__TRAIN_CPU)
+            GD_CHECK(gd_minibatch_create(t->sampler, &s->mb));
 #ifdef GD_WITH_CUDA
         if (t->gpu) {
             GD_CHECK(gd__cuda_pinned_alloc((void **)&s->label_stage,
@@ -796,7 +797,7 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     GD_CHECK(gd_sampler_create(t->graph, fanouts, L, &so, &t->sampler));
     t->sinfo = (gd_sampler_info)GD_SAMPLER_INFO_INIT;
     GD_CHECK(gd_sampler_get_info(t->sampler, &t->sinfo));
-    if (!t->cuda_sampler && !cfg->loader) GD_CHECK(gd_minibatch_create(t->sampler, &t->host_mb));
+    if (t->mode == GD__TRAIN_CPU_CENTRIC) GD_CHECK(gd_minibatch_create(t->sampler, &t->host_mb));
     t->blk_bytes = (size_t)t->sinfo.minibatch_bytes;
 
     /* The model (a loader has none: its caller trains). */
@@ -947,25 +948,31 @@ fail:
     return st;
 }
 
+/* cpu: sample and gather minibatch b into set s on the host (its own minibatch buffer). */
+static gd_status cpu_stage(gd__trainer *t, pass *p, int64_t b, train_set *s) {
+    gd_status st = GD_OK;
+    const int64_t lo = b * t->batch, cnt = min64(t->batch, p->n - lo);
+    const double t0 = gd__now();
+    GD_CHECK(gd_sample(t->sampler, p->ids + lo, cnt, 0, p->epoch, b, NULL, s->mb));
+    for (int l = 0; l < t->cfg.num_layers; l++)
+        GD_CHECK(gd_minibatch_block(s->mb, l, &s->blocks[l]));
+    GD_CHECK(gd_minibatch_input_nodes(s->mb, &s->in_ids, &s->num_in));
+    s->seeds = cnt;
+    const double t1 = gd__now();
+    GD_CHECK(gd_gather(t->gatherer, s->in_ids, s->num_in, 0, s->x.data, NULL));
+    stage_labels(t, p, b, s->labels);
+    p->sample_s += t1 - t0;
+    p->gather_s += gd__now() - t1;
+fail:
+    return st;
+}
+
 /* cpu mode: sample, gather and train minibatch b, one after another. */
 static gd_status cpu_batch(gd__trainer *t, pass *p, int64_t b) {
     gd_status st = GD_OK;
-    train_set *s = &t->sets[0];
-    const int64_t lo = b * t->batch, cnt = min64(t->batch, p->n - lo);
-    const int64_t *ids;
-    double t0 = gd__now();
-    GD_CHECK(gd_sample(t->sampler, p->ids + lo, cnt, 0, p->epoch, b, NULL, t->host_mb));
-    for (int l = 0; l < t->cfg.num_layers; l++)
-        GD_CHECK(gd_minibatch_block(t->host_mb, l, &s->blocks[l]));
-    GD_CHECK(gd_minibatch_input_nodes(t->host_mb, &ids, &s->num_in));
-    s->seeds = cnt;
-    double t1 = gd__now();
-    GD_CHECK(gd_gather(t->gatherer, ids, s->num_in, 0, s->x.data, NULL));
-    stage_labels(t, p, b, s->labels);
-    double t2 = gd__now();
-    GD_CHECK(nn_step(t, p, s, b));
-    p->sample_s += t1 - t0;
-    p->gather_s += t2 - t1;
+    GD_CHECK(cpu_stage(t, p, b, &t->sets[0]));
+    const double t2 = gd__now();
+    GD_CHECK(nn_step(t, p, &t->sets[0], b));
     p->train_s += gd__now() - t2;
 fail:
     return st;
@@ -1581,21 +1588,6 @@ static int set_busy(gd_loader_t *l, int set) {
     return busy;
 }
 
-/* cpu: sample and gather minibatch b into its set on the host. */
-static gd_status loader_cpu_stage(gd__trainer *t, pass *p, int64_t b, train_set *s) {
-    gd_status st = GD_OK;
-    const int64_t lo = b * t->batch, cnt = min64(t->batch, p->n - lo);
-    GD_CHECK(gd_sample(t->sampler, p->ids + lo, cnt, 0, p->epoch, b, NULL, s->mb));
-    for (int l = 0; l < t->cfg.num_layers; l++)
-        GD_CHECK(gd_minibatch_block(s->mb, l, &s->blocks[l]));
-    GD_CHECK(gd_minibatch_input_nodes(s->mb, &s->in_ids, &s->num_in));
-    s->seeds = cnt;
-    GD_CHECK(gd_gather(t->gatherer, s->in_ids, s->num_in, 0, s->x.data, NULL));
-    stage_labels(t, p, b, s->labels);
-fail:
-    return st;
-}
-
 gd_status gd_loader_next(gd_loader_t *l, gd_batch_t **out) {
     gd_status st = GD_OK;
     GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_loader_next: out is NULL");
@@ -1615,7 +1607,7 @@ gd_status gd_loader_next(gd_loader_t *l, gd_batch_t **out) {
                t->depth);
     train_set *s = &t->sets[k];
     if (!t->gpu) {
-        GD_CHECK(loader_cpu_stage(t, p, b, s));
+        GD_CHECK(cpu_stage(t, p, b, s));
     }
 #ifdef GD_WITH_CUDA
     else {
