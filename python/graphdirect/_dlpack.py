@@ -60,30 +60,78 @@ _api.PyCapsule_GetName.restype = c_char_p
 _api.PyCapsule_GetName.argtypes = [c_void_p]
 
 
-def _delete_managed(ptr):
-    mt = DLManagedTensor.from_address(ptr)
-    if mt.deleter:
-        mt.deleter(ptr)
+# Every tensor the library exports has the same deleter, so the ctypes function object that
+# calls it is made once per address instead of once per deleted tensor.
+_DELETER_OFFSET = DLManagedTensor.deleter.offset
+_deleters = {}
+
+
+def delete_managed(ptr):
+    """Call a DLManagedTensor's deleter (the owner of an unconsumed tensor gives it back)."""
+    addr = ctypes.c_void_p.from_address(ptr + _DELETER_OFFSET).value
+    if addr:
+        fn = _deleters.get(addr)
+        if fn is None:
+            fn = _deleters[addr] = DELETER(addr)
+        fn(ptr)
+
+
+_is_valid = _api.PyCapsule_IsValid
+_get_pointer = _api.PyCapsule_GetPointer
 
 
 # The capsule receives itself as a raw pointer: it is being destroyed, so it must not be made
-# into a Python object again (that would resurrect it).
+# into a Python object again (that would resurrect it). A consumed capsule was renamed
+# "used_dltensor", so the check below leaves its tensor to the consumer; it runs for every
+# capsule, which is why it makes one call into the C API and no more.
 @ctypes.CFUNCTYPE(None, c_void_p)
 def _capsule_destructor(capsule):
-    if _api.PyCapsule_IsValid(capsule, _NAME):
-        _delete_managed(_api.PyCapsule_GetPointer(capsule, _NAME))
+    if _is_valid(capsule, _NAME):
+        delete_managed(_get_pointer(capsule, _NAME))
 
 
 _DESTRUCTOR_PTR = ctypes.cast(_capsule_destructor, c_void_p).value
+_capsule_new = _api.PyCapsule_New
 
 
 def capsule(managed_ptr):
     """Wrap a DLManagedTensor * in a "dltensor" capsule that owns it until consumed."""
     try:
-        return _api.PyCapsule_New(managed_ptr, _NAME, _DESTRUCTOR_PTR)
+        return _capsule_new(managed_ptr, _NAME, _DESTRUCTOR_PTR)
     except BaseException:
-        _delete_managed(managed_ptr)
+        delete_managed(managed_ptr)
         raise
+
+
+# For capsules whose destructor is installed late (see bare_capsule): the same C API calls,
+# taking the capsule as a Python object.
+_is_valid_obj = ctypes.PYFUNCTYPE(c_int, ctypes.py_object, c_char_p)(("PyCapsule_IsValid", _api))
+_set_destructor = ctypes.PYFUNCTYPE(c_int, ctypes.py_object, c_void_p)(
+    ("PyCapsule_SetDestructor", _api))
+
+
+def bare_capsule(managed_ptr):
+    """A "dltensor" capsule with no destructor yet, for an owner that keeps every capsule it
+    made and calls settle() on them before it lets go of them.
+
+    The destructor is a Python callback that runs for every capsule, consumed or not, and
+    costs as much as making the capsule; a batch's capsules are nearly all consumed at once
+    (torch.from_dlpack(batch.features)), so a batch installs it only on those still unconsumed
+    when it is released, which is when it stops holding them."""
+    try:
+        return _capsule_new(managed_ptr, _NAME, None)
+    except BaseException:
+        delete_managed(managed_ptr)
+        raise
+
+
+def settle(caps):
+    """Hand unconsumed capsules made by bare_capsule their destructor: from now on they own
+    their tensor as capsule() ones do (deleted when dropped unconsumed). Consumed capsules
+    (renamed by the consumer, which owns the tensor) are left alone."""
+    for cap in caps:
+        if _is_valid_obj(cap, _NAME):
+            _set_destructor(cap, _DESTRUCTOR_PTR)
 
 
 def capsule_name(cap):
@@ -166,22 +214,30 @@ class Array:
     Attributes: shape (tuple), dtype ("float32", "int64", "int32", ...), device ("cpu" or
     "cuda:N", the spelling torch accepts), data_ptr (the address, for zero-copy checks).
     """
-    __slots__ = ("shape", "dtype", "data_ptr", "_dtype_code", "_dl_device", "_owner", "_field",
-                 "_layer")
+    __slots__ = ("shape", "dtype", "_data_ptr", "_dl_device", "_owner", "_slot")
 
-    def __init__(self, shape, dtype_code, data_ptr, dl_device, owner, field=0, layer=0):
+    def __init__(self, shape, dtype, data_ptr, dl_device, owner, slot=0):
+        # An Array is made for every field of every minibatch, so it takes what it needs
+        # ready-made: dtype is the name, data_ptr may be None (asked of the owner when read).
+        # The owner exports the memory: owner._capsule(slot, stream) returns a "dltensor"
+        # capsule around a new DLManagedTensor for a DLPack `stream` argument, or raises
+        # ValueError once the memory can no longer be exported; owner._data_ptr(slot) gives
+        # the address. A batch's
+        # arrays are owned by the batch's state, not the batch, so that holding an Array does
+        # not keep its batch (and the buffers) from being released when the batch is dropped.
         self.shape = shape
-        self._dtype_code = dtype_code
-        self.dtype = _lib.DTYPES[dtype_code][0]
-        self.data_ptr = data_ptr or 0
+        self.dtype = dtype
+        self._data_ptr = data_ptr
         self._dl_device = dl_device
-        # owner() is the object that exports the memory, or None once it is gone (a weak
-        # reference to a batch: an Array must not keep its batch, whose cache holds the Array,
-        # alive in a cycle). owner()._require() raises once the memory can no longer be
-        # exported; owner()._export(field, layer, stream pointer) returns a DLManagedTensor *.
         self._owner = owner
-        self._field = field
-        self._layer = layer
+        self._slot = slot
+
+    @property
+    def data_ptr(self):
+        p = self._data_ptr
+        if p is None:
+            p = self._data_ptr = self._owner._data_ptr(self._slot) or 0
+        return p
 
     @property
     def ndim(self):
@@ -216,15 +272,7 @@ class Array:
         if copy:
             raise BufferError("graphdirect arrays are exported without a copy: import them and "
                               "copy with the consumer")
-        owner = self._owner()
-        if owner is None:
-            raise ValueError("graphdirect.Array: its batch was released (garbage-collected), so "
-                             "it can no longer be exported (arrays imported from it before "
-                             "stay valid)")
-        owner._require()
-        ptr = owner._export(self._field, self._layer,
-                            stream_pointer(stream, self._dl_device[0] == KDL_CUDA))
-        return capsule(ptr)
+        return self._owner._capsule(self._slot, stream)
 
 
 class _HostOwner:
@@ -234,18 +282,15 @@ class _HostOwner:
     def __init__(self, data_ptr, dtype_code, shape, keep):
         self.data_ptr, self.dtype_code, self.shape, self.keep = data_ptr, dtype_code, shape, keep
 
-    def __call__(self):
-        return self
+    def _data_ptr(self, _slot):
+        return self.data_ptr
 
-    def _require(self):
-        pass
-
-    def _export(self, _field, _layer, _stream):
-        return managed_from_host(self.data_ptr, self.dtype_code, self.shape, self.keep)
+    def _capsule(self, _slot, _stream):
+        return capsule(managed_from_host(self.data_ptr, self.dtype_code, self.shape, self.keep))
 
 
 def host_array(data_ptr, dtype_code, shape, keep):
     """An Array over host memory that `keep` keeps alive (each export holds `keep`)."""
     shape = tuple(shape)
-    return Array(shape, dtype_code, data_ptr, (KDL_CPU, 0),
+    return Array(shape, _lib.DTYPES[dtype_code][0], data_ptr or 0, (KDL_CPU, 0),
                  _HostOwner(data_ptr, dtype_code, shape, keep))

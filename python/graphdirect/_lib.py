@@ -224,6 +224,7 @@ _SIGNATURES = {
     "gd_batch_block": (c_int, [_vp, c_int, POINTER(Block)]),
     "gd_batch_array": (c_int, [_vp, c_int, c_int, POINTER(ArrayView)]),
     "gd_batch_export": (c_int, [_vp, c_int, c_int, _vp, POINTER(_vp)]),
+    "gd_batch_export_all": (c_int, [_vp, _vp, POINTER(_vp), c_int]),
 }
 
 missing = []

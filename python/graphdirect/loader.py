@@ -13,9 +13,6 @@ A loader is not thread-safe: drive it from one thread.
 """
 import ctypes
 import re
-import weakref
-
-_ref = weakref.ref
 
 from . import _dlpack, _lib
 from ._lib import GraphdirectError, check, lib
@@ -69,6 +66,142 @@ class Block:
                 % (self.layer, self.num_src, self.num_dst, self.num_edges))
 
 
+# The C calls of the per-batch path, looked up once (each attribute lookup on the CDLL costs).
+_next = lib.gd_loader_next
+_release = lib.gd_batch_release
+_get_info = lib.gd_batch_get_info
+_get_block = lib.gd_batch_block
+_get_array = lib.gd_batch_array
+_export_one = lib.gd_batch_export
+_export_all = getattr(lib, "gd_batch_export_all", None)
+_stream_pointer = _dlpack.stream_pointer
+_Array = _dlpack.Array
+_delete = _dlpack.delete_managed
+_bare_capsule = _dlpack.bare_capsule
+_settle = _dlpack.settle
+_byref = ctypes.byref
+
+
+def _slot_field(slot):
+    """(gd_batch_field, layer) of an export slot: gd_batch_export_all's order."""
+    if slot < 3:
+        return slot, 0
+    return (_lib.FIELD_INDPTR if (slot - 3) % 2 == 0 else _lib.FIELD_INDICES), (slot - 3) // 2
+
+
+class _Ring:
+    """What a loader's batches share: the loader's constants, the ctypes buffers every batch
+    reuses (the loader is driven from one thread, and each call's results are copied out before
+    the next), and the live batch states. It is not the Loader: an Array kept after its batch
+    and loader are dropped must not keep the loader alive."""
+    __slots__ = ("live", "num_layers", "n", "on_device", "dev", "feature_dim", "has_labels",
+                 "out", "out_ref", "batch", "batch_ref", "info", "info_ref", "block",
+                 "block_ref")
+
+    def __init__(self, num_layers, on_device, device, feature_dim):
+        self.live = set()
+        self.num_layers = num_layers
+        self.n = 3 + 2 * num_layers
+        self.on_device = bool(on_device)
+        self.dev = (_dlpack.KDL_CUDA, device) if on_device else (_dlpack.KDL_CPU, 0)
+        self.feature_dim = feature_dim
+        self.has_labels = None  # known at the first batch that is asked for its labels
+        self.out = (ctypes.c_void_p * self.n)()
+        self.out_ref = self.out
+        self.batch = ctypes.c_void_p()
+        self.batch_ref = _byref(self.batch)
+        self.info = _lib.BatchInfo.new()
+        self.info_ref = _byref(self.info)
+        self.block = _lib.Block()
+        self.block_ref = _byref(self.block)
+
+
+class _BatchState:
+    """A C batch and what was exported from it: what a batch's Arrays hold (the Batch itself
+    only holds this, so dropping the last reference to a Batch releases it at once, whatever
+    Arrays are still around).
+
+    The first export asks the library for every field at once (gd_batch_export_all, one call
+    instead of one a field) with that export's stream; each field's first export on the same
+    stream hands out its tensor from there, any other export gets a fresh one
+    (gd_batch_export). Tensors nobody took are deleted when the batch is released. The
+    capsules handed out are kept until then too, without a destructor: the release gives the
+    still unconsumed ones theirs (_dlpack.bare_capsule, settle)."""
+    __slots__ = ("ptr", "dead", "epoch", "index", "ring", "pre", "pre_stream", "caps")
+
+    def __init__(self, ptr, ring, epoch):
+        self.ptr = ptr
+        self.dead = None
+        self.ring = ring
+        self.epoch = epoch
+        self.index = -1
+        self.pre = None
+        self.pre_stream = None
+        self.caps = []
+
+    def error(self):
+        return ValueError("graphdirect.Batch %d of epoch %d: %s, so its arrays can no longer "
+                          "be read (arrays imported from it before stay valid)"
+                          % (self.index, self.epoch, self.dead))
+
+    def invalidate(self, reason):
+        ptr = self.ptr
+        if ptr is None:
+            return
+        self.ptr = None
+        self.dead = reason
+        pre, self.pre = self.pre, None
+        caps, self.caps = self.caps, None
+        try:
+            if caps:
+                _settle(caps)
+            if pre is not None:
+                for m in pre:
+                    if m:
+                        _delete(m)
+        finally:
+            _release(ptr)
+            self.ring.live.discard(self)
+
+    def _capsule(self, slot, stream):
+        cap = _bare_capsule(self._export(slot, stream))
+        self.caps.append(cap)
+        return cap
+
+    def _export(self, slot, stream):
+        ptr = self.ptr
+        if ptr is None:
+            raise self.error()
+        ring = self.ring
+        # Host memory needs no stream, and None is the common device case: no bookkeeping.
+        sp = _stream_pointer(stream, True) if stream is not None and ring.on_device else None
+        pre = self.pre
+        if pre is None and _export_all is not None:
+            st = _export_all(ptr, sp, ring.out_ref, ring.n)
+            if st:
+                check(st)
+            pre = self.pre = ring.out[:]
+            self.pre_stream = sp
+        if pre is not None and sp == self.pre_stream:
+            m = pre[slot]
+            if m:
+                pre[slot] = None
+                return m
+        field, layer = _slot_field(slot)
+        out = ctypes.c_void_p()
+        check(_export_one(ptr, field, layer, sp, _byref(out)))
+        return out.value
+
+    def _data_ptr(self, slot):
+        ptr = self.ptr
+        if ptr is None:
+            raise self.error()
+        field, layer = _slot_field(slot)
+        view = _lib.ArrayView()
+        check(_get_array(ptr, field, layer, _byref(view)))
+        return view.data or 0
+
+
 class Batch:
     """A minibatch: input_nodes (int64 [num_input] global ids, seeds first), features
     (float32 [num_input, feature_dim]), labels (int64 [num_seeds], -1 = unlabelled; None when
@@ -76,64 +209,67 @@ class Batch:
 
     Release it with release() (or a `with` block, or by dropping it); iteration releases each
     batch when the next is asked for. Arrays imported from it before stay valid."""
-    __slots__ = ("_ptr", "_loader", "_dead", "epoch", "index", "num_seeds", "num_input",
-                 "num_layers", "on_device", "device_index", "_dev", "_cache", "__weakref__")
+    __slots__ = ("_s", "_loader", "epoch", "index", "num_seeds", "num_input", "num_layers",
+                 "on_device", "device_index", "_dev", "_input_nodes", "_features", "_labels",
+                 "_blocks", "__weakref__")
 
     def __init__(self, loader, ptr, epoch):
-        self._ptr = ptr
+        ring = loader._ring
+        # The info first: if it fails, no state exists yet, and the caller releases ptr.
+        st = _get_info(ptr, ring.info_ref)
+        if st:
+            check(st)
+        info = ring.info
+        s = self._s = _BatchState(ptr, ring, epoch)
         self._loader = loader
-        self._dead = None
-        self._cache = {}
         self.epoch = epoch
-        info = _lib.BatchInfo.new()
-        check(lib.gd_batch_get_info(ptr, ctypes.byref(info)))
-        self.index = info.index
+        self._input_nodes = self._features = self._labels = self._blocks = None
+        self.index = s.index = info.index
         self.num_seeds = info.num_seeds
         self.num_input = info.num_input
-        self.num_layers = info.num_layers
-        self.on_device = bool(info.on_device)
+        self.num_layers = ring.num_layers
+        self.on_device = ring.on_device
         self.device_index = info.device
-        self._dev = (_dlpack.KDL_CUDA, info.device) if info.on_device else (_dlpack.KDL_CPU, 0)
+        self._dev = ring.dev
+        ring.live.add(s)
 
     # ------------------------------------------------------------------ lifetime
 
     def _require(self):
-        if self._ptr is None:
-            raise ValueError("graphdirect.Batch %d of epoch %d: %s, so its arrays can no longer "
-                             "be read (arrays imported from it before stay valid)"
-                             % (self.index, self.epoch, self._dead))
+        if self._s.ptr is None:
+            raise self._s.error()
 
     @property
     def released(self):
-        return self._ptr is None
+        return self._s.ptr is None
 
-    def _invalidate(self, reason, release=True):
-        ptr, self._ptr = self._ptr, None
-        if ptr is not None:
-            self._dead = reason
-            if release:
-                lib.gd_batch_release(ptr)
-            self._loader._batches.discard(self)
+    @property
+    def _ptr(self):
+        """The gd_batch_t * (None once released), for tests that call the C API directly."""
+        return self._s.ptr
+
+    def _invalidate(self, reason):
+        self._s.invalidate(reason)
 
     def release(self):
         """Give the batch's buffers back to the loader (once tensors imported from it are gone
         too). Releasing twice is allowed."""
-        self._invalidate("it was released")
+        self._s.invalidate("it was released")
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self.release()
+        self._s.invalidate("it was released")
 
     def __del__(self):
         try:
-            self._invalidate("it was garbage-collected")
+            self._s.invalidate("it was garbage-collected")
         except Exception:
             pass
 
     def __repr__(self):
-        state = " released" if self._ptr is None else ""
+        state = " released" if self._s.ptr is None else ""
         return ("graphdirect.Batch(epoch=%d, index=%d, seeds=%d, input_nodes=%d, layers=%d, "
                 "device=%s%s)" % (self.epoch, self.index, self.num_seeds, self.num_input,
                                   self.num_layers, self.device, state))
@@ -145,58 +281,72 @@ class Batch:
         """"cpu" or "cuda:N": where the arrays live (the spelling torch accepts)."""
         return "cuda:%d" % self.device_index if self.on_device else "cpu"
 
-    def _export(self, field, layer, stream):
-        self._require()
-        out = ctypes.c_void_p()
-        check(lib.gd_batch_export(self._ptr, field, layer, stream, ctypes.byref(out)))
-        return out.value
-
-    def _array(self, field, missing_ok=False):
-        self._require()
-        a = self._cache.get(field)
-        if a is not None or field in self._cache:
-            return a
-        view = _lib.ArrayView()
-        status = lib.gd_batch_array(self._ptr, field, 0, ctypes.byref(view))
-        if status == _lib.GD_ERR_NOT_FOUND and missing_ok:
-            a = None
-        else:
-            check(status)
-            a = _dlpack.Array(tuple(view.shape[:view.ndim]), view.dtype, view.data,
-                              self._dev, _ref(self), field)
-        self._cache[field] = a
-        return a
+    # The shapes come from the batch info and the loader; the addresses are asked of the
+    # library only when data_ptr is read, so making an Array costs no C call.
 
     @property
     def input_nodes(self):
-        return self._array(_lib.FIELD_INPUT_NODES)
+        s = self._s
+        if s.ptr is None:
+            raise s.error()
+        a = self._input_nodes
+        if a is None:
+            a = self._input_nodes = _Array((self.num_input,), "int64", None, self._dev, s, 0)
+        return a
 
     @property
     def features(self):
-        return self._array(_lib.FIELD_FEATURES)
+        s = self._s
+        if s.ptr is None:
+            raise s.error()
+        a = self._features
+        if a is None:
+            a = self._features = _Array((self.num_input, s.ring.feature_dim), "float32", None,
+                                        self._dev, s, 1)
+        return a
 
     @property
     def labels(self):
-        return self._array(_lib.FIELD_LABELS, missing_ok=True)
+        s = self._s
+        if s.ptr is None:
+            raise s.error()
+        a = self._labels
+        if a is None:
+            ring = s.ring
+            if ring.has_labels is None:
+                view = _lib.ArrayView()
+                st = _get_array(s.ptr, _lib.FIELD_LABELS, 0, _byref(view))
+                if st != _lib.GD_ERR_NOT_FOUND:
+                    check(st)
+                ring.has_labels = st == _lib.GD_OK
+            if not ring.has_labels:
+                return None
+            a = self._labels = _Array((self.num_seeds,), "int64", None, self._dev, s, 2)
+        return a
 
     @property
     def blocks(self):
-        self._require()
-        blocks = self._cache.get("blocks")
+        s = self._s
+        ptr = s.ptr
+        if ptr is None:
+            raise s.error()
+        blocks = self._blocks
         if blocks is None:
             blocks = []
-            dev, me = self._dev, _ref(self)
-            b = _lib.Block()
-            ref = ctypes.byref(b)
-            for layer in range(self.num_layers):
-                check(lib.gd_batch_block(self._ptr, layer, ref))
+            dev = self._dev
+            ring = s.ring
+            b, ref = ring.block, ring.block_ref
+            for layer in range(ring.num_layers):
+                st = _get_block(ptr, layer, ref)
+                if st:
+                    check(st)
                 # The block's own sizes and pointers: no gd_batch_array call per array.
-                indptr = _dlpack.Array((b.num_dst + 1,), _INT32, b.indptr, dev, me,
-                                       _lib.FIELD_INDPTR, layer)
-                indices = _dlpack.Array((b.num_edges,), _INT32, b.indices, dev, me,
-                                        _lib.FIELD_INDICES, layer)
-                blocks.append(Block(layer, b.num_src, b.num_dst, b.num_edges, indptr, indices))
-            self._cache["blocks"] = blocks
+                num_dst, num_edges = b.num_dst, b.num_edges
+                slot = 3 + 2 * layer
+                indptr = _Array((num_dst + 1,), "int32", b.indptr or 0, dev, s, slot)
+                indices = _Array((num_edges,), "int32", b.indices or 0, dev, s, slot + 1)
+                blocks.append(Block(layer, b.num_src, num_dst, num_edges, indptr, indices))
+            self._blocks = blocks
         return blocks
 
 
@@ -218,9 +368,10 @@ class _Epoch:
 
     def __next__(self):
         loader = self._loader
-        if self._prev is not None:
-            self._prev.release()
+        prev = self._prev
+        if prev is not None:
             self._prev = None
+            prev._s.invalidate("it was released")
         if loader._token != self._token:
             if loader._ptr is None:
                 raise ValueError("graphdirect.Loader: the loader was closed during epoch %d"
@@ -256,7 +407,7 @@ class Loader:
                  drop_last=False, depth=3, threads=0, graph_cache=None, gpu_mem_budget=None,
                  gather_sms=None):
         self._ptr = None
-        self._batches = weakref.WeakSet()
+        self._ring = None
         self._token = 0
         self._epoch = -1
         self._next_epoch = 0
@@ -318,6 +469,7 @@ class Loader:
         self.plan = info.plan.decode("utf-8", "replace")
         self.fanouts = fanouts
         self.batch_size = int(batch_size)
+        self._ring = _Ring(len(fanouts), info.on_device, info.device, info.feature_dim)
 
     # ------------------------------------------------------------------ lifetime
 
@@ -331,8 +483,10 @@ class Loader:
         return self._ptr is None
 
     def _release_batches(self, reason):
-        for b in list(self._batches):
-            b._invalidate(reason)
+        ring = self._ring
+        if ring is not None:
+            for s in list(ring.live):
+                s.invalidate(reason)
 
     def close(self):
         """Free the loader. Its unreleased batches become unusable (ValueError); tensors
@@ -399,14 +553,15 @@ class Loader:
         if self._epoch < 0:
             raise ValueError("graphdirect.Loader: no epoch was started: iterate the loader or "
                              "call loader.epoch(n) first")
-        out = ctypes.c_void_p()
-        check(lib.gd_loader_next(ptr, ctypes.byref(out)))
-        if not out.value:
+        ring = self._ring
+        st = _next(ptr, ring.batch_ref)
+        if st:
+            check(st)
+        bp = ring.batch.value
+        if not bp:
             return None
         try:
-            b = Batch(self, out.value, self._epoch)
+            return Batch(self, bp, self._epoch)
         except BaseException:
-            lib.gd_batch_release(out.value)
+            _release(bp)
             raise
-        self._batches.add(b)
-        return b
