@@ -10,7 +10,9 @@ Two producers live here: capsules around tensors the C library exported (gd_batc
 library's own deleter keeps the batch's memory alive), and tensors built in Python over memory
 that a Python object owns (a dataset's mmapped arrays: the deleter drops the reference that kept
 the owner alive). The destructor and the deleter are ctypes callbacks held by this module for
-its whole life, as the C side may call them at any time.
+its whole life, as the C side may call them at any time. A batch's capsules get their
+destructor late, when the batch is released (settle): nearly all are consumed at once, and the
+destructor callback would otherwise cost a Python call for each.
 """
 import ctypes
 import threading
@@ -103,32 +105,24 @@ def capsule(managed_ptr):
         raise
 
 
-# For capsules whose destructor is installed late (see bare_capsule): the same C API calls,
-# taking the capsule as a Python object.
+# A batch's capsules are made without a destructor and get it late (see settle): the same C
+# API calls, taking the capsule as a Python object.
 _is_valid_obj = ctypes.PYFUNCTYPE(c_int, ctypes.py_object, c_char_p)(("PyCapsule_IsValid", _api))
 _set_destructor = ctypes.PYFUNCTYPE(c_int, ctypes.py_object, c_void_p)(
     ("PyCapsule_SetDestructor", _api))
 
 
-def bare_capsule(managed_ptr):
-    """A "dltensor" capsule with no destructor yet, for an owner that keeps every capsule it
-    made and calls settle() on them before it lets go of them.
+def settle(caps):
+    """Hand the "dltensor" capsules in caps that were made without a destructor, and are still
+    unconsumed, their destructor: from now on they own their tensor as capsule() ones do
+    (deleted when dropped unconsumed). Consumed capsules (renamed by the consumer, which owns
+    the tensor) are left alone.
 
     The destructor is a Python callback that runs for every capsule, consumed or not, and
-    costs as much as making the capsule; a batch's capsules are nearly all consumed at once
-    (torch.from_dlpack(batch.features)), so a batch installs it only on those still unconsumed
-    when it is released, which is when it stops holding them."""
-    try:
-        return _capsule_new(managed_ptr, _NAME, None)
-    except BaseException:
-        delete_managed(managed_ptr)
-        raise
-
-
-def settle(caps):
-    """Hand unconsumed capsules made by bare_capsule their destructor: from now on they own
-    their tensor as capsule() ones do (deleted when dropped unconsumed). Consumed capsules
-    (renamed by the consumer, which owns the tensor) are left alone."""
+    costs as much as making the capsule. A batch's capsules are nearly all consumed at once
+    (torch.from_dlpack(batch.features)), so a batch makes them bare, keeps them, and settles
+    them when it is released, which is when it stops holding them: until then, even one the
+    caller dropped unconsumed is alive in the batch's list."""
     for cap in caps:
         if _is_valid_obj(cap, _NAME):
             _set_destructor(cap, _DESTRUCTOR_PTR)

@@ -77,7 +77,8 @@ _export_all = getattr(lib, "gd_batch_export_all", None)
 _stream_pointer = _dlpack.stream_pointer
 _Array = _dlpack.Array
 _delete = _dlpack.delete_managed
-_bare_capsule = _dlpack.bare_capsule
+_capsule_new = _dlpack._capsule_new
+_NAME = _dlpack._NAME
 _settle = _dlpack.settle
 _byref = ctypes.byref
 
@@ -126,7 +127,7 @@ class _BatchState:
     stream hands out its tensor from there, any other export gets a fresh one
     (gd_batch_export). Tensors nobody took are deleted when the batch is released. The
     capsules handed out are kept until then too, without a destructor: the release gives the
-    still unconsumed ones theirs (_dlpack.bare_capsule, settle)."""
+    still unconsumed ones theirs (_dlpack.settle)."""
     __slots__ = ("ptr", "dead", "epoch", "index", "ring", "pre", "pre_stream", "caps")
 
     def __init__(self, ptr, ring, epoch):
@@ -164,11 +165,8 @@ class _BatchState:
             self.ring.live.discard(self)
 
     def _capsule(self, slot, stream):
-        cap = _bare_capsule(self._export(slot, stream))
-        self.caps.append(cap)
-        return cap
-
-    def _export(self, slot, stream):
+        # The hot path of every field's import, in one frame: the tensor from the batch's
+        # one-call export when it can come from there, then a capsule without a destructor.
         ptr = self.ptr
         if ptr is None:
             raise self.error()
@@ -182,15 +180,22 @@ class _BatchState:
                 check(st)
             pre = self.pre = ring.out[:]
             self.pre_stream = sp
+        m = None
         if pre is not None and sp == self.pre_stream:
             m = pre[slot]
-            if m:
-                pre[slot] = None
-                return m
-        field, layer = _slot_field(slot)
-        out = ctypes.c_void_p()
-        check(_export_one(ptr, field, layer, sp, _byref(out)))
-        return out.value
+            pre[slot] = None
+        if not m:
+            field, layer = _slot_field(slot)
+            out = ctypes.c_void_p()
+            check(_export_one(ptr, field, layer, sp, _byref(out)))
+            m = out.value
+        try:
+            cap = _capsule_new(m, _NAME, None)
+        except BaseException:
+            _delete(m)
+            raise
+        self.caps.append(cap)
+        return cap
 
     def _data_ptr(self, slot):
         ptr = self.ptr
