@@ -62,3 +62,28 @@ def batch_tensors(batch):
     labels = batch.labels
     return (tensor(batch.features), tensor(labels) if labels is not None else None,
             [edge_index(b) for b in blocks], [block_sizes(b) for b in blocks])
+
+
+def tensors(batch):
+    """Every field of a batch as torch tensors sharing its memory, the fast path for torch users:
+    (input_nodes, features, labels or None, [(indptr, indices) for each layer, input layer
+    first]). The batch's tensors are exported in one library call ordered after torch's current
+    stream, and each capsule goes straight to torch, without the DLPack protocol's per-field
+    device and stream queries that torch.from_dlpack(array) makes (about 5 us a field)."""
+    t = _t()
+    s = batch._s
+    if s.ptr is None:
+        raise s.error()
+    stream = None
+    if batch.on_device:
+        cur = t.cuda.current_stream(batch.device_index)
+        # DLPack's stream code for the legacy default stream is 1, else the cudaStream_t.
+        stream = cur.cuda_stream or 1
+    imp = t.utils.dlpack.from_dlpack
+    labels = batch.labels  # None without labels (checked once per loader)
+    ids = imp(s._capsule(0, stream))
+    x = imp(s._capsule(1, stream))
+    y = imp(s._capsule(2, stream)) if labels is not None else None
+    blocks = [(imp(s._capsule(3 + 2 * i, stream)), imp(s._capsule(4 + 2 * i, stream)))
+              for i in range(batch.num_layers)]
+    return ids, x, y, blocks

@@ -117,6 +117,24 @@ class GPUTest(Base):
                         self.assertEqual(tuple(t.shape), a.shape)
                     self.ref.check_batch(self, b, [4, 3, -1], to_np=to_np)
 
+    def test_tensors_fast_path(self):
+        # graphdirect.pyg.tensors: every field in one export, the same memory and values as
+        # the protocol path, on the default stream and on a side stream.
+        import graphdirect.pyg as gp
+        s = torch.cuda.Stream()
+        with self.loader(mode="zero-copy") as l:
+            for i, b in enumerate(l):
+                with torch.cuda.stream(s if i % 2 else torch.cuda.current_stream()):
+                    ids, x, y, blocks = gp.tensors(b)
+                    self.assertEqual(x.data_ptr(), b.features.data_ptr)  # no copy
+                    self.assertEqual(ids.data_ptr(), b.input_nodes.data_ptr)
+                    self.assertTrue(torch.equal(x, torch.from_dlpack(b.features)))
+                    self.assertTrue(torch.equal(y, torch.from_dlpack(b.labels)))
+                    self.assertEqual(len(blocks), b.num_layers)
+                    for (ip, ix), blk in zip(blocks, b.blocks):
+                        self.assertTrue(torch.equal(ip, torch.from_dlpack(blk.indptr)))
+                        self.assertTrue(torch.equal(ix, torch.from_dlpack(blk.indices)))
+
     def test_gpu_batches_equal_cpu_batches(self):
         with self.loader(mode="cpu", seed=9) as c:
             want = [tb.batch_digest(b) for b in c.epoch(2)]
