@@ -1758,11 +1758,13 @@ static void export_deleter(DLManagedTensor *m) {
 gd_status gd_batch_export(gd_batch_t *b, gd_batch_field field, int layer, void *stream,
                           struct DLManagedTensor **out) {
     gd_status st = GD_OK;
-    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_batch_export: out is NULL");
-    *out = NULL;
 #ifdef GD_HAVE_DLPACK
     gd_array_view v;
     export_ctx *x = NULL;
+#endif
+    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_batch_export: out is NULL");
+    *out = NULL;
+#ifdef GD_HAVE_DLPACK
     GD_CHECK(gd_batch_array(b, field, layer, &v));
     gd_loader_t *l = b->loader;
     const gd__trainer *t = l->t;
