@@ -135,6 +135,21 @@ class GPUTest(Base):
                         self.assertTrue(torch.equal(ip, torch.from_dlpack(blk.indptr)))
                         self.assertTrue(torch.equal(ix, torch.from_dlpack(blk.indices)))
 
+    def test_cupy_from_dlpack(self):
+        try:
+            import cupy
+        except ImportError:
+            self.skipTest("cupy is not installed")
+        with self.loader(mode="zero-copy") as l:
+            for b in l:
+                for a in [b.input_nodes, b.features, b.labels] + \
+                         [x for blk in b.blocks for x in (blk.indptr, blk.indices)]:
+                    c = cupy.from_dlpack(a)
+                    self.assertEqual(c.data.ptr, a.data_ptr)  # no copy
+                    self.assertEqual(tuple(c.shape), a.shape)
+                    self.assertTrue(bool((cupy.asnumpy(c) ==
+                                          torch.from_dlpack(a).cpu().numpy()).all()))
+
     def test_gpu_batches_equal_cpu_batches(self):
         with self.loader(mode="cpu", seed=9) as c:
             want = [tb.batch_digest(b) for b in c.epoch(2)]
