@@ -1,0 +1,500 @@
+/*
+ * The public minibatch loader, gd_loader (include/graphdirect.h): a trainer without a model
+ * (cfg.loader) whose minibatches are handed to the caller instead of to the nn stage. Minibatch b
+ * uses set b % depth, as in training; the caller's "training" is whatever it queues on its streams
+ * before releasing the batch, so the event that frees a set (EV_T1) is recorded at release on the
+ * stream the last export named (or on the gather stream when nothing was exported). Sampling runs
+ * ahead into every set that is free. The CPU mode samples and gathers each minibatch when it is
+ * asked for.
+ *
+ * Lifetimes: a batch is referenced by the caller (until gd_batch_release) and by each DLPack
+ * tensor exported from it (until its deleter runs); the set is reused at zero. The loader is
+ * referenced by its owner and by every live export, so memory behind an exported tensor stays
+ * valid after gd_loader_destroy until the last deleter. Deleters may run on any thread (a
+ * Python garbage collector): the counts are under the loader's mutex.
+ */
+#include "train/pipeline.h"
+
+#include "core/cuda.h"
+
+#ifdef GD_HAVE_DLPACK
+#include <dlpack/dlpack.h>
+#endif
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+struct gd_batch {
+    gd_loader_t *loader;
+    int set;
+    int64_t index;  /* in the epoch */
+    int held;       /* handed out and not released */
+    int refs;       /* held + live exports */
+    void *consumer; /* the stream of the last export (GPU) */
+    int has_consumer;
+};
+
+struct gd_loader {
+    gd__trainer *t;
+    pthread_mutex_t mu;
+    int refs;   /* the owner (until destroy) + live exports */
+    int closed; /* gd_loader_destroy was called */
+    int split;  /* 0 train, 1 valid, 2 test */
+    gd_loader_options o;
+    pass p; /* the epoch in progress */
+    int started;
+    int64_t next_b, issued;
+    gd_batch_t batch[GD__TRAIN_MAX_DEPTH];
+};
+
+static void loader_free(gd_loader_t *l) {
+    gd__trainer_destroy(l->t);
+    pthread_mutex_destroy(&l->mu);
+    gd_free(l);
+}
+
+/* Drop one reference to the loader (under no lock); the last one frees it. */
+static void loader_unref(gd_loader_t *l) {
+    pthread_mutex_lock(&l->mu);
+    const int last = --l->refs == 0;
+    pthread_mutex_unlock(&l->mu);
+    if (last) loader_free(l);
+}
+
+/*
+ * The set of b is free again: record the event sampling waits for before rewriting it. Called
+ * with the mutex held, when the batch's last reference goes.
+ */
+static void set_free(gd_loader_t *l, gd_batch_t *b) {
+#ifdef GD_WITH_CUDA
+    gd__trainer *t = l->t;
+    if (t->gpu && !l->closed) {
+        train_set *s = &t->sets[b->set];
+        if (gd__cuda_event_record(s->ev[EV_T1], b->has_consumer ? b->consumer : t->s_gather) !=
+            GD_OK)
+            gd_clear_error(); /* the stream is gone with its context: nothing reuses the set */
+    }
+#else
+    (void)l;
+#endif
+    b->has_consumer = 0;
+}
+
+gd_status gd_loader_create(const gd_dataset_t *ds, const gd_loader_options *options,
+                           gd_loader_t **out) {
+    gd_status st = GD_OK;
+    gd_loader_t *l = NULL;
+    gd_loader_options o = GD_LOADER_OPTIONS_INIT;
+    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_loader_create: out is NULL");
+    *out = NULL;
+    GD_REQUIRE(ds, GD_ERR_INVALID_ARG, "gd_loader_create: dataset is NULL");
+    if (options)
+        GD_CHECK(gd__options_in(&o, sizeof o, options, 0, "gd_loader_create: options",
+                                "GD_LOADER_OPTIONS_INIT"));
+    gd__train_config c = GD__TRAIN_CONFIG_INIT;
+    c.loader = 1;
+    c.mode = GD__TRAIN_AUTO;
+    if (o.mode) GD_CHECK(gd__train_mode_parse(o.mode, &c.mode));
+    GD_REQUIRE(c.mode != GD__TRAIN_CPU_CENTRIC, GD_ERR_UNSUPPORTED,
+               "loader: mode cpu-centric is a training baseline; use cpu, all-gpu, zero-copy or "
+               "auto");
+    GD_REQUIRE(o.num_layers >= 1 && o.num_layers <= GD_SAMPLER_MAX_LAYERS, GD_ERR_INVALID_ARG,
+               "loader: %d layers; use 1 to %d", o.num_layers, GD_SAMPLER_MAX_LAYERS);
+    GD_REQUIRE(o.split >= GD_ARRAY_TRAIN_IDX && o.split <= GD_ARRAY_TEST_IDX, GD_ERR_INVALID_ARG,
+               "loader: split %d is not train_idx, valid_idx or test_idx", (int)o.split);
+    c.num_layers = o.num_layers;
+    memcpy(c.fanouts, o.fanouts, sizeof c.fanouts);
+    c.batch_size = o.batch_size;
+    c.seed = o.seed;
+    c.threads = o.threads;
+    c.device = o.device;
+    c.depth = o.depth;
+    c.gpu_cache_bytes = o.gpu_cache_bytes;
+    c.graph_cache_bytes = o.graph_cache_bytes;
+    c.gpu_mem_budget = o.gpu_mem_budget;
+    c.gather_sms = o.gather_sms;
+    GD_ALLOC(l, sizeof *l, "the loader");
+    memset(l, 0, sizeof *l);
+    GD_REQUIRE(pthread_mutex_init(&l->mu, NULL) == 0, GD_ERR_INTERNAL,
+               "loader: cannot create a mutex");
+    l->refs = 1;
+    l->o = o;
+    l->split = (int)(o.split - GD_ARRAY_TRAIN_IDX);
+    st = gd__trainer_create(ds, &c, &l->t);
+    if (st != GD_OK) {
+        pthread_mutex_destroy(&l->mu);
+        gd_free(l);
+        return st;
+    }
+    GD_REQUIRE(l->t->mode != GD__TRAIN_CPU_CENTRIC, GD_ERR_UNSUPPORTED,
+               "loader: %s; a loader needs cpu, all-gpu or zero-copy (raise `ulimit -l` for "
+               "zero-copy, or ask for mode cpu)",
+               l->t->plan);
+    GD_REQUIRE(l->t->split_n[l->split] > 0, GD_ERR_INVALID_ARG,
+               "loader: dataset '%s' has no %s nodes", gd_dataset_name(ds), gd_array_name(o.split));
+    for (int i = 0; i < l->t->depth; i++) {
+        l->batch[i].loader = l;
+        l->batch[i].set = i;
+    }
+    /* The loader does not draw what the caller does not ask for: no lookahead past an epoch. */
+    *out = l;
+    return GD_OK;
+fail:
+    if (l) {
+        if (l->t) gd__trainer_destroy(l->t);
+        pthread_mutex_destroy(&l->mu);
+        gd_free(l);
+    }
+    return st;
+}
+
+/* Wait for everything queued (GPU), so that no set is in use by the loader's own streams. */
+static void loader_drain(gd_loader_t *l) {
+#ifdef GD_WITH_CUDA
+    gd__trainer *t = l->t;
+    if (!t->gpu) return;
+    if (gd__cuda_stream_sync(t->s_sample) != GD_OK) gd_clear_error();
+    if (gd__cuda_stream_sync(t->s_gather) != GD_OK) gd_clear_error();
+#else
+    (void)l;
+#endif
+}
+
+void gd_loader_destroy(gd_loader_t *l) {
+    if (!l) return;
+    loader_drain(l);
+    pthread_mutex_lock(&l->mu);
+    l->closed = 1;
+    for (int i = 0; i < GD__TRAIN_MAX_DEPTH; i++) {
+        if (l->batch[i].held) {
+            l->batch[i].held = 0;
+            l->batch[i].refs--;
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    loader_unref(l);
+}
+
+gd_status gd_loader_get_info(const gd_loader_t *l, gd_loader_info *info) {
+    gd_status st = GD_OK;
+    gd_loader_info i;
+    GD_REQUIRE(l && info, GD_ERR_INVALID_ARG, "gd_loader_get_info: NULL argument");
+    memset(&i, 0, sizeof i);
+    i.size = sizeof i;
+    i.mode = gd__train_mode_name(l->t->mode);
+    i.on_device = l->t->gpu;
+    i.device = l->t->gpu ? l->t->cfg.device : 0;
+    i.num_seeds = l->t->split_n[l->split];
+    i.batches_per_epoch =
+        l->o.drop_last ? i.num_seeds / l->t->batch : (i.num_seeds + l->t->batch - 1) / l->t->batch;
+    i.feature_dim = l->t->in_dim;
+    i.max_input_nodes = l->t->sinfo.max_input_nodes;
+    snprintf(i.plan, sizeof i.plan, "%s", l->t->plan);
+    GD_CHECK(gd__info_out(info, &i, sizeof i, "gd_loader_get_info: info", "GD_LOADER_INFO_INIT"));
+fail:
+    return st;
+}
+
+gd_status gd_loader_start_epoch(gd_loader_t *l, int64_t epoch) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(l && !l->closed, GD_ERR_INVALID_ARG, "gd_loader_start_epoch: no loader");
+    GD_REQUIRE(epoch >= 0 && epoch < GD__TRAIN_EVAL_EPOCH, GD_ERR_INVALID_ARG,
+               "gd_loader_start_epoch: epoch %lld out of range", (long long)epoch);
+    gd__trainer *t = l->t;
+    pthread_mutex_lock(&l->mu);
+    int busy = 0;
+    for (int i = 0; i < t->depth; i++) busy += l->batch[i].held;
+    pthread_mutex_unlock(&l->mu);
+    GD_REQUIRE(!busy, GD_ERR_INVALID_ARG,
+               "gd_loader_start_epoch: %d batch(es) of the previous epoch are still held; "
+               "release them first",
+               busy);
+    loader_drain(l);
+    const int64_t n = t->split_n[l->split];
+    int64_t nb;
+    if (l->o.shuffle) {
+        GD_CHECK(gd_seed_batches(t->split[l->split], n, t->batch, t->cfg.seed, epoch,
+                                 l->o.drop_last, t->order, &nb));
+    } else {
+        memcpy(t->order, t->split[l->split], (size_t)n * sizeof(int64_t));
+    }
+    GD_CHECK(gd__train_start_pass(t, t->order, n, epoch, 0, &l->p));
+    if (l->o.drop_last) l->p.batches = n / t->batch;
+    l->next_b = l->issued = 0;
+#ifdef GD_WITH_CUDA
+    if (t->cuda_sampler)
+        GD_CHECK(
+            gd__cuda_memcpy_async(t->d_order, t->order, (size_t)n * sizeof(int64_t), t->s_sample));
+#endif
+    l->started = 1;
+fail:
+    return st;
+}
+
+/* A set is free when no batch holds it (no handle, no export). */
+static int set_busy(gd_loader_t *l, int set) {
+    pthread_mutex_lock(&l->mu);
+    const int busy = l->batch[set].refs > 0;
+    pthread_mutex_unlock(&l->mu);
+    return busy;
+}
+
+gd_status gd_loader_next(gd_loader_t *l, gd_batch_t **out) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_loader_next: out is NULL");
+    *out = NULL;
+    GD_REQUIRE(l && !l->closed, GD_ERR_INVALID_ARG, "gd_loader_next: the loader is closed");
+    GD_REQUIRE(l->started, GD_ERR_INVALID_ARG,
+               "gd_loader_next: no epoch started (gd_loader_start_epoch)");
+    gd__trainer *t = l->t;
+    pass *p = &l->p;
+    const int64_t b = l->next_b;
+    if (b >= p->batches) return GD_OK;
+    const int k = (int)(b % t->depth);
+    GD_REQUIRE(!set_busy(l, k), GD_ERR_INVALID_ARG,
+               "gd_loader_next: all %d buffer sets are held by batches not yet released (or "
+               "their exported tensors); release one first, or create the loader with a larger "
+               "depth",
+               t->depth);
+    train_set *s = &t->sets[k];
+    if (!t->gpu) {
+        GD_CHECK(gd__train_cpu_stage(t, p, b, s));
+    }
+#ifdef GD_WITH_CUDA
+    else {
+        if (l->issued <= b) {
+            GD_CHECK(gd__train_issue_sample(t, p, b));
+            l->issued = b + 1;
+        }
+        /* Sample ahead into the sets that are free. */
+        while (l->issued < p->batches && l->issued < b + t->depth &&
+               !set_busy(l, (int)(l->issued % t->depth)) && l->issued % t->depth != k) {
+            GD_CHECK(gd__train_issue_sample(t, p, l->issued));
+            l->issued++;
+        }
+        GD_CHECK(gd__train_issue_gather(t, p, b));
+    }
+#endif
+    pthread_mutex_lock(&l->mu);
+    gd_batch_t *bt = &l->batch[k];
+    bt->index = b;
+    bt->held = 1;
+    bt->refs = 1;
+    bt->has_consumer = 0;
+    pthread_mutex_unlock(&l->mu);
+    l->next_b = b + 1;
+    *out = bt;
+fail:
+    return st;
+}
+
+void gd_batch_release(gd_batch_t *b) {
+    if (!b) return;
+    gd_loader_t *l = b->loader;
+    pthread_mutex_lock(&l->mu);
+    if (b->held) {
+        b->held = 0;
+        if (--b->refs == 0) set_free(l, b);
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+static gd_status batch_check(const gd_batch_t *b, const char *what) {
+    if (!b) return gd__error(GD_ERR_INVALID_ARG, "%s: batch is NULL", what);
+    if (!b->held || b->loader->closed)
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "%s: the batch was released or its loader destroyed; use a batch only "
+                         "between gd_loader_next and gd_batch_release",
+                         what);
+    return GD_OK;
+}
+
+gd_status gd_batch_get_info(const gd_batch_t *b, gd_batch_info *info) {
+    gd_status st = GD_OK;
+    gd_batch_info i;
+    GD_CHECK(batch_check(b, "gd_batch_get_info"));
+    GD_REQUIRE(info, GD_ERR_INVALID_ARG, "gd_batch_get_info: info is NULL");
+    const gd__trainer *t = b->loader->t;
+    const train_set *s = &t->sets[b->set];
+    memset(&i, 0, sizeof i);
+    i.size = sizeof i;
+    i.index = b->index;
+    i.num_seeds = s->seeds;
+    i.num_input = s->num_in;
+    i.num_layers = t->cfg.num_layers;
+    i.on_device = t->gpu;
+    i.device = t->gpu ? t->cfg.device : 0;
+    GD_CHECK(gd__info_out(info, &i, sizeof i, "gd_batch_get_info: info", "GD_BATCH_INFO_INIT"));
+fail:
+    return st;
+}
+
+gd_status gd_batch_block(const gd_batch_t *b, int layer, gd_block *out) {
+    gd_status st = GD_OK;
+    GD_CHECK(batch_check(b, "gd_batch_block"));
+    const gd__trainer *t = b->loader->t;
+    GD_REQUIRE(out && layer >= 0 && layer < t->cfg.num_layers, GD_ERR_INVALID_ARG,
+               "gd_batch_block: layer %d of %d", layer, t->cfg.num_layers);
+    *out = t->sets[b->set].blocks[layer];
+fail:
+    return st;
+}
+
+gd_status gd_batch_array(const gd_batch_t *b, gd_batch_field field, int layer, gd_array_view *out) {
+    gd_status st = GD_OK;
+    GD_CHECK(batch_check(b, "gd_batch_array"));
+    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_batch_array: out is NULL");
+    const gd__trainer *t = b->loader->t;
+    const train_set *s = &t->sets[b->set];
+    memset(out, 0, sizeof *out);
+    out->ndim = 1;
+    switch (field) {
+    case GD_BATCH_INPUT_NODES:
+        out->dtype = GD_DTYPE_INT64;
+        out->shape[0] = s->num_in;
+        out->data = (void *)s->in_ids;
+        break;
+    case GD_BATCH_FEATURES:
+        out->dtype = GD_DTYPE_FLOAT32;
+        out->ndim = 2;
+        out->shape[0] = s->num_in;
+        out->shape[1] = t->in_dim;
+        out->data = s->x.data;
+        break;
+    case GD_BATCH_LABELS:
+        GD_REQUIRE(t->label_view.data, GD_ERR_NOT_FOUND,
+                   "gd_batch_array: dataset '%s' has no labels", gd_dataset_name(t->ds));
+        out->dtype = GD_DTYPE_INT64;
+        out->shape[0] = s->seeds;
+        out->data = s->labels;
+        break;
+    case GD_BATCH_INDPTR:
+    case GD_BATCH_INDICES: {
+        GD_REQUIRE(layer >= 0 && layer < t->cfg.num_layers, GD_ERR_INVALID_ARG,
+                   "gd_batch_array: layer %d of %d", layer, t->cfg.num_layers);
+        const gd_block *blk = &s->blocks[layer];
+        out->dtype = GD_DTYPE_INT32;
+        out->shape[0] = field == GD_BATCH_INDPTR ? blk->num_dst + 1 : blk->num_edges;
+        out->data = (void *)(field == GD_BATCH_INDPTR ? blk->indptr : blk->indices);
+        break;
+    }
+    default:
+        GD_REQUIRE(0, GD_ERR_INVALID_ARG, "gd_batch_array: field %d is not a batch field",
+                   (int)field);
+    }
+fail:
+    return st;
+}
+
+#ifdef GD_HAVE_DLPACK
+/* One exported tensor: the DLPack struct, its shape, and the batch it keeps alive. */
+typedef struct {
+    DLManagedTensor m;
+    int64_t shape[2];
+    gd_batch_t *batch;
+} export_ctx;
+
+static void export_deleter(DLManagedTensor *m) {
+    export_ctx *x = m->manager_ctx;
+    gd_batch_t *b = x->batch;
+    gd_loader_t *l = b->loader;
+    pthread_mutex_lock(&l->mu);
+    if (--b->refs == 0) set_free(l, b);
+    pthread_mutex_unlock(&l->mu);
+    gd_free(x);
+    loader_unref(l);
+}
+#endif
+
+gd_status gd_batch_export(gd_batch_t *b, gd_batch_field field, int layer, void *stream,
+                          struct DLManagedTensor **out) {
+    gd_status st = GD_OK;
+#ifdef GD_HAVE_DLPACK
+    gd_array_view v;
+    export_ctx *x = NULL;
+#endif
+    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_batch_export: out is NULL");
+    *out = NULL;
+#ifdef GD_HAVE_DLPACK
+    GD_CHECK(gd_batch_array(b, field, layer, &v));
+    gd_loader_t *l = b->loader;
+    const gd__trainer *t = l->t;
+#ifdef GD_WITH_CUDA
+    /* The consumer's stream waits for the batch on the GPU. */
+    if (t->gpu) GD_CHECK(gd__cuda_stream_wait(stream, t->sets[b->set].ev[EV_G1]));
+#else
+    (void)stream;
+#endif
+    GD_ALLOC(x, sizeof *x, "a DLPack tensor");
+    memset(x, 0, sizeof *x);
+    x->batch = b;
+    x->shape[0] = v.shape[0];
+    x->shape[1] = v.shape[1];
+    DLTensor *d = &x->m.dl_tensor;
+    static char empty_marker;
+    d->data = v.data ? v.data : (void *)&empty_marker;
+    d->device.device_type = t->gpu ? kDLCUDA : kDLCPU;
+    d->device.device_id = t->gpu ? t->cfg.device : 0;
+    d->ndim = v.ndim;
+    d->dtype.code = v.dtype == GD_DTYPE_FLOAT32 ? kDLFloat : kDLInt;
+    d->dtype.bits = (uint8_t)(8 * gd_dtype_size(v.dtype));
+    d->dtype.lanes = 1;
+    d->shape = x->shape;
+    d->strides = NULL;
+    d->byte_offset = 0;
+    x->m.manager_ctx = x;
+    x->m.deleter = export_deleter;
+    pthread_mutex_lock(&l->mu);
+    b->refs++;
+    l->refs++;
+    if (t->gpu) {
+        b->consumer = stream;
+        b->has_consumer = 1;
+    }
+    pthread_mutex_unlock(&l->mu);
+    *out = (struct DLManagedTensor *)&x->m;
+    return GD_OK;
+fail:
+    gd_free(x);
+    return st;
+#else
+    (void)b;
+    (void)field;
+    (void)layer;
+    (void)stream;
+    GD_REQUIRE(0, GD_ERR_UNSUPPORTED,
+               "gd_batch_export: graphdirect was built without the DLPack header; install "
+               "libdlpack-dev (scripts/install-deps.sh) and rebuild, or read the fields with "
+               "gd_batch_array");
+fail:
+    return st;
+#endif
+}
+
+gd_status gd_batch_export_all(gd_batch_t *b, void *stream, struct DLManagedTensor **out, int n) {
+    gd_status st = GD_OK;
+    int done = 0;
+    GD_CHECK(batch_check(b, "gd_batch_export_all"));
+    const int L = b->loader->t->cfg.num_layers;
+    GD_REQUIRE(out && n >= 3 + 2 * L, GD_ERR_INVALID_ARG,
+               "gd_batch_export_all: room for %d tensors, the batch has %d (3 + 2 x %d layers)", n,
+               3 + 2 * L, L);
+    for (int i = 0; i < 3 + 2 * L; i++) {
+        const gd_batch_field f =
+            i < 3 ? (gd_batch_field)i : ((i - 3) % 2 ? GD_BATCH_INDICES : GD_BATCH_INDPTR);
+        out[i] = NULL;
+        if (f == GD_BATCH_LABELS && !b->loader->t->label_view.data) continue;
+        GD_CHECK(gd_batch_export(b, f, i < 3 ? 0 : (i - 3) / 2, stream, &out[i]));
+        done = i + 1;
+    }
+    return GD_OK;
+fail:
+#ifdef GD_HAVE_DLPACK
+    for (int i = 0; out && i < done; i++)
+        if (out[i]) out[i]->deleter(out[i]);
+#else
+    (void)done;
+#endif
+    return st;
+}
