@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 static void help(void) {
@@ -209,14 +208,8 @@ static int join_path(char *buf, size_t n, const char *dir, const char *file) {
 
 static cJSON *run_record(const gd__train_config *cfg, const gd__trainer_info *info,
                          const gd_dataset_t *ds) {
-    cJSON *o = cJSON_CreateObject();
-    char when[64];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    cJSON_AddStringToObject(o, "type", "run");
-    cJSON_AddStringToObject(o, "time", when);
+    cJSON *o = cli_metrics_record("run");
+    cli_metrics_add_time(o);
     cJSON_AddStringToObject(o, "dataset", gd_dataset_name(ds));
     cJSON_AddStringToObject(o, "model", cfg->mlp ? "mlp" : "graphsage");
     cJSON_AddStringToObject(o, "mode", gd__train_mode_name(info->mode));
@@ -244,8 +237,7 @@ static cJSON *run_record(const gd__train_config *cfg, const gd__trainer_info *in
 }
 
 static cJSON *epoch_record(const gd__train_epoch_stats *es, double valid) {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "type", "epoch");
+    cJSON *o = cli_metrics_record("epoch");
     cJSON_AddNumberToObject(o, "epoch", (double)es->epoch + 1);
     cJSON_AddItemToObject(o, "loss", num_or_null(es->loss));
     cJSON_AddItemToObject(o, "train_acc", num_or_null(es->train_acc));
@@ -457,8 +449,7 @@ static int train_model(const gd_dataset_t *ds, const gd__train_config *cfg_in, i
     }
     fflush(stdout);
     if (metrics) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "type", "test");
+        cJSON *o = cli_metrics_record("test");
         cJSON_AddStringToObject(o, "model", cfg.mlp ? "mlp" : "graphsage");
         cJSON_AddNumberToObject(o, "best_epoch", (double)best_epoch + 1);
         cJSON_AddItemToObject(o, "test_acc", num_or_null(res->test));
