@@ -116,17 +116,14 @@ gd_status gd_loader_create(const gd_dataset_t *ds, const gd_loader_options *opti
     c.gather_sms = o.gather_sms;
     GD_ALLOC(l, sizeof *l, "the loader");
     memset(l, 0, sizeof *l);
-    GD_REQUIRE(pthread_mutex_init(&l->mu, NULL) == 0, GD_ERR_INTERNAL,
-               "loader: cannot create a mutex");
+    if (pthread_mutex_init(&l->mu, NULL) != 0) {
+        gd_free(l);
+        return gd__error(GD_ERR_INTERNAL, "loader: cannot create a mutex");
+    }
     l->refs = 1;
     l->o = o;
     l->split = (int)(o.split - GD_ARRAY_TRAIN_IDX);
-    st = gd__trainer_create(ds, &c, &l->t);
-    if (st != GD_OK) {
-        pthread_mutex_destroy(&l->mu);
-        gd_free(l);
-        return st;
-    }
+    GD_CHECK(gd__trainer_create(ds, &c, &l->t));
     GD_REQUIRE(l->t->mode != GD__TRAIN_CPU_CENTRIC, GD_ERR_UNSUPPORTED,
                "loader: %s; a loader needs cpu, all-gpu or zero-copy (raise `ulimit -l` for "
                "zero-copy, or ask for mode cpu)",
@@ -141,11 +138,7 @@ gd_status gd_loader_create(const gd_dataset_t *ds, const gd_loader_options *opti
     *out = l;
     return GD_OK;
 fail:
-    if (l) {
-        if (l->t) gd__trainer_destroy(l->t);
-        pthread_mutex_destroy(&l->mu);
-        gd_free(l);
-    }
+    if (l) loader_free(l);
     return st;
 }
 
@@ -176,6 +169,12 @@ void gd_loader_destroy(gd_loader_t *l) {
     loader_unref(l);
 }
 
+/* Minibatches of an epoch: the short last one is dropped with drop_last. */
+static int64_t epoch_batches(const gd_loader_t *l) {
+    const int64_t n = l->t->split_n[l->split], bs = l->t->batch;
+    return l->o.drop_last ? n / bs : (n + bs - 1) / bs;
+}
+
 gd_status gd_loader_get_info(const gd_loader_t *l, gd_loader_info *info) {
     gd_status st = GD_OK;
     gd_loader_info i;
@@ -186,8 +185,7 @@ gd_status gd_loader_get_info(const gd_loader_t *l, gd_loader_info *info) {
     i.on_device = l->t->gpu;
     i.device = l->t->gpu ? l->t->cfg.device : 0;
     i.num_seeds = l->t->split_n[l->split];
-    i.batches_per_epoch =
-        l->o.drop_last ? i.num_seeds / l->t->batch : (i.num_seeds + l->t->batch - 1) / l->t->batch;
+    i.batches_per_epoch = epoch_batches(l);
     i.feature_dim = l->t->in_dim;
     i.max_input_nodes = l->t->sinfo.max_input_nodes;
     snprintf(i.plan, sizeof i.plan, "%s", l->t->plan);
@@ -220,7 +218,7 @@ gd_status gd_loader_start_epoch(gd_loader_t *l, int64_t epoch) {
         memcpy(t->order, t->split[l->split], (size_t)n * sizeof(int64_t));
     }
     GD_CHECK(gd__train_start_pass(t, t->order, n, epoch, 0, &l->p));
-    if (l->o.drop_last) l->p.batches = n / t->batch;
+    l->p.batches = epoch_batches(l);
     l->next_b = l->issued = 0;
 #ifdef GD_WITH_CUDA
     if (t->cuda_sampler)
