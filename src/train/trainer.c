@@ -309,9 +309,9 @@ static int64_t memlock_limit(void) {
 /*
  * auto: all-gpu when graph, features and the fixed buffers fit in the budget; else zero-copy
  * when the features and the graph's indices may be page-locked; else cpu-centric. Without a
- * GPU: cpu. The reason goes to t->plan.
+ * GPU: cpu. The reason goes to t->plan; the estimate, when one was made, to *m (*have = 1).
  */
-static gd_status pick_mode(gd__trainer *t, int64_t budget) {
+static gd_status pick_mode(gd__trainer *t, int64_t budget, mem_need *m, int *have) {
     gd_status st = GD_OK;
     char a[32], b[32], c[32], d[32];
 #ifdef GD_WITH_CUDA
@@ -331,25 +331,25 @@ static gd_status pick_mode(gd__trainer *t, int64_t budget) {
         );
         return GD_OK;
     }
-    mem_need m;
-    GD_CHECK(needs(t, &m));
-    const int64_t all = m.graph_bytes + m.feature_bytes + m.fixed_bytes;
-    const int64_t pin = m.feature_bytes + (m.graph_bytes - m.indptr_bytes);
+    GD_CHECK(needs(t, m));
+    *have = 1;
+    const int64_t all = m->graph_bytes + m->feature_bytes + m->fixed_bytes;
+    const int64_t pin = m->feature_bytes + (m->graph_bytes - m->indptr_bytes);
     if (all <= budget) {
         t->mode = GD__TRAIN_ALL_GPU;
         snprintf(t->plan, sizeof t->plan,
                  "auto picked all-gpu: graph %s + features %s + buffers %s fit in the GPU memory "
                  "budget of %s",
-                 gib(m.graph_bytes, a, sizeof a), gib(m.feature_bytes, b, sizeof b),
-                 gib(m.fixed_bytes, c, sizeof c), gib(budget, d, sizeof d));
-    } else if (pin <= memlock_limit() && m.indptr_bytes + m.fixed_bytes <= budget) {
+                 gib(m->graph_bytes, a, sizeof a), gib(m->feature_bytes, b, sizeof b),
+                 gib(m->fixed_bytes, c, sizeof c), gib(budget, d, sizeof d));
+    } else if (pin <= memlock_limit() && m->indptr_bytes + m->fixed_bytes <= budget) {
         t->mode = GD__TRAIN_ZERO_COPY;
         snprintf(t->plan, sizeof t->plan,
                  "auto picked zero-copy: graph %s + features %s + buffers %s exceed the GPU "
                  "memory budget of %s, so features and neighbour lists stay in pinned host "
                  "memory and the GPU caches the hottest feature rows in what is left",
-                 gib(m.graph_bytes, a, sizeof a), gib(m.feature_bytes, b, sizeof b),
-                 gib(m.fixed_bytes, c, sizeof c), gib(budget, d, sizeof d));
+                 gib(m->graph_bytes, a, sizeof a), gib(m->feature_bytes, b, sizeof b),
+                 gib(m->fixed_bytes, c, sizeof c), gib(budget, d, sizeof d));
     } else {
         t->mode = GD__TRAIN_CPU_CENTRIC;
         snprintf(t->plan, sizeof t->plan,
@@ -542,8 +542,8 @@ fail:
     return st;
 }
 
-/* The graph where the mode's sampler reads it. */
-static gd_status place_graph(gd__trainer *t, int64_t budget) {
+/* The graph where the mode's sampler reads it; known: auto's estimate (NULL: none made). */
+static gd_status place_graph(gd__trainer *t, int64_t budget, const mem_need *known) {
     gd_status st = GD_OK;
     gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
     o.device = t->cfg.device;
@@ -563,7 +563,10 @@ static gd_status place_graph(gd__trainer *t, int64_t budget) {
              * lists (the rest to the feature rows); at most the whole of indices.
              */
             mem_need m;
-            GD_CHECK(needs(t, &m));
+            if (known)
+                m = *known;
+            else
+                GD_CHECK(needs(t, &m));
             const int64_t left = budget - m.fixed_bytes - m.indptr_bytes - 16 * t->num_nodes;
             o.gpu_cache_bytes = left > 0 ? left / 4 : 0;
             if (o.gpu_cache_bytes > m.graph_bytes - m.indptr_bytes)
@@ -640,6 +643,8 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     gd__trainer *t = NULL;
     char a[32], b[32];
     int64_t free0 = 0, total = 0, budget = 0;
+    mem_need need; /* auto's estimate, reused for the list cache */
+    int have_need = 0;
     GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd__trainer_create: out is NULL");
     *out = NULL;
     GD_CHECK(check_config(ds, cfg));
@@ -694,7 +699,7 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     }
     (void)total;
     if (t->mode == GD__TRAIN_AUTO)
-        GD_CHECK(pick_mode(t, budget));
+        GD_CHECK(pick_mode(t, budget, &need, &have_need));
     else
         snprintf(t->plan, sizeof t->plan, "mode %s (as asked)", mode_names[t->mode]);
     t->gpu = t->mode != GD__TRAIN_CPU;
@@ -724,7 +729,7 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     }
 
     /* The graph where the sampler reads it, the sampler and the minibatch buffers. */
-    if (t->cuda_sampler) GD_CHECK(place_graph(t, budget));
+    if (t->cuda_sampler) GD_CHECK(place_graph(t, budget, have_need ? &need : NULL));
     int fanouts[GD_SAMPLER_MAX_LAYERS];
     sampler_fanouts(cfg, fanouts);
     gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
