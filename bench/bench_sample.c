@@ -14,6 +14,10 @@
  *   uva-cache10   uva-indices with the hot neighbour-list GPU cache (gpu_cache_bytes) holding
  *   uva-cache20   10 % or 20 % of the indices bytes: the lists of the highest out-degrees;
  *   gpu           the CUDA sampler, both arrays in GPU memory (the ceiling);
+ *   uva-link      the link ceiling of uva and uva-indices: the reads those samplers make for
+ *   uva-indices-link  the first minibatches (indptr and lists, or lists only), replayed with
+ *                 nothing else in one kernel (sample/read_plan.h): what the link needs for them,
+ *                 which bounds what any sampler reading this way can reach over UVA;
  * and the UVA and gpu modes with both read schedules forced, whatever the sampler picks for the
  * graph (docs/sampling.md, "Reading in address order"): `-unsorted` reads every hop in frontier
  * order, `-sorted` every hop (the seeds' included) in address order.
@@ -32,6 +36,7 @@
 /* The sampler's read schedule (gd_sampler_t.sort_reads): the static library carries the
  * internals, so the benchmark can set what no option exposes. */
 #include "sample/internal.h"
+#include "sample/read_plan.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -50,6 +55,8 @@ enum {
     M_UVA_INDICES_SORTED,
     M_UVA_CACHE10,
     M_UVA_CACHE20,
+    M_UVA_LINK,
+    M_UVA_INDICES_LINK,
     M_GPU_SORTED,
     M_GPU, /* last: the ratios to it are printed once it has run */
     M_COUNT
@@ -60,19 +67,22 @@ static const struct {
     gd_placement indptr, indices; /* CUDA modes */
     int sort;                     /* CUDA modes: the read schedule, GD__SORT_* */
     int cache_pct;                /* CUDA modes: GPU list cache, % of the indices bytes */
+    int link;                     /* the link ceiling of the mode link - 1 */
 } modes[M_COUNT] = {
-    {"cpu", GD_PLACE_HOST, GD_PLACE_HOST, GD__SORT_AUTO, 0},
-    {"cpu-parallel", GD_PLACE_HOST, GD_PLACE_HOST, GD__SORT_AUTO, 0},
-    {"uva", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_AUTO, 0},
-    {"uva-unsorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_NEVER, 0},
-    {"uva-sorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_ALWAYS, 0},
-    {"uva-indices", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 0},
-    {"uva-indices-unsorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_NEVER, 0},
-    {"uva-indices-sorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_ALWAYS, 0},
-    {"uva-cache10", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 10},
-    {"uva-cache20", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 20},
-    {"gpu-sorted", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_ALWAYS, 0},
-    {"gpu", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_AUTO, 0},
+    {"cpu", GD_PLACE_HOST, GD_PLACE_HOST, GD__SORT_AUTO, 0, 0},
+    {"cpu-parallel", GD_PLACE_HOST, GD_PLACE_HOST, GD__SORT_AUTO, 0, 0},
+    {"uva", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_AUTO, 0, 0},
+    {"uva-unsorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_NEVER, 0, 0},
+    {"uva-sorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_ALWAYS, 0, 0},
+    {"uva-indices", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 0, 0},
+    {"uva-indices-unsorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_NEVER, 0, 0},
+    {"uva-indices-sorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_ALWAYS, 0, 0},
+    {"uva-cache10", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 10, 0},
+    {"uva-cache20", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 20, 0},
+    {"uva-link", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_AUTO, 0, M_UVA + 1},
+    {"uva-indices-link", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 0, M_UVA_INDICES + 1},
+    {"gpu-sorted", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_ALWAYS, 0, 0},
+    {"gpu", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_AUTO, 0, 0},
 };
 
 static int is_cuda_mode(int m) {
@@ -130,7 +140,9 @@ static void help(void) {
         "  --modes LIST       cpu, cpu-parallel, uva, uva-indices, gpu, and with the read\n"
         "                     schedule forced: uva-unsorted, uva-sorted, uva-indices-unsorted,\n"
         "                     uva-indices-sorted, gpu-sorted; with a GPU list cache of 10 or\n"
-        "                     20 %% of the indices bytes: uva-cache10, uva-cache20 (default all)\n"
+        "                     20 %% of the indices bytes: uva-cache10, uva-cache20; the link\n"
+        "                     ceiling of uva and uva-indices: uva-link, uva-indices-link\n"
+        "                     (default all)\n"
         "  --gpu-batches N    timed minibatches per CUDA mode (default 200; --quick 10)\n"
         "  --cpu-batches N    timed minibatches per CPU mode (default 8 per thread)\n"
         "  --streams N        CUDA samplers on their own streams (default 4)\n"
@@ -155,7 +167,7 @@ static int parse_modes(sample_bench *b, const char *text) {
         if (!found) {
             bench_error("--modes: unknown mode '%s': use cpu, cpu-parallel, uva, uva-unsorted, "
                         "uva-sorted, uva-indices, uva-indices-unsorted, uva-indices-sorted, "
-                        "uva-cache10, uva-cache20, gpu-sorted or gpu",
+                        "uva-cache10, uva-cache20, uva-link, uva-indices-link, gpu-sorted or gpu",
                         tok);
             return -1;
         }
@@ -611,6 +623,26 @@ fail:
     return rc;
 }
 
+/* The graph placed as mode m places it; the bytes in GPU and pinned memory and of its cache. */
+static int place_graph(const sample_bench *b, const preset_data *p, int m, gd_graph_t **g,
+                       int64_t *gpu_bytes, int64_t *pinned_bytes, int64_t *cache_bytes) {
+    gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
+    gd_graph_info gi = GD_GRAPH_INFO_INIT;
+    go.indptr_placement = modes[m].indptr;
+    go.indices_placement = modes[m].indices;
+    go.device = b->opt.device;
+    go.gpu_cache_bytes = p->num_edges * (int64_t)gd_dtype_size(p->dtype) / 100 * modes[m].cache_pct;
+    BENCH_GD(gd_graph_create(p->num_nodes, p->indptr, p->indices, p->dtype, &go, g),
+             "placing the graph");
+    BENCH_GD(gd_graph_get_info(*g, &gi), "reading the graph's placement");
+    *gpu_bytes = gi.device_bytes;
+    *pinned_bytes = gi.pinned_bytes;
+    *cache_bytes = gi.cache_bytes;
+    return 0;
+fail:
+    return -1;
+}
+
 static int run_cuda(const sample_bench *b, const preset_data *p, int m, const int *fanouts,
                     int layers, double *secs, int64_t *edges, int64_t *inputs,
                     int64_t *graph_gpu_bytes, int64_t *graph_pinned_bytes, int64_t *cache_bytes,
@@ -622,20 +654,7 @@ static int run_cuda(const sample_bench *b, const preset_data *p, int m, const in
     cudaStream_t st[MAX_STREAMS];
     int nstreams = 0, rc = -1;
     const int K = b->streams;
-    gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
-    go.indptr_placement = modes[m].indptr;
-    go.indices_placement = modes[m].indices;
-    go.device = b->opt.device;
-    go.gpu_cache_bytes = p->num_edges * (int64_t)gd_dtype_size(p->dtype) / 100 * modes[m].cache_pct;
-    BENCH_GD(gd_graph_create(p->num_nodes, p->indptr, p->indices, p->dtype, &go, &g),
-             "placing the graph");
-    {
-        gd_graph_info gi = GD_GRAPH_INFO_INIT;
-        BENCH_GD(gd_graph_get_info(g, &gi), "reading the graph's placement");
-        *graph_gpu_bytes = gi.device_bytes;
-        *graph_pinned_bytes = gi.pinned_bytes;
-        *cache_bytes = gi.cache_bytes;
-    }
+    if (place_graph(b, p, m, &g, graph_gpu_bytes, graph_pinned_bytes, cache_bytes)) goto fail;
     const gd_sampler_options o = sampler_options(b, GD_SAMPLER_CUDA, 0);
     for (int k = 0; k < K; k++) {
         BENCH_CUDA(cudaStreamCreateWithFlags(&st[k], cudaStreamNonBlocking));
@@ -681,6 +700,65 @@ fail:
     gd_graph_destroy(g);
     return rc;
 }
+
+/* Minibatches whose reads the link modes replay. */
+#define LINK_BATCHES 32
+
+/*
+ * The read plan of the first minibatches (at most LINK_BATCHES) of this preset and fanout list,
+ * made from the CPU sampler's minibatches (equal to the CUDA sampler's) once for both link modes;
+ * *inputs gets their input nodes.
+ */
+static int build_plan(const sample_bench *b, const preset_data *p, const int *fanouts, int layers,
+                      gd__read_plan *plan, int64_t *inputs) {
+    gd_sampler_t *cs = NULL;
+    gd_minibatch_t *cmb = NULL;
+    int64_t edges = 0;
+    const int count = b->gpu_batches < LINK_BATCHES ? b->gpu_batches : LINK_BATCHES;
+    int rc = -1;
+    const gd_sampler_options o = sampler_options(b, GD_SAMPLER_CPU, b->opt.threads);
+    if (plan->minibatches) return 0;
+    BENCH_GD(gd_sampler_create(p->host_graph, fanouts, layers, &o, &cs), "creating a CPU sampler");
+    BENCH_GD(gd_minibatch_create(cs, &cmb), "creating a minibatch buffer");
+    for (int i = 0; i < count; i++) {
+        BENCH_GD(gd_sample(cs, batch_seeds(b, p, i), b->opt.batch, 0, 0, i, NULL, cmb),
+                 "sampling (CPU)");
+        if (minibatch_sizes(cmb, &edges, inputs)) goto fail;
+        BENCH_GD(gd__read_plan_add(plan, cs, cmb, 0, i), "planning the link ceiling's reads");
+    }
+    rc = 0;
+fail:
+    gd_minibatch_destroy(cmb);
+    gd_sampler_destroy(cs);
+    return rc;
+}
+
+/*
+ * Link mode m: the plan's reads replayed on the graph placed as the mode places it (indptr read
+ * where it is pinned), the fastest of three runs; the replay's checksum must equal the CPU's.
+ */
+static int run_link(const sample_bench *b, const preset_data *p, int m, const gd__read_plan *plan,
+                    double *secs, int64_t *edges, int64_t *gpu_bytes, int64_t *pinned_bytes) {
+    gd_graph_t *g = NULL;
+    int64_t cache_bytes = 0;
+    uint64_t sum = 0;
+    int rc = -1;
+    const int read_indptr = modes[m].indptr == GD_PLACE_PINNED;
+    if (place_graph(b, p, m, &g, gpu_bytes, pinned_bytes, &cache_bytes)) goto fail;
+    BENCH_GD(gd__read_plan_replay(plan, g, read_indptr, 3, secs, &sum), "replaying the reads");
+    {
+        const uint64_t expect = gd__read_plan_checksum(plan, p->host_graph, read_indptr);
+        BENCH_REQUIRE(sum == expect,
+                      "%s: the replay read other entries than its plan (checksum %llx, CPU "
+                      "%llx): no number is reported",
+                      modes[m].name, (unsigned long long)sum, (unsigned long long)expect);
+    }
+    *edges = plan->edges;
+    rc = 0;
+fail:
+    gd_graph_destroy(g);
+    return rc;
+}
 #endif
 
 /* ---- report */
@@ -711,6 +789,18 @@ static int add_run(sample_bench *b, const preset_data *p, int fi, int m, int bat
         BENCH_JSON(cJSON_AddNumberToObject(r, "streams", b->streams));
     else
         BENCH_JSON(cJSON_AddNumberToObject(r, "threads", b->opt.threads));
+    return 0;
+fail:
+    return -1;
+}
+
+/* The last run's record gets the plan's read counts (a link mode). */
+static int add_link_json(sample_bench *b, const gd__read_plan *plan) {
+    cJSON *r = cJSON_GetArrayItem(b->jruns, cJSON_GetArraySize(b->jruns) - 1);
+    BENCH_REQUIRE(r, "no run record to extend");
+    BENCH_JSON(cJSON_AddNumberToObject(r, "planned_nodes", (double)plan->num_items));
+    BENCH_JSON(cJSON_AddNumberToObject(r, "list_sectors_32b", (double)plan->list_sectors));
+    BENCH_JSON(cJSON_AddNumberToObject(r, "list_lines_128b", (double)plan->list_lines));
     return 0;
 fail:
     return -1;
@@ -755,13 +845,20 @@ static void print_targets(sample_bench *b) {
             const double *s = b->seps[pi][fi];
             const double cpu = s[M_CPU] > s[M_CPU_PAR] ? s[M_CPU] : s[M_CPU_PAR];
             fanout_text(b->fanouts[fi], b->layers[fi], f, sizeof f);
-            if (s[M_UVA] > 0 && cpu > 0) {
-                snprintf(name, sizeof name, "uva / cpu, %s [%s]", b->presets[pi], f);
-                bench_target(b->jtargets, name, s[M_UVA] / cpu, 20.0, "x");
-            }
-            if (s[M_UVA] > 0 && s[M_GPU] > 0) {
-                snprintf(name, sizeof name, "uva / gpu-resident, %s [%s]", b->presets[pi], f);
-                bench_target(b->jtargets, name, s[M_UVA] / s[M_GPU], 0.75, "x");
+            /* Both placements over UVA: the graph pinned, or only its indices. */
+            static const int uva[2] = {M_UVA, M_UVA_INDICES};
+            for (int k = 0; k < 2; k++) {
+                const int m = uva[k];
+                if (s[m] > 0 && cpu > 0) {
+                    snprintf(name, sizeof name, "%s / cpu, %s [%s]", modes[m].name,
+                             b->presets[pi], f);
+                    bench_target(b->jtargets, name, s[m] / cpu, 20.0, "x");
+                }
+                if (s[m] > 0 && s[M_GPU] > 0) {
+                    snprintf(name, sizeof name, "%s / gpu-resident, %s [%s]", modes[m].name,
+                             b->presets[pi], f);
+                    bench_target(b->jtargets, name, s[m] / s[M_GPU], 0.75, "x");
+                }
             }
         }
 }
@@ -807,6 +904,9 @@ int bench_sample(int argc, char **argv) {
     for (int pi = 0; pi < b->npresets; pi++) {
         if (preset_load(b, b->presets[pi], &p) != 0) goto fail;
         for (int fi = 0; fi < b->nfsets; fi++) {
+            gd__read_plan plan; /* the link modes' reads, made by the first of them */
+            int64_t plan_inputs = 0;
+            memset(&plan, 0, sizeof plan);
             for (int m = 0; m < M_COUNT; m++) {
                 if (!b->use[m]) continue;
                 double secs = 0;
@@ -827,10 +927,22 @@ int bench_sample(int argc, char **argv) {
                         goto fail;
                 } else {
 #ifdef GD_WITH_CUDA
-                    batches = b->gpu_batches;
-                    if (run_cuda(b, &p, m, b->fanouts[fi], b->layers[fi], &secs, &edges, &inputs,
-                                 &gbytes, &pbytes, &cbytes, &share))
-                        goto fail;
+                    if (modes[m].link) {
+                        const int rl =
+                            build_plan(b, &p, b->fanouts[fi], b->layers[fi], &plan, &plan_inputs) ||
+                            run_link(b, &p, m, &plan, &secs, &edges, &gbytes, &pbytes);
+                        batches = (int)plan.minibatches;
+                        inputs = plan_inputs;
+                        if (rl) {
+                            gd__read_plan_free(&plan);
+                            goto fail;
+                        }
+                    } else {
+                        batches = b->gpu_batches;
+                        if (run_cuda(b, &p, m, b->fanouts[fi], b->layers[fi], &secs, &edges,
+                                     &inputs, &gbytes, &pbytes, &cbytes, &share))
+                            goto fail;
+                    }
 #endif
                 }
                 const double seps = secs > 0 ? (double)edges / secs : 0;
@@ -848,18 +960,35 @@ int bench_sample(int argc, char **argv) {
                 if (share >= 0)
                     printf("  %s: GPU list cache %.1f MB, %.1f %% of minibatch 0's list reads\n",
                            modes[m].name, (double)cbytes / 1e6, 100 * share);
+                if (modes[m].link && edges > 0)
+                    printf("  %s: minibatches 0-%d replayed; per sampled edge %.2f 32-byte "
+                           "sectors and %.2f 128-byte lines of indices; %.1f GB/s of sectors\n",
+                           modes[m].name, batches - 1, (double)plan.list_sectors / (double)edges,
+                           (double)plan.list_lines / (double)edges,
+                           secs > 0 ? 32.0 * (double)plan.list_sectors / secs / 1e9 : 0);
                 fflush(stdout);
                 if (add_run(b, &p, fi, m, batches, secs, edges, inputs, gbytes, pbytes, cbytes,
-                            share))
+                            share) ||
+                    (modes[m].link && add_link_json(b, &plan))) {
+                    gd__read_plan_free(&plan);
                     goto fail;
+                }
                 if (cli_interrupted()) goto fail;
             }
-            /* The gpu ceiling runs last in the loop: print the UVA ratios to it now. */
+            gd__read_plan_free(&plan);
+            /* The gpu ceiling runs last in the loop: print the UVA ratios to it now, and each
+             * sampler's share of its link ceiling. */
             if (b->seps[pi][fi][M_GPU] > 0)
                 for (int m = M_UVA; m < M_GPU; m++)
                     if (b->seps[pi][fi][m] > 0)
                         printf("  %s / gpu-resident: %.2f\n", modes[m].name,
                                b->seps[pi][fi][m] / b->seps[pi][fi][M_GPU]);
+            for (int m = M_UVA; m < M_COUNT; m++) {
+                const int of = modes[m].link ? modes[m].link - 1 : -1;
+                if (of >= 0 && b->seps[pi][fi][m] > 0 && b->seps[pi][fi][of] > 0)
+                    printf("  %s / %s: %.2f of its link ceiling\n", modes[of].name, modes[m].name,
+                           b->seps[pi][fi][of] / b->seps[pi][fi][m]);
+            }
         }
         preset_release(&p);
     }

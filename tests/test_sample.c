@@ -12,9 +12,13 @@
  *     3-subsets of a 7-neighbour node (Floyd's algorithm), with replacement, and with more
  *     draws than a warp has lanes;
  *   - the epoch iterator is a permutation, deterministic per (seed, epoch);
+ *   - the link ceiling's read plan (sample/read_plan.h) lists, for every frontier node of every
+ *     hop in node order, reads that give exactly the neighbours the sampler took: the scattered
+ *     positions, or the whole list by the CUDA sampler's rule;
  *   - argument errors and allocation faults fail cleanly without leaks.
  * The CUDA sampler is compared with this one by test_sample_cuda.
  */
+#include "sample/read_plan.h"
 #include "sample_util.h"
 
 static void check_cpu_sampler(uint64_t *state) {
@@ -316,6 +320,124 @@ static void check_api_errors(uint64_t *state) {
 }
 
 /* Every allocation of graph, sampler and minibatch creation fails once, cleanly. */
+typedef struct {
+    int64_t node, pos;
+} node_pos;
+
+static int cmp_node_pos(const void *a, const void *b) {
+    const int64_t x = ((const node_pos *)a)->node, y = ((const node_pos *)b)->node;
+    return (x > y) - (x < y);
+}
+
+/* The plan items [*at, ...) of minibatch h against its blocks; advances *at past them. */
+static void check_plan_minibatch(const graph *g, const host_mb *h, const fanout_set *fs,
+                                 int replace, const gd__read_plan *plan, int64_t *at,
+                                 int64_t *edges) {
+    const int64_t eb = (int64_t)gd_dtype_size(g->dtype);
+    for (int hop = 0; hop < fs->L; hop++) {
+        const gd_block *b = &h->b[fs->L - 1 - hop];
+        const int32_t *bip = h->indptr[fs->L - 1 - hop], *bix = h->indices[fs->L - 1 - hop];
+        const int fanout = fs->fanouts[hop];
+        const int lanes = fanout < 0 || fanout > 16 ? 32 : fanout > 8 ? 16 : 8;
+        node_pos *order = malloc(sizeof *order * (size_t)(b->num_dst + 1));
+        T_ASSERT(order);
+        for (int64_t i = 0; i < b->num_dst; i++) order[i] = (node_pos){h->nodes[i], i};
+        qsort(order, (size_t)b->num_dst, sizeof *order, cmp_node_pos);
+        T_ASSERT(*at + b->num_dst <= plan->num_items);
+        for (int64_t r = 0; r < b->num_dst; r++) {
+            const gd__read_item *it = &plan->items[*at + r];
+            const int64_t i = order[r].pos, v = order[r].node;
+            const int64_t start = g->indptr[v], deg = g->indptr[v + 1] - start;
+            const int64_t cnt = bip[i + 1] - bip[i];
+            const int32_t *took = bix + bip[i];
+            T_EQ_INT(it->node, v);
+            T_EQ_INT(it->start, start);
+            T_EQ_INT(it->lanes, lanes);
+            *edges += cnt;
+            if (cnt == 0) {
+                T_EQ_INT(it->kind, GD__READ_INDPTR);
+                T_EQ_INT(it->len, 0);
+                continue;
+            }
+            const int all = fanout < 0 || (!replace && cnt == deg);
+            if (all || deg * eb <= 32 * (cnt < lanes ? cnt : lanes)) {
+                T_EQ_INT(it->kind, GD__READ_WHOLE);
+                T_EQ_INT(it->len, all ? cnt : deg);
+                if (all)
+                    for (int64_t j = 0; j < cnt; j++)
+                        T_EQ_INT(nbr(g, start + j), h->nodes[took[j]]);
+                continue;
+            }
+            T_EQ_INT(it->kind, GD__READ_SCATTERED);
+            T_EQ_INT(it->len, cnt);
+            T_ASSERT(it->pos >= 0 && it->pos + cnt <= plan->num_positions);
+            for (int64_t j = 0; j < cnt; j++) {
+                const int64_t q = plan->positions[it->pos + j];
+                T_ASSERT(q >= 0 && q < deg);
+                T_EQ_INT(nbr(g, start + q), h->nodes[took[j]]);
+            }
+        }
+        *at += b->num_dst;
+        free(order);
+    }
+}
+
+/* The read plan of the link ceiling against the sampler's own minibatches. */
+static void check_read_plan(uint64_t *state) {
+    for (int di = 0; di < 2; di++) {
+        const gd_dtype dt = di ? GD_DTYPE_INT64 : GD_DTYPE_INT32;
+        graph g = make_graph(state, 3000, 12, dt);
+        gd_graph_t *gg = NULL;
+        T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, NULL, &gg));
+        int64_t seeds[200];
+        for (int fi = 0; fi < NUM_FANOUT_SETS; fi++)
+            for (int replace = 0; replace < 2; replace++) {
+                const fanout_set *fs = &fanout_sets[fi];
+                gd_sampler_t *s = make_sampler(gg, fs, GD_SAMPLER_CPU, 200, replace,
+                                               t_rand(state), 1 + (int)(t_rand(state) % 3));
+                gd_minibatch_t *mb;
+                T_OK(gd_minibatch_create(s, &mb));
+                gd__read_plan plan;
+                memset(&plan, 0, sizeof plan);
+                int64_t at = 0, edges = 0;
+                for (int k = 0; k < 2; k++) {
+                    const int64_t nb = k ? 1 + (int64_t)(t_rand(state) % 200) : 200;
+                    const int64_t epoch = (int64_t)(t_rand(state) % 5),
+                                  batch = (int64_t)(t_rand(state) % 1000);
+                    make_seeds(state, g.n, nb, seeds);
+                    T_OK(gd_sample(s, seeds, nb, 0, epoch, batch, NULL, mb));
+                    host_mb h = to_host(mb);
+                    T_OK(gd__read_plan_add(&plan, s, mb, epoch, batch));
+                    check_plan_minibatch(&g, &h, fs, replace, &plan, &at, &edges);
+                    host_mb_free(&h);
+                }
+                T_EQ_INT(at, plan.num_items);
+                T_EQ_INT(edges, plan.edges);
+                T_EQ_INT(plan.minibatches, 2);
+                T_ASSERT(plan.list_lines <= plan.list_sectors);
+                /* A minibatch of another sampler, and a graph the GPU cannot read, are refused. */
+                gd_sampler_t *other = make_sampler(gg, fs, GD_SAMPLER_CPU, 200, replace, 1, 1);
+                T_FAILS(gd__read_plan_add(&plan, other, mb, 0, 0), GD_ERR_INVALID_ARG,
+                        "sampled by this CPU sampler");
+                double secs;
+                uint64_t sum;
+#ifdef GD_WITH_CUDA
+                T_FAILS(gd__read_plan_replay(&plan, gg, 1, 1, &secs, &sum), GD_ERR_INVALID_ARG,
+                        "readable by the GPU");
+#else
+                T_FAILS(gd__read_plan_replay(&plan, gg, 1, 1, &secs, &sum), GD_ERR_NO_DEVICE,
+                        "without CUDA");
+#endif
+                gd_sampler_destroy(other);
+                gd__read_plan_free(&plan);
+                gd_minibatch_destroy(mb);
+                gd_sampler_destroy(s);
+            }
+        gd_graph_destroy(gg);
+        free_graph(&g);
+    }
+}
+
 static void check_faults(uint64_t *state) {
     graph g = make_graph(state, 400, 6, GD_DTYPE_INT64);
     int fan[2] = {10, 4};
@@ -355,6 +477,7 @@ int main(void) {
     check_seed_batches(&state);
     check_uniformity(&state);
     check_cpu_sampler(&state);
+    check_read_plan(&state);
     check_faults(&state);
     t_check_no_leaks();
     printf("CPU sampler checks passed\n");

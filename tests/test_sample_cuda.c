@@ -8,8 +8,11 @@
  * order at every hop), which must all give the same minibatch. Pinned graphs with a hot
  * neighbour-list GPU cache of every size, from none to more than the graph, must too. Seed errors
  * found on the device are reported by gd_sampler_check_errors, and pinning and allocation faults
- * over creation fail cleanly.
+ * over creation fail cleanly. The link ceiling's replay of a read plan (sample/read_plan.h) sums
+ * exactly the entries the CPU reference sums, on every placement, and a changed plan changes
+ * the sum.
  */
+#include "sample/read_plan.h"
 #include "sample_util.h"
 
 #ifdef GD_WITH_CUDA
@@ -477,6 +480,127 @@ static void check_gpu_seed_errors(uint64_t *state, cudaStream_t stream) {
     free_graph(&g);
 }
 
+/* The replay of read plans against the CPU reference of its checksum. */
+static void check_read_plan_replay(uint64_t *state) {
+    const gd_placement places[4][2] = {{GD_PLACE_PINNED, GD_PLACE_PINNED},
+                                       {GD_PLACE_GPU, GD_PLACE_PINNED},
+                                       {GD_PLACE_GPU, GD_PLACE_GPU},
+                                       {GD_PLACE_PINNED, GD_PLACE_GPU}};
+    static const fanout_set sets[] = {{3, {15, 10, 5}}, {2, {40, 2}}, {2, {-1, 3}}};
+    for (int gi = 0; gi < 3; gi++) {
+        int64_t *buf = NULL;
+        /* 2: lists of every length around the whole-list threshold, the array not 16-byte
+         * aligned at either end (pinned in place). */
+        graph g = gi < 2 ? make_graph(state, 20000, 16, gi ? GD_DTYPE_INT64 : GD_DTYPE_INT32)
+                         : make_threshold_graph(state, GD_DTYPE_INT32, &buf);
+        gd_graph_t *hg;
+        T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, NULL, &hg));
+        int64_t *seeds = malloc(sizeof(int64_t) * 256);
+        T_ASSERT(seeds);
+        for (int fi = 0; fi < 3; fi++)
+            for (int replace = 0; replace < 2; replace++) {
+                gd_sampler_t *s = make_sampler(hg, &sets[fi], GD_SAMPLER_CPU, 256, replace,
+                                               t_rand(state), 2);
+                gd_minibatch_t *mb;
+                T_OK(gd_minibatch_create(s, &mb));
+                gd__read_plan plan;
+                memset(&plan, 0, sizeof plan);
+                for (int k = 0; k < 3; k++) {
+                    const int64_t nb = 1 + (int64_t)(t_rand(state) % (g.n < 256 ? g.n : 256));
+                    make_seeds(state, g.n, nb, seeds);
+                    T_OK(gd_sample(s, seeds, nb, 0, 1, k, NULL, mb));
+                    T_OK(gd__read_plan_add(&plan, s, mb, 1, k));
+                }
+                const uint64_t sums[2] = {gd__read_plan_checksum(&plan, hg, 0),
+                                          gd__read_plan_checksum(&plan, hg, 1)};
+                T_ASSERT(sums[0] != sums[1]);
+                for (int pi = 0; pi < 4; pi++) {
+                    gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
+                    go.indptr_placement = places[pi][0];
+                    go.indices_placement = places[pi][1];
+                    gd_graph_t *dg;
+                    T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, &go, &dg));
+                    for (int ri = 0; ri < 2; ri++) {
+                        double secs = 0;
+                        uint64_t sum = 0;
+                        T_OK(gd__read_plan_replay(&plan, dg, ri, 2, &secs, &sum));
+                        if (sum != sums[ri])
+                            T_FAIL_("replay on placement %d (indptr read: %d), fanouts %d, "
+                                    "replace %d: sum %llx, CPU %llx",
+                                    pi, ri, fi, replace, (unsigned long long)sum,
+                                    (unsigned long long)sums[ri]);
+                        T_ASSERT(secs > 0);
+                    }
+                    gd_graph_destroy(dg);
+                }
+                /* Two items swapped: each is mixed with the other's key, so the sum changes,
+                 * on the GPU as on the CPU. */
+                int64_t a = -1, b = -1;
+                for (int64_t i = 0; i < plan.num_items && b < 0; i++)
+                    if (plan.items[i].len > 0 && plan.items[i].lanes == plan.items[0].lanes) {
+                        if (a < 0)
+                            a = i;
+                        else if (plan.items[i].start != plan.items[a].start)
+                            b = i;
+                    }
+                if (b >= 0) {
+                    const gd__read_item t = plan.items[a];
+                    plan.items[a] = plan.items[b];
+                    plan.items[b] = t;
+                    const uint64_t changed = gd__read_plan_checksum(&plan, hg, 0);
+                    T_ASSERT(changed != sums[0]);
+                    gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
+                    go.indptr_placement = GD_PLACE_GPU;
+                    go.indices_placement = GD_PLACE_PINNED;
+                    gd_graph_t *dg;
+                    T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, &go, &dg));
+                    double secs;
+                    uint64_t sum;
+                    T_OK(gd__read_plan_replay(&plan, dg, 0, 1, &secs, &sum));
+                    T_EQ_U64(sum, changed);
+                    gd_graph_destroy(dg);
+                }
+                gd__read_plan_free(&plan);
+                gd_minibatch_destroy(mb);
+                gd_sampler_destroy(s);
+            }
+        /* A plan made for another graph is refused. */
+        {
+            graph o = make_graph(state, 500, 4, g.dtype);
+            gd_graph_t *og;
+            gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
+            go.indptr_placement = GD_PLACE_GPU;
+            go.indices_placement = GD_PLACE_GPU;
+            T_OK(gd_graph_create(o.n, o.indptr, o.indices, o.dtype, &go, &og));
+            gd_sampler_t *s = make_sampler(hg, &sets[0], GD_SAMPLER_CPU, 256, 0, 5, 1);
+            gd_minibatch_t *mb;
+            T_OK(gd_minibatch_create(s, &mb));
+            gd__read_plan plan;
+            memset(&plan, 0, sizeof plan);
+            make_seeds(state, g.n, 16, seeds);
+            T_OK(gd_sample(s, seeds, 16, 0, 0, 0, NULL, mb));
+            T_OK(gd__read_plan_add(&plan, s, mb, 0, 0));
+            double secs;
+            uint64_t sum;
+            T_FAILS(gd__read_plan_replay(&plan, og, 0, 1, &secs, &sum), GD_ERR_INVALID_ARG,
+                    "another graph");
+            gd__read_plan_free(&plan);
+            gd_minibatch_destroy(mb);
+            gd_sampler_destroy(s);
+            gd_graph_destroy(og);
+            free_graph(&o);
+        }
+        free(seeds);
+        gd_graph_destroy(hg);
+        if (buf) {
+            gd_free(g.indptr);
+            gd_free(buf);
+        } else {
+            free_graph(&g);
+        }
+    }
+}
+
 /* Pinning and allocation faults over pinned placement, CUDA sampler and minibatch creation. */
 static void check_gpu_faults(uint64_t *state) {
     graph g = make_graph(state, 300, 6, GD_DTYPE_INT64);
@@ -531,6 +655,7 @@ int main(void) {
     check_gpu_cache(&state, stream);
     check_gpu_seed_errors(&state, stream);
     check_gpu_faults(&state);
+    check_read_plan_replay(&state);
     CU(cudaStreamDestroy(stream));
     t_check_no_leaks();
     printf("the CUDA sampler (GPU, UVA and mixed placements) equals the CPU "

@@ -147,6 +147,34 @@ GD_HOST_DEVICE int64_t gd__sample_count(int64_t deg, int fanout, int replace) {
     return deg < fanout ? deg : fanout;
 }
 
+/*
+ * How the CUDA sampler reads a node's list (docs/sampling.md, "Reading the lists"). The sample
+ * kernel gives each node a group of gd__sample_group_lanes(fanout) lanes. A list read whole spans
+ * at most GD__WHOLE_LIST_BYTES_PER_PICK bytes per neighbour taken (and per lane of the group,
+ * the size of its window in shared memory); other lists are read entry by entry at the drawn
+ * positions. Lists taken whole (fanout -1, or without replacement cnt == deg) are always read
+ * whole. The rule depends only on the degree, the count and the entry size, so the output never
+ * depends on it, and the read plan of the link ceiling (read_plan.c) follows the same rule.
+ */
+#define GD__WHOLE_LIST_BYTES_PER_PICK 32
+
+GD_HOST_DEVICE int gd__sample_group_lanes(int fanout) {
+    return fanout < 0 || fanout > 16 ? 32 : fanout > 8 ? 16 : 8;
+}
+
+/* Whether a list is taken whole: all its cnt == deg entries, in list order. */
+GD_HOST_DEVICE int gd__sample_takes_all(int64_t deg, int64_t cnt, int fanout, int replace) {
+    return fanout < 0 || (!replace && cnt == deg);
+}
+
+/* Whether the CUDA sampler reads the deg entries of a list (entry_bytes each) whole. */
+GD_HOST_DEVICE int gd__sample_reads_whole(int64_t deg, int64_t cnt, int fanout, int replace,
+                                          int64_t entry_bytes) {
+    const int64_t g = gd__sample_group_lanes(fanout);
+    if (gd__sample_takes_all(deg, cnt, fanout, replace)) return 1;
+    return deg * entry_bytes <= (int64_t)GD__WHOLE_LIST_BYTES_PER_PICK * (cnt < g ? cnt : g);
+}
+
 /* The hash of the relabelling tables (fmix64 of MurmurHash3). */
 GD_HOST_DEVICE uint64_t gd__sample_hash(uint64_t k) {
     k ^= k >> 33;
@@ -156,6 +184,14 @@ GD_HOST_DEVICE uint64_t gd__sample_hash(uint64_t k) {
     k ^= k >> 33;
     return k;
 }
+
+/*
+ * The list positions (in [0, deg)) of the cnt neighbours that node v of hop `hop` draws, in draw
+ * order, when its list is not taken whole (sample_cpu.c: with replacement cnt independent draws;
+ * without, Floyd's algorithm). Both samplers read exactly these entries.
+ */
+void gd__sample_positions(uint64_t key, uint32_t hop, int replace, int64_t v, int64_t deg,
+                          int64_t cnt, int64_t *out);
 
 /* ---- shared helpers (sampler.c) */
 

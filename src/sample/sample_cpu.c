@@ -34,27 +34,15 @@ static inline int64_t index_at(const void *indices, int is32, int64_t p) {
     return is32 ? (int64_t)((const int32_t *)indices)[p] : ((const int64_t *)indices)[p];
 }
 
-/*
- * The neighbours of one destination node v (degree deg, list at start) into out[0..cnt): all of
- * them in list order; with replacement cnt independent draws in draw order; without, Floyd's
- * algorithm: for j = 0..cnt-1, draw t in [0, deg - cnt + j]; take t unless already taken, else take
- * deg - cnt + j. The positions are kept in out until the reads replace them.
- */
-static void sample_node(const void *indices, int is32, uint64_t key, uint32_t hop, int fanout,
-                        int replace, int64_t v, int64_t start, int64_t deg, int64_t cnt,
-                        int64_t *out) {
-    if (cnt == 0) return;
-    if (fanout < 0 || (!replace && cnt == deg)) {
-        for (int64_t j = 0; j < cnt; j++) out[j] = index_at(indices, is32, start + j);
-        return;
-    }
+void gd__sample_positions(uint64_t key, uint32_t hop, int replace, int64_t v, int64_t deg,
+                          int64_t cnt, int64_t *out) {
     if (replace) {
         for (int64_t j = 0; j < cnt; j++)
-            out[j] = index_at(indices, is32,
-                              start + (int64_t)gd__sample_draw(key, (uint64_t)v, hop, (uint32_t)j,
-                                                               (uint64_t)deg));
+            out[j] = (int64_t)gd__sample_draw(key, (uint64_t)v, hop, (uint32_t)j, (uint64_t)deg);
         return;
     }
+    /* Floyd: for j = 0..cnt-1, draw t in [0, deg - cnt + j]; take t unless already taken, else
+     * take deg - cnt + j. */
     for (int64_t j = 0; j < cnt; j++) {
         const int64_t upper = deg - cnt + j;
         const int64_t t =
@@ -63,6 +51,23 @@ static void sample_node(const void *indices, int is32, uint64_t key, uint32_t ho
         for (int64_t q = 0; q < j; q++) hit |= out[q] == t;
         out[j] = hit ? upper : t;
     }
+}
+
+/*
+ * The neighbours of one destination node v (degree deg, list at start) into out[0..cnt): all of
+ * them in list order when the list is taken whole, else the entries at the positions of
+ * gd__sample_positions, in draw order. The positions are kept in out until the reads replace
+ * them.
+ */
+static void sample_node(const void *indices, int is32, uint64_t key, uint32_t hop, int fanout,
+                        int replace, int64_t v, int64_t start, int64_t deg, int64_t cnt,
+                        int64_t *out) {
+    if (cnt == 0) return;
+    if (gd__sample_takes_all(deg, cnt, fanout, replace)) {
+        for (int64_t j = 0; j < cnt; j++) out[j] = index_at(indices, is32, start + j);
+        return;
+    }
+    gd__sample_positions(key, hop, replace, v, deg, cnt, out);
     for (int64_t j = 0; j < cnt; j++) out[j] = index_at(indices, is32, start + out[j]);
 }
 

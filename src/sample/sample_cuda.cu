@@ -30,6 +30,7 @@
  */
 #include "core/cuda.h"
 #include "internal.h"
+#include "list_read.cuh"
 
 #include <cooperative_groups.h>
 #include <cub/device/device_radix_sort.cuh>
@@ -70,9 +71,7 @@ namespace cg = cooperative_groups;
  * The rule depends only on the degree and the count, so every placement picks the same entries
  * (the window holds exact copies): only the reads change, never the result.
  */
-#define WHOLE_LIST_BYTES_PER_PICK 32
-/* Width of the coalesced loads of a list (an int4 / longlong2 per lane). */
-#define VEC_BYTES 16
+#define WHOLE_LIST_BYTES_PER_PICK GD__WHOLE_LIST_BYTES_PER_PICK
 /*
  * A hop is read in address order only if its worst-case frontier, which the sort must cover
  * (the actual size stays on the device), is at most this many times its expected size (from the
@@ -215,13 +214,8 @@ __global__ void __launch_bounds__(BLOCK)
                 /* A bad device seed stays in the frontier of every hop as a node without
                  * neighbours; the first hop reports it. */
                 if (hop == 0) record_error(err, ERR_RANGE, i, v, 0);
-            } else if (vec && (v & 1) == 0) {
-                const longlong2 p = __ldg((const longlong2 *)(indptr + v));
-                start = p.x;
-                end = p.y;
             } else {
-                start = __ldg(indptr + v);
-                end = __ldg(indptr + v + 1);
+                gd__read_indptr(indptr, v, vec, &start, &end);
             }
             /* With the hot-list cache the start is the list's location (tier and offset). */
             starts[t] = loc && end > start ? __ldg(loc + v) : start;
@@ -254,55 +248,12 @@ __global__ void __launch_bounds__(BLOCK)
     }
 }
 
-/* One 16-byte aligned load of indices, as its 16 / sizeof(IdxT) entries. */
-__device__ __forceinline__ void load_vec(const int *p, int (&e)[VEC_BYTES / sizeof(int)]) {
-    const int4 v = __ldg((const int4 *)p);
-    e[0] = v.x;
-    e[1] = v.y;
-    e[2] = v.z;
-    e[3] = v.w;
-}
-
-__device__ __forceinline__ void load_vec(const long long *p,
-                                         long long (&e)[VEC_BYTES / sizeof(long long)]) {
-    const longlong2 v = __ldg((const longlong2 *)p);
-    e[0] = v.x;
-    e[1] = v.y;
-}
-
-/*
- * Entries [start, start + len) of indices into dst[0 .. len), read by the G lanes of a group:
- * lane k loads the k-th, (k + G)-th, ... 16-byte aligned piece of the span, so one load of the
- * group covers 16 * G consecutive bytes (full 128-byte requests over PCIe). A piece's entries
- * outside the list belong to neighbouring lists of the same array and are dropped. A piece that
- * is not wholly inside the array (only possible at its two ends when the array is not 16-byte
- * aligned there, as a caller's pinned array may be) is read entry by entry instead, so nothing
- * outside the array is ever read. Lanes may run different iteration counts: no collectives here.
- */
+/* Entries [start, start + len) of a list into dst[0 .. len), by the G lanes of a group. */
 template <int G, typename IdxT, typename DstT>
 __device__ __forceinline__ void read_list(const IdxT *__restrict__ indices, long long num_edges,
                                           long long start, long long len, int lane, DstT *dst) {
-    constexpr int PER = VEC_BYTES / (int)sizeof(IdxT);
-    const uintptr_t base = (uintptr_t)indices, end = (uintptr_t)(indices + num_edges);
-    const uintptr_t lo = (uintptr_t)(indices + start), hi = (uintptr_t)(indices + start + len);
-    for (uintptr_t a = (lo & ~(uintptr_t)(VEC_BYTES - 1)) + (uintptr_t)lane * VEC_BYTES; a < hi;
-         a += (uintptr_t)G * VEC_BYTES) {
-        /* List position of the piece's first entry: negative for the entries before the list
-         * (a and lo are both multiples of sizeof(IdxT), so the division is exact). */
-        const long long k0 = (long long)(intptr_t)(a - lo) / (long long)sizeof(IdxT);
-        if (a >= base && a + VEC_BYTES <= end) {
-            IdxT e[PER];
-            load_vec((const IdxT *)a, e);
-#pragma unroll
-            for (int q = 0; q < PER; q++)
-                if (k0 + q >= 0 && k0 + q < len) dst[k0 + q] = (DstT)e[q];
-        } else {
-#pragma unroll
-            for (int q = 0; q < PER; q++)
-                if (k0 + q >= 0 && k0 + q < len)
-                    dst[k0 + q] = (DstT)__ldg(indices + start + k0 + q);
-        }
-    }
+    gd__read_list<G>(indices, num_edges, start, len, lane,
+                     [dst](long long k, IdxT e) { dst[k] = (DstT)e; });
 }
 
 /*
@@ -345,13 +296,12 @@ __global__ void __launch_bounds__(BLOCK)
         const long long list_n = cached ? cache_edges : num_edges;
         const long long start = loc & GD__LOC_OFFSET_MASK;
         long long *out = edge_ids + off;
-        if (fanout < 0 || (!replace && cnt == deg)) {
+        if (gd__sample_takes_all(deg, cnt, fanout, replace)) {
             read_list<G>(list, list_n, start, (long long)cnt, lane, out);
             continue;
         }
         const unsigned long long v = (unsigned long long)nodes[i];
-        const bool whole = deg * (long long)sizeof(IdxT) <=
-                           (long long)WHOLE_LIST_BYTES_PER_PICK * (cnt < G ? cnt : G);
+        const bool whole = gd__sample_reads_whole(deg, cnt, fanout, replace, sizeof(IdxT));
         if (replace) {
             if (whole) {
                 read_list<G>(list, list_n, start, deg, lane, win);
@@ -528,11 +478,6 @@ static unsigned grid_for(long long threads, int cap) {
     return (unsigned)(b < cap ? b : cap);
 }
 
-/* Lanes of the sample kernel's group for a fanout: 8, 16 or 32. */
-static int group_lanes(int fanout) {
-    return fanout < 0 || fanout > 16 ? 32 : fanout > 8 ? 16 : 8;
-}
-
 static size_t align256(size_t x) {
     return (x + 255) / 256 * 256;
 }
@@ -679,7 +624,7 @@ static void plan_sort(const gd_sampler_t *s, gd__cuda_sampler *c) {
                                        (double)worst <= SORT_WORST_OVER_EXPECTED * expect);
         if (c->sortable[h] && worst > c->sort_cap) c->sort_cap = worst;
         const int f = s->fanouts[h];
-        const int G = group_lanes(f);
+        const int G = gd__sample_group_lanes(f);
         const long long wave = (long long)c->sample_cap[G == 32 ? 2 : G == 16] * (BLOCK / G);
         c->sort_auto[h] = c->sortable[h] && g->pinned_bytes >= SORT_MIN_PINNED_BYTES &&
                           worst > SORT_MIN_WAVES * wave;
@@ -990,7 +935,7 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
         queued = 1;
         GD_CHECK(scan(c, (const int *)c->d_counts, bindptr, nf_max + 1, stream));
         {
-            const int G = group_lanes(fanout);
+            const int G = gd__sample_group_lanes(fanout);
             const unsigned grid = grid_for(nf_max * G, c->sample_cap[G == 32 ? 2 : G == 16]);
             if (G == 32)
                 launch_sample<32>(grid, stream, is32, key, (unsigned)h, fanout, s->replace, nodes,
