@@ -72,6 +72,11 @@ static void launch(unsigned grid, cudaStream_t stream, int is32, const gd__read_
 
 static const int widths[3] = {8, 16, 32};
 
+/* The index in widths of a group width. */
+static int width_index(int lanes) {
+    return lanes == 8 ? 0 : lanes == 16 ? 1 : 2;
+}
+
 extern "C" gd_status gd__read_plan_replay(const gd__read_plan *p, const gd_graph_t *g,
                                           int read_indptr, int repeats, double *seconds,
                                           uint64_t *checksum) {
@@ -97,8 +102,7 @@ extern "C" gd_status gd__read_plan_replay(const gd__read_plan *p, const gd_graph
     GD_CHECK(gd__cuda_enter_device(g->device, &prev));
     entered = 1;
     /* Split the items by group width, keeping their order. */
-    for (long long i = 0; i < n; i++) count[p->items[i].lanes == 8 ? 0 : p->items[i].lanes == 16]++;
-    count[2] = n - count[0] - count[1];
+    for (long long i = 0; i < n; i++) count[width_index(p->items[i].lanes)]++;
     offset[0] = 0;
     offset[1] = count[0];
     offset[2] = count[0] + count[1];
@@ -109,7 +113,7 @@ extern "C" gd_status gd__read_plan_replay(const gd__read_plan *p, const gd_graph
     {
         long long at[3] = {offset[0], offset[1], offset[2]};
         for (long long i = 0; i < n; i++) {
-            const int w = p->items[i].lanes == 8 ? 0 : p->items[i].lanes == 16 ? 1 : 2;
+            const int w = width_index(p->items[i].lanes);
             h_items[at[w]] = p->items[i];
             h_index[at[w]++] = i;
         }
