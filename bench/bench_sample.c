@@ -101,7 +101,7 @@ typedef struct {
     int use[M_COUNT];
     /* state */
     int gpu;
-    cJSON *root, *jruns, *jtargets;
+    cJSON *root, *jruns, *jtargets, *jprobes;
     double seps[MAX_PRESETS][MAX_FSETS][M_COUNT]; /* 0: not measured */
 } sample_bench;
 
@@ -116,6 +116,7 @@ typedef struct {
     int64_t *order; /* training nodes, shuffled for epoch 0 */
     int64_t num_seeds, num_batches;
     gd_graph_t *host_graph;
+    int probed; /* the link probe has run on this preset */
 } preset_data;
 
 static const char *fanout_text(const int *f, int layers, char *buf, size_t n) {
@@ -733,11 +734,80 @@ fail:
     return rc;
 }
 
+/* Reads per link probe, and the span of its second region. */
+#define PROBE_READS (1 << 20)
+#define PROBE_SMALL_BYTES ((int64_t)64 << 20)
+
+/*
+ * The link probe, once per preset: random reads of the pinned indices array, PROBE_READS of one
+ * entry each (one 32-byte sector request) or of one aligned 128-byte line each (8 lanes, 16
+ * bytes a lane), over the whole array and over its first PROBE_SMALL_BYTES, by the replay with
+ * synthetic plans. It shows the link's rate of small random reads and how it falls with the
+ * span (address translation), next to which the link modes' sector rates can be read.
+ */
+static int link_probe(sample_bench *b, preset_data *p, const gd_graph_t *g) {
+    const int64_t eb = (int64_t)gd_dtype_size(p->dtype), per_line = 128 / eb;
+    /* Entries from the array's start to its first 128-byte boundary (as the GPU addresses it). */
+    const int64_t skip = (int64_t)((128 - ((uintptr_t)g->d_indices & 127)) & 127) / eb;
+    int rc = -1;
+    gd__read_plan probe;
+    memset(&probe, 0, sizeof probe);
+    printf("  link probe: %d random reads of the pinned indices (%.0f MB)\n", PROBE_READS,
+           (double)(p->num_edges * eb) / 1e6);
+    for (int small = 0; small < 2; small++)
+        for (int line = 0; line < 2; line++) {
+            const int64_t big = p->num_edges - skip;
+            const int64_t span = small && PROBE_SMALL_BYTES / eb < big ? PROBE_SMALL_BYTES / eb : big;
+            const int64_t slots = line ? span / per_line : span;
+            double secs = 0;
+            uint64_t sum = 0;
+            cJSON *r;
+            if (slots < 1) continue;
+            memset(&probe, 0, sizeof probe);
+            probe.num_nodes = p->num_nodes;
+            probe.num_edges = p->num_edges;
+            probe.entry_bytes = (int)eb;
+            probe.items = gd_calloc(PROBE_READS, sizeof *probe.items);
+            probe.positions = gd_calloc(1, sizeof *probe.positions);
+            BENCH_REQUIRE(probe.items && probe.positions, "out of memory for the link probe");
+            probe.num_items = probe.cap_items = PROBE_READS;
+            probe.num_positions = probe.cap_positions = 1;
+            for (int64_t i = 0; i < PROBE_READS; i++) {
+                gd__read_item *it = &probe.items[i];
+                const int64_t k = bench_below(bench_mix64(b->opt.seed * 0x1000003u + (uint64_t)i),
+                                              slots);
+                it->start = line ? skip + k * per_line : skip + k;
+                it->len = line ? (int32_t)per_line : 1;
+                it->kind = line ? GD__READ_WHOLE : GD__READ_SCATTERED;
+                it->lanes = 8;
+            }
+            BENCH_GD(gd__read_plan_replay(&probe, g, 0, 3, &secs, &sum), "the link probe");
+            BENCH_REQUIRE(sum == gd__read_plan_checksum(&probe, p->host_graph, 0),
+                          "the link probe read other entries than asked: no number is reported");
+            printf("    %-14s over %8.1f MB: %7.1fM reads/s, %5.1f GB/s\n",
+                   line ? "128-byte lines" : "single entries", (double)(span * eb) / 1e6,
+                   PROBE_READS / secs / 1e6, PROBE_READS * (line ? 128.0 : 32.0) / secs / 1e9);
+            BENCH_JSON(r = cJSON_CreateObject());
+            cJSON_AddItemToArray(b->jprobes, r);
+            BENCH_JSON(cJSON_AddStringToObject(r, "preset", p->preset));
+            BENCH_JSON(cJSON_AddStringToObject(r, "read", line ? "line128" : "entry"));
+            BENCH_JSON(cJSON_AddNumberToObject(r, "span_bytes", (double)(span * eb)));
+            BENCH_JSON(cJSON_AddNumberToObject(r, "reads", PROBE_READS));
+            BENCH_JSON(cJSON_AddNumberToObject(r, "seconds", secs));
+            gd__read_plan_free(&probe);
+        }
+    p->probed = 1;
+    rc = 0;
+fail:
+    gd__read_plan_free(&probe);
+    return rc;
+}
+
 /*
  * Link mode m: the plan's reads replayed on the graph placed as the mode places it (indptr read
  * where it is pinned), the fastest of three runs; the replay's checksum must equal the CPU's.
  */
-static int run_link(const sample_bench *b, const preset_data *p, int m, const gd__read_plan *plan,
+static int run_link(sample_bench *b, preset_data *p, int m, const gd__read_plan *plan,
                     double *secs, int64_t *edges, int64_t *gpu_bytes, int64_t *pinned_bytes) {
     gd_graph_t *g = NULL;
     int64_t cache_bytes = 0;
@@ -754,6 +824,7 @@ static int run_link(const sample_bench *b, const preset_data *p, int m, const gd
                       modes[m].name, (unsigned long long)sum, (unsigned long long)expect);
     }
     *edges = plan->edges;
+    if (!p->probed && link_probe(b, p, g)) goto fail;
     rc = 0;
 fail:
     gd_graph_destroy(g);
@@ -832,6 +903,7 @@ static int add_header_json(sample_bench *b) {
     BENCH_JSON(cJSON_AddBoolToObject(params, "quick", b->opt.quick));
     BENCH_JSON(b->jruns = cJSON_AddArrayToObject(b->root, "runs"));
     BENCH_JSON(b->jtargets = cJSON_AddArrayToObject(b->root, "targets"));
+    BENCH_JSON(b->jprobes = cJSON_AddArrayToObject(b->root, "link_probes"));
     return 0;
 fail:
     return -1;
@@ -989,6 +1061,7 @@ int bench_sample(int argc, char **argv) {
                     printf("  %s / %s: %.2f of its link ceiling\n", modes[of].name, modes[m].name,
                            b->seps[pi][fi][of] / b->seps[pi][fi][m]);
             }
+            fflush(stdout);
         }
         preset_release(&p);
     }

@@ -518,6 +518,7 @@ static void check_read_plan_replay(uint64_t *state) {
                     gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
                     go.indptr_placement = places[pi][0];
                     go.indices_placement = places[pi][1];
+                    go.narrow_indices = 0; /* the plan's reads are of the host graph's width */
                     gd_graph_t *dg;
                     T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, &go, &dg));
                     for (int ri = 0; ri < 2; ri++) {
