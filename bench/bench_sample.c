@@ -978,6 +978,7 @@ int bench_sample(int argc, char **argv) {
         for (int fi = 0; fi < b->nfsets; fi++) {
             gd__read_plan plan; /* the link modes' reads, made by the first of them */
             int64_t plan_inputs = 0;
+            (void)plan_inputs; /* CUDA builds only */
             memset(&plan, 0, sizeof plan);
             for (int m = 0; m < M_COUNT; m++) {
                 if (!b->use[m]) continue;
