@@ -2,8 +2,9 @@
  * The replay of a read plan (read_plan.h): the CUDA sampler's reads of the graph for a set of
  * minibatches, with its load shapes (the list reads of list_read.cuh, its group widths), all in
  * flight together. The items are split by the width of the sampler's group for their hop
- * (8, 16 or 32 lanes), keeping their order, and each part is one launch of replay_kernel<G>;
- * the launches follow each other on one stream and nothing else runs between them.
+ * (8, 16 or 32 lanes), keeping their order, and each part is one launch of replay_kernel<G>
+ * on a stream of its own, the three forked from and joined to one stream, so that no launch's
+ * tail idles the link; nothing else runs between them.
  */
 #include "core/cuda.h"
 #include "list_read.cuh"
@@ -85,8 +86,8 @@ extern "C" gd_status gd__read_plan_replay(const gd__read_plan *p, const gd_graph
     gd__read_item *h_items = NULL, *d_items = NULL;
     long long *h_index = NULL, *d_index = NULL, *d_pos = NULL;
     unsigned long long *d_sum = NULL;
-    cudaEvent_t ev[2] = {0, 0};
-    cudaStream_t stream = 0;
+    cudaEvent_t ev[2] = {0, 0}, joined[3] = {0, 0, 0};
+    cudaStream_t stream = 0, side[3] = {0, 0, 0};
     long long count[3] = {0, 0, 0}, offset[3];
     const long long n = p->num_items;
     const long long *const indptr = read_indptr ? (const long long *)g->d_indptr : NULL;
@@ -133,6 +134,10 @@ extern "C" gd_status gd__read_plan_replay(const gd__read_plan *p, const gd_graph
     GD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     GD_CUDA_CHECK(cudaEventCreate(&ev[0]));
     GD_CUDA_CHECK(cudaEventCreate(&ev[1]));
+    for (int w = 0; w < 3; w++) {
+        GD_CUDA_CHECK(cudaStreamCreateWithFlags(&side[w], cudaStreamNonBlocking));
+        GD_CUDA_CHECK(cudaEventCreateWithFlags(&joined[w], cudaEventDisableTiming));
+    }
     {
         int sms = 0;
         GD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->device));
@@ -153,16 +158,19 @@ extern "C" gd_status gd__read_plan_replay(const gd__read_plan *p, const gd_graph
             if (grid > blocks_per_sm) grid = blocks_per_sm;
             const gd__read_item *it = d_items + offset[w];
             const long long *ix = d_index + offset[w];
+            GD_CUDA_CHECK(cudaStreamWaitEvent(side[w], ev[0], 0));
             if (w == 0)
-                launch<8>((unsigned)grid, stream, is32, it, count[w], ix, d_pos, g, indptr, vec,
+                launch<8>((unsigned)grid, side[w], is32, it, count[w], ix, d_pos, g, indptr, vec,
                           d_sum);
             else if (w == 1)
-                launch<16>((unsigned)grid, stream, is32, it, count[w], ix, d_pos, g, indptr, vec,
+                launch<16>((unsigned)grid, side[w], is32, it, count[w], ix, d_pos, g, indptr, vec,
                            d_sum);
             else
-                launch<32>((unsigned)grid, stream, is32, it, count[w], ix, d_pos, g, indptr, vec,
+                launch<32>((unsigned)grid, side[w], is32, it, count[w], ix, d_pos, g, indptr, vec,
                            d_sum);
             GD_CUDA_CHECK_LAUNCH();
+            GD_CUDA_CHECK(cudaEventRecord(joined[w], side[w]));
+            GD_CUDA_CHECK(cudaStreamWaitEvent(stream, joined[w], 0));
         }
         GD_CUDA_CHECK(cudaEventRecord(ev[1], stream));
         GD_CUDA_CHECK(cudaEventSynchronize(ev[1]));
@@ -178,6 +186,10 @@ extern "C" gd_status gd__read_plan_replay(const gd__read_plan *p, const gd_graph
 fail:
     if (ev[0]) (void)cudaEventDestroy(ev[0]);
     if (ev[1]) (void)cudaEventDestroy(ev[1]);
+    for (int w = 0; w < 3; w++) {
+        if (joined[w]) (void)cudaEventDestroy(joined[w]);
+        if (side[w]) (void)cudaStreamDestroy(side[w]);
+    }
     if (stream) (void)cudaStreamDestroy(stream);
     if (d_items) (void)cudaFree(d_items);
     if (d_index) (void)cudaFree(d_index);
