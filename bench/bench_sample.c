@@ -95,6 +95,7 @@ typedef struct {
     int streams, replace;
     int have_presets, have_fanouts, have_modes; /* given */
     int gpu_batches, cpu_batches, warmup;
+    int64_t link_whole; /* --link-whole: the link plans' whole-list rule (0: the sampler's) */
     const char *presets[MAX_PRESETS];
     int npresets;
     int fanouts[MAX_FSETS][GD_SAMPLER_MAX_LAYERS], layers[MAX_FSETS], nfsets;
@@ -147,6 +148,9 @@ static void help(void) {
         "  --gpu-batches N    timed minibatches per CUDA mode (default 200; --quick 10)\n"
         "  --cpu-batches N    timed minibatches per CPU mode (default 8 per thread)\n"
         "  --streams N        CUDA samplers on their own streams (default 4)\n"
+        "  --link-whole B     the link modes plan a list read whole when it spans at most B\n"
+        "                     bytes per neighbour taken (default: the sampler's rule, 32 B\n"
+        "                     within its window): what another rule would cost on the link\n"
         "  --threads N        CPU threads (default: online CPUs)\n"
         "  --replace          sample with replacement\n"
         "  --device N         GPU (default 0)\n"
@@ -234,6 +238,11 @@ static int own_option(void *self, int c, const char *arg) {
     case 'r':
         b->replace = 1;
         break;
+    case 'W':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > ((int64_t)1 << 40))
+            return cli_usage_error(cmd, "--link-whole '%s' is not a byte count", arg);
+        b->link_whole = v;
+        break;
     default:
         return -1;
     }
@@ -252,6 +261,7 @@ static int parse_options(sample_bench *b, int argc, char **argv) {
                                               {"streams", required_argument, 0, 'S'},
                                               BENCH_LONG("threads", THREADS),
                                               {"replace", no_argument, 0, 'r'},
+                                              {"link-whole", required_argument, 0, 'W'},
                                               BENCH_FLAG("quick", QUICK),
                                               BENCH_LONG_END};
     int rc;
@@ -719,6 +729,7 @@ static int build_plan(const sample_bench *b, const preset_data *p, const int *fa
     int rc = -1;
     const gd_sampler_options o = sampler_options(b, GD_SAMPLER_CPU, b->opt.threads);
     if (plan->minibatches) return 0;
+    plan->whole_bytes_per_pick = b->link_whole;
     BENCH_GD(gd_sampler_create(p->host_graph, fanouts, layers, &o, &cs), "creating a CPU sampler");
     BENCH_GD(gd_minibatch_create(cs, &cmb), "creating a minibatch buffer");
     for (int i = 0; i < count; i++) {
@@ -899,6 +910,7 @@ static int add_header_json(sample_bench *b) {
     BENCH_JSON(cJSON_AddNumberToObject(params, "streams", b->streams));
     BENCH_JSON(cJSON_AddNumberToObject(params, "threads", b->opt.threads));
     BENCH_JSON(cJSON_AddBoolToObject(params, "replace", b->replace));
+    BENCH_JSON(cJSON_AddNumberToObject(params, "link_whole_bytes_per_pick", (double)b->link_whole));
     BENCH_JSON(cJSON_AddNumberToObject(params, "seed", (double)b->opt.seed));
     BENCH_JSON(cJSON_AddBoolToObject(params, "quick", b->opt.quick));
     BENCH_JSON(b->jruns = cJSON_AddArrayToObject(b->root, "runs"));

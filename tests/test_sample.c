@@ -360,7 +360,8 @@ static void check_plan_minibatch(const graph *g, const host_mb *h, const fanout_
                 continue;
             }
             const int all = fanout < 0 || (!replace && cnt == deg);
-            if (all || deg * eb <= 32 * (cnt < lanes ? cnt : lanes)) {
+            const int64_t per_pick = plan->whole_bytes_per_pick ? plan->whole_bytes_per_pick : 32;
+            if (all || deg * eb <= per_pick * (cnt < lanes ? cnt : lanes)) {
                 T_EQ_INT(it->kind, GD__READ_WHOLE);
                 T_EQ_INT(it->len, all ? cnt : deg);
                 if (all)
@@ -399,6 +400,8 @@ static void check_read_plan(uint64_t *state) {
                 T_OK(gd_minibatch_create(s, &mb));
                 gd__read_plan plan;
                 memset(&plan, 0, sizeof plan);
+                /* The sampler's rule, or another (the benchmark's --link-whole). */
+                plan.whole_bytes_per_pick = (int64_t)(t_rand(state) % 2) * 128;
                 int64_t at = 0, edges = 0;
                 for (int k = 0; k < 2; k++) {
                     const int64_t nb = k ? 1 + (int64_t)(t_rand(state) % 200) : 200;

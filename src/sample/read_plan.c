@@ -109,7 +109,13 @@ gd_status gd__read_plan_add(gd__read_plan *p, const gd_sampler_t *s, const gd_mi
                     it->kind = GD__READ_INDPTR;
                     continue;
                 }
-                if (gd__sample_reads_whole(deg, cnt, fanout, s->replace, eb)) {
+                const int64_t g_lanes = gd__sample_group_lanes(fanout);
+                const int whole =
+                    p->whole_bytes_per_pick > 0
+                        ? gd__sample_takes_all(deg, cnt, fanout, s->replace) ||
+                              deg * eb <= p->whole_bytes_per_pick * (cnt < g_lanes ? cnt : g_lanes)
+                        : gd__sample_reads_whole(deg, cnt, fanout, s->replace, eb);
+                if (whole) {
                     const int64_t len =
                         gd__sample_takes_all(deg, cnt, fanout, s->replace) ? cnt : deg;
                     it->kind = GD__READ_WHOLE;

@@ -47,6 +47,13 @@ typedef struct {
     int64_t num_positions, cap_positions;
     int64_t num_nodes, num_edges; /* of the graph planned */
     int entry_bytes;              /* of its indices */
+    /*
+     * Set before the first gd__read_plan_add, for experiments: 0 plans the CUDA sampler's reads;
+     * B > 0 reads a list whole when deg * entry size <= B * min(cnt, group lanes) (the
+     * sampler's rule with B in place of GD__WHOLE_LIST_BYTES_PER_PICK, without its window), so
+     * a replay shows what another rule would cost on the link before the sampler is changed.
+     */
+    int64_t whole_bytes_per_pick;
     int64_t minibatches, edges;   /* planned, and their sampled edges */
     /* What the reads touch: 32-byte sectors and 128-byte lines of indices (a sector or line
      * counted once per item that reads it), and the indptr loads. */
