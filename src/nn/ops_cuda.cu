@@ -588,7 +588,7 @@ static gd_status cuda_add_bias(const gd__nn_ctx *ctx, gd__nn_tensor *y, const gd
     GD_REQUIRE(cols <= INT_MAX, GD_ERR_UNSUPPORTED, "bias add: %lld columns", cols);
     if (rows > 0 && cols > 0) {
         const dim3 block(32, ROW_WARPS);
-        if (cols % 4 == 0 && aligned16(y->data) && aligned16(b->data))
+        if (vec4(y->data, cols) && vec4(b->data, cols))
             add_bias4_kernel<<<grid_for(rows, ROW_WARPS), block, 0, STREAM(ctx)>>>(
                 (float4 *)y->data, (const float4 *)b->data, rows, (int)(cols / 4));
         else
@@ -642,7 +642,7 @@ static gd_status cuda_mean_agg(const gd__nn_ctx *ctx, const gd_block *blk, const
     OP_ENTER();
     if (blk->num_dst > 0 && cols > 0) {
         const unsigned grid = grid_for(blk->num_dst, WARPS_PER_BLOCK);
-        if (cols % 4 == 0 && cols / 4 <= INT_MAX && aligned16(x->data) && aligned16(out->data))
+        if (vec4(x->data, cols) && vec4(out->data, cols) && cols / 4 <= INT_MAX)
             mean_agg4_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
                 blk->indptr, blk->indices, blk->num_dst, (const float4 *)x->data,
                 (float4 *)out->data, (int)(cols / 4));
@@ -662,7 +662,7 @@ static gd_status cuda_mean_agg_backward(const gd__nn_ctx *ctx, const gd_block *b
     OP_ENTER();
     if (blk->num_edges > 0 && cols > 0) {
         const unsigned grid = grid_for(blk->num_dst, WARPS_PER_BLOCK);
-        if (cols % 4 == 0 && cols / 4 <= INT_MAX && aligned16(dout->data) && aligned16(dx->data))
+        if (vec4(dout->data, cols) && vec4(dx->data, cols) && cols / 4 <= INT_MAX)
             mean_agg_backward4_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
                 blk->indptr, blk->indices, blk->num_dst, (const float4 *)dout->data,
                 (float4 *)dx->data, (int)(cols / 4));
