@@ -804,13 +804,24 @@ gd_status gd_loader_get_info(const gd_loader_t *l, gd_loader_info *info);
  */
 gd_status gd_loader_start_epoch(gd_loader_t *l, int64_t epoch);
 /*
- * The next minibatch of the epoch, ready to be read on the loader's streams (exports order the
- * consumer's stream after it); *out is NULL after the last one. Fails with GD_ERR_INVALID_ARG
- * when the set it needs is still held (depth batches held), and when no epoch was started.
+ * The next minibatch of the epoch; *out is NULL after the last one. On the GPU its work may
+ * still be running when this returns: read it on a stream ordered after it (gd_batch_wait, or
+ * gd_batch_export, which orders its stream itself). Fails with GD_ERR_INVALID_ARG when the set
+ * it needs is still held (depth batches held), and when no epoch was started.
  */
 gd_status gd_loader_next(gd_loader_t *l, gd_batch_t **out);
 /* Give the batch back (NULL is ignored); its set is reused once its exported tensors are gone. */
 void gd_batch_release(gd_batch_t *b);
+/*
+ * Order stream (a cudaStream_t; NULL = the legacy default stream) after the batch's work on the
+ * GPU, with no host wait: whatever is queued on stream afterwards sees every field written. Call
+ * it before reading the views of gd_batch_array / gd_batch_block on a stream of your own. The
+ * batch's set is then not reused before the work queued on stream up to the batch's release
+ * (up to 4 streams per batch are tracked this way, exports' streams included; a fifth fails
+ * with GD_ERR_UNSUPPORTED). stream must outlive the batch's release. Batches in host memory (cpu mode) are ready when gd_loader_next
+ * returns: this does nothing for them.
+ */
+gd_status gd_batch_wait(gd_batch_t *b, void *stream);
 
 typedef enum {
     GD_BATCH_INPUT_NODES = 0, /* int64 [num_input]: global ids, seeds first */

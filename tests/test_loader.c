@@ -28,7 +28,14 @@ typedef struct {
     int32_t *indptr[GD_SAMPLER_MAX_LAYERS], *indices[GD_SAMPLER_MAX_LAYERS];
 } host_batch;
 
-static void *host_copy(const void *src, size_t bytes, int on_device) {
+/* The test's own stream for reading GPU batches; it outlives every batch read on it. */
+static void *read_stream;
+
+/*
+ * A host copy of bytes at src, read on stream (GPU batches) after the caller ordered the stream
+ * after the batch with gd_batch_wait.
+ */
+static void *host_copy(const void *src, size_t bytes, int on_device, void *stream) {
     void *dst = malloc(bytes ? bytes : 1);
     T_ASSERT(dst != NULL);
     if (!on_device) {
@@ -36,42 +43,52 @@ static void *host_copy(const void *src, size_t bytes, int on_device) {
         return dst;
     }
 #ifdef GD_WITH_CUDA
-    void *stream = NULL;
-    T_OK(gd__cuda_stream_create(0, &stream));
     T_OK(gd__cuda_memcpy_async(dst, src, bytes, stream));
     T_OK(gd__cuda_stream_sync(stream));
-    gd__cuda_stream_destroy(stream);
+#else
+    (void)stream;
 #endif
     return dst;
 }
 
-/* A host copy of every field of b. */
+/*
+ * A host copy of every field of b, read on a fresh stream of the test's own. Regression, "the
+ * loader test read batches on a stream that never waited for them" (test_loader.c:93 failed in
+ * the whole suite, 9 of 24 runs as 8 concurrent processes, every run under memcheck): the
+ * stream is ordered after the batch with gd_batch_wait before anything reads it.
+ */
 static host_batch grab(gd_batch_t *b, int layers, int64_t dim) {
     host_batch h;
     gd_batch_info bi = GD_BATCH_INFO_INIT;
     T_OK(gd_batch_get_info(b, &bi));
+    void *stream = NULL;
+#ifdef GD_WITH_CUDA
+    if (bi.on_device && !read_stream) T_OK(gd__cuda_stream_create(bi.device, &read_stream));
+    stream = bi.on_device ? read_stream : NULL;
+#endif
+    T_OK(gd_batch_wait(b, stream));
     T_EQ_INT(bi.num_layers, layers);
     h.num_in = bi.num_input;
     h.num_seeds = bi.num_seeds;
     gd_array_view v;
     T_OK(gd_batch_array(b, GD_BATCH_INPUT_NODES, 0, &v));
     T_EQ_INT(v.shape[0], h.num_in);
-    h.ids = host_copy(v.data, (size_t)h.num_in * 8, bi.on_device);
+    h.ids = host_copy(v.data, (size_t)h.num_in * 8, bi.on_device, stream);
     T_OK(gd_batch_array(b, GD_BATCH_FEATURES, 0, &v));
     T_EQ_INT(v.ndim, 2);
     T_EQ_INT(v.shape[1], dim);
-    h.x = host_copy(v.data, (size_t)(h.num_in * dim) * 4, bi.on_device);
+    h.x = host_copy(v.data, (size_t)(h.num_in * dim) * 4, bi.on_device, stream);
     T_OK(gd_batch_array(b, GD_BATCH_LABELS, 0, &v));
     T_EQ_INT(v.shape[0], h.num_seeds);
-    h.labels = host_copy(v.data, (size_t)h.num_seeds * 8, bi.on_device);
+    h.labels = host_copy(v.data, (size_t)h.num_seeds * 8, bi.on_device, stream);
     for (int l = 0; l < layers; l++) {
         gd_block blk;
         T_OK(gd_batch_block(b, l, &blk));
         h.num_dst[l] = blk.num_dst;
         h.num_src[l] = blk.num_src;
         h.num_edges[l] = blk.num_edges;
-        h.indptr[l] = host_copy(blk.indptr, (size_t)(blk.num_dst + 1) * 4, bi.on_device);
-        h.indices[l] = host_copy(blk.indices, (size_t)blk.num_edges * 4, bi.on_device);
+        h.indptr[l] = host_copy(blk.indptr, (size_t)(blk.num_dst + 1) * 4, bi.on_device, stream);
+        h.indices[l] = host_copy(blk.indices, (size_t)blk.num_edges * 4, bi.on_device, stream);
     }
     return h;
 }
@@ -306,6 +323,34 @@ static void gpu_modes(const gd_dataset_t *ds, const gd_loader_options *base) {
     }
 }
 
+/* Counts the log lines of a level, so that the test can tell the line was formatted. */
+static int info_lines;
+static void count_info(gd_log_level level, const char *message, void *user) {
+    (void)user;
+    if (level == GD_LOG_INFO && strstr(message, "trainer:")) info_lines++;
+}
+
+/*
+ * Regression, "gd_loader_create segfaults at GD_LOG_LEVEL=info": the creation log line read the
+ * parameter count of the model, and a loader has no model. At info level (and above) a loader
+ * is created and its line written.
+ */
+static void regress_loader_create_log_info_segfault(const gd_dataset_t *ds,
+                                                    const gd_loader_options *o) {
+    const gd_log_level was = gd_log_level_get();
+    gd_log_set(count_info, NULL);
+    for (gd_log_level lv = GD_LOG_INFO; lv <= GD_LOG_TRACE; lv++) {
+        gd_log_level_set(lv);
+        info_lines = 0;
+        gd_loader_t *l = NULL;
+        T_OK(gd_loader_create(ds, o, &l));
+        T_ASSERT(info_lines >= 1);
+        gd_loader_destroy(l);
+    }
+    gd_log_set(NULL, NULL);
+    gd_log_level_set(was);
+}
+
 int main(void) {
     const uint64_t seed = t_seed();
     gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
@@ -331,6 +376,7 @@ int main(void) {
     o.shuffle = 1;
     o.split = GD_ARRAY_TRAIN_IDX;
     holding_and_exports(ds, &o);
+    regress_loader_create_log_info_segfault(ds, &o);
 
     gd_loader_t *l = (gd_loader_t *)&l;
     gd_loader_options bad = o;
@@ -354,6 +400,9 @@ int main(void) {
         g.mode = "zero-copy";
         T_FAILS(gd_loader_create(ds, &g, &l), GD_ERR_NO_DEVICE, "GPU");
     }
+#ifdef GD_WITH_CUDA
+    gd__cuda_stream_destroy(read_stream);
+#endif
     gd_dataset_close(ds);
     t_check_no_leaks();
     fprintf(stderr, "loader: ok%s\n",

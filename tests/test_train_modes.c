@@ -118,6 +118,39 @@ static void resume_across_modes(const gd_dataset_t *ds, uint64_t seed, const cur
     unlink(path);
 }
 
+/* The SMs the zero-copy trainer of cfg gives its gather, read from its plan. */
+static int gather_sms_of(const gd_dataset_t *ds, const gd__train_config *cfg) {
+    gd__trainer *t = NULL;
+    T_OK(gd__trainer_create(ds, cfg, &t));
+    gd__trainer_info info;
+    gd__trainer_get_info(t, &info);
+    const char *at = strstr(info.plan, "gather on ");
+    int sms = -1;
+    T_ASSERT(at && sscanf(at, "gather on %d SMs", &sms) == 1);
+    gd__trainer_destroy(t);
+    return sms;
+}
+
+/*
+ * Regression, "GD_GATHER_SMS read with getenv": with rows left in host memory the zero-copy
+ * trainer gives the gather 10 % of the SMs unless the user chose a budget, and a budget set with
+ * gd_param_set was not seen. Now "0" (every SM) set that way is obeyed.
+ */
+static void regress_gather_sms_param_set_ignored(const gd_dataset_t *ds, gd__train_config c) {
+    gd_device_info di;
+    T_OK(gd_device_info_get(c.device, &di));
+    unsetenv("GD_GATHER_SMS");
+    c.mode = GD__TRAIN_ZERO_COPY;
+    c.gpu_cache_bytes = gd_dataset_num_nodes(ds) * gd_dataset_feature_dim(ds) * 4 / 3;
+    c.gather_sms = NULL;
+    const int fallback = gather_sms_of(ds, &c);
+    T_ASSERT(fallback < di.multiprocessors);
+    T_OK(gd_param_set("GD_GATHER_SMS", "0"));
+    T_EQ_INT(gather_sms_of(ds, &c), di.multiprocessors);
+    T_OK(gd_param_set("GD_GATHER_SMS", NULL));
+    T_EQ_INT(gather_sms_of(ds, &c), fallback);
+}
+
 int main(void) {
     const uint64_t seed = t_seed();
     gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
@@ -177,6 +210,7 @@ int main(void) {
     c.depth = 3;
 
     resume_across_modes(ds, seed, &ref);
+    regress_gather_sms_param_set_ignored(ds, base_config(seed));
 
     /* A budget too small for the data: all-gpu refuses, naming the sizes and zero-copy. */
     c.mode = GD__TRAIN_ALL_GPU;

@@ -96,6 +96,13 @@ void gd__log_write(gd_log_level level, const char *fmt, ...) GD_PRINTF(2, 3);
 #define GD_INFO(...) GD_LOG(GD_LOG_INFO, __VA_ARGS__)
 #define GD_DEBUG(...) GD_LOG(GD_LOG_DEBUG, __VA_ARGS__)
 
+/*
+ * ---- parameters: 1 if the GD_* parameter `name` was given (gd_param_set, or a non-empty
+ * environment variable), 0 if it holds its default. For defaults that depend on the situation
+ * (the gather's SM budget), so that a value the user gave, through either route, wins.
+ */
+int gd__param_given(const char *name);
+
 /* ---- overflow-checked arithmetic on sizes */
 static inline bool gd__mul_overflow_i64(int64_t a, int64_t b, int64_t *out) {
     return __builtin_mul_overflow(a, b, out);

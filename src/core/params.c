@@ -68,6 +68,16 @@ gd_status gd_param_get(const char *name, const char **value) {
     return GD_OK;
 }
 
+int gd__param_given(const char *name) {
+    const int i = find_param(name);
+    if (i < 0) return 0;
+    pthread_mutex_lock(&params_lock);
+    const bool set = override_set[i];
+    pthread_mutex_unlock(&params_lock);
+    const char *env = getenv(name);
+    return set || (env && *env);
+}
+
 gd_status gd_param_get_int(const char *name, int64_t *value) {
     const char *text;
     gd_status st = gd_param_get(name, &text);

@@ -673,6 +673,12 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
     if (g->info.sms < c->sms && !g->grid_cap_only) GD_CHECK(make_green(g, c));
     c->grid_cap = g->info.sms * bps;
     if (g->cached_rows > 0) GD_CHECK(build_cache(g, c));
+    /*
+     * The table copy (from pageable memory it may return before the data lands), the error
+     * record's clear and the set-up kernels ran on the legacy stream, which the non-blocking
+     * streams that gathers run on do not wait for: finish them here, once.
+     */
+    GD_CUDA_CHECK(cudaDeviceSynchronize());
     GD_DEBUG("gatherer %s: %lld-byte rows, %d lanes per row, %d loads per lane, grid cap %d "
              "blocks (%d per SM)",
              gd_gather_mode_name(g->mode), (long long)t->row_bytes, c->group, c->unroll,

@@ -2,10 +2,11 @@
  * The public minibatch loader, gd_loader (include/graphdirect.h): a trainer without a model
  * (cfg.loader) whose minibatches are handed to the caller instead of to the nn stage. Minibatch b
  * uses set b % depth, as in training; the caller's "training" is whatever it queues on its streams
- * before releasing the batch, so the event that frees a set (EV_T1) is recorded at release on the
- * stream the last export named (or on the gather stream when nothing was exported). Sampling runs
- * ahead into every set that is free. The CPU mode samples and gathers each minibatch when it is
- * asked for.
+ * before releasing the batch. Every stream the caller reads a batch on is ordered after the
+ * batch's gather (gd_batch_wait, gd_batch_export) and remembered, and at release one fence event
+ * is recorded on each of them (on the gather stream when there is none); sampling into the set
+ * waits for every fence, in the same epoch or a later one. Sampling runs ahead into every set
+ * that is free. The CPU mode samples and gathers each minibatch when it is asked for.
  *
  * Lifetimes: a batch is referenced by the caller (until gd_batch_release) and by each DLPack
  * tensor exported from it (until its deleter runs); the set is reused at zero. The loader is
@@ -29,10 +30,11 @@ struct gd_batch {
     gd_loader_t *loader;
     int set;
     int64_t index;  /* in the epoch */
-    int held;       /* handed out and not released */
-    int refs;       /* held + live exports */
-    void *consumer; /* the stream of the last export (GPU) */
-    int has_consumer;
+    int held; /* handed out and not released */
+    int refs; /* held + live exports */
+    /* GPU: the streams ordered after the batch (gd_batch_wait, exports), fenced at its release. */
+    void *readers[GD__TRAIN_MAX_READERS];
+    int num_readers;
 };
 
 struct gd_loader {
@@ -63,22 +65,55 @@ static void loader_unref(gd_loader_t *l) {
 }
 
 /*
- * The set of b is free again: record the event sampling waits for before rewriting it. Called
- * with the mutex held, when the batch's last reference goes.
+ * The set of b is free again: record its fences, which sampling into the set waits for before
+ * rewriting it: one on every stream that read the batch, or on the gather stream when none did.
+ * Called with the mutex held, when the batch's last reference goes.
  */
 static void set_free(gd_loader_t *l, gd_batch_t *b) {
 #ifdef GD_WITH_CUDA
     gd__trainer *t = l->t;
     if (t->gpu && !l->closed) {
         train_set *s = &t->sets[b->set];
-        if (gd__cuda_event_record(s->ev[EV_T1], b->has_consumer ? b->consumer : t->s_gather) !=
-            GD_OK)
-            gd_clear_error(); /* the stream is gone with its context: nothing reuses the set */
+        const int n = b->num_readers > 0 ? b->num_readers : 1;
+        s->fenced = 0;
+        for (int i = 0; i < n; i++) {
+            void *stream = b->num_readers > 0 ? b->readers[i] : t->s_gather;
+            if (gd__cuda_event_record(s->free_ev[i], stream) != GD_OK) {
+                gd_clear_error(); /* the stream is gone with its context: nothing reuses the set */
+                continue;
+            }
+            s->fenced++;
+        }
     }
 #else
     (void)l;
 #endif
-    b->has_consumer = 0;
+    b->num_readers = 0;
+}
+
+/*
+ * Order stream after batch b's work on the GPU and remember it as a reader of b, so that b's set
+ * is not rewritten before what stream queued up to b's release. Called with the mutex held.
+ */
+static gd_status add_reader(gd_batch_t *b, void *stream) {
+    gd_status st = GD_OK;
+#ifdef GD_WITH_CUDA
+    const gd__trainer *t = b->loader->t;
+    if (!t->gpu) return GD_OK;
+    int known = 0;
+    for (int i = 0; i < b->num_readers; i++) known |= b->readers[i] == stream;
+    GD_REQUIRE(known || b->num_readers < GD__TRAIN_MAX_READERS, GD_ERR_UNSUPPORTED,
+               "batch %lld is read on more than %d streams; read it on at most %d (order the "
+               "others after one of them with an event)",
+               (long long)b->index, GD__TRAIN_MAX_READERS, GD__TRAIN_MAX_READERS);
+    GD_CHECK(gd__cuda_stream_wait(stream, t->sets[b->set].ev[EV_G1]));
+    if (!known) b->readers[b->num_readers++] = stream;
+fail:
+#else
+    (void)b;
+    (void)stream;
+#endif
+    return st;
 }
 
 gd_status gd_loader_create(const gd_dataset_t *ds, const gd_loader_options *options,
@@ -279,7 +314,7 @@ gd_status gd_loader_next(gd_loader_t *l, gd_batch_t **out) {
     bt->index = b;
     bt->held = 1;
     bt->refs = 1;
-    bt->has_consumer = 0;
+    bt->num_readers = 0;
     pthread_mutex_unlock(&l->mu);
     l->next_b = b + 1;
     *out = bt;
@@ -306,6 +341,17 @@ static gd_status batch_check(const gd_batch_t *b, const char *what) {
                          "between gd_loader_next and gd_batch_release",
                          what);
     return GD_OK;
+}
+
+gd_status gd_batch_wait(gd_batch_t *b, void *stream) {
+    gd_status st = GD_OK;
+    GD_CHECK(batch_check(b, "gd_batch_wait"));
+    gd_loader_t *l = b->loader;
+    pthread_mutex_lock(&l->mu);
+    st = add_reader(b, stream);
+    pthread_mutex_unlock(&l->mu);
+fail:
+    return st;
 }
 
 gd_status gd_batch_get_info(const gd_batch_t *b, gd_batch_info *info) {
@@ -418,12 +464,6 @@ gd_status gd_batch_export(gd_batch_t *b, gd_batch_field field, int layer, void *
     GD_CHECK(gd_batch_array(b, field, layer, &v));
     gd_loader_t *l = b->loader;
     const gd__trainer *t = l->t;
-#ifdef GD_WITH_CUDA
-    /* The consumer's stream waits for the batch on the GPU. */
-    if (t->gpu) GD_CHECK(gd__cuda_stream_wait(stream, t->sets[b->set].ev[EV_G1]));
-#else
-    (void)stream;
-#endif
     GD_ALLOC(x, sizeof *x, "a DLPack tensor");
     memset(x, 0, sizeof *x);
     x->batch = b;
@@ -443,14 +483,15 @@ gd_status gd_batch_export(gd_batch_t *b, gd_batch_field field, int layer, void *
     d->byte_offset = 0;
     x->m.manager_ctx = x;
     x->m.deleter = export_deleter;
+    /* The consumer's stream waits for the batch on the GPU, and fences its set. */
     pthread_mutex_lock(&l->mu);
-    b->refs++;
-    l->refs++;
-    if (t->gpu) {
-        b->consumer = stream;
-        b->has_consumer = 1;
+    st = add_reader(b, stream);
+    if (st == GD_OK) {
+        b->refs++;
+        l->refs++;
     }
     pthread_mutex_unlock(&l->mu);
+    GD_CHECK(st);
     *out = (struct DLManagedTensor *)&x->m;
     return GD_OK;
 fail:

@@ -13,6 +13,8 @@
 #define GD__TRAIN_EVAL_EPOCH (INT64_C(1) << 48)
 /* Buffer sets in a ring at most. */
 #define GD__TRAIN_MAX_DEPTH 8
+/* Streams a loader batch may be read on (gd_batch_wait, gd_batch_export), each fenced. */
+#define GD__TRAIN_MAX_READERS 4
 
 enum { EV_S0, EV_S1, EV_G0, EV_G1, EV_T0, EV_T1, EV_COUNT };
 enum { ST_SAMPLE, ST_GATHER, ST_TRAIN, ST_COUNT };
@@ -26,6 +28,13 @@ typedef struct {
     void *blk_dev;        /* cpu-centric: the blocks in GPU memory ... */
     void *blk_stage;      /* ... and their pinned staging */
     void *ev[EV_COUNT];   /* GPU modes: timing events around each stage */
+    /*
+     * Loader: the set's free fences, one event per stream that read its last batch, recorded
+     * at its release; sampling into the set waits for all of them (whatever the epoch), then
+     * forgets them (fenced = 0).
+     */
+    void *free_ev[GD__TRAIN_MAX_READERS];
+    int fenced;
     int timed[ST_COUNT];  /* a stage was recorded and not yet counted */
     gd_block blocks[GD_SAMPLER_MAX_LAYERS];
     int64_t num_in;        /* input nodes of the minibatch in the set */

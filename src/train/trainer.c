@@ -94,6 +94,7 @@ static void free_nn(gd__trainer *t, void *p) {
 static void destroy_set(gd__trainer *t, train_set *s) {
 #ifdef GD_WITH_CUDA
     for (int e = 0; e < EV_COUNT; e++) gd__cuda_event_destroy(s->ev[e]);
+    for (int e = 0; e < GD__TRAIN_MAX_READERS; e++) gd__cuda_event_destroy(s->free_ev[e]);
     gd__cuda_host_free(s->label_stage);
     gd__cuda_host_free(s->blk_stage);
     gd__cuda_free(s->blk_dev);
@@ -507,7 +508,8 @@ static gd_status make_gatherer(gd__trainer *t, int64_t budget, int64_t free0) {
          * context) still saturate what the link delivers and the step stays near 2 ms
          * (docs/train.md). Unless the caller or GD_GATHER_SMS says otherwise.
          */
-        if (!go.sm_budget && cache < table && !getenv("GD_GATHER_SMS")) go.sm_budget = "10%";
+        if (!go.sm_budget && cache < table && !gd__param_given("GD_GATHER_SMS"))
+            go.sm_budget = "10%";
         if (cache > 0) {
             gd_array_view ip, ix;
             GD_CHECK(gd_dataset_array(t->ds, GD_ARRAY_INDPTR, &ip));
@@ -611,6 +613,8 @@ static gd_status make_sets(gd__trainer *t) {
                                            "lower the batch size"));
             for (int e = 0; e < EV_COUNT; e++)
                 GD_CHECK(gd__cuda_event_create(t->cfg.device, 1, &s->ev[e]));
+            for (int e = 0; t->cfg.loader && e < GD__TRAIN_MAX_READERS; e++)
+                GD_CHECK(gd__cuda_event_create(t->cfg.device, 0, &s->free_ev[e]));
         }
         if (t->mode == GD__TRAIN_CPU_CENTRIC) {
             GD_CHECK(gd__cuda_pinned_alloc(&s->blk_stage, t->blk_bytes, "minibatch blocks",
@@ -790,7 +794,7 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     GD_INFO("trainer: %s; %d layers, batch %lld, %lld input nodes and %lld edges at most per "
             "minibatch, %lld parameters",
             t->plan, L, (long long)t->batch, (long long)t->sinfo.max_input_nodes,
-            (long long)t->sinfo.max_edges, (long long)t->model->params.numel);
+            (long long)t->sinfo.max_edges, (long long)(t->model ? t->model->params.numel : 0));
     *out = t;
     return GD_OK;
 fail:
@@ -928,7 +932,14 @@ gd_status gd__train_issue_sample(gd__trainer *t, pass *p, int64_t b) {
     train_set *s = &t->sets[b % t->depth];
     const int64_t lo = b * t->batch, cnt = min64(t->batch, p->n - lo);
     GD_CHECK(count_stage(p, s, ST_SAMPLE));
-    if (b >= t->depth) GD_CHECK(gd__cuda_stream_wait(t->s_sample, s->ev[EV_T1]));
+    if (s->fenced) {
+        /* A loader's set: every stream that read its last batch, in this epoch or before. */
+        for (int i = 0; i < s->fenced; i++)
+            GD_CHECK(gd__cuda_stream_wait(t->s_sample, s->free_ev[i]));
+        s->fenced = 0;
+    } else if (b >= t->depth) {
+        GD_CHECK(gd__cuda_stream_wait(t->s_sample, s->ev[EV_T1]));
+    }
     GD_CHECK(gd__cuda_event_record(s->ev[EV_S0], t->s_sample));
     GD_CHECK(gd_sample(t->sampler, t->d_order + lo, cnt, 1, p->epoch, b, t->s_sample, s->mb));
     GD_CHECK(gd__cuda_event_record(s->ev[EV_S1], t->s_sample));
