@@ -372,6 +372,27 @@ int gd_has_cuda(void);
 int gd_device_count(void);
 gd_status gd_device_info_get(int device, gd_device_info *info);
 
+/* ---------------------------------------------------------------- context */
+
+/*
+ * A context: the GPU its objects use and what they share on it, instead of process-wide state.
+ * Host memory registered for the GPU (a zero-copy feature table) is registered once per
+ * context and shared by its trainers and loaders; two contexts share nothing. Objects created
+ * with a context keep a reference to it, so gd_context_destroy may come before theirs: the
+ * context goes when its last object does. Objects created without one (NULL) use their device's
+ * default context, one per device per process. A context is usable without a GPU (cpu mode).
+ */
+typedef struct gd_context gd_context_t;
+typedef struct {
+    size_t size; /* sizeof(gd_context_options) */
+    int device;  /* the GPU ordinal */
+} gd_context_options;
+#define GD_CONTEXT_OPTIONS_INIT {sizeof(gd_context_options), 0}
+gd_status gd_context_create(const gd_context_options *options, gd_context_t **out);
+void gd_context_destroy(gd_context_t *ctx);
+/* The GPU of the context (-1 for NULL). */
+int gd_context_device(const gd_context_t *ctx);
+
 
 /* ---------------------------------------------------------- feature store */
 
@@ -760,17 +781,18 @@ typedef struct {
     int shuffle;                        /* 1: shuffled by (seed, epoch); 0: in order */
     int drop_last;                      /* 1: drop the short last minibatch */
     uint64_t seed;                      /* shuffling and neighbour draws */
-    int device;                         /* the GPU of the GPU modes */
+    int device;                         /* the GPU of the GPU modes (without a context) */
     int threads;                        /* CPU threads (0: GD_THREADS) */
     int depth;                          /* buffer sets in the ring, 2..8 */
     int64_t gpu_cache_bytes;            /* zero-copy feature cache (-1: what the budget leaves) */
     int64_t graph_cache_bytes;          /* zero-copy neighbour-list cache (-1: auto) */
     int64_t gpu_mem_budget;             /* GPU memory the loader may use (0: what is free) */
     const char *gather_sms;             /* the gather's SM budget (NULL: the default) */
+    gd_context_t *context;              /* NULL: the default context of `device` */
 } gd_loader_options;
 #define GD_LOADER_OPTIONS_INIT                                                                     \
     {sizeof(gd_loader_options), NULL, 2, {10, 5}, 1024, GD_ARRAY_TRAIN_IDX, 1, 0, 0, 0, 0, 3, -1, -1, \
-     0, NULL}
+     0, NULL, NULL}
 
 /*
  * A loader over ds (which must outlive it). ds needs float32 features and the split; labels are

@@ -327,7 +327,7 @@ static void gpu_modes(const gd_dataset_t *ds, const gd_loader_options *base) {
 static int info_lines;
 static void count_info(gd_log_level level, const char *message, void *user) {
     (void)user;
-    if (level == GD_LOG_INFO && strstr(message, "trainer:")) info_lines++;
+    if (level == GD_LOG_INFO && strstr(message, "loader:")) info_lines++;
 }
 
 /*

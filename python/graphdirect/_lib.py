@@ -103,7 +103,7 @@ class LoaderOptions(_Sized):  # gd_loader_options, GD_LOADER_OPTIONS_INIT
                 ("split", c_int), ("shuffle", c_int), ("drop_last", c_int), ("seed", c_uint64),
                 ("device", c_int), ("threads", c_int), ("depth", c_int),
                 ("gpu_cache_bytes", c_int64), ("graph_cache_bytes", c_int64),
-                ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p)]
+                ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("context", c_void_p)]
     _defaults_ = {"num_layers": 2, "batch_size": 1024, "split": SPLITS["train"], "shuffle": 1,
                   "depth": 3, "gpu_cache_bytes": -1, "graph_cache_bytes": -1}
 

@@ -28,6 +28,9 @@
 extern "C" {
 #endif
 
+/* The epoch key of evaluation draws: far from any training epoch, one per split. */
+#define GD__TRAIN_EVAL_EPOCH (INT64_C(1) << 48)
+
 typedef enum {
     GD__TRAIN_CPU = 0,
     GD__TRAIN_ALL_GPU = 1,
@@ -67,7 +70,8 @@ typedef struct {
     uint64_t seed;       /* parameters, shuffling, neighbour draws and dropout */
     int threads;         /* CPU threads of the sampler and the gather (0: GD_THREADS) */
     gd__train_mode mode; /* where the data path runs (default cpu) */
-    int device;          /* the GPU of the GPU modes */
+    int device;          /* the GPU of the GPU modes (without a context) */
+    gd_context_t *context; /* NULL: the default context of device */
     /*
      * zero-copy: GPU memory for the hot feature rows (the highest out-degree first) and for
      * the hot neighbour lists of the sampler. -1 (auto): the graph cache takes a quarter of
@@ -84,12 +88,6 @@ typedef struct {
     gd__train_progress_fn progress;
     void *progress_user;
     int64_t report_every; /* minibatches between progress calls (0: 20) */
-    /*
-     * 1: the data path only, for gd_loader (the loader section of trainer.c): no model,
-     * labels optional, any split may be empty, a minibatch buffer per set in every mode;
-     * cpu-centric is refused.
-     */
-    int loader;
 } gd__train_config;
 #define GD__TRAIN_CONFIG_INIT                                                                      \
     {.num_layers = 2,                                                                              \

@@ -1,12 +1,13 @@
 /*
- * The public minibatch loader, gd_loader (include/graphdirect.h): a trainer without a model
- * (cfg.loader) whose minibatches are handed to the caller instead of to the nn stage. Minibatch b
- * uses set b % depth, as in training; the caller's "training" is whatever it queues on its streams
- * before releasing the batch. Every stream the caller reads a batch on is ordered after the
- * batch's gather (gd_batch_wait, gd_batch_export) and remembered, and at release one fence event
- * is recorded on each of them (on the gather stream when there is none); sampling into the set
- * waits for every fence, in the same epoch or a later one. Sampling runs ahead into every set
- * that is free. The CPU mode samples and gathers each minibatch when it is asked for.
+ * The public minibatch loader, gd_loader (include/graphdirect.h): the data path (datapath.h) in
+ * a pipeline of its two stages, sample and gather (pipeline.h), whose minibatches are handed to
+ * the caller instead of a train stage: the caller is the last stage. Minibatch b uses set
+ * b % depth, as in training. Every stream the caller reads a batch on is ordered after the
+ * batch's gather (gd_batch_wait, gd_batch_export) and remembered, and at release the set is
+ * fenced with one event on each of them (on the gather stream when there is none); sampling
+ * into the set waits for every fence, in the same epoch or a later one. Sampling runs ahead into
+ * every set the caller does not hold. The CPU mode samples and gathers each minibatch when it is
+ * asked for.
  *
  * Lifetimes: a batch is referenced by the caller (until gd_batch_release) and by each DLPack
  * tensor exported from it (until its deleter runs); the set is reused at zero. The loader is
@@ -14,8 +15,9 @@
  * valid after gd_loader_destroy until the last deleter. Deleters may run on any thread (a
  * Python garbage collector): the counts are under the loader's mutex.
  */
-#include "train/pipeline.h"
+#include "train/datapath.h"
 
+#include "core/context.h"
 #include "core/cuda.h"
 
 #ifdef GD_HAVE_DLPACK
@@ -29,30 +31,37 @@
 struct gd_batch {
     gd_loader_t *loader;
     int set;
-    int64_t index;  /* in the epoch */
-    int held; /* handed out and not released */
-    int refs; /* held + live exports */
+    int64_t index; /* in the epoch */
+    int held;      /* handed out and not released */
+    int refs;      /* held + live exports */
     /* GPU: the streams ordered after the batch (gd_batch_wait, exports), fenced at its release. */
-    void *readers[GD__TRAIN_MAX_READERS];
+    void *readers[GD__PIPE_MAX_FENCES];
     int num_readers;
 };
 
 struct gd_loader {
-    gd__trainer *t;
+    gd__datapath *d;
+    gd__pipe *pipe;
+    gd__nn_ctx nn; /* the backend whose memory holds the batches' rows and labels */
     pthread_mutex_t mu;
+    int mu_made;
     int refs;   /* the owner (until destroy) + live exports */
     int closed; /* gd_loader_destroy was called */
     int split;  /* 0 train, 1 valid, 2 test */
     gd_loader_options o;
-    pass p; /* the epoch in progress */
+    gd__pass p; /* the epoch in progress */
     int started;
-    int64_t next_b, issued;
-    gd_batch_t batch[GD__TRAIN_MAX_DEPTH];
+    int64_t next_b;
+    gd_batch_t batch[GD__PIPE_MAX_DEPTH];
 };
 
 static void loader_free(gd_loader_t *l) {
-    gd__trainer_destroy(l->t);
-    pthread_mutex_destroy(&l->mu);
+    gd__pipe_destroy(l->pipe);
+    gd__datapath_destroy(l->d);
+#ifdef GD_WITH_CUDA
+    if (l->nn.be == &gd__nn_cuda_backend) gd__nn_cuda_ctx_destroy(&l->nn);
+#endif
+    if (l->mu_made) pthread_mutex_destroy(&l->mu);
     gd_free(l);
 }
 
@@ -65,29 +74,11 @@ static void loader_unref(gd_loader_t *l) {
 }
 
 /*
- * The set of b is free again: record its fences, which sampling into the set waits for before
- * rewriting it: one on every stream that read the batch, or on the gather stream when none did.
- * Called with the mutex held, when the batch's last reference goes.
+ * The set of b is free again: fence it on every stream that read the batch (on the gather
+ * stream when none did). Called with the mutex held, when the batch's last reference goes.
  */
 static void set_free(gd_loader_t *l, gd_batch_t *b) {
-#ifdef GD_WITH_CUDA
-    gd__trainer *t = l->t;
-    if (t->gpu && !l->closed) {
-        train_set *s = &t->sets[b->set];
-        const int n = b->num_readers > 0 ? b->num_readers : 1;
-        s->fenced = 0;
-        for (int i = 0; i < n; i++) {
-            void *stream = b->num_readers > 0 ? b->readers[i] : t->s_gather;
-            if (gd__cuda_event_record(s->free_ev[i], stream) != GD_OK) {
-                gd_clear_error(); /* the stream is gone with its context: nothing reuses the set */
-                continue;
-            }
-            s->fenced++;
-        }
-    }
-#else
-    (void)l;
-#endif
+    if (l->d->gpu && !l->closed) gd__pipe_fence(l->pipe, b->set, b->readers, b->num_readers);
     b->num_readers = 0;
 }
 
@@ -98,15 +89,16 @@ static void set_free(gd_loader_t *l, gd_batch_t *b) {
 static gd_status add_reader(gd_batch_t *b, void *stream) {
     gd_status st = GD_OK;
 #ifdef GD_WITH_CUDA
-    const gd__trainer *t = b->loader->t;
-    if (!t->gpu) return GD_OK;
+    const gd_loader_t *l = b->loader;
+    if (!l->d->gpu) return GD_OK;
     int known = 0;
     for (int i = 0; i < b->num_readers; i++) known |= b->readers[i] == stream;
-    GD_REQUIRE(known || b->num_readers < GD__TRAIN_MAX_READERS, GD_ERR_UNSUPPORTED,
+    GD_REQUIRE(known || b->num_readers < GD__PIPE_MAX_FENCES, GD_ERR_UNSUPPORTED,
                "batch %lld is read on more than %d streams; read it on at most %d (order the "
                "others after one of them with an event)",
-               (long long)b->index, GD__TRAIN_MAX_READERS, GD__TRAIN_MAX_READERS);
-    GD_CHECK(gd__cuda_stream_wait(stream, t->sets[b->set].ev[EV_G1]));
+               (long long)b->index, GD__PIPE_MAX_FENCES, GD__PIPE_MAX_FENCES);
+    /* The gather stage's end: the last data stage (the sample stage's results come before). */
+    GD_CHECK(gd__cuda_stream_wait(stream, gd__pipe_stage_done(l->pipe, b->set, 1)));
     if (!known) b->readers[b->num_readers++] = stream;
 fail:
 #else
@@ -116,152 +108,20 @@ fail:
     return st;
 }
 
-gd_status gd_loader_create(const gd_dataset_t *ds, const gd_loader_options *options,
-                           gd_loader_t **out) {
+/* The nn backend of the resolved mode, for the batches' memory. */
+static gd_status make_nn(void *user, int gpu, gd__nn_ctx **out) {
     gd_status st = GD_OK;
-    gd_loader_t *l = NULL;
-    gd_loader_options o = GD_LOADER_OPTIONS_INIT;
-    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_loader_create: out is NULL");
-    *out = NULL;
-    GD_REQUIRE(ds, GD_ERR_INVALID_ARG, "gd_loader_create: dataset is NULL");
-    if (options)
-        GD_CHECK(gd__options_in(&o, sizeof o, options, 0, "gd_loader_create: options",
-                                "GD_LOADER_OPTIONS_INIT"));
-    gd__train_config c = GD__TRAIN_CONFIG_INIT;
-    c.loader = 1;
-    c.mode = GD__TRAIN_AUTO;
-    if (o.mode) GD_CHECK(gd__train_mode_parse(o.mode, &c.mode));
-    GD_REQUIRE(c.mode != GD__TRAIN_CPU_CENTRIC, GD_ERR_UNSUPPORTED,
-               "loader: mode cpu-centric is a training baseline; use cpu, all-gpu, zero-copy or "
-               "auto");
-    GD_REQUIRE(o.num_layers >= 1 && o.num_layers <= GD_SAMPLER_MAX_LAYERS, GD_ERR_INVALID_ARG,
-               "loader: %d layers; use 1 to %d", o.num_layers, GD_SAMPLER_MAX_LAYERS);
-    GD_REQUIRE(o.split >= GD_ARRAY_TRAIN_IDX && o.split <= GD_ARRAY_TEST_IDX, GD_ERR_INVALID_ARG,
-               "loader: split %d is not train_idx, valid_idx or test_idx", (int)o.split);
-    c.num_layers = o.num_layers;
-    memcpy(c.fanouts, o.fanouts, sizeof c.fanouts);
-    c.batch_size = o.batch_size;
-    c.seed = o.seed;
-    c.threads = o.threads;
-    c.device = o.device;
-    c.depth = o.depth;
-    c.gpu_cache_bytes = o.gpu_cache_bytes;
-    c.graph_cache_bytes = o.graph_cache_bytes;
-    c.gpu_mem_budget = o.gpu_mem_budget;
-    c.gather_sms = o.gather_sms;
-    GD_ALLOC(l, sizeof *l, "the loader");
-    memset(l, 0, sizeof *l);
-    if (pthread_mutex_init(&l->mu, NULL) != 0) {
-        gd_free(l);
-        return gd__error(GD_ERR_INTERNAL, "loader: cannot create a mutex");
-    }
-    l->refs = 1;
-    l->o = o;
-    l->split = (int)(o.split - GD_ARRAY_TRAIN_IDX);
-    GD_CHECK(gd__trainer_create(ds, &c, &l->t));
-    GD_REQUIRE(l->t->mode != GD__TRAIN_CPU_CENTRIC, GD_ERR_UNSUPPORTED,
-               "loader: %s; a loader needs cpu, all-gpu or zero-copy (raise `ulimit -l` for "
-               "zero-copy, or ask for mode cpu)",
-               l->t->plan);
-    GD_REQUIRE(l->t->split_n[l->split] > 0, GD_ERR_INVALID_ARG,
-               "loader: dataset '%s' has no %s nodes", gd_dataset_name(ds), gd_array_name(o.split));
-    for (int i = 0; i < l->t->depth; i++) {
-        l->batch[i].loader = l;
-        l->batch[i].set = i;
-    }
-    /* The loader does not draw what the caller does not ask for: no lookahead past an epoch. */
-    *out = l;
-    return GD_OK;
-fail:
-    if (l) loader_free(l);
-    return st;
-}
-
-/* Wait for everything queued (GPU), so that no set is in use by the loader's own streams. */
-static void loader_drain(gd_loader_t *l) {
+    gd_loader_t *l = user;
+    l->nn = gd__nn_cpu_ctx();
 #ifdef GD_WITH_CUDA
-    gd__trainer *t = l->t;
-    if (!t->gpu) return;
-    if (gd__cuda_stream_sync(t->s_sample) != GD_OK) gd_clear_error();
-    if (gd__cuda_stream_sync(t->s_gather) != GD_OK) gd_clear_error();
+    if (gpu) GD_CHECK(gd__nn_cuda_ctx_create(l->o.device, &l->nn));
 #else
-    (void)l;
+    (void)gpu;
 #endif
-}
-
-void gd_loader_destroy(gd_loader_t *l) {
-    if (!l) return;
-    loader_drain(l);
-    pthread_mutex_lock(&l->mu);
-    l->closed = 1;
-    for (int i = 0; i < GD__TRAIN_MAX_DEPTH; i++) {
-        if (l->batch[i].held) {
-            l->batch[i].held = 0;
-            l->batch[i].refs--;
-        }
-    }
-    pthread_mutex_unlock(&l->mu);
-    loader_unref(l);
-}
-
-/* Minibatches of an epoch: the short last one is dropped with drop_last. */
-static int64_t epoch_batches(const gd_loader_t *l) {
-    const int64_t n = l->t->split_n[l->split], bs = l->t->batch;
-    return l->o.drop_last ? n / bs : (n + bs - 1) / bs;
-}
-
-gd_status gd_loader_get_info(const gd_loader_t *l, gd_loader_info *info) {
-    gd_status st = GD_OK;
-    gd_loader_info i;
-    GD_REQUIRE(l && info, GD_ERR_INVALID_ARG, "gd_loader_get_info: NULL argument");
-    memset(&i, 0, sizeof i);
-    i.size = sizeof i;
-    i.mode = gd__train_mode_name(l->t->mode);
-    i.on_device = l->t->gpu;
-    i.device = l->t->gpu ? l->t->cfg.device : 0;
-    i.num_seeds = l->t->split_n[l->split];
-    i.batches_per_epoch = epoch_batches(l);
-    i.feature_dim = l->t->in_dim;
-    i.max_input_nodes = l->t->sinfo.max_input_nodes;
-    snprintf(i.plan, sizeof i.plan, "%s", l->t->plan);
-    GD_CHECK(gd__info_out(info, &i, sizeof i, "gd_loader_get_info: info", "GD_LOADER_INFO_INIT"));
-fail:
-    return st;
-}
-
-gd_status gd_loader_start_epoch(gd_loader_t *l, int64_t epoch) {
-    gd_status st = GD_OK;
-    GD_REQUIRE(l && !l->closed, GD_ERR_INVALID_ARG, "gd_loader_start_epoch: no loader");
-    GD_REQUIRE(epoch >= 0 && epoch < GD__TRAIN_EVAL_EPOCH, GD_ERR_INVALID_ARG,
-               "gd_loader_start_epoch: epoch %lld out of range", (long long)epoch);
-    gd__trainer *t = l->t;
-    pthread_mutex_lock(&l->mu);
-    int busy = 0;
-    for (int i = 0; i < t->depth; i++) busy += l->batch[i].held;
-    pthread_mutex_unlock(&l->mu);
-    GD_REQUIRE(!busy, GD_ERR_INVALID_ARG,
-               "gd_loader_start_epoch: %d batch(es) of the previous epoch are still held; "
-               "release them first",
-               busy);
-    loader_drain(l);
-    const int64_t n = t->split_n[l->split];
-    int64_t nb;
-    if (l->o.shuffle) {
-        GD_CHECK(gd_seed_batches(t->split[l->split], n, t->batch, t->cfg.seed, epoch,
-                                 l->o.drop_last, t->order, &nb));
-    } else {
-        memcpy(t->order, t->split[l->split], (size_t)n * sizeof(int64_t));
-    }
-    GD_CHECK(gd__train_start_pass(t, t->order, n, epoch, 0, &l->p));
-    l->p.batches = epoch_batches(l);
-    l->next_b = l->issued = 0;
+    *out = &l->nn;
 #ifdef GD_WITH_CUDA
-    if (t->cuda_sampler)
-        GD_CHECK(
-            gd__cuda_memcpy_async(t->d_order, t->order, (size_t)n * sizeof(int64_t), t->s_sample));
-#endif
-    l->started = 1;
 fail:
+#endif
     return st;
 }
 
@@ -273,6 +133,198 @@ static int set_busy(gd_loader_t *l, int set) {
     return busy;
 }
 
+static int may_reuse(void *user, int set) {
+    return !set_busy(user, set);
+}
+
+/* The pipeline of the data path's two stages; the caller fences the sets it read. */
+static gd_status make_pipe(gd_loader_t *l) {
+    gd__pipe_config pc;
+    memset(&pc, 0, sizeof pc);
+    pc.device = l->o.device;
+    pc.depth = l->d->depth;
+    pc.num_stages = gd__datapath_stages(l->d, pc.stages);
+    pc.may_reuse = may_reuse;
+    pc.may_reuse_user = l;
+    return gd__pipe_create(&pc, &l->pipe);
+}
+
+/* The data path's configuration from the loader's options, checked. */
+static gd_status data_config(const gd_loader_options *o, gd__data_config *c) {
+    gd_status st = GD_OK;
+    memset(c, 0, sizeof *c);
+    c->mode = GD__TRAIN_AUTO;
+    if (o->mode) GD_CHECK(gd__train_mode_parse(o->mode, &c->mode));
+    GD_REQUIRE(c->mode != GD__TRAIN_CPU_CENTRIC, GD_ERR_UNSUPPORTED,
+               "loader: mode cpu-centric is a training baseline; use cpu, all-gpu, zero-copy or "
+               "auto");
+    GD_REQUIRE(o->num_layers >= 1 && o->num_layers <= GD_SAMPLER_MAX_LAYERS, GD_ERR_INVALID_ARG,
+               "loader: %d layers; use 1 to %d", o->num_layers, GD_SAMPLER_MAX_LAYERS);
+    for (int h = 0; h < o->num_layers; h++)
+        GD_REQUIRE(o->fanouts[h] >= -1, GD_ERR_INVALID_ARG,
+                   "loader: fanout %d of hop %d; use -1 (all neighbours) or a count >= 0",
+                   o->fanouts[h], h);
+    GD_REQUIRE(o->split >= GD_ARRAY_TRAIN_IDX && o->split <= GD_ARRAY_TEST_IDX,
+               GD_ERR_INVALID_ARG, "loader: split %d is not train_idx, valid_idx or test_idx",
+               (int)o->split);
+    GD_REQUIRE(o->batch_size >= 1, GD_ERR_INVALID_ARG, "loader: batch size %lld; use >= 1",
+               (long long)o->batch_size);
+    GD_REQUIRE(o->depth >= 2 && o->depth <= GD__PIPE_MAX_DEPTH, GD_ERR_INVALID_ARG,
+               "loader: a ring of %d buffer sets; use 2 to %d", o->depth, GD__PIPE_MAX_DEPTH);
+    GD_REQUIRE(o->gpu_cache_bytes >= -1 && o->graph_cache_bytes >= -1 && o->gpu_mem_budget >= 0,
+               GD_ERR_INVALID_ARG, "loader: a negative cache size or budget");
+    c->num_layers = o->num_layers;
+    memcpy(c->fanouts, o->fanouts, sizeof c->fanouts);
+    c->batch_size = o->batch_size;
+    c->seed = o->seed;
+    c->threads = o->threads;
+    c->depth = o->depth;
+    c->sets_on_cpu = 1;
+    c->labels_optional = 1;
+    c->gpu_cache_bytes = o->gpu_cache_bytes;
+    c->graph_cache_bytes = o->graph_cache_bytes;
+    c->gpu_mem_budget = o->gpu_mem_budget;
+    c->gather_sms = o->gather_sms;
+fail:
+    return st;
+}
+
+gd_status gd_loader_create(const gd_dataset_t *ds, const gd_loader_options *options,
+                           gd_loader_t **out) {
+    gd_status st = GD_OK;
+    gd_loader_t *l = NULL;
+    gd_context_t *ctx = NULL;
+    gd_loader_options o = GD_LOADER_OPTIONS_INIT;
+    gd__data_config c;
+    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_loader_create: out is NULL");
+    *out = NULL;
+    GD_REQUIRE(ds, GD_ERR_INVALID_ARG, "gd_loader_create: dataset is NULL");
+    if (options)
+        GD_CHECK(gd__options_in(&o, sizeof o, options, 0, "gd_loader_create: options",
+                                "GD_LOADER_OPTIONS_INIT"));
+    GD_CHECK(data_config(&o, &c));
+    GD_REQUIRE(gd_dataset_feature_dim(ds) > 0, GD_ERR_INVALID_ARG,
+               "loader: dataset '%s' has no node features", gd_dataset_name(ds));
+    if (o.context) {
+        ctx = gd__context_ref(o.context);
+        o.device = gd_context_device(ctx);
+    } else {
+        GD_CHECK(gd__context_default(o.device, &ctx));
+    }
+    GD_ALLOC(l, sizeof *l, "the loader");
+    memset(l, 0, sizeof *l);
+    GD_REQUIRE(pthread_mutex_init(&l->mu, NULL) == 0, GD_ERR_INTERNAL,
+               "loader: cannot create a mutex");
+    l->mu_made = 1;
+    l->refs = 1;
+    l->o = o;
+    l->split = (int)(o.split - GD_ARRAY_TRAIN_IDX);
+    GD_CHECK(gd__datapath_create(ds, &c, ctx, make_nn, l, &l->d));
+    GD_REQUIRE(l->d->mode != GD__TRAIN_CPU_CENTRIC, GD_ERR_UNSUPPORTED,
+               "loader: %s; a loader needs cpu, all-gpu or zero-copy (raise `ulimit -l` for "
+               "zero-copy, or ask for mode cpu)",
+               l->d->plan.text);
+    GD_REQUIRE(l->d->split_n[l->split] > 0, GD_ERR_INVALID_ARG,
+               "loader: dataset '%s' has no %s nodes", gd_dataset_name(ds), gd_array_name(o.split));
+    GD_CHECK(gd__datapath_place_features(l->d));
+    GD_CHECK(make_pipe(l));
+    for (int i = 0; i < l->d->depth; i++) {
+        l->batch[i].loader = l;
+        l->batch[i].set = i;
+    }
+    GD_INFO("loader: %s; %d layers, batch %lld, %lld input nodes and %lld edges at most per "
+            "minibatch",
+            l->d->plan.text, o.num_layers, (long long)l->d->batch,
+            (long long)l->d->sinfo.max_input_nodes, (long long)l->d->sinfo.max_edges);
+    gd__context_unref(ctx);
+    /* The loader does not draw what the caller does not ask for: no lookahead past an epoch. */
+    *out = l;
+    return GD_OK;
+fail:
+    gd__context_unref(ctx);
+    if (l) loader_free(l);
+    return st;
+}
+
+/* Wait for everything queued (GPU), so that no set is in use by the loader's own streams. */
+static void loader_drain(gd_loader_t *l) {
+    if (l->started) (void)gd__pipe_finish(l->pipe, GD_OK);
+    l->started = 0;
+    gd_clear_error();
+}
+
+void gd_loader_destroy(gd_loader_t *l) {
+    if (!l) return;
+    loader_drain(l);
+    pthread_mutex_lock(&l->mu);
+    l->closed = 1;
+    for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) {
+        if (l->batch[i].held) {
+            l->batch[i].held = 0;
+            l->batch[i].refs--;
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    loader_unref(l);
+}
+
+/* Minibatches of an epoch: the short last one is dropped with drop_last. */
+static int64_t epoch_batches(const gd_loader_t *l) {
+    const int64_t n = l->d->split_n[l->split], bs = l->d->batch;
+    return l->o.drop_last ? n / bs : (n + bs - 1) / bs;
+}
+
+gd_status gd_loader_get_info(const gd_loader_t *l, gd_loader_info *info) {
+    gd_status st = GD_OK;
+    gd_loader_info i;
+    GD_REQUIRE(l && info, GD_ERR_INVALID_ARG, "gd_loader_get_info: NULL argument");
+    memset(&i, 0, sizeof i);
+    i.size = sizeof i;
+    i.mode = gd__train_mode_name(l->d->mode);
+    i.on_device = l->d->gpu;
+    i.device = l->d->gpu ? l->o.device : 0;
+    i.num_seeds = l->d->split_n[l->split];
+    i.batches_per_epoch = epoch_batches(l);
+    i.feature_dim = l->d->in_dim;
+    i.max_input_nodes = l->d->sinfo.max_input_nodes;
+    snprintf(i.plan, sizeof i.plan, "%s", l->d->plan.text);
+    GD_CHECK(gd__info_out(info, &i, sizeof i, "gd_loader_get_info: info", "GD_LOADER_INFO_INIT"));
+fail:
+    return st;
+}
+
+gd_status gd_loader_start_epoch(gd_loader_t *l, int64_t epoch) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(l && !l->closed, GD_ERR_INVALID_ARG, "gd_loader_start_epoch: no loader");
+    GD_REQUIRE(epoch >= 0 && epoch < GD__TRAIN_EVAL_EPOCH, GD_ERR_INVALID_ARG,
+               "gd_loader_start_epoch: epoch %lld out of range", (long long)epoch);
+    gd__datapath *d = l->d;
+    pthread_mutex_lock(&l->mu);
+    int busy = 0;
+    for (int i = 0; i < d->depth; i++) busy += l->batch[i].held;
+    pthread_mutex_unlock(&l->mu);
+    GD_REQUIRE(!busy, GD_ERR_INVALID_ARG,
+               "gd_loader_start_epoch: %d batch(es) of the previous epoch are still held; "
+               "release them first",
+               busy);
+    loader_drain(l);
+    const int64_t n = d->split_n[l->split];
+    int64_t nb;
+    if (l->o.shuffle) {
+        GD_CHECK(gd_seed_batches(d->split[l->split], n, d->batch, l->o.seed, epoch,
+                                 l->o.drop_last, d->order, &nb));
+    } else {
+        memcpy(d->order, d->split[l->split], (size_t)n * sizeof(int64_t));
+    }
+    GD_CHECK(gd__datapath_start_pass(d, d->order, n, epoch, 0, &l->p));
+    l->p.batches = epoch_batches(l);
+    l->next_b = 0;
+    gd__pipe_start(l->pipe, &l->p);
+    l->started = 1;
+fail:
+    return st;
+}
+
 gd_status gd_loader_next(gd_loader_t *l, gd_batch_t **out) {
     gd_status st = GD_OK;
     GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_loader_next: out is NULL");
@@ -280,35 +332,15 @@ gd_status gd_loader_next(gd_loader_t *l, gd_batch_t **out) {
     GD_REQUIRE(l && !l->closed, GD_ERR_INVALID_ARG, "gd_loader_next: the loader is closed");
     GD_REQUIRE(l->started, GD_ERR_INVALID_ARG,
                "gd_loader_next: no epoch started (gd_loader_start_epoch)");
-    gd__trainer *t = l->t;
-    pass *p = &l->p;
     const int64_t b = l->next_b;
-    if (b >= p->batches) return GD_OK;
-    const int k = (int)(b % t->depth);
+    if (b >= l->p.batches) return GD_OK;
+    const int k = (int)(b % l->d->depth);
     GD_REQUIRE(!set_busy(l, k), GD_ERR_INVALID_ARG,
                "gd_loader_next: all %d buffer sets are held by batches not yet released (or "
                "their exported tensors); release one first, or create the loader with a larger "
                "depth",
-               t->depth);
-    train_set *s = &t->sets[k];
-    if (!t->gpu) {
-        GD_CHECK(gd__train_cpu_stage(t, p, b, s));
-    }
-#ifdef GD_WITH_CUDA
-    else {
-        if (l->issued <= b) {
-            GD_CHECK(gd__train_issue_sample(t, p, b));
-            l->issued = b + 1;
-        }
-        /* Sample ahead into the sets that are free. */
-        while (l->issued < p->batches && l->issued < b + t->depth &&
-               !set_busy(l, (int)(l->issued % t->depth)) && l->issued % t->depth != k) {
-            GD_CHECK(gd__train_issue_sample(t, p, l->issued));
-            l->issued++;
-        }
-        GD_CHECK(gd__train_issue_gather(t, p, b));
-    }
-#endif
+               l->d->depth);
+    GD_CHECK(gd__pipe_issue(l->pipe, b));
     pthread_mutex_lock(&l->mu);
     gd_batch_t *bt = &l->batch[k];
     bt->index = b;
@@ -359,16 +391,16 @@ gd_status gd_batch_get_info(const gd_batch_t *b, gd_batch_info *info) {
     gd_batch_info i;
     GD_CHECK(batch_check(b, "gd_batch_get_info"));
     GD_REQUIRE(info, GD_ERR_INVALID_ARG, "gd_batch_get_info: info is NULL");
-    const gd__trainer *t = b->loader->t;
-    const train_set *s = &t->sets[b->set];
+    const gd__datapath *d = b->loader->d;
+    const gd__batch_set *s = &d->sets[b->set];
     memset(&i, 0, sizeof i);
     i.size = sizeof i;
     i.index = b->index;
     i.num_seeds = s->seeds;
     i.num_input = s->num_in;
-    i.num_layers = t->cfg.num_layers;
-    i.on_device = t->gpu;
-    i.device = t->gpu ? t->cfg.device : 0;
+    i.num_layers = d->cfg.num_layers;
+    i.on_device = d->gpu;
+    i.device = d->gpu ? b->loader->o.device : 0;
     GD_CHECK(gd__info_out(info, &i, sizeof i, "gd_batch_get_info: info", "GD_BATCH_INFO_INIT"));
 fail:
     return st;
@@ -377,10 +409,10 @@ fail:
 gd_status gd_batch_block(const gd_batch_t *b, int layer, gd_block *out) {
     gd_status st = GD_OK;
     GD_CHECK(batch_check(b, "gd_batch_block"));
-    const gd__trainer *t = b->loader->t;
-    GD_REQUIRE(out && layer >= 0 && layer < t->cfg.num_layers, GD_ERR_INVALID_ARG,
-               "gd_batch_block: layer %d of %d", layer, t->cfg.num_layers);
-    *out = t->sets[b->set].blocks[layer];
+    const gd__datapath *d = b->loader->d;
+    GD_REQUIRE(out && layer >= 0 && layer < d->cfg.num_layers, GD_ERR_INVALID_ARG,
+               "gd_batch_block: layer %d of %d", layer, d->cfg.num_layers);
+    *out = d->sets[b->set].blocks[layer];
 fail:
     return st;
 }
@@ -389,8 +421,8 @@ gd_status gd_batch_array(const gd_batch_t *b, gd_batch_field field, int layer, g
     gd_status st = GD_OK;
     GD_CHECK(batch_check(b, "gd_batch_array"));
     GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_batch_array: out is NULL");
-    const gd__trainer *t = b->loader->t;
-    const train_set *s = &t->sets[b->set];
+    const gd__datapath *d = b->loader->d;
+    const gd__batch_set *s = &d->sets[b->set];
     memset(out, 0, sizeof *out);
     out->ndim = 1;
     switch (field) {
@@ -403,20 +435,20 @@ gd_status gd_batch_array(const gd_batch_t *b, gd_batch_field field, int layer, g
         out->dtype = GD_DTYPE_FLOAT32;
         out->ndim = 2;
         out->shape[0] = s->num_in;
-        out->shape[1] = t->in_dim;
+        out->shape[1] = d->in_dim;
         out->data = s->x.data;
         break;
     case GD_BATCH_LABELS:
-        GD_REQUIRE(t->label_view.data, GD_ERR_NOT_FOUND,
-                   "gd_batch_array: dataset '%s' has no labels", gd_dataset_name(t->ds));
+        GD_REQUIRE(d->label_view.data, GD_ERR_NOT_FOUND,
+                   "gd_batch_array: dataset '%s' has no labels", gd_dataset_name(d->ds));
         out->dtype = GD_DTYPE_INT64;
         out->shape[0] = s->seeds;
         out->data = s->labels;
         break;
     case GD_BATCH_INDPTR:
     case GD_BATCH_INDICES: {
-        GD_REQUIRE(layer >= 0 && layer < t->cfg.num_layers, GD_ERR_INVALID_ARG,
-                   "gd_batch_array: layer %d of %d", layer, t->cfg.num_layers);
+        GD_REQUIRE(layer >= 0 && layer < d->cfg.num_layers, GD_ERR_INVALID_ARG,
+                   "gd_batch_array: layer %d of %d", layer, d->cfg.num_layers);
         const gd_block *blk = &s->blocks[layer];
         out->dtype = GD_DTYPE_INT32;
         out->shape[0] = field == GD_BATCH_INDPTR ? blk->num_dst + 1 : blk->num_edges;
@@ -463,7 +495,7 @@ gd_status gd_batch_export(gd_batch_t *b, gd_batch_field field, int layer, void *
 #ifdef GD_HAVE_DLPACK
     GD_CHECK(gd_batch_array(b, field, layer, &v));
     gd_loader_t *l = b->loader;
-    const gd__trainer *t = l->t;
+    const int gpu = l->d->gpu;
     GD_ALLOC(x, sizeof *x, "a DLPack tensor");
     memset(x, 0, sizeof *x);
     x->batch = b;
@@ -472,8 +504,8 @@ gd_status gd_batch_export(gd_batch_t *b, gd_batch_field field, int layer, void *
     DLTensor *d = &x->m.dl_tensor;
     static char empty_marker;
     d->data = v.data ? v.data : (void *)&empty_marker;
-    d->device.device_type = t->gpu ? kDLCUDA : kDLCPU;
-    d->device.device_id = t->gpu ? t->cfg.device : 0;
+    d->device.device_type = gpu ? kDLCUDA : kDLCPU;
+    d->device.device_id = gpu ? l->o.device : 0;
     d->ndim = v.ndim;
     d->dtype.code = v.dtype == GD_DTYPE_FLOAT32 ? kDLFloat : kDLInt;
     d->dtype.bits = (uint8_t)(8 * gd_dtype_size(v.dtype));
@@ -515,7 +547,7 @@ gd_status gd_batch_export_all(gd_batch_t *b, void *stream, struct DLManagedTenso
     gd_status st = GD_OK;
     int done = 0;
     GD_CHECK(batch_check(b, "gd_batch_export_all"));
-    const int L = b->loader->t->cfg.num_layers;
+    const int L = b->loader->d->cfg.num_layers;
     GD_REQUIRE(out && n >= 3 + 2 * L, GD_ERR_INVALID_ARG,
                "gd_batch_export_all: room for %d tensors, the batch has %d (3 + 2 x %d layers)", n,
                3 + 2 * L, L);
@@ -523,7 +555,7 @@ gd_status gd_batch_export_all(gd_batch_t *b, void *stream, struct DLManagedTenso
         const gd_batch_field f =
             i < 3 ? (gd_batch_field)i : ((i - 3) % 2 ? GD_BATCH_INDICES : GD_BATCH_INDPTR);
         out[i] = NULL;
-        if (f == GD_BATCH_LABELS && !b->loader->t->label_view.data) continue;
+        if (f == GD_BATCH_LABELS && !b->loader->d->label_view.data) continue;
         GD_CHECK(gd_batch_export(b, f, i < 3 ? 0 : (i - 3) / 2, stream, &out[i]));
         done = i + 1;
     }

@@ -1,105 +1,118 @@
 /*
- * The trainer's private structures, shared by trainer.c (creation, placements, the pipeline,
- * epochs, checkpoints) and loader.c (the public gd_loader_* / gd_batch_* over the same data
- * path without the model): the ring of buffer sets, the trainer itself and a pass over a split,
- * and the pipeline stages both drive. docs/train.md describes them.
+ * The pipeline: a ring of `depth` buffer sets that minibatches flow through, a list of stages,
+ * the events between them, and ONE scheduler that the trainer and the loader both drive
+ * (docs/design.md, "Pipeline"). Minibatch b uses set b % depth. A stage is a function that
+ * fills or consumes a set's buffers; it runs on its own CUDA stream (GPU stages) or on the host
+ * thread (host stages). The scheduler orders the stages with events:
+ *
+ *   stage 0 of b    waits for the set's free fences (the previous minibatch of the set is done)
+ *   stage k of b    waits for the end of stage k - 1 of b (on the GPU; on the host as well when
+ *                   the stage needs the host to see the previous stage's results, e.g. sizes)
+ *   every stage     records its start and end events (the stage's busy time)
+ *
+ * The set's free fences are the end event of the last stage (the trainer), or events that the
+ * client records on the streams that read the set's minibatch (the loader: gd_batch_wait and
+ * gd_batch_export streams, at release). A stage flagged `ahead` is issued up to depth - 1
+ * minibatches ahead of the others, into sets the client allows (the loader keeps sets that the
+ * caller still holds). A new stage (a disk fetch between sample and gather, a gradient
+ * all-reduce after backward) is a new entry of the list: the scheduler does not change.
  */
 #ifndef GD_TRAIN_PIPELINE_H
 #define GD_TRAIN_PIPELINE_H
 
-#include "train/internal.h"
+#include "core/internal.h"
 
-/* The epoch key of evaluation draws: far from any training epoch, one per split. */
-#define GD__TRAIN_EVAL_EPOCH (INT64_C(1) << 48)
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Buffer sets in a ring at most. */
-#define GD__TRAIN_MAX_DEPTH 8
-/* Streams a loader batch may be read on (gd_batch_wait, gd_batch_export), each fenced. */
-#define GD__TRAIN_MAX_READERS 4
+#define GD__PIPE_MAX_DEPTH 8
+/* Stages at most. */
+#define GD__PIPE_MAX_STAGES 6
+/* Free fences of a set at most: streams a loader batch may be read on, each fenced. */
+#define GD__PIPE_MAX_FENCES 4
 
-enum { EV_S0, EV_S1, EV_G0, EV_G1, EV_T0, EV_T1, EV_COUNT };
-enum { ST_SAMPLE, ST_GATHER, ST_TRAIN, ST_COUNT };
-
-/* One buffer set of the ring. */
+/* A pass over seeds: a training epoch, an evaluation, or a loader epoch. */
 typedef struct {
-    gd_minibatch_t *mb;   /* CUDA sampler: the device minibatch */
-    gd__nn_tensor x;      /* the gathered rows, on the nn backend's device */
-    int64_t *labels;      /* the seeds' labels, nn backend memory */
-    int64_t *label_stage; /* GPU modes: pinned staging of the labels */
-    void *blk_dev;        /* cpu-centric: the blocks in GPU memory ... */
-    void *blk_stage;      /* ... and their pinned staging */
-    void *ev[EV_COUNT];   /* GPU modes: timing events around each stage */
-    /*
-     * Loader: the set's free fences, one event per stream that read its last batch, recorded
-     * at its release; sampling into the set waits for all of them (whatever the epoch), then
-     * forgets them (fenced = 0).
-     */
-    void *free_ev[GD__TRAIN_MAX_READERS];
-    int fenced;
-    int timed[ST_COUNT];  /* a stage was recorded and not yet counted */
-    gd_block blocks[GD_SAMPLER_MAX_LAYERS];
-    int64_t num_in;        /* input nodes of the minibatch in the set */
-    const int64_t *in_ids; /* their global ids (in the minibatch buffer) */
-    int64_t seeds;         /* its seeds */
-} train_set;
-
-struct gd__trainer {
-    gd__train_config cfg;
-    gd__train_mode mode;
-    char plan[512];
-    const gd_dataset_t *ds;
-    int64_t num_nodes, in_dim, num_classes, batch;
-    gd__nn_ctx ctx;
-    int gpu;          /* a GPU mode: the nn runs on cfg.device */
-    int cuda_sampler; /* all-gpu, zero-copy */
-    gd_graph_t *graph;
-    gd_sampler_t *sampler;
-    gd_sampler_info sinfo;
-    gd_minibatch_t *host_mb;    /* cpu-centric: the CPU sampler's output */
-    gd_host_tensor_t *features; /* adopted from the dataset, or an owned copy */
-    gd_gatherer_t *gatherer;
-    gd__sage *model;
-    gd__nn_adam_options adam;
-    int depth;
-    train_set sets[GD__TRAIN_MAX_DEPTH];
-    size_t blk_bytes;          /* cpu-centric: bytes of a blocks copy */
-    void *s_sample, *s_gather; /* GPU modes; training runs on ctx.stream */
-    int64_t *d_order;          /* CUDA sampler: the epoch's seed order in GPU memory */
-    gd__nn_tensor loss;        /* 1 x 1 */
-    int64_t *d_correct;        /* nn backend memory: one count */
-    gd__nn_tensor dlogits;     /* batch x classes */
-    float *loss_log;           /* per minibatch of a pass (pinned in GPU modes) */
-    int64_t *correct_log;
-    int64_t log_cap;
-    gd_array_view label_view;
-    int64_t *split[3]; /* train, valid, test node ids as int64 (NULL: absent) */
-    int64_t split_n[3];
-    int64_t *order; /* the ids of a pass in the order they are used */
-    int64_t gpu_bytes;
-    int64_t feature_cache_rows, feature_cache_bytes, graph_cache_bytes;
-};
-
-/* A pass over ids: a training epoch (train = 1) or an evaluation. */
-typedef struct {
-    const int64_t *ids; /* host: the ids in the order they are used */
-    int64_t n, batches;
+    const int64_t *ids; /* host: the seeds in the order they are used */
+    int64_t n;          /* seeds */
+    int64_t batch;      /* seeds per minibatch (the last one may be short) */
+    int64_t batches;    /* minibatches of the pass */
     int64_t epoch;
-    int train;
-    double stage_ms[ST_COUNT]; /* GPU stage busy times */
-    double sample_s, gather_s; /* host stage times (cpu, cpu-centric) */
-    double train_s;            /* host train time (cpu) */
-    int64_t labelled;
-} pass;
+    int train;                          /* training (backward, optimizer) or not */
+    double stage_s[GD__PIPE_MAX_STAGES]; /* busy seconds of each stage (events or host clock) */
+    int64_t labelled;                   /* seeds with a label, over the minibatches issued */
+} gd__pass;
 
-/* Prepare p for a pass over ids[0..n) (train: with backward and Adam steps). */
-gd_status gd__train_start_pass(gd__trainer *t, const int64_t *ids, int64_t n, int64_t epoch,
-                               int train, pass *p);
-/* cpu: sample and gather minibatch b into set s on the host. */
-gd_status gd__train_cpu_stage(gd__trainer *t, pass *p, int64_t b, train_set *s);
-#ifdef GD_WITH_CUDA
-/* CUDA sampler: queue the sampling of minibatch b behind the set's EV_T1 (its last user). */
-gd_status gd__train_issue_sample(gd__trainer *t, pass *p, int64_t b);
-/* Wait for minibatch b's sizes, queue its gather and labels; EV_G1 marks them done. */
-gd_status gd__train_issue_gather(gd__trainer *t, pass *p, int64_t b);
+/* The seeds of minibatch b of p: p->ids + *lo, *count of them. */
+static inline void gd__pass_slice(const gd__pass *p, int64_t b, int64_t *lo, int64_t *count) {
+    *lo = b * p->batch;
+    *count = p->n - *lo < p->batch ? p->n - *lo : p->batch;
+}
+
+/*
+ * A stage: run queues (GPU stage: on stream) or does (host stage) its work for minibatch b of
+ * the pass in set `set`.
+ */
+typedef gd_status (*gd__stage_fn)(void *user, gd__pass *p, int64_t b, int set, void *stream);
+
+typedef struct {
+    const char *name;
+    gd__stage_fn run;
+    void *user;
+    void *stream;   /* the stage's CUDA stream; NULL: a host stage (returns when done) */
+    int host_waits; /* the host waits for the end of the previous stage first (e.g. its sizes) */
+    int host_clock; /* the stage's time is the host's wall time of run (the CPU does its work) */
+    int ahead;      /* stage 0 only: issued up to depth - 1 minibatches ahead */
+} gd__stage;
+
+/* May the pipeline reuse `set` now? (A loader set held by its caller may not.) */
+typedef int (*gd__set_free_fn)(void *user, int set);
+
+typedef struct {
+    int device;      /* the GPU of the events (GPU stages) */
+    int depth;       /* buffer sets, 1..GD__PIPE_MAX_DEPTH */
+    int num_stages;  /* 1..GD__PIPE_MAX_STAGES */
+    gd__stage stages[GD__PIPE_MAX_STAGES];
+    /* 1: the end of the last stage frees the set (trainer); 0: the client calls gd__pipe_fence. */
+    int last_stage_frees;
+    gd__set_free_fn may_reuse; /* NULL: every set may always be reused */
+    void *may_reuse_user;
+} gd__pipe_config;
+
+typedef struct gd__pipe gd__pipe;
+
+gd_status gd__pipe_create(const gd__pipe_config *cfg, gd__pipe **out);
+/* Waits for the work in flight on the stages' streams first. */
+void gd__pipe_destroy(gd__pipe *p);
+
+/* Start pass p (the pipeline keeps the pointer until gd__pipe_finish). */
+void gd__pipe_start(gd__pipe *pp, gd__pass *p);
+/*
+ * Issue every stage of minibatch b (the next one in order), and the ahead stage of the
+ * minibatches after it where the ring allows. GPU stages are queued, host stages done.
+ */
+gd_status gd__pipe_issue(gd__pipe *pp, int64_t b);
+/*
+ * The pass is over (or failed with st): wait for the work in flight, add up the stage times,
+ * and return st, or the first error met while waiting.
+ */
+gd_status gd__pipe_finish(gd__pipe *pp, gd_status st);
+
+/* The end event of stage k in set `set` (recorded at its last issue), for readers to wait on. */
+void *gd__pipe_stage_done(const gd__pipe *pp, int set, int k);
+/*
+ * The client's free fences of `set`: one event recorded on each of streams[0..n) (none: on the
+ * last stage's stream), which stage 0 of the set's next minibatch waits for, in this pass or a
+ * later one. Errors recording on a stream that is gone are cleared: nothing waits on it then.
+ */
+void gd__pipe_fence(gd__pipe *pp, int set, void *const *streams, int n);
+/* 1 if the last stage of minibatch b of the pass has finished, 0 if not (or not known). */
+int gd__pipe_done(const gd__pipe *pp, int64_t b);
+
+#ifdef __cplusplus
+}
 #endif
 
 #endif /* GD_TRAIN_PIPELINE_H */

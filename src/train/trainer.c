@@ -1,36 +1,23 @@
 /*
- * The trainer: the data path of docs/design.md (seeds -> sample -> gather -> train) in the modes
- * of src/train/internal.h. Creation places the graph and the features for the mode, builds the
- * sampler, the gatherer, the nn backend and the model, and allocates every buffer; an epoch then
- * allocates nothing.
+ * The trainer: the data path (datapath.h) plus GraphSAGE (or the MLP baseline) as the last stage
+ * of the pipeline (pipeline.h), in the modes of src/train/internal.h. Creation builds the data
+ * path for the mode, the nn backend, the model and the per-pass logs; an epoch then allocates
+ * nothing.
  *
- * cpu mode runs one minibatch after another on the CPU. The GPU modes pipeline the stages over
- * a ring of `depth` buffer sets (a minibatch buffer, the gathered rows, the labels and, for
- * cpu-centric, a device copy of the blocks). Minibatch b uses set b % depth:
+ * The stages per minibatch b (set b % depth):
  *
- *   sample stream   wait(trained[set]) ; sample b              ; record sampled[set]
- *   gather stream   wait(sampled[set]) ; gather b, labels b    ; record gathered[set]
- *   train stream    wait(gathered[set]); forward, loss, backward, Adam ; record trained[set]
+ *   sample   (sample stream or host)  -> gather (gather stream or host) -> train (train stream
+ *   or host): forward, loss, backward, Adam; its end frees the set for minibatch b + depth.
  *
- * The host issues sampling depth - 1 minibatches ahead of training. The only host waits are on
- * events of minibatches issued long before: the sizes of minibatch b (needed to launch the
- * gather and the GEMMs with the right shapes), which were sampled behind the training of
- * b - depth while b - depth + 1 ... b - 1 still queue on the GPU. Losses and correct counts are
- * copied into pinned arrays by the train stream and read at the end of the epoch; progress
- * reports read the latest finished one without waiting. The stage times come from timing events
- * on each stream, read once the set comes round again.
- *
- * cpu-centric runs the CPU sampler and the CPU gather (into pinned memory, one copy) on the host
- * thread while the GPU trains the previous minibatches: the usual DataLoader pipeline, the
- * baseline the GPU-centric modes are measured against.
+ * Losses and correct counts are copied into pinned arrays by the train stream and read at the
+ * end of the pass; progress reports read the latest finished one without waiting.
  */
-#include "train/pipeline.h"
+#include "train/datapath.h"
 
+#include "core/context.h"
 #include "core/cuda.h"
-#include "io/dataset.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +25,8 @@
 
 /* Philox domain of the per-minibatch dropout keys ("trDK"). */
 #define GD__TRAIN_RNG_DROPOUT 0x7472444bu
-/* GPU memory kept free beyond the estimate (cuBLAS workspaces, kernels' own buffers). */
-#define GPU_RESERVE (INT64_C(768) << 20)
+/* The stages: the data path's two and the train stage. */
+enum { ST_SAMPLE, ST_GATHER, ST_TRAIN, ST_COUNT };
 
 static const char *const mode_names[GD__TRAIN_MODE_COUNT] = {"cpu", "all-gpu", "zero-copy",
                                                              "cpu-centric", "auto"};
@@ -59,16 +46,28 @@ gd_status gd__train_mode_parse(const char *name, gd__train_mode *out) {
                      name ? name : "(null)");
 }
 
+struct gd__trainer {
+    gd__train_config cfg;
+    const gd_dataset_t *ds;
+    int64_t num_nodes, in_dim, num_classes, batch;
+    gd__datapath *d;
+    gd__pipe *pipe;
+    gd__nn_ctx ctx;
+    gd__sage *model;
+    gd__nn_adam_options adam;
+    gd__nn_tensor loss;    /* 1 x 1 */
+    int64_t *d_correct;    /* nn backend memory: one count */
+    gd__nn_tensor dlogits; /* batch x classes */
+    float *loss_log;       /* per minibatch of a pass (pinned in GPU modes) */
+    int64_t *correct_log;
+    int64_t log_cap;
+};
+
 static int64_t min64(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
 static int64_t max64(int64_t a, int64_t b) {
     return a > b ? a : b;
-}
-
-static int64_t int_at(const gd_array_view *v, int64_t i) {
-    return v->dtype == GD_DTYPE_INT32 ? (int64_t)((const int32_t *)v->data)[i]
-                                      : ((const int64_t *)v->data)[i];
 }
 
 static double cpu_seconds(void) {
@@ -78,69 +77,35 @@ static double cpu_seconds(void) {
            (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
-static const char *gib(int64_t bytes, char *buf, size_t n) {
-    snprintf(buf, n, "%.2f GiB", (double)bytes / (double)(INT64_C(1) << 30));
-    return buf;
-}
-
 /* --------------------------------------------------------------- teardown */
-
-static void features_release(gd__trainer *t);
 
 static void free_nn(gd__trainer *t, void *p) {
     if (p) t->ctx.be->release(&t->ctx, p);
 }
 
-static void destroy_set(gd__trainer *t, train_set *s) {
-#ifdef GD_WITH_CUDA
-    for (int e = 0; e < EV_COUNT; e++) gd__cuda_event_destroy(s->ev[e]);
-    for (int e = 0; e < GD__TRAIN_MAX_READERS; e++) gd__cuda_event_destroy(s->free_ev[e]);
-    gd__cuda_host_free(s->label_stage);
-    gd__cuda_host_free(s->blk_stage);
-    gd__cuda_free(s->blk_dev);
-#endif
-    gd_minibatch_destroy(s->mb);
-    gd__nn_tensor_free(&t->ctx, &s->x);
-    free_nn(t, s->labels);
-    memset(s, 0, sizeof *s);
-}
-
 void gd__trainer_destroy(gd__trainer *t) {
     if (!t) return;
-#ifdef GD_WITH_CUDA
-    /* Nothing may still be running on the buffers about to be freed. */
-    if (t->s_sample) (void)gd__cuda_stream_sync(t->s_sample);
-    if (t->s_gather) (void)gd__cuda_stream_sync(t->s_gather);
-#endif
+    gd__pipe_destroy(t->pipe);
     if (t->ctx.be) (void)t->ctx.be->synchronize(&t->ctx);
     gd__sage_destroy(t->model);
-    for (int i = 0; i < GD__TRAIN_MAX_DEPTH; i++) destroy_set(t, &t->sets[i]);
+    /* The data path's buffers live on the nn backend: they go before it. */
+    gd__datapath_destroy(t->d);
     if (t->ctx.be) {
         gd__nn_tensor_free(&t->ctx, &t->loss);
         gd__nn_tensor_free(&t->ctx, &t->dlogits);
         free_nn(t, t->d_correct);
     }
-    gd_gatherer_destroy(t->gatherer);
-    features_release(t);
-    gd_minibatch_destroy(t->host_mb);
-    gd_sampler_destroy(t->sampler);
-    gd_graph_destroy(t->graph);
 #ifdef GD_WITH_CUDA
-    gd__cuda_free(t->d_order);
-    gd__cuda_stream_destroy(t->s_sample);
-    gd__cuda_stream_destroy(t->s_gather);
-    if (t->gpu) {
+    if (t->ctx.be == &gd__nn_cuda_backend) {
         gd__cuda_host_free(t->loss_log);
         gd__cuda_host_free(t->correct_log);
+        gd__nn_cuda_ctx_destroy(&t->ctx);
         t->loss_log = NULL;
         t->correct_log = NULL;
     }
-    if (t->ctx.be == &gd__nn_cuda_backend) gd__nn_cuda_ctx_destroy(&t->ctx);
 #endif
     gd_free(t->loss_log);
     gd_free(t->correct_log);
-    for (int i = 0; i < 3; i++) gd_free(t->split[i]);
-    gd_free(t->order);
     gd_free(t);
 }
 
@@ -169,37 +134,16 @@ static gd_status check_config(const gd_dataset_t *ds, const gd__train_config *c)
                "trainer: weight decay %g; use a number >= 0", c->weight_decay);
     GD_REQUIRE((int)c->mode >= 0 && c->mode < GD__TRAIN_MODE_COUNT, GD_ERR_INVALID_ARG,
                "trainer: mode %d is not a mode", (int)c->mode);
-    GD_REQUIRE(c->depth >= 2 && c->depth <= GD__TRAIN_MAX_DEPTH, GD_ERR_INVALID_ARG,
-               "trainer: a ring of %d buffer sets; use 2 to %d", c->depth, GD__TRAIN_MAX_DEPTH);
+    GD_REQUIRE(c->depth >= 2 && c->depth <= GD__PIPE_MAX_DEPTH, GD_ERR_INVALID_ARG,
+               "trainer: a ring of %d buffer sets; use 2 to %d", c->depth, GD__PIPE_MAX_DEPTH);
     GD_REQUIRE(c->gpu_cache_bytes >= -1 && c->graph_cache_bytes >= -1 && c->gpu_mem_budget >= 0 &&
                    c->max_batches >= 0 && c->report_every >= 0,
                GD_ERR_INVALID_ARG, "trainer: a negative cache size, budget or count");
     GD_REQUIRE(gd_dataset_feature_dim(ds) > 0, GD_ERR_INVALID_ARG,
                "trainer: dataset '%s' has no node features", gd_dataset_name(ds));
-    GD_REQUIRE(c->loader || gd_dataset_num_classes(ds) >= 2, GD_ERR_INVALID_ARG,
+    GD_REQUIRE(gd_dataset_num_classes(ds) >= 2, GD_ERR_INVALID_ARG,
                "trainer: dataset '%s' has %lld classes; training needs labels of >= 2 classes",
                gd_dataset_name(ds), (long long)gd_dataset_num_classes(ds));
-fail:
-    return st;
-}
-
-/* An int64 copy of split id (NULL and 0 if the dataset has none). */
-static gd_status load_split(const gd_dataset_t *ds, gd_array_id id, int64_t **out, int64_t *n) {
-    gd_status st = GD_OK;
-    gd_array_view v;
-    *out = NULL;
-    *n = 0;
-    st = gd_dataset_array(ds, id, &v);
-    if (st == GD_ERR_NOT_FOUND) {
-        gd_clear_error();
-        return GD_OK;
-    }
-    GD_CHECK(st);
-    int64_t *ids = NULL;
-    GD_ALLOC(ids, (size_t)v.shape[0] * sizeof(int64_t), gd_array_name(id));
-    for (int64_t i = 0; i < v.shape[0]; i++) ids[i] = int_at(&v, i);
-    *out = ids;
-    *n = v.shape[0];
 fail:
     return st;
 }
@@ -250,384 +194,58 @@ static int64_t model_bytes(const gd__sage_config *mc) {
     return 4 * (4 * params + act + 2 * dh);
 }
 
-/* The memory each placement needs, for auto and for the budget checks. */
-typedef struct {
-    int64_t graph_bytes;   /* indptr + indices as the GPU would hold them */
-    int64_t indptr_bytes;  /* indptr alone */
-    int64_t feature_bytes; /* the feature table */
-    int64_t fixed_bytes;   /* ring, sampler scratch, model: what every GPU mode needs */
-} mem_need;
 
-static gd_status estimate(gd__trainer *t, const gd_sampler_info *si, const gd__sage_config *mc,
-                          int depth, mem_need *m) {
-    gd_status st = GD_OK;
-    gd_graph_info gi = GD_GRAPH_INFO_INIT;
-    GD_CHECK(gd_graph_get_info(t->graph, &gi));
-    const int64_t n = t->num_nodes, idx = gi.num_nodes < (INT64_C(1) << 31) ? 4 : 8;
-    m->indptr_bytes = 8 * (n + 1);
-    m->graph_bytes = m->indptr_bytes + idx * gi.num_edges;
-    m->feature_bytes = n * t->in_dim * 4;
-    m->fixed_bytes =
-        depth * (si->minibatch_bytes + si->max_input_nodes * t->in_dim * 4 + t->batch * 8) +
-        2 * si->minibatch_bytes + model_bytes(mc) + GPU_RESERVE;
-fail:
-    return st;
-}
-
-/*
- * The memory each placement needs, estimated before anything is placed: the worst-case
- * minibatch comes from a CPU sampler of one thread over the borrowed host graph (cheap), the
- * rest from the shapes.
- */
-static gd_status needs(gd__trainer *t, mem_need *m) {
-    gd_status st = GD_OK;
-    gd_sampler_t *s = NULL;
-    int fanouts[GD_SAMPLER_MAX_LAYERS];
-    sampler_fanouts(&t->cfg, fanouts);
-    gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
-    so.max_batch = t->batch;
-    so.threads = 1;
-    GD_CHECK(gd_sampler_create(t->graph, fanouts, t->cfg.num_layers, &so, &s));
-    gd_sampler_info si = GD_SAMPLER_INFO_INIT;
-    GD_CHECK(gd_sampler_get_info(s, &si));
-    gd_graph_info gi = GD_GRAPH_INFO_INIT;
-    GD_CHECK(gd_graph_get_info(t->graph, &gi));
+/* The model's GPU bytes for the plan (the data path asks once it knows the worst case). */
+static int64_t plan_model_bytes(void *user, int64_t max_degree, int64_t max_input) {
+    const gd__trainer *t = user;
     gd__sage_config mc;
-    model_config(t, gi.max_degree, si.max_input_nodes, &mc);
-    GD_CHECK(estimate(t, &si, &mc, t->cfg.depth, m));
-fail:
-    gd_sampler_destroy(s);
-    return st;
+    model_config(t, max_degree, max_input, &mc);
+    return model_bytes(&mc);
 }
 
-/* Host memory that may be page-locked (RLIMIT_MEMLOCK; INT64_MAX = unlimited). */
-static int64_t memlock_limit(void) {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return INT64_MAX;
-    return (int64_t)rl.rlim_cur;
-}
-
-/*
- * auto: all-gpu when graph, features and the fixed buffers fit in the budget; else zero-copy
- * when the features and the graph's indices may be page-locked; else cpu-centric. Without a
- * GPU: cpu. The reason goes to t->plan; the estimate, when one was made, to *m (*have = 1).
- */
-static gd_status pick_mode(gd__trainer *t, int64_t budget, mem_need *m, int *have) {
+/* The nn backend for the resolved mode: CUDA on the context's GPU, or the CPU. */
+static gd_status make_nn(void *user, int gpu, gd__nn_ctx **out) {
     gd_status st = GD_OK;
-    char a[32], b[32], c[32], d[32];
+    gd__trainer *t = user;
+    t->ctx = gd__nn_cpu_ctx();
 #ifdef GD_WITH_CUDA
-    const int have_gpu = gd__cuda_device_count() > 0;
+    if (gpu) GD_CHECK(gd__nn_cuda_ctx_create(t->cfg.device, &t->ctx));
 #else
-    const int have_gpu = 0;
+    (void)gpu;
 #endif
-    if (!have_gpu) {
-        t->mode = GD__TRAIN_CPU;
-        snprintf(t->plan, sizeof t->plan,
-                 "auto picked cpu: %s, so sampling, gathering and training run on the CPU",
+    *out = &t->ctx;
 #ifdef GD_WITH_CUDA
-                 "no GPU is visible"
-#else
-                 "graphdirect was built without CUDA"
+fail:
 #endif
-        );
-        return GD_OK;
-    }
-    GD_CHECK(needs(t, m));
-    *have = 1;
-    const int64_t all = m->graph_bytes + m->feature_bytes + m->fixed_bytes;
-    const int64_t pin = m->feature_bytes + (m->graph_bytes - m->indptr_bytes);
-    if (all <= budget) {
-        t->mode = GD__TRAIN_ALL_GPU;
-        snprintf(t->plan, sizeof t->plan,
-                 "auto picked all-gpu: graph %s + features %s + buffers %s fit in the GPU memory "
-                 "budget of %s",
-                 gib(m->graph_bytes, a, sizeof a), gib(m->feature_bytes, b, sizeof b),
-                 gib(m->fixed_bytes, c, sizeof c), gib(budget, d, sizeof d));
-    } else if (pin <= memlock_limit() && m->indptr_bytes + m->fixed_bytes <= budget) {
-        t->mode = GD__TRAIN_ZERO_COPY;
-        snprintf(t->plan, sizeof t->plan,
-                 "auto picked zero-copy: graph %s + features %s + buffers %s exceed the GPU "
-                 "memory budget of %s, so features and neighbour lists stay in pinned host "
-                 "memory and the GPU caches the hottest feature rows in what is left",
-                 gib(m->graph_bytes, a, sizeof a), gib(m->feature_bytes, b, sizeof b),
-                 gib(m->fixed_bytes, c, sizeof c), gib(budget, d, sizeof d));
-    } else {
-        t->mode = GD__TRAIN_CPU_CENTRIC;
-        snprintf(t->plan, sizeof t->plan,
-                 "auto picked cpu-centric: the data does not fit in the GPU memory budget of %s "
-                 "and %s of host memory cannot be page-locked (ulimit -l); raise the limit "
-                 "(`ulimit -l unlimited`) for zero-copy",
-                 gib(budget, d, sizeof d), gib(pin, a, sizeof a));
-    }
-fail:
     return st;
 }
 
-/*
- * Registered feature tables shared by the trainers and loaders of this process: CUDA pins a
- * range of host memory once, so a second zero-copy trainer or loader over the same dataset (a
- * training loader beside a validation one) shares the first one's registered tensor. Keyed by
- * the table's address and device; the last user destroys it.
- */
-#define PIN_SLOTS 16
-static struct {
-    const void *data;
-    int device;
-    int refs;
-    gd_host_tensor_t *tensor;
-} pin_table[PIN_SLOTS];
-static pthread_mutex_t pin_mu = PTHREAD_MUTEX_INITIALIZER;
+/* The train stage of minibatch b: see nn_step below. */
+static gd_status train_stage(void *user, gd__pass *p, int64_t b, int set, void *stream);
 
-/* The registered tensor of data on device, shared, or NULL (then *slot is a free slot, or -1). */
-static gd_host_tensor_t *pin_lookup(const void *data, int device, int *slot) {
-    *slot = -1;
-    for (int i = 0; i < PIN_SLOTS; i++) {
-        if (pin_table[i].refs > 0 && pin_table[i].data == data && pin_table[i].device == device) {
-            pin_table[i].refs++;
-            *slot = i;
-            return pin_table[i].tensor;
-        }
-        if (pin_table[i].refs == 0 && *slot < 0) *slot = i;
-    }
-    return NULL;
+/* The data path's stages and the train stage, in one pipeline. */
+static gd_status make_pipe(gd__trainer *t) {
+    gd__pipe_config pc;
+    memset(&pc, 0, sizeof pc);
+    pc.device = t->cfg.device;
+    pc.depth = t->d->depth;
+    pc.num_stages = gd__datapath_stages(t->d, pc.stages);
+    gd__stage *train = &pc.stages[pc.num_stages++];
+    train->name = "train";
+    train->run = train_stage;
+    train->user = t;
+    train->stream = t->d->gpu ? t->ctx.stream : NULL;
+    pc.last_stage_frees = 1;
+    return gd__pipe_create(&pc, &t->pipe);
 }
 
-/* Give back t: a shared registered table loses a user, any other tensor is destroyed. */
-static void features_release(gd__trainer *t) {
-    if (!t->features) return;
-    pthread_mutex_lock(&pin_mu);
-    for (int i = 0; i < PIN_SLOTS; i++)
-        if (pin_table[i].refs > 0 && pin_table[i].tensor == t->features) {
-            if (--pin_table[i].refs == 0) gd_host_tensor_destroy(pin_table[i].tensor);
-            pthread_mutex_unlock(&pin_mu);
-            t->features = NULL;
-            return;
-        }
-    pthread_mutex_unlock(&pin_mu);
-    gd_host_tensor_destroy(t->features);
-    t->features = NULL;
-}
-
-/* The features as a host tensor, registered for the GPU when the mode reads them zero-copy. */
-static gd_status place_features(gd__trainer *t) {
+/* The per-pass logs of the losses and the correct counts. */
+static gd_status make_logs(gd__trainer *t) {
     gd_status st = GD_OK;
-    gd_array_view fv;
-    int locked = 0;
-    GD_CHECK(gd_dataset_array(t->ds, GD_ARRAY_FEATURES, &fv));
-    GD_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,
-               "trainer: dataset '%s' has %s features; training reads float32 features "
-               "(regenerate or convert with float32)",
-               gd_dataset_name(t->ds), gd_dtype_name(fv.dtype));
-    /* Page-locking a read-only file mapping is not portable: zero-copy pins a copy of it. */
-    const int ro = t->ds->arrays[GD_ARRAY_FEATURES].store == GD__STORE_MAP_RO;
-    if (t->mode == GD__TRAIN_ZERO_COPY && ro) {
-        GD_CHECK(gd_host_tensor_create(fv.shape[0], fv.shape[1], fv.dtype, 0, &t->features));
-        memcpy(gd_host_tensor_data(t->features), fv.data,
-               (size_t)(fv.shape[0] * gd_host_tensor_row_bytes(t->features)));
-        GD_CHECK(gd_host_tensor_register(t->features, t->cfg.device));
-    } else if (t->mode == GD__TRAIN_ZERO_COPY) {
-        int slot;
-        pthread_mutex_lock(&pin_mu);
-        locked = 1;
-        t->features = pin_lookup(fv.data, t->cfg.device, &slot);
-        if (!t->features) {
-            GD_REQUIRE(slot >= 0, GD_ERR_UNSUPPORTED,
-                       "trainer: more than %d zero-copy feature tables registered at once",
-                       PIN_SLOTS);
-            gd_host_tensor_t *ht = NULL;
-            GD_CHECK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype, 0u, &ht));
-            st = gd_host_tensor_register(ht, t->cfg.device);
-            if (st != GD_OK) {
-                gd_host_tensor_destroy(ht);
-                goto fail;
-            }
-            pin_table[slot].data = fv.data;
-            pin_table[slot].device = t->cfg.device;
-            pin_table[slot].refs = 1;
-            pin_table[slot].tensor = ht;
-            t->features = ht;
-        }
-        pthread_mutex_unlock(&pin_mu);
-        locked = 0;
-    } else {
-        GD_CHECK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype,
-                                      ro ? GD_HOST_TENSOR_READ_ONLY : 0u, &t->features));
-    }
-fail:
-    if (locked) pthread_mutex_unlock(&pin_mu);
-    return st;
-}
-
-#ifdef GD_WITH_CUDA
-static gd_status used_gpu(const gd__trainer *t, int64_t free0, int64_t *used) {
-    gd_status st = GD_OK;
-    int64_t f, total;
-    GD_CHECK(gd__cuda_mem_info(t->cfg.device, &f, &total));
-    *used = free0 - f;
-fail:
-    return st;
-}
-#endif
-
-/* The gatherer of the mode; zero-copy sizes its cache from what the budget leaves. */
-static gd_status make_gatherer(gd__trainer *t, int64_t budget, int64_t free0) {
-    gd_status st = GD_OK;
-    int64_t *scores = NULL;
-    gd_gatherer_options go = GD_GATHERER_OPTIONS_INIT;
-    go.threads = t->cfg.threads;
-    go.max_ids = max64(t->sinfo.max_input_nodes, 1);
-    go.sm_budget = t->cfg.gather_sms;
-    gd_gather_mode gm = GD_GATHER_CPU;
-    switch (t->mode) {
-    case GD__TRAIN_ALL_GPU:
-        gm = GD_GATHER_GPU;
-        break;
-    case GD__TRAIN_CPU_CENTRIC:
-        gm = GD_GATHER_CPU_DMA;
-        break;
-    case GD__TRAIN_ZERO_COPY:
-        gm = GD_GATHER_ZEROCOPY;
-        break;
-    default:
-        break;
-    }
-#ifdef GD_WITH_CUDA
-    if (gm == GD_GATHER_ZEROCOPY) {
-        int64_t cache = t->cfg.gpu_cache_bytes, used;
-        const int64_t table = t->num_nodes * gd_host_tensor_row_bytes(t->features);
-        if (cache < 0) {
-            /* What is left of the budget, less the location map and the gather's buffers. */
-            GD_CHECK(used_gpu(t, free0, &used));
-            cache = budget - used - GPU_RESERVE - 8 * t->num_nodes - 64 * go.max_ids;
-            cache = cache < 0 ? 0 : min64(cache, table);
-        }
-        /*
-         * Rows left in host memory make the gather PCIe-bound, and then a gather spread over
-         * every SM only holds SMs the training kernels need: on papers with a 16 GiB budget the
-         * training step went from 1.5 ms to 7.3 ms beside it. 10 % of the SMs (a green
-         * context) still saturate what the link delivers and the step stays near 2 ms
-         * (docs/train.md). Unless the caller or GD_GATHER_SMS says otherwise.
-         */
-        if (!go.sm_budget && cache < table && !gd__param_given("GD_GATHER_SMS"))
-            go.sm_budget = "10%";
-        if (cache > 0) {
-            gd_array_view ip, ix;
-            GD_CHECK(gd_dataset_array(t->ds, GD_ARRAY_INDPTR, &ip));
-            GD_CHECK(gd_dataset_array(t->ds, GD_ARRAY_INDICES, &ix));
-            GD_ALLOC(scores, (size_t)t->num_nodes * sizeof(int64_t), "the feature cache scores");
-            GD_CHECK(gd_csc_degree_scores(t->num_nodes, ip.data, ix.data, ix.dtype, GD_DEGREE_OUT,
-                                          scores));
-            go.cache_bytes = cache;
-            go.cache_scores = scores;
-        }
-    }
-#else
-    (void)budget;
-    (void)free0;
-#endif
-    GD_CHECK(gd_gatherer_create(t->features, t->cfg.device, gm, &go, &t->gatherer));
-    gd_gatherer_info gi = GD_GATHERER_INFO_INIT;
-    GD_CHECK(gd_gatherer_get_info(t->gatherer, &gi));
-    t->feature_cache_rows = gi.cached_rows;
-    t->feature_cache_bytes = gi.cache_bytes;
-    if (t->mode == GD__TRAIN_ZERO_COPY) {
-        const size_t used = strlen(t->plan);
-        char a[32], b[32];
-        snprintf(t->plan + used, sizeof t->plan - used,
-                 "; GPU caches: neighbour lists %s, feature rows %s (%lld rows); gather on %d "
-                 "SMs%s",
-                 gib(t->graph_cache_bytes, a, sizeof a), gib(gi.cache_bytes, b, sizeof b),
-                 (long long)gi.cached_rows, gi.sms, gi.green_context ? " (green context)" : "");
-    }
-fail:
-    gd_free(scores);
-    return st;
-}
-
-/* The graph where the mode's sampler reads it; known: auto's estimate (NULL: none made). */
-static gd_status place_graph(gd__trainer *t, int64_t budget, const mem_need *known) {
-    gd_status st = GD_OK;
-    gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
-    o.device = t->cfg.device;
-    if (t->mode == GD__TRAIN_ALL_GPU) {
-        o.indptr_placement = GD_PLACE_GPU;
-        o.indices_placement = GD_PLACE_GPU;
-    } else if (t->mode == GD__TRAIN_ZERO_COPY) {
-        /* indptr is 8 bytes a node and read for every frontier node: it goes to the GPU. */
-        o.indptr_placement = GD_PLACE_GPU;
-        o.indices_placement = GD_PLACE_PINNED;
-        o.copy_host = 0;
-        o.gpu_cache_bytes = t->cfg.graph_cache_bytes;
-        if (o.gpu_cache_bytes < 0) {
-            /*
-             * auto: a quarter of what the budget leaves after the fixed buffers, indptr and
-             * the two location maps (lists and feature rows) goes to the hottest neighbour
-             * lists (the rest to the feature rows); at most the whole of indices.
-             */
-            mem_need m;
-            if (known)
-                m = *known;
-            else
-                GD_CHECK(needs(t, &m));
-            const int64_t left = budget - m.fixed_bytes - m.indptr_bytes - 16 * t->num_nodes;
-            o.gpu_cache_bytes = left > 0 ? left / 4 : 0;
-            if (o.gpu_cache_bytes > m.graph_bytes - m.indptr_bytes)
-                o.gpu_cache_bytes = m.graph_bytes - m.indptr_bytes;
-        }
-    }
-    gd_graph_destroy(t->graph);
-    t->graph = NULL;
-    st = gd_graph_create_from_dataset(t->ds, &o, &t->graph);
-    if (st == GD_ERR_PIN && !o.copy_host && strstr(gd_last_error(), "already registered")) {
-        /* Another trainer or loader has these lists page-locked in place: pin a copy. */
-        gd_clear_error();
-        o.copy_host = 1;
-        st = gd_graph_create_from_dataset(t->ds, &o, &t->graph);
-    }
-    GD_CHECK(st);
-    gd_graph_info gi = GD_GRAPH_INFO_INIT;
-    GD_CHECK(gd_graph_get_info(t->graph, &gi));
-    t->graph_cache_bytes = gi.cache_bytes;
-fail:
-    return st;
-}
-
-static gd_status alloc_nn(gd__trainer *t, size_t bytes, void **p) {
-    return t->ctx.be->alloc(&t->ctx, bytes, p);
-}
-
-/* The buffer sets of the ring and the per-pass logs. */
-static gd_status make_sets(gd__trainer *t) {
-    gd_status st = GD_OK;
-    for (int i = 0; i < t->depth; i++) {
-        train_set *s = &t->sets[i];
-        GD_CHECK(gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, t->sinfo.max_input_nodes, t->in_dim,
-                                     &s->x));
-        GD_CHECK(alloc_nn(t, (size_t)t->batch * sizeof(int64_t), (void **)&s->labels));
-        if (t->cuda_sampler || t->cfg.loader || t->mode == GD__TRAIN_CPU)
-            GD_CHECK(gd_minibatch_create(t->sampler, &s->mb));
-#ifdef GD_WITH_CUDA
-        if (t->gpu) {
-            GD_CHECK(gd__cuda_pinned_alloc((void **)&s->label_stage,
-                                           (size_t)t->batch * sizeof(int64_t), "labels",
-                                           "lower the batch size"));
-            for (int e = 0; e < EV_COUNT; e++)
-                GD_CHECK(gd__cuda_event_create(t->cfg.device, 1, &s->ev[e]));
-            for (int e = 0; t->cfg.loader && e < GD__TRAIN_MAX_READERS; e++)
-                GD_CHECK(gd__cuda_event_create(t->cfg.device, 0, &s->free_ev[e]));
-        }
-        if (t->mode == GD__TRAIN_CPU_CENTRIC) {
-            GD_CHECK(gd__cuda_pinned_alloc(&s->blk_stage, t->blk_bytes, "minibatch blocks",
-                                           "lower the batch size"));
-            GD_CHECK(gd__cuda_malloc(t->cfg.device, &s->blk_dev, t->blk_bytes, "minibatch blocks"));
-        }
-#endif
-    }
-    int64_t most = 1;
-    for (int i = 0; i < 3; i++) most = max64(most, (t->split_n[i] + t->batch - 1) / t->batch);
+    const int64_t most = gd__datapath_max_batches(t->d);
     t->log_cap = most;
 #ifdef GD_WITH_CUDA
-    if (t->gpu) {
+    if (t->d->gpu) {
         GD_CHECK(gd__cuda_pinned_alloc((void **)&t->loss_log, (size_t)most * sizeof(float),
                                        "the loss log", "lower the number of minibatches"));
         GD_CHECK(gd__cuda_pinned_alloc((void **)&t->correct_log, (size_t)most * sizeof(int64_t),
@@ -645,10 +263,8 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
                              gd__trainer **out) {
     gd_status st = GD_OK;
     gd__trainer *t = NULL;
+    gd_context_t *ctx = NULL;
     char a[32], b[32];
-    int64_t free0 = 0, total = 0, budget = 0;
-    mem_need need; /* auto's estimate, reused for the list cache */
-    int have_need = 0;
     GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd__trainer_create: out is NULL");
     *out = NULL;
     GD_CHECK(check_config(ds, cfg));
@@ -656,167 +272,96 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     memset(t, 0, sizeof *t);
     t->cfg = *cfg;
     t->ds = ds;
-    t->mode = cfg->mode;
     t->num_nodes = gd_dataset_num_nodes(ds);
     t->in_dim = gd_dataset_feature_dim(ds);
     t->num_classes = gd_dataset_num_classes(ds);
     t->batch = min64(cfg->batch_size, t->num_nodes);
-    const int L = cfg->num_layers;
-
-    /* The splits and the labels. */
-    for (int i = 0; i < 3; i++)
-        GD_CHECK(
-            load_split(ds, (gd_array_id)(GD_ARRAY_TRAIN_IDX + i), &t->split[i], &t->split_n[i]));
-    GD_REQUIRE(cfg->loader || t->split_n[0] > 0, GD_ERR_INVALID_ARG,
+    if (cfg->context) {
+        ctx = gd__context_ref(cfg->context);
+        t->cfg.device = gd_context_device(ctx);
+    } else {
+        GD_CHECK(gd__context_default(cfg->device, &ctx));
+    }
+    gd__data_config dc;
+    memset(&dc, 0, sizeof dc);
+    dc.num_layers = cfg->num_layers;
+    sampler_fanouts(cfg, dc.fanouts);
+    dc.batch_size = cfg->batch_size;
+    dc.seed = cfg->seed;
+    dc.threads = cfg->threads;
+    dc.mode = cfg->mode;
+    dc.gpu_cache_bytes = cfg->gpu_cache_bytes;
+    dc.graph_cache_bytes = cfg->graph_cache_bytes;
+    dc.gpu_mem_budget = cfg->gpu_mem_budget;
+    dc.gather_sms = cfg->gather_sms;
+    dc.depth = cfg->depth;
+    dc.model_bytes = plan_model_bytes;
+    dc.model_user = t;
+    GD_CHECK(gd__datapath_create(ds, &dc, ctx, make_nn, t, &t->d));
+    gd__context_unref(ctx);
+    ctx = NULL;
+    gd__datapath *d = t->d;
+    GD_REQUIRE(d->split_n[0] > 0, GD_ERR_INVALID_ARG,
                "trainer: dataset '%s' has no training nodes (train_idx is absent or empty)",
                gd_dataset_name(ds));
-    int64_t most = max64(t->split_n[0], max64(t->split_n[1], t->split_n[2]));
-    GD_ALLOC(t->order, (size_t)most * sizeof(int64_t), "the epoch order");
-    st = gd_dataset_array(ds, GD_ARRAY_LABELS, &t->label_view);
-    if (st == GD_ERR_NOT_FOUND && cfg->loader) {
-        /* A loader serves unlabelled data too: its batches then have no labels. */
-        gd_clear_error();
-        st = GD_OK;
-        t->label_view.data = NULL;
-    }
-    GD_CHECK(st);
 
-    /* A host view of the graph (borrowed, nothing copied): auto's estimate, cpu modes' sampler. */
-    GD_CHECK(gd_graph_create_from_dataset(ds, NULL, &t->graph));
-
-    /* The GPU and its budget. */
-    if (t->mode != GD__TRAIN_CPU) {
+    /* The model. */
+    gd__sage_config mc;
+    model_config(t, d->max_degree, d->sinfo.max_input_nodes, &mc);
+    GD_CHECK(gd__sage_create(&t->ctx, &mc, cfg->seed, &t->model));
+    t->adam = (gd__nn_adam_options)GD__NN_ADAM_OPTIONS_INIT;
+    t->adam.lr = cfg->lr;
+    t->adam.weight_decay = cfg->weight_decay;
+    GD_CHECK(gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, 1, 1, &t->loss));
+    GD_CHECK(t->ctx.be->alloc(&t->ctx, sizeof(int64_t), (void **)&t->d_correct));
+    GD_CHECK(gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, d->batch, d->num_classes, &t->dlogits));
+    GD_CHECK(make_logs(t));
+    GD_CHECK(gd__datapath_place_features(d));
+    GD_CHECK(make_pipe(t));
 #ifdef GD_WITH_CUDA
-        if (t->mode != GD__TRAIN_AUTO || gd__cuda_device_count() > 0) {
-            char what[64];
-            snprintf(what, sizeof what, "--mode %s", mode_names[t->mode]);
-            GD_CHECK(gd__cuda_check_device(cfg->device, what, "use --mode cpu"));
-            GD_CHECK(gd__cuda_mem_info(cfg->device, &free0, &total));
-            budget = cfg->gpu_mem_budget > 0 ? min64(cfg->gpu_mem_budget, free0) : free0;
-        }
-#else
-        GD_REQUIRE(t->mode == GD__TRAIN_AUTO, GD_ERR_NO_DEVICE,
-                   "--mode %s needs a GPU, but graphdirect was built without CUDA: install the "
-                   "CUDA toolkit and rebuild, or use --mode cpu",
-                   mode_names[t->mode]);
-#endif
-    }
-    (void)total;
-    if (t->mode == GD__TRAIN_AUTO)
-        GD_CHECK(pick_mode(t, budget, &need, &have_need));
-    else
-        snprintf(t->plan, sizeof t->plan, "mode %s (as asked)", mode_names[t->mode]);
-    t->gpu = t->mode != GD__TRAIN_CPU;
-    t->cuda_sampler = t->mode == GD__TRAIN_ALL_GPU || t->mode == GD__TRAIN_ZERO_COPY;
-    t->depth = t->gpu || cfg->loader ? cfg->depth : 1;
-
-    /* The nn backend. */
-#ifdef GD_WITH_CUDA
-    if (t->gpu)
-        GD_CHECK(gd__nn_cuda_ctx_create(cfg->device, &t->ctx));
-    else
-#endif
-        t->ctx = gd__nn_cpu_ctx();
-
-    /* all-gpu: refuse early, with the numbers, when the data cannot fit the budget. */
-    if (t->mode == GD__TRAIN_ALL_GPU && cfg->gpu_mem_budget > 0) {
-        gd_array_view fv;
-        GD_CHECK(gd_dataset_array(ds, GD_ARRAY_FEATURES, &fv));
-        gd_graph_info gi = GD_GRAPH_INFO_INIT;
-        GD_CHECK(gd_graph_get_info(t->graph, &gi));
-        const int64_t data = 8 * (t->num_nodes + 1) + 4 * gi.num_edges +
-                             t->num_nodes * t->in_dim * (int64_t)gd_dtype_size(fv.dtype);
-        GD_REQUIRE(data <= budget, GD_ERR_NO_MEMORY,
-                   "--mode all-gpu: the graph and the features take %s, more than the GPU memory "
-                   "budget of %s; use --mode zero-copy (or auto)",
-                   gib(data, a, sizeof a), gib(budget, b, sizeof b));
-    }
-
-    /* The graph where the sampler reads it, the sampler and the minibatch buffers. */
-    if (t->cuda_sampler) GD_CHECK(place_graph(t, budget, have_need ? &need : NULL));
-    int fanouts[GD_SAMPLER_MAX_LAYERS];
-    sampler_fanouts(cfg, fanouts);
-    gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
-    so.backend = t->cuda_sampler ? GD_SAMPLER_CUDA : GD_SAMPLER_CPU;
-    so.max_batch = t->batch;
-    so.seed = cfg->seed;
-    so.threads = cfg->threads;
-    GD_CHECK(gd_sampler_create(t->graph, fanouts, L, &so, &t->sampler));
-    t->sinfo = (gd_sampler_info)GD_SAMPLER_INFO_INIT;
-    GD_CHECK(gd_sampler_get_info(t->sampler, &t->sinfo));
-    if (t->mode == GD__TRAIN_CPU_CENTRIC) GD_CHECK(gd_minibatch_create(t->sampler, &t->host_mb));
-    t->blk_bytes = (size_t)t->sinfo.minibatch_bytes;
-
-    /* The model (a loader has none: its caller trains). */
-    if (!cfg->loader) {
-        gd_graph_info gi = GD_GRAPH_INFO_INIT;
-        GD_CHECK(gd_graph_get_info(t->graph, &gi));
-        gd__sage_config mc;
-        model_config(t, gi.max_degree, t->sinfo.max_input_nodes, &mc);
-        GD_CHECK(gd__sage_create(&t->ctx, &mc, cfg->seed, &t->model));
-        t->adam = (gd__nn_adam_options)GD__NN_ADAM_OPTIONS_INIT;
-        t->adam.lr = cfg->lr;
-        t->adam.weight_decay = cfg->weight_decay;
-    }
-
-    /* The ring, the streams and the small buffers. */
-    GD_CHECK(make_sets(t));
-    if (!cfg->loader) {
-        GD_CHECK(gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, 1, 1, &t->loss));
-        GD_CHECK(alloc_nn(t, sizeof(int64_t), (void **)&t->d_correct));
-        GD_CHECK(
-            gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, t->batch, t->num_classes, &t->dlogits));
-    }
-#ifdef GD_WITH_CUDA
-    if (t->gpu) {
-        GD_CHECK(gd__cuda_stream_create(cfg->device, &t->s_sample));
-        GD_CHECK(gd__cuda_stream_create(cfg->device, &t->s_gather));
-    }
-    if (t->cuda_sampler)
-        GD_CHECK(gd__cuda_malloc(cfg->device, (void **)&t->d_order, (size_t)most * sizeof(int64_t),
-                                 "the epoch's seed order"));
-#endif
-
-    /* The features and the gatherer last: zero-copy's cache takes what is left. */
-    GD_CHECK(place_features(t));
-    GD_CHECK(make_gatherer(t, budget, free0));
-#ifdef GD_WITH_CUDA
-    if (t->gpu) {
-        GD_CHECK(used_gpu(t, free0, &t->gpu_bytes));
-        GD_REQUIRE(cfg->gpu_mem_budget == 0 || t->gpu_bytes <= cfg->gpu_mem_budget,
+    if (d->gpu) {
+        int64_t f, total;
+        GD_CHECK(gd__cuda_mem_info(t->cfg.device, &f, &total));
+        d->gpu_bytes = d->free0 - f;
+        GD_REQUIRE(cfg->gpu_mem_budget == 0 || d->gpu_bytes <= cfg->gpu_mem_budget,
                    GD_ERR_NO_MEMORY,
                    "--mode %s took %s of GPU memory, more than the budget of %s: lower "
                    "--gpu-cache or --graph-cache, the batch size or the ring depth",
-                   mode_names[t->mode], gib(t->gpu_bytes, a, sizeof a),
-                   gib(cfg->gpu_mem_budget, b, sizeof b));
+                   mode_names[d->mode], gd__plan_gib(d->gpu_bytes, a, sizeof a),
+                   gd__plan_gib(cfg->gpu_mem_budget, b, sizeof b));
     }
 #endif
+    (void)a;
+    (void)b;
     GD_INFO("trainer: %s; %d layers, batch %lld, %lld input nodes and %lld edges at most per "
             "minibatch, %lld parameters",
-            t->plan, L, (long long)t->batch, (long long)t->sinfo.max_input_nodes,
-            (long long)t->sinfo.max_edges, (long long)(t->model ? t->model->params.numel : 0));
+            d->plan.text, cfg->num_layers, (long long)d->batch,
+            (long long)d->sinfo.max_input_nodes, (long long)d->sinfo.max_edges,
+            (long long)t->model->params.numel);
     *out = t;
     return GD_OK;
 fail:
+    gd__context_unref(ctx);
     gd__trainer_destroy(t);
     return st;
 }
 
 void gd__trainer_get_info(const gd__trainer *t, gd__trainer_info *info) {
+    const gd__datapath *d = t->d;
     memset(info, 0, sizeof *info);
-    info->mode = t->mode;
-    snprintf(info->plan, sizeof info->plan, "%s", t->plan);
-    info->max_input_nodes = t->sinfo.max_input_nodes;
-    info->max_edges = t->sinfo.max_edges;
-    info->feature_bytes = (int64_t)(gd__nn_numel(&t->sets[0].x) * (int64_t)sizeof(float));
-    info->num_params = t->model ? t->model->params.numel : 0;
-    info->train_nodes = t->split_n[0];
-    info->valid_nodes = t->split_n[1];
-    info->test_nodes = t->split_n[2];
-    info->gpu_bytes = t->gpu_bytes;
-    info->feature_cache_rows = t->feature_cache_rows;
-    info->feature_cache_bytes = t->feature_cache_bytes;
-    info->graph_cache_bytes = t->graph_cache_bytes;
+    info->mode = d->mode;
+    snprintf(info->plan, sizeof info->plan, "%s", d->plan.text);
+    info->max_input_nodes = d->sinfo.max_input_nodes;
+    info->max_edges = d->sinfo.max_edges;
+    info->feature_bytes = (int64_t)(gd__nn_numel(&d->sets[0].x) * (int64_t)sizeof(float));
+    info->num_params = t->model->params.numel;
+    info->train_nodes = d->split_n[0];
+    info->valid_nodes = d->split_n[1];
+    info->test_nodes = d->split_n[2];
+    info->gpu_bytes = d->gpu_bytes;
+    info->feature_cache_rows = d->feature_cache_rows;
+    info->feature_cache_bytes = d->feature_cache_bytes;
+    info->graph_cache_bytes = d->graph_cache_bytes;
 }
 
 gd__sage *gd__trainer_model(gd__trainer *t) {
@@ -835,28 +380,18 @@ static uint64_t dropout_seed(const gd__trainer *t, int64_t epoch, int64_t b) {
     return ((uint64_t)k.v[1] << 32) | k.v[0];
 }
 
-/* Write the labels of minibatch b's seeds to dst; count the labelled ones. */
-static void stage_labels(const gd__trainer *t, pass *p, int64_t b, int64_t *dst) {
-    const int64_t lo = b * t->batch, cnt = min64(t->batch, p->n - lo);
-    if (!t->label_view.data) {
-        for (int64_t i = 0; i < cnt; i++) dst[i] = -1;
-        return;
-    }
-    for (int64_t i = 0; i < cnt; i++) {
-        dst[i] = int_at(&t->label_view, p->ids[lo + i]);
-        p->labelled += dst[i] >= 0;
-    }
-}
-
 /*
- * The nn stage of minibatch b on the set's data: forward (with dropout when training), the
- * correct count, and for training the loss, backward and an Adam step. The loss and the count
- * go to the logs at b.
+ * The train stage of minibatch b on its set: forward (with dropout when training), the correct
+ * count, and for training the loss, backward and an Adam step. The loss and the count go to
+ * the logs at b.
  */
-static gd_status nn_step(gd__trainer *t, pass *p, train_set *s, int64_t b) {
+static gd_status train_stage(void *user, gd__pass *p, int64_t b, int set, void *stream) {
     gd_status st = GD_OK;
+    gd__trainer *t = user;
+    gd__batch_set *s = &t->d->sets[set];
     gd__nn_tensor x = gd__nn_rows(&s->x, s->num_in), logits;
     gd_block *blocks = s->blocks;
+    (void)stream; /* the nn backend's own stream: the pipeline gave it */
     GD_CHECK(
         gd__sage_forward(t->model, blocks, &x, p->train, dropout_seed(t, p->epoch, b), &logits));
     GD_CHECK(gd__nn_accuracy(&t->ctx, &logits, s->labels, t->d_correct));
@@ -868,7 +403,7 @@ static gd_status nn_step(gd__trainer *t, pass *p, train_set *s, int64_t b) {
         GD_CHECK(gd__nn_params_adam(&t->ctx, &t->model->params, &t->adam));
     }
 #ifdef GD_WITH_CUDA
-    if (t->gpu) {
+    if (t->d->gpu) {
         if (p->train)
             GD_CHECK(
                 gd__cuda_memcpy_async(&t->loss_log[b], t->loss.data, sizeof(float), t->ctx.stream));
@@ -883,258 +418,43 @@ fail:
     return st;
 }
 
-/* cpu: sample and gather minibatch b into set s on the host (its own minibatch buffer). */
-gd_status gd__train_cpu_stage(gd__trainer *t, pass *p, int64_t b, train_set *s) {
-    gd_status st = GD_OK;
-    const int64_t lo = b * t->batch, cnt = min64(t->batch, p->n - lo);
-    const double t0 = gd__now();
-    GD_CHECK(gd_sample(t->sampler, p->ids + lo, cnt, 0, p->epoch, b, NULL, s->mb));
-    for (int l = 0; l < t->cfg.num_layers; l++)
-        GD_CHECK(gd_minibatch_block(s->mb, l, &s->blocks[l]));
-    GD_CHECK(gd_minibatch_input_nodes(s->mb, &s->in_ids, &s->num_in));
-    s->seeds = cnt;
-    const double t1 = gd__now();
-    GD_CHECK(gd_gather(t->gatherer, s->in_ids, s->num_in, 0, s->x.data, NULL));
-    stage_labels(t, p, b, s->labels);
-    p->sample_s += t1 - t0;
-    p->gather_s += gd__now() - t1;
-fail:
-    return st;
-}
-
-/* cpu mode: sample, gather and train minibatch b, one after another. */
-static gd_status cpu_batch(gd__trainer *t, pass *p, int64_t b) {
-    gd_status st = GD_OK;
-    GD_CHECK(gd__train_cpu_stage(t, p, b, &t->sets[0]));
-    const double t2 = gd__now();
-    GD_CHECK(nn_step(t, p, &t->sets[0], b));
-    p->train_s += gd__now() - t2;
-fail:
-    return st;
-}
-
-#ifdef GD_WITH_CUDA
-/* Count the stage times of the set's previous minibatch (its events have completed). */
-static gd_status count_stage(pass *p, train_set *s, int stage) {
-    gd_status st = GD_OK;
-    if (!s->timed[stage]) return GD_OK;
-    float ms;
-    GD_CHECK(gd__cuda_event_ms(s->ev[2 * stage], s->ev[2 * stage + 1], &ms));
-    p->stage_ms[stage] += ms;
-    s->timed[stage] = 0;
-fail:
-    return st;
-}
-
-/* CUDA sampler: queue the sampling of minibatch b behind the training of the set's last one. */
-gd_status gd__train_issue_sample(gd__trainer *t, pass *p, int64_t b) {
-    gd_status st = GD_OK;
-    train_set *s = &t->sets[b % t->depth];
-    const int64_t lo = b * t->batch, cnt = min64(t->batch, p->n - lo);
-    GD_CHECK(count_stage(p, s, ST_SAMPLE));
-    if (s->fenced) {
-        /* A loader's set: every stream that read its last batch, in this epoch or before. */
-        for (int i = 0; i < s->fenced; i++)
-            GD_CHECK(gd__cuda_stream_wait(t->s_sample, s->free_ev[i]));
-        s->fenced = 0;
-    } else if (b >= t->depth) {
-        GD_CHECK(gd__cuda_stream_wait(t->s_sample, s->ev[EV_T1]));
-    }
-    GD_CHECK(gd__cuda_event_record(s->ev[EV_S0], t->s_sample));
-    GD_CHECK(gd_sample(t->sampler, t->d_order + lo, cnt, 1, p->epoch, b, t->s_sample, s->mb));
-    GD_CHECK(gd__cuda_event_record(s->ev[EV_S1], t->s_sample));
-    s->timed[ST_SAMPLE] = 1;
-    s->seeds = cnt;
-fail:
-    return st;
-}
-
-/* CUDA sampler: once minibatch b is sampled, queue its gather and its labels. */
-gd_status gd__train_issue_gather(gd__trainer *t, pass *p, int64_t b) {
-    gd_status st = GD_OK;
-    train_set *s = &t->sets[b % t->depth];
-    const int64_t *ids;
-    /* The one host wait of a minibatch: its sizes, sampled depth - 1 minibatches ago. */
-    GD_CHECK(gd__cuda_event_sync(s->ev[EV_S1]));
-    for (int l = 0; l < t->cfg.num_layers; l++)
-        GD_CHECK(gd_minibatch_block(s->mb, l, &s->blocks[l]));
-    GD_CHECK(gd_minibatch_input_nodes(s->mb, &ids, &s->num_in));
-    s->in_ids = ids;
-    /* Sampling b waited for the training of the set's previous minibatch: its events are done. */
-    GD_CHECK(count_stage(p, s, ST_GATHER));
-    GD_CHECK(count_stage(p, s, ST_TRAIN));
-    stage_labels(t, p, b, s->label_stage);
-    GD_CHECK(gd__cuda_stream_wait(t->s_gather, s->ev[EV_S1]));
-    GD_CHECK(gd__cuda_event_record(s->ev[EV_G0], t->s_gather));
-    GD_CHECK(gd_gather(t->gatherer, ids, s->num_in, 1, s->x.data, t->s_gather));
-    GD_CHECK(gd__cuda_memcpy_async(s->labels, s->label_stage, (size_t)s->seeds * sizeof(int64_t),
-                                   t->s_gather));
-    GD_CHECK(gd__cuda_event_record(s->ev[EV_G1], t->s_gather));
-    s->timed[ST_GATHER] = 1;
-fail:
-    return st;
-}
-
-/*
- * cpu-centric: sample minibatch b and gather its rows on the CPU (the gatherer copies them
- * into the set's rows with one DMA), and copy the blocks and the labels, all on the gather
- * stream; the GPU meanwhile trains the minibatches before.
- */
-static gd_status cpu_centric_stage(gd__trainer *t, pass *p, int64_t b) {
-    gd_status st = GD_OK;
-    train_set *s = &t->sets[b % t->depth];
-    const int64_t lo = b * t->batch, cnt = min64(t->batch, p->n - lo);
-    const int64_t *ids;
-    double t0 = gd__now();
-    GD_CHECK(gd_sample(t->sampler, p->ids + lo, cnt, 0, p->epoch, b, NULL, t->host_mb));
-    double t1 = gd__now();
-    /* The set's last minibatch must have trained before its buffers are rewritten. */
-    if (b >= t->depth) {
-        GD_CHECK(gd__cuda_event_sync(s->ev[EV_T1]));
-        GD_CHECK(count_stage(p, s, ST_TRAIN));
-    }
-    s->seeds = cnt;
-    /* Pack the blocks into the pinned staging; the device copy has the same layout. */
-    size_t off = 0;
-    for (int l = 0; l < t->cfg.num_layers; l++) {
-        gd_block hb;
-        GD_CHECK(gd_minibatch_block(t->host_mb, l, &hb));
-        const size_t ip = (size_t)(hb.num_dst + 1) * sizeof(int32_t);
-        const size_t ix = (size_t)hb.num_edges * sizeof(int32_t);
-        GD_REQUIRE(off + ip + ix <= t->blk_bytes, GD_ERR_INTERNAL,
-                   "trainer: the blocks of minibatch %lld do not fit their staging buffer",
-                   (long long)b);
-        char *stage = (char *)s->blk_stage + off, *dev = (char *)s->blk_dev + off;
-        memcpy(stage, hb.indptr, ip);
-        memcpy(stage + ip, hb.indices, ix);
-        s->blocks[l] = hb;
-        s->blocks[l].indptr = (const int32_t *)dev;
-        s->blocks[l].indices = (const int32_t *)(dev + ip);
-        off += (ip + ix + 15) & ~(size_t)15;
-    }
-    GD_CHECK(gd_minibatch_input_nodes(t->host_mb, &ids, &s->num_in));
-    stage_labels(t, p, b, s->label_stage);
-    GD_CHECK(gd_gather(t->gatherer, ids, s->num_in, 0, s->x.data, t->s_gather));
-    GD_CHECK(gd__cuda_memcpy_async(s->blk_dev, s->blk_stage, off, t->s_gather));
-    GD_CHECK(gd__cuda_memcpy_async(s->labels, s->label_stage, (size_t)cnt * sizeof(int64_t),
-                                   t->s_gather));
-    GD_CHECK(gd__cuda_event_record(s->ev[EV_G1], t->s_gather));
-    p->sample_s += t1 - t0;
-    p->gather_s += gd__now() - t1;
-fail:
-    return st;
-}
-
-/* Queue the nn stage of minibatch b behind its gather. */
-static gd_status issue_train(gd__trainer *t, pass *p, int64_t b) {
-    gd_status st = GD_OK;
-    train_set *s = &t->sets[b % t->depth];
-    GD_CHECK(gd__cuda_stream_wait(t->ctx.stream, s->ev[EV_G1]));
-    GD_CHECK(gd__cuda_event_record(s->ev[EV_T0], t->ctx.stream));
-    GD_CHECK(nn_step(t, p, s, b));
-    GD_CHECK(gd__cuda_event_record(s->ev[EV_T1], t->ctx.stream));
-    s->timed[ST_TRAIN] = 1;
-fail:
-    return st;
-}
-
 /* The loss of the latest minibatch before `issued` that has finished, without waiting. */
 static double latest_loss(gd__trainer *t, int64_t issued) {
-    for (int64_t b = issued - 1; b >= 0 && b >= issued - t->depth; b--) {
-        int done = gd__cuda_event_done(t->sets[b % t->depth].ev[EV_T1]);
-        if (done < 0) gd_clear_error();
-        if (done > 0) return t->loss_log[b];
-    }
+    for (int64_t b = issued - 1; b >= 0 && b >= issued - t->d->depth; b--)
+        if (gd__pipe_done(t->pipe, b)) return t->loss_log[b];
     return NAN;
 }
-#endif
 
 /* Report progress every report_every minibatches; a non-zero answer interrupts. */
-static gd_status report(gd__trainer *t, pass *p, int64_t done) {
+static gd_status report(gd__trainer *t, gd__pass *p, int64_t done) {
     const int64_t every = t->cfg.report_every > 0 ? t->cfg.report_every : 20;
     if (!t->cfg.progress || !p->train || (done % every != 0 && done != p->batches)) return GD_OK;
-    double loss = NAN;
-#ifdef GD_WITH_CUDA
-    if (t->gpu)
-        loss = latest_loss(t, done);
-    else
-#endif
-        loss = t->loss_log[done - 1];
-    if (t->cfg.progress(t->cfg.progress_user, done, p->batches, loss))
+    if (t->cfg.progress(t->cfg.progress_user, done, p->batches, latest_loss(t, done)))
         return gd__error(GD_ERR_INTERRUPTED, "training interrupted at minibatch %lld of %lld",
                          (long long)done, (long long)p->batches);
     return GD_OK;
 }
 
-/* cpu mode: every minibatch of p, one after another. */
-static gd_status run_cpu_pass(gd__trainer *t, pass *p) {
+/* Every minibatch of a pass over ids[0..n) through the pipeline. */
+static gd_status run_pass(gd__trainer *t, const int64_t *ids, int64_t n, int64_t epoch, int train,
+                          gd__pass *p) {
     gd_status st = GD_OK;
-    for (int64_t b = 0; b < p->batches; b++) {
-        GD_CHECK(cpu_batch(t, p, b));
-        GD_CHECK(report(t, p, b + 1));
-    }
-fail:
-    return st;
-}
-
-#ifdef GD_WITH_CUDA
-/* GPU modes: every minibatch of p through the ring, then wait for the last and count times. */
-static gd_status run_gpu_pass(gd__trainer *t, pass *p) {
-    gd_status st = GD_OK, st2;
-    const int D = t->depth;
-    for (int i = 0; i < D; i++)
-        for (int k = 0; k < ST_COUNT; k++) t->sets[i].timed[k] = 0;
-    if (t->cuda_sampler) {
-        /* The seed order goes to the GPU once; the sampler reads its slices there. */
-        GD_CHECK(
-            gd__cuda_memcpy_async(t->d_order, p->ids, (size_t)p->n * sizeof(int64_t), t->s_sample));
-        for (int64_t b = 0; b < D - 1 && b < p->batches; b++)
-            GD_CHECK(gd__train_issue_sample(t, p, b));
-    }
-    for (int64_t b = 0; b < p->batches; b++) {
-        if (t->cuda_sampler) {
-            if (b + D - 1 < p->batches) GD_CHECK(gd__train_issue_sample(t, p, b + D - 1));
-            GD_CHECK(gd__train_issue_gather(t, p, b));
-        } else {
-            GD_CHECK(cpu_centric_stage(t, p, b));
-        }
-        GD_CHECK(issue_train(t, p, b));
-        GD_CHECK(report(t, p, b + 1));
-    }
-fail:
-    /* Whatever happened, wait for the work in flight before the buffers are touched again. */
-    if ((st2 = gd__cuda_stream_sync(t->s_sample)) != GD_OK && st == GD_OK) st = st2;
-    if ((st2 = gd__cuda_stream_sync(t->s_gather)) != GD_OK && st == GD_OK) st = st2;
-    if ((st2 = gd__cuda_stream_sync(t->ctx.stream)) != GD_OK && st == GD_OK) st = st2;
-    for (int i = 0; i < D && st == GD_OK; i++)
-        for (int k = 0; k < ST_COUNT && st == GD_OK; k++) st = count_stage(p, &t->sets[i], k);
-    if (st == GD_OK && t->cuda_sampler) st = gd_sampler_check_errors(t->sampler);
-    if (st == GD_OK) st = gd_gatherer_check_errors(t->gatherer);
-    if (st == GD_OK) st = gd__nn_check_errors(&t->ctx);
-    return st;
-}
-#endif
-
-static gd_status run_pass(gd__trainer *t, pass *p) {
-#ifdef GD_WITH_CUDA
-    if (t->gpu) return run_gpu_pass(t, p);
-#endif
-    return run_cpu_pass(t, p);
-}
-
-gd_status gd__train_start_pass(gd__trainer *t, const int64_t *ids, int64_t n, int64_t epoch,
-                               int train, pass *p) {
-    memset(p, 0, sizeof *p);
-    p->ids = ids;
-    p->n = n;
-    p->epoch = epoch;
-    p->train = train;
-    p->batches = (n + t->batch - 1) / t->batch;
+    GD_CHECK(gd__datapath_start_pass(t->d, ids, n, epoch, train, p));
     if (train && t->cfg.max_batches > 0) p->batches = min64(p->batches, t->cfg.max_batches);
-    if (p->batches > t->log_cap)
-        return gd__error(GD_ERR_INTERNAL, "trainer: %lld minibatches, the logs hold %lld",
-                         (long long)p->batches, (long long)t->log_cap);
-    return GD_OK;
+    GD_REQUIRE(p->batches <= t->log_cap, GD_ERR_INTERNAL,
+               "trainer: %lld minibatches, the logs hold %lld", (long long)p->batches,
+               (long long)t->log_cap);
+    gd__pipe_start(t->pipe, p);
+    for (int64_t b = 0; b < p->batches && st == GD_OK; b++) {
+        st = gd__pipe_issue(t->pipe, b);
+        if (st == GD_OK) st = report(t, p, b + 1);
+    }
+    st = gd__pipe_finish(t->pipe, st);
+    GD_CHECK(st);
+    GD_CHECK(gd__datapath_check_errors(t->d));
+    GD_CHECK(gd__nn_check_errors(&t->ctx));
+fail:
+    return st;
 }
 
 gd_status gd__trainer_epoch(gd__trainer *t, int64_t epoch, gd__train_epoch_stats *stats) {
@@ -1144,14 +464,14 @@ gd_status gd__trainer_epoch(gd__trainer *t, int64_t epoch, gd__train_epoch_stats
                "gd__trainer_epoch: epoch %lld out of range", (long long)epoch);
     memset(stats, 0, sizeof *stats);
     stats->epoch = epoch;
+    gd__datapath *d = t->d;
     const double start = gd__now(), cpu0 = cpu_seconds();
-    const int64_t n = t->split_n[0];
+    const int64_t n = d->split_n[0];
     int64_t num_batches, correct = 0;
-    pass p;
+    gd__pass p;
     GD_CHECK(
-        gd_seed_batches(t->split[0], n, t->batch, t->cfg.seed, epoch, 0, t->order, &num_batches));
-    GD_CHECK(gd__train_start_pass(t, t->order, n, epoch, 1, &p));
-    GD_CHECK(run_pass(t, &p));
+        gd_seed_batches(d->split[0], n, d->batch, t->cfg.seed, epoch, 0, d->order, &num_batches));
+    GD_CHECK(run_pass(t, d->order, n, epoch, 1, &p));
     double loss_sum = 0;
     for (int64_t b = 0; b < p.batches; b++) {
         GD_REQUIRE(isfinite(t->loss_log[b]), GD_ERR_RANGE,
@@ -1166,14 +486,10 @@ gd_status gd__trainer_epoch(gd__trainer *t, int64_t epoch, gd__train_epoch_stats
     stats->train_acc = p.labelled ? (double)correct / (double)p.labelled : NAN;
     stats->seconds = gd__now() - start;
     stats->cpu_core_s = cpu_seconds() - cpu0;
-    if (t->mode == GD__TRAIN_CPU) {
-        stats->sample_s = p.sample_s;
-        stats->gather_s = p.gather_s;
-        stats->train_s = p.train_s;
-    } else {
-        stats->sample_s = t->cuda_sampler ? p.stage_ms[ST_SAMPLE] / 1e3 : p.sample_s;
-        stats->gather_s = t->cuda_sampler ? p.stage_ms[ST_GATHER] / 1e3 : p.gather_s;
-        stats->train_s = p.stage_ms[ST_TRAIN] / 1e3;
+    stats->sample_s = p.stage_s[ST_SAMPLE];
+    stats->gather_s = p.stage_s[ST_GATHER];
+    stats->train_s = p.stage_s[ST_TRAIN];
+    if (d->gpu) {
         stats->wait_s = stats->seconds > stats->train_s ? stats->seconds - stats->train_s : 0;
 #ifdef GD_WITH_CUDA
         int64_t f, total;
@@ -1193,10 +509,11 @@ gd_status gd__trainer_evaluate(gd__trainer *t, gd_array_id split, double *accura
                "gd__trainer_evaluate: %s is not a split (train_idx, valid_idx or test_idx)",
                gd_array_name(split));
     const int s = (int)(split - GD_ARRAY_TRAIN_IDX);
-    pass p;
+    gd__pass p;
     int64_t correct = 0;
-    GD_CHECK(gd__train_start_pass(t, t->split[s], t->split_n[s], GD__TRAIN_EVAL_EPOCH + s, 0, &p));
-    if (p.n > 0) GD_CHECK(run_pass(t, &p));
+    memset(&p, 0, sizeof p);
+    if (t->d->split_n[s] > 0)
+        GD_CHECK(run_pass(t, t->d->split[s], t->d->split_n[s], GD__TRAIN_EVAL_EPOCH + s, 0, &p));
     for (int64_t b = 0; b < p.batches; b++) correct += t->correct_log[b];
     *accuracy = p.labelled ? (double)correct / (double)p.labelled : NAN;
     if (count) *count = p.labelled;
@@ -1233,16 +550,16 @@ fail:
 void gd__trainer_checkpoint_meta(const gd__trainer *t, gd__checkpoint_meta *m) {
     gd__checkpoint_meta_init(m);
     m->num_layers = t->cfg.num_layers;
-    m->in_dim = t->in_dim;
+    m->in_dim = t->d->in_dim;
     m->hidden_dim = t->cfg.hidden_dim;
-    m->num_classes = t->num_classes;
+    m->num_classes = t->d->num_classes;
     sampler_fanouts(&t->cfg, m->fanouts);
     m->seed = t->cfg.seed;
     m->adam_step = t->model->params.step;
     snprintf(m->dataset, sizeof m->dataset, "%s nodes=%lld edges=%lld features=%lld classes=%lld",
-             gd_dataset_name(t->ds), (long long)t->num_nodes,
-             (long long)gd_dataset_num_edges(t->ds), (long long)t->in_dim,
-             (long long)t->num_classes);
+             gd_dataset_name(t->d->ds), (long long)t->d->num_nodes,
+             (long long)gd_dataset_num_edges(t->d->ds), (long long)t->d->in_dim,
+             (long long)t->d->num_classes);
     /* The mode is left out on purpose: every mode samples and trains the same way. */
     snprintf(m->config, sizeof m->config,
              "batch=%lld dropout=%g lr=%g weight_decay=%g mlp=%d max_batches=%lld",
@@ -1293,7 +610,8 @@ fail:
 }
 
 gd_host_tensor_t *gd__trainer_registered_features(gd__trainer *t) {
-    return t && t->features && gd_host_tensor_is_registered(t->features) ? t->features : NULL;
+    return t && t->d->features && gd_host_tensor_is_registered(t->d->features) ? t->d->features
+                                                                              : NULL;
 }
 
 void gd__trainer_set_max_batches(gd__trainer *t, int64_t max_batches) {

@@ -1,0 +1,599 @@
+/*
+ * The data path without a model (datapath.h): creation places the graph and the features by the
+ * plan (plan.h), builds the sampler, the gatherer and every buffer of the ring, so that a pass
+ * allocates nothing; the stage functions fill a set for the pipeline's scheduler (pipeline.c).
+ * All modes sample and gather exactly the same data for the same seed.
+ */
+#include "train/datapath.h"
+
+#include "core/context.h"
+#include "core/cuda.h"
+#include "io/dataset.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+static int64_t max64(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
+
+static int64_t int_at(const gd_array_view *v, int64_t i) {
+    return v->dtype == GD_DTYPE_INT32 ? (int64_t)((const int32_t *)v->data)[i]
+                                      : ((const int64_t *)v->data)[i];
+}
+
+/* --------------------------------------------------------------- teardown */
+
+static void destroy_set(gd__datapath *d, gd__batch_set *s) {
+#ifdef GD_WITH_CUDA
+    gd__cuda_host_free(s->label_stage);
+    gd__cuda_host_free(s->blk_stage);
+    gd__cuda_free(s->blk_dev);
+#endif
+    gd_minibatch_destroy(s->mb);
+    if (d->nn) {
+        gd__nn_tensor_free(d->nn, &s->x);
+        if (s->labels) d->nn->be->release(d->nn, s->labels);
+    }
+    memset(s, 0, sizeof *s);
+}
+
+static void features_release(gd__datapath *d) {
+    if (d->features_pinned)
+        gd__context_unpin(d->context, d->features);
+    else
+        gd_host_tensor_destroy(d->features);
+    d->features = NULL;
+}
+
+void gd__datapath_destroy(gd__datapath *d) {
+    if (!d) return;
+#ifdef GD_WITH_CUDA
+    /* Nothing may still be running on the buffers about to be freed. */
+    if (d->s_sample) (void)gd__cuda_stream_sync(d->s_sample);
+    if (d->s_gather) (void)gd__cuda_stream_sync(d->s_gather);
+#endif
+    for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) destroy_set(d, &d->sets[i]);
+    gd_gatherer_destroy(d->gatherer);
+    features_release(d);
+    gd_minibatch_destroy(d->host_mb);
+    gd_sampler_destroy(d->sampler);
+    gd_graph_destroy(d->graph);
+#ifdef GD_WITH_CUDA
+    gd__cuda_free(d->d_order);
+    gd__cuda_stream_destroy(d->s_sample);
+    gd__cuda_stream_destroy(d->s_gather);
+#endif
+    for (int i = 0; i < 3; i++) gd_free(d->split[i]);
+    gd_free(d->order);
+    gd__context_unref(d->context);
+    gd_free(d);
+}
+
+/* ----------------------------------------------------------------- create */
+
+/* An int64 copy of split id (NULL and 0 if the dataset has none). */
+static gd_status load_split(const gd_dataset_t *ds, gd_array_id id, int64_t **out, int64_t *n) {
+    gd_status st = GD_OK;
+    gd_array_view v;
+    *out = NULL;
+    *n = 0;
+    st = gd_dataset_array(ds, id, &v);
+    if (st == GD_ERR_NOT_FOUND) {
+        gd_clear_error();
+        return GD_OK;
+    }
+    GD_CHECK(st);
+    int64_t *ids = NULL;
+    GD_ALLOC(ids, (size_t)v.shape[0] * sizeof(int64_t), gd_array_name(id));
+    for (int64_t i = 0; i < v.shape[0]; i++) ids[i] = int_at(&v, i);
+    *out = ids;
+    *n = v.shape[0];
+fail:
+    return st;
+}
+
+/*
+ * The plan's input: the sizes of the dataset, the worst-case minibatch from a CPU sampler of
+ * one thread over the borrowed host graph (cheap), the model's bytes from the client, and the
+ * machine.
+ */
+static gd_status plan_input(gd__datapath *d, int have_gpu, gd__plan_input *in) {
+    gd_status st = GD_OK;
+    gd_sampler_t *s = NULL;
+    gd_graph_info gi = GD_GRAPH_INFO_INIT;
+    GD_CHECK(gd_graph_get_info(d->graph, &gi));
+    gd_array_view fv;
+    GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_FEATURES, &fv));
+    memset(in, 0, sizeof *in);
+    in->num_nodes = d->num_nodes;
+    in->num_edges = gi.num_edges;
+    in->row_bytes = d->in_dim * (int64_t)gd_dtype_size(fv.dtype);
+    in->index_bytes = gi.num_nodes < (INT64_C(1) << 31) ? 4 : 8;
+    in->mode = d->cfg.mode;
+    in->gpu_cache_bytes = d->cfg.gpu_cache_bytes;
+    in->graph_cache_bytes = d->cfg.graph_cache_bytes;
+    in->gpu_mem_budget = d->cfg.gpu_mem_budget;
+    in->have_gpu = have_gpu;
+#ifdef GD_WITH_CUDA
+    in->cuda_built = 1;
+#endif
+    in->budget = d->budget;
+    in->memlock = gd__plan_memlock_limit();
+    if (!have_gpu || d->cfg.mode == GD__TRAIN_CPU) return GD_OK;
+    gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
+    so.max_batch = d->batch;
+    so.threads = 1;
+    GD_CHECK(gd_sampler_create(d->graph, d->cfg.fanouts, d->cfg.num_layers, &so, &s));
+    gd_sampler_info si = GD_SAMPLER_INFO_INIT;
+    GD_CHECK(gd_sampler_get_info(s, &si));
+    const int64_t model = d->cfg.model_bytes
+                              ? d->cfg.model_bytes(d->cfg.model_user, gi.max_degree,
+                                                   si.max_input_nodes)
+                              : 0;
+    in->fixed_bytes = d->cfg.depth * (si.minibatch_bytes + si.max_input_nodes * d->in_dim * 4 +
+                                      d->batch * 8) +
+                      2 * si.minibatch_bytes + model + GD__PLAN_GPU_RESERVE;
+fail:
+    gd_sampler_destroy(s);
+    return st;
+}
+
+/* The features as a host tensor, registered for the GPU when the mode reads them zero-copy. */
+static gd_status place_features(gd__datapath *d) {
+    gd_status st = GD_OK;
+    gd_array_view fv;
+    GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_FEATURES, &fv));
+    GD_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,
+               "trainer: dataset '%s' has %s features; training reads float32 features "
+               "(regenerate or convert with float32)",
+               gd_dataset_name(d->ds), gd_dtype_name(fv.dtype));
+    /* Page-locking a read-only file mapping is not portable: zero-copy pins a copy of it. */
+    const int ro = d->ds->arrays[GD_ARRAY_FEATURES].store == GD__STORE_MAP_RO;
+    if (d->mode == GD__TRAIN_ZERO_COPY && ro) {
+        GD_CHECK(gd_host_tensor_create(fv.shape[0], fv.shape[1], fv.dtype, 0, &d->features));
+        memcpy(gd_host_tensor_data(d->features), fv.data,
+               (size_t)(fv.shape[0] * gd_host_tensor_row_bytes(d->features)));
+        GD_CHECK(gd_host_tensor_register(d->features, gd_context_device(d->context)));
+    } else if (d->mode == GD__TRAIN_ZERO_COPY) {
+        /* Shared with the other trainers and loaders of the context over the same table. */
+        GD_CHECK(gd__context_pin(d->context, fv.data, fv.shape[0], fv.shape[1], fv.dtype,
+                                 &d->features));
+        d->features_pinned = 1;
+    } else {
+        GD_CHECK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype,
+                                      ro ? GD_HOST_TENSOR_READ_ONLY : 0u, &d->features));
+    }
+fail:
+    return st;
+}
+
+#ifdef GD_WITH_CUDA
+static gd_status used_gpu(const gd__datapath *d, int64_t *used) {
+    gd_status st = GD_OK;
+    int64_t f, total;
+    GD_CHECK(gd__cuda_mem_info(gd_context_device(d->context), &f, &total));
+    *used = d->free0 - f;
+fail:
+    return st;
+}
+#endif
+
+/* The gatherer of the mode; zero-copy sizes its cache from what the budget leaves. */
+static gd_status make_gatherer(gd__datapath *d) {
+    gd_status st = GD_OK;
+    int64_t *scores = NULL;
+    gd_gatherer_options go = GD_GATHERER_OPTIONS_INIT;
+    go.threads = d->cfg.threads;
+    go.max_ids = max64(d->sinfo.max_input_nodes, 1);
+    go.sm_budget = d->cfg.gather_sms;
+    const gd_gather_mode gm = d->mode == GD__TRAIN_ALL_GPU       ? GD_GATHER_GPU
+                              : d->mode == GD__TRAIN_CPU_CENTRIC ? GD_GATHER_CPU_DMA
+                              : d->mode == GD__TRAIN_ZERO_COPY   ? GD_GATHER_ZEROCOPY
+                                                                 : GD_GATHER_CPU;
+#ifdef GD_WITH_CUDA
+    if (gm == GD_GATHER_ZEROCOPY) {
+        int64_t cache = d->plan.feature_cache_bytes, used;
+        const int64_t table = d->num_nodes * gd_host_tensor_row_bytes(d->features);
+        if (cache < 0) {
+            /* What is left of the budget, less the location map and the gather's buffers. */
+            GD_CHECK(used_gpu(d, &used));
+            cache = d->budget - used - GD__PLAN_GPU_RESERVE - 8 * d->num_nodes - 64 * go.max_ids;
+            cache = cache < 0 ? 0 : min64(cache, table);
+        }
+        /*
+         * Rows left in host memory make the gather PCIe-bound, and then a gather spread over
+         * every SM only holds SMs the training kernels need: on papers with a 16 GiB budget the
+         * training step went from 1.5 ms to 7.3 ms beside it. 10 % of the SMs (a green
+         * context) still saturate what the link delivers and the step stays near 2 ms
+         * (docs/train.md). Unless the caller or GD_GATHER_SMS says otherwise.
+         */
+        if (!go.sm_budget && cache < table && !gd__param_given("GD_GATHER_SMS"))
+            go.sm_budget = "10%";
+        if (cache > 0) {
+            gd_array_view ip, ix;
+            GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDPTR, &ip));
+            GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDICES, &ix));
+            GD_ALLOC(scores, (size_t)d->num_nodes * sizeof(int64_t), "the feature cache scores");
+            GD_CHECK(gd_csc_degree_scores(d->num_nodes, ip.data, ix.data, ix.dtype, GD_DEGREE_OUT,
+                                          scores));
+            go.cache_bytes = cache;
+            go.cache_scores = scores;
+        }
+    }
+#endif
+    GD_CHECK(gd_gatherer_create(d->features, gd_context_device(d->context), gm, &go,
+                                &d->gatherer));
+    gd_gatherer_info gi = GD_GATHERER_INFO_INIT;
+    GD_CHECK(gd_gatherer_get_info(d->gatherer, &gi));
+    d->feature_cache_rows = gi.cached_rows;
+    d->feature_cache_bytes = gi.cache_bytes;
+    if (d->mode == GD__TRAIN_ZERO_COPY) {
+        const size_t used = strlen(d->plan.text);
+        char a[32], b[32];
+        snprintf(d->plan.text + used, sizeof d->plan.text - used,
+                 "; GPU caches: neighbour lists %s, feature rows %s (%lld rows); gather on %d "
+                 "SMs%s",
+                 gd__plan_gib(d->graph_cache_bytes, a, sizeof a),
+                 gd__plan_gib(gi.cache_bytes, b, sizeof b), (long long)gi.cached_rows, gi.sms,
+                 gi.green_context ? " (green context)" : "");
+    }
+fail:
+    gd_free(scores);
+    return st;
+}
+
+/* The graph where the plan says the CUDA sampler reads it. */
+static gd_status place_graph(gd__datapath *d) {
+    gd_status st = GD_OK;
+    gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
+    o.device = gd_context_device(d->context);
+    o.indptr_placement = d->plan.indptr;
+    o.indices_placement = d->plan.indices;
+    o.copy_host = 0;
+    if (d->plan.indices == GD_PLACE_PINNED) o.gpu_cache_bytes = d->plan.graph_cache_bytes;
+    gd_graph_destroy(d->graph);
+    d->graph = NULL;
+    st = gd_graph_create_from_dataset(d->ds, &o, &d->graph);
+    if (st == GD_ERR_PIN && !o.copy_host && strstr(gd_last_error(), "already registered")) {
+        /* Another trainer or loader has these lists page-locked in place: pin a copy. */
+        gd_clear_error();
+        o.copy_host = 1;
+        st = gd_graph_create_from_dataset(d->ds, &o, &d->graph);
+    }
+    GD_CHECK(st);
+    gd_graph_info gi = GD_GRAPH_INFO_INIT;
+    GD_CHECK(gd_graph_get_info(d->graph, &gi));
+    d->graph_cache_bytes = gi.cache_bytes;
+fail:
+    return st;
+}
+
+/* The buffer sets of the ring. */
+static gd_status make_sets(gd__datapath *d) {
+    gd_status st = GD_OK;
+    const int device = gd_context_device(d->context);
+    for (int i = 0; i < d->depth; i++) {
+        gd__batch_set *s = &d->sets[i];
+        GD_CHECK(gd__nn_tensor_alloc(d->nn, GD_DTYPE_FLOAT32, d->sinfo.max_input_nodes, d->in_dim,
+                                     &s->x));
+        GD_CHECK(d->nn->be->alloc(d->nn, (size_t)d->batch * sizeof(int64_t), (void **)&s->labels));
+        if (d->mode != GD__TRAIN_CPU_CENTRIC) GD_CHECK(gd_minibatch_create(d->sampler, &s->mb));
+#ifdef GD_WITH_CUDA
+        if (d->gpu)
+            GD_CHECK(gd__cuda_pinned_alloc((void **)&s->label_stage,
+                                           (size_t)d->batch * sizeof(int64_t), "labels",
+                                           "lower the batch size"));
+        if (d->mode == GD__TRAIN_CPU_CENTRIC) {
+            GD_CHECK(gd__cuda_pinned_alloc(&s->blk_stage, d->blk_bytes, "minibatch blocks",
+                                           "lower the batch size"));
+            GD_CHECK(gd__cuda_malloc(device, &s->blk_dev, d->blk_bytes, "minibatch blocks"));
+        }
+#else
+        (void)device;
+#endif
+    }
+fail:
+    return st;
+}
+
+/* The device and its budget; the plan; the client's nn backend. */
+static gd_status resolve(gd__datapath *d, gd_status (*make_nn)(void *, int, gd__nn_ctx **),
+                         void *nn_user) {
+    gd_status st = GD_OK;
+    int have_gpu = 0;
+    const gd__data_config *c = &d->cfg;
+    if (c->mode != GD__TRAIN_CPU) {
+#ifdef GD_WITH_CUDA
+        const int device = gd_context_device(d->context);
+        if (c->mode != GD__TRAIN_AUTO || gd__cuda_device_count() > 0) {
+            char what[64];
+            int64_t total;
+            snprintf(what, sizeof what, "--mode %s", gd__train_mode_name(c->mode));
+            GD_CHECK(gd__cuda_check_device(device, what, "use --mode cpu"));
+            GD_CHECK(gd__cuda_mem_info(device, &d->free0, &total));
+            d->budget = c->gpu_mem_budget > 0 ? min64(c->gpu_mem_budget, d->free0) : d->free0;
+            have_gpu = 1;
+        }
+#else
+        GD_REQUIRE(c->mode == GD__TRAIN_AUTO, GD_ERR_NO_DEVICE,
+                   "--mode %s needs a GPU, but graphdirect was built without CUDA: install the "
+                   "CUDA toolkit and rebuild, or use --mode cpu",
+                   gd__train_mode_name(c->mode));
+#endif
+    }
+    gd__plan_input in;
+    GD_CHECK(plan_input(d, have_gpu, &in));
+    GD_CHECK(gd__plan_make(&in, &d->plan));
+    d->mode = d->plan.mode;
+    d->gpu = d->mode != GD__TRAIN_CPU;
+    d->cuda_sampler = d->mode == GD__TRAIN_ALL_GPU || d->mode == GD__TRAIN_ZERO_COPY;
+    d->depth = d->gpu || c->sets_on_cpu ? c->depth : 1;
+    GD_REQUIRE(make_nn, GD_ERR_INTERNAL, "data path: no nn backend");
+    GD_CHECK(make_nn(nn_user, d->gpu, &d->nn));
+fail:
+    return st;
+}
+
+gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg,
+                              gd_context_t *context,
+                              gd_status (*make_nn)(void *user, int gpu, gd__nn_ctx **nn),
+                              void *nn_user, gd__datapath **out) {
+    gd_status st = GD_OK;
+    gd__datapath *d = NULL;
+    *out = NULL;
+    GD_ALLOC(d, sizeof *d, "the data path");
+    memset(d, 0, sizeof *d);
+    d->cfg = *cfg;
+    d->ds = ds;
+    d->context = gd__context_ref(context);
+    d->num_nodes = gd_dataset_num_nodes(ds);
+    d->in_dim = gd_dataset_feature_dim(ds);
+    d->num_classes = gd_dataset_num_classes(ds);
+    d->batch = min64(cfg->batch_size, d->num_nodes);
+
+    /* The splits and the labels. */
+    for (int i = 0; i < 3; i++)
+        GD_CHECK(
+            load_split(ds, (gd_array_id)(GD_ARRAY_TRAIN_IDX + i), &d->split[i], &d->split_n[i]));
+    const int64_t most = max64(d->split_n[0], max64(d->split_n[1], d->split_n[2]));
+    GD_ALLOC(d->order, (size_t)most * sizeof(int64_t), "the epoch order");
+    st = gd_dataset_array(ds, GD_ARRAY_LABELS, &d->label_view);
+    if (st == GD_ERR_NOT_FOUND && cfg->labels_optional) {
+        /* A loader serves unlabelled data too: its batches then have no labels. */
+        gd_clear_error();
+        st = GD_OK;
+        d->label_view.data = NULL;
+    }
+    GD_CHECK(st);
+
+    /* A host view of the graph (borrowed, nothing copied): the plan's estimate, cpu modes. */
+    GD_CHECK(gd_graph_create_from_dataset(ds, NULL, &d->graph));
+    GD_CHECK(resolve(d, make_nn, nn_user));
+    gd_graph_info gi = GD_GRAPH_INFO_INIT;
+    GD_CHECK(gd_graph_get_info(d->graph, &gi));
+    d->max_degree = gi.max_degree;
+
+    /* The graph where the sampler reads it, the sampler and the minibatch buffers. */
+    if (d->cuda_sampler) GD_CHECK(place_graph(d));
+    gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
+    so.backend = d->cuda_sampler ? GD_SAMPLER_CUDA : GD_SAMPLER_CPU;
+    so.max_batch = d->batch;
+    so.seed = cfg->seed;
+    so.threads = cfg->threads;
+    GD_CHECK(gd_sampler_create(d->graph, cfg->fanouts, cfg->num_layers, &so, &d->sampler));
+    d->sinfo = (gd_sampler_info)GD_SAMPLER_INFO_INIT;
+    GD_CHECK(gd_sampler_get_info(d->sampler, &d->sinfo));
+    if (d->mode == GD__TRAIN_CPU_CENTRIC) GD_CHECK(gd_minibatch_create(d->sampler, &d->host_mb));
+    d->blk_bytes = (size_t)d->sinfo.minibatch_bytes;
+    GD_CHECK(make_sets(d));
+#ifdef GD_WITH_CUDA
+    const int device = gd_context_device(d->context);
+    if (d->gpu) {
+        GD_CHECK(gd__cuda_stream_create(device, &d->s_sample));
+        GD_CHECK(gd__cuda_stream_create(device, &d->s_gather));
+    }
+    if (d->cuda_sampler)
+        GD_CHECK(gd__cuda_malloc(device, (void **)&d->d_order, (size_t)most * sizeof(int64_t),
+                                 "the epoch's seed order"));
+#endif
+    *out = d;
+    return GD_OK;
+fail:
+    gd__datapath_destroy(d);
+    return st;
+}
+
+gd_status gd__datapath_place_features(gd__datapath *d) {
+    gd_status st = GD_OK;
+    GD_CHECK(place_features(d));
+    GD_CHECK(make_gatherer(d));
+fail:
+    return st;
+}
+
+/* ---------------------------------------------------------------- stages */
+
+/* Write the labels of minibatch b's seeds to dst; count the labelled ones. */
+static void stage_labels(const gd__datapath *d, gd__pass *p, int64_t b, int64_t *dst) {
+    int64_t lo, cnt;
+    gd__pass_slice(p, b, &lo, &cnt);
+    if (!d->label_view.data) {
+        for (int64_t i = 0; i < cnt; i++) dst[i] = -1;
+        return;
+    }
+    for (int64_t i = 0; i < cnt; i++) {
+        dst[i] = int_at(&d->label_view, p->ids[lo + i]);
+        p->labelled += dst[i] >= 0;
+    }
+}
+
+/* cpu: sample minibatch b into the set's own minibatch buffer, on the host. */
+static gd_status cpu_sample(void *user, gd__pass *p, int64_t b, int set, void *stream) {
+    gd_status st = GD_OK;
+    gd__datapath *d = user;
+    gd__batch_set *s = &d->sets[set];
+    int64_t lo, cnt;
+    gd__pass_slice(p, b, &lo, &cnt);
+    GD_CHECK(gd_sample(d->sampler, p->ids + lo, cnt, 0, p->epoch, b, NULL, s->mb));
+    for (int l = 0; l < d->cfg.num_layers; l++)
+        GD_CHECK(gd_minibatch_block(s->mb, l, &s->blocks[l]));
+    GD_CHECK(gd_minibatch_input_nodes(s->mb, &s->in_ids, &s->num_in));
+    s->seeds = cnt;
+fail:
+    (void)stream;
+    return st;
+}
+
+/* cpu: gather the rows and the labels of the set's minibatch, on the host. */
+static gd_status cpu_gather(void *user, gd__pass *p, int64_t b, int set, void *stream) {
+    gd_status st = GD_OK;
+    gd__datapath *d = user;
+    gd__batch_set *s = &d->sets[set];
+    GD_CHECK(gd_gather(d->gatherer, s->in_ids, s->num_in, 0, s->x.data, NULL));
+    stage_labels(d, p, b, s->labels);
+fail:
+    (void)stream;
+    return st;
+}
+
+#ifdef GD_WITH_CUDA
+/* CUDA sampler: queue the sampling of minibatch b on the sample stream. */
+static gd_status cuda_sample(void *user, gd__pass *p, int64_t b, int set, void *stream) {
+    gd_status st = GD_OK;
+    gd__datapath *d = user;
+    gd__batch_set *s = &d->sets[set];
+    int64_t lo, cnt;
+    gd__pass_slice(p, b, &lo, &cnt);
+    GD_CHECK(gd_sample(d->sampler, d->d_order + lo, cnt, 1, p->epoch, b, stream, s->mb));
+    s->seeds = cnt;
+fail:
+    return st;
+}
+
+/* CUDA sampler: minibatch b is sampled (the host has waited): queue its gather and labels. */
+static gd_status cuda_gather(void *user, gd__pass *p, int64_t b, int set, void *stream) {
+    gd_status st = GD_OK;
+    gd__datapath *d = user;
+    gd__batch_set *s = &d->sets[set];
+    const int64_t *ids;
+    for (int l = 0; l < d->cfg.num_layers; l++)
+        GD_CHECK(gd_minibatch_block(s->mb, l, &s->blocks[l]));
+    GD_CHECK(gd_minibatch_input_nodes(s->mb, &ids, &s->num_in));
+    s->in_ids = ids;
+    stage_labels(d, p, b, s->label_stage);
+    GD_CHECK(gd_gather(d->gatherer, ids, s->num_in, 1, s->x.data, stream));
+    GD_CHECK(gd__cuda_memcpy_async(s->labels, s->label_stage, (size_t)s->seeds * sizeof(int64_t),
+                                   stream));
+fail:
+    return st;
+}
+
+/* cpu-centric: the CPU sampler draws minibatch b into the one host minibatch buffer. */
+static gd_status host_sample(void *user, gd__pass *p, int64_t b, int set, void *stream) {
+    gd__datapath *d = user;
+    int64_t lo, cnt;
+    gd__pass_slice(p, b, &lo, &cnt);
+    d->sets[set].seeds = cnt;
+    (void)stream;
+    return gd_sample(d->sampler, p->ids + lo, cnt, 0, p->epoch, b, NULL, d->host_mb);
+}
+
+/*
+ * cpu-centric: gather minibatch b's rows on the CPU (the gatherer copies them into the set's
+ * rows with one DMA), and copy the blocks and the labels, all on the gather stream.
+ */
+static gd_status host_gather(void *user, gd__pass *p, int64_t b, int set, void *stream) {
+    gd_status st = GD_OK;
+    gd__datapath *d = user;
+    gd__batch_set *s = &d->sets[set];
+    const int64_t *ids;
+    /* Pack the blocks into the pinned staging; the device copy has the same layout. */
+    size_t off = 0;
+    for (int l = 0; l < d->cfg.num_layers; l++) {
+        gd_block hb;
+        GD_CHECK(gd_minibatch_block(d->host_mb, l, &hb));
+        const size_t ip = (size_t)(hb.num_dst + 1) * sizeof(int32_t);
+        const size_t ix = (size_t)hb.num_edges * sizeof(int32_t);
+        GD_REQUIRE(off + ip + ix <= d->blk_bytes, GD_ERR_INTERNAL,
+                   "trainer: the blocks of minibatch %lld do not fit their staging buffer",
+                   (long long)b);
+        char *stage = (char *)s->blk_stage + off, *dev = (char *)s->blk_dev + off;
+        memcpy(stage, hb.indptr, ip);
+        memcpy(stage + ip, hb.indices, ix);
+        s->blocks[l] = hb;
+        s->blocks[l].indptr = (const int32_t *)dev;
+        s->blocks[l].indices = (const int32_t *)(dev + ip);
+        off += (ip + ix + 15) & ~(size_t)15;
+    }
+    GD_CHECK(gd_minibatch_input_nodes(d->host_mb, &ids, &s->num_in));
+    stage_labels(d, p, b, s->label_stage);
+    GD_CHECK(gd_gather(d->gatherer, ids, s->num_in, 0, s->x.data, stream));
+    GD_CHECK(gd__cuda_memcpy_async(s->blk_dev, s->blk_stage, off, stream));
+    GD_CHECK(gd__cuda_memcpy_async(s->labels, s->label_stage, (size_t)s->seeds * sizeof(int64_t),
+                                   stream));
+fail:
+    return st;
+}
+#endif
+
+int gd__datapath_stages(gd__datapath *d, gd__stage *out) {
+    memset(out, 0, 2 * sizeof *out);
+    out[0].name = "sample";
+    out[1].name = "gather";
+    out[0].user = out[1].user = d;
+    out[0].run = cpu_sample;
+    out[1].run = cpu_gather;
+#ifdef GD_WITH_CUDA
+    if (d->cuda_sampler) {
+        out[0].run = cuda_sample;
+        out[0].stream = d->s_sample;
+        out[0].ahead = 1;
+        out[1].run = cuda_gather;
+        out[1].stream = d->s_gather;
+        out[1].host_waits = 1; /* the sizes of the minibatch */
+    } else if (d->mode == GD__TRAIN_CPU_CENTRIC) {
+        out[0].run = host_sample;
+        out[1].run = host_gather;
+        out[1].stream = d->s_gather;
+        out[1].host_clock = 1;
+    }
+#endif
+    return 2;
+}
+
+gd_status gd__datapath_start_pass(gd__datapath *d, const int64_t *ids, int64_t n, int64_t epoch,
+                                  int train, gd__pass *p) {
+    gd_status st = GD_OK;
+    memset(p, 0, sizeof *p);
+    p->ids = ids;
+    p->n = n;
+    p->batch = d->batch;
+    p->epoch = epoch;
+    p->train = train;
+    p->batches = (n + d->batch - 1) / d->batch;
+#ifdef GD_WITH_CUDA
+    /* The seed order goes to the GPU once; the sampler reads its slices there. */
+    if (d->cuda_sampler && n > 0)
+        GD_CHECK(gd__cuda_memcpy_async(d->d_order, ids, (size_t)n * sizeof(int64_t), d->s_sample));
+fail:
+#endif
+    return st;
+}
+
+gd_status gd__datapath_check_errors(gd__datapath *d) {
+    gd_status st = GD_OK;
+    if (d->cuda_sampler) GD_CHECK(gd_sampler_check_errors(d->sampler));
+    GD_CHECK(gd_gatherer_check_errors(d->gatherer));
+fail:
+    return st;
+}
+
+int64_t gd__datapath_max_batches(const gd__datapath *d) {
+    int64_t most = 1;
+    for (int i = 0; i < 3; i++) most = max64(most, (d->split_n[i] + d->batch - 1) / d->batch);
+    return most;
+}

@@ -1,0 +1,126 @@
+/*
+ * The data path of docs/design.md without a model: the placement of the graph and the features
+ * for a mode (from the plan, plan.h), the sampler, the gatherer, the splits and the labels, a
+ * ring of minibatch buffer sets, and the stages that fill them (sample, gather) for the
+ * pipeline (pipeline.h). The trainer adds its train stage to these stages; the loader hands the
+ * filled sets to its caller. Neither knows how the other uses the data path.
+ *
+ * Stages per mode:
+ *   cpu          sample (host), gather (host): the CPU sampler and gather, into host buffers
+ *   all-gpu,     sample (sample stream, runs ahead), gather (gather stream, after the host has
+ *   zero-copy    the minibatch's sizes): the CUDA sampler, the GPU gather, labels copied
+ *   cpu-centric  sample (host: the CPU sampler), gather (gather stream, host clock: the CPU
+ *                gather into pinned memory, one DMA, and the blocks and labels copied)
+ */
+#ifndef GD_TRAIN_DATAPATH_H
+#define GD_TRAIN_DATAPATH_H
+
+#include "nn/internal.h"
+#include "train/internal.h"
+#include "train/pipeline.h"
+#include "train/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One buffer set of the ring: a minibatch, as the stages leave it. */
+typedef struct {
+    gd_minibatch_t *mb;   /* CUDA sampler and cpu mode: the set's minibatch buffer */
+    gd__nn_tensor x;      /* the gathered rows, on the nn backend's device */
+    int64_t *labels;      /* the seeds' labels, nn backend memory (-1: unlabelled) */
+    int64_t *label_stage; /* GPU modes: pinned staging of the labels */
+    void *blk_dev;        /* cpu-centric: the blocks in GPU memory ... */
+    void *blk_stage;      /* ... and their pinned staging */
+    gd_block blocks[GD_SAMPLER_MAX_LAYERS];
+    int64_t num_in;        /* input nodes of the minibatch in the set */
+    const int64_t *in_ids; /* their global ids (in the minibatch buffer) */
+    int64_t seeds;         /* its seeds */
+} gd__batch_set;
+
+/* What the data path is asked for. */
+typedef struct {
+    int num_layers;
+    int fanouts[GD_SAMPLER_MAX_LAYERS]; /* as the sampler draws them (0 for the MLP baseline) */
+    int64_t batch_size;
+    uint64_t seed;
+    int threads;
+    gd__train_mode mode;
+    int64_t gpu_cache_bytes, graph_cache_bytes, gpu_mem_budget;
+    const char *gather_sms;
+    int depth;           /* buffer sets of the GPU modes (cpu: 1 unless sets_on_cpu) */
+    int sets_on_cpu;     /* the cpu mode keeps `depth` sets too (the loader's caller holds them) */
+    int labels_optional; /* the loader serves unlabelled data */
+    /* GPU bytes of the model the client adds, for the plan (NULL: none). */
+    int64_t (*model_bytes)(void *user, int64_t max_degree, int64_t max_input_nodes);
+    void *model_user;
+} gd__data_config;
+
+typedef struct {
+    gd__data_config cfg;
+    gd__plan plan;
+    gd_context_t *context;
+    gd__train_mode mode;
+    const gd_dataset_t *ds;
+    int64_t num_nodes, in_dim, num_classes, batch;
+    int gpu;          /* a GPU mode: the data lands in cfg device memory */
+    int cuda_sampler; /* all-gpu, zero-copy */
+    int depth;
+    gd__nn_ctx *nn; /* the client's nn backend: where x and labels live */
+    gd_graph_t *graph;
+    gd_sampler_t *sampler;
+    gd_sampler_info sinfo;
+    int64_t max_degree;
+    gd_minibatch_t *host_mb;    /* cpu-centric: the CPU sampler's output */
+    gd_host_tensor_t *features; /* adopted from the dataset, pinned through the context, or a copy */
+    int features_pinned;        /* features came from gd__context_pin */
+    gd_gatherer_t *gatherer;
+    gd__batch_set sets[GD__PIPE_MAX_DEPTH];
+    size_t blk_bytes;          /* cpu-centric: bytes of a blocks copy */
+    void *s_sample, *s_gather; /* GPU modes */
+    int64_t *d_order;          /* CUDA sampler: the pass's seed order in GPU memory */
+    gd_array_view label_view;
+    int64_t *split[3]; /* train, valid, test node ids as int64 (NULL: absent) */
+    int64_t split_n[3];
+    int64_t *order; /* the ids of a pass in the order they are used */
+    int64_t gpu_bytes, free0, budget;
+    int64_t feature_cache_rows, feature_cache_bytes, graph_cache_bytes;
+} gd__datapath;
+
+/*
+ * Place the graph of ds for cfg on the context's device and build every buffer. The mode is
+ * resolved first (auto: the plan), then make_nn (may be NULL) is called with the resolved mode
+ * so that the client creates its nn backend, whose memory holds x and labels (cpu backend when
+ * NULL or for the cpu modes).
+ */
+gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg,
+                              gd_context_t *context,
+                              gd_status (*make_nn)(void *user, int gpu, gd__nn_ctx **nn),
+                              void *nn_user, gd__datapath **out);
+/*
+ * The features and the gatherer, last: zero-copy's feature cache takes what the GPU memory
+ * budget leaves once the client has allocated its own buffers (the model), so the client calls
+ * this after them. Before it, the data stages cannot run.
+ */
+gd_status gd__datapath_place_features(gd__datapath *d);
+/* Waits for the data stages' streams; the client's nn backend is the client's to destroy. */
+void gd__datapath_destroy(gd__datapath *d);
+
+/* The data stages for a pipeline (sample, gather); returns their count. */
+int gd__datapath_stages(gd__datapath *d, gd__stage *out);
+/*
+ * Prepare pass p over ids[0..n) (which stay alive during the pass) in minibatches of the
+ * batch size; the seed order goes to the GPU for the CUDA sampler.
+ */
+gd_status gd__datapath_start_pass(gd__datapath *d, const int64_t *ids, int64_t n, int64_t epoch,
+                                  int train, gd__pass *p);
+/* Errors the data stages' kernels recorded during the pass (waits for them). */
+gd_status gd__datapath_check_errors(gd__datapath *d);
+/* Minibatches of a pass over the largest split (the size of per-pass logs). */
+int64_t gd__datapath_max_batches(const gd__datapath *d);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GD_TRAIN_DATAPATH_H */

@@ -1,0 +1,147 @@
+/*
+ * The placement plan (plan.h). Pure: the same input gives the same plan, with no allocation and
+ * no device call, so auto's choice is testable on a machine without a GPU.
+ *
+ * auto: all-gpu when the graph, the features and the fixed buffers fit in the budget; else
+ * zero-copy when the features and the neighbour lists may be page-locked and indptr and the
+ * fixed buffers fit; else cpu-centric. Without a GPU: cpu. zero-copy keeps indptr in GPU memory
+ * (8 bytes a node, read for every frontier node), the lists and the rows in pinned host memory,
+ * and gives a quarter of what the budget leaves to the hottest neighbour lists and the rest,
+ * measured once everything else is allocated, to the hottest feature rows.
+ */
+#include "train/plan.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+
+const char *gd__plan_gib(int64_t bytes, char *buf, size_t n) {
+    snprintf(buf, n, "%.2f GiB", (double)bytes / (double)(INT64_C(1) << 30));
+    return buf;
+}
+
+int64_t gd__plan_memlock_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return INT64_MAX;
+    return (int64_t)rl.rlim_cur;
+}
+
+static void row(gd__plan *p, const char *structure, const char *where, int64_t bytes) {
+    if (p->num_rows >= GD__PLAN_MAX_ROWS) return;
+    gd__plan_row *r = &p->rows[p->num_rows++];
+    r->structure = structure;
+    r->where = where;
+    r->bytes = bytes;
+}
+
+/* auto: the mode and its reason. */
+static void pick(const gd__plan_input *in, int64_t graph, int64_t indptr, int64_t feat,
+                 gd__plan *p) {
+    char a[32], b[32], c[32], d[32];
+    if (!in->have_gpu) {
+        p->mode = GD__TRAIN_CPU;
+        snprintf(p->text, sizeof p->text,
+                 "auto picked cpu: %s, so sampling, gathering and training run on the CPU",
+                 in->cuda_built ? "no GPU is visible" : "graphdirect was built without CUDA");
+        return;
+    }
+    const int64_t all = graph + feat + in->fixed_bytes, pin = feat + (graph - indptr);
+    if (all <= in->budget) {
+        p->mode = GD__TRAIN_ALL_GPU;
+        snprintf(p->text, sizeof p->text,
+                 "auto picked all-gpu: graph %s + features %s + buffers %s fit in the GPU memory "
+                 "budget of %s",
+                 gd__plan_gib(graph, a, sizeof a), gd__plan_gib(feat, b, sizeof b),
+                 gd__plan_gib(in->fixed_bytes, c, sizeof c), gd__plan_gib(in->budget, d, sizeof d));
+    } else if (pin <= in->memlock && indptr + in->fixed_bytes <= in->budget) {
+        p->mode = GD__TRAIN_ZERO_COPY;
+        snprintf(p->text, sizeof p->text,
+                 "auto picked zero-copy: graph %s + features %s + buffers %s exceed the GPU "
+                 "memory budget of %s, so features and neighbour lists stay in pinned host "
+                 "memory and the GPU caches the hottest feature rows in what is left",
+                 gd__plan_gib(graph, a, sizeof a), gd__plan_gib(feat, b, sizeof b),
+                 gd__plan_gib(in->fixed_bytes, c, sizeof c), gd__plan_gib(in->budget, d, sizeof d));
+    } else {
+        p->mode = GD__TRAIN_CPU_CENTRIC;
+        snprintf(p->text, sizeof p->text,
+                 "auto picked cpu-centric: the data does not fit in the GPU memory budget of %s "
+                 "and %s of host memory cannot be page-locked (ulimit -l); raise the limit "
+                 "(`ulimit -l unlimited`) for zero-copy",
+                 gd__plan_gib(in->budget, d, sizeof d), gd__plan_gib(pin, a, sizeof a));
+    }
+}
+
+gd_status gd__plan_make(const gd__plan_input *in, gd__plan *p) {
+    gd_status st = GD_OK;
+    char a[32], b[32];
+    memset(p, 0, sizeof *p);
+    const int64_t indptr = 8 * (in->num_nodes + 1), lists = in->index_bytes * in->num_edges;
+    const int64_t graph = indptr + lists, feat = in->num_nodes * in->row_bytes;
+    p->indptr = p->indices = GD_PLACE_HOST;
+    p->feature_cache_bytes = 0;
+    if (in->mode == GD__TRAIN_AUTO) {
+        pick(in, graph, indptr, feat, p);
+    } else {
+        p->mode = in->mode;
+        snprintf(p->text, sizeof p->text, "mode %s (as asked)", gd__train_mode_name(in->mode));
+    }
+    if (p->mode == GD__TRAIN_ALL_GPU && in->gpu_mem_budget > 0) {
+        /* Refuse early, with the numbers, when the data cannot fit the budget. */
+        const int64_t data = indptr + 4 * in->num_edges + in->num_nodes * in->row_bytes;
+        GD_REQUIRE(data <= in->budget, GD_ERR_NO_MEMORY,
+                   "--mode all-gpu: the graph and the features take %s, more than the GPU memory "
+                   "budget of %s; use --mode zero-copy (or auto)",
+                   gd__plan_gib(data, a, sizeof a), gd__plan_gib(in->budget, b, sizeof b));
+    }
+    switch (p->mode) {
+    case GD__TRAIN_ALL_GPU:
+        p->indptr = p->indices = GD_PLACE_GPU;
+        row(p, "indptr", "gpu", indptr);
+        row(p, "indices", "gpu", lists);
+        row(p, "features", "gpu", feat);
+        break;
+    case GD__TRAIN_ZERO_COPY: {
+        p->indptr = GD_PLACE_GPU;
+        p->indices = GD_PLACE_PINNED;
+        int64_t cache = in->graph_cache_bytes;
+        if (cache < 0) {
+            /* A quarter of what the budget leaves after the fixed buffers, indptr and the two
+             * location maps (lists and feature rows); at most the whole of indices. */
+            const int64_t left = in->budget - in->fixed_bytes - indptr - 16 * in->num_nodes;
+            cache = left > 0 ? left / 4 : 0;
+            if (cache > lists) cache = lists;
+        }
+        p->graph_cache_bytes = cache;
+        p->feature_cache_bytes = in->gpu_cache_bytes;
+        row(p, "indptr", "gpu", indptr);
+        row(p, "indices", "pinned host", lists);
+        row(p, "neighbour-list cache", "gpu cache", cache);
+        row(p, "features", "pinned host", feat);
+        row(p, "feature cache", "gpu cache", in->gpu_cache_bytes);
+        break;
+    }
+    default: /* cpu, cpu-centric: the CPU reads both from host memory */
+        row(p, "indptr", "host", indptr);
+        row(p, "indices", "host", lists);
+        row(p, "features", p->mode == GD__TRAIN_CPU ? "host" : "host (gathered into pinned)",
+            feat);
+        break;
+    }
+    if (p->mode != GD__TRAIN_CPU) row(p, "minibatch buffers and model", "gpu", in->fixed_bytes);
+fail:
+    return st;
+}
+
+void gd__plan_table(const gd__plan *p, char *buf, size_t n) {
+    size_t used = 0;
+    char g[32];
+    buf[0] = '\0';
+    for (int i = 0; i < p->num_rows && used < n; i++) {
+        const gd__plan_row *r = &p->rows[i];
+        used += (size_t)snprintf(buf + used, n - used, "  %-28s %-28s %s\n", r->structure,
+                                 r->where,
+                                 r->bytes < 0 ? "what the budget leaves"
+                                              : gd__plan_gib(r->bytes, g, sizeof g));
+    }
+    if (used < n) snprintf(buf + used, n - used, "  %s\n", p->text);
+}
