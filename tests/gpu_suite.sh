@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The GPU tests, three ways, on a machine with a GPU (issue 12 item 9; STYLE.md rule 14):
+#   suite       the whole ctest suite (GPU tests included; none may skip but plot_smoke, whose
+#               gnuplot the GPU machines lack)
+#   sanitize    every GPU test alone under compute-sanitizer memcheck, racecheck and synccheck
+#   concurrent  every GPU test as 8 concurrent processes (one GPU shared, as in CI farms)
+# Usage: tests/gpu_suite.sh BUILD_DIR OUT_DIR [PHASE...]   (default: all three)
+# Each phase writes a log under OUT_DIR and a line per test to OUT_DIR/summary.txt; the exit
+# status is the number of failed runs (0: all passed).
+set -u
+build=$(cd "$1" && pwd)
+out=$2
+shift 2
+mkdir -p "$out"
+phases=("$@")
+[ ${#phases[@]} -gt 0 ] || phases=(suite sanitize concurrent)
+summary=$out/summary.txt
+failed=0
+
+# The programs with GPU code: the ones that skip without a GPU, and the ones with a GPU part.
+gpu_tests=(test_gather test_green test_host_tensor_shm test_infer test_loader test_nn_cuda
+           test_philox test_sample_cuda test_train_cora test_train_modes)
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+
+note() { echo "$*" | tee -a "$summary"; }
+
+for phase in "${phases[@]}"; do
+    t0=$(date +%s)
+    case "$phase" in
+    suite)
+        (cd "$build" && ctest --output-on-failure -j8 --timeout 600) >"$out/suite.log" 2>&1
+        rc=$?
+        note "suite: $(grep -E 'tests passed' "$out/suite.log") (rc $rc); skipped:" \
+             "$(grep -E '\(Skipped\)' "$out/suite.log" | awk '{print $3}' | tr '\n' ' ')"
+        [ $rc -eq 0 ] || failed=$((failed + 1))
+        ;;
+    sanitize)
+        # A test alone under each tool; the tools' own exit code (errors found) fails the run.
+        for tool in memcheck racecheck synccheck; do
+            for t in "${gpu_tests[@]}"; do
+                log=$out/san-$tool.log
+                echo "=== $tool $t" >>"$log"
+                (cd "$build/tests" && timeout 900 "$sanitizer" --tool "$tool" --error-exitcode 99 \
+                    --print-limit 20 "./$t") >>"$log" 2>&1
+                rc=$?
+                summ=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)
+                note "sanitize $tool $t: rc $rc ${summ}"
+                [ $rc -eq 0 ] || failed=$((failed + 1))
+            done
+        done
+        ;;
+    concurrent)
+        for t in "${gpu_tests[@]}"; do
+            pids=()
+            for i in 1 2 3 4 5 6 7 8; do
+                (cd "$build/tests" && timeout 900 "./$t") >"$out/conc-$t-$i.log" 2>&1 &
+                pids+=($!)
+            done
+            bad=0
+            for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+            note "concurrent $t: $((8 - bad))/8 passed"
+            if [ $bad -gt 0 ]; then
+                failed=$((failed + bad))
+                for i in 1 2 3 4 5 6 7 8; do
+                    echo "--- copy $i" >>"$out/concurrent-failures.log"
+                    tail -5 "$out/conc-$t-$i.log" >>"$out/concurrent-failures.log"
+                done
+            fi
+        done
+        tar -C "$out" -czf "$out/concurrent-logs.tgz" $(cd "$out" && ls conc-*.log) \
+            && rm -f "$out"/conc-*.log
+        ;;
+    *)
+        note "unknown phase '$phase'"
+        failed=$((failed + 1))
+        ;;
+    esac
+    note "== $phase: $(($(date +%s) - t0)) s"
+done
+note "failed runs: $failed"
+exit "$failed"
