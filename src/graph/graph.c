@@ -36,28 +36,23 @@ gd_status gd_placement_parse(const char *name, gd_placement *out) {
 
 #ifndef GD_WITH_CUDA
 /*
- * The placement backend of a build without CUDA: nothing can go to a GPU. Only graph_create
- * calls it, and only for a gpu placement or a GPU cache; there is never device memory to free.
- * A CUDA build uses graph_cuda.cu's table instead.
+ * The placement backend of a build without CUDA: nothing can go to a GPU. graph_create asks it
+ * only for a gpu placement or a GPU cache, and a cache also puts indptr in GPU memory, so
+ * to_device is always asked first and reports; there is never device memory to free. A CUDA
+ * build uses graph_cuda.cu's table instead.
  */
-static gd_status no_cuda(const char *what) {
-    return gd__error(GD_ERR_NO_DEVICE,
-                     "%s needs a GPU, but graphdirect was built without CUDA: install the CUDA "
-                     "toolkit and rebuild, or use the CPU sampler with host placement",
-                     what);
-}
-
 static gd_status none_to_device(gd_graph_t *g, const int64_t *indptr, const void *indices,
                                 gd_dtype src_dtype) {
-    (void)g, (void)indptr, (void)indices, (void)src_dtype;
-    return no_cuda("placing a graph in GPU memory");
+    return gd__error(GD_ERR_NO_DEVICE,
+                     "placing a graph in GPU memory needs a GPU, but graphdirect was built "
+                     "without CUDA: install the CUDA toolkit and rebuild, or use the CPU sampler "
+                     "with host placement");
 }
 
-static void none_release(gd_graph_t *g) { (void)g; }
+static void none_release(gd_graph_t *g) {}
 
 static gd_status none_cache_to_device(gd_graph_t *g, const int64_t *loc, const void *cache) {
-    (void)g, (void)loc, (void)cache;
-    return no_cuda("the GPU neighbour-list cache");
+    return none_to_device(g, NULL, NULL, g->indices_dtype);
 }
 
 static const gd__graph_backend graph_none_backend = {
