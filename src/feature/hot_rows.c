@@ -1,8 +1,9 @@
 /*
  * Which rows go into the GPU cache. A score per row ranks them (higher = read more often):
- * the in-degree or out-degree of the node from the CSC graph, or how often pre-sampled
- * minibatches asked for it. gd_hot_rows_select turns scores into a list of rows, hottest
- * first, with ties broken by the lower id so that every run caches the same rows.
+ * the in-degree or out-degree of the node from the CSC graph (gd_csc_degree_scores, in
+ * graph/degree.c), or how often pre-sampled minibatches asked for it (gd_access_counts_add,
+ * here). gd_hot_rows_select turns scores into a list of rows, hottest first, with ties broken by
+ * the lower id so that every run caches the same rows.
  *
  * Selection is a counting sort: scores are degrees or counts, so almost all of them are small
  * integers. Scores below BUCKETS are placed by one histogram pass and one placement pass (ids
@@ -16,42 +17,6 @@
 
 #define BUCKETS (1 << 20)
 #define GD_REQUIRE_ARG(cond, ...) GD_REQUIRE(cond, GD_ERR_INVALID_ARG, __VA_ARGS__)
-
-gd_status gd_csc_degree_scores(int64_t num_nodes, const int64_t *indptr, const void *indices,
-                               gd_dtype indices_dtype, gd_degree_kind kind, int64_t *scores) {
-    gd_status st = GD_OK;
-    int64_t edges;
-    GD_REQUIRE_ARG(num_nodes >= 0, "gd_csc_degree_scores: negative node count %lld",
-                   (long long)num_nodes);
-    GD_REQUIRE_ARG(indptr && scores, "gd_csc_degree_scores: NULL %s",
-                   indptr ? "scores" : "indptr");
-    if (kind == GD_DEGREE_IN) {
-        for (int64_t v = 0; v < num_nodes; v++) scores[v] = indptr[v + 1] - indptr[v];
-        return GD_OK;
-    }
-    GD_REQUIRE_ARG(kind == GD_DEGREE_OUT, "gd_csc_degree_scores: unknown degree kind %d",
-                   (int)kind);
-    GD_REQUIRE_ARG(indices_dtype == GD_DTYPE_INT32 || indices_dtype == GD_DTYPE_INT64,
-                   "gd_csc_degree_scores: indices must be int32 or int64, not %s",
-                   gd_dtype_name(indices_dtype));
-    edges = indptr[num_nodes];
-    GD_REQUIRE_ARG(edges == 0 || indices, "gd_csc_degree_scores: NULL indices for %lld edges",
-                   (long long)edges);
-    memset(scores, 0, (size_t)num_nodes * sizeof *scores);
-    /* A bad index fails naming its position; the scores are then incomplete. */
-    for (int64_t e = 0; e < edges; e++) {
-        const int64_t u = indices_dtype == GD_DTYPE_INT32 ? ((const int32_t *)indices)[e]
-                                                           : ((const int64_t *)indices)[e];
-        GD_REQUIRE(u >= 0 && u < num_nodes, GD_ERR_RANGE,
-                   "gd_csc_degree_scores: indices[%lld] = %lld is outside [0, %lld): the graph "
-                   "is corrupt",
-                   (long long)e, (long long)u, (long long)num_nodes);
-        scores[u]++;
-    }
-    return GD_OK;
-fail:
-    return st;
-}
 
 gd_status gd_access_counts_add(int64_t *counts, int64_t num_nodes, const int64_t *ids,
                                int64_t n) {

@@ -1,56 +1,23 @@
 /*
- * The sampler module's internals: the graph, sampler and minibatch objects, the worst-case sizes
- * every buffer is allocated from, the random draws that define which neighbours are picked (the
+ * The sampler module's internals: the sampler and minibatch objects, the worst-case sizes every
+ * buffer is allocated from, the random draws that define which neighbours are picked (the
  * determinism contract of docs/sampling.md, shared by the CPU and the CUDA code so that both draw
- * exactly the same numbers), and the backend table. graph.c and sampler.c hold the public API;
- * sample_cpu.c is the CPU backend and the oracle of the GPU tests; sample_cuda.cu is the CUDA
- * backend (GD_WITH_CUDA builds only). This header is plain C and its inline functions also compile
- * as CUDA device code.
+ * exactly the same numbers), and the backend table. The graph the samplers read, with its
+ * placement and its neighbour-list cache, is the graph module's (graph/internal.h). sampler.c
+ * holds the public API; sample_cpu.c is the CPU backend and the oracle of the GPU tests;
+ * sample_cuda.cu is the CUDA backend (GD_WITH_CUDA builds only). This header is plain C and its
+ * inline functions also compile as CUDA device code.
  */
 #ifndef GD_SAMPLE_INTERNAL_H
 #define GD_SAMPLE_INTERNAL_H
 
 #include "core/internal.h"
 #include "core/philox.h"
+#include "graph/internal.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-struct gd_graph {
-    int64_t num_nodes, num_edges, max_degree;
-    gd_dtype indices_dtype; /* as stored */
-    gd_placement indptr_place, indices_place;
-    int device;
-    /* Host addresses (host and pinned placements), NULL for a gpu placement. */
-    const int64_t *h_indptr;
-    const void *h_indices;
-    /* Addresses GPU kernels read (gpu and pinned placements), NULL for a host placement. */
-    const int64_t *d_indptr;
-    const void *d_indices;
-    /* pinned: the registered host tensors (adopted caller memory or a library-owned copy). */
-    gd_host_tensor_t *pin_indptr, *pin_indices;
-    /* gpu: device memory owned by the graph. */
-    void *dev_indptr, *dev_indices;
-    int64_t device_bytes, pinned_bytes;
-    /*
-     * The hot neighbour-list GPU cache (pinned indices, gpu_cache_bytes > 0): d_loc (GPU memory,
-     * num_nodes entries) holds each node's list location, GD__LOC_CACHE + offset into d_cache
-     * for a cached list, else its offset into d_indices (indptr[v]); NULL without a cache.
-     */
-    const int64_t *d_loc;
-    const void *d_cache;
-    void *dev_loc, *dev_cache;
-    int64_t cache_nodes, cache_edges, cache_bytes;
-};
-
-/*
- * A list location: the tier in the top byte (0: the pinned indices, 1: the GPU cache), the entry
- * offset into that tier's array below it.
- */
-#define GD__LOC_TIER_SHIFT 56
-#define GD__LOC_CACHE ((int64_t)1 << GD__LOC_TIER_SHIFT)
-#define GD__LOC_OFFSET_MASK (GD__LOC_CACHE - 1)
 
 /*
  * Sizes. Hops run from the seeds outward: hop h has max_dst[h] destination nodes (its frontier) and
@@ -202,13 +169,6 @@ void gd__minibatch_carve(const gd_sampler_t *s, gd_minibatch_t *mb);
 
 typedef struct {
     const char *name;
-    /* gpu placement: copy the arrays to the device (graph fields set by graph.c). */
-    gd_status (*graph_to_device)(gd_graph_t *g, const int64_t *indptr, const void *indices,
-                                 gd_dtype src_dtype);
-    void (*graph_release)(gd_graph_t *g);
-    /* The hot-list cache: copy loc (num_nodes entries) and cache (g->cache_edges entries of
-     * g->indices_dtype) to the device (g->d_loc, g->d_cache). */
-    gd_status (*graph_cache_to_device)(gd_graph_t *g, const int64_t *loc, const void *cache);
     gd_status (*sampler_init)(gd_sampler_t *s);
     void (*sampler_release)(gd_sampler_t *s);
     gd_status (*minibatch_init)(const gd_sampler_t *s, gd_minibatch_t *mb);

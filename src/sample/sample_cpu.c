@@ -232,17 +232,6 @@ static gd_status no_device(const char *what) {
 #endif
 }
 
-static gd_status cpu_graph_to_device(gd_graph_t *g, const int64_t *indptr, const void *indices,
-                                     gd_dtype src_dtype) {
-    return no_device("placing a graph in GPU memory");
-}
-
-static void cpu_graph_release(gd_graph_t *g) {}
-
-static gd_status cpu_graph_cache_to_device(gd_graph_t *g, const int64_t *loc, const void *cache) {
-    return no_device("the GPU neighbour-list cache");
-}
-
 static void cpu_sampler_release(gd_sampler_t *s) {
     cpu_scratch *c = s->cpu;
     if (!c) return;
@@ -299,9 +288,6 @@ static gd_status cpu_check_errors(gd_sampler_t *s) { return GD_OK; }
 
 const gd__sample_backend gd__sample_cpu_backend = {
     "cpu",
-    cpu_graph_to_device,
-    cpu_graph_release,
-    cpu_graph_cache_to_device,
     cpu_sampler_init,
     cpu_sampler_release,
     cpu_minibatch_init,

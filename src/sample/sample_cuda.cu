@@ -50,8 +50,6 @@ namespace cg = cooperative_groups;
 
 #define BLOCK 256
 #define EMPTY_KEY 0xffffffffffffffffull
-/* Host-side conversion chunk when narrowing int64 indices into GPU memory. */
-#define CONVERT_CHUNK ((long long)1 << 24)
 /* The smallest relabelling table (slots); the CPU sampler starts from the same size. */
 #define MIN_TABLE 64
 
@@ -480,95 +478,6 @@ static unsigned grid_for(long long threads, int cap) {
 
 static size_t align256(size_t x) {
     return (x + 255) / 256 * 256;
-}
-
-/* ---- graph placement */
-
-static void cuda_graph_release(gd_graph_t *g) {
-    int prev = -1;
-    if (gd__cuda_enter_device(g->device, &prev) == GD_OK) {
-        if (g->dev_indptr) (void)cudaFree(g->dev_indptr);
-        if (g->dev_indices) (void)cudaFree(g->dev_indices);
-        if (g->dev_loc) (void)cudaFree(g->dev_loc);
-        if (g->dev_cache) (void)cudaFree(g->dev_cache);
-        (void)cudaGetLastError();
-        gd__cuda_leave_device(g->device, prev);
-    }
-    g->dev_indptr = g->dev_indices = g->dev_loc = g->dev_cache = NULL;
-}
-
-/* The hot-list cache: the location map and the packed lists, copied to GPU memory. */
-static gd_status cuda_graph_cache_to_device(gd_graph_t *g, const int64_t *loc, const void *cache) {
-    gd_status st = GD_OK;
-    int prev = -1;
-    const size_t loc_bytes = (size_t)g->num_nodes * sizeof(int64_t);
-    const size_t bytes = (size_t)g->cache_bytes;
-    GD_CHECK(check_device(g->device, "the GPU neighbour-list cache"));
-    GD_CHECK(gd__cuda_enter_device(g->device, &prev));
-    GD_CUDA_CHECK(cudaMalloc(&g->dev_loc, loc_bytes ? loc_bytes : 16));
-    GD_CUDA_CHECK(cudaMalloc(&g->dev_cache, bytes ? bytes : 16));
-    if (loc_bytes) GD_CUDA_CHECK(cudaMemcpy(g->dev_loc, loc, loc_bytes, cudaMemcpyHostToDevice));
-    if (bytes) GD_CUDA_CHECK(cudaMemcpy(g->dev_cache, cache, bytes, cudaMemcpyHostToDevice));
-    g->d_loc = (const int64_t *)g->dev_loc;
-    g->d_cache = g->dev_cache;
-    g->device_bytes += (int64_t)(loc_bytes + bytes);
-    gd__cuda_leave_device(g->device, prev);
-    return GD_OK;
-fail:
-    /* The graph is destroyed by the caller, which frees what was allocated here. */
-    gd__cuda_leave_device(g->device, prev);
-    return st;
-}
-
-static gd_status cuda_graph_to_device(gd_graph_t *g, const int64_t *indptr, const void *indices,
-                                      gd_dtype src_dtype) {
-    gd_status st = GD_OK;
-    int prev = -1;
-    int32_t *conv = NULL;
-    GD_CHECK(check_device(g->device, "placing a graph in GPU memory"));
-    GD_CHECK(gd__cuda_enter_device(g->device, &prev));
-    if (indptr) {
-        const size_t bytes = (size_t)(g->num_nodes + 1) * sizeof(int64_t);
-        GD_CUDA_CHECK(cudaMalloc(&g->dev_indptr, bytes));
-        GD_CUDA_CHECK(cudaMemcpy(g->dev_indptr, indptr, bytes, cudaMemcpyHostToDevice));
-        g->d_indptr = (const int64_t *)g->dev_indptr;
-        g->device_bytes += (int64_t)bytes;
-    }
-    if (indices) {
-        const size_t es = gd_dtype_size(g->indices_dtype);
-        const size_t bytes = (size_t)g->num_edges * es;
-        GD_CUDA_CHECK(cudaMalloc(&g->dev_indices, bytes ? bytes : 16));
-        if (src_dtype == g->indices_dtype) {
-            if (bytes)
-                GD_CUDA_CHECK(cudaMemcpy(g->dev_indices, indices, bytes, cudaMemcpyHostToDevice));
-        } else {
-            /* int64 -> int32, converted on the host a chunk at a time. */
-            const int64_t *src = (const int64_t *)indices;
-            conv = (int32_t *)gd_malloc((size_t)CONVERT_CHUNK * sizeof(int32_t));
-            GD_REQUIRE(conv, GD_ERR_NO_MEMORY,
-                       "out of memory for the %lld-entry buffer that narrows the indices",
-                       CONVERT_CHUNK);
-            for (long long lo = 0; lo < g->num_edges; lo += CONVERT_CHUNK) {
-                const long long n =
-                    g->num_edges - lo < CONVERT_CHUNK ? g->num_edges - lo : CONVERT_CHUNK;
-                for (long long i = 0; i < n; i++) conv[i] = (int32_t)src[lo + i];
-                GD_CUDA_CHECK(cudaMemcpy((int32_t *)g->dev_indices + lo, conv,
-                                         (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice));
-            }
-        }
-        g->d_indices = g->dev_indices;
-        g->device_bytes += (int64_t)bytes;
-    }
-    gd_free(conv);
-    gd__cuda_leave_device(g->device, prev);
-    return GD_OK;
-fail:
-    gd_free(conv);
-    cuda_graph_release(g);
-    g->d_indptr = NULL;
-    g->d_indices = NULL;
-    gd__cuda_leave_device(g->device, prev);
-    return st;
 }
 
 /* ---- sampler */
@@ -1005,9 +914,6 @@ fail:
 
 extern "C" const gd__sample_backend gd__sample_cuda_backend = {
     "cuda",
-    cuda_graph_to_device,
-    cuda_graph_release,
-    cuda_graph_cache_to_device,
     cuda_sampler_init,
     cuda_sampler_release,
     cuda_minibatch_init,

@@ -1,10 +1,12 @@
 /*
- * The graph handle of the sampler: where the two CSC arrays live. indptr and indices are placed
- * separately, each in host memory (CPU threads only), in GPU memory (a copy), or in pinned host
- * memory that GPU kernels read over PCIe (UVA) and CPU threads read in place. The common
- * large-graph setup is indptr in GPU memory and indices pinned: the sampler then reads over PCIe
- * only the few index entries it draws. Pinned arrays are registered through the feature module's
- * host tensors, which page-lock in chunks and explain a failed pin.
+ * The placed graph, gd_graph_t: where the two CSC arrays live for the samplers. indptr and
+ * indices are placed separately, each in host memory (CPU threads only), in GPU memory (a copy),
+ * or in pinned host memory that GPU kernels read over PCIe (UVA) and CPU threads read in place.
+ * The common large-graph setup is indptr in GPU memory and indices pinned: the sampler then reads
+ * over PCIe only the few index entries it draws. Pinned arrays are registered through the feature
+ * module's host tensors, which page-lock in chunks and explain a failed pin. This file also
+ * builds the hot neighbour-list GPU cache; the GPU copies themselves are made by the backend
+ * table of internal.h (graph_cuda.cu).
  */
 #include "internal.h"
 
@@ -30,6 +32,43 @@ gd_status gd_placement_parse(const char *name, gd_placement *out) {
         }
     }
     return gd__error(GD_ERR_INVALID_ARG, "unknown placement '%s': use host, gpu or pinned", name);
+}
+
+#ifndef GD_WITH_CUDA
+/*
+ * The placement backend of a build without CUDA: nothing can go to a GPU. graph_create asks it
+ * only for a gpu placement or a GPU cache, and a cache also puts indptr in GPU memory, so
+ * to_device is always asked first and reports; there is never device memory to free. A CUDA
+ * build uses graph_cuda.cu's table instead.
+ */
+static gd_status none_to_device(gd_graph_t *g, const int64_t *indptr, const void *indices,
+                                gd_dtype src_dtype) {
+    return gd__error(GD_ERR_NO_DEVICE,
+                     "placing a graph in GPU memory needs a GPU, but graphdirect was built "
+                     "without CUDA: install the CUDA toolkit and rebuild, or use the CPU sampler "
+                     "with host placement");
+}
+
+static void none_release(gd_graph_t *g) {}
+
+static gd_status none_cache_to_device(gd_graph_t *g, const int64_t *loc, const void *cache) {
+    return none_to_device(g, NULL, NULL, g->indices_dtype);
+}
+
+static const gd__graph_backend graph_none_backend = {
+    none_to_device,
+    none_release,
+    none_cache_to_device,
+};
+#endif
+
+/* The table that places graphs in this build. */
+static const gd__graph_backend *backend(void) {
+#ifdef GD_WITH_CUDA
+    return &gd__graph_cuda_backend;
+#else
+    return &graph_none_backend;
+#endif
 }
 
 /*
@@ -169,7 +208,7 @@ static gd_status build_cache(gd_graph_t *g, const int64_t *indptr, int64_t budge
         g->cache_nodes = nodes;
         g->cache_edges = edges;
         g->cache_bytes = edges * (int64_t)es;
-        GD_CHECK(gd__sample_backend_for(GD_SAMPLER_CUDA)->graph_cache_to_device(g, loc, cache));
+        GD_CHECK(backend()->cache_to_device(g, loc, cache));
     }
     GD_DEBUG("graph: GPU cache of %lld lists, %lld entries (%lld of %lld budget bytes)",
              (long long)nodes, (long long)edges, (long long)(edges * (int64_t)es),
@@ -185,7 +224,7 @@ fail:
 void gd_graph_destroy(gd_graph_t *g) {
     if (!g) return;
     if (g->dev_indptr || g->dev_indices || g->dev_loc || g->dev_cache)
-        gd__sample_backend_for(GD_SAMPLER_CUDA)->graph_release(g);
+        backend()->release(g);
     gd_host_tensor_destroy(g->pin_indptr);
     gd_host_tensor_destroy(g->pin_indices);
     gd_free(g);
@@ -280,9 +319,8 @@ static gd_status graph_create(int64_t num_nodes, const int64_t *indptr, const vo
     /* A cache also puts indptr in GPU memory (the host copy, if any, stays for the CPU). */
     const int indptr_to_gpu = o.indptr_placement == GD_PLACE_GPU || o.gpu_cache_bytes > 0;
     if (indptr_to_gpu || o.indices_placement == GD_PLACE_GPU) {
-        st = gd__sample_backend_for(GD_SAMPLER_CUDA)
-                 ->graph_to_device(g, indptr_to_gpu ? indptr : NULL,
-                                   o.indices_placement == GD_PLACE_GPU ? indices : NULL, dtype);
+        st = backend()->to_device(g, indptr_to_gpu ? indptr : NULL,
+                                  o.indices_placement == GD_PLACE_GPU ? indices : NULL, dtype);
         if (st != GD_OK) {
             gd__error_context(st, "placing the graph in GPU %d memory", o.device);
             goto fail;

@@ -1,0 +1,87 @@
+/*
+ * The graph module's internals: the placed graph (gd_graph_t) that the samplers read, the
+ * location map of its hot neighbour-list GPU cache, and the backend table that puts the graph in
+ * GPU memory. csc.c builds and checks CSC arrays, degree.c summarises and scores their degrees,
+ * graph.c holds the gd_graph_* API and places each array in host, pinned or GPU memory, and
+ * graph_cuda.cu (GD_WITH_CUDA builds only) makes the GPU copies. The sampler (src/sample/)
+ * includes this header to read the placed arrays. This header is plain C so that .cu files can
+ * include it.
+ */
+#ifndef GD_GRAPH_INTERNAL_H
+#define GD_GRAPH_INTERNAL_H
+
+#include "core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct gd_graph {
+    int64_t num_nodes, num_edges, max_degree;
+    gd_dtype indices_dtype; /* as stored */
+    gd_placement indptr_place, indices_place;
+    int device;
+    /* Host addresses (host and pinned placements), NULL for a gpu placement. */
+    const int64_t *h_indptr;
+    const void *h_indices;
+    /* Addresses GPU kernels read (gpu and pinned placements), NULL for a host placement. */
+    const int64_t *d_indptr;
+    const void *d_indices;
+    /* pinned: the registered host tensors (adopted caller memory or a library-owned copy). */
+    gd_host_tensor_t *pin_indptr, *pin_indices;
+    /* gpu: device memory owned by the graph. */
+    void *dev_indptr, *dev_indices;
+    int64_t device_bytes, pinned_bytes;
+    /*
+     * The hot neighbour-list GPU cache (pinned indices, gpu_cache_bytes > 0): d_loc (GPU memory,
+     * num_nodes entries) holds each node's list location, GD__LOC_CACHE + offset into d_cache
+     * for a cached list, else its offset into d_indices (indptr[v]); NULL without a cache.
+     */
+    const int64_t *d_loc;
+    const void *d_cache;
+    void *dev_loc, *dev_cache;
+    int64_t cache_nodes, cache_edges, cache_bytes;
+};
+
+/*
+ * A list location: the tier in the top byte (0: the pinned indices, 1: the GPU cache), the entry
+ * offset into that tier's array below it.
+ */
+#define GD__LOC_TIER_SHIFT 56
+#define GD__LOC_CACHE ((int64_t)1 << GD__LOC_TIER_SHIFT)
+#define GD__LOC_OFFSET_MASK (GD__LOC_CACHE - 1)
+
+/* ---- CSC helpers shared by csc.c and degree.c */
+
+/* First v in [1, n] with indptr[v] < indptr[v - 1], or n + 1 if indptr is monotone. */
+int64_t gd__csc_first_descent(const int64_t *indptr, int64_t n, int threads);
+
+/* ---- placement in GPU memory */
+
+/*
+ * What graph.c asks of the GPU. The CUDA table (graph_cuda.cu) serves CUDA builds and reports
+ * GD_ERR_NO_DEVICE where no GPU is visible; graph.c's own table serves builds without CUDA and
+ * says so. A failed call may leave device memory behind: the caller destroys the graph, which
+ * releases it.
+ */
+typedef struct {
+    /* gpu placement: copy indptr and/or indices (either may be NULL) to the device, narrowing
+     * src_dtype indices to g->indices_dtype; sets g->d_* and g->dev_*. */
+    gd_status (*to_device)(gd_graph_t *g, const int64_t *indptr, const void *indices,
+                           gd_dtype src_dtype);
+    /* Free every device array of g (best effort) and clear the dev_* pointers. */
+    void (*release)(gd_graph_t *g);
+    /* The hot-list cache: copy loc (num_nodes entries) and cache (g->cache_edges entries of
+     * g->indices_dtype) to the device (g->d_loc, g->d_cache). */
+    gd_status (*cache_to_device)(gd_graph_t *g, const int64_t *loc, const void *cache);
+} gd__graph_backend;
+
+#ifdef GD_WITH_CUDA
+extern const gd__graph_backend gd__graph_cuda_backend;
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GD_GRAPH_INTERNAL_H */
