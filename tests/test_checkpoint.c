@@ -90,6 +90,7 @@ static void random_meta(uint64_t *rng, gd__checkpoint_meta *m) {
 }
 
 static void same_meta(const gd__checkpoint_meta *a, const gd__checkpoint_meta *b) {
+    T_EQ_STR(a->model, b->model);
     T_EQ_INT(a->num_layers, b->num_layers);
     T_EQ_INT(a->in_dim, b->in_dim);
     T_EQ_INT(a->hidden_dim, b->hidden_dim);
@@ -245,44 +246,41 @@ static void round_trip(uint64_t *rng, const char *dir, gd_dtype dtype, int with_
     }
 }
 
-/* A real model's layout: save one GraphSAGE and load it into another built from the peek. */
+/* A real model's layout: save one default model and load it into another built from the peek. */
 static void model_round_trip(uint64_t *rng, const char *dir) {
     char path[1200];
     snprintf(path, sizeof path, "%s/model.gdckpt", dir);
     gd__nn_ctx ctx = gd__nn_cpu_ctx();
-    gd__sage_config cfg = {0};
-    cfg.num_layers = 3;
-    cfg.in_dim = 11;
-    cfg.hidden_dim = 9;
-    cfg.num_classes = 4;
-    cfg.dropout = 0.5;
-    cfg.dtype = GD_DTYPE_FLOAT32;
+    gd__model_config cfg =
+        gd__model_config_make(GD__MODEL_DEFAULT, 3, 11, 9, 4, 0.5, GD_DTYPE_FLOAT32);
     for (int i = 0; i <= cfg.num_layers; i++) cfg.max_nodes[i] = 8;
-    gd__sage *a, *b;
-    T_OK(gd__sage_create(&ctx, &cfg, t_rand(rng), &a));
-    T_OK(gd__sage_create(&ctx, &cfg, t_rand(rng), &b));
-    float *st = a->params.state.data;
-    for (int64_t i = 0; i < 2 * a->params.numel; i++) st[i] = (float)(t_rand(rng) % 1000) / 7.0f;
+    gd__model *a, *b;
+    T_OK(gd__model_create(&ctx, &cfg, t_rand(rng), &a));
+    T_OK(gd__model_create(&ctx, &cfg, t_rand(rng), &b));
+    gd__nn_params *pa = gd__model_params(a), *pb = gd__model_params(b);
+    float *st = pa->state.data;
+    for (int64_t i = 0; i < 2 * pa->numel; i++) st[i] = (float)(t_rand(rng) % 1000) / 7.0f;
     gd__checkpoint_meta m;
     gd__checkpoint_meta_init(&m);
+    T_EQ_STR(m.model, gd__model_kind_name(GD__MODEL_DEFAULT));
     m.num_layers = 3, m.in_dim = 11, m.hidden_dim = 9, m.num_classes = 4;
     m.fanouts[0] = 5, m.fanouts[1] = 3, m.fanouts[2] = -1;
     m.seed = 7, m.epochs_done = 2, m.adam_step = 24;
     snprintf(m.dataset, sizeof m.dataset, "tiny (1000 nodes, 5000 edges, 11 features, 4 classes)");
     snprintf(m.config, sizeof m.config, "batch=64 lr=0.003 dropout=0.5 weight_decay=0");
-    T_OK(gd__checkpoint_save(path, &m, &a->params, a->params.params.data, a->params.state.data));
+    T_OK(gd__checkpoint_save(path, &m, pa, pa->params.data, pa->state.data));
     gd__nn_params pl;
     gd__checkpoint_meta pm;
     T_OK(gd__checkpoint_peek(path, &pm, &pl, NULL));
     T_EQ_INT(pm.num_layers, 3);
-    T_EQ_INT(pl.count, a->params.count);
-    T_OK(gd__checkpoint_load(path, &b->params, NULL, b->params.params.data, b->params.state.data,
-                             NULL));
-    const size_t bytes = (size_t)a->params.numel * 4;
-    T_ASSERT(memcmp(a->params.params.data, b->params.params.data, bytes) == 0);
-    T_ASSERT(memcmp(a->params.state.data, b->params.state.data, 2 * bytes) == 0);
-    gd__sage_destroy(a);
-    gd__sage_destroy(b);
+    T_EQ_STR(pm.model, "sage");
+    T_EQ_INT(pl.count, pa->count);
+    T_OK(gd__checkpoint_load(path, pb, NULL, pb->params.data, pb->state.data, NULL));
+    const size_t bytes = (size_t)pa->numel * 4;
+    T_ASSERT(memcmp(pa->params.data, pb->params.data, bytes) == 0);
+    T_ASSERT(memcmp(pa->state.data, pb->state.data, 2 * bytes) == 0);
+    gd__model_destroy(a);
+    gd__model_destroy(b);
 }
 
 /* ------------------------------------------------------------ mismatches */

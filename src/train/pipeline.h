@@ -48,7 +48,7 @@ struct gd__trainer {
     gd_minibatch_t *host_mb;    /* cpu-centric: the CPU sampler's output */
     gd_host_tensor_t *features; /* adopted from the dataset, or an owned copy */
     gd_gatherer_t *gatherer;
-    gd__sage *model;
+    gd__model *model;
     gd__nn_adam_options adam;
     int depth;
     train_set sets[GD__TRAIN_MAX_DEPTH];

@@ -112,7 +112,7 @@ void gd__trainer_destroy(gd__trainer *t) {
     if (t->s_gather) (void)gd__cuda_stream_sync(t->s_gather);
 #endif
     if (t->ctx.be) (void)t->ctx.be->synchronize(&t->ctx);
-    gd__sage_destroy(t->model);
+    gd__model_destroy(t->model);
     for (int i = 0; i < GD__TRAIN_MAX_DEPTH; i++) destroy_set(t, &t->sets[i]);
     if (t->ctx.be) {
         gd__nn_tensor_free(&t->ctx, &t->loss);
@@ -149,7 +149,7 @@ static gd_status check_config(const gd_dataset_t *ds, const gd__train_config *c)
     gd_status st = GD_OK;
     GD_REQUIRE(ds && c, GD_ERR_INVALID_ARG, "gd__trainer_create: NULL dataset or config");
     GD_REQUIRE(c->num_layers >= 1 && c->num_layers <= GD_SAMPLER_MAX_LAYERS &&
-                   c->num_layers <= GD__SAGE_MAX_LAYERS,
+                   c->num_layers <= GD__MODEL_MAX_LAYERS,
                GD_ERR_INVALID_ARG, "trainer: %d layers; use 1 to %d", c->num_layers,
                GD_SAMPLER_MAX_LAYERS);
     for (int h = 0; h < c->num_layers; h++)
@@ -168,6 +168,8 @@ static gd_status check_config(const gd_dataset_t *ds, const gd__train_config *c)
                "trainer: weight decay %g; use a number >= 0", c->weight_decay);
     GD_REQUIRE((int)c->mode >= 0 && c->mode < GD__TRAIN_MODE_COUNT, GD_ERR_INVALID_ARG,
                "trainer: mode %d is not a mode", (int)c->mode);
+    GD_REQUIRE(gd__model_kind_iface(c->model), GD_ERR_INVALID_ARG,
+               "trainer: model kind %d is not a model kind", (int)c->model);
     GD_REQUIRE(c->depth >= 2 && c->depth <= GD__TRAIN_MAX_DEPTH, GD_ERR_INVALID_ARG,
                "trainer: a ring of %d buffer sets; use 2 to %d", c->depth, GD__TRAIN_MAX_DEPTH);
     GD_REQUIRE(c->gpu_cache_bytes >= -1 && c->graph_cache_bytes >= -1 && c->gpu_mem_budget >= 0 &&
@@ -208,45 +210,20 @@ static void sampler_fanouts(const gd__train_config *c, int *fanouts) {
     for (int h = 0; h < c->num_layers; h++) fanouts[h] = c->mlp ? 0 : c->fanouts[h];
 }
 
-/*
- * The model's per-layer capacities: a hop of d destination nodes and fanout k has at most
- * d (1 + k) source nodes (k capped by the largest in-degree), and at most all the nodes; the
- * input layer by the sampler's own bound.
- */
+/* The model's config: its shape from the trainer's, its capacities for the sampler's blocks. */
 static void model_config(const gd__trainer *t, int64_t max_degree, int64_t max_input,
-                         gd__sage_config *mc) {
-    const int L = t->cfg.num_layers;
+                         gd__model_config *mc) {
     int fanouts[GD_SAMPLER_MAX_LAYERS];
     sampler_fanouts(&t->cfg, fanouts);
-    memset(mc, 0, sizeof *mc);
-    mc->num_layers = L;
-    mc->in_dim = t->in_dim;
-    mc->hidden_dim = t->cfg.hidden_dim;
-    mc->num_classes = t->num_classes;
-    mc->dropout = t->cfg.dropout;
-    mc->dtype = GD_DTYPE_FLOAT32;
-    int64_t nodes = t->batch;
-    mc->max_nodes[L] = nodes;
-    for (int h = 0; h < L; h++) {
-        int64_t k = fanouts[h] < 0 ? max_degree : min64(fanouts[h], max_degree), next;
-        if (gd__mul_overflow_i64(nodes, k + 1, &next)) next = INT64_MAX;
-        nodes = min64(next, t->num_nodes);
-        mc->max_nodes[L - 1 - h] = nodes;
-    }
-    mc->max_nodes[0] = min64(mc->max_nodes[0], max_input);
-}
-
-/* GPU bytes of a model of config mc: four flat buffers and the activations (an estimate). */
-static int64_t model_bytes(const gd__sage_config *mc) {
-    int64_t dims[GD__SAGE_MAX_LAYERS + 1], params = 0, act = 0, dh = 0;
-    for (int l = 0; l <= mc->num_layers; l++)
-        dims[l] = l == 0 ? mc->in_dim : l == mc->num_layers ? mc->num_classes : mc->hidden_dim;
-    for (int l = 0; l < mc->num_layers; l++) {
-        params += 2 * dims[l] * dims[l + 1] + dims[l + 1] + 3 * GD__NN_PARAM_ALIGN;
-        act += mc->max_nodes[l + 1] * (2 * dims[l] + dims[l + 1]);
-        if (l > 0) dh = max64(dh, mc->max_nodes[l] * dims[l]);
-    }
-    return 4 * (4 * params + act + 2 * dh);
+    *mc = gd__model_config_make(t->cfg.model, t->cfg.num_layers, t->in_dim, t->cfg.hidden_dim,
+                                t->num_classes, t->cfg.dropout, GD_DTYPE_FLOAT32);
+    const gd__model_shape shape = {.num_layers = t->cfg.num_layers,
+                                   .fanouts = fanouts,
+                                   .batch = t->batch,
+                                   .max_degree = max_degree,
+                                   .num_nodes = t->num_nodes,
+                                   .max_input_nodes = max_input};
+    gd__model_capacity(&shape, mc);
 }
 
 /* The memory each placement needs, for auto and for the budget checks. */
@@ -257,7 +234,7 @@ typedef struct {
     int64_t fixed_bytes;   /* ring, sampler scratch, model: what every GPU mode needs */
 } mem_need;
 
-static gd_status estimate(gd__trainer *t, const gd_sampler_info *si, const gd__sage_config *mc,
+static gd_status estimate(gd__trainer *t, const gd_sampler_info *si, const gd__model_config *mc,
                           int depth, mem_need *m) {
     gd_status st = GD_OK;
     gd_graph_info gi = GD_GRAPH_INFO_INIT;
@@ -268,7 +245,7 @@ static gd_status estimate(gd__trainer *t, const gd_sampler_info *si, const gd__s
     m->feature_bytes = n * t->in_dim * 4;
     m->fixed_bytes =
         depth * (si->minibatch_bytes + si->max_input_nodes * t->in_dim * 4 + t->batch * 8) +
-        2 * si->minibatch_bytes + model_bytes(mc) + GPU_RESERVE;
+        2 * si->minibatch_bytes + gd__model_bytes(mc) + GPU_RESERVE;
 fail:
     return st;
 }
@@ -291,7 +268,7 @@ static gd_status needs(gd__trainer *t, mem_need *m) {
     GD_CHECK(gd_sampler_get_info(s, &si));
     gd_graph_info gi = GD_GRAPH_INFO_INIT;
     GD_CHECK(gd_graph_get_info(t->graph, &gi));
-    gd__sage_config mc;
+    gd__model_config mc;
     model_config(t, gi.max_degree, si.max_input_nodes, &mc);
     GD_CHECK(estimate(t, &si, &mc, t->cfg.depth, m));
 fail:
@@ -747,9 +724,9 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     if (!cfg->loader) {
         gd_graph_info gi = GD_GRAPH_INFO_INIT;
         GD_CHECK(gd_graph_get_info(t->graph, &gi));
-        gd__sage_config mc;
+        gd__model_config mc;
         model_config(t, gi.max_degree, t->sinfo.max_input_nodes, &mc);
-        GD_CHECK(gd__sage_create(&t->ctx, &mc, cfg->seed, &t->model));
+        GD_CHECK(gd__model_create(&t->ctx, &mc, cfg->seed, &t->model));
         t->adam = (gd__nn_adam_options)GD__NN_ADAM_OPTIONS_INIT;
         t->adam.lr = cfg->lr;
         t->adam.weight_decay = cfg->weight_decay;
@@ -790,7 +767,7 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     GD_INFO("trainer: %s; %d layers, batch %lld, %lld input nodes and %lld edges at most per "
             "minibatch, %lld parameters",
             t->plan, L, (long long)t->batch, (long long)t->sinfo.max_input_nodes,
-            (long long)t->sinfo.max_edges, (long long)t->model->params.numel);
+            (long long)t->sinfo.max_edges, (long long)gd__model_num_params(t->model));
     *out = t;
     return GD_OK;
 fail:
@@ -805,7 +782,7 @@ void gd__trainer_get_info(const gd__trainer *t, gd__trainer_info *info) {
     info->max_input_nodes = t->sinfo.max_input_nodes;
     info->max_edges = t->sinfo.max_edges;
     info->feature_bytes = (int64_t)(gd__nn_numel(&t->sets[0].x) * (int64_t)sizeof(float));
-    info->num_params = t->model ? t->model->params.numel : 0;
+    info->num_params = gd__model_num_params(t->model);
     info->train_nodes = t->split_n[0];
     info->valid_nodes = t->split_n[1];
     info->test_nodes = t->split_n[2];
@@ -815,7 +792,7 @@ void gd__trainer_get_info(const gd__trainer *t, gd__trainer_info *info) {
     info->graph_cache_bytes = t->graph_cache_bytes;
 }
 
-gd__sage *gd__trainer_model(gd__trainer *t) {
+gd__model *gd__trainer_model(gd__trainer *t) {
     return t->model;
 }
 
@@ -854,14 +831,15 @@ static gd_status nn_step(gd__trainer *t, pass *p, train_set *s, int64_t b) {
     gd__nn_tensor x = gd__nn_rows(&s->x, s->num_in), logits;
     gd_block *blocks = s->blocks;
     GD_CHECK(
-        gd__sage_forward(t->model, blocks, &x, p->train, dropout_seed(t, p->epoch, b), &logits));
+        gd__model_forward(t->model, blocks, &x, p->train, dropout_seed(t, p->epoch, b), &logits));
     GD_CHECK(gd__nn_accuracy(&t->ctx, &logits, s->labels, t->d_correct));
     if (p->train) {
         gd__nn_tensor dl = gd__nn_rows(&t->dlogits, s->seeds);
         GD_CHECK(gd__nn_softmax_xent(&t->ctx, &logits, s->labels, 1.0, &t->loss, &dl));
-        GD_CHECK(gd__nn_params_zero_grad(&t->ctx, &t->model->params));
-        GD_CHECK(gd__sage_backward(t->model, blocks, &dl, NULL));
-        GD_CHECK(gd__nn_params_adam(&t->ctx, &t->model->params, &t->adam));
+        gd__nn_params *params = gd__model_params(t->model);
+        GD_CHECK(gd__nn_params_zero_grad(&t->ctx, params));
+        GD_CHECK(gd__model_backward(t->model, blocks, &dl, NULL));
+        GD_CHECK(gd__nn_params_adam(&t->ctx, params, &t->adam));
     }
 #ifdef GD_WITH_CUDA
     if (t->gpu) {
@@ -1196,8 +1174,9 @@ fail:
 gd_status gd__trainer_params_get(gd__trainer *t, void *params, void *state) {
     gd_status st = GD_OK;
     GD_REQUIRE(t && params, GD_ERR_INVALID_ARG, "gd__trainer_params_get: NULL argument");
-    GD_CHECK(gd__nn_to_host(&t->ctx, &t->model->params.params, params));
-    if (state) GD_CHECK(gd__nn_to_host(&t->ctx, &t->model->params.state, state));
+    const gd__nn_params *p = gd__model_params(t->model);
+    GD_CHECK(gd__nn_to_host(&t->ctx, &p->params, params));
+    if (state) GD_CHECK(gd__nn_to_host(&t->ctx, &p->state, state));
 fail:
     return st;
 }
@@ -1208,10 +1187,11 @@ gd_status gd__trainer_params_set(gd__trainer *t, const void *params, const void 
     GD_REQUIRE(t && params, GD_ERR_INVALID_ARG, "gd__trainer_params_set: NULL argument");
     GD_REQUIRE(adam_step >= 0, GD_ERR_INVALID_ARG, "gd__trainer_params_set: step %lld",
                (long long)adam_step);
-    GD_CHECK(gd__nn_from_host(&t->ctx, &t->model->params.params, params));
+    gd__nn_params *p = gd__model_params(t->model);
+    GD_CHECK(gd__nn_from_host(&t->ctx, &p->params, params));
     if (state) {
-        GD_CHECK(gd__nn_from_host(&t->ctx, &t->model->params.state, state));
-        t->model->params.step = adam_step;
+        GD_CHECK(gd__nn_from_host(&t->ctx, &p->state, state));
+        p->step = adam_step;
     }
 fail:
     return st;
@@ -1221,13 +1201,14 @@ fail:
 
 void gd__trainer_checkpoint_meta(const gd__trainer *t, gd__checkpoint_meta *m) {
     gd__checkpoint_meta_init(m);
+    snprintf(m->model, sizeof m->model, "%s", gd__model_iface(t->model)->name);
     m->num_layers = t->cfg.num_layers;
     m->in_dim = t->in_dim;
     m->hidden_dim = t->cfg.hidden_dim;
     m->num_classes = t->num_classes;
     sampler_fanouts(&t->cfg, m->fanouts);
     m->seed = t->cfg.seed;
-    m->adam_step = t->model->params.step;
+    m->adam_step = gd__model_params(t->model)->step;
     snprintf(m->dataset, sizeof m->dataset, "%s nodes=%lld edges=%lld features=%lld classes=%lld",
              gd_dataset_name(t->ds), (long long)t->num_nodes,
              (long long)gd_dataset_num_edges(t->ds), (long long)t->in_dim,
@@ -1244,13 +1225,14 @@ gd_status gd__trainer_save(gd__trainer *t, const char *path, const gd__checkpoin
     gd_status st = GD_OK;
     void *host = NULL, *state = NULL;
     GD_REQUIRE(t && path && meta, GD_ERR_INVALID_ARG, "gd__trainer_save: NULL argument");
-    const size_t bytes = (size_t)t->model->params.numel * sizeof(float);
+    const size_t bytes = (size_t)gd__model_num_params(t->model) * sizeof(float);
     if (!params || with_state) {
         GD_ALLOC(host, bytes, "a copy of the parameters");
         if (with_state) GD_ALLOC(state, 2 * bytes, "a copy of the optimizer state");
         GD_CHECK(gd__trainer_params_get(t, host, state));
     }
-    GD_CHECK(gd__checkpoint_save(path, meta, &t->model->params, params ? params : host, state));
+    GD_CHECK(
+        gd__checkpoint_save(path, meta, gd__model_params(t->model), params ? params : host, state));
 fail:
     gd_free(host);
     gd_free(state);
@@ -1263,7 +1245,7 @@ gd_status gd__trainer_resume(gd__trainer *t, const char *path, gd__checkpoint_me
     int has_state = 0;
     gd__checkpoint_meta run;
     GD_REQUIRE(t && path && saved, GD_ERR_INVALID_ARG, "gd__trainer_resume: NULL argument");
-    const size_t bytes = (size_t)t->model->params.numel * sizeof(float);
+    const size_t bytes = (size_t)gd__model_num_params(t->model) * sizeof(float);
     GD_ALLOC(params, bytes, "the checkpoint's parameters");
     GD_ALLOC(state, 2 * bytes, "the checkpoint's optimizer state");
     GD_CHECK(gd__checkpoint_peek(path, saved, NULL, &has_state));
@@ -1273,7 +1255,8 @@ gd_status gd__trainer_resume(gd__trainer *t, const char *path, gd__checkpoint_me
                "'%s' holds a model without the optimizer state (a best-model file); resume from "
                "the checkpoint file instead",
                path);
-    GD_CHECK(gd__checkpoint_load(path, &t->model->params, saved, params, state, &has_state));
+    GD_CHECK(
+        gd__checkpoint_load(path, gd__model_params(t->model), saved, params, state, &has_state));
     GD_CHECK(gd__trainer_params_set(t, params, state, saved->adam_step));
 fail:
     gd_free(params);
