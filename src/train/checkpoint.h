@@ -33,7 +33,7 @@ extern "C" {
 
 typedef struct {
     /*
-     * The model's kind, its gd__model_kind_name ("sage"). A file written before the field
+     * The model's kind, its gd__model_kind_name. A file written before the field
      * existed reads as GD__MODEL_DEFAULT; a kind this build does not know is refused.
      */
     char model[32];
