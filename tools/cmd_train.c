@@ -704,6 +704,36 @@ int cmd_train(int argc, char **argv) {
 
 /* ------------------------------------------------------------------ eval */
 
+/*
+ * The model of the file at path (meta: its peeked meta, refreshed) on ctx's backend: the kind it
+ * names, built with capacities of 1 (layer-wise inference runs no minibatch), then its
+ * parameters.
+ */
+static gd_status load_model(const char *path, const gd__nn_ctx *ctx, gd__checkpoint_meta *meta,
+                            gd__model **out) {
+    gd_status st = GD_OK;
+    gd__model *m = NULL;
+    gd__model_kind kind;
+    float *params = NULL;
+    GD_CHECK(gd__model_kind_parse(meta->model, &kind));
+    gd__model_config mc =
+        gd__model_config_make(kind, meta->num_layers, meta->in_dim, meta->hidden_dim,
+                              meta->num_classes, 0.0, GD_DTYPE_FLOAT32);
+    for (int l = 0; l <= mc.num_layers; l++) mc.max_nodes[l] = 1;
+    GD_CHECK(gd__model_create(ctx, &mc, 0, &m));
+    gd__nn_params *mp = gd__model_params(m);
+    params = malloc((size_t)mp->numel * sizeof(float));
+    GD_REQUIRE(params, GD_ERR_NO_MEMORY, "out of memory for %lld parameters", (long long)mp->numel);
+    GD_CHECK(gd__checkpoint_load(path, mp, meta, params, NULL, NULL));
+    GD_CHECK(gd__nn_from_host(ctx, &mp->params, params));
+    *out = m;
+    m = NULL;
+fail:
+    free(params);
+    gd__model_destroy(m);
+    return st;
+}
+
 int cmd_eval(int argc, char **argv) {
     static const struct option long_opts[] = {
         {"model", required_argument, 0, 'm'},  {"mode", required_argument, 0, 'M'},
@@ -760,10 +790,8 @@ int cmd_eval(int argc, char **argv) {
     if (st != GD_OK) return cli_fail("reading the model", st);
     gd_dataset_t *ds = NULL;
     gd__model *m = NULL;
-    gd__model_kind kind;
     gd__nn_ctx ctx = gd__nn_cpu_ctx();
     int cuda_ctx = 0, rc = 0;
-    float *params = NULL;
     int32_t *pred = NULL;
     if (preset) {
         gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
@@ -801,28 +829,13 @@ int cmd_eval(int argc, char **argv) {
         goto done;
 #endif
     }
-    /* The file names its kind; layer-wise inference runs no minibatch, so capacities of 1 do. */
-    if ((st = gd__model_kind_parse(meta.model, &kind)) != GD_OK) {
-        rc = cli_fail("reading the model", st);
-        goto done;
-    }
-    gd__model_config mc = gd__model_config_make(kind, meta.num_layers, meta.in_dim, meta.hidden_dim,
-                                                meta.num_classes, 0.0, GD_DTYPE_FLOAT32);
-    for (int l = 0; l <= mc.num_layers; l++) mc.max_nodes[l] = 1;
-    if ((st = gd__model_create(&ctx, &mc, 0, &m)) != GD_OK) {
-        rc = cli_fail("building the model", st);
-        goto done;
-    }
-    gd__nn_params *mp = gd__model_params(m);
-    params = malloc((size_t)mp->numel * sizeof(float));
-    pred = malloc((size_t)gd_dataset_num_nodes(ds) * sizeof(int32_t));
-    if (!params || !pred) {
-        rc = cli_fail("eval", GD_ERR_NO_MEMORY);
-        goto done;
-    }
-    if ((st = gd__checkpoint_load(model, mp, &meta, params, NULL, NULL)) != GD_OK ||
-        (st = gd__nn_from_host(&ctx, &mp->params, params)) != GD_OK) {
+    if ((st = load_model(model, &ctx, &meta, &m)) != GD_OK) {
         rc = cli_fail("loading the model", st);
+        goto done;
+    }
+    pred = malloc((size_t)gd_dataset_num_nodes(ds) * sizeof(int32_t));
+    if (!pred) {
+        rc = cli_fail("eval", GD_ERR_NO_MEMORY);
         goto done;
     }
     gd__infer_options io = GD__INFER_OPTIONS_INIT;
@@ -852,7 +865,6 @@ int cmd_eval(int argc, char **argv) {
             printf("%s acc %.4f (%lld nodes)\n", names[s], acc, (long long)count);
     }
 done:
-    free(params);
     free(pred);
     gd__model_destroy(m);
 #ifdef GD_WITH_CUDA

@@ -51,16 +51,13 @@ gd_status gd__model_kind_parse(const char *name, gd__model_kind *out) {
 gd__model_config gd__model_config_make(gd__model_kind kind, int num_layers, int64_t in_dim,
                                        int64_t hidden_dim, int64_t num_classes, double dropout,
                                        gd_dtype dtype) {
-    gd__model_config c;
-    memset(&c, 0, sizeof c);
-    c.kind = kind;
-    c.num_layers = num_layers;
-    c.in_dim = in_dim;
-    c.hidden_dim = hidden_dim;
-    c.num_classes = num_classes;
-    c.dropout = dropout;
-    c.dtype = dtype;
-    return c;
+    return (gd__model_config){.kind = kind,
+                              .num_layers = num_layers,
+                              .in_dim = in_dim,
+                              .hidden_dim = hidden_dim,
+                              .num_classes = num_classes,
+                              .dropout = dropout,
+                              .dtype = dtype};
 }
 
 void gd__model_node_capacity(const gd__model_shape *s, gd__model_config *cfg) {

@@ -47,20 +47,10 @@ typedef struct {
 gd_status gd__sage_create(const gd__nn_ctx *ctx, const gd__sage_config *cfg, uint64_t init_seed,
                           gd__sage **out);
 void gd__sage_destroy(gd__sage *m);
-/*
- * Forward over blocks[0..num_layers) (input layer first; the arrays on the model's device) with
- * x the rows of the input nodes (at least blocks[0].num_src rows of in_dim). train = 1 applies
- * dropout keyed by dropout_seed (stream = layer). *logits is set to a view of the model's
- * output: blocks[L-1].num_dst x num_classes, valid until the next forward. x must stay
- * unchanged until backward.
- */
+/* As gd__model_forward (model.h); the dropout of layer l draws from Philox stream l. */
 gd_status gd__sage_forward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *x, int train,
                            uint64_t dropout_seed, gd__nn_tensor *logits);
-/*
- * Backward of the last forward given dlogits (same shape as the logits): gradients are added
- * to m->params.grads (call gd__nn_params_zero_grad first to overwrite them). dx, if non-NULL,
- * receives the gradient of the input rows (blocks[0].num_src x in_dim, overwritten).
- */
+/* As gd__model_backward (model.h): the gradients are added to m->params.grads. */
 gd_status gd__sage_backward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *dlogits,
                             gd__nn_tensor *dx);
 /*

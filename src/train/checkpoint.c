@@ -190,12 +190,10 @@ static gd_status check_finite(const gd__nn_params *l, const void *params, const 
 static gd_status check_meta(const gd__checkpoint_meta *m, const char *who) {
     gd_status st = GD_OK;
     gd__model_kind kind;
-    char known[256];
     GD_REQUIRE(memchr(m->model, '\0', sizeof m->model) != NULL, GD_ERR_INVALID_ARG,
                "%s: the model kind is not terminated within its %zu bytes", who, sizeof m->model);
-    GD_REQUIRE(gd__model_kind_parse(m->model, &kind) == GD_OK, GD_ERR_INVALID_ARG,
-               "%s: model kind '%s' is not one this build knows (%s)", who, m->model,
-               gd__model_kind_list(known, sizeof known));
+    if ((st = gd__model_kind_parse(m->model, &kind)) != GD_OK)
+        return gd__error_context(st, "%s", who);
     GD_REQUIRE(m->num_layers >= 1 && m->num_layers <= GD_SAMPLER_MAX_LAYERS, GD_ERR_INVALID_ARG,
                "%s: num_layers %d (1 to %d)", who, m->num_layers, GD_SAMPLER_MAX_LAYERS);
     GD_REQUIRE(m->in_dim >= 1 && m->in_dim <= MAX_COUNT && m->hidden_dim >= 1 &&
@@ -441,24 +439,17 @@ static gd_status get_string(const char *path, const cJSON *obj, const char *key,
     return GD_OK;
 }
 
-/*
- * The model kind into dst: absent in files written before the field existed, which all hold the
- * default kind; a kind this build does not know is refused, naming it and the known ones.
- */
+/* The model kind: absent in files written before the field existed, all of the default kind. */
 static gd_status get_model(const char *path, const cJSON *root, char *dst, size_t cap) {
-    gd__model_kind kind;
-    char known[256];
+    gd__model_kind kind = GD__MODEL_DEFAULT;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "model");
-    if (!v) {
-        snprintf(dst, cap, "%s", gd__model_kind_name(GD__MODEL_DEFAULT));
-        return GD_OK;
-    }
-    if (!cJSON_IsString(v) || !v->valuestring) return malformed(path, "'model' is not a string");
-    if (gd__model_kind_parse(v->valuestring, &kind) != GD_OK)
-        return gd__error(GD_ERR_UNSUPPORTED,
-                         "checkpoint '%s' holds a model of kind '%.64s', which this build does "
-                         "not know (it knows %s); use the build that wrote it",
-                         path, v->valuestring, gd__model_kind_list(known, sizeof known));
+    if (v && (!cJSON_IsString(v) || !v->valuestring))
+        return malformed(path, "'model' is not a string");
+    if (v && gd__model_kind_parse(v->valuestring, &kind) != GD_OK)
+        return gd__error_context(GD_ERR_UNSUPPORTED,
+                                 "checkpoint '%s' holds a model this build "
+                                 "cannot load (use the build that wrote it)",
+                                 path);
     snprintf(dst, cap, "%s", gd__model_kind_name(kind));
     return GD_OK;
 }
