@@ -55,7 +55,7 @@ typedef struct {
 
 static void help(void) {
     printf("usage: graphdirect bench epoch [options]\n\n"
-           "One training epoch of GraphSAGE in each mode, side by side on one generated dataset:\n"
+           "One training epoch of %s in each mode, side by side on one generated dataset:\n"
            "epoch time and its breakdown (sample / gather / train / wait), CPU core-seconds and\n"
            "GPU memory, and the ratios zero-copy / all-gpu, cpu-centric / zero-copy and the\n"
            "CPU core-seconds of zero-copy / cpu-centric.\n\n"
@@ -80,7 +80,8 @@ static void help(void) {
            "  --device N         the GPU (default 0)\n"
            "  --seed S           dataset and training seed (default 1)\n"
            "  --json FILE        write the results as JSON (atomically)\n"
-           "  --commit TEXT      commit recorded in the JSON\n");
+           "  --commit TEXT      commit recorded in the JSON\n",
+           gd__model_kind_iface(GD__MODEL_DEFAULT)->title);
 }
 
 /*

@@ -1,7 +1,8 @@
 /*
- * `graphdirect bench step`: the time of one GraphSAGE training step on the CUDA nn backend, on
- * the blocks of real sampled minibatches, set against the same step in PyTorch + PyG (SAGEConv),
- * which bench/pyg_step.py runs on the very blocks this benchmark dumps (docs/nn.md, "Speed").
+ * `graphdirect bench step`: the time of one training step of the default model (src/nn/model.h)
+ * on the CUDA nn backend, on the blocks of real sampled minibatches, set against the same step
+ * in PyTorch + PyG, which bench/pyg_step.py runs on the very blocks this benchmark dumps
+ * (docs/nn.md, "Speed").
  *
  * The data path up to the step is the all-gpu one: the preset is generated in memory, the graph
  * is placed in GPU memory, the CUDA sampler draws each minibatch and the gpu gatherer copies its
@@ -27,9 +28,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#ifdef GD_WITH_CUDA
-#include "nn/internal.h"
-#endif
+#include "nn/model.h"
 
 enum { MAX_STEPS = 100000 };
 
@@ -44,7 +43,7 @@ typedef struct {
 
 static void help(void) {
     printf("usage: graphdirect bench step [options]\n\n"
-           "The time of one GraphSAGE training step (forward, cross-entropy, backward, Adam) on\n"
+           "The time of one %s training step (forward, cross-entropy, backward, Adam) on\n"
            "the CUDA nn backend over sampled minibatches of a generated preset, the graph and\n"
            "the features in GPU memory. --dump writes the timed blocks so that\n"
            "bench/pyg_step.py runs the same steps in PyTorch + PyG (docs/nn.md, \"Speed\").\n\n"
@@ -63,7 +62,8 @@ static void help(void) {
            "  --device N         GPU (default 0)\n"
            "  --seed N           graph, sampling, shuffle and initialisation (default 1)\n"
            "  --json FILE        write every parameter and measurement\n"
-           "  --commit TEXT      commit recorded in the JSON (default: the configure-time one)\n");
+           "  --commit TEXT      commit recorded in the JSON (default: the configure-time one)\n",
+           gd__model_kind_iface(GD__MODEL_DEFAULT)->title);
 }
 
 static int parse_fanouts(step_bench *b, const char *text) {
@@ -298,7 +298,7 @@ typedef struct {
     gd_minibatch_t *mb;
     gd_host_tensor_t *features;
     gd_gatherer_t *gatherer;
-    gd__sage *model;
+    gd__model *model;
     gd__nn_adam_options adam;
     gd__nn_tensor x, loss, dlogits;
     int64_t *labels_dev, *labels_host;
@@ -325,12 +325,8 @@ static int64_t label_at(const gd_array_view *v, int64_t i) {
     }
 }
 
-static int64_t min64(int64_t a, int64_t b) {
-    return a < b ? a : b;
-}
-
 static void run_release(step_run *r) {
-    gd__sage_destroy(r->model);
+    gd__model_destroy(r->model);
     if (r->have_ctx) {
         gd__nn_tensor_free(&r->ctx, &r->x);
         gd__nn_tensor_free(&r->ctx, &r->loss);
@@ -437,31 +433,20 @@ static int run_setup(const step_bench *b, step_run *r) {
                  "creating the gpu gatherer (the feature table in GPU memory)");
     }
 
-    /*
-     * The model, sized as the trainer sizes it: a hop of d destination nodes and fanout k has
-     * at most d (1 + k) source nodes (k capped by the largest in-degree), and at most all the
-     * nodes; the input layer by the sampler's own bound.
-     */
+    /* The model, sized as the trainer sizes it (gd__model_capacity). */
     {
         gd_graph_info gi = GD_GRAPH_INFO_INIT;
         BENCH_GD(gd_graph_get_info(r->graph, &gi), "reading the graph's sizes");
-        gd__sage_config mc = {0};
-        mc.num_layers = L;
-        mc.in_dim = r->in_dim;
-        mc.hidden_dim = b->opt.hidden;
-        mc.num_classes = r->num_classes;
-        mc.dropout = b->dropout;
-        mc.dtype = GD_DTYPE_FLOAT32;
-        int64_t nodes = b->opt.batch;
-        mc.max_nodes[L] = nodes;
-        for (int h = 0; h < L; h++) {
-            const int64_t k = min64(b->fanouts[h], gi.max_degree);
-            nodes = nodes > r->num_nodes / (k + 1) ? r->num_nodes : min64(nodes * (k + 1),
-                                                                          r->num_nodes);
-            mc.max_nodes[L - 1 - h] = nodes;
-        }
-        mc.max_nodes[0] = min64(mc.max_nodes[0], r->sinfo.max_input_nodes);
-        BENCH_GD(gd__sage_create(&r->ctx, &mc, b->opt.seed, &r->model), "creating the model");
+        gd__model_config mc = gd__model_config_make(GD__MODEL_DEFAULT, L, r->in_dim, b->opt.hidden,
+                                                    r->num_classes, b->dropout, GD_DTYPE_FLOAT32);
+        const gd__model_shape shape = {.num_layers = L,
+                                       .fanouts = b->fanouts,
+                                       .batch = b->opt.batch,
+                                       .max_degree = gi.max_degree,
+                                       .num_nodes = r->num_nodes,
+                                       .max_input_nodes = r->sinfo.max_input_nodes};
+        gd__model_capacity(&shape, &mc);
+        BENCH_GD(gd__model_create(&r->ctx, &mc, b->opt.seed, &r->model), "creating the model");
         r->adam = (gd__nn_adam_options)GD__NN_ADAM_OPTIONS_INIT;
         r->adam.lr = b->lr;
     }
@@ -498,7 +483,7 @@ static int run_setup(const step_bench *b, step_run *r) {
                 "parameters; up to %lld input nodes a minibatch (%.1f s)\n",
                 b->opt.preset, cli_count((double)r->num_nodes, n, sizeof n),
                 cli_count((double)r->num_edges, e, sizeof e), (long long)r->in_dim,
-                (long long)r->num_classes, (long long)r->model->params.numel,
+                (long long)r->num_classes, (long long)gd__model_num_params(r->model),
                 (long long)r->sinfo.max_input_nodes, bench_now() - t0);
     }
     return 0;
@@ -551,15 +536,16 @@ fail:
 /* The timed work: one training step on the blocks of the minibatch in r->x. */
 static gd_status nn_step(step_run *r, const gd_block *blocks, int64_t num_in, uint64_t dseed) {
     gd_status st = GD_OK;
-    gd__sage *m = r->model;
-    const gd__nn_ctx *ctx = &m->ctx;
+    gd__model *m = r->model;
+    gd__nn_params *params = gd__model_params(m);
+    const gd__nn_ctx *ctx = gd__model_ctx(m);
     gd__nn_tensor x = gd__nn_rows(&r->x, num_in), logits, dl;
-    GD_CHECK(gd__sage_forward(m, blocks, &x, 1, dseed, &logits));
+    GD_CHECK(gd__model_forward(m, blocks, &x, 1, dseed, &logits));
     dl = gd__nn_rows(&r->dlogits, logits.rows);
     GD_CHECK(gd__nn_softmax_xent(ctx, &logits, r->labels_dev, 1.0, &r->loss, &dl));
-    GD_CHECK(gd__nn_params_zero_grad(ctx, &m->params));
-    GD_CHECK(gd__sage_backward(m, blocks, &dl, NULL));
-    GD_CHECK(gd__nn_params_adam(ctx, &m->params, &r->adam));
+    GD_CHECK(gd__nn_params_zero_grad(ctx, params));
+    GD_CHECK(gd__model_backward(m, blocks, &dl, NULL));
+    GD_CHECK(gd__nn_params_adam(ctx, params, &r->adam));
 fail:
     return st;
 }
@@ -662,7 +648,7 @@ static int run_pass(const step_bench *b, step_run *r, int timed_ops, double *ms,
     const gd__nn_backend timed = timed_backend();
     const int total = (timed_ops ? 0 : b->warmup) + b->steps;
     const int first = timed_ops ? b->warmup : 0;
-    r->model->ctx.be = timed_ops ? &timed : &gd__nn_cuda_backend;
+    gd__model_set_backend(r->model, timed_ops ? &timed : &gd__nn_cuda_backend);
     for (int k = 0; k < total; k++) {
         const int64_t i = first + k;
         const int s = (int)(i - b->warmup); /* timed step number, < 0 in the warm-up */
@@ -678,7 +664,7 @@ static int run_pass(const step_bench *b, step_run *r, int timed_ops, double *ms,
         BENCH_CUDA(cudaEventSynchronize(r->ev1));
         BENCH_CUDA(cudaEventElapsedTime(&elapsed, r->ev0, r->ev1));
         if (timed_ops && bd_collect()) goto fail;
-        BENCH_GD(gd__nn_to_host(&r->model->ctx, &r->loss, &loss), "reading the loss");
+        BENCH_GD(gd__nn_to_host(gd__model_ctx(r->model), &r->loss, &loss), "reading the loss");
         BENCH_REQUIRE(isfinite(loss), "step %lld: the loss is %g: the step is broken, no number "
                       "is reported", (long long)i, (double)loss);
         if (s < 0) continue;
@@ -693,10 +679,10 @@ static int run_pass(const step_bench *b, step_run *r, int timed_ops, double *ms,
         if (!timed_ops && b->dump_dir && dump_step(b, r, s, blocks)) goto fail;
         if (cli_interrupted()) goto fail;
     }
-    r->model->ctx.be = &gd__nn_cuda_backend;
+    gd__model_set_backend(r->model, &gd__nn_cuda_backend);
     return 0;
 fail:
-    r->model->ctx.be = &gd__nn_cuda_backend;
+    gd__model_set_backend(r->model, &gd__nn_cuda_backend);
     return -1;
 }
 
@@ -724,7 +710,7 @@ static int run_cuda(const step_bench *b, cJSON *root) {
     if (b->dump_dir && write_dump_meta(b, &r)) goto fail;
 
     BENCH_JSON(res = cJSON_AddObjectToObject(root, "results"));
-    BENCH_JSON(cJSON_AddNumberToObject(res, "parameters", (double)r.model->params.numel));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "parameters", (double)gd__model_num_params(r.model)));
     BENCH_JSON(cJSON_AddNumberToObject(res, "num_nodes", (double)r.num_nodes));
     BENCH_JSON(cJSON_AddNumberToObject(res, "num_edges", (double)r.num_edges));
     BENCH_JSON(cJSON_AddNumberToObject(res, "feature_dim", (double)r.in_dim));

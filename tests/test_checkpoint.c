@@ -90,6 +90,7 @@ static void random_meta(uint64_t *rng, gd__checkpoint_meta *m) {
 }
 
 static void same_meta(const gd__checkpoint_meta *a, const gd__checkpoint_meta *b) {
+    T_EQ_STR(a->model, b->model);
     T_EQ_INT(a->num_layers, b->num_layers);
     T_EQ_INT(a->in_dim, b->in_dim);
     T_EQ_INT(a->hidden_dim, b->hidden_dim);
@@ -245,44 +246,41 @@ static void round_trip(uint64_t *rng, const char *dir, gd_dtype dtype, int with_
     }
 }
 
-/* A real model's layout: save one GraphSAGE and load it into another built from the peek. */
+/* A real model's layout: save one default model and load it into another built from the peek. */
 static void model_round_trip(uint64_t *rng, const char *dir) {
     char path[1200];
     snprintf(path, sizeof path, "%s/model.gdckpt", dir);
     gd__nn_ctx ctx = gd__nn_cpu_ctx();
-    gd__sage_config cfg = {0};
-    cfg.num_layers = 3;
-    cfg.in_dim = 11;
-    cfg.hidden_dim = 9;
-    cfg.num_classes = 4;
-    cfg.dropout = 0.5;
-    cfg.dtype = GD_DTYPE_FLOAT32;
+    gd__model_config cfg =
+        gd__model_config_make(GD__MODEL_DEFAULT, 3, 11, 9, 4, 0.5, GD_DTYPE_FLOAT32);
     for (int i = 0; i <= cfg.num_layers; i++) cfg.max_nodes[i] = 8;
-    gd__sage *a, *b;
-    T_OK(gd__sage_create(&ctx, &cfg, t_rand(rng), &a));
-    T_OK(gd__sage_create(&ctx, &cfg, t_rand(rng), &b));
-    float *st = a->params.state.data;
-    for (int64_t i = 0; i < 2 * a->params.numel; i++) st[i] = (float)(t_rand(rng) % 1000) / 7.0f;
+    gd__model *a, *b;
+    T_OK(gd__model_create(&ctx, &cfg, t_rand(rng), &a));
+    T_OK(gd__model_create(&ctx, &cfg, t_rand(rng), &b));
+    gd__nn_params *pa = gd__model_params(a), *pb = gd__model_params(b);
+    float *st = pa->state.data;
+    for (int64_t i = 0; i < 2 * pa->numel; i++) st[i] = (float)(t_rand(rng) % 1000) / 7.0f;
     gd__checkpoint_meta m;
     gd__checkpoint_meta_init(&m);
+    T_EQ_STR(m.model, gd__model_kind_name(GD__MODEL_DEFAULT));
     m.num_layers = 3, m.in_dim = 11, m.hidden_dim = 9, m.num_classes = 4;
     m.fanouts[0] = 5, m.fanouts[1] = 3, m.fanouts[2] = -1;
     m.seed = 7, m.epochs_done = 2, m.adam_step = 24;
     snprintf(m.dataset, sizeof m.dataset, "tiny (1000 nodes, 5000 edges, 11 features, 4 classes)");
     snprintf(m.config, sizeof m.config, "batch=64 lr=0.003 dropout=0.5 weight_decay=0");
-    T_OK(gd__checkpoint_save(path, &m, &a->params, a->params.params.data, a->params.state.data));
+    T_OK(gd__checkpoint_save(path, &m, pa, pa->params.data, pa->state.data));
     gd__nn_params pl;
     gd__checkpoint_meta pm;
     T_OK(gd__checkpoint_peek(path, &pm, &pl, NULL));
     T_EQ_INT(pm.num_layers, 3);
-    T_EQ_INT(pl.count, a->params.count);
-    T_OK(gd__checkpoint_load(path, &b->params, NULL, b->params.params.data, b->params.state.data,
-                             NULL));
-    const size_t bytes = (size_t)a->params.numel * 4;
-    T_ASSERT(memcmp(a->params.params.data, b->params.params.data, bytes) == 0);
-    T_ASSERT(memcmp(a->params.state.data, b->params.state.data, 2 * bytes) == 0);
-    gd__sage_destroy(a);
-    gd__sage_destroy(b);
+    T_EQ_STR(pm.model, "sage");
+    T_EQ_INT(pl.count, pa->count);
+    T_OK(gd__checkpoint_load(path, pb, NULL, pb->params.data, pb->state.data, NULL));
+    const size_t bytes = (size_t)pa->numel * 4;
+    T_ASSERT(memcmp(pa->params.data, pb->params.data, bytes) == 0);
+    T_ASSERT(memcmp(pa->state.data, pb->state.data, 2 * bytes) == 0);
+    gd__model_destroy(a);
+    gd__model_destroy(b);
 }
 
 /* ------------------------------------------------------------ mismatches */
@@ -455,6 +453,28 @@ static void damage(uint64_t *rng, const char *dir, int with_state) {
     free(img), free(p), free(s), free(q);
 }
 
+/*
+ * A copy of a file image (len bytes) whose header has the bytes at the first match of `from`
+ * overwritten with `to`, and its CRC rewritten: the header's length and so the data's place
+ * stay the same.
+ */
+static unsigned char *edited(const unsigned char *img, size_t len, const char *from,
+                             const char *to) {
+    const size_t h = le32(img + 12);
+    unsigned char *b = malloc(len);
+    T_ASSERT(b);
+    memcpy(b, img, len);
+    char *hdr = (char *)b + 24;
+    hdr[h - 1] = '\0'; /* the header ends in a newline: stop the search there */
+    char *at = strstr(hdr, from);
+    hdr[h - 1] = '\n';
+    if (!at) T_FAIL_("\"%s\" not in the header", from);
+    T_ASSERT(at + strlen(to) <= hdr + h);
+    memcpy(at, to, strlen(to));
+    fix_crc(b, len);
+    return b;
+}
+
 /* Files whose CRC is right but whose header or data a careless writer got wrong. */
 static void crafted(uint64_t *rng, const char *dir) {
     char path[1200], bad[1300];
@@ -473,8 +493,7 @@ static void crafted(uint64_t *rng, const char *dir) {
     size_t len;
     unsigned char *img = slurp(path, &len);
     const size_t h = le32(img + 12);
-    /* Each edit overwrites the bytes at the first match of `from` with `to` (the header's
-       length and so the data's place stay the same). */
+    /* Each edit overwrites the bytes at the first match of `from` with `to` (edited()). */
     const struct {
         const char *from, *to, *needle;
     } edits[] = {
@@ -484,6 +503,7 @@ static void crafted(uint64_t *rng, const char *dir) {
         {"\"dtype\":\t\"float32\"", "\"dtype\":\t\"float64\"", "describes"},
         {"\"dtype\":\t\"float32\"", "\"dtype\":\t\"int32\"  ", "'dtype'"},
         {"\"rows\":\t", "\"rowz\":\t", "'rows' is missing"},
+        {"\"model\":\t\"sage\"", "\"model\":\t7     ", "'model' is not a string"},
         {"\"fan_in\":\t7", "\"fan_in\":\t0", "'fan_in' is 0, expected an integer in [1,"},
         {"\"seed\":\t\"", "\"seed\":\t\"x", "'seed'"},
         {"\"fanouts\":\t[", "\"fanouts\":\t7", "not valid JSON"},
@@ -492,16 +512,7 @@ static void crafted(uint64_t *rng, const char *dir) {
         {"\n}", "\n}x", "unexpected bytes after"},
     };
     for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
-        unsigned char *b = malloc(len);
-        memcpy(b, img, len);
-        char *hdr = (char *)b + 24;
-        hdr[h - 1] = '\0'; /* the header ends in a newline: stop the search there */
-        char *at = strstr(hdr, edits[e].from);
-        hdr[h - 1] = '\n';
-        if (!at) T_FAIL_("edit %zu: \"%s\" not in the header", e, edits[e].from);
-        T_ASSERT(at + strlen(edits[e].to) <= hdr + h);
-        memcpy(at, edits[e].to, strlen(edits[e].to));
-        fix_crc(b, len);
+        unsigned char *b = edited(img, len, edits[e].from, edits[e].to);
         spit(bad, b, len);
         T_FAILS(gd__checkpoint_peek(bad, NULL, NULL, NULL), GD_ERR_FORMAT, edits[e].needle);
         T_ASSERT(strstr(gd_last_error(), "malformed"));
@@ -527,6 +538,62 @@ static void crafted(uint64_t *rng, const char *dir) {
     spit(bad, b, len);
     T_FAILS(gd__checkpoint_peek(bad, NULL, NULL, NULL), GD_ERR_UNSUPPORTED, "format version 2");
     free(b), free(img), free(p), free(q);
+}
+
+/* ------------------------------------------------------------ model kinds */
+
+/*
+ * The model kind: written as "model" and read back; a file without it (written before the
+ * field existed) reads as the default kind; a kind this build does not know is refused on
+ * saving and on reading, naming it; resuming a run of another kind names both kinds.
+ */
+static void model_kinds(uint64_t *rng, const char *dir) {
+    char path[1200], bad[1300];
+    snprintf(path, sizeof path, "%s/kind.gdckpt", dir);
+    snprintf(bad, sizeof bad, "%s/kind-edited.gdckpt", dir);
+    gd__nn_params l;
+    random_layout(rng, GD_DTYPE_FLOAT32, 3, 5, &l);
+    gd__checkpoint_meta m, pm;
+    random_meta(rng, &m);
+    float *p = random_buffer(rng, GD_DTYPE_FLOAT32, l.numel);
+
+    /* A kind this build does not know is not saved; nothing is written. */
+    snprintf(m.model, sizeof m.model, "gat");
+    T_FAILS(gd__checkpoint_save(path, &m, &l, p, NULL), GD_ERR_INVALID_ARG, "model kind 'gat'");
+    T_ASSERT(strstr(gd_last_error(), "sage"));
+    T_ASSERT(!exists(path));
+
+    snprintf(m.model, sizeof m.model, "%s", gd__model_kind_name(GD__MODEL_DEFAULT));
+    T_OK(gd__checkpoint_save(path, &m, &l, p, NULL));
+    size_t len;
+    unsigned char *img = slurp(path, &len);
+    T_OK(gd__checkpoint_peek(path, &pm, NULL, NULL));
+    T_EQ_STR(pm.model, "sage");
+
+    /* Without the field (blanked to spaces, which JSON ignores): the default kind. */
+    unsigned char *b = edited(img, len, "\"model\":\t\"sage\",", "                ");
+    spit(bad, b, len);
+    memset(pm.model, 'x', sizeof pm.model);
+    T_OK(gd__checkpoint_peek(bad, &pm, NULL, NULL));
+    T_EQ_STR(pm.model, gd__model_kind_name(GD__MODEL_DEFAULT));
+    free(b);
+
+    /* A kind this build does not know: refused, naming it and the known ones. */
+    b = edited(img, len, "\"model\":\t\"sage\"", "\"model\":\t\"gat0\"");
+    spit(bad, b, len);
+    T_FAILS(gd__checkpoint_peek(bad, NULL, NULL, NULL), GD_ERR_UNSUPPORTED, "kind 'gat0'");
+    T_ASSERT(strstr(gd_last_error(), "knows sage"));
+    float *q = malloc((size_t)l.numel * sizeof *q);
+    T_ASSERT(q);
+    T_FAILS(gd__checkpoint_load(bad, &l, NULL, q, NULL, NULL), GD_ERR_UNSUPPORTED, "'gat0'");
+    free(b), free(q), free(img), free(p);
+
+    /* Resuming a run of another kind names both. */
+    gd__checkpoint_meta run = m;
+    snprintf(run.model, sizeof run.model, "gat");
+    T_FAILS(gd__checkpoint_check_resume("x.gdckpt", &m, &run), GD_ERR_INVALID_ARG,
+            "it holds a 'sage' model, this run trains a 'gat' model");
+    T_ASSERT(strstr(gd_last_error(), "without --resume"));
 }
 
 /* ------------------------------------------------------------ NaN and infinity */
@@ -749,6 +816,7 @@ int main(void) {
     damage(&rng, dir, 0);
     damage(&rng, dir, 1);
     crafted(&rng, dir);
+    model_kinds(&rng, dir);
     non_finite(&rng, dir);
     fault_walks(&rng, dir);
     resume_checks(&rng);

@@ -70,20 +70,22 @@ static void free_fixture(fixture *f) {
     f->ds = NULL;
 }
 
-static gd__sage *make_model(const gd__nn_ctx *ctx, int layers, int64_t in_dim, int64_t hidden,
-                            int64_t classes, uint64_t seed) {
-    gd__sage_config c;
-    memset(&c, 0, sizeof c);
-    c.num_layers = layers;
-    c.in_dim = in_dim;
-    c.hidden_dim = hidden;
-    c.num_classes = classes;
-    c.dropout = 0.5; /* never applied: inference is eval mode */
-    c.dtype = F32;
+/* A model of the default kind (through the model interface, as the trainer makes it). */
+static gd__model *make_model(const gd__nn_ctx *ctx, int layers, int64_t in_dim, int64_t hidden,
+                             int64_t classes, uint64_t seed) {
+    /* The dropout is never applied: inference is eval mode. */
+    gd__model_config c =
+        gd__model_config_make(GD__MODEL_DEFAULT, layers, in_dim, hidden, classes, 0.5, F32);
     for (int l = 0; l <= layers; l++) c.max_nodes[l] = 256;
-    gd__sage *m = NULL;
-    T_OK(gd__sage_create(ctx, &c, seed, &m));
+    gd__model *m = NULL;
+    T_OK(gd__model_create(ctx, &c, seed, &m));
     return m;
+}
+
+/* The GraphSAGE inside a model of the default kind, for the references written against it. */
+static gd__sage *sage_of(gd__model *m) {
+    T_EQ_INT(gd__model_get_config(m)->kind, GD__MODEL_SAGE);
+    return gd__model_context(m);
 }
 
 /* ------------------------------------------------------------ reference */
@@ -185,7 +187,8 @@ static void compare(const char *what, const double *want_d, const float *want_f,
 static void check_layer_forward(uint64_t *state) {
     gd__nn_ctx cpu = gd__nn_cpu_ctx();
     for (int L = 1; L <= 3; L++) {
-        gd__sage *m = make_model(&cpu, L, 9, 13, 4, t_rand(state));
+        gd__model *model = make_model(&cpu, L, 9, 13, 4, t_rand(state));
+        gd__sage *m = sage_of(model);
         gd_block blocks[3];
         int64_t nodes[4];
         nodes[L] = 1 + (int64_t)(t_rand(state) % 10);
@@ -216,7 +219,7 @@ static void check_layer_forward(uint64_t *state) {
         t_tensor_free(&h);
         t_tensor_free(&x);
         for (int l = 0; l < L; l++) t_block_free(&blocks[l]);
-        gd__sage_destroy(m);
+        gd__model_destroy(model);
     }
 }
 
@@ -276,12 +279,12 @@ static float *new_logits(int64_t n, int64_t c) {
 }
 
 /* Allocation calls of one CPU inference at a chunk capacity. */
-static int64_t alloc_calls(gd__sage *m, const fixture *f, int64_t cap) {
+static int64_t alloc_calls(gd__model *m, const fixture *f, int64_t cap) {
     gd__infer_options o = GD__INFER_OPTIONS_INIT;
     o.max_chunk_rows = cap;
     int32_t *pred = new_pred(f->n);
     gd_fault_set(GD_FAULT_ALLOC, 0);
-    T_OK(gd__sage_infer(m, f->ds, &o, pred, NULL, NULL));
+    T_OK(gd__model_infer(m, f->ds, &o, pred, NULL, NULL));
     const int64_t calls = gd_fault_calls(GD_FAULT_ALLOC);
     free(pred);
     return calls;
@@ -290,12 +293,12 @@ static int64_t alloc_calls(gd__sage *m, const fixture *f, int64_t cap) {
 static void check_cpu_infer(uint64_t *state, int L, gd_dtype index_dtype, int64_t hidden) {
     gd__nn_ctx cpu = gd__nn_cpu_ctx();
     fixture f = make_fixture(state, 300 + (int64_t)(t_rand(state) % 300), 6, index_dtype, 11, 5);
-    gd__sage *m = make_model(&cpu, L, f.in_dim, hidden, f.classes, t_rand(state));
-    double *ref = ref_logits(m, f.ds);
+    gd__model *m = make_model(&cpu, L, f.in_dim, hidden, f.classes, t_rand(state));
+    double *ref = ref_logits(sage_of(m), f.ds);
     int32_t *base_pred = new_pred(f.n);
     float *base = new_logits(f.n, f.classes);
     gd__infer_stats stats;
-    T_OK(gd__sage_infer(m, f.ds, NULL, base_pred, base, &stats));
+    T_OK(gd__model_infer(m, f.ds, NULL, base_pred, base, &stats));
     T_EQ_INT(stats.chunks, 1);
     T_EQ_INT(stats.bytes_read_host, 0);
     compare("cpu inference vs reference", ref, NULL, base, NULL, base_pred, f.n, f.classes);
@@ -308,12 +311,12 @@ static void check_cpu_infer(uint64_t *state, int L, gd_dtype index_dtype, int64_
         o.threads = 1 + (int)(c & 1);
         int32_t *pred = new_pred(f.n), *again = new_pred(f.n);
         float *z = new_logits(f.n, f.classes);
-        T_OK(gd__sage_infer(m, f.ds, &o, pred, z, &stats));
+        T_OK(gd__model_infer(m, f.ds, &o, pred, z, &stats));
         T_EQ_INT(stats.chunk_rows, caps[c]);
         if (caps[c] <= 40) T_ASSERT(stats.pieces > stats.chunks); /* hubs have n / 2 edges */
         compare("cpu inference by chunks", NULL, base, z, base_pred, pred, f.n, f.classes);
         /* Without logits, the same predictions (the run is deterministic). */
-        T_OK(gd__sage_infer(m, f.ds, &o, again, NULL, NULL));
+        T_OK(gd__model_infer(m, f.ds, &o, again, NULL, NULL));
         T_ASSERT(memcmp(pred, again, sizeof(int32_t) * (size_t)f.n) == 0);
         free(pred);
         free(again);
@@ -343,7 +346,7 @@ static void check_cpu_infer(uint64_t *state, int L, gd_dtype index_dtype, int64_
     free(ref);
     free(base_pred);
     free(base);
-    gd__sage_destroy(m);
+    gd__model_destroy(m);
     free_fixture(&f);
 }
 
@@ -356,16 +359,16 @@ static void check_tiny(uint64_t *state) {
     T_OK(gd_generate(&g, &ds));
     gd__nn_ctx cpu = gd__nn_cpu_ctx();
     const int64_t n = gd_dataset_num_nodes(ds), c = gd_dataset_num_classes(ds);
-    gd__sage *m = make_model(&cpu, 2, gd_dataset_feature_dim(ds), 16, c, t_rand(state));
-    double *ref = ref_logits(m, ds);
+    gd__model *m = make_model(&cpu, 2, gd_dataset_feature_dim(ds), 16, c, t_rand(state));
+    double *ref = ref_logits(sage_of(m), ds);
     int32_t *p1 = new_pred(n), *p2 = new_pred(n);
     float *z1 = new_logits(n, c), *z2 = new_logits(n, c);
     gd__infer_options o = GD__INFER_OPTIONS_INIT;
-    T_OK(gd__sage_infer(m, ds, &o, p1, z1, NULL));
+    T_OK(gd__model_infer(m, ds, &o, p1, z1, NULL));
     compare("tiny: cpu inference vs reference", ref, NULL, z1, NULL, p1, n, c);
     o.max_chunk_rows = 1000;
     gd__infer_stats stats;
-    T_OK(gd__sage_infer(m, ds, &o, p2, z2, &stats));
+    T_OK(gd__model_infer(m, ds, &o, p2, z2, &stats));
     T_ASSERT(stats.chunks > 100);
     compare("tiny: 1000-row chunks", NULL, z1, z2, p1, p2, n, c);
     double acc;
@@ -376,7 +379,7 @@ static void check_tiny(uint64_t *state) {
     free(p2);
     free(z1);
     free(z2);
-    gd__sage_destroy(m);
+    gd__model_destroy(m);
     gd_dataset_close(ds);
 }
 
@@ -390,36 +393,36 @@ static int stop_after_two(void *user, const char *stage, uint64_t done, uint64_t
 static void check_errors(uint64_t *state) {
     gd__nn_ctx cpu = gd__nn_cpu_ctx();
     fixture f = make_fixture(state, 200, 4, GD_DTYPE_INT32, 6, 3);
-    gd__sage *m = make_model(&cpu, 2, 6, 8, 3, 1);
+    gd__model *m = make_model(&cpu, 2, 6, 8, 3, 1);
     int32_t *pred = new_pred(f.n);
     gd__infer_options o = GD__INFER_OPTIONS_INIT;
-    T_FAILS(gd__sage_infer(NULL, f.ds, NULL, pred, NULL, NULL), GD_ERR_INVALID_ARG, "model");
-    T_FAILS(gd__sage_infer(m, f.ds, NULL, NULL, NULL, NULL), GD_ERR_INVALID_ARG, "prediction");
+    T_FAILS(gd__model_infer(NULL, f.ds, NULL, pred, NULL, NULL), GD_ERR_INVALID_ARG, "model");
+    T_FAILS(gd__model_infer(m, f.ds, NULL, NULL, NULL, NULL), GD_ERR_INVALID_ARG, "prediction");
     o.max_chunk_rows = 1;
-    T_FAILS(gd__sage_infer(m, f.ds, &o, pred, NULL, NULL), GD_ERR_INVALID_ARG, "at least 2");
+    T_FAILS(gd__model_infer(m, f.ds, &o, pred, NULL, NULL), GD_ERR_INVALID_ARG, "at least 2");
     o.max_chunk_rows = 0;
     o.threads = -1;
-    T_FAILS(gd__sage_infer(m, f.ds, &o, pred, NULL, NULL), GD_ERR_INVALID_ARG, "negative");
+    T_FAILS(gd__model_infer(m, f.ds, &o, pred, NULL, NULL), GD_ERR_INVALID_ARG, "negative");
     o.threads = 0;
 
     /* A model of another input width. */
-    gd__sage *m7 = make_model(&cpu, 2, 7, 8, 3, 1);
-    T_FAILS(gd__sage_infer(m7, f.ds, NULL, pred, NULL, NULL), GD_ERR_INVALID_ARG, "features");
-    gd__sage_destroy(m7);
+    gd__model *m7 = make_model(&cpu, 2, 7, 8, 3, 1);
+    T_FAILS(gd__model_infer(m7, f.ds, NULL, pred, NULL, NULL), GD_ERR_INVALID_ARG, "features");
+    gd__model_destroy(m7);
     /* A float64 model. */
-    gd__sage_config c64 = m->cfg;
+    gd__model_config c64 = *gd__model_get_config(m);
     c64.dtype = GD_DTYPE_FLOAT64;
-    gd__sage *m64 = NULL;
-    T_OK(gd__sage_create(&cpu, &c64, 1, &m64));
-    T_FAILS(gd__sage_infer(m64, f.ds, NULL, pred, NULL, NULL), GD_ERR_UNSUPPORTED, "float32");
-    gd__sage_destroy(m64);
+    gd__model *m64 = NULL;
+    T_OK(gd__model_create(&cpu, &c64, 1, &m64));
+    T_FAILS(gd__model_infer(m64, f.ds, NULL, pred, NULL, NULL), GD_ERR_UNSUPPORTED, "float32");
+    gd__model_destroy(m64);
 
     /* The progress callback sees every chunk and can stop the run. */
     int calls = 0;
     o.max_chunk_rows = 10;
     o.progress = stop_after_two;
     o.progress_user = &calls;
-    T_FAILS(gd__sage_infer(m, f.ds, &o, pred, NULL, NULL), GD_ERR_INTERRUPTED, "inference");
+    T_FAILS(gd__model_infer(m, f.ds, &o, pred, NULL, NULL), GD_ERR_INTERRUPTED, "inference");
     T_EQ_INT(calls, 2);
     o = (gd__infer_options)GD__INFER_OPTIONS_INIT;
 
@@ -440,12 +443,12 @@ static void check_errors(uint64_t *state) {
     T_ASSERT(iv.shape[0] > 10);
     const int32_t saved = ((int32_t *)iv.data)[10];
     ((int32_t *)iv.data)[10] = (int32_t)f.n + 3;
-    T_FAILS(gd__sage_infer(m, f.ds, NULL, pred, NULL, NULL), GD_ERR_FORMAT, "indices[10]");
+    T_FAILS(gd__model_infer(m, f.ds, NULL, pred, NULL, NULL), GD_ERR_FORMAT, "indices[10]");
     ((int32_t *)iv.data)[10] = saved;
-    T_OK(gd__sage_infer(m, f.ds, NULL, pred, NULL, NULL));
+    T_OK(gd__model_infer(m, f.ds, NULL, pred, NULL, NULL));
 
     free(pred);
-    gd__sage_destroy(m);
+    gd__model_destroy(m);
     free_fixture(&f);
 }
 
@@ -453,27 +456,27 @@ static void check_errors(uint64_t *state) {
 static void check_faults_cpu(uint64_t *state) {
     gd__nn_ctx cpu = gd__nn_cpu_ctx();
     fixture f = make_fixture(state, 150, 4, GD_DTYPE_INT64, 5, 4);
-    gd__sage *m = make_model(&cpu, 3, 5, 6, 4, 2);
+    gd__model *m = make_model(&cpu, 3, 5, 6, 4, 2);
     int32_t *pred = new_pred(f.n);
     gd__infer_options o = GD__INFER_OPTIONS_INIT;
     o.max_chunk_rows = 9;
     int64_t blocks0, bytes0, blocks, bytes;
     gd_alloc_stats(&blocks0, &bytes0);
     gd_fault_set(GD_FAULT_ALLOC, 0);
-    T_OK(gd__sage_infer(m, f.ds, &o, pred, NULL, NULL));
+    T_OK(gd__model_infer(m, f.ds, &o, pred, NULL, NULL));
     const int64_t calls = gd_fault_calls(GD_FAULT_ALLOC);
     T_ASSERT(calls >= 3); /* two hidden tables and the chunk buffers */
     for (int64_t k = 1; k <= calls; k++) {
         gd_fault_set(GD_FAULT_ALLOC, k);
-        T_FAILS(gd__sage_infer(m, f.ds, &o, pred, NULL, NULL), GD_ERR_NO_MEMORY, "out of memory");
+        T_FAILS(gd__model_infer(m, f.ds, &o, pred, NULL, NULL), GD_ERR_NO_MEMORY, "out of memory");
         gd_fault_set(GD_FAULT_ALLOC, 0);
         gd_alloc_stats(&blocks, &bytes);
         T_EQ_INT(blocks, blocks0);
         T_EQ_INT(bytes, bytes0);
     }
-    T_OK(gd__sage_infer(m, f.ds, &o, pred, NULL, NULL));
+    T_OK(gd__model_infer(m, f.ds, &o, pred, NULL, NULL));
     free(pred);
-    gd__sage_destroy(m);
+    gd__model_destroy(m);
     free_fixture(&f);
 }
 
@@ -579,11 +582,11 @@ static void check_agg_kernel(uint64_t *state, gd__nn_ctx *gpu) {
 }
 
 /* Bytes of one chunk row in setup_gpu's accounting (see infer.c). */
-static int64_t unit_bytes(const gd__sage *m, size_t isz) {
+static int64_t unit_bytes(const gd__model *m, size_t isz) {
     int64_t in_max = 1, out_max = 1;
-    for (int l = 0; l < m->cfg.num_layers; l++) {
-        if (m->dims[l] > in_max) in_max = m->dims[l];
-        if (m->dims[l + 1] > out_max) out_max = m->dims[l + 1];
+    for (int l = 0; l < gd__model_get_config(m)->num_layers; l++) {
+        if (gd__model_dim(m, l) > in_max) in_max = gd__model_dim(m, l);
+        if (gd__model_dim(m, l + 1) > out_max) out_max = gd__model_dim(m, l + 1);
     }
     return (int64_t)(8 + isz) + 4 * (2 * in_max + out_max);
 }
@@ -593,11 +596,11 @@ static void check_gpu_infer(uint64_t *state, gd__nn_ctx *gpu, int L, gd_dtype in
     gd__nn_ctx cpu = gd__nn_cpu_ctx();
     fixture f = make_fixture(state, 200 + (int64_t)(t_rand(state) % 200), 4, index_dtype, 13, 6);
     const uint64_t seed = t_rand(state);
-    gd__sage *mc = make_model(&cpu, L, f.in_dim, hidden, f.classes, seed);
-    gd__sage *mg = make_model(gpu, L, f.in_dim, hidden, f.classes, seed);
+    gd__model *mc = make_model(&cpu, L, f.in_dim, hidden, f.classes, seed);
+    gd__model *mg = make_model(gpu, L, f.in_dim, hidden, f.classes, seed);
     int32_t *want_pred = new_pred(f.n);
     float *want = new_logits(f.n, f.classes);
-    T_OK(gd__sage_infer(mc, f.ds, NULL, want_pred, want, NULL));
+    T_OK(gd__model_infer(mc, f.ds, NULL, want_pred, want, NULL));
 
     const int64_t unit = unit_bytes(mg, gd_dtype_size(index_dtype));
     const int64_t table_bytes = f.n * hidden * 4, feat_bytes = f.n * f.in_dim * 4;
@@ -617,7 +620,7 @@ static void check_gpu_infer(uint64_t *state, gd__nn_ctx *gpu, int L, gd_dtype in
             char what[128];
             snprintf(what, sizeof what, "gpu inference, %d layers, placement %d, %lld rows", L,
                      place, (long long)caps[c]);
-            T_OK(gd__sage_infer(mg, f.ds, &o, pred, z, &stats));
+            T_OK(gd__model_infer(mg, f.ds, &o, pred, z, &stats));
             T_EQ_INT(stats.features_on_device, place == 0);
             T_EQ_INT(stats.hidden_on_device, place == 1 ? 0 : hidden_tables);
             T_ASSERT(place == 0 ? stats.bytes_read_host == 0 : stats.bytes_read_host > 0);
@@ -641,7 +644,7 @@ static void check_gpu_infer(uint64_t *state, gd__nn_ctx *gpu, int L, gd_dtype in
         int32_t *pred = new_pred(f.n);
         float *z = new_logits(f.n, f.classes);
         gd__infer_stats stats;
-        T_OK(gd__sage_infer(mg, f.ds, &o, pred, z, &stats));
+        T_OK(gd__model_infer(mg, f.ds, &o, pred, z, &stats));
         T_EQ_INT(stats.features_on_device, 0);
         compare("gpu inference, the caller's feature tensor", NULL, want, z, want_pred, pred, f.n,
                 f.classes);
@@ -649,14 +652,14 @@ static void check_gpu_infer(uint64_t *state, gd__nn_ctx *gpu, int L, gd_dtype in
         T_ASSERT(gd_host_tensor_is_registered(ft)); /* still the caller's */
         /* A budget below one chunk is refused with the fix named. */
         o.memory_budget = 10;
-        T_FAILS(gd__sage_infer(mg, f.ds, &o, pred, NULL, NULL), GD_ERR_NO_MEMORY, "raise the budget");
+        T_FAILS(gd__model_infer(mg, f.ds, &o, pred, NULL, NULL), GD_ERR_NO_MEMORY, "raise the budget");
         gd_host_tensor_destroy(ft);
         free(pred);
     }
     free(want_pred);
     free(want);
-    gd__sage_destroy(mc);
-    gd__sage_destroy(mg);
+    gd__model_destroy(mc);
+    gd__model_destroy(mg);
     free_fixture(&f);
 }
 
@@ -670,11 +673,11 @@ static void check_gpu_tiny(uint64_t *state, gd__nn_ctx *gpu) {
     gd__nn_ctx cpu = gd__nn_cpu_ctx();
     const int64_t n = gd_dataset_num_nodes(ds), c = gd_dataset_num_classes(ds);
     const uint64_t seed = t_rand(state);
-    gd__sage *mc = make_model(&cpu, 3, gd_dataset_feature_dim(ds), 64, c, seed);
-    gd__sage *mg = make_model(gpu, 3, gd_dataset_feature_dim(ds), 64, c, seed);
+    gd__model *mc = make_model(&cpu, 3, gd_dataset_feature_dim(ds), 64, c, seed);
+    gd__model *mg = make_model(gpu, 3, gd_dataset_feature_dim(ds), 64, c, seed);
     int32_t *p1 = new_pred(n), *p2 = new_pred(n);
     float *z1 = new_logits(n, c), *z2 = new_logits(n, c);
-    T_OK(gd__sage_infer(mc, ds, NULL, p1, z1, NULL));
+    T_OK(gd__model_infer(mc, ds, NULL, p1, z1, NULL));
     for (int host = 0; host < 2; host++) {
         gd__infer_options o = GD__INFER_OPTIONS_INIT;
         gd__infer_stats stats;
@@ -682,7 +685,7 @@ static void check_gpu_tiny(uint64_t *state, gd__nn_ctx *gpu) {
             o.max_chunk_rows = 5000;
             o.memory_budget = 5000 * unit_bytes(mg, gd_dtype_size(GD_DTYPE_INT32));
         }
-        T_OK(gd__sage_infer(mg, ds, &o, p2, z2, &stats));
+        T_OK(gd__model_infer(mg, ds, &o, p2, z2, &stats));
         T_EQ_INT(stats.features_on_device, !host);
         T_EQ_INT(stats.hidden_on_device, host ? 0 : 2);
         compare(host ? "tiny: gpu inference from host memory" : "tiny: gpu inference", NULL, z1,
@@ -695,15 +698,15 @@ static void check_gpu_tiny(uint64_t *state, gd__nn_ctx *gpu) {
     free(p2);
     free(z1);
     free(z2);
-    gd__sage_destroy(mc);
-    gd__sage_destroy(mg);
+    gd__model_destroy(mc);
+    gd__model_destroy(mg);
     gd_dataset_close(ds);
 }
 
 /* Every pinning of a run with host tables fails in turn: a clean error, no leak. */
 static void check_faults_gpu(uint64_t *state, gd__nn_ctx *gpu) {
     fixture f = make_fixture(state, 120, 4, GD_DTYPE_INT32, 5, 3);
-    gd__sage *m = make_model(gpu, 3, 5, 6, 3, 3);
+    gd__model *m = make_model(gpu, 3, 5, 6, 3, 3);
     int32_t *pred = new_pred(f.n);
     gd__infer_options o = GD__INFER_OPTIONS_INIT;
     o.max_chunk_rows = 16;
@@ -714,12 +717,12 @@ static void check_faults_gpu(uint64_t *state, gd__nn_ctx *gpu) {
     for (int kind = 0; kind < 2; kind++) {
         const gd_fault_kind fk = kind ? GD_FAULT_PIN : GD_FAULT_ALLOC;
         gd_fault_set(fk, 0);
-        T_OK(gd__sage_infer(m, f.ds, &o, pred, NULL, NULL));
+        T_OK(gd__model_infer(m, f.ds, &o, pred, NULL, NULL));
         const int64_t calls = gd_fault_calls(fk);
         if (kind) T_ASSERT(calls >= 4); /* features, two hidden tables, the stagings */
         for (int64_t k = 1; k <= calls; k++) {
             gd_fault_set(fk, k);
-            gd_status st = gd__sage_infer(m, f.ds, &o, pred, NULL, NULL);
+            gd_status st = gd__model_infer(m, f.ds, &o, pred, NULL, NULL);
             gd_fault_set(fk, 0);
             if (st != (kind ? GD_ERR_PIN : GD_ERR_NO_MEMORY))
                 T_FAIL_("fault %d of kind %d: %s: %s", (int)k, kind, gd_status_string(st),
@@ -730,9 +733,9 @@ static void check_faults_gpu(uint64_t *state, gd__nn_ctx *gpu) {
         }
     }
     T_OK(gd_param_set("GD_PIN_CHUNK_MB", NULL));
-    T_OK(gd__sage_infer(m, f.ds, &o, pred, NULL, NULL));
+    T_OK(gd__model_infer(m, f.ds, &o, pred, NULL, NULL));
     free(pred);
-    gd__sage_destroy(m);
+    gd__model_destroy(m);
     free_fixture(&f);
 }
 #endif

@@ -3,7 +3,9 @@
  * sources): the forward pass against a plain re-implementation of PyG's SAGEConv stack, every
  * parameter's and every input feature's gradient against central finite differences in float64
  * (1, 2 and 3 layers, dropout on), float32 against float64, determinism, a few Adam steps that
- * must fit a small minibatch, the checks on blocks, and allocation faults at create.
+ * must fit a small minibatch, the checks on blocks, and allocation faults at create. Through the
+ * model interface (model.h): the same parameters, logits, gradients and layer outputs bit for
+ * bit as the direct calls, the kind's names, the node capacities and the memory estimate.
  */
 #include "test_nn_util.h"
 
@@ -317,12 +319,145 @@ static void check_errors(uint64_t *state) {
     t_check_no_leaks();
 }
 
+/* Two tensors of the same shape hold the same bits. */
+static void same_bits(const gd__nn_tensor *a, const gd__nn_tensor *b) {
+    T_EQ_INT(a->rows, b->rows);
+    T_EQ_INT(a->cols, b->cols);
+    T_EQ_INT(memcmp(a->data, b->data, (size_t)gd__nn_numel(a) * gd_dtype_size(a->dtype)), 0);
+}
+
+/* The interface's forward, backward and layer equal the direct GraphSAGE calls bit for bit. */
+static void check_interface_calls(uint64_t *state, int layers) {
+    chain c = make_chain(state, layers, 5);
+    const int64_t in = 6, classes = 3;
+    gd__sage_config cfg = config(&c, in, 7, classes, 0.4, F64);
+    cfg.kind = GD__MODEL_SAGE;
+    const uint64_t seed = t_rand(state), key = t_rand(state);
+    gd__sage *direct;
+    gd__model *model;
+    T_OK(gd__sage_create(&ctx, &cfg, seed, &direct));
+    T_OK(gd__model_create(&ctx, &cfg, seed, &model));
+    gd__nn_params *p = gd__model_params(model);
+    T_EQ_INT(gd__model_num_params(model), direct->params.numel);
+    same_bits(&p->params, &direct->params.params);
+    T_ASSERT(gd__model_get_config(model)->num_layers == layers);
+    for (int l = 0; l <= layers; l++) T_EQ_INT(gd__model_dim(model, l), direct->dims[l]);
+
+    gd__nn_tensor x = t_tensor(F64, c.nodes[0], in, state, 1), la, lb;
+    gd__nn_tensor dl = t_tensor(F64, c.nodes[layers], classes, state, 1);
+    gd__nn_tensor dxa = t_tensor(F64, c.nodes[0], in, NULL, 0);
+    gd__nn_tensor dxb = t_tensor(F64, c.nodes[0], in, NULL, 0);
+    T_OK(gd__sage_forward(direct, c.blocks, &x, 1, key, &la));
+    T_OK(gd__model_forward(model, c.blocks, &x, 1, key, &lb));
+    same_bits(&la, &lb);
+    T_OK(gd__nn_params_zero_grad(&ctx, &direct->params));
+    T_OK(gd__nn_params_zero_grad(&ctx, p));
+    T_OK(gd__sage_backward(direct, c.blocks, &dl, &dxa));
+    T_OK(gd__model_backward(model, c.blocks, &dl, &dxb));
+    same_bits(&direct->params.grads, &p->grads);
+    same_bits(&dxa, &dxb);
+
+    /* The dense half of layer 0, as exact inference calls it. */
+    T_ASSERT(gd__model_has_layer_combine(model));
+    const int64_t nd = c.nodes[1];
+    gd__nn_tensor agg = t_tensor(F64, nd, in, state, 1), self = gd__nn_rows(&x, nd);
+    gd__nn_tensor oa = t_tensor(F64, nd, gd__model_dim(model, 1), NULL, 0);
+    gd__nn_tensor ob = t_tensor(F64, nd, gd__model_dim(model, 1), NULL, 0);
+    T_OK(gd__sage_layer_combine(direct, 0, &agg, &self, &oa, layers > 1));
+    T_OK(gd__model_layer_combine(model, 0, &agg, &self, &ob, layers > 1));
+    same_bits(&oa, &ob);
+    /* The kind's own errors come through. */
+    T_FAILS(gd__model_backward(model, NULL, &dl, NULL), GD_ERR_INVALID_ARG, "blocks is NULL");
+    T_FAILS(gd__model_forward(NULL, c.blocks, &x, 1, key, &lb), GD_ERR_INVALID_ARG, "NULL");
+
+    gd__nn_tensor *all[] = {&x, &dl, &dxa, &dxb, &agg, &oa, &ob};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) t_tensor_free(all[i]);
+    gd__model_destroy(model);
+    gd__sage_destroy(direct);
+    free_chain(&c);
+}
+
+/* The kinds' names, the node capacities, the memory estimate and faults at create. */
+static void check_interface(uint64_t *state) {
+    for (int layers = 1; layers <= 3; layers++) check_interface_calls(state, layers);
+
+    gd__model_kind k = GD__MODEL_KIND_COUNT;
+    T_OK(gd__model_kind_parse("sage", &k));
+    T_EQ_INT(k, GD__MODEL_SAGE);
+    T_EQ_INT(GD__MODEL_DEFAULT, GD__MODEL_SAGE);
+    T_EQ_STR(gd__model_kind_name(GD__MODEL_SAGE), "sage");
+    T_ASSERT(gd__model_kind_name(GD__MODEL_KIND_COUNT) == NULL);
+    T_FAILS(gd__model_kind_parse("gat", &k), GD_ERR_INVALID_ARG, "'gat': this build knows sage");
+    T_FAILS(gd__model_kind_parse(NULL, &k), GD_ERR_INVALID_ARG, "(null)");
+    const gd__model_i *i = gd__model_kind_iface(GD__MODEL_SAGE);
+    T_EQ_STR(i->label, "graphsage");
+    T_EQ_STR(i->title, "GraphSAGE");
+    T_EQ_STR(i->description, "GraphSAGE (mean)");
+
+    /*
+     * Capacities: each hop multiplies by 1 + fanout (the largest degree for -1 or a larger
+     * fanout), capped by the node count; the input layer by the sampler's bound; an overflow
+     * saturates to the node count.
+     */
+    int fanouts[3] = {4, -1, 100};
+    gd__model_shape shape = {.num_layers = 3,
+                             .fanouts = fanouts,
+                             .batch = 10,
+                             .max_degree = 20,
+                             .num_nodes = 100000,
+                             .max_input_nodes = 5000};
+    gd__model_config cfg = gd__model_config_make(GD__MODEL_DEFAULT, 3, 16, 8, 4, 0.5, F32);
+    gd__model_capacity(&shape, &cfg);
+    T_EQ_INT(cfg.max_nodes[3], 10);
+    T_EQ_INT(cfg.max_nodes[2], 50);
+    T_EQ_INT(cfg.max_nodes[1], 50 * 21);
+    T_EQ_INT(cfg.max_nodes[0], 5000); /* 1050 * 21 = 22050, the sampler's bound is lower */
+    shape.num_nodes = 600;
+    gd__model_capacity(&shape, &cfg);
+    T_EQ_INT(cfg.max_nodes[1], 600);
+    T_EQ_INT(cfg.max_nodes[0], 600);
+    shape.batch = INT64_MAX / 2, shape.num_nodes = INT64_MAX, shape.max_input_nodes = INT64_MAX;
+    gd__model_capacity(&shape, &cfg);
+    T_EQ_INT(cfg.max_nodes[2], INT64_MAX); /* saturated, not wrapped */
+
+    /* The estimate covers at least four float32 copies of the parameters, and grows with them. */
+    shape = (gd__model_shape){3, fanouts, 10, 20, 100000, 5000};
+    gd__model_capacity(&shape, &cfg);
+    const int64_t small = gd__model_bytes(&cfg);
+    gd__model *m;
+    T_OK(gd__model_create(&ctx, &cfg, 1, &m));
+    T_ASSERT(small >= 4 * 4 * gd__model_num_params(m));
+    gd__model_destroy(m);
+    cfg.hidden_dim = 64;
+    T_ASSERT(gd__model_bytes(&cfg) > small);
+
+    /* A kind outside the enum is refused; every allocation of create fails cleanly. */
+    cfg.kind = GD__MODEL_KIND_COUNT;
+    m = (gd__model *)&ctx;
+    T_FAILS(gd__model_create(&ctx, &cfg, 1, &m), GD_ERR_INVALID_ARG, "not a model kind");
+    T_ASSERT(m == NULL);
+    cfg.kind = GD__MODEL_DEFAULT;
+    gd_fault_set(GD_FAULT_ALLOC, 0);
+    T_OK(gd__model_create(&ctx, &cfg, 1, &m));
+    const int64_t calls = gd_fault_calls(GD_FAULT_ALLOC);
+    gd__model_destroy(m);
+    for (int64_t k2 = 1; k2 <= calls; k2++) {
+        gd_fault_set(GD_FAULT_ALLOC, k2);
+        m = (gd__model *)&ctx; /* must be reset */
+        T_FAILS(gd__model_create(&ctx, &cfg, 1, &m), GD_ERR_NO_MEMORY, "");
+        T_ASSERT(m == NULL);
+    }
+    gd_fault_set(GD_FAULT_ALLOC, 0);
+    t_check_no_leaks();
+}
+
 int main(void) {
     uint64_t state = t_seed();
     ctx = gd__nn_cpu_ctx();
     for (int layers = 1; layers <= 3; layers++) check_model(&state, layers);
     check_training(&state);
     check_errors(&state);
+    check_interface(&state);
     t_check_no_leaks();
     return 0;
 }

@@ -5,7 +5,7 @@
 #ifndef GD_TEST_NN_UTIL_H
 #define GD_TEST_NN_UTIL_H
 
-#include "nn/internal.h"
+#include "nn/sage.h"
 #include "test.h"
 
 /* A uniform double in [-1, 1). */

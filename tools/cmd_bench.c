@@ -24,7 +24,7 @@ static const struct {
     {"loader", bench_loader,
      "the public minibatch loader iterated from C (reference for the Python binding)"},
     {"step", bench_step,
-     "one GraphSAGE training step on the CUDA nn backend (vs PyG: bench/pyg_step.py)"},
+     "one training step of the GNN on the CUDA nn backend (vs PyG: bench/pyg_step.py)"},
 };
 #define NUM_BENCHES ((int)(sizeof benches / sizeof benches[0]))
 

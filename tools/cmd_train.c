@@ -1,11 +1,11 @@
 /*
- * `graphdirect train`: train GraphSAGE (or the MLP baseline, the same model with the graph
- * removed) on a dataset directory or on a preset generated in memory, in one of the modes of
- * docs/train.md (cpu, all-gpu, zero-copy, cpu-centric, auto). Every epoch prints one line: the
- * loss, train and valid accuracy, the epoch time and its breakdown, GPU memory and CPU
- * core-seconds; a progress bar runs on a terminal (plain lines otherwise) and --metrics writes
- * the same as JSON lines. The model with the best valid accuracy is kept; at the end its test
- * accuracy is computed both by sampled inference and exactly, by layer-wise full-neighbour
+ * `graphdirect train`: train the default model of src/nn/model.h (or the MLP baseline, the
+ * same model with the graph removed) on a dataset directory or on a preset generated in memory, in
+ * one of the modes of docs/train.md (cpu, all-gpu, zero-copy, cpu-centric, auto). Every epoch
+ * prints one line: the loss, train and valid accuracy, the epoch time and its breakdown, GPU memory
+ * and CPU core-seconds; a progress bar runs on a terminal (plain lines otherwise) and --metrics
+ * writes the same as JSON lines. The model with the best valid accuracy is kept; at the end its
+ * test accuracy is computed both by sampled inference and exactly, by layer-wise full-neighbour
  * inference over all nodes. --checkpoint saves model, optimizer and epoch after every epoch and
  * --resume goes on from there. Then, unless --mlp or --no-baseline, the MLP baseline is trained
  * with the same settings and both test accuracies are printed side by side, so that what the
@@ -28,8 +28,9 @@
 #include <unistd.h>
 
 static void help(void) {
+    const gd__model_i *model = gd__model_kind_iface(GD__MODEL_DEFAULT);
     printf("usage: graphdirect train [DATASET_DIR] [options]\n\n"
-           "Train GraphSAGE (mean aggregator) with minibatches of sampled neighbourhoods and\n"
+           "Train %s with minibatches of sampled neighbourhoods and\n"
            "Adam; report every epoch's loss, accuracies, time and its breakdown; keep the model\n"
            "with the best valid accuracy and report its test accuracy, by sampled inference\n"
            "and exactly (layer-wise inference over all neighbours). Without DATASET_DIR a\n"
@@ -60,7 +61,7 @@ static void help(void) {
            "  --layers L         layers (default: the number of fanouts; with --layers alone\n"
            "                     the fanouts are 10,5,5,...)\n"
            "  --mlp              the baseline without the graph (and no second baseline)\n"
-           "  --no-baseline      do not train the MLP baseline after GraphSAGE\n"
+           "  --no-baseline      do not train the MLP baseline after %s\n"
            "  --hidden H         hidden width (default 128)\n"
            "  --dropout P        dropout after hidden layers (default 0.5)\n"
            "  --lr X             Adam learning rate (default 0.003)\n"
@@ -75,7 +76,8 @@ static void help(void) {
            "                     model for `graphdirect eval`)\n"
            "  --resume           go on from DIR/checkpoint.gdc (same settings required)\n"
            "  --no-full-test     skip the exact (layer-wise, all neighbours) test accuracy\n"
-           "  -h, --help         this text\n");
+           "  -h, --help         this text\n",
+           model->description, model->title);
 }
 
 static void eval_help(void) {
@@ -211,7 +213,7 @@ static cJSON *run_record(const gd__train_config *cfg, const gd__trainer_info *in
     cJSON *o = cli_metrics_record("run");
     cli_metrics_add_time(o);
     cJSON_AddStringToObject(o, "dataset", gd_dataset_name(ds));
-    cJSON_AddStringToObject(o, "model", cfg->mlp ? "mlp" : "graphsage");
+    cJSON_AddStringToObject(o, "model", cfg->mlp ? "mlp" : gd__model_kind_iface(cfg->model)->label);
     cJSON_AddStringToObject(o, "mode", gd__train_mode_name(info->mode));
     cJSON_AddStringToObject(o, "plan", info->plan);
     cJSON_AddNumberToObject(o, "layers", cfg->num_layers);
@@ -263,7 +265,7 @@ static gd_status full_test(gd__trainer *tr, const gd_dataset_t *ds, int threads,
     io.threads = threads;
     io.features = gd__trainer_registered_features(tr);
     double t0 = cli_now();
-    st = gd__sage_infer(gd__trainer_model(tr), ds, &io, pred, NULL, NULL);
+    st = gd__model_infer(gd__trainer_model(tr), ds, &io, pred, NULL, NULL);
     if (st == GD_OK) st = gd__infer_accuracy(ds, GD_ARRAY_TEST_IDX, pred, acc, count);
     *seconds = cli_now() - t0;
     free(pred);
@@ -295,8 +297,8 @@ static int train_model(const gd_dataset_t *ds, const gd__train_config *cfg_in, i
     gd__trainer_get_info(tr, &info);
     res->mode = info.mode;
     printf("model: %s, %d layers, hidden %lld, fanouts ",
-           cfg.mlp ? "MLP (graph removed)" : "GraphSAGE (mean)", cfg.num_layers,
-           (long long)cfg.hidden_dim);
+           cfg.mlp ? "MLP (graph removed)" : gd__model_kind_iface(cfg.model)->description,
+           cfg.num_layers, (long long)cfg.hidden_dim);
     for (int h = 0; h < cfg.num_layers; h++)
         printf("%s%d", h ? "," : "", cfg.mlp ? 0 : cfg.fanouts[h]);
     printf(", %lld parameters; batch %lld, lr %g, dropout %g, weight decay %g\n",
@@ -319,7 +321,7 @@ static int train_model(const gd_dataset_t *ds, const gd__train_config *cfg_in, i
         rc = CLI_EXIT_FAIL;
         goto done;
     }
-    const size_t pbytes = (size_t)gd__trainer_model(tr)->params.numel * sizeof(float);
+    const size_t pbytes = (size_t)gd__model_num_params(gd__trainer_model(tr)) * sizeof(float);
     best = malloc(pbytes);
     if (!best) {
         rc = cli_fail("keeping the best model", GD_ERR_NO_MEMORY);
@@ -342,8 +344,8 @@ static int train_model(const gd_dataset_t *ds, const gd__train_config *cfg_in, i
             best_valid = isnan(saved.best_valid) ? -1 : saved.best_valid;
             if (best_epoch >= 0 && access(best_path, R_OK) == 0) {
                 gd__checkpoint_meta bm;
-                if ((st = gd__checkpoint_load(best_path, &gd__trainer_model(tr)->params, &bm, best,
-                                              NULL, NULL)) != GD_OK) {
+                if ((st = gd__checkpoint_load(best_path, gd__model_params(gd__trainer_model(tr)),
+                                              &bm, best, NULL, NULL)) != GD_OK) {
                     rc = cli_fail("loading the best model so far", st);
                     goto done;
                 }
@@ -450,7 +452,8 @@ static int train_model(const gd_dataset_t *ds, const gd__train_config *cfg_in, i
     fflush(stdout);
     if (metrics) {
         cJSON *o = cli_metrics_record("test");
-        cJSON_AddStringToObject(o, "model", cfg.mlp ? "mlp" : "graphsage");
+        cJSON_AddStringToObject(o, "model",
+                                cfg.mlp ? "mlp" : gd__model_kind_iface(cfg.model)->label);
         cJSON_AddNumberToObject(o, "best_epoch", (double)best_epoch + 1);
         cJSON_AddItemToObject(o, "test_acc", num_or_null(res->test));
         cJSON_AddStringToObject(o, "method", "sampled");
@@ -652,7 +655,7 @@ int cmd_train(int argc, char **argv) {
     if (ro.checkpoint_dir && ensure_dir(ro.checkpoint_dir)) return CLI_EXIT_FAIL;
     gd_dataset_t *ds = NULL;
     cli_metrics *metrics = NULL;
-    train_result sage = {NAN, NAN, 0, GD__TRAIN_CPU}, mlp = {NAN, NAN, 0, GD__TRAIN_CPU};
+    train_result gnn = {NAN, NAN, 0, GD__TRAIN_CPU}, mlp = {NAN, NAN, 0, GD__TRAIN_CPU};
     gd_status st;
     cli_progress prog; /* also makes Ctrl-C stop training after the current minibatch */
     cli_progress_init(&prog);
@@ -680,18 +683,18 @@ int cmd_train(int argc, char **argv) {
            cli_now() - t0);
     int rc = 0;
     if (ro.metrics_path && cli_metrics_open(ro.metrics_path, &metrics)) rc = CLI_EXIT_FAIL;
-    if (rc == 0) rc = train_model(ds, &cfg, epochs, &ro, metrics, &sage);
+    if (rc == 0) rc = train_model(ds, &cfg, epochs, &ro, metrics, &gnn);
     if (rc == 0 && baseline && !cfg.mlp) {
         gd__train_config mlp_cfg = cfg;
         mlp_cfg.mlp = 1;
         printf("\nbaseline: the same model and settings with the graph removed\n");
         rc = train_model(ds, &mlp_cfg, epochs, &ro, metrics, &mlp);
-        if (rc == 0 && !isnan(sage.test) && !isnan(mlp.test)) {
-            const double g = isnan(sage.test_full) ? sage.test : sage.test_full;
-            printf("\ntest accuracy: GraphSAGE %.4f vs MLP (graph removed) %.4f, the graph adds "
+        if (rc == 0 && !isnan(gnn.test) && !isnan(mlp.test)) {
+            const double g = isnan(gnn.test_full) ? gnn.test : gnn.test_full;
+            printf("\ntest accuracy: %s %.4f vs MLP (graph removed) %.4f, the graph adds "
                    "%+.1f points (%.2f s vs %.2f s per epoch, mode %s)\n",
-                   g, mlp.test, 100.0 * (g - mlp.test), sage.epoch_s, mlp.epoch_s,
-                   gd__train_mode_name(sage.mode));
+                   gd__model_kind_iface(cfg.model)->title, g, mlp.test, 100.0 * (g - mlp.test),
+                   gnn.epoch_s, mlp.epoch_s, gd__train_mode_name(gnn.mode));
         }
     }
     cli_metrics_close(metrics);
@@ -700,6 +703,36 @@ int cmd_train(int argc, char **argv) {
 }
 
 /* ------------------------------------------------------------------ eval */
+
+/*
+ * The model of the file at path (meta: its peeked meta, refreshed) on ctx's backend: the kind it
+ * names, built with capacities of 1 (layer-wise inference runs no minibatch), then its
+ * parameters.
+ */
+static gd_status load_model(const char *path, const gd__nn_ctx *ctx, gd__checkpoint_meta *meta,
+                            gd__model **out) {
+    gd_status st = GD_OK;
+    gd__model *m = NULL;
+    gd__model_kind kind;
+    float *params = NULL;
+    GD_CHECK(gd__model_kind_parse(meta->model, &kind));
+    gd__model_config mc =
+        gd__model_config_make(kind, meta->num_layers, meta->in_dim, meta->hidden_dim,
+                              meta->num_classes, 0.0, GD_DTYPE_FLOAT32);
+    for (int l = 0; l <= mc.num_layers; l++) mc.max_nodes[l] = 1;
+    GD_CHECK(gd__model_create(ctx, &mc, 0, &m));
+    gd__nn_params *mp = gd__model_params(m);
+    params = malloc((size_t)mp->numel * sizeof(float));
+    GD_REQUIRE(params, GD_ERR_NO_MEMORY, "out of memory for %lld parameters", (long long)mp->numel);
+    GD_CHECK(gd__checkpoint_load(path, mp, meta, params, NULL, NULL));
+    GD_CHECK(gd__nn_from_host(ctx, &mp->params, params));
+    *out = m;
+    m = NULL;
+fail:
+    free(params);
+    gd__model_destroy(m);
+    return st;
+}
 
 int cmd_eval(int argc, char **argv) {
     static const struct option long_opts[] = {
@@ -756,10 +789,9 @@ int cmd_eval(int argc, char **argv) {
     gd_status st = gd__checkpoint_peek(model, &meta, &layout, NULL);
     if (st != GD_OK) return cli_fail("reading the model", st);
     gd_dataset_t *ds = NULL;
-    gd__sage *m = NULL;
+    gd__model *m = NULL;
     gd__nn_ctx ctx = gd__nn_cpu_ctx();
     int cuda_ctx = 0, rc = 0;
-    float *params = NULL;
     int32_t *pred = NULL;
     if (preset) {
         gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
@@ -797,33 +829,20 @@ int cmd_eval(int argc, char **argv) {
         goto done;
 #endif
     }
-    gd__sage_config mc = {0};
-    mc.num_layers = meta.num_layers;
-    mc.in_dim = meta.in_dim;
-    mc.hidden_dim = meta.hidden_dim;
-    mc.num_classes = meta.num_classes;
-    mc.dtype = GD_DTYPE_FLOAT32;
-    for (int l = 0; l <= mc.num_layers; l++) mc.max_nodes[l] = 1;
-    if ((st = gd__sage_create(&ctx, &mc, 0, &m)) != GD_OK) {
-        rc = cli_fail("building the model", st);
-        goto done;
-    }
-    params = malloc((size_t)m->params.numel * sizeof(float));
-    pred = malloc((size_t)gd_dataset_num_nodes(ds) * sizeof(int32_t));
-    if (!params || !pred) {
-        rc = cli_fail("eval", GD_ERR_NO_MEMORY);
-        goto done;
-    }
-    if ((st = gd__checkpoint_load(model, &m->params, &meta, params, NULL, NULL)) != GD_OK ||
-        (st = gd__nn_from_host(&ctx, &m->params.params, params)) != GD_OK) {
+    if ((st = load_model(model, &ctx, &meta, &m)) != GD_OK) {
         rc = cli_fail("loading the model", st);
+        goto done;
+    }
+    pred = malloc((size_t)gd_dataset_num_nodes(ds) * sizeof(int32_t));
+    if (!pred) {
+        rc = cli_fail("eval", GD_ERR_NO_MEMORY);
         goto done;
     }
     gd__infer_options io = GD__INFER_OPTIONS_INIT;
     io.threads = (int)threads;
     gd__infer_stats is;
     double t0 = cli_now();
-    if ((st = gd__sage_infer(m, ds, &io, pred, NULL, &is)) != GD_OK) {
+    if ((st = gd__model_infer(m, ds, &io, pred, NULL, &is)) != GD_OK) {
         rc = cli_fail("inference", st);
         goto done;
     }
@@ -846,9 +865,8 @@ int cmd_eval(int argc, char **argv) {
             printf("%s acc %.4f (%lld nodes)\n", names[s], acc, (long long)count);
     }
 done:
-    free(params);
     free(pred);
-    gd__sage_destroy(m);
+    gd__model_destroy(m);
 #ifdef GD_WITH_CUDA
     if (cuda_ctx) gd__nn_cuda_ctx_destroy(&ctx);
 #else

@@ -19,7 +19,7 @@ static const struct {
     {"generate", cmd_generate, "make a synthetic dataset (power-law graph, planted classes)"},
     {"convert", cmd_convert, "turn an edge list, .npy arrays or an OGB raw folder into a dataset"},
     {"info", cmd_info, "show a dataset's sizes, degrees and memory per placement; or the build"},
-    {"train", cmd_train, "train GraphSAGE (or an MLP baseline): cpu, all-gpu, zero-copy, cpu-centric"},
+    {"train", cmd_train, "train a GNN (or an MLP baseline): cpu, all-gpu, zero-copy, cpu-centric"},
     {"eval", cmd_eval, "exact accuracy of a saved model (layer-wise full-neighbour inference)"},
     {"bench", cmd_bench, "measure the data path against its ceiling (gather, sample, epoch, step)"},
     {"plot", cmd_plot, "draw training metrics or benchmark results as a PNG (gnuplot)"},

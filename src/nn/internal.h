@@ -1,10 +1,10 @@
 /*
  * The nn module's internals: a small 2-D tensor type, the op table that a backend fills (the CPU
  * reference in ops_cpu.c always exists; a CUDA one joins it in builds with GD_WITH_CUDA), the
- * checked front-ends every caller goes through (ops.c), the flat parameter / gradient / Adam
- * buffers, and the GraphSAGE model (sage.c). It is the "train" stage of the data path: it takes
- * the blocks of a sampled minibatch and the gathered rows of its input nodes and produces logits,
- * a loss, gradients and an optimizer step.
+ * checked front-ends every caller goes through (ops.c) and the flat parameter / gradient / Adam
+ * buffers, on which the models (model.h) are built. It is the "train" stage of the data path:
+ * it takes the blocks of a sampled minibatch and the gathered rows of its input nodes and
+ * produces logits, a loss, gradients and an optimizer step.
  *
  * Element types: float32 for training, float64 for the finite-difference gradient checks (the CPU
  * backend implements every op for both; a CUDA backend may serve float32 only and refuse the
@@ -301,87 +301,6 @@ gd_status gd__nn_params_init(const gd__nn_ctx *ctx, gd__nn_params *p, uint64_t s
 gd_status gd__nn_params_zero_grad(const gd__nn_ctx *ctx, gd__nn_params *p);
 /* One Adam step with the gradients in p->grads (the step counter advances first). */
 gd_status gd__nn_params_adam(const gd__nn_ctx *ctx, gd__nn_params *p, const gd__nn_adam_options *o);
-
-/* --------------------------------------------------------------- GraphSAGE */
-
-#define GD__SAGE_MAX_LAYERS 8
-
-typedef struct {
-    int num_layers;      /* 1..GD__SAGE_MAX_LAYERS */
-    int64_t in_dim;      /* feature width */
-    int64_t hidden_dim;  /* width of every hidden layer */
-    int64_t num_classes; /* width of the logits */
-    double dropout;      /* p in [0, 1), applied after the ReLU of every layer but the last */
-    gd_dtype dtype;      /* GD_DTYPE_FLOAT32 (training) or GD_DTYPE_FLOAT64 (checks) */
-    /*
-     * Capacity: max_nodes[l] is the most source nodes layer l can have (l = 0 is the input
-     * layer, so max_nodes[0] is the most input nodes), and max_nodes[num_layers] the most
-     * destination nodes of the last layer (the batch size). Every buffer is sized from these.
-     */
-    int64_t max_nodes[GD__SAGE_MAX_LAYERS + 1];
-} gd__sage_config;
-
-/*
- * GraphSAGE with the mean aggregator, the function of PyG's SAGEConv stacked as in its
- * BasicGNN: for layer l with block B_l and input h_l (rows = B_l's source nodes)
- *     z_l = mean_{B_l}(h_l) W_l + h_l[:num_dst] R_l + b_l
- *     h_{l+1} = dropout(relu(z_l))  for l < L - 1;  logits = z_{L-1}.
- */
-typedef struct {
-    gd__sage_config cfg;
-    gd__nn_ctx ctx;
-    int64_t dims[GD__SAGE_MAX_LAYERS + 1]; /* in_dim, hidden..., num_classes */
-    gd__nn_params params;
-    int w_l[GD__SAGE_MAX_LAYERS], w_r[GD__SAGE_MAX_LAYERS], b[GD__SAGE_MAX_LAYERS];
-    /* Saved by the forward pass for the backward pass. */
-    gd__nn_tensor agg[GD__SAGE_MAX_LAYERS]; /* mean_{B_l}(h_l): max_nodes[l+1] x dims[l] */
-    gd__nn_tensor out[GD__SAGE_MAX_LAYERS]; /* z_l, or h_{l+1} after ReLU and dropout */
-    gd__nn_tensor dh[2];                    /* ping-pong gradients of the activations */
-    gd__nn_tensor dagg;                     /* gradient of an aggregate */
-    /* The last forward pass: its blocks' sizes, whether dropout ran and with which key. */
-    int64_t rows[GD__SAGE_MAX_LAYERS + 1];
-    int train;
-    uint64_t dropout_seed;
-    const gd__nn_tensor *input;
-} gd__sage;
-
-gd_status gd__sage_create(const gd__nn_ctx *ctx, const gd__sage_config *cfg, uint64_t init_seed,
-                          gd__sage **out);
-void gd__sage_destroy(gd__sage *m);
-/*
- * Forward over blocks[0..num_layers) (input layer first; the arrays on the model's device) with
- * x the rows of the input nodes (at least blocks[0].num_src rows of in_dim). train = 1 applies
- * dropout keyed by dropout_seed (stream = layer). *logits is set to a view of the model's
- * output: blocks[L-1].num_dst x num_classes, valid until the next forward. x must stay
- * unchanged until backward.
- */
-gd_status gd__sage_forward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *x, int train,
-                           uint64_t dropout_seed, gd__nn_tensor *logits);
-/*
- * Backward of the last forward given dlogits (same shape as the logits): gradients are added
- * to m->params.grads (call gd__nn_params_zero_grad first to overwrite them). dx, if non-NULL,
- * receives the gradient of the input rows (blocks[0].num_src x in_dim, overwritten).
- */
-gd_status gd__sage_backward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *dlogits,
-                            gd__nn_tensor *dx);
-/*
- * One layer l of the model in evaluation mode (no dropout) into caller-provided buffers, for
- * layer-wise inference: agg = mean_blk(x) (blk->num_dst x dims[l]), then
- * out = agg W_l + x[:num_dst] R_l + b_l (blk->num_dst x dims[l+1]), then ReLU in place when
- * relu is set (every layer but the last). The same ops in the same order as gd__sage_forward,
- * so it gives exactly that layer's output. blk's arrays and the buffers live on m's device;
- * the model's saved activations are not touched.
- */
-gd_status gd__sage_layer_forward(gd__sage *m, int l, const gd_block *blk, const gd__nn_tensor *x,
-                                 gd__nn_tensor *agg, gd__nn_tensor *out, int relu);
-/*
- * The dense half of gd__sage_layer_forward for an aggregate computed elsewhere (inference
- * aggregates over the whole graph with its own kernel): out = agg W_l + self R_l + b_l, then
- * ReLU in place when relu is set. agg and self are n x dims[l], out n x dims[l+1] and must
- * not alias them.
- */
-gd_status gd__sage_layer_combine(gd__sage *m, int l, const gd__nn_tensor *agg,
-                                 const gd__nn_tensor *self, gd__nn_tensor *out, int relu);
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,7 @@
  * capacities; forward and backward allocate nothing. The parameters live in one flat buffer
  * (nn/params.c) in the order W_l, W_r, b for each layer.
  */
-#include "nn/internal.h"
+#include "nn/sage.h"
 
 #include <string.h>
 
@@ -284,3 +284,73 @@ gd_status gd__sage_layer_forward(gd__sage *m, int l, const gd_block *blk, const 
 fail:
     return st;
 }
+
+/* ------------------------------------------------------- the model interface */
+
+static void sage_capacity(const gd__model_shape *s, gd__model_config *cfg) {
+    gd__model_node_capacity(s, cfg);
+}
+
+/* Device bytes of a model of cfg: four flat buffers and the activations (an estimate). */
+static int64_t sage_bytes(const gd__model_config *cfg) {
+    int64_t dims[GD__SAGE_MAX_LAYERS + 1], params = 0, act = 0, dh = 0;
+    for (int l = 0; l <= cfg->num_layers; l++)
+        dims[l] = l == 0 ? cfg->in_dim : l == cfg->num_layers ? cfg->num_classes : cfg->hidden_dim;
+    for (int l = 0; l < cfg->num_layers; l++) {
+        params += 2 * dims[l] * dims[l + 1] + dims[l + 1] + 3 * GD__NN_PARAM_ALIGN;
+        act += cfg->max_nodes[l + 1] * (2 * dims[l] + dims[l + 1]);
+        if (l > 0 && cfg->max_nodes[l] * dims[l] > dh) dh = cfg->max_nodes[l] * dims[l];
+    }
+    return 4 * (4 * params + act + 2 * dh);
+}
+
+static gd_status sage_create_i(const gd__nn_ctx *ctx, const gd__model_config *cfg,
+                               uint64_t init_seed, void **context) {
+    gd__sage *m = NULL;
+    gd_status st = gd__sage_create(ctx, cfg, init_seed, &m);
+    *context = m;
+    return st;
+}
+
+static void sage_destroy_i(void *context) {
+    gd__sage_destroy(context);
+}
+
+static gd_status sage_forward_i(void *context, const gd_block *blocks, const gd__nn_tensor *x,
+                                int train, uint64_t dropout_seed, gd__nn_tensor *logits) {
+    return gd__sage_forward(context, blocks, x, train, dropout_seed, logits);
+}
+
+static gd_status sage_backward_i(void *context, const gd_block *blocks,
+                                 const gd__nn_tensor *dlogits, gd__nn_tensor *dx) {
+    return gd__sage_backward(context, blocks, dlogits, dx);
+}
+
+static gd__nn_params *sage_params_i(void *context) {
+    return &((gd__sage *)context)->params;
+}
+
+static void sage_set_backend_i(void *context, const gd__nn_backend *be) {
+    ((gd__sage *)context)->ctx.be = be;
+}
+
+static gd_status sage_combine_i(void *context, int l, const gd__nn_tensor *agg,
+                                const gd__nn_tensor *self, gd__nn_tensor *out, int relu) {
+    return gd__sage_layer_combine(context, l, agg, self, out, relu);
+}
+
+const gd__model_i gd__sage_model = {
+    .name = "sage",
+    .label = "graphsage",
+    .title = "GraphSAGE",
+    .description = "GraphSAGE (mean)",
+    .capacity = sage_capacity,
+    .bytes = sage_bytes,
+    .create = sage_create_i,
+    .destroy = sage_destroy_i,
+    .forward = sage_forward_i,
+    .backward = sage_backward_i,
+    .params = sage_params_i,
+    .set_backend = sage_set_backend_i,
+    .layer_combine = sage_combine_i,
+};

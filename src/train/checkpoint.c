@@ -87,6 +87,7 @@ static int supported_dtype(gd_dtype d) {
 void gd__checkpoint_meta_init(gd__checkpoint_meta *meta) {
     if (!meta) return;
     memset(meta, 0, sizeof *meta);
+    snprintf(meta->model, sizeof meta->model, "%s", gd__model_kind_name(GD__MODEL_DEFAULT));
     meta->best_valid = NAN;
     meta->best_epoch = -1;
 }
@@ -188,6 +189,11 @@ static gd_status check_finite(const gd__nn_params *l, const void *params, const 
 /* The meta a caller asks to save: every field in the range the header can hold. */
 static gd_status check_meta(const gd__checkpoint_meta *m, const char *who) {
     gd_status st = GD_OK;
+    gd__model_kind kind;
+    GD_REQUIRE(memchr(m->model, '\0', sizeof m->model) != NULL, GD_ERR_INVALID_ARG,
+               "%s: the model kind is not terminated within its %zu bytes", who, sizeof m->model);
+    if ((st = gd__model_kind_parse(m->model, &kind)) != GD_OK)
+        return gd__error_context(st, "%s", who);
     GD_REQUIRE(m->num_layers >= 1 && m->num_layers <= GD_SAMPLER_MAX_LAYERS, GD_ERR_INVALID_ARG,
                "%s: num_layers %d (1 to %d)", who, m->num_layers, GD_SAMPLER_MAX_LAYERS);
     GD_REQUIRE(m->in_dim >= 1 && m->in_dim <= MAX_COUNT && m->hidden_dim >= 1 &&
@@ -240,6 +246,7 @@ static char *header_json(const gd__checkpoint_meta *m, const gd__nn_params *l, i
     cJSON *root = cJSON_CreateObject();
     int ok = root != NULL;
     ok = ok && cJSON_AddStringToObject(root, "format", GD__CHECKPOINT_FORMAT);
+    ok = ok && cJSON_AddStringToObject(root, "model", m->model);
     ok = ok && add_int(root, "num_layers", m->num_layers);
     ok = ok && add_int(root, "in_dim", m->in_dim);
     ok = ok && add_int(root, "hidden_dim", m->hidden_dim);
@@ -432,6 +439,21 @@ static gd_status get_string(const char *path, const cJSON *obj, const char *key,
     return GD_OK;
 }
 
+/* The model kind: absent in files written before the field existed, all of the default kind. */
+static gd_status get_model(const char *path, const cJSON *root, char *dst, size_t cap) {
+    gd__model_kind kind = GD__MODEL_DEFAULT;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (v && (!cJSON_IsString(v) || !v->valuestring))
+        return malformed(path, "'model' is not a string");
+    if (v && gd__model_kind_parse(v->valuestring, &kind) != GD_OK)
+        return gd__error_context(GD_ERR_UNSUPPORTED,
+                                 "checkpoint '%s' holds a model this build "
+                                 "cannot load (use the build that wrote it)",
+                                 path);
+    snprintf(dst, cap, "%s", gd__model_kind_name(kind));
+    return GD_OK;
+}
+
 /* Fill cf->meta, cf->layout and cf->has_state from the header's JSON object. */
 static gd_status parse_header(const char *path, const cJSON *root, ckpt_file *cf) {
     gd_status st = GD_OK;
@@ -443,6 +465,7 @@ static gd_status parse_header(const char *path, const cJSON *root, ckpt_file *cf
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
     if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, GD__CHECKPOINT_FORMAT) != 0)
         return malformed(path, "'format' is not \"" GD__CHECKPOINT_FORMAT "\"");
+    GD_CHECK(get_model(path, root, m->model, sizeof m->model));
     GD_CHECK(get_int(path, root, "num_layers", 1, GD_SAMPLER_MAX_LAYERS, &v));
     m->num_layers = (int)v;
     GD_CHECK(get_int(path, root, "in_dim", 1, MAX_COUNT, &m->in_dim));
@@ -772,9 +795,17 @@ gd_status gd__checkpoint_check_resume(const char *path, const gd__checkpoint_met
     if (!memchr(saved->dataset, '\0', sizeof saved->dataset) ||
         !memchr(run->dataset, '\0', sizeof run->dataset) ||
         !memchr(saved->config, '\0', sizeof saved->config) ||
-        !memchr(run->config, '\0', sizeof run->config))
-        return gd__error(GD_ERR_INVALID_ARG, "gd__checkpoint_check_resume: a dataset or config "
-                                             "text is not terminated within its buffer");
+        !memchr(run->config, '\0', sizeof run->config) ||
+        !memchr(saved->model, '\0', sizeof saved->model) ||
+        !memchr(run->model, '\0', sizeof run->model))
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "gd__checkpoint_check_resume: a model, dataset or config "
+                         "text is not terminated within its buffer");
+    if (strncmp(saved->model, run->model, sizeof saved->model) != 0)
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "cannot resume from checkpoint '%s': it holds a '%.31s' model, this run "
+                         "trains a '%.31s' model" RESUME_ADVICE,
+                         path, saved->model, run->model);
     const struct {
         const char *name;
         long long a, b;

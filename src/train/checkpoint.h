@@ -19,7 +19,7 @@
 #ifndef GD_TRAIN_CHECKPOINT_H
 #define GD_TRAIN_CHECKPOINT_H
 
-#include "nn/internal.h"
+#include "nn/model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,7 +32,12 @@ extern "C" {
 #define GD__CHECKPOINT_MAX_HEADER (1 << 20)
 
 typedef struct {
-    int num_layers; /* the model: GraphSAGE shape, 1..GD_SAMPLER_MAX_LAYERS layers */
+    /*
+     * The model's kind, its gd__model_kind_name. A file written before the field
+     * existed reads as GD__MODEL_DEFAULT; a kind this build does not know is refused.
+     */
+    char model[32];
+    int num_layers; /* the model's shape: 1..GD_SAMPLER_MAX_LAYERS layers */
     int64_t in_dim, hidden_dim, num_classes;
     int fanouts[GD_SAMPLER_MAX_LAYERS]; /* training fanouts, hop order (-1: all neighbours) */
     uint64_t seed;                      /* the run's seed (parameters, shuffle, draws, dropout) */
@@ -44,7 +49,7 @@ typedef struct {
     char config[1024];   /* the rest of the config as text, compared on resume */
 } gd__checkpoint_meta;
 
-/* Empty meta: everything zero, no best validation accuracy (NaN, epoch -1). */
+/* Empty meta: the default model kind, no best validation accuracy (NaN, epoch -1), else zero. */
 void gd__checkpoint_meta_init(gd__checkpoint_meta *meta);
 
 /*
@@ -82,9 +87,9 @@ gd_status gd__checkpoint_load(const char *path, const gd__nn_params *layout,
 
 /*
  * Resuming: check that the checkpoint's meta (saved, read from path) fits this run's (run):
- * the model's shape, the fanouts, the seed, the dataset and the config text must be equal. A
- * difference fails with GD_ERR_INVALID_ARG naming the field and both values (for the config,
- * the first differing item), and saying to use the same settings or start without --resume.
+ * the model's kind and shape, the fanouts, the seed, the dataset and the config text must be equal.
+ * A difference fails with GD_ERR_INVALID_ARG naming the field and both values (for the config, the
+ * first differing item), and saying to use the same settings or start without --resume.
  */
 gd_status gd__checkpoint_check_resume(const char *path, const gd__checkpoint_meta *saved,
                                       const gd__checkpoint_meta *run);

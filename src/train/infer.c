@@ -1,13 +1,14 @@
 /*
- * Layer-wise full-neighbour inference (infer.h): exact predictions of a GraphSAGE model for
- * every node of a dataset, on the model's backend.
+ * Layer-wise full-neighbour inference (infer.h): exact predictions of a model whose layers
+ * combine a mean aggregate with the self row (model.h) for every node of a dataset, on the
+ * model's backend.
  *
  * The activations of a layer form a table of num_nodes rows: h_0 is the dataset's features,
  * h_1, h_2, ... two hidden tables used in turn (layer l reads one and writes the other), and
  * the last layer's logits are never stored whole: each chunk's logits become predictions at
  * once. For each layer the nodes are walked in chunks cut by rows (self + neighbour rows, see
  * next_chunk); for a chunk [lo, hi) the aggregation reads the in-neighbours' rows of h_l by
- * global id straight from the table, the self rows are h_l[lo:hi), and gd__sage_layer_combine
+ * global id straight from the table, the self rows are h_l[lo:hi), and gd__model_layer_combine
  * writes h_{l+1}[lo:hi).
  *
  * On the CPU every table is host memory and the self rows and the output are views into the
@@ -49,7 +50,9 @@ typedef struct {
 } act_table;
 
 typedef struct {
-    gd__sage *m;
+    gd__model *m;
+    int64_t dims[GD__MODEL_MAX_LAYERS + 1]; /* the model's layer widths (gd__model_dim) */
+    int64_t hidden;                         /* the width of its hidden tables */
     const gd__nn_ctx *ctx;
     int gpu;
     int threads;
@@ -203,7 +206,6 @@ static void state_release(infer_state *s) {
 static gd_status load_dataset(infer_state *s, const gd_dataset_t *ds, const float **features) {
     gd_status st = GD_OK;
     gd_array_view ip, ix, fv;
-    const gd__sage *m = s->m;
     s->n = gd_dataset_num_nodes(ds);
     GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDPTR, &ip));
     GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDICES, &ix));
@@ -221,11 +223,11 @@ static gd_status load_dataset(infer_state *s, const gd_dataset_t *ds, const floa
                "inference: dataset '%s' has %s features; inference reads float32 features "
                "(regenerate or convert with float32)",
                gd_dataset_name(ds), gd_dtype_name(fv.dtype));
-    GD_REQUIRE(fv.ndim == 2 && fv.shape[0] == s->n && fv.shape[1] == m->dims[0], GD_ERR_INVALID_ARG,
+    GD_REQUIRE(fv.ndim == 2 && fv.shape[0] == s->n && fv.shape[1] == s->dims[0], GD_ERR_INVALID_ARG,
                "inference: dataset '%s' has %lld x %lld features but the model reads %lld "
                "features of %lld nodes",
                gd_dataset_name(ds), (long long)fv.shape[0], (long long)fv.shape[1],
-               (long long)m->dims[0], (long long)s->n);
+               (long long)s->dims[0], (long long)s->n);
     s->num_edges = ix.shape[0];
     s->indptr = ip.data;
     s->indices = ix.data;
@@ -243,11 +245,11 @@ fail:
 }
 
 /* Widest input and output of any layer. */
-static void widths(const gd__sage *m, int64_t *in_max, int64_t *out_max) {
+static void widths(const infer_state *s, int64_t *in_max, int64_t *out_max) {
     *in_max = *out_max = 1;
-    for (int l = 0; l < m->cfg.num_layers; l++) {
-        *in_max = max64(*in_max, m->dims[l]);
-        *out_max = max64(*out_max, m->dims[l + 1]);
+    for (int l = 0; l < s->num_layers; l++) {
+        *in_max = max64(*in_max, s->dims[l]);
+        *out_max = max64(*out_max, s->dims[l + 1]);
     }
 }
 
@@ -262,19 +264,19 @@ static int out_table(const infer_state *s, int l) {
 static gd_status setup_cpu(infer_state *s, const float *features, const gd__infer_options *o) {
     gd_status st = GD_OK;
     int64_t in_max, out_max;
-    widths(s->m, &in_max, &out_max);
+    widths(s, &in_max, &out_max);
     s->cap = o->max_chunk_rows > 0 ? o->max_chunk_rows : INFER_CPU_CHUNK_ROWS;
     plan(s);
-    s->tab[0].cols = s->m->dims[0];
+    s->tab[0].cols = s->dims[0];
     s->tab[0].host = s->tab[0].dev = (float *)features;
     for (int i = 1; i <= min64(s->num_layers - 1, 2); i++) {
         act_table *t = &s->tab[i];
-        t->cols = s->m->cfg.hidden_dim;
+        t->cols = s->hidden;
         GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, s->n, t->cols, &t->owned));
         t->host = t->dev = t->owned.data;
     }
     GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * in_max, &s->agg));
-    s->out_cols = s->m->dims[s->num_layers];
+    s->out_cols = s->dims[s->num_layers];
     GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * s->out_cols, &s->out));
 fail:
     return st;
@@ -330,11 +332,10 @@ fail:
  */
 static gd_status setup_gpu(infer_state *s, const float *features, const gd__infer_options *o) {
     gd_status st = GD_OK;
-    const gd__sage *m = s->m;
     const int L = s->num_layers;
     const int hidden_tables = (int)min64(L - 1, 2);
     int64_t in_max, out_max, budget = o->memory_budget;
-    widths(m, &in_max, &out_max);
+    widths(s, &in_max, &out_max);
     if (budget <= 0) {
         gd_device_info info;
         GD_CHECK(gd_device_info_get(s->ctx->device, &info));
@@ -352,18 +353,18 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
                "bytes); raise the budget%s",
                (long long)budget, (long long)reserve_rows, (long long)used,
                o->max_chunk_rows > 0 ? " or lower max_chunk_rows" : "");
-    const int64_t hidden_bytes = s->n * m->cfg.hidden_dim * (int64_t)sizeof(float);
-    const int64_t feature_bytes = s->n * m->dims[0] * (int64_t)sizeof(float);
+    const int64_t hidden_bytes = s->n * s->hidden * (int64_t)sizeof(float);
+    const int64_t feature_bytes = s->n * s->dims[0] * (int64_t)sizeof(float);
     for (int i = 1; i <= hidden_tables; i++) {
         if (used + hidden_bytes <= budget) {
-            GD_CHECK(table_on_device(s, &s->tab[i], m->cfg.hidden_dim, NULL));
+            GD_CHECK(table_on_device(s, &s->tab[i], s->hidden, NULL));
             used += hidden_bytes;
         } else {
-            GD_CHECK(table_on_host(s, &s->tab[i], m->cfg.hidden_dim, NULL, NULL));
+            GD_CHECK(table_on_host(s, &s->tab[i], s->hidden, NULL, NULL));
         }
     }
     if (used + feature_bytes <= budget) {
-        GD_CHECK(table_on_device(s, &s->tab[0], m->dims[0], features));
+        GD_CHECK(table_on_device(s, &s->tab[0], s->dims[0], features));
         used += feature_bytes;
     } else {
         gd_host_tensor_t *given = o->features;
@@ -371,13 +372,13 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
             GD_REQUIRE(gd_host_tensor_is_registered(given) && given->reg_device == s->ctx->device &&
                            gd_host_tensor_dtype(given) == GD_DTYPE_FLOAT32 &&
                            gd_host_tensor_rows(given) == s->n &&
-                           gd_host_tensor_cols(given) == m->dims[0],
+                           gd_host_tensor_cols(given) == s->dims[0],
                        GD_ERR_INVALID_ARG,
                        "inference: the given feature tensor must hold the dataset's %lld x %lld "
                        "float32 features and be registered with GPU %d (the model's)",
-                       (long long)s->n, (long long)m->dims[0], s->ctx->device);
+                       (long long)s->n, (long long)s->dims[0], s->ctx->device);
         }
-        GD_CHECK(table_on_host(s, &s->tab[0], m->dims[0], features, given));
+        GD_CHECK(table_on_host(s, &s->tab[0], s->dims[0], features, given));
     }
     s->cap = o->max_chunk_rows > 0
                  ? o->max_chunk_rows
@@ -388,9 +389,9 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
     /* The chunk buffers, each as wide as the widest layer that needs it. */
     s->self_cols = s->out_cols = 0;
     for (int l = 0; l < L; l++) {
-        if (!s->tab[in_table(l)].on_device) s->self_cols = max64(s->self_cols, m->dims[l]);
+        if (!s->tab[in_table(l)].on_device) s->self_cols = max64(s->self_cols, s->dims[l]);
         const int ot = out_table(s, l);
-        if (ot < 0 || !s->tab[ot].on_device) s->out_cols = max64(s->out_cols, m->dims[l + 1]);
+        if (ot < 0 || !s->tab[ot].on_device) s->out_cols = max64(s->out_cols, s->dims[l + 1]);
     }
     GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * in_max, &s->agg));
     GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * s->self_cols, &s->self));
@@ -403,9 +404,9 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
     GD_CHECK(gd__cuda_pinned_alloc(&s->stage_host, stage_bytes, "the inference's graph staging",
                                    "lower max_chunk_rows"));
     GD_CHECK(gd__cuda_pinned_alloc((void **)&s->logits_host,
-                                   (size_t)(s->max_dst * m->dims[L]) * sizeof(float),
+                                   (size_t)(s->max_dst * s->dims[L]) * sizeof(float),
                                    "the inference's logits staging", "lower max_chunk_rows"));
-    GD_CHECK(gd__cuda_event_create(m->ctx.device, 0, &s->event));
+    GD_CHECK(gd__cuda_event_create(s->ctx->device, 0, &s->event));
 fail:
     return st;
 }
@@ -445,7 +446,7 @@ static gd_status run_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int32_
     const act_table *in = &s->tab[in_table(l)];
     const int ot = out_table(s, l);
     const act_table *out_tab = ot >= 0 ? &s->tab[ot] : NULL;
-    const int64_t nd = hi - lo, din = in->cols, dout = s->m->dims[l + 1];
+    const int64_t nd = hi - lo, din = in->cols, dout = s->dims[l + 1];
     const int64_t e0 = s->indptr[lo], e1 = s->indptr[hi];
     int64_t window, pieces;
     windows(s, lo, hi, &window, &pieces);
@@ -480,7 +481,7 @@ static gd_status run_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int32_
     const int direct = out_tab && (!s->gpu || out_tab->on_device);
     out = gd__nn_view(direct ? out_tab->dev + lo * dout : (float *)s->out.data, GD_DTYPE_FLOAT32,
                       ctx->device, nd, dout);
-    GD_CHECK(gd__sage_layer_combine(s->m, l, &agg, &self, &out, l < L - 1));
+    GD_CHECK(gd__model_layer_combine(s->m, l, &agg, &self, &out, l < L - 1));
 
     if (out_tab && !direct) {
 #ifdef GD_WITH_CUDA
@@ -505,8 +506,8 @@ fail:
     return st;
 }
 
-gd_status gd__sage_infer(gd__sage *m, const gd_dataset_t *ds, const gd__infer_options *o,
-                         int32_t *pred, float *logits, gd__infer_stats *stats) {
+gd_status gd__model_infer(gd__model *m, const gd_dataset_t *ds, const gd__infer_options *o,
+                          int32_t *pred, float *logits, gd__infer_stats *stats) {
     gd_status st = GD_OK;
     const double start = gd__now();
     infer_state s;
@@ -526,13 +527,20 @@ gd_status gd__sage_infer(gd__sage *m, const gd_dataset_t *ds, const gd__infer_op
     GD_REQUIRE(opts.memory_budget >= 0 && opts.threads >= 0, GD_ERR_INVALID_ARG,
                "inference: memory budget %lld and threads %d must not be negative",
                (long long)opts.memory_budget, opts.threads);
-    GD_REQUIRE(m->cfg.dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,
+    const gd__model_config *mc = gd__model_get_config(m);
+    GD_REQUIRE(mc->dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,
                "inference: the model is %s; inference runs float32 models",
-               gd_dtype_name(m->cfg.dtype));
+               gd_dtype_name(mc->dtype));
+    GD_REQUIRE(gd__model_has_layer_combine(m), GD_ERR_UNSUPPORTED,
+               "inference: a %s model has no layer-wise form (a mean aggregate and the self row); "
+               "evaluate it by sampled inference",
+               gd__model_iface(m)->title);
     s.m = m;
-    s.ctx = &m->ctx;
-    s.gpu = m->ctx.device != GD__NN_HOST;
-    s.num_layers = m->cfg.num_layers;
+    s.ctx = gd__model_ctx(m);
+    s.gpu = s.ctx->device != GD__NN_HOST;
+    s.num_layers = mc->num_layers;
+    s.hidden = mc->hidden_dim;
+    for (int l = 0; l <= s.num_layers; l++) s.dims[l] = gd__model_dim(m, l);
     s.threads = opts.threads > 0 ? opts.threads : gd__num_threads();
     GD_CHECK(load_dataset(&s, ds, &features));
     if (stats) memset(stats, 0, sizeof *stats);
@@ -585,7 +593,7 @@ gd_status gd__sage_infer(gd__sage *m, const gd_dataset_t *ds, const gd__infer_op
 fail:
     state_release(&s);
 #ifdef GD_WITH_CUDA
-    if (entered) gd__cuda_leave_device(m->ctx.device, prev_device);
+    if (entered) gd__cuda_leave_device(s.ctx->device, prev_device);
 #endif
     if (st == GD_OK && stats) stats->seconds = gd__now() - start;
     return st;

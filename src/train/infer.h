@@ -9,7 +9,7 @@
  *
  * The aggregation reads each neighbour row of h_l where it lives (GPU memory, or pinned host
  * memory read zero-copy by the GPU; host memory on the CPU backend) by global id, so neighbour
- * rows are never copied into a buffer; the dense half of each layer is gd__sage_layer_combine
+ * rows are never copied into a buffer; the dense half of each layer is gd__model_layer_combine
  * over the chunk. Chunks are cut by rows: a chunk of destination nodes [lo, hi) counts hi - lo
  * self rows plus indptr[hi] - indptr[lo] neighbour rows and holds at most max_chunk_rows of
  * them, so a hub never overflows a chunk's buffers; a node whose in-degree alone exceeds the
@@ -21,7 +21,7 @@
 #define GD_TRAIN_INFER_H
 
 #include "core/internal.h"
-#include "nn/internal.h"
+#include "nn/model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -69,14 +69,15 @@ typedef struct {
 
 /*
  * Predictions (the first maximal logit of each node, int32) for every node of ds (pred:
- * num_nodes entries, host memory), computed with the model m on m->ctx's device (CPU or CUDA,
- * float32). ds needs float32 features of the model's input width and the CSC (indptr int64,
- * indices int32 or int64: in-neighbours); the graph is validated first. logits, if non-NULL,
- * receives the last layer's output (num_nodes x classes float32, host memory). stats is
- * optional. o NULL: defaults.
+ * num_nodes entries, host memory), computed with the model m on its context's device (CPU or
+ * CUDA, float32); m's kind must have a layer-wise form (gd__model_has_layer_combine), else
+ * GD_ERR_UNSUPPORTED. ds needs float32 features of the model's input width and the CSC (indptr
+ * int64, indices int32 or int64: in-neighbours); the graph is validated first. logits, if
+ * non-NULL, receives the last layer's output (num_nodes x classes float32, host memory). stats
+ * is optional. o NULL: defaults.
  */
-gd_status gd__sage_infer(gd__sage *m, const gd_dataset_t *ds, const gd__infer_options *o,
-                         int32_t *pred, float *logits, gd__infer_stats *stats);
+gd_status gd__model_infer(gd__model *m, const gd_dataset_t *ds, const gd__infer_options *o,
+                          int32_t *pred, float *logits, gd__infer_stats *stats);
 
 /*
  * Accuracy of pred (num_nodes entries) on a split (GD_ARRAY_TRAIN_IDX, GD_ARRAY_VALID_IDX or

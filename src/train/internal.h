@@ -21,7 +21,7 @@
 #define GD_TRAIN_INTERNAL_H
 
 #include "core/internal.h"
-#include "nn/internal.h"
+#include "nn/model.h"
 #include "train/checkpoint.h"
 
 #ifdef __cplusplus
@@ -53,6 +53,7 @@ gd_status gd__train_mode_parse(const char *name, gd__train_mode *out);
 typedef int (*gd__train_progress_fn)(void *user, int64_t done, int64_t total, double loss);
 
 typedef struct {
+    gd__model_kind model;               /* the kind of model (0: GD__MODEL_DEFAULT) */
     int num_layers;                     /* 1..GD_SAMPLER_MAX_LAYERS */
     int fanouts[GD_SAMPLER_MAX_LAYERS]; /* from the seeds outward, as gd_sampler_create */
     /*
@@ -121,9 +122,9 @@ typedef struct {
 typedef struct gd__trainer gd__trainer;
 
 /*
- * A trainer of GraphSAGE (or the MLP baseline) on ds in cpu mode. ds needs float32 features,
- * labels, a non-empty train_idx; valid_idx and test_idx are optional. ds must outlive the
- * trainer. The parameters are initialised from cfg->seed.
+ * A trainer of a model of kind cfg->model (or the MLP baseline) on ds in cfg->mode. ds needs
+ * float32 features, labels, a non-empty train_idx; valid_idx and test_idx are optional. ds
+ * must outlive the trainer. The parameters are initialised from cfg->seed.
  */
 gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg,
                              gd__trainer **out);
@@ -149,7 +150,7 @@ gd_status gd__trainer_evaluate(gd__trainer *t, gd_array_id split, double *accura
  * The model (its parameters, gradients and Adam state on the trainer's nn backend), for
  * checkpoints and evaluation; and that backend's context.
  */
-gd__sage *gd__trainer_model(gd__trainer *t);
+gd__model *gd__trainer_model(gd__trainer *t);
 const gd__nn_ctx *gd__trainer_nn_ctx(const gd__trainer *t);
 /*
  * Copy the parameters (params.numel float32) and, when state is non-NULL, Adam's state

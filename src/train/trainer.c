@@ -1,5 +1,5 @@
 /*
- * The trainer: the data path (datapath.h) plus GraphSAGE (or the MLP baseline) as the last stage
+ * The trainer: the data path (datapath.h) plus a model (nn/model.h; or the MLP baseline) as the last stage
  * of the pipeline (pipeline.h), in the modes of src/train/internal.h. Creation builds the data
  * path for the mode, the nn backend, the model and the per-pass logs; an epoch then allocates
  * nothing.
@@ -53,7 +53,7 @@ struct gd__trainer {
     gd__datapath *d;
     gd__pipe *pipe;
     gd__nn_ctx ctx;
-    gd__sage *model;
+    gd__model *model;
     gd__nn_adam_options adam;
     gd__nn_tensor loss;    /* 1 x 1 */
     int64_t *d_correct;    /* nn backend memory: one count */
@@ -87,7 +87,7 @@ void gd__trainer_destroy(gd__trainer *t) {
     if (!t) return;
     gd__pipe_destroy(t->pipe);
     if (t->ctx.be) (void)t->ctx.be->synchronize(&t->ctx);
-    gd__sage_destroy(t->model);
+    gd__model_destroy(t->model);
     /* The data path's buffers live on the nn backend: they go before it. */
     gd__datapath_destroy(t->d);
     if (t->ctx.be) {
@@ -115,7 +115,7 @@ static gd_status check_config(const gd_dataset_t *ds, const gd__train_config *c)
     gd_status st = GD_OK;
     GD_REQUIRE(ds && c, GD_ERR_INVALID_ARG, "gd__trainer_create: NULL dataset or config");
     GD_REQUIRE(c->num_layers >= 1 && c->num_layers <= GD_SAMPLER_MAX_LAYERS &&
-                   c->num_layers <= GD__SAGE_MAX_LAYERS,
+                   c->num_layers <= GD__MODEL_MAX_LAYERS,
                GD_ERR_INVALID_ARG, "trainer: %d layers; use 1 to %d", c->num_layers,
                GD_SAMPLER_MAX_LAYERS);
     for (int h = 0; h < c->num_layers; h++)
@@ -134,6 +134,8 @@ static gd_status check_config(const gd_dataset_t *ds, const gd__train_config *c)
                "trainer: weight decay %g; use a number >= 0", c->weight_decay);
     GD_REQUIRE((int)c->mode >= 0 && c->mode < GD__TRAIN_MODE_COUNT, GD_ERR_INVALID_ARG,
                "trainer: mode %d is not a mode", (int)c->mode);
+    GD_REQUIRE(gd__model_kind_iface(c->model), GD_ERR_INVALID_ARG,
+               "trainer: model kind %d is not a model kind", (int)c->model);
     GD_REQUIRE(c->depth >= 2 && c->depth <= GD__PIPE_MAX_DEPTH, GD_ERR_INVALID_ARG,
                "trainer: a ring of %d buffer sets; use 2 to %d", c->depth, GD__PIPE_MAX_DEPTH);
     GD_REQUIRE(c->gpu_cache_bytes >= -1 && c->graph_cache_bytes >= -1 && c->gpu_mem_budget >= 0 &&
@@ -153,54 +155,28 @@ static void sampler_fanouts(const gd__train_config *c, int *fanouts) {
     for (int h = 0; h < c->num_layers; h++) fanouts[h] = c->mlp ? 0 : c->fanouts[h];
 }
 
-/*
- * The model's per-layer capacities: a hop of d destination nodes and fanout k has at most
- * d (1 + k) source nodes (k capped by the largest in-degree), and at most all the nodes; the
- * input layer by the sampler's own bound.
- */
+/* The model's config: its shape from the trainer's, its capacities for the sampler's blocks. */
 static void model_config(const gd__trainer *t, int64_t max_degree, int64_t max_input,
-                         gd__sage_config *mc) {
-    const int L = t->cfg.num_layers;
+                         gd__model_config *mc) {
     int fanouts[GD_SAMPLER_MAX_LAYERS];
     sampler_fanouts(&t->cfg, fanouts);
-    memset(mc, 0, sizeof *mc);
-    mc->num_layers = L;
-    mc->in_dim = t->in_dim;
-    mc->hidden_dim = t->cfg.hidden_dim;
-    mc->num_classes = t->num_classes;
-    mc->dropout = t->cfg.dropout;
-    mc->dtype = GD_DTYPE_FLOAT32;
-    int64_t nodes = t->batch;
-    mc->max_nodes[L] = nodes;
-    for (int h = 0; h < L; h++) {
-        int64_t k = fanouts[h] < 0 ? max_degree : min64(fanouts[h], max_degree), next;
-        if (gd__mul_overflow_i64(nodes, k + 1, &next)) next = INT64_MAX;
-        nodes = min64(next, t->num_nodes);
-        mc->max_nodes[L - 1 - h] = nodes;
-    }
-    mc->max_nodes[0] = min64(mc->max_nodes[0], max_input);
+    *mc = gd__model_config_make(t->cfg.model, t->cfg.num_layers, t->in_dim, t->cfg.hidden_dim,
+                                t->num_classes, t->cfg.dropout, GD_DTYPE_FLOAT32);
+    const gd__model_shape shape = {.num_layers = t->cfg.num_layers,
+                                   .fanouts = fanouts,
+                                   .batch = t->batch,
+                                   .max_degree = max_degree,
+                                   .num_nodes = t->num_nodes,
+                                   .max_input_nodes = max_input};
+    gd__model_capacity(&shape, mc);
 }
-
-/* GPU bytes of a model of config mc: four flat buffers and the activations (an estimate). */
-static int64_t model_bytes(const gd__sage_config *mc) {
-    int64_t dims[GD__SAGE_MAX_LAYERS + 1], params = 0, act = 0, dh = 0;
-    for (int l = 0; l <= mc->num_layers; l++)
-        dims[l] = l == 0 ? mc->in_dim : l == mc->num_layers ? mc->num_classes : mc->hidden_dim;
-    for (int l = 0; l < mc->num_layers; l++) {
-        params += 2 * dims[l] * dims[l + 1] + dims[l + 1] + 3 * GD__NN_PARAM_ALIGN;
-        act += mc->max_nodes[l + 1] * (2 * dims[l] + dims[l + 1]);
-        if (l > 0) dh = max64(dh, mc->max_nodes[l] * dims[l]);
-    }
-    return 4 * (4 * params + act + 2 * dh);
-}
-
 
 /* The model's GPU bytes for the plan (the data path asks once it knows the worst case). */
 static int64_t plan_model_bytes(void *user, int64_t max_degree, int64_t max_input) {
     const gd__trainer *t = user;
-    gd__sage_config mc;
+    gd__model_config mc;
     model_config(t, max_degree, max_input, &mc);
-    return model_bytes(&mc);
+    return gd__model_bytes(&mc);
 }
 
 /* The nn backend for the resolved mode: CUDA on the context's GPU, or the CPU. */
@@ -306,9 +282,9 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
                gd_dataset_name(ds));
 
     /* The model. */
-    gd__sage_config mc;
+    gd__model_config mc;
     model_config(t, d->max_degree, d->sinfo.max_input_nodes, &mc);
-    GD_CHECK(gd__sage_create(&t->ctx, &mc, cfg->seed, &t->model));
+    GD_CHECK(gd__model_create(&t->ctx, &mc, cfg->seed, &t->model));
     t->adam = (gd__nn_adam_options)GD__NN_ADAM_OPTIONS_INIT;
     t->adam.lr = cfg->lr;
     t->adam.weight_decay = cfg->weight_decay;
@@ -337,7 +313,7 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
             "minibatch, %lld parameters",
             d->plan.text, cfg->num_layers, (long long)d->batch,
             (long long)d->sinfo.max_input_nodes, (long long)d->sinfo.max_edges,
-            (long long)t->model->params.numel);
+            (long long)gd__model_num_params(t->model));
     *out = t;
     return GD_OK;
 fail:
@@ -354,7 +330,7 @@ void gd__trainer_get_info(const gd__trainer *t, gd__trainer_info *info) {
     info->max_input_nodes = d->sinfo.max_input_nodes;
     info->max_edges = d->sinfo.max_edges;
     info->feature_bytes = (int64_t)(gd__nn_numel(&d->sets[0].x) * (int64_t)sizeof(float));
-    info->num_params = t->model->params.numel;
+    info->num_params = gd__model_num_params(t->model);
     info->train_nodes = d->split_n[0];
     info->valid_nodes = d->split_n[1];
     info->test_nodes = d->split_n[2];
@@ -364,7 +340,7 @@ void gd__trainer_get_info(const gd__trainer *t, gd__trainer_info *info) {
     info->graph_cache_bytes = d->graph_cache_bytes;
 }
 
-gd__sage *gd__trainer_model(gd__trainer *t) {
+gd__model *gd__trainer_model(gd__trainer *t) {
     return t->model;
 }
 
@@ -393,14 +369,15 @@ static gd_status train_stage(void *user, gd__pass *p, int64_t b, int set, void *
     gd_block *blocks = s->blocks;
     (void)stream; /* the nn backend's own stream: the pipeline gave it */
     GD_CHECK(
-        gd__sage_forward(t->model, blocks, &x, p->train, dropout_seed(t, p->epoch, b), &logits));
+        gd__model_forward(t->model, blocks, &x, p->train, dropout_seed(t, p->epoch, b), &logits));
     GD_CHECK(gd__nn_accuracy(&t->ctx, &logits, s->labels, t->d_correct));
     if (p->train) {
         gd__nn_tensor dl = gd__nn_rows(&t->dlogits, s->seeds);
         GD_CHECK(gd__nn_softmax_xent(&t->ctx, &logits, s->labels, 1.0, &t->loss, &dl));
-        GD_CHECK(gd__nn_params_zero_grad(&t->ctx, &t->model->params));
-        GD_CHECK(gd__sage_backward(t->model, blocks, &dl, NULL));
-        GD_CHECK(gd__nn_params_adam(&t->ctx, &t->model->params, &t->adam));
+        gd__nn_params *params = gd__model_params(t->model);
+        GD_CHECK(gd__nn_params_zero_grad(&t->ctx, params));
+        GD_CHECK(gd__model_backward(t->model, blocks, &dl, NULL));
+        GD_CHECK(gd__nn_params_adam(&t->ctx, params, &t->adam));
     }
 #ifdef GD_WITH_CUDA
     if (t->d->gpu) {
@@ -524,8 +501,9 @@ fail:
 gd_status gd__trainer_params_get(gd__trainer *t, void *params, void *state) {
     gd_status st = GD_OK;
     GD_REQUIRE(t && params, GD_ERR_INVALID_ARG, "gd__trainer_params_get: NULL argument");
-    GD_CHECK(gd__nn_to_host(&t->ctx, &t->model->params.params, params));
-    if (state) GD_CHECK(gd__nn_to_host(&t->ctx, &t->model->params.state, state));
+    const gd__nn_params *p = gd__model_params(t->model);
+    GD_CHECK(gd__nn_to_host(&t->ctx, &p->params, params));
+    if (state) GD_CHECK(gd__nn_to_host(&t->ctx, &p->state, state));
 fail:
     return st;
 }
@@ -536,10 +514,11 @@ gd_status gd__trainer_params_set(gd__trainer *t, const void *params, const void 
     GD_REQUIRE(t && params, GD_ERR_INVALID_ARG, "gd__trainer_params_set: NULL argument");
     GD_REQUIRE(adam_step >= 0, GD_ERR_INVALID_ARG, "gd__trainer_params_set: step %lld",
                (long long)adam_step);
-    GD_CHECK(gd__nn_from_host(&t->ctx, &t->model->params.params, params));
+    gd__nn_params *p = gd__model_params(t->model);
+    GD_CHECK(gd__nn_from_host(&t->ctx, &p->params, params));
     if (state) {
-        GD_CHECK(gd__nn_from_host(&t->ctx, &t->model->params.state, state));
-        t->model->params.step = adam_step;
+        GD_CHECK(gd__nn_from_host(&t->ctx, &p->state, state));
+        p->step = adam_step;
     }
 fail:
     return st;
@@ -549,13 +528,14 @@ fail:
 
 void gd__trainer_checkpoint_meta(const gd__trainer *t, gd__checkpoint_meta *m) {
     gd__checkpoint_meta_init(m);
+    snprintf(m->model, sizeof m->model, "%s", gd__model_iface(t->model)->name);
     m->num_layers = t->cfg.num_layers;
     m->in_dim = t->d->in_dim;
     m->hidden_dim = t->cfg.hidden_dim;
     m->num_classes = t->d->num_classes;
     sampler_fanouts(&t->cfg, m->fanouts);
     m->seed = t->cfg.seed;
-    m->adam_step = t->model->params.step;
+    m->adam_step = gd__model_params(t->model)->step;
     snprintf(m->dataset, sizeof m->dataset, "%s nodes=%lld edges=%lld features=%lld classes=%lld",
              gd_dataset_name(t->d->ds), (long long)t->d->num_nodes,
              (long long)gd_dataset_num_edges(t->d->ds), (long long)t->d->in_dim,
@@ -572,13 +552,14 @@ gd_status gd__trainer_save(gd__trainer *t, const char *path, const gd__checkpoin
     gd_status st = GD_OK;
     void *host = NULL, *state = NULL;
     GD_REQUIRE(t && path && meta, GD_ERR_INVALID_ARG, "gd__trainer_save: NULL argument");
-    const size_t bytes = (size_t)t->model->params.numel * sizeof(float);
+    const size_t bytes = (size_t)gd__model_num_params(t->model) * sizeof(float);
     if (!params || with_state) {
         GD_ALLOC(host, bytes, "a copy of the parameters");
         if (with_state) GD_ALLOC(state, 2 * bytes, "a copy of the optimizer state");
         GD_CHECK(gd__trainer_params_get(t, host, state));
     }
-    GD_CHECK(gd__checkpoint_save(path, meta, &t->model->params, params ? params : host, state));
+    GD_CHECK(
+        gd__checkpoint_save(path, meta, gd__model_params(t->model), params ? params : host, state));
 fail:
     gd_free(host);
     gd_free(state);
@@ -591,7 +572,7 @@ gd_status gd__trainer_resume(gd__trainer *t, const char *path, gd__checkpoint_me
     int has_state = 0;
     gd__checkpoint_meta run;
     GD_REQUIRE(t && path && saved, GD_ERR_INVALID_ARG, "gd__trainer_resume: NULL argument");
-    const size_t bytes = (size_t)t->model->params.numel * sizeof(float);
+    const size_t bytes = (size_t)gd__model_num_params(t->model) * sizeof(float);
     GD_ALLOC(params, bytes, "the checkpoint's parameters");
     GD_ALLOC(state, 2 * bytes, "the checkpoint's optimizer state");
     GD_CHECK(gd__checkpoint_peek(path, saved, NULL, &has_state));
@@ -601,7 +582,8 @@ gd_status gd__trainer_resume(gd__trainer *t, const char *path, gd__checkpoint_me
                "'%s' holds a model without the optimizer state (a best-model file); resume from "
                "the checkpoint file instead",
                path);
-    GD_CHECK(gd__checkpoint_load(path, &t->model->params, saved, params, state, &has_state));
+    GD_CHECK(
+        gd__checkpoint_load(path, gd__model_params(t->model), saved, params, state, &has_state));
     GD_CHECK(gd__trainer_params_set(t, params, state, saved->adam_step));
 fail:
     gd_free(params);
