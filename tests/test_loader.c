@@ -28,8 +28,10 @@ typedef struct {
     int32_t *indptr[GD_SAMPLER_MAX_LAYERS], *indices[GD_SAMPLER_MAX_LAYERS];
 } host_batch;
 
+#ifdef GD_WITH_CUDA
 /* The test's own stream for reading GPU batches; it outlives every batch read on it. */
 static void *read_stream;
+#endif
 
 /*
  * A host copy of bytes at src, read on stream (GPU batches) after the caller ordered the stream

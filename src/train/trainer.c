@@ -66,9 +66,6 @@ struct gd__trainer {
 static int64_t min64(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
-static int64_t max64(int64_t a, int64_t b) {
-    return a > b ? a : b;
-}
 
 static double cpu_seconds(void) {
     struct rusage ru;
