@@ -49,6 +49,13 @@ static void features_release(gd__datapath *d) {
     d->features = NULL;
 }
 
+void gd__datapath_nn_release(gd__nn_ctx *nn) {
+#ifdef GD_WITH_CUDA
+    if (nn->be == &gd__nn_cuda_backend) gd__nn_cuda_ctx_destroy(nn);
+#endif
+    memset(nn, 0, sizeof *nn);
+}
+
 void gd__datapath_destroy(gd__datapath *d) {
     if (!d) return;
 #ifdef GD_WITH_CUDA
@@ -301,8 +308,7 @@ fail:
 }
 
 /* The device and its budget; the plan; the client's nn backend. */
-static gd_status resolve(gd__datapath *d, gd_status (*make_nn)(void *, int, gd__nn_ctx **),
-                         void *nn_user) {
+static gd_status resolve(gd__datapath *d, gd__nn_ctx *nn) {
     gd_status st = GD_OK;
     int have_gpu = 0;
     const gd__data_config *c = &d->cfg;
@@ -332,16 +338,17 @@ static gd_status resolve(gd__datapath *d, gd_status (*make_nn)(void *, int, gd__
     d->gpu = d->mode != GD__TRAIN_CPU;
     d->cuda_sampler = d->mode == GD__TRAIN_ALL_GPU || d->mode == GD__TRAIN_ZERO_COPY;
     d->depth = d->gpu || c->sets_on_cpu ? c->depth : 1;
-    GD_REQUIRE(make_nn, GD_ERR_INTERNAL, "data path: no nn backend");
-    GD_CHECK(make_nn(nn_user, d->gpu, &d->nn));
+    *nn = gd__nn_cpu_ctx();
+#ifdef GD_WITH_CUDA
+    if (d->gpu) GD_CHECK(gd__nn_cuda_ctx_create(gd_context_device(d->context), nn));
+#endif
+    d->nn = nn;
 fail:
     return st;
 }
 
 gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg,
-                              gd_context_t *context,
-                              gd_status (*make_nn)(void *user, int gpu, gd__nn_ctx **nn),
-                              void *nn_user, gd__datapath **out) {
+                              gd_context_t *context, gd__nn_ctx *nn, gd__datapath **out) {
     gd_status st = GD_OK;
     gd__datapath *d = NULL;
     *out = NULL;
@@ -372,7 +379,7 @@ gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg
 
     /* A host view of the graph (borrowed, nothing copied): the plan's estimate, cpu modes. */
     GD_CHECK(gd_graph_create_from_dataset(ds, NULL, &d->graph));
-    GD_CHECK(resolve(d, make_nn, nn_user));
+    GD_CHECK(resolve(d, nn));
     gd_graph_info gi = GD_GRAPH_INFO_INIT;
     GD_CHECK(gd_graph_get_info(d->graph, &gi));
     d->max_degree = gi.max_degree;

@@ -89,14 +89,14 @@ typedef struct {
 
 /*
  * Place the graph of ds for cfg on the context's device and build every buffer. The mode is
- * resolved first (auto: the plan), then make_nn (may be NULL) is called with the resolved mode
- * so that the client creates its nn backend, whose memory holds x and labels (cpu backend when
- * NULL or for the cpu modes).
+ * resolved first (auto: the plan), then *nn is set to the nn backend of that mode (CUDA on the
+ * context's GPU for the GPU modes, else the CPU): the client's backend, whose memory holds the
+ * sets' rows and labels. The client keeps *nn alive until after gd__datapath_destroy, then
+ * releases it with gd__datapath_nn_release.
  */
 gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg,
-                              gd_context_t *context,
-                              gd_status (*make_nn)(void *user, int gpu, gd__nn_ctx **nn),
-                              void *nn_user, gd__datapath **out);
+                              gd_context_t *context, gd__nn_ctx *nn, gd__datapath **out);
+void gd__datapath_nn_release(gd__nn_ctx *nn);
 /*
  * The features and the gatherer, last: zero-copy's feature cache takes what the GPU memory
  * budget leaves once the client has allocated its own buffers (the model), so the client calls

@@ -58,9 +58,7 @@ struct gd_loader {
 static void loader_free(gd_loader_t *l) {
     gd__pipe_destroy(l->pipe);
     gd__datapath_destroy(l->d);
-#ifdef GD_WITH_CUDA
-    if (l->nn.be == &gd__nn_cuda_backend) gd__nn_cuda_ctx_destroy(&l->nn);
-#endif
+    if (l->nn.be) gd__datapath_nn_release(&l->nn);
     if (l->mu_made) pthread_mutex_destroy(&l->mu);
     gd_free(l);
 }
@@ -104,23 +102,6 @@ fail:
 #else
     (void)b;
     (void)stream;
-#endif
-    return st;
-}
-
-/* The nn backend of the resolved mode, for the batches' memory. */
-static gd_status make_nn(void *user, int gpu, gd__nn_ctx **out) {
-    gd_status st = GD_OK;
-    gd_loader_t *l = user;
-    l->nn = gd__nn_cpu_ctx();
-#ifdef GD_WITH_CUDA
-    if (gpu) GD_CHECK(gd__nn_cuda_ctx_create(l->o.device, &l->nn));
-#else
-    (void)gpu;
-#endif
-    *out = &l->nn;
-#ifdef GD_WITH_CUDA
-fail:
 #endif
     return st;
 }
@@ -219,7 +200,7 @@ gd_status gd_loader_create(const gd_dataset_t *ds, const gd_loader_options *opti
     l->refs = 1;
     l->o = o;
     l->split = (int)(o.split - GD_ARRAY_TRAIN_IDX);
-    GD_CHECK(gd__datapath_create(ds, &c, ctx, make_nn, l, &l->d));
+    GD_CHECK(gd__datapath_create(ds, &c, ctx, &l->nn, &l->d));
     GD_REQUIRE(l->d->mode != GD__TRAIN_CPU_CENTRIC, GD_ERR_UNSUPPORTED,
                "loader: %s; a loader needs cpu, all-gpu or zero-copy (raise `ulimit -l` for "
                "zero-copy, or ask for mode cpu)",

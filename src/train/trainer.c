@@ -96,11 +96,11 @@ void gd__trainer_destroy(gd__trainer *t) {
     if (t->ctx.be == &gd__nn_cuda_backend) {
         gd__cuda_host_free(t->loss_log);
         gd__cuda_host_free(t->correct_log);
-        gd__nn_cuda_ctx_destroy(&t->ctx);
         t->loss_log = NULL;
         t->correct_log = NULL;
     }
 #endif
+    if (t->ctx.be) gd__datapath_nn_release(&t->ctx);
     gd_free(t->loss_log);
     gd_free(t->correct_log);
     gd_free(t);
@@ -174,23 +174,6 @@ static int64_t plan_model_bytes(void *user, int64_t max_degree, int64_t max_inpu
     gd__model_config mc;
     model_config(t, max_degree, max_input, &mc);
     return gd__model_bytes(&mc);
-}
-
-/* The nn backend for the resolved mode: CUDA on the context's GPU, or the CPU. */
-static gd_status make_nn(void *user, int gpu, gd__nn_ctx **out) {
-    gd_status st = GD_OK;
-    gd__trainer *t = user;
-    t->ctx = gd__nn_cpu_ctx();
-#ifdef GD_WITH_CUDA
-    if (gpu) GD_CHECK(gd__nn_cuda_ctx_create(t->cfg.device, &t->ctx));
-#else
-    (void)gpu;
-#endif
-    *out = &t->ctx;
-#ifdef GD_WITH_CUDA
-fail:
-#endif
-    return st;
 }
 
 /* The train stage of minibatch b: see nn_step below. */
@@ -270,7 +253,7 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     dc.depth = cfg->depth;
     dc.model_bytes = plan_model_bytes;
     dc.model_user = t;
-    GD_CHECK(gd__datapath_create(ds, &dc, ctx, make_nn, t, &t->d));
+    GD_CHECK(gd__datapath_create(ds, &dc, ctx, &t->ctx, &t->d));
     gd__context_unref(ctx);
     ctx = NULL;
     gd__datapath *d = t->d;
