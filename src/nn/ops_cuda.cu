@@ -23,6 +23,7 @@
  * after every launch; cuBLAS statuses are turned into messages.
  */
 #include "core/cuda.h"
+#include "core/dev_error.h"
 #include "nn/internal.h"
 
 #include <cublas_v2.h>
@@ -51,7 +52,8 @@
 
 /*
  * The context's device work buffer: the loss accumulators of softmax cross-entropy (zeroed by
- * each call) and the record of the first label out of range (kept until reported), then, at
+ * each call) and the record of the first label out of range (kept until reported; its values
+ * are the row, the label and the number of classes), then, at
  * WORK_HEAD_BYTES, the partial column sums of the bias gradient (WORK_PARTIALS doubles, written
  * before they are read by each call). Ops on one context run in stream order, so they never
  * use it at the same time.
@@ -59,14 +61,14 @@
 typedef struct {
     double loss_sum;
     unsigned long long count;
-    unsigned int flag;
-    unsigned int pad;
-    long long row, label, classes;
+    gd__dev_error err;
 } nn_work;
 #define WORK_HEAD_BYTES 256
 #define WORK_PARTIALS 65536
 #define WORK_BYTES (WORK_HEAD_BYTES + WORK_PARTIALS * sizeof(double))
 static_assert(sizeof(nn_work) <= WORK_HEAD_BYTES, "the work buffer's head outgrew its room");
+/* The one kind of error the work buffer's record holds. */
+#define ERR_LABEL_RANGE 1u
 
 #define STREAM(ctx) ((cudaStream_t)(ctx)->stream)
 #define BLAS(ctx) ((cublasHandle_t)(ctx)->blas)
@@ -326,22 +328,13 @@ __global__ void dropout4_kernel(unsigned long long seed, unsigned stream, unsign
     }
 }
 
-__device__ __forceinline__ void record_label(nn_work *w, long long row, long long label,
-                                             long long classes) {
-    if (atomicCAS(&w->flag, 0u, 1u) == 0u) {
-        w->row = row;
-        w->label = label;
-        w->classes = classes;
-    }
-}
-
 /* The rows that count: labels in [0, cols). A label >= cols is recorded. */
 __global__ void xent_count_kernel(const long long *__restrict__ labels, long long rows,
                                   long long cols, nn_work *w) {
     unsigned c = 0;
     FOR_EACH(i, rows) {
         const long long y = labels[i];
-        if (y >= cols) record_label(w, i, y, cols);
+        if (y >= cols) gd__dev_error_record(&w->err, ERR_LABEL_RANGE, i, y, cols);
         c += y >= 0 && y < cols;
     }
     c = __reduce_add_sync(FULL_MASK, c);
@@ -531,18 +524,15 @@ fail:
 }
 
 static gd_status cuda_check_errors(const gd__nn_ctx *ctx) {
-    nn_work w;
+    gd__dev_error e;
     OP_ENTER();
-    GD_CUDA_CHECK(cudaMemcpyAsync(&w, WORK(ctx), sizeof w, cudaMemcpyDeviceToHost, STREAM(ctx)));
-    GD_CUDA_CHECK(cudaStreamSynchronize(STREAM(ctx)));
-    if (w.flag) {
-        GD_CUDA_CHECK(cudaMemsetAsync(&WORK(ctx)->flag, 0, sizeof w.flag, STREAM(ctx)));
-        GD_CUDA_CHECK(cudaStreamSynchronize(STREAM(ctx)));
+    GD_CHECK(gd__dev_error_take(&WORK(ctx)->err, ctx->stream, &e));
+    if (e.flag) {
         GD_REQUIRE(0, GD_ERR_RANGE,
                    "softmax cross-entropy: label %lld of row %lld (labels on GPU %d) is not below "
                    "the %lld classes; that row was left out of the loss and its gradient is 0: "
                    "labels must be class numbers, or negative to ignore a row",
-                   w.label, w.row, ctx->device, w.classes);
+                   e.v[1], e.v[0], ctx->device, e.v[2]);
     }
 fail:
     OP_LEAVE();
@@ -739,7 +729,7 @@ static gd_status cuda_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *z
     const long long rows = z->rows;
     OP_ENTER();
     /* Zero the sum and the count (the error record stays until it is reported). */
-    GD_CUDA_CHECK(cudaMemsetAsync(w, 0, offsetof(nn_work, flag), STREAM(ctx)));
+    GD_CUDA_CHECK(cudaMemsetAsync(w, 0, offsetof(nn_work, err), STREAM(ctx)));
     if (rows > 0) {
         xent_count_kernel<<<grid_for(rows, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
             (const long long *)labels, rows, z->cols, w);
