@@ -1,7 +1,8 @@
 /*
  * Core services: status strings from the X-macro, thread-local last error, logging callback and
  * levels, the parameter registry, allocation counters and the fault-injection hook, and the
- * float16/bfloat16 conversions against exhaustive round trips.
+ * float16/bfloat16 conversions against exhaustive round trips, and the shared id-list sort
+ * against qsort.
  */
 #include "core/internal.h"
 #include "test.h"
@@ -21,6 +22,44 @@ static void *thread_error(void *arg) {
     (void)arg;
     gd__error(GD_ERR_IO, "from another thread");
     return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * gd__sort_i64 and gd__sort_i32 against qsort on lists of every length up to past the insertion
+ * sort's limit and a few long ones, in the orders that break naive quicksorts (sorted, reversed,
+ * all equal, organ pipe) and random with many duplicates.
+ */
+static void check_sort(uint64_t *state) {
+    enum { MAX_N = 5000 };
+    static int64_t a[MAX_N], want[MAX_N];
+    static int32_t b[MAX_N];
+    const int64_t sizes[] = {0, 1, 2, 3, 31, 32, 33, 64, 100, 1000, MAX_N};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        for (int order = 0; order < 5; order++) {
+            const int64_t n = sizes[k];
+            for (int64_t i = 0; i < n; i++) {
+                int64_t x = order == 0   ? i
+                            : order == 1 ? n - i
+                            : order == 2 ? 7
+                            : order == 3 ? (i < n / 2 ? i : n - i)
+                                         : (int64_t)(t_rand(state) % 50) - 25;
+                a[i] = want[i] = x * 65537;
+                b[i] = (int32_t)(x * 65537);
+            }
+            qsort(want, (size_t)n, sizeof want[0], cmp_i64);
+            gd__sort_i64(a, n);
+            gd__sort_i32(b, n);
+            for (int64_t i = 0; i < n; i++) {
+                T_EQ_INT(a[i], want[i]);
+                T_EQ_INT(b[i], want[i]);
+            }
+        }
+    }
 }
 
 int main(void) {
@@ -155,6 +194,7 @@ int main(void) {
     }
     T_EQ_U64(gd_float_to_bfloat16(1.00390625f), 0x3f80); /* tie goes to even */
     T_EQ_U64(gd_float_to_bfloat16(1.01171875f), 0x3f82);
+    check_sort(&state);
     (void)log_calls;
     return 0;
 }

@@ -52,6 +52,9 @@ gd_status gd__info_out(void *dst, const void *src, size_t src_size, const char *
 #define GD__SCAN_MAX_THREADS 1024
 int64_t gd__exclusive_scan_i64(int64_t *a, int64_t n, int threads);
 int64_t gd__exclusive_scan_i32(int32_t *a, int64_t n, int threads);
+/* Sort a[0..n) ascending in place (an introsort: O(n log n) whatever the order). */
+void gd__sort_i64(int64_t *a, int64_t n);
+void gd__sort_i32(int32_t *a, int64_t n);
 
 /*
  * The check macros. A function that uses them declares `gd_status st = GD_OK;` and ends with a
