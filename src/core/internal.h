@@ -137,10 +137,22 @@ gd_status gd__outfile_truncate(gd__outfile *f, int64_t bytes);
 gd_status gd__outfile_commit(gd__outfile *f);
 void gd__outfile_abort(gd__outfile *f);
 
-/* fsync a directory so that renames inside it are durable. */
-gd_status gd__fsync_dir(const char *dir);
-/* Join two path pieces into a gd_malloc'd string. */
+/*
+ * fsync a directory so that renames inside it are durable. With fault set the call takes part
+ * in write-fault injection (GD_FAULT_WRITE); a caller for whom a failed flush is only a warning
+ * passes 0, so that every injected write fault still fails its operation.
+ */
+gd_status gd__fsync_dir(const char *dir, bool fault);
+
+/* ---- path names (path.c); each returns a gd_malloc'd string, or NULL when out of memory */
+/* dir and name joined by one slash. */
 char *gd__path_join(const char *dir, const char *name);
+/* The directory holding path: "." for a bare name, "/" for a name in the root. */
+char *gd__path_dir(const char *path);
+/* path without trailing slashes, so that a sibling of "d/" lands beside d, not inside it. */
+char *gd__path_trim(const char *path);
+/* "<path>.<tag>.<pid>": a temporary name beside path, private to this process. */
+char *gd__path_sibling(const char *path, const char *tag);
 char *gd__strdup(const char *s);
 
 /* Number of threads for parallel loops (GD_THREADS, else all cores). */
