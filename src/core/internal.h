@@ -155,6 +155,12 @@ char *gd__path_trim(const char *path);
 char *gd__path_sibling(const char *path, const char *tag);
 char *gd__strdup(const char *s);
 
+/*
+ * GD_ERR_NO_DEVICE for `what`, which needs a GPU: none is visible, or (without GD_WITH_CUDA)
+ * the build has no CUDA; the message ends with "or <instead>", the way out without a GPU.
+ */
+gd_status gd__no_device(const char *what, const char *instead);
+
 /* Number of threads for parallel loops (GD_THREADS, else all cores). */
 int gd__num_threads(void);
 

@@ -626,42 +626,47 @@ fail:
     OP_LEAVE();
 }
 
+/* The mean aggregation kernels and their float4 versions, forward and backward. */
+typedef void (*agg_kernel_fn)(const int *, const int *, long long, const float *, float *,
+                              long long);
+typedef void (*agg4_kernel_fn)(const int *, const int *, long long, const float4 *, float4 *, int);
+
+/*
+ * Launch an aggregation of in into out over blk's destination nodes, a warp per node: the
+ * float4 kernel where both tensors allow it, else the scalar one. The caller's device is set.
+ */
+static gd_status launch_agg(const gd__nn_ctx *ctx, const gd_block *blk, agg4_kernel_fn k4,
+                            agg_kernel_fn k, const void *in, void *out, long long cols) {
+    gd_status st = GD_OK;
+    const unsigned grid = grid_for(blk->num_dst, WARPS_PER_BLOCK);
+    if (vec4(in, cols) && vec4(out, cols) && cols / 4 <= INT_MAX)
+        k4<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst,
+                                                    (const float4 *)in, (float4 *)out,
+                                                    (int)(cols / 4));
+    else
+        k<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst,
+                                                   (const float *)in, (float *)out, cols);
+    GD_CUDA_CHECK_LAUNCH();
+fail:
+    return st;
+}
+
 static gd_status cuda_mean_agg(const gd__nn_ctx *ctx, const gd_block *blk, const gd__nn_tensor *x,
                                gd__nn_tensor *out) {
-    const long long cols = x->cols;
     OP_ENTER();
-    if (blk->num_dst > 0 && cols > 0) {
-        const unsigned grid = grid_for(blk->num_dst, WARPS_PER_BLOCK);
-        if (vec4(x->data, cols) && vec4(out->data, cols) && cols / 4 <= INT_MAX)
-            mean_agg4_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
-                blk->indptr, blk->indices, blk->num_dst, (const float4 *)x->data,
-                (float4 *)out->data, (int)(cols / 4));
-        else
-            mean_agg_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
-                blk->indptr, blk->indices, blk->num_dst, (const float *)x->data,
-                (float *)out->data, cols);
-        GD_CUDA_CHECK_LAUNCH();
-    }
+    if (blk->num_dst > 0 && x->cols > 0)
+        GD_CHECK(launch_agg(ctx, blk, mean_agg4_kernel, mean_agg_kernel, x->data, out->data,
+                            x->cols));
 fail:
     OP_LEAVE();
 }
 
 static gd_status cuda_mean_agg_backward(const gd__nn_ctx *ctx, const gd_block *blk,
                                         const gd__nn_tensor *dout, gd__nn_tensor *dx) {
-    const long long cols = dout->cols;
     OP_ENTER();
-    if (blk->num_edges > 0 && cols > 0) {
-        const unsigned grid = grid_for(blk->num_dst, WARPS_PER_BLOCK);
-        if (vec4(dout->data, cols) && vec4(dx->data, cols) && cols / 4 <= INT_MAX)
-            mean_agg_backward4_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
-                blk->indptr, blk->indices, blk->num_dst, (const float4 *)dout->data,
-                (float4 *)dx->data, (int)(cols / 4));
-        else
-            mean_agg_backward_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
-                blk->indptr, blk->indices, blk->num_dst, (const float *)dout->data,
-                (float *)dx->data, cols);
-        GD_CUDA_CHECK_LAUNCH();
-    }
+    if (blk->num_edges > 0 && dout->cols > 0)
+        GD_CHECK(launch_agg(ctx, blk, mean_agg_backward4_kernel, mean_agg_backward_kernel,
+                            dout->data, dx->data, dout->cols));
 fail:
     OP_LEAVE();
 }
