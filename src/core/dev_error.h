@@ -23,12 +23,15 @@ typedef struct {
 
 #ifdef GD_WITH_CUDA
 /*
- * Read the record at d_err (device memory) into *out once the work queued on stream (NULL: the
- * legacy default stream) is done, and clear it on the device if it was set, so that the next
- * error is recorded afresh. The clear is complete when this returns, whatever stream the next
- * kernel runs on. out->flag says whether an error was recorded.
+ * Read the record at d_err (device memory of GPU device) into *out and clear it on the device
+ * if it was set, so that the next error is recorded afresh. device is current for the calls and
+ * the caller's device is restored. The work that may write the record must be done first: done
+ * (an event recorded after it, or NULL) is waited for, and the copy and the clear are queued on
+ * stream (NULL: the legacy default stream) and waited for, so the clear is complete whatever
+ * stream the next kernel runs on. out->flag says whether an error was recorded.
  */
-gd_status gd__dev_error_take(gd__dev_error *d_err, void *stream, gd__dev_error *out);
+gd_status gd__dev_error_take(int device, void *done, void *stream, gd__dev_error *d_err,
+                             gd__dev_error *out);
 #endif
 
 #ifdef __cplusplus

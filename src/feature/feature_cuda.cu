@@ -816,25 +816,14 @@ fail:
 }
 
 static gd_status cuda_check_errors(gd_gatherer_t *g) {
-    gd_status st = GD_OK;
-    gd__cuda_gatherer *c = g->cuda;
     gd__dev_error e;
-    int prev = -1;
-    GD_CHECK(gd__cuda_enter_device(g->device, &prev));
-    GD_CUDA_CHECK(cudaEventSynchronize(c->done));
-    GD_CHECK(gd__dev_error_take(c->d_err, NULL, &e));
-    if (e.flag) {
-        GD_REQUIRE(0, GD_ERR_RANGE,
-                   "gather: id %lld at position %lld (ids on the device) is outside the "
-                   "table's rows [0, %lld); its output row was zeroed: pass ids of rows that "
-                   "exist",
-                   e.v[1], e.v[0], (long long)g->tensor->rows);
-    }
-    gd__cuda_leave_device(g->device, prev);
-    return GD_OK;
-fail:
-    gd__cuda_leave_device(g->device, prev);
-    return st;
+    gd_status st = gd__dev_error_take(g->device, g->cuda->done, NULL, g->cuda->d_err, &e);
+    if (st != GD_OK || !e.flag) return st;
+    return gd__error(GD_ERR_RANGE,
+                     "gather: id %lld at position %lld (ids on the device) is outside the "
+                     "table's rows [0, %lld); its output row was zeroed: pass ids of rows that "
+                     "exist",
+                     e.v[1], e.v[0], (long long)g->tensor->rows);
 }
 
 extern "C" const gd__feature_backend gd__feature_cuda_backend = {

@@ -85,6 +85,11 @@ static unsigned grid_for(long long n, int per_block) {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                  \
          i += (long long)gridDim.x * blockDim.x)
 
+/* The same with a warp per item (lanes threadIdx.x & 31 share it). */
+#define FOR_EACH_WARP(i, n)                                                                        \
+    for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < (n);           \
+         i += ((long long)gridDim.x * blockDim.x) >> 5)
+
 /* Whether p can be read and written as float4s (cudaMalloc'd buffers and their views can). */
 static int aligned16(const void *p) {
     return ((uintptr_t)p & 15u) == 0;
@@ -170,9 +175,7 @@ __global__ void mean_agg_kernel(const int *__restrict__ indptr, const int *__res
                                 long long nd, const float *__restrict__ x, float *__restrict__ out,
                                 long long cols) {
     const int lane = threadIdx.x & 31;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long d = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; d < nd;
-         d += warps) {
+    FOR_EACH_WARP(d, nd) {
         const int e0 = indptr[d], e1 = indptr[d + 1];
         /* The same order and rounding as the CPU: sum in edge order, then times (float)1/deg. */
         const float inv = e1 > e0 ? (float)(1.0 / (double)(e1 - e0)) : 0.0f;
@@ -195,9 +198,7 @@ __global__ void mean_agg4_kernel(const int *__restrict__ indptr, const int *__re
                                  long long nd, const float4 *__restrict__ x,
                                  float4 *__restrict__ out, int cols4) {
     const int lane = threadIdx.x & 31;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long d = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; d < nd;
-         d += warps) {
+    FOR_EACH_WARP(d, nd) {
         const int e0 = indptr[d], e1 = indptr[d + 1];
         const float inv = e1 > e0 ? (float)(1.0 / (double)(e1 - e0)) : 0.0f;
         float4 *o = out + d * cols4;
@@ -219,9 +220,7 @@ __global__ void mean_agg_backward_kernel(const int *__restrict__ indptr,
                                          const float *__restrict__ dout, float *dx,
                                          long long cols) {
     const int lane = threadIdx.x & 31;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long d = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; d < nd;
-         d += warps) {
+    FOR_EACH_WARP(d, nd) {
         const int e0 = indptr[d], e1 = indptr[d + 1];
         if (e1 == e0) continue;
         const float inv = (float)(1.0 / (double)(e1 - e0));
@@ -254,9 +253,7 @@ __global__ void mean_agg_backward4_kernel(const int *__restrict__ indptr,
                                           const float4 *__restrict__ dout, float4 *dx,
                                           int cols4) {
     const int lane = threadIdx.x & 31;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long d = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; d < nd;
-         d += warps) {
+    FOR_EACH_WARP(d, nd) {
         const int e0 = indptr[d], e1 = indptr[d + 1];
         if (e1 == e0) continue;
         const float inv = (float)(1.0 / (double)(e1 - e0));
@@ -355,11 +352,9 @@ __device__ __forceinline__ double warp_max(double v) {
 __global__ void xent_kernel(const float *__restrict__ z, const long long *__restrict__ labels,
                             long long rows, long long cols, double scale, float *dz, nn_work *w) {
     const int lane = threadIdx.x & 31;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
     const unsigned long long count = w->count;
     const double inv = count > 0 ? 1.0 / (double)count : 0.0;
-    for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < rows;
-         i += warps) {
+    FOR_EACH_WARP(i, rows) {
         const float *zi = z + i * cols;
         float *gi = dz ? dz + i * cols : NULL;
         const long long y = labels[i];
@@ -390,10 +385,8 @@ __global__ void xent_finish_kernel(const nn_work *w, float *loss) {
 __global__ void accuracy_kernel(const float *__restrict__ z, const long long *__restrict__ labels,
                                 long long rows, long long cols, unsigned long long *correct) {
     const int lane = threadIdx.x & 31;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
     unsigned long long mine = 0;
-    for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < rows;
-         i += warps) {
+    FOR_EACH_WARP(i, rows) {
         const long long y = labels[i];
         if (y < 0) continue;
         const float *zi = z + i * cols;
@@ -526,7 +519,7 @@ fail:
 static gd_status cuda_check_errors(const gd__nn_ctx *ctx) {
     gd__dev_error e;
     OP_ENTER();
-    GD_CHECK(gd__dev_error_take(&WORK(ctx)->err, ctx->stream, &e));
+    GD_CHECK(gd__dev_error_take(ctx->device, NULL, ctx->stream, &WORK(ctx)->err, &e));
     if (e.flag) {
         GD_REQUIRE(0, GD_ERR_RANGE,
                    "softmax cross-entropy: label %lld of row %lld (labels on GPU %d) is not below "

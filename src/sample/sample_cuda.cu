@@ -961,31 +961,18 @@ fail:
 }
 
 static gd_status cuda_check_errors(gd_sampler_t *s) {
-    gd_status st = GD_OK;
-    gd__cuda_sampler *c = s->cuda;
     gd__dev_error e;
-    int prev = -1;
-    GD_CHECK(gd__cuda_enter_device(s->graph->device, &prev));
-    GD_CUDA_CHECK(cudaEventSynchronize(c->done));
-    GD_CHECK(gd__dev_error_take(c->d_err, NULL, &e));
-    if (e.flag) {
-        if (e.kind == ERR_RANGE)
-            GD_REQUIRE(0, GD_ERR_RANGE,
-                       "gd_sample: seed %lld at position %lld (seeds on the device) "
-                       "is not a "
-                       "node of the graph [0, %lld): that minibatch is invalid",
-                       e.v[1], e.v[0], (long long)s->graph->num_nodes);
-        GD_REQUIRE(0, GD_ERR_INVALID_ARG,
-                   "gd_sample: seed %lld appears at positions %lld and %lld: the "
-                   "seeds of a "
-                   "minibatch must be distinct, and that minibatch is invalid",
-                   e.v[1], e.v[2], e.v[0]);
-    }
-    gd__cuda_leave_device(s->graph->device, prev);
-    return GD_OK;
-fail:
-    gd__cuda_leave_device(s->graph->device, prev);
-    return st;
+    gd_status st = gd__dev_error_take(s->graph->device, s->cuda->done, NULL, s->cuda->d_err, &e);
+    if (st != GD_OK || !e.flag) return st;
+    if (e.kind == ERR_RANGE)
+        return gd__error(GD_ERR_RANGE,
+                         "gd_sample: seed %lld at position %lld (seeds on the device) is not a "
+                         "node of the graph [0, %lld): that minibatch is invalid",
+                         e.v[1], e.v[0], (long long)s->graph->num_nodes);
+    return gd__error(GD_ERR_INVALID_ARG,
+                     "gd_sample: seed %lld appears at positions %lld and %lld: the seeds of a "
+                     "minibatch must be distinct, and that minibatch is invalid",
+                     e.v[1], e.v[2], e.v[0]);
 }
 
 extern "C" const gd__sample_backend gd__sample_cuda_backend = {
