@@ -161,6 +161,9 @@ char *gd__strdup(const char *s);
  */
 gd_status gd__no_device(const char *what, const char *instead);
 
+/* The index of name in names[0..count), or -1 (also for a NULL name): enum names to values. */
+int gd__name_index(const char *const *names, int count, const char *name);
+
 /* Number of threads for parallel loops (GD_THREADS, else all cores). */
 int gd__num_threads(void);
 

@@ -169,6 +169,12 @@ gd_status gd__info_out(void *dst, const void *src, size_t src_size, const char *
     return GD_OK;
 }
 
+int gd__name_index(const char *const *names, int count, const char *name) {
+    for (int i = 0; name && i < count; i++)
+        if (strcmp(name, names[i]) == 0) return i;
+    return -1;
+}
+
 #define GD__SCAN_T int64_t
 #define GD__SCAN_NAME gd__exclusive_scan_i64
 #include "scan_impl.h"
