@@ -8,7 +8,10 @@
  * library never aborts or exits the process.
  *
  * Options structs start with a size field so that they can grow without breaking the ABI:
- * initialise them with their *_INIT macro and change only the fields you need.
+ * initialise them with their *_INIT macro and change only the fields you need. Each such
+ * struct gd_<name> also has a function gd_<name>_init(&o) that fills o with the same defaults,
+ * for callers that cannot expand a C macro (the Python binding, other foreign-function
+ * interfaces); the defaults are stated once, in the macro.
  */
 #ifndef GRAPHDIRECT_H
 #define GRAPHDIRECT_H
@@ -59,6 +62,8 @@ typedef enum {
 
 /* A static string describing a status code ("unknown status" for values outside the enum). */
 const char *gd_status_string(gd_status status);
+/* The code's name as written here ("GD_ERR_INVALID_ARG"); NULL for values outside the enum. */
+const char *gd_status_name(gd_status status);
 /* The message left by the last failing gd_ call on this thread ("" if none). */
 const char *gd_last_error(void);
 /* Forget the last error of this thread. */
@@ -229,6 +234,7 @@ typedef struct {
     int validate_graph; /* 1: check every index (O(E)); 0: check sizes only */
 } gd_dataset_open_options;
 #define GD_DATASET_OPEN_OPTIONS_INIT {sizeof(gd_dataset_open_options), GD_OPEN_MMAP, 1}
+void gd_dataset_open_options_init(gd_dataset_open_options *o);
 
 gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *options,
                           gd_dataset_t **out);
@@ -260,6 +266,7 @@ typedef struct {
     void *progress_user;
 } gd_csc_options;
 #define GD_CSC_OPTIONS_INIT {sizeof(gd_csc_options), 0, 0, GD_DTYPE_INVALID, NULL, NULL}
+void gd_csc_options_init(gd_csc_options *o);
 
 /*
  * Build CSC arrays from a COO edge list (src[i] -> dst[i]), sorting each node's in-neighbours
@@ -310,6 +317,7 @@ typedef struct {
 #define GD_GENERATE_OPTIONS_INIT                                                          \
     {sizeof(gd_generate_options), NULL, 0, 0, 0.0, 0, 0, GD_DTYPE_INVALID, NULL, 0, 0, NULL, \
      NULL}
+void gd_generate_options_init(gd_generate_options *o);
 
 /*
  * Generate a synthetic dataset: power-law in-degrees, planted communities that are the labels,
@@ -350,6 +358,7 @@ typedef struct {
 #define GD_CONVERT_OPTIONS_INIT                                                          \
     {sizeof(gd_convert_options), GD_INPUT_AUTO, NULL, 0, 0, 0, 0, NULL, GD_DTYPE_INVALID, \
      NULL, NULL, NULL, NULL}
+void gd_convert_options_init(gd_convert_options *o);
 
 /* Read a graph in one of the input formats and build an in-memory dataset. */
 gd_status gd_convert(const char *input, const gd_convert_options *options, gd_dataset_t **out);
@@ -388,6 +397,7 @@ typedef struct {
     int device;  /* the GPU ordinal */
 } gd_context_options;
 #define GD_CONTEXT_OPTIONS_INIT {sizeof(gd_context_options), 0}
+void gd_context_options_init(gd_context_options *o);
 gd_status gd_context_create(const gd_context_options *options, gd_context_t **out);
 void gd_context_destroy(gd_context_t *ctx);
 /* The GPU of the context (-1 for NULL). */
@@ -496,6 +506,7 @@ typedef struct {
     int sm_grid_cap_only;
 } gd_gatherer_options;
 #define GD_GATHERER_OPTIONS_INIT {sizeof(gd_gatherer_options), 0, 0, NULL, 0, 0, NULL, 0}
+void gd_gatherer_options_init(gd_gatherer_options *o);
 
 /*
  * Create a gatherer of rows of t for one GPU (device is ignored by GD_GATHER_CPU). Every buffer
@@ -542,6 +553,7 @@ typedef struct {
     int group_lanes;          /* lanes that copy one row (zerocopy and gpu) */
 } gd_gatherer_info;
 #define GD_GATHERER_INFO_INIT {sizeof(gd_gatherer_info), 0, 0, 0, 0, 0, 0}
+void gd_gatherer_info_init(gd_gatherer_info *o);
 gd_status gd_gatherer_get_info(const gd_gatherer_t *g, gd_gatherer_info *info);
 /* 1 if row id is in g's GPU cache, 0 if not (or no cache, or id out of range). */
 int gd_gatherer_is_cached(const gd_gatherer_t *g, int64_t id);
@@ -613,6 +625,7 @@ typedef struct {
     int64_t gpu_cache_bytes;
 } gd_graph_options;
 #define GD_GRAPH_OPTIONS_INIT {sizeof(gd_graph_options), GD_PLACE_HOST, GD_PLACE_HOST, 0, 0, 1, 0}
+void gd_graph_options_init(gd_graph_options *o);
 
 /*
  * A CSC graph (indptr: num_nodes + 1 int64; indices: int32 or int64 in-neighbour ids) placed
@@ -644,6 +657,7 @@ typedef struct {
 } gd_graph_info;
 #define GD_GRAPH_INFO_INIT {sizeof(gd_graph_info), 0, 0, 0, GD_DTYPE_INVALID, GD_PLACE_HOST, \
                             GD_PLACE_HOST, 0, 0, 0, 0, 0}
+void gd_graph_info_init(gd_graph_info *o);
 gd_status gd_graph_get_info(const gd_graph_t *g, gd_graph_info *info);
 
 typedef enum {
@@ -664,6 +678,7 @@ typedef struct {
     int threads;                /* CPU: threads per gd_sample (0: the GD_THREADS parameter) */
 } gd_sampler_options;
 #define GD_SAMPLER_OPTIONS_INIT {sizeof(gd_sampler_options), GD_SAMPLER_CPU, 0, 0, 0, 0}
+void gd_sampler_options_init(gd_sampler_options *o);
 
 /*
  * A sampler of num_layers hops (1..GD_SAMPLER_MAX_LAYERS) over g. fanouts[h] is the number of
@@ -686,6 +701,7 @@ typedef struct {
     int64_t scratch_bytes;   /* the sampler's own working memory */
 } gd_sampler_info;
 #define GD_SAMPLER_INFO_INIT {sizeof(gd_sampler_info), 0, 0, 0, 0, 0}
+void gd_sampler_info_init(gd_sampler_info *o);
 gd_status gd_sampler_get_info(const gd_sampler_t *s, gd_sampler_info *info);
 
 /*
@@ -793,6 +809,7 @@ typedef struct {
 #define GD_LOADER_OPTIONS_INIT                                                                     \
     {sizeof(gd_loader_options), NULL, 2, {10, 5}, 1024, GD_ARRAY_TRAIN_IDX, 1, 0, 0, 0, 0, 3, -1, -1, \
      0, NULL, NULL}
+void gd_loader_options_init(gd_loader_options *o);
 
 /*
  * A loader over ds (which must outlive it). ds needs float32 features and the split; labels are
@@ -818,6 +835,7 @@ typedef struct {
     char plan[512];               /* where everything lives and why */
 } gd_loader_info;
 #define GD_LOADER_INFO_INIT {sizeof(gd_loader_info), NULL, 0, 0, 0, 0, 0, 0, {0}}
+void gd_loader_info_init(gd_loader_info *o);
 gd_status gd_loader_get_info(const gd_loader_t *l, gd_loader_info *info);
 
 /*
@@ -865,6 +883,7 @@ typedef struct {
     int device;
 } gd_batch_info;
 #define GD_BATCH_INFO_INIT {sizeof(gd_batch_info), 0, 0, 0, 0, 0, 0}
+void gd_batch_info_init(gd_batch_info *o);
 gd_status gd_batch_get_info(const gd_batch_t *b, gd_batch_info *info);
 /* Layer `layer` (0 = input layer, as gd_minibatch_block) with the batch's own arrays. */
 gd_status gd_batch_block(const gd_batch_t *b, int layer, gd_block *out);

@@ -1,7 +1,8 @@
 /*
  * Core services: status strings from the X-macro, thread-local last error, logging callback and
  * levels, the parameter registry, allocation counters and the fault-injection hook, and the
- * float16/bfloat16 conversions against exhaustive round trips.
+ * float16/bfloat16 conversions against exhaustive round trips, the shared id-list sort
+ * against qsort, status names, and the gd_<struct>_init functions against their macros.
  */
 #include "core/internal.h"
 #include "test.h"
@@ -23,6 +24,78 @@ static void *thread_error(void *arg) {
     return NULL;
 }
 
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * gd__sort_i64 and gd__sort_i32 against qsort on lists of every length up to past the insertion
+ * sort's limit and a few long ones, in the orders that break naive quicksorts (sorted, reversed,
+ * all equal, organ pipe) and random with many duplicates.
+ */
+static void check_sort(uint64_t *state) {
+    enum { MAX_N = 5000 };
+    static int64_t a[MAX_N], want[MAX_N];
+    static int32_t b[MAX_N];
+    const int64_t sizes[] = {0, 1, 2, 3, 31, 32, 33, 64, 100, 1000, MAX_N};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        for (int order = 0; order < 5; order++) {
+            const int64_t n = sizes[k];
+            for (int64_t i = 0; i < n; i++) {
+                int64_t x = order == 0   ? i
+                            : order == 1 ? n - i
+                            : order == 2 ? 7
+                            : order == 3 ? (i < n / 2 ? i : n - i)
+                                         : (int64_t)(t_rand(state) % 50) - 25;
+                a[i] = want[i] = x * 65537;
+                b[i] = (int32_t)(x * 65537);
+            }
+            qsort(want, (size_t)n, sizeof want[0], cmp_i64);
+            gd__sort_i64(a, n);
+            gd__sort_i32(b, n);
+            for (int64_t i = 0; i < n; i++) {
+                T_EQ_INT(a[i], want[i]);
+                T_EQ_INT(b[i], want[i]);
+            }
+        }
+    }
+}
+
+/*
+ * gd_<struct>_init against the struct's *_INIT macro, byte for byte: the struct is poisoned
+ * first, so a byte the function leaves unwritten shows, and the expected value is a static
+ * object, whose padding is zero (an automatic one's padding is indeterminate).
+ */
+#define CHECK_INIT(type, init)                                                            \
+    do {                                                                                  \
+        static const type want = init;                                                    \
+        type got;                                                                         \
+        memset(&got, 0xa5, sizeof got);                                                   \
+        type##_init(&got);                                                                \
+        if (memcmp(&got, &want, sizeof got) != 0)                                         \
+            T_FAIL_("%s differs from %s", #type "_init", #init);                          \
+        T_EQ_INT(got.size, sizeof(type));                                                 \
+        type##_init(NULL);                                                                \
+    } while (0)
+
+static void check_inits(void) {
+    CHECK_INIT(gd_dataset_open_options, GD_DATASET_OPEN_OPTIONS_INIT);
+    CHECK_INIT(gd_csc_options, GD_CSC_OPTIONS_INIT);
+    CHECK_INIT(gd_generate_options, GD_GENERATE_OPTIONS_INIT);
+    CHECK_INIT(gd_convert_options, GD_CONVERT_OPTIONS_INIT);
+    CHECK_INIT(gd_gatherer_options, GD_GATHERER_OPTIONS_INIT);
+    CHECK_INIT(gd_gatherer_info, GD_GATHERER_INFO_INIT);
+    CHECK_INIT(gd_graph_options, GD_GRAPH_OPTIONS_INIT);
+    CHECK_INIT(gd_graph_info, GD_GRAPH_INFO_INIT);
+    CHECK_INIT(gd_sampler_options, GD_SAMPLER_OPTIONS_INIT);
+    CHECK_INIT(gd_sampler_info, GD_SAMPLER_INFO_INIT);
+    CHECK_INIT(gd_loader_options, GD_LOADER_OPTIONS_INIT);
+    CHECK_INIT(gd_context_options, GD_CONTEXT_OPTIONS_INIT);
+    CHECK_INIT(gd_loader_info, GD_LOADER_INFO_INIT);
+    CHECK_INIT(gd_batch_info, GD_BATCH_INFO_INIT);
+}
+
 int main(void) {
     uint64_t state = t_seed();
 
@@ -37,6 +110,13 @@ int main(void) {
     T_EQ_STR(gd_status_string(GD_OK), "success");
     T_EQ_STR(gd_status_string(GD_ERR_NO_MEMORY), "out of memory");
     T_EQ_STR(gd_status_string((gd_status)999), "unknown status");
+    /* status names: every code of the X-macro by its own name, NULL outside the enum */
+#define CHECK_NAME_(name, value, text) T_EQ_STR(gd_status_name(name), #name);
+    GD_STATUS_MAP(CHECK_NAME_)
+#undef CHECK_NAME_
+    T_EQ_STR(gd_status_name(GD_ERR_INVALID_ARG), "GD_ERR_INVALID_ARG");
+    T_ASSERT(gd_status_name((gd_status)999) == NULL);
+    T_ASSERT(gd_status_name((gd_status)-1) == NULL);
 
     /* last error is per thread */
     gd_clear_error();
@@ -155,6 +235,8 @@ int main(void) {
     }
     T_EQ_U64(gd_float_to_bfloat16(1.00390625f), 0x3f80); /* tie goes to even */
     T_EQ_U64(gd_float_to_bfloat16(1.01171875f), 0x3f82);
+    check_sort(&state);
+    check_inits();
     (void)log_calls;
     return 0;
 }

@@ -552,6 +552,13 @@ static void check_agg_kernel(uint64_t *state, gd__nn_ctx *gpu) {
                 CU(cudaMemcpy(didx, idx + (size_t)(wb - base) * isz, isz * (size_t)(we - wb),
                               cudaMemcpyHostToDevice));
                 CU(cudaMemcpy(dagg, agg0, sizeof(float) * (size_t)(nd * cols), cudaMemcpyHostToDevice));
+                /*
+                 * Regression, "test_infer failed 7 of 8 copies run at once on the H100": a
+                 * copy from pageable memory may return before its data lands, and the kernel
+                 * runs on the nn context's non-blocking stream, which does not wait for the
+                 * legacy stream the copies went on. Wait for the device before the launch.
+                 */
+                CU(cudaDeviceSynchronize());
                 memcpy(want, agg0, sizeof(float) * (size_t)(nd * cols));
                 gd__infer_agg_cpu(tab, cols, indptr, idx + (size_t)(wb - base) * isz, dt, nd, wb, we,
                                   first, last, want, 2);

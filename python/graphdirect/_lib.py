@@ -23,15 +23,10 @@ ABI_MAJOR = 0
 
 # ------------------------------------------------------------------------------------- status
 
-STATUS_NAMES = {
-    0: "GD_OK", 1: "GD_ERR_INVALID_ARG", 2: "GD_ERR_NO_MEMORY", 3: "GD_ERR_IO",
-    4: "GD_ERR_FORMAT", 5: "GD_ERR_RANGE", 6: "GD_ERR_OVERFLOW", 7: "GD_ERR_UNSUPPORTED",
-    8: "GD_ERR_NOT_FOUND", 9: "GD_ERR_NO_DEVICE", 10: "GD_ERR_CUDA", 11: "GD_ERR_PIN",
-    12: "GD_ERR_INTERRUPTED", 13: "GD_ERR_INTERNAL",
-}
-GD_OK = 0
-GD_ERR_INVALID_ARG = 1
-GD_ERR_NOT_FOUND = 8
+# The status codes by name and their names by code: filled from gd_status_name once the library
+# is loaded (below), so that the header's X-macro stays their one statement.
+STATUS = {}
+STATUS_NAMES = {}
 
 
 class GraphdirectError(RuntimeError):
@@ -68,15 +63,22 @@ GD_SAMPLER_MAX_LAYERS = 8
 
 
 class _Sized(ctypes.Structure):
-    """A struct whose first field is `size`; new() fills it and the *_INIT defaults."""
-    _defaults_ = {}
+    """A struct whose first field is `size`; new() fills it with the library's defaults.
+
+    The defaults come from the struct's gd_<name>_init function (`_init_`), which writes what
+    the *_INIT macro of the header says. It writes into a scratch buffer as large as any of
+    these structs may grow, and the first sizeof(cls) bytes are kept with `size` set to this
+    mirror's size, as a C caller built against this header would send them.
+    """
+    _init_ = None
 
     @classmethod
     def new(cls):
-        s = cls()
+        need(cls._init_)
+        scratch = ctypes.create_string_buffer(max(4096, 4 * ctypes.sizeof(cls)))
+        getattr(lib, cls._init_)(scratch)
+        s = cls.from_buffer_copy(scratch.raw[:ctypes.sizeof(cls)])
         s.size = ctypes.sizeof(cls)
-        for name, value in cls._defaults_.items():
-            setattr(s, name, value)
         return s
 
 
@@ -86,7 +88,7 @@ class ArrayView(ctypes.Structure):  # gd_array_view
 
 class DatasetOpenOptions(_Sized):  # gd_dataset_open_options, GD_DATASET_OPEN_OPTIONS_INIT
     _fields_ = [("size", c_size_t), ("mode", c_int), ("validate_graph", c_int)]
-    _defaults_ = {"mode": 0, "validate_graph": 1}
+    _init_ = "gd_dataset_open_options_init"
 
 
 class GenerateOptions(_Sized):  # gd_generate_options, GD_GENERATE_OPTIONS_INIT
@@ -95,6 +97,7 @@ class GenerateOptions(_Sized):  # gd_generate_options, GD_GENERATE_OPTIONS_INIT
                 ("num_classes", c_int64), ("feature_dtype", c_int), ("out_dir", c_char_p),
                 ("overwrite", c_int), ("threads", c_int), ("progress", c_void_p),
                 ("progress_user", c_void_p)]
+    _init_ = "gd_generate_options_init"
 
 
 class LoaderOptions(_Sized):  # gd_loader_options, GD_LOADER_OPTIONS_INIT
@@ -104,26 +107,21 @@ class LoaderOptions(_Sized):  # gd_loader_options, GD_LOADER_OPTIONS_INIT
                 ("device", c_int), ("threads", c_int), ("depth", c_int),
                 ("gpu_cache_bytes", c_int64), ("graph_cache_bytes", c_int64),
                 ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("context", c_void_p)]
-    _defaults_ = {"num_layers": 2, "batch_size": 1024, "split": SPLITS["train"], "shuffle": 1,
-                  "depth": 3, "gpu_cache_bytes": -1, "graph_cache_bytes": -1}
-
-    @classmethod
-    def new(cls):
-        s = super().new()
-        s.fanouts[0], s.fanouts[1] = 10, 5
-        return s
+    _init_ = "gd_loader_options_init"
 
 
 class LoaderInfo(_Sized):  # gd_loader_info, GD_LOADER_INFO_INIT
     _fields_ = [("size", c_size_t), ("mode", c_char_p), ("on_device", c_int), ("device", c_int),
                 ("num_seeds", c_int64), ("batches_per_epoch", c_int64),
                 ("feature_dim", c_int64), ("max_input_nodes", c_int64), ("plan", c_char * 512)]
+    _init_ = "gd_loader_info_init"
 
 
 class BatchInfo(_Sized):  # gd_batch_info, GD_BATCH_INFO_INIT
     _fields_ = [("size", c_size_t), ("index", c_int64), ("num_seeds", c_int64),
                 ("num_input", c_int64), ("num_layers", c_int), ("on_device", c_int),
                 ("device", c_int)]
+    _init_ = "gd_batch_info_init"
 
 
 class Block(ctypes.Structure):  # gd_block (the int32 pointers read as addresses)
@@ -198,6 +196,7 @@ _SIGNATURES = {
     "gd_version": (c_char_p, []),
     "gd_version_hex": (c_uint, []),
     "gd_status_string": (c_char_p, [c_int]),
+    "gd_status_name": (c_char_p, [c_int]),
     "gd_last_error": (c_char_p, []),
     "gd_clear_error": (None, []),
     "gd_has_cuda": (c_int, []),
@@ -226,6 +225,8 @@ _SIGNATURES = {
     "gd_batch_export": (c_int, [_vp, c_int, c_int, _vp, POINTER(_vp)]),
     "gd_batch_export_all": (c_int, [_vp, _vp, POINTER(_vp), c_int]),
 }
+for _cls, _macro in SIZED_STRUCTS.values():
+    _SIGNATURES[_cls._init_] = (None, [c_void_p])
 
 missing = []
 for _name, (_res, _args) in _SIGNATURES.items():
@@ -238,11 +239,30 @@ for _name, (_res, _args) in _SIGNATURES.items():
     _fn.argtypes = _args
 
 
+def _older(name):
+    return "%s is not in %s (an older libgraphdirect): rebuild it from this source tree" % (
+        name, path)
+
+
 def need(name):
     """Fail clearly when the loaded library predates a function the binding calls."""
     if name in missing:
-        raise GraphdirectError(7, "%s is not in %s (an older libgraphdirect): rebuild it from "
-                               "this source tree" % (name, path))
+        raise GraphdirectError(STATUS["GD_ERR_UNSUPPORTED"], _older(name))
+
+
+# The codes run from 0 without gaps (the X-macro's values); the first value without a name
+# ends them.
+if "gd_status_name" in missing:
+    raise ImportError("graphdirect: " + _older("gd_status_name"))
+for _code in range(256):
+    _name = lib.gd_status_name(_code)
+    if _name is None:
+        break
+    STATUS[_name.decode()] = _code
+    STATUS_NAMES[_code] = _name.decode()
+GD_OK = STATUS["GD_OK"]
+GD_ERR_INVALID_ARG = STATUS["GD_ERR_INVALID_ARG"]
+GD_ERR_NOT_FOUND = STATUS["GD_ERR_NOT_FOUND"]
 
 
 def last_error():

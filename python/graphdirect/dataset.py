@@ -166,5 +166,6 @@ def generate(preset="tiny", seed=0, nodes=None, out=None, overwrite=False, threa
     ptr = ctypes.c_void_p()
     check(lib.gd_generate(ctypes.byref(opts), ctypes.byref(ptr)))
     if not ptr.value:
-        raise GraphdirectError(13, "gd_generate returned no dataset")
+        raise GraphdirectError(_lib.STATUS["GD_ERR_INTERNAL"],
+                               "gd_generate returned no dataset")
     return Dataset._adopt(ptr.value, os.fsdecode(out) if out is not None else None)

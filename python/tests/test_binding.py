@@ -189,6 +189,22 @@ class BindingTest(unittest.TestCase):
         d = _lib.DatasetOpenOptions.new()
         self.assertEqual((d.mode, d.validate_graph), (0, 1))
 
+    def test_status_names_come_from_the_library(self):
+        names = _lib.STATUS_NAMES
+        self.assertEqual(len(names), 14)
+        self.assertEqual((names[0], names[1], names[13]),
+                         ("GD_OK", "GD_ERR_INVALID_ARG", "GD_ERR_INTERNAL"))
+        self.assertEqual((_lib.GD_OK, _lib.GD_ERR_INVALID_ARG, _lib.GD_ERR_NOT_FOUND), (0, 1, 8))
+        for code, name in names.items():
+            self.assertEqual(_lib.STATUS[name], code)
+            self.assertNotEqual(_lib.lib.gd_status_string(code), b"unknown status")
+        self.assertIsNone(_lib.lib.gd_status_name(len(names)))
+        self.assertEqual(graphdirect.GraphdirectError(5, "x").status_name, "GD_ERR_RANGE")
+
+    def test_new_structs_carry_the_binding_size(self):
+        for name, (cls, _init) in _lib.SIZED_STRUCTS.items():
+            self.assertEqual(cls.new().size, ctypes.sizeof(cls), name)
+
     def test_import_error_names_what_was_tried(self):
         env = dict(os.environ, GRAPHDIRECT_LIB="/nonexistent/libgraphdirect.so.0")
         code = "import graphdirect"

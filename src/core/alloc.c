@@ -88,14 +88,3 @@ char *gd__strdup(const char *s) {
     if (p) memcpy(p, s, n);
     return p;
 }
-
-char *gd__path_join(const char *dir, const char *name) {
-    size_t a = strlen(dir), b = strlen(name);
-    bool slash = a > 0 && dir[a - 1] != '/';
-    char *p = gd_malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    if (slash) p[a++] = '/';
-    memcpy(p + a, name, b + 1);
-    return p;
-}

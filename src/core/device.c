@@ -42,3 +42,17 @@ gd_status gd_device_info_get(int device, gd_device_info *info) {
                      "to use a GPU");
 #endif
 }
+
+gd_status gd__no_device(const char *what, const char *instead) {
+#ifdef GD_WITH_CUDA
+    return gd__error(GD_ERR_NO_DEVICE,
+                     "%s needs a GPU and none is visible (check nvidia-smi and "
+                     "CUDA_VISIBLE_DEVICES), or %s",
+                     what, instead);
+#else
+    return gd__error(GD_ERR_NO_DEVICE,
+                     "%s needs a GPU, but graphdirect was built without CUDA: install the CUDA "
+                     "toolkit and rebuild, or %s",
+                     what, instead);
+#endif
+}

@@ -73,11 +73,7 @@ fail:
 
 extern "C" gd_status gd__cuda_check_device(int device, const char *what, const char *instead) {
     const int count = gd__cuda_device_count();
-    if (count == 0)
-        return gd__error(GD_ERR_NO_DEVICE,
-                         "%s needs a GPU and none is visible (check nvidia-smi and "
-                         "CUDA_VISIBLE_DEVICES), or %s",
-                         what, instead);
+    if (count == 0) return gd__no_device(what, instead);
     if (device < 0 || device >= count)
         return gd__error(GD_ERR_RANGE, "%s: GPU %d does not exist: %d GPU(s) visible (0..%d)", what,
                          device, count, count - 1);

@@ -106,17 +106,12 @@ void gd__file_unmap(void *base, size_t map_len) {
 
 gd_status gd__outfile_create(gd__outfile *f, const char *path) {
     gd_status st = GD_OK;
-    char suffix[48];
     f->fd = -1;
-    f->path = NULL;
     f->tmp_path = NULL;
-    snprintf(suffix, sizeof suffix, ".tmp.%ld", (long)getpid());
-    size_t n = strlen(path);
-    GD_ALLOC(f->path, n + 1, "output path");
-    memcpy(f->path, path, n + 1);
-    GD_ALLOC(f->tmp_path, n + strlen(suffix) + 1, "output path");
-    memcpy(f->tmp_path, path, n);
-    memcpy(f->tmp_path + n, suffix, strlen(suffix) + 1);
+    f->path = gd__strdup(path);
+    GD_REQUIRE(f->path, GD_ERR_NO_MEMORY, "out of memory naming output file '%s'", path);
+    f->tmp_path = gd__path_sibling(path, "tmp");
+    GD_REQUIRE(f->tmp_path, GD_ERR_NO_MEMORY, "out of memory naming a file beside '%s'", path);
     GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO, "cannot create '%s': injected fault",
                f->tmp_path);
     f->fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -187,7 +182,9 @@ void gd__outfile_abort(gd__outfile *f) {
     outfile_release(f);
 }
 
-gd_status gd__fsync_dir(const char *dir) {
+gd_status gd__fsync_dir(const char *dir, bool fault) {
+    if (fault && gd__fault_hit(GD_FAULT_WRITE))
+        return gd__error(GD_ERR_IO, "cannot flush directory '%s': injected fault", dir);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return gd__error(GD_ERR_IO, "cannot open directory '%s': %s", dir, strerror(errno));
     int rc = fsync(fd);

@@ -52,6 +52,9 @@ gd_status gd__info_out(void *dst, const void *src, size_t src_size, const char *
 #define GD__SCAN_MAX_THREADS 1024
 int64_t gd__exclusive_scan_i64(int64_t *a, int64_t n, int threads);
 int64_t gd__exclusive_scan_i32(int32_t *a, int64_t n, int threads);
+/* Sort a[0..n) ascending in place (an introsort: O(n log n) whatever the order). */
+void gd__sort_i64(int64_t *a, int64_t n);
+void gd__sort_i32(int32_t *a, int64_t n);
 
 /*
  * The check macros. A function that uses them declares `gd_status st = GD_OK;` and ends with a
@@ -141,11 +144,32 @@ gd_status gd__outfile_truncate(gd__outfile *f, int64_t bytes);
 gd_status gd__outfile_commit(gd__outfile *f);
 void gd__outfile_abort(gd__outfile *f);
 
-/* fsync a directory so that renames inside it are durable. */
-gd_status gd__fsync_dir(const char *dir);
-/* Join two path pieces into a gd_malloc'd string. */
+/*
+ * fsync a directory so that renames inside it are durable. With fault set the call takes part
+ * in write-fault injection (GD_FAULT_WRITE); a caller for whom a failed flush is only a warning
+ * passes 0, so that every injected write fault still fails its operation.
+ */
+gd_status gd__fsync_dir(const char *dir, bool fault);
+
+/* ---- path names (path.c); each returns a gd_malloc'd string, or NULL when out of memory */
+/* dir and name joined by one slash. */
 char *gd__path_join(const char *dir, const char *name);
+/* The directory holding path: "." for a bare name, "/" for a name in the root. */
+char *gd__path_dir(const char *path);
+/* path without trailing slashes, so that a sibling of "d/" lands beside d, not inside it. */
+char *gd__path_trim(const char *path);
+/* "<path>.<tag>.<pid>": a temporary name beside path, private to this process. */
+char *gd__path_sibling(const char *path, const char *tag);
 char *gd__strdup(const char *s);
+
+/*
+ * GD_ERR_NO_DEVICE for `what`, which needs a GPU: none is visible, or (without GD_WITH_CUDA)
+ * the build has no CUDA; the message ends with "or <instead>", the way out without a GPU.
+ */
+gd_status gd__no_device(const char *what, const char *instead);
+
+/* The index of name in names[0..count), or -1 (also for a NULL name): enum names to values. */
+int gd__name_index(const char *const *names, int count, const char *name);
 
 /* Number of threads for parallel loops (GD_THREADS, else all cores). */
 int gd__num_threads(void);

@@ -32,6 +32,17 @@ const char *gd_status_string(gd_status status) {
     return "unknown status";
 }
 
+const char *gd_status_name(gd_status status) {
+    switch (status) {
+#define GD_STATUS_NAME_(name, value, text)                                                \
+    case name:                                                                            \
+        return #name;
+        GD_STATUS_MAP(GD_STATUS_NAME_)
+#undef GD_STATUS_NAME_
+    }
+    return NULL;
+}
+
 const char *gd_last_error(void) { return last_error; }
 
 void gd_clear_error(void) { last_error[0] = '\0'; }

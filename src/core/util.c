@@ -1,6 +1,7 @@
 /*
  * Small shared utilities: dtypes and their bit-exact float16/bfloat16 conversions, thread
- * counts, progress reporting and the clock.
+ * counts, progress reporting, the clock, and the prefix sum and id-list sort that several
+ * modules share (scan_impl.h, sort_impl.h).
  */
 #include "internal.h"
 
@@ -168,6 +169,12 @@ gd_status gd__info_out(void *dst, const void *src, size_t src_size, const char *
     return GD_OK;
 }
 
+int gd__name_index(const char *const *names, int count, const char *name) {
+    for (int i = 0; name && i < count; i++)
+        if (strcmp(name, names[i]) == 0) return i;
+    return -1;
+}
+
 #define GD__SCAN_T int64_t
 #define GD__SCAN_NAME gd__exclusive_scan_i64
 #include "scan_impl.h"
@@ -178,3 +185,14 @@ gd_status gd__info_out(void *dst, const void *src, size_t src_size, const char *
 #include "scan_impl.h"
 #undef GD__SCAN_T
 #undef GD__SCAN_NAME
+
+#define GD__SORT_T int64_t
+#define GD__SORT_NAME(x) x##_i64
+#include "sort_impl.h"
+#undef GD__SORT_T
+#undef GD__SORT_NAME
+#define GD__SORT_T int32_t
+#define GD__SORT_NAME(x) x##_i32
+#include "sort_impl.h"
+#undef GD__SORT_T
+#undef GD__SORT_NAME

@@ -20,6 +20,7 @@
  * and calls are ordered against each other with events. Every CUDA call is checked.
  */
 #include "core/cuda.h"
+#include "core/dev_error.h"
 #include "green.h"
 #include "internal.h"
 
@@ -31,13 +32,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-/* What a kernel records about the first out-of-range id it meets (device memory). */
-typedef struct {
-    unsigned int flag;
-    unsigned int pad;
-    long long pos;
-    long long id;
-} gather_error;
+/*
+ * What a kernel records about the first out-of-range id it meets (core/dev_error.h): the output
+ * position, then the id.
+ */
+#define ERR_ID_RANGE 1u
 
 struct gd__cuda_gatherer {
     const unsigned char *src; /* the table as the kernels see it */
@@ -50,7 +49,7 @@ struct gd__cuda_gatherer {
     void *d_sort_tmp;
     size_t sort_tmp_bytes;
     int end_bit; /* sort only the bits an in-range id can have */
-    gather_error *d_err;
+    gd__dev_error *d_err;
     long long *d_loc;         /* zerocopy with a cache: the node -> location map */
     unsigned char *d_cache;   /* zerocopy with a cache: the cached rows, slot by slot */
     cudaEvent_t done;         /* recorded after each call's last GPU operation */
@@ -107,13 +106,6 @@ __device__ __forceinline__ void store_partial(unsigned char *p, uint4 w, unsigne
     }
 }
 
-__device__ __forceinline__ void record_error(gather_error *err, long long pos, long long id) {
-    if (atomicCAS(&err->flag, 0u, 1u) == 0u) {
-        err->pos = pos;
-        err->id = id;
-    }
-}
-
 /*
  * The aligned gather: row ids[i] of src to row perm[i] (or i) of out, for i in [0, n).
  * G lanes per row, U loads per lane per round; the row loop strides over the whole grid, so a
@@ -125,7 +117,7 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
     gather_aligned_kernel(const unsigned char *__restrict__ src, long long rows,
                           long long row_bytes, const long long *__restrict__ ids,
                           const int *__restrict__ perm, long long n,
-                          unsigned char *__restrict__ out, gather_error *err,
+                          unsigned char *__restrict__ out, gd__dev_error *err,
                           const long long *__restrict__ loc,
                           const unsigned char *__restrict__ cache) {
     constexpr int GROUPS = 32 / G;
@@ -146,7 +138,7 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
             dst = perm ? (long long)perm[r] : r;
         }
         const bool bad = active && (id < 0 || id >= rows);
-        if (bad && lig == 0) record_error(err, dst, id);
+        if (bad && lig == 0) gd__dev_error_record(err, ERR_ID_RANGE, dst, id, 0);
         const bool load_ok = active && !bad;
         /* With a cache, the location map says which tier holds the row and where. */
         unsigned long long base = (unsigned long long)src;
@@ -214,14 +206,14 @@ template <typename T>
 __global__ void __launch_bounds__(BLOCK_THREADS)
     gather_naive_kernel(const T *__restrict__ src, long long rows, long long cols,
                         const long long *__restrict__ ids, long long n, T *__restrict__ out,
-                        gather_error *err) {
+                        gd__dev_error *err) {
     const long long total = n * cols;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
         const long long r = i / cols, c = i - r * cols;
         const long long id = ids[r];
         if (id < 0 || id >= rows) {
-            if (c == 0) record_error(err, r, id);
+            if (c == 0) gd__dev_error_record(err, ERR_ID_RANGE, r, id, 0);
             out[i] = T(0);
         } else {
             out[i] = src[id * cols + c];
@@ -238,7 +230,7 @@ __global__ void iota_kernel(int *p, long long n) {
 /* ------------------------------------------------------------- kernel choice */
 
 typedef void (*aligned_kernel_fn)(const unsigned char *, long long, long long, const long long *,
-                                  const int *, long long, unsigned char *, gather_error *,
+                                  const int *, long long, unsigned char *, gd__dev_error *,
                                   const long long *, const unsigned char *);
 
 /*
@@ -591,8 +583,8 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
     c->events = 3;
     GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->from_green, cudaEventDisableTiming));
     c->events = 4;
-    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_err, sizeof(gather_error)));
-    GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof(gather_error)));
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_err, sizeof(gd__dev_error)));
+    GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof(gd__dev_error)));
     GD_CHECK(pinned_alloc((void **)&c->h_ids, ids_bytes, "the ids staging buffer"));
 
     if (g->mode == GD_GATHER_CPU_DMA) {
@@ -830,26 +822,14 @@ fail:
 }
 
 static gd_status cuda_check_errors(gd_gatherer_t *g) {
-    gd_status st = GD_OK;
-    gd__cuda_gatherer *c = g->cuda;
-    gather_error e;
-    int prev = -1;
-    GD_CHECK(gd__cuda_enter_device(g->device, &prev));
-    GD_CUDA_CHECK(cudaEventSynchronize(c->done));
-    GD_CUDA_CHECK(cudaMemcpy(&e, c->d_err, sizeof e, cudaMemcpyDeviceToHost));
-    if (e.flag) {
-        GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof e));
-        GD_REQUIRE(0, GD_ERR_RANGE,
-                   "gather: id %lld at position %lld (ids on the device) is outside the "
-                   "table's rows [0, %lld); its output row was zeroed: pass ids of rows that "
-                   "exist",
-                   e.id, e.pos, (long long)g->tensor->rows);
-    }
-    gd__cuda_leave_device(g->device, prev);
-    return GD_OK;
-fail:
-    gd__cuda_leave_device(g->device, prev);
-    return st;
+    gd__dev_error e;
+    gd_status st = gd__dev_error_take(g->device, g->cuda->done, NULL, g->cuda->d_err, &e);
+    if (st != GD_OK || !e.flag) return st;
+    return gd__error(GD_ERR_RANGE,
+                     "gather: id %lld at position %lld (ids on the device) is outside the "
+                     "table's rows [0, %lld); its output row was zeroed: pass ids of rows that "
+                     "exist",
+                     e.v[1], e.v[0], (long long)g->tensor->rows);
 }
 
 extern "C" const gd__feature_backend gd__feature_cuda_backend = {

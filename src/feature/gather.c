@@ -19,12 +19,8 @@ const char *gd_gather_mode_name(gd_gather_mode mode) {
 
 gd_status gd_gather_mode_parse(const char *name, gd_gather_mode *out) {
     if (!name || !out) return gd__error(GD_ERR_INVALID_ARG, "gd_gather_mode_parse: NULL argument");
-    for (int i = 0; i < GD_GATHER_MODE_COUNT; i++) {
-        if (strcmp(name, mode_names[i]) == 0) {
-            *out = (gd_gather_mode)i;
-            return GD_OK;
-        }
-    }
+    const int i = gd__name_index(mode_names, GD_GATHER_MODE_COUNT, name);
+    if (i >= 0) return *out = (gd_gather_mode)i, GD_OK;
     return gd__error(GD_ERR_INVALID_ARG,
                      "unknown gather mode '%s': use zerocopy, naive-zerocopy, cpu-dma, gpu or cpu",
                      name);

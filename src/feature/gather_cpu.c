@@ -79,17 +79,7 @@ int gd__sm_budget_resolve(int count, double percent, int sms) {
 /* ---- the CPU backend */
 
 static gd_status no_device(const char *what) {
-#ifdef GD_WITH_CUDA
-    return gd__error(GD_ERR_NO_DEVICE,
-                     "%s needs a GPU and none is visible (check nvidia-smi and "
-                     "CUDA_VISIBLE_DEVICES), or use gather mode \"cpu\"",
-                     what);
-#else
-    return gd__error(GD_ERR_NO_DEVICE,
-                     "%s needs a GPU, but graphdirect was built without CUDA: install the CUDA "
-                     "toolkit and rebuild, or use gather mode \"cpu\"",
-                     what);
-#endif
+    return gd__no_device(what, "use gather mode \"cpu\"");
 }
 
 static gd_status cpu_register(gd_host_tensor_t *t, int device) {

@@ -46,6 +46,8 @@ static gd_status tensor_new(int64_t rows, int64_t cols, gd_dtype dtype, unsigned
     GD_CHECK(tensor_shape(rows, cols, dtype, &row_bytes, &bytes, what));
     GD_REQUIRE((flags & ~(GD_HOST_TENSOR_READ_ONLY | GD_HOST_TENSOR_SHM_CREATE)) == 0,
                GD_ERR_INVALID_ARG, "%s: unknown flags 0x%x", what, flags);
+    GD_REQUIRE(kind == GD__TENSOR_SHM || !(flags & GD_HOST_TENSOR_SHM_CREATE), GD_ERR_INVALID_ARG,
+               "%s: GD_HOST_TENSOR_SHM_CREATE belongs to gd_host_tensor_open_shm", what);
     t = gd_calloc(1, sizeof *t);
     GD_REQUIRE(t, GD_ERR_NO_MEMORY, "%s: out of memory for the tensor handle", what);
     t->rows = rows;
@@ -73,9 +75,6 @@ gd_status gd_host_tensor_create(int64_t rows, int64_t cols, gd_dtype dtype, unsi
     gd_status st = GD_OK;
     gd_host_tensor_t *t = NULL;
     GD_CHECK(tensor_new(rows, cols, dtype, flags, GD__TENSOR_OWNED, "gd_host_tensor_create", &t));
-    GD_REQUIRE(!(flags & GD_HOST_TENSOR_SHM_CREATE), GD_ERR_INVALID_ARG,
-               "gd_host_tensor_create: GD_HOST_TENSOR_SHM_CREATE belongs to "
-               "gd_host_tensor_open_shm");
     /*
      * Anonymous pages are zero-filled, page-aligned (so registration pins no one else's data)
      * and only take memory when touched. Huge pages, where the kernel gives them, cut the page
@@ -108,9 +107,6 @@ gd_status gd_host_tensor_adopt(void *data, int64_t rows, int64_t cols, gd_dtype 
     gd_status st = GD_OK;
     gd_host_tensor_t *t = NULL;
     GD_CHECK(tensor_new(rows, cols, dtype, flags, GD__TENSOR_ADOPTED, "gd_host_tensor_adopt", &t));
-    GD_REQUIRE(!(flags & GD_HOST_TENSOR_SHM_CREATE), GD_ERR_INVALID_ARG,
-               "gd_host_tensor_adopt: GD_HOST_TENSOR_SHM_CREATE belongs to "
-               "gd_host_tensor_open_shm");
     GD_REQUIRE(data || t->bytes == 0, GD_ERR_INVALID_ARG,
                "gd_host_tensor_adopt: NULL data for %zu bytes", t->bytes);
     /* The element-wise GPU path loads whole elements, so they must be naturally aligned. */

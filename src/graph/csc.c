@@ -22,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Lists up to this long are insertion-sorted. */
-#define CSC_SMALL_SORT 32
 /* Edges per slice between two progress reports. */
 #define CSC_SLICE ((int64_t)1 << 24)
 /* Sort chunks per thread: enough that a hub's long list does not leave the others idle. */

@@ -5,88 +5,6 @@
  * CSC_NAME(x) (which appends the type suffix to a name). Everything here is static.
  */
 
-/* Sorting one node's in-neighbour list. Lists are mostly short (power-law graphs have a median
- * in-degree of a few), so small ones take insertion sort; long ones (hubs) take an introsort
- * whose depth limit falls back to heapsort, so adversarial orders cannot make it quadratic. */
-static void CSC_NAME(insertion_sort)(CSC_T *a, int64_t n) {
-    for (int64_t i = 1; i < n; i++) {
-        CSC_T x = a[i];
-        int64_t j = i - 1;
-        while (j >= 0 && a[j] > x) {
-            a[j + 1] = a[j];
-            j--;
-        }
-        a[j + 1] = x;
-    }
-}
-
-static void CSC_NAME(sift_down)(CSC_T *a, int64_t root, int64_t n) {
-    CSC_T x = a[root];
-    for (;;) {
-        int64_t child = 2 * root + 1;
-        if (child >= n) break;
-        if (child + 1 < n && a[child + 1] > a[child]) child++;
-        if (a[child] <= x) break;
-        a[root] = a[child];
-        root = child;
-    }
-    a[root] = x;
-}
-
-static void CSC_NAME(heap_sort)(CSC_T *a, int64_t n) {
-    for (int64_t i = n / 2 - 1; i >= 0; i--) CSC_NAME(sift_down)(a, i, n);
-    for (int64_t end = n - 1; end > 0; end--) {
-        CSC_T t = a[0];
-        a[0] = a[end];
-        a[end] = t;
-        CSC_NAME(sift_down)(a, 0, end);
-    }
-}
-
-static void CSC_NAME(intro_sort)(CSC_T *a, int64_t n, int depth) {
-    while (n > CSC_SMALL_SORT) {
-        if (depth-- == 0) {
-            CSC_NAME(heap_sort)(a, n);
-            return;
-        }
-        /* Median of three as the pivot; Hoare partitioning splits runs of equal ids (duplicate
-         * edges) evenly instead of degrading on them. */
-        CSC_T lo = a[0], mid = a[n / 2], hi = a[n - 1], p;
-        if (lo < mid) p = mid < hi ? mid : (lo < hi ? hi : lo);
-        else p = lo < hi ? lo : (mid < hi ? hi : mid);
-        int64_t i = -1, j = n;
-        for (;;) {
-            do i++; while (a[i] < p);
-            do j--; while (a[j] > p);
-            if (i >= j) break;
-            CSC_T t = a[i];
-            a[i] = a[j];
-            a[j] = t;
-        }
-        /* Recurse into the smaller side, loop on the larger: stack depth stays O(log n). */
-        int64_t left = j + 1;
-        if (left < n - left) {
-            CSC_NAME(intro_sort)(a, left, depth);
-            a += left;
-            n -= left;
-        } else {
-            CSC_NAME(intro_sort)(a + left, n - left, depth);
-            n = left;
-        }
-    }
-    CSC_NAME(insertion_sort)(a, n);
-}
-
-static void CSC_NAME(sort_list)(CSC_T *a, int64_t n) {
-    if (n <= CSC_SMALL_SORT) {
-        CSC_NAME(insertion_sort)(a, n);
-        return;
-    }
-    int depth = 0;
-    for (int64_t m = n; m > 1; m >>= 1) depth += 2;
-    CSC_NAME(intro_sort)(a, n, depth);
-}
-
 /*
  * Scatter edges [begin, end) into their destination lists. cursor[v] starts at the first slot of
  * v's list and is bumped atomically when several threads run, so no two write the same slot;
@@ -125,7 +43,7 @@ static int64_t CSC_NAME(sort_chunk)(int64_t *indptr, CSC_T *idx, int64_t lo, int
         int64_t e = v + 1 < hi ? indptr[v + 1] : last;
         CSC_T *a = idx + s;
         int64_t n = e - s;
-        CSC_NAME(sort_list)(a, n);
+        CSC_NAME(gd__sort)(a, n); /* core/sort_impl.h */
         indptr[v] = w;
         if (n > 0) {
             CSC_T prev = a[0];

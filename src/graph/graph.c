@@ -25,12 +25,8 @@ const char *gd_placement_name(gd_placement placement) {
 
 gd_status gd_placement_parse(const char *name, gd_placement *out) {
     if (!name || !out) return gd__error(GD_ERR_INVALID_ARG, "gd_placement_parse: NULL argument");
-    for (int i = 0; i < GD_PLACE_COUNT; i++) {
-        if (strcmp(name, placement_names[i]) == 0) {
-            *out = (gd_placement)i;
-            return GD_OK;
-        }
-    }
+    const int i = gd__name_index(placement_names, GD_PLACE_COUNT, name);
+    if (i >= 0) return *out = (gd_placement)i, GD_OK;
     return gd__error(GD_ERR_INVALID_ARG, "unknown placement '%s': use host, gpu or pinned", name);
 }
 

@@ -48,6 +48,8 @@ static gd_status cuda_graph_cache_to_device(gd_graph_t *g, const int64_t *loc, c
     g->d_loc = (const int64_t *)g->dev_loc;
     g->d_cache = g->dev_cache;
     g->device_bytes += (int64_t)(loc_bytes + bytes);
+    /* Copies from pageable memory may return before they land; samplers use other streams. */
+    GD_CUDA_CHECK(cudaDeviceSynchronize());
     gd__cuda_leave_device(g->device, prev);
     return GD_OK;
 fail:
@@ -95,6 +97,8 @@ static gd_status cuda_graph_to_device(gd_graph_t *g, const int64_t *indptr, cons
         g->d_indices = g->dev_indices;
         g->device_bytes += (int64_t)bytes;
     }
+    /* Copies from pageable memory may return before they land; samplers use other streams. */
+    GD_CUDA_CHECK(cudaDeviceSynchronize());
     gd_free(conv);
     gd__cuda_leave_device(g->device, prev);
     return GD_OK;

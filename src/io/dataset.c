@@ -67,38 +67,6 @@ static void remove_tree(const char *path, int depth) {
     if (rmdir(path) != 0) GD_WARN("could not remove '%s': %s", path, strerror(errno));
 }
 
-/* dir without trailing slashes (so that "<dir>.tmp.<pid>" lands beside it, not inside). */
-static char *normalize_dir(const char *dir) {
-    char *p = gd__strdup(dir);
-    if (!p) return NULL;
-    size_t n = strlen(p);
-    while (n > 1 && p[n - 1] == '/') p[--n] = '\0';
-    return p;
-}
-
-static char *sibling_name(const char *dir, const char *tag) {
-    char suffix[48];
-    snprintf(suffix, sizeof suffix, ".%s.%ld", tag, (long)getpid());
-    size_t a = strlen(dir), b = strlen(suffix);
-    char *p = gd_malloc(a + b + 1);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    memcpy(p + a, suffix, b + 1);
-    return p;
-}
-
-static char *parent_of(const char *dir) {
-    const char *slash = strrchr(dir, '/');
-    if (!slash) return gd__strdup(".");
-    if (slash == dir) return gd__strdup("/");
-    size_t n = (size_t)(slash - dir);
-    char *p = gd_malloc(n + 1);
-    if (!p) return NULL;
-    memcpy(p, dir, n);
-    p[n] = '\0';
-    return p;
-}
-
 /*
  * Whether target may be written: absent, or (with overwrite) an existing dataset directory or
  * an empty one. Anything else is refused so that a mistyped path cannot delete unrelated data.
@@ -136,7 +104,7 @@ static gd_status check_target(const char *target, int overwrite) {
 
 static gd_status check_parent(const char *target) {
     gd_status st = GD_OK;
-    char *parent = parent_of(target);
+    char *parent = gd__path_dir(target);
     struct stat sb;
     GD_REQUIRE(parent, GD_ERR_NO_MEMORY, "out of memory naming the parent of '%s'", target);
     GD_REQUIRE(stat(parent, &sb) == 0 && S_ISDIR(sb.st_mode), GD_ERR_NOT_FOUND,
@@ -148,14 +116,28 @@ fail:
     return st;
 }
 
-/* Create the temporary build directory, replacing a stale one of this process. */
-static gd_status make_temp_dir(const char *tmp) {
-    remove_tree(tmp, 0);
-    if (gd__fault_hit(GD_FAULT_WRITE))
-        return gd__error(GD_ERR_IO, "cannot create directory '%s': injected fault", tmp);
-    if (mkdir(tmp, 0755) != 0)
-        return gd__error(GD_ERR_IO, "cannot create directory '%s': %s", tmp, strerror(errno));
+/*
+ * Start writing the dataset directory target: check that it may be written, then create the
+ * temporary build directory beside it (*tmp, replacing a stale one of this process), which
+ * publish_dir later moves into place.
+ */
+static gd_status make_temp_dir(const char *target, int overwrite, char **tmp) {
+    gd_status st = GD_OK;
+    char *t = NULL;
+    GD_CHECK(check_parent(target));
+    GD_CHECK(check_target(target, overwrite));
+    t = gd__path_sibling(target, "tmp");
+    GD_REQUIRE(t, GD_ERR_NO_MEMORY, "out of memory naming a directory beside '%s'", target);
+    remove_tree(t, 0);
+    GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO,
+               "cannot create directory '%s': injected fault", t);
+    GD_REQUIRE(mkdir(t, 0755) == 0, GD_ERR_IO, "cannot create directory '%s': %s", t,
+               strerror(errno));
+    *tmp = t;
     return GD_OK;
+fail:
+    gd_free(t);
+    return st;
 }
 
 /*
@@ -167,12 +149,12 @@ static gd_status publish_dir(const char *tmp, const char *target, int overwrite)
     char *old = NULL, *parent = NULL;
     bool moved_old = false;
     struct stat sb;
-    GD_CHECK(gd__fsync_dir(tmp));
+    GD_CHECK(gd__fsync_dir(tmp, false));
     GD_CHECK(check_target(target, overwrite));
-    parent = parent_of(target);
+    parent = gd__path_dir(target);
     GD_REQUIRE(parent, GD_ERR_NO_MEMORY, "out of memory naming the parent of '%s'", target);
     if (lstat(target, &sb) == 0) {
-        old = sibling_name(target, "old");
+        old = gd__path_sibling(target, "old");
         GD_REQUIRE(old, GD_ERR_NO_MEMORY, "out of memory naming a directory beside '%s'", target);
         remove_tree(old, 0);
         GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO,
@@ -188,7 +170,7 @@ static gd_status publish_dir(const char *tmp, const char *target, int overwrite)
     moved_old = false;
     /* From here on the new dataset is in place; later trouble is reported but is not a failure
      * of the save, since nothing can be undone without losing the finished data. */
-    if (gd__fsync_dir(parent) != GD_OK) GD_WARN("%s", gd_last_error());
+    if (gd__fsync_dir(parent, false) != GD_OK) GD_WARN("%s", gd_last_error());
     if (old) remove_tree(old, 0);
     gd_free(old);
     gd_free(parent);
@@ -315,13 +297,9 @@ gd_status gd_dataset_save(const gd_dataset_t *ds, const char *dir, int overwrite
     bool made_tmp = false;
     GD_REQUIRE(ds && dir, GD_ERR_INVALID_ARG, "gd_dataset_save: ds and dir must not be NULL");
     GD_CHECK(gd__dataset_check(ds, 0));
-    target = normalize_dir(dir);
+    target = gd__path_trim(dir);
     GD_REQUIRE(target, GD_ERR_NO_MEMORY, "out of memory naming '%s'", dir);
-    GD_CHECK(check_parent(target));
-    GD_CHECK(check_target(target, overwrite));
-    tmp = sibling_name(target, "tmp");
-    GD_REQUIRE(tmp, GD_ERR_NO_MEMORY, "out of memory naming a directory beside '%s'", target);
-    GD_CHECK(make_temp_dir(tmp));
+    GD_CHECK(make_temp_dir(target, overwrite, &tmp));
     made_tmp = true;
     for (int i = 0; i < GD_ARRAY_COUNT; i++) {
         const gd__array *a = &ds->arrays[i];
@@ -385,7 +363,7 @@ gd_status gd__dataset_new(const char *name, const char *out_dir, int overwrite,
     GD_REQUIRE(ds, GD_ERR_NO_MEMORY, "out of memory creating a dataset");
     ds->overwrite = overwrite;
     if (out_dir) {
-        ds->dir = normalize_dir(out_dir);
+        ds->dir = gd__path_trim(out_dir);
         GD_REQUIRE(ds->dir, GD_ERR_NO_MEMORY, "out of memory naming '%s'", out_dir);
     }
     if (!name && ds->dir) {
@@ -394,19 +372,7 @@ gd_status gd__dataset_new(const char *name, const char *out_dir, int overwrite,
     }
     ds->name = gd__strdup(name && *name ? name : "dataset");
     GD_REQUIRE(ds->name, GD_ERR_NO_MEMORY, "out of memory creating a dataset");
-    if (ds->dir) {
-        GD_CHECK(check_parent(ds->dir));
-        GD_CHECK(check_target(ds->dir, overwrite));
-        char *tmp = sibling_name(ds->dir, "tmp");
-        GD_REQUIRE(tmp, GD_ERR_NO_MEMORY, "out of memory naming a directory beside '%s'",
-                   ds->dir);
-        st = make_temp_dir(tmp);
-        if (st != GD_OK) {
-            gd_free(tmp);
-            goto fail;
-        }
-        ds->build_dir = tmp;
-    }
+    if (ds->dir) GD_CHECK(make_temp_dir(ds->dir, overwrite, &ds->build_dir));
     *out = ds;
     return GD_OK;
 fail:

@@ -197,87 +197,7 @@ fail:
     return st;
 }
 
-/* ------------------------------------------------------------- small sort */
-
-/*
- * Sorting a list of ids. Most lists are short, and a comparison callback (qsort) costs more than
- * the comparisons, so this is an introsort on int64: quicksort with a median-of-three pivot,
- * insertion sort for short ranges, heapsort if the recursion gets too deep.
- */
-static void insertion_i64(int64_t *a, int64_t n) {
-    for (int64_t i = 1; i < n; i++) {
-        int64_t x = a[i], j = i;
-        while (j > 0 && a[j - 1] > x) {
-            a[j] = a[j - 1];
-            j--;
-        }
-        a[j] = x;
-    }
-}
-
-static void sift_down_i64(int64_t *a, int64_t n, int64_t i) {
-    int64_t x = a[i];
-    for (;;) {
-        int64_t child = 2 * i + 1;
-        if (child >= n) break;
-        if (child + 1 < n && a[child + 1] > a[child]) child++;
-        if (a[child] <= x) break;
-        a[i] = a[child];
-        i = child;
-    }
-    a[i] = x;
-}
-
-static void heapsort_i64(int64_t *a, int64_t n) {
-    for (int64_t i = n / 2 - 1; i >= 0; i--) sift_down_i64(a, n, i);
-    for (int64_t end = n - 1; end > 0; end--) {
-        int64_t t = a[0];
-        a[0] = a[end];
-        a[end] = t;
-        sift_down_i64(a, end, 0);
-    }
-}
-
-static void swap_i64(int64_t *a, int64_t i, int64_t j) {
-    int64_t t = a[i];
-    a[i] = a[j];
-    a[j] = t;
-}
-
-static void sort_i64(int64_t *a, int64_t n) {
-    int depth = 2 * 64;
-    while (n > 16) {
-        if (depth-- == 0) {
-            heapsort_i64(a, n);
-            return;
-        }
-        /* Median of three: a[0] <= a[mid] <= a[n-1] then bound the Hoare scans. */
-        int64_t mid = n / 2;
-        if (a[mid] < a[0]) swap_i64(a, mid, 0);
-        if (a[n - 1] < a[0]) swap_i64(a, n - 1, 0);
-        if (a[n - 1] < a[mid]) swap_i64(a, n - 1, mid);
-        int64_t pivot = a[mid], i = -1, j = n;
-        for (;;) {
-            do i++;
-            while (a[i] < pivot);
-            do j--;
-            while (a[j] > pivot);
-            if (i >= j) break;
-            swap_i64(a, i, j);
-        }
-        /* [0, j] and [j + 1, n): recurse into the smaller part, loop on the larger. */
-        int64_t left = j + 1, right = n - left;
-        if (left < right) {
-            sort_i64(a, left);
-            a += left;
-            n = right;
-        } else {
-            sort_i64(a + left, right);
-            n = left;
-        }
-    }
-    insertion_i64(a, n);
-}
+/* ------------------------------------------------------------- sorted lists */
 
 static int64_t dedupe_sorted(int64_t *a, int64_t n) {
     if (n == 0) return 0;
@@ -455,7 +375,7 @@ static int64_t walk_fill(const gen_ctx *g, const int64_t *members, int64_t size,
         if (w == v || contains_sorted(buf, n0, w)) continue;
         buf[n++] = w;
     }
-    sort_i64(buf, n);
+    gd__sort_i64(buf, n);
     return n;
 }
 
@@ -508,7 +428,7 @@ static int64_t draw_distinct(const gen_ctx *g, int64_t v, int64_t community, int
             int64_t w = g->members[out[i]];
             if (w != v && !contains_sorted(excl, nexcl, w)) out[n++] = w;
         }
-        sort_i64(out, n);
+        gd__sort_i64(out, n);
         n = dedupe_sorted(out, n);
     }
     return n;
@@ -537,7 +457,7 @@ static void node_edges(const gen_ctx *g, int64_t v, int64_t *buf) {
     /* The rest from anywhere, distinct from the first part; then a walk over all nodes. */
     int64_t nb = draw_distinct(g, v, -1, d - na, buf + na, buf, na, GEN_STREAM_EDGE_ANY);
     int64_t n = na + nb;
-    sort_i64(buf, n);
+    gd__sort_i64(buf, n);
     if (n < d) n = walk_fill(g, NULL, g->n, 1, v, d, buf, n);
     if (g->wide) {
         memcpy((int64_t *)g->indices + pos, buf, (size_t)d * sizeof *buf);

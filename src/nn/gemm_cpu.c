@@ -31,17 +31,9 @@
 #define GEMM_BJ 256
 #define GEMM_BK 128
 
-#define NN_T float
-#define NN_S(x) x##_f32
-#include "nn/gemm_cpu_impl.h"
-#undef NN_T
-#undef NN_S
-
-#define NN_T double
-#define NN_S(x) x##_f64
-#include "nn/gemm_cpu_impl.h"
-#undef NN_T
-#undef NN_S
+#define NN_IMPL "nn/gemm_cpu_impl.h"
+#include "nn/each_dtype.h"
+#undef NN_IMPL
 
 int gd__nn_have_cblas(void) {
 #ifdef GD_HAVE_CBLAS

@@ -10,17 +10,9 @@
 #include <math.h>
 #include <string.h>
 
-#define NN_T float
-#define NN_S(x) x##_f32
-#include "nn/ops_cpu_impl.h"
-#undef NN_T
-#undef NN_S
-
-#define NN_T double
-#define NN_S(x) x##_f64
-#include "nn/ops_cpu_impl.h"
-#undef NN_T
-#undef NN_S
+#define NN_IMPL "nn/ops_cpu_impl.h"
+#include "nn/each_dtype.h"
+#undef NN_IMPL
 
 #define IS_F64(t) ((t)->dtype == GD_DTYPE_FLOAT64)
 

@@ -23,6 +23,7 @@
  * after every launch; cuBLAS statuses are turned into messages.
  */
 #include "core/cuda.h"
+#include "core/dev_error.h"
 #include "nn/internal.h"
 
 #include <cublas_v2.h>
@@ -51,7 +52,8 @@
 
 /*
  * The context's device work buffer: the loss accumulators of softmax cross-entropy (zeroed by
- * each call) and the record of the first label out of range (kept until reported), then, at
+ * each call) and the record of the first label out of range (kept until reported; its values
+ * are the row, the label and the number of classes), then, at
  * WORK_HEAD_BYTES, the partial column sums of the bias gradient (WORK_PARTIALS doubles, written
  * before they are read by each call). Ops on one context run in stream order, so they never
  * use it at the same time.
@@ -59,14 +61,14 @@
 typedef struct {
     double loss_sum;
     unsigned long long count;
-    unsigned int flag;
-    unsigned int pad;
-    long long row, label, classes;
+    gd__dev_error err;
 } nn_work;
 #define WORK_HEAD_BYTES 256
 #define WORK_PARTIALS 65536
 #define WORK_BYTES (WORK_HEAD_BYTES + WORK_PARTIALS * sizeof(double))
 static_assert(sizeof(nn_work) <= WORK_HEAD_BYTES, "the work buffer's head outgrew its room");
+/* The one kind of error the work buffer's record holds. */
+#define ERR_LABEL_RANGE 1u
 
 #define STREAM(ctx) ((cudaStream_t)(ctx)->stream)
 #define BLAS(ctx) ((cublasHandle_t)(ctx)->blas)
@@ -82,6 +84,11 @@ static unsigned grid_for(long long n, int per_block) {
 #define FOR_EACH(i, n)                                                                             \
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                  \
          i += (long long)gridDim.x * blockDim.x)
+
+/* The same with a warp per item (lanes threadIdx.x & 31 share it). */
+#define FOR_EACH_WARP(i, n)                                                                        \
+    for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < (n);           \
+         i += ((long long)gridDim.x * blockDim.x) >> 5)
 
 /* Whether p can be read and written as float4s (cudaMalloc'd buffers and their views can). */
 static int aligned16(const void *p) {
@@ -168,9 +175,7 @@ __global__ void mean_agg_kernel(const int *__restrict__ indptr, const int *__res
                                 long long nd, const float *__restrict__ x, float *__restrict__ out,
                                 long long cols) {
     const int lane = threadIdx.x & 31;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long d = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; d < nd;
-         d += warps) {
+    FOR_EACH_WARP(d, nd) {
         const int e0 = indptr[d], e1 = indptr[d + 1];
         /* The same order and rounding as the CPU: sum in edge order, then times (float)1/deg. */
         const float inv = e1 > e0 ? (float)(1.0 / (double)(e1 - e0)) : 0.0f;
@@ -193,9 +198,7 @@ __global__ void mean_agg4_kernel(const int *__restrict__ indptr, const int *__re
                                  long long nd, const float4 *__restrict__ x,
                                  float4 *__restrict__ out, int cols4) {
     const int lane = threadIdx.x & 31;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long d = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; d < nd;
-         d += warps) {
+    FOR_EACH_WARP(d, nd) {
         const int e0 = indptr[d], e1 = indptr[d + 1];
         const float inv = e1 > e0 ? (float)(1.0 / (double)(e1 - e0)) : 0.0f;
         float4 *o = out + d * cols4;
@@ -217,9 +220,7 @@ __global__ void mean_agg_backward_kernel(const int *__restrict__ indptr,
                                          const float *__restrict__ dout, float *dx,
                                          long long cols) {
     const int lane = threadIdx.x & 31;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long d = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; d < nd;
-         d += warps) {
+    FOR_EACH_WARP(d, nd) {
         const int e0 = indptr[d], e1 = indptr[d + 1];
         if (e1 == e0) continue;
         const float inv = (float)(1.0 / (double)(e1 - e0));
@@ -252,9 +253,7 @@ __global__ void mean_agg_backward4_kernel(const int *__restrict__ indptr,
                                           const float4 *__restrict__ dout, float4 *dx,
                                           int cols4) {
     const int lane = threadIdx.x & 31;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long d = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; d < nd;
-         d += warps) {
+    FOR_EACH_WARP(d, nd) {
         const int e0 = indptr[d], e1 = indptr[d + 1];
         if (e1 == e0) continue;
         const float inv = (float)(1.0 / (double)(e1 - e0));
@@ -326,22 +325,13 @@ __global__ void dropout4_kernel(unsigned long long seed, unsigned stream, unsign
     }
 }
 
-__device__ __forceinline__ void record_label(nn_work *w, long long row, long long label,
-                                             long long classes) {
-    if (atomicCAS(&w->flag, 0u, 1u) == 0u) {
-        w->row = row;
-        w->label = label;
-        w->classes = classes;
-    }
-}
-
 /* The rows that count: labels in [0, cols). A label >= cols is recorded. */
 __global__ void xent_count_kernel(const long long *__restrict__ labels, long long rows,
                                   long long cols, nn_work *w) {
     unsigned c = 0;
     FOR_EACH(i, rows) {
         const long long y = labels[i];
-        if (y >= cols) record_label(w, i, y, cols);
+        if (y >= cols) gd__dev_error_record(&w->err, ERR_LABEL_RANGE, i, y, cols);
         c += y >= 0 && y < cols;
     }
     c = __reduce_add_sync(FULL_MASK, c);
@@ -362,11 +352,9 @@ __device__ __forceinline__ double warp_max(double v) {
 __global__ void xent_kernel(const float *__restrict__ z, const long long *__restrict__ labels,
                             long long rows, long long cols, double scale, float *dz, nn_work *w) {
     const int lane = threadIdx.x & 31;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
     const unsigned long long count = w->count;
     const double inv = count > 0 ? 1.0 / (double)count : 0.0;
-    for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < rows;
-         i += warps) {
+    FOR_EACH_WARP(i, rows) {
         const float *zi = z + i * cols;
         float *gi = dz ? dz + i * cols : NULL;
         const long long y = labels[i];
@@ -397,10 +385,8 @@ __global__ void xent_finish_kernel(const nn_work *w, float *loss) {
 __global__ void accuracy_kernel(const float *__restrict__ z, const long long *__restrict__ labels,
                                 long long rows, long long cols, unsigned long long *correct) {
     const int lane = threadIdx.x & 31;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
     unsigned long long mine = 0;
-    for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < rows;
-         i += warps) {
+    FOR_EACH_WARP(i, rows) {
         const long long y = labels[i];
         if (y < 0) continue;
         const float *zi = z + i * cols;
@@ -531,18 +517,15 @@ fail:
 }
 
 static gd_status cuda_check_errors(const gd__nn_ctx *ctx) {
-    nn_work w;
+    gd__dev_error e;
     OP_ENTER();
-    GD_CUDA_CHECK(cudaMemcpyAsync(&w, WORK(ctx), sizeof w, cudaMemcpyDeviceToHost, STREAM(ctx)));
-    GD_CUDA_CHECK(cudaStreamSynchronize(STREAM(ctx)));
-    if (w.flag) {
-        GD_CUDA_CHECK(cudaMemsetAsync(&WORK(ctx)->flag, 0, sizeof w.flag, STREAM(ctx)));
-        GD_CUDA_CHECK(cudaStreamSynchronize(STREAM(ctx)));
+    GD_CHECK(gd__dev_error_take(ctx->device, NULL, ctx->stream, &WORK(ctx)->err, &e));
+    if (e.flag) {
         GD_REQUIRE(0, GD_ERR_RANGE,
                    "softmax cross-entropy: label %lld of row %lld (labels on GPU %d) is not below "
                    "the %lld classes; that row was left out of the loss and its gradient is 0: "
                    "labels must be class numbers, or negative to ignore a row",
-                   w.label, w.row, ctx->device, w.classes);
+                   e.v[1], e.v[0], ctx->device, e.v[2]);
     }
 fail:
     OP_LEAVE();
@@ -636,42 +619,47 @@ fail:
     OP_LEAVE();
 }
 
+/* The mean aggregation kernels and their float4 versions, forward and backward. */
+typedef void (*agg_kernel_fn)(const int *, const int *, long long, const float *, float *,
+                              long long);
+typedef void (*agg4_kernel_fn)(const int *, const int *, long long, const float4 *, float4 *, int);
+
+/*
+ * Launch an aggregation of in into out over blk's destination nodes, a warp per node: the
+ * float4 kernel where both tensors allow it, else the scalar one. The caller's device is set.
+ */
+static gd_status launch_agg(const gd__nn_ctx *ctx, const gd_block *blk, agg4_kernel_fn k4,
+                            agg_kernel_fn k, const void *in, void *out, long long cols) {
+    gd_status st = GD_OK;
+    const unsigned grid = grid_for(blk->num_dst, WARPS_PER_BLOCK);
+    if (vec4(in, cols) && vec4(out, cols) && cols / 4 <= INT_MAX)
+        k4<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst,
+                                                    (const float4 *)in, (float4 *)out,
+                                                    (int)(cols / 4));
+    else
+        k<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst,
+                                                   (const float *)in, (float *)out, cols);
+    GD_CUDA_CHECK_LAUNCH();
+fail:
+    return st;
+}
+
 static gd_status cuda_mean_agg(const gd__nn_ctx *ctx, const gd_block *blk, const gd__nn_tensor *x,
                                gd__nn_tensor *out) {
-    const long long cols = x->cols;
     OP_ENTER();
-    if (blk->num_dst > 0 && cols > 0) {
-        const unsigned grid = grid_for(blk->num_dst, WARPS_PER_BLOCK);
-        if (vec4(x->data, cols) && vec4(out->data, cols) && cols / 4 <= INT_MAX)
-            mean_agg4_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
-                blk->indptr, blk->indices, blk->num_dst, (const float4 *)x->data,
-                (float4 *)out->data, (int)(cols / 4));
-        else
-            mean_agg_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
-                blk->indptr, blk->indices, blk->num_dst, (const float *)x->data,
-                (float *)out->data, cols);
-        GD_CUDA_CHECK_LAUNCH();
-    }
+    if (blk->num_dst > 0 && x->cols > 0)
+        GD_CHECK(launch_agg(ctx, blk, mean_agg4_kernel, mean_agg_kernel, x->data, out->data,
+                            x->cols));
 fail:
     OP_LEAVE();
 }
 
 static gd_status cuda_mean_agg_backward(const gd__nn_ctx *ctx, const gd_block *blk,
                                         const gd__nn_tensor *dout, gd__nn_tensor *dx) {
-    const long long cols = dout->cols;
     OP_ENTER();
-    if (blk->num_edges > 0 && cols > 0) {
-        const unsigned grid = grid_for(blk->num_dst, WARPS_PER_BLOCK);
-        if (vec4(dout->data, cols) && vec4(dx->data, cols) && cols / 4 <= INT_MAX)
-            mean_agg_backward4_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
-                blk->indptr, blk->indices, blk->num_dst, (const float4 *)dout->data,
-                (float4 *)dx->data, (int)(cols / 4));
-        else
-            mean_agg_backward_kernel<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(
-                blk->indptr, blk->indices, blk->num_dst, (const float *)dout->data,
-                (float *)dx->data, cols);
-        GD_CUDA_CHECK_LAUNCH();
-    }
+    if (blk->num_edges > 0 && dout->cols > 0)
+        GD_CHECK(launch_agg(ctx, blk, mean_agg_backward4_kernel, mean_agg_backward_kernel,
+                            dout->data, dx->data, dout->cols));
 fail:
     OP_LEAVE();
 }
@@ -739,7 +727,7 @@ static gd_status cuda_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *z
     const long long rows = z->rows;
     OP_ENTER();
     /* Zero the sum and the count (the error record stays until it is reported). */
-    GD_CUDA_CHECK(cudaMemsetAsync(w, 0, offsetof(nn_work, flag), STREAM(ctx)));
+    GD_CUDA_CHECK(cudaMemsetAsync(w, 0, offsetof(nn_work, err), STREAM(ctx)));
     if (rows > 0) {
         xent_count_kernel<<<grid_for(rows, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
             (const long long *)labels, rows, z->cols, w);

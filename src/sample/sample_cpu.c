@@ -218,18 +218,7 @@ fail:
 /* ---- the CPU backend */
 
 static gd_status no_device(const char *what) {
-#ifdef GD_WITH_CUDA
-    return gd__error(GD_ERR_NO_DEVICE,
-                     "%s needs a GPU and none is visible (check nvidia-smi and "
-                     "CUDA_VISIBLE_DEVICES), or use the CPU sampler",
-                     what);
-#else
-    return gd__error(GD_ERR_NO_DEVICE,
-                     "%s needs a GPU, but graphdirect was built without CUDA: install the "
-                     "CUDA "
-                     "toolkit and rebuild, or use the CPU sampler with host placement",
-                     what);
-#endif
+    return gd__no_device(what, "use the CPU sampler with host placement");
 }
 
 static void cpu_sampler_release(gd_sampler_t *s) {

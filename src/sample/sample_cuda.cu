@@ -29,6 +29,7 @@
  * ordered with an event.
  */
 #include "core/cuda.h"
+#include "core/dev_error.h"
 #include "internal.h"
 #include "list_read.cuh"
 
@@ -89,16 +90,11 @@ namespace cg = cooperative_groups;
 /* ... and only a hop whose worst-case frontier exceeds this many waves of the sample kernel. */
 #define SORT_MIN_WAVES 2
 
+/*
+ * The kinds of seed error a kernel records (core/dev_error.h); the record's values are the
+ * position, the seed and, for a duplicate, the seed's first position.
+ */
 enum { ERR_RANGE = 1, ERR_DUPLICATE = 2 };
-
-/* The first seed error a kernel meets (device memory). */
-typedef struct {
-    unsigned int flag;
-    unsigned int kind;
-    long long pos;
-    long long id;
-    long long other;
-} sample_error;
 
 struct gd__cuda_sampler {
     void *d_base; /* one allocation holding every scratch array */
@@ -111,7 +107,7 @@ struct gd__cuda_sampler {
     long long *d_dirty;
     void *d_cub;
     size_t cub_bytes;
-    sample_error *d_err;
+    gd__dev_error *d_err;
     long long *h_seeds;       /* pinned staging for host seeds */
     cudaEvent_t done;         /* after each call's last operation */
     cudaEvent_t staging_free; /* after the copy that last read h_seeds */
@@ -149,16 +145,6 @@ struct gd__cuda_minibatch {
 
 /* ------------------------------------------------------------------ kernels */
 
-__device__ __forceinline__ void record_error(sample_error *err, unsigned kind, long long pos,
-                                             long long id, long long other) {
-    if (atomicCAS(&err->flag, 0u, 1u) == 0u) {
-        err->kind = kind;
-        err->pos = pos;
-        err->id = id;
-        err->other = other;
-    }
-}
-
 /*
  * Slots of the relabelling table of a hop with P positions: the next power of two at or above
  * 2P (load at most one half), at least MIN_TABLE, at most the worst case sized at create time.
@@ -191,7 +177,7 @@ __global__ void __launch_bounds__(BLOCK)
                  long long num_nodes, int fanout, int replace, int vec,
                  const int *__restrict__ order, long long *__restrict__ starts,
                  long long *__restrict__ degs, int *__restrict__ counts, long long items,
-                 sample_error *err, unsigned long long *keys, int *vals,
+                 gd__dev_error *err, unsigned long long *keys, int *vals,
                  const long long *__restrict__ dirty, long long clear_all) {
     const long long nf = hop == 0 ? seeds : sizes[hop];
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -211,7 +197,7 @@ __global__ void __launch_bounds__(BLOCK)
             if (v < 0 || v >= num_nodes) {
                 /* A bad device seed stays in the frontier of every hop as a node without
                  * neighbours; the first hop reports it. */
-                if (hop == 0) record_error(err, ERR_RANGE, i, v, 0);
+                if (hop == 0) gd__dev_error_record(err, ERR_RANGE, i, v, 0);
             } else {
                 gd__read_indptr(indptr, v, vec, &start, &end);
             }
@@ -434,7 +420,7 @@ __global__ void __launch_bounds__(BLOCK)
                     const unsigned long long *__restrict__ keys, const int *__restrict__ vals,
                     const int *__restrict__ slots, const int *__restrict__ scan,
                     int *__restrict__ bindices, long long items, long long cap, long long *dirty,
-                    sample_error *err) {
+                    gd__dev_error *err) {
     const long long nf = sizes[hop];
     const long long ne = bindptr[nf];
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -450,7 +436,7 @@ __global__ void __launch_bounds__(BLOCK)
         for (long long p = tid; p < nf; p += stride) {
             const int first = vals[slots[p]];
             if (first != (int)p)
-                record_error(err, ERR_DUPLICATE, p, (long long)keys[slots[p]], first);
+                gd__dev_error_record(err, ERR_DUPLICATE, p, (long long)keys[slots[p]], first);
         }
     if (tid == 0) {
         sizes[GD__SIZES_EDGES + hop] = ne;
@@ -653,8 +639,8 @@ static gd_status cuda_sampler_init(gd_sampler_t *s) {
     }
     /* The table memory is not cleared here: the first call's first count kernel clears it. */
     c->table_unknown = 1;
-    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_err, sizeof(sample_error)));
-    GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof(sample_error)));
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_err, sizeof(gd__dev_error)));
+    GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof(gd__dev_error)));
     GD_CHECK(pinned_alloc((void **)&c->h_seeds, (size_t)s->max_dst[0] * sizeof(long long),
                           "the sampler's seed staging buffer"));
     GD_CUDA_CHECK(cudaDeviceSynchronize());
@@ -884,32 +870,18 @@ fail:
 }
 
 static gd_status cuda_check_errors(gd_sampler_t *s) {
-    gd_status st = GD_OK;
-    gd__cuda_sampler *c = s->cuda;
-    sample_error e;
-    int prev = -1;
-    GD_CHECK(gd__cuda_enter_device(s->graph->device, &prev));
-    GD_CUDA_CHECK(cudaEventSynchronize(c->done));
-    GD_CUDA_CHECK(cudaMemcpy(&e, c->d_err, sizeof e, cudaMemcpyDeviceToHost));
-    if (e.flag) {
-        GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof e));
-        if (e.kind == ERR_RANGE)
-            GD_REQUIRE(0, GD_ERR_RANGE,
-                       "gd_sample: seed %lld at position %lld (seeds on the device) "
-                       "is not a "
-                       "node of the graph [0, %lld): that minibatch is invalid",
-                       e.id, e.pos, (long long)s->graph->num_nodes);
-        GD_REQUIRE(0, GD_ERR_INVALID_ARG,
-                   "gd_sample: seed %lld appears at positions %lld and %lld: the "
-                   "seeds of a "
-                   "minibatch must be distinct, and that minibatch is invalid",
-                   e.id, e.other, e.pos);
-    }
-    gd__cuda_leave_device(s->graph->device, prev);
-    return GD_OK;
-fail:
-    gd__cuda_leave_device(s->graph->device, prev);
-    return st;
+    gd__dev_error e;
+    gd_status st = gd__dev_error_take(s->graph->device, s->cuda->done, NULL, s->cuda->d_err, &e);
+    if (st != GD_OK || !e.flag) return st;
+    if (e.kind == ERR_RANGE)
+        return gd__error(GD_ERR_RANGE,
+                         "gd_sample: seed %lld at position %lld (seeds on the device) is not a "
+                         "node of the graph [0, %lld): that minibatch is invalid",
+                         e.v[1], e.v[0], (long long)s->graph->num_nodes);
+    return gd__error(GD_ERR_INVALID_ARG,
+                     "gd_sample: seed %lld appears at positions %lld and %lld: the seeds of a "
+                     "minibatch must be distinct, and that minibatch is invalid",
+                     e.v[1], e.v[2], e.v[0]);
 }
 
 extern "C" const gd__sample_backend gd__sample_cuda_backend = {

@@ -285,27 +285,6 @@ static char *header_json(const gd__checkpoint_meta *m, const gd__nn_params *l, i
     return printed;
 }
 
-/* The directory holding path, as a gd_malloc'd string ("." for a bare name). */
-static char *dir_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) return gd__strdup(".");
-    if (slash == path) return gd__strdup("/");
-    size_t n = (size_t)(slash - path);
-    char *d = gd_malloc(n + 1);
-    if (d) {
-        memcpy(d, path, n);
-        d[n] = '\0';
-    }
-    return d;
-}
-
-/* gd__fsync_dir has no fault hook; this one makes the directory flush a write-kind call. */
-static gd_status sync_dir(const char *dir) {
-    if (gd__fault_hit(GD_FAULT_WRITE))
-        return gd__error(GD_ERR_IO, "cannot flush directory '%s': injected fault", dir);
-    return gd__fsync_dir(dir);
-}
-
 /* Run a lower-level file call; on failure, say which checkpoint it was about. */
 #define CK_IO(expr, ...)                                                                           \
     do {                                                                                           \
@@ -357,7 +336,7 @@ gd_status gd__checkpoint_save(const char *path, const gd__checkpoint_meta *meta,
     head[head_bytes - 1] = '\n';
     cJSON_free(json);
     json = NULL;
-    dir = dir_of(path);
+    dir = gd__path_dir(path);
     GD_REQUIRE(dir, GD_ERR_NO_MEMORY, "%s: out of memory", who);
 
     uLong crc = crc32(0L, Z_NULL, 0);
@@ -378,7 +357,7 @@ gd_status gd__checkpoint_save(const char *path, const gd__checkpoint_meta *meta,
      * The rename is done: the new file has replaced any old one. If the directory cannot be
      * flushed the new file is complete but may not survive a power failure; say so.
      */
-    CK_IO(sync_dir(dir),
+    CK_IO(gd__fsync_dir(dir, true),
           "%s: the file was written but its directory was not flushed, so it "
           "may not survive a crash",
           who);
