@@ -325,10 +325,21 @@ static gd_status check_device(int device, const char *what) {
     return gd__cuda_check_device(device, what, "use gather mode \"cpu\"");
 }
 
+/*
+ * The end of the registered range: the table's bytes rounded up to whole 16-byte words. The
+ * aligned gather reads whole words, and the last word of a table whose size is not a multiple
+ * of 16 runs past its end; those bytes are on the table's last page (pages are multiples of 16
+ * bytes), so registering them pins no other page, and the GPU's reads stay inside what is
+ * registered (compute-sanitizer memcheck counts them otherwise).
+ */
+static uintptr_t registered_end(const gd_host_tensor_t *t) {
+    return (uintptr_t)t->data + ((t->bytes + 15) & ~(size_t)15);
+}
+
 static void chunk_range(const gd_host_tensor_t *t, size_t chunk, long long k, uintptr_t *lo,
                         uintptr_t *hi) {
     const long page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
-    const uintptr_t data = (uintptr_t)t->data, end = data + t->bytes;
+    const uintptr_t data = (uintptr_t)t->data, end = registered_end(t);
     const uintptr_t p0 = data & ~((uintptr_t)page - 1);
     uintptr_t a = p0 + (uintptr_t)k * chunk, b = a + chunk;
     *lo = a < data ? data : a;
@@ -337,7 +348,7 @@ static void chunk_range(const gd_host_tensor_t *t, size_t chunk, long long k, ui
 
 static long long chunk_count(const gd_host_tensor_t *t, size_t chunk) {
     const long page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
-    const uintptr_t data = (uintptr_t)t->data, end = data + t->bytes;
+    const uintptr_t data = (uintptr_t)t->data, end = registered_end(t);
     const uintptr_t p0 = data & ~((uintptr_t)page - 1);
     return (long long)((end - p0 + chunk - 1) / chunk);
 }
@@ -366,6 +377,25 @@ fail:
     t->device_ptr = NULL;
     gd__cuda_leave_device(device, prev);
     return st;
+}
+
+/*
+ * cudaErrorHostMemoryAlreadyRegistered if the first or the last byte of [lo, hi) is registered
+ * already (another tensor, a graph's pinned lists, a direct cudaHostRegister), else cudaSuccess.
+ * Asking first keeps the expected refusal out of the CUDA error state (callers fall back to
+ * pinning a copy); an overlap in the middle alone is still refused by cudaHostRegister itself.
+ */
+static cudaError_t already_registered(uintptr_t lo, uintptr_t hi) {
+    const uintptr_t probe[2] = {lo, hi - 1};
+    for (int i = 0; i < 2; i++) {
+        cudaPointerAttributes a;
+        if (cudaPointerGetAttributes(&a, (const void *)probe[i]) != cudaSuccess) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        if (a.type != cudaMemoryTypeUnregistered) return cudaErrorHostMemoryAlreadyRegistered;
+    }
+    return cudaSuccess;
 }
 
 static gd_status cuda_register(gd_host_tensor_t *t, int device) {
@@ -408,8 +438,8 @@ static gd_status cuda_register(gd_host_tensor_t *t, int device) {
             uintptr_t lo, hi;
             chunk_range(t, t->chunk_bytes, k, &lo, &hi);
             const bool injected = gd__fault_hit(GD_FAULT_PIN);
-            cudaError_t ce =
-                injected ? cudaErrorMemoryAllocation : cudaHostRegister((void *)lo, hi - lo, flags);
+            cudaError_t ce = injected ? cudaErrorMemoryAllocation : already_registered(lo, hi);
+            if (ce == cudaSuccess) ce = cudaHostRegister((void *)lo, hi - lo, flags);
             if (ce != cudaSuccess) {
                 if (!injected) (void)cudaGetLastError();
                 st = pin_error(t, device, k, chunks, lo - (uintptr_t)t->data, hi - lo, ce, injected,
