@@ -337,11 +337,15 @@ gd_status gd_trainer_resume(gd_trainer_t *t, const char *dir) {
     t->best_epoch = saved.best_epoch;
     t->best_valid = isnan(saved.best_valid) ? -1 : saved.best_valid;
     t->have_best = 0;
-    /* The best model so far, when the run had one and its file is there. */
+    /*
+     * The best model so far, when the run had one and its file is there. With checkpoints every
+     * few epochs best.gdc may hold a later epoch than the checkpoint: it is then left out, and
+     * the epochs that follow find it again (they draw what the first run drew).
+     */
     if (t->best_epoch >= 0 && access(bp, R_OK) == 0) {
         GD_CHECK(gd__checkpoint_load(bp, gd__model_params(gd__trainer_model(t->t)), &bm, t->best,
                                      NULL, NULL));
-        t->have_best = 1;
+        t->have_best = bm.best_epoch == t->best_epoch;
     }
 fail:
     gd_free(ck);
