@@ -11,7 +11,9 @@
  * with the same settings and both test accuracies are printed side by side, so that what the
  * graph adds is visible (`make demo` runs exactly this on `small`).
  *
- * `graphdirect eval DIR --model FILE`: the exact test accuracy of a saved model.
+ * The command is a client of the public trainer (gd_trainer_*): the run policy (best valid model,
+ * checkpoints, resume, the exact test) is the library's gd_trainer_fit; this file parses the
+ * command line and prints.
  */
 #include "cli.h"
 
@@ -76,21 +78,6 @@ static void help(void) {
            "  --no-full-test     skip the exact (layer-wise, all neighbours) test accuracy\n"
            "  -h, --help         this text\n",
            model.description, model.title);
-}
-
-static void eval_help(void) {
-    printf("usage: graphdirect eval DATASET_DIR --model FILE [options]\n\n"
-           "The exact accuracy of a saved model (best.gdc or checkpoint.gdc of `graphdirect\n"
-           "train --checkpoint`) on the test split (and the valid and train splits), by\n"
-           "layer-wise inference over all neighbours of all nodes, in chunks that fit in GPU\n"
-           "memory.\n\n"
-           "  --model FILE       the saved model\n"
-           "  --mode cpu|gpu     where inference runs (default: gpu when one is visible)\n"
-           "  --device N         the GPU (default 0)\n"
-           "  --preset NAME      instead of DATASET_DIR: generate the preset (with --seed)\n"
-           "  --seed S           seed of the generated preset (default 0)\n"
-           "  --threads N        CPU threads (default: GD_THREADS)\n"
-           "  -h, --help         this text\n");
 }
 
 /* "10,5" or "15,10,5" or "-1,10": 1..GD_SAMPLER_MAX_LAYERS integers >= -1. */
@@ -438,7 +425,138 @@ static int ensure_dir(const char *dir) {
     return 0;
 }
 
-int cmd_train(int argc, char **argv) {
+/* The command line of `train`. */
+typedef struct {
+    gd_train_options cfg;
+    run_options ro;
+    const char *preset, *dir;
+    int64_t epochs;
+    int layers, baseline, fanout_count, fanouts[GD_SAMPLER_MAX_LAYERS];
+} train_args;
+
+/* One option (getopt's c and its argument) into a: 0, or the exit code of a usage error. */
+static int train_option(train_args *a, int c, const char *arg) {
+    int64_t v;
+    double x;
+    switch (c) {
+    case 'm':
+        if (gd_train_mode_check(arg) != GD_OK)
+            return cli_usage_error("train", "%s", gd_last_error());
+        a->cfg.mode = arg;
+        break;
+    case 'p':
+        a->preset = arg;
+        break;
+    case 'e':
+        if (cli_parse_i64(arg, &a->epochs) || a->epochs < 1 || a->epochs > 1000000)
+            return cli_usage_error("train", "--epochs '%s' is not a positive count", arg);
+        break;
+    case 'b':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > (INT64_C(1) << 31))
+            return cli_usage_error("train", "--batch '%s' is not a positive count", arg);
+        a->cfg.batch_size = v;
+        break;
+    case 'f':
+        if (parse_fanouts(arg, a->fanouts, &a->fanout_count))
+            return cli_usage_error("train",
+                                   "--fanouts '%s' is not 1 to %d comma-separated counts "
+                                   "(-1 = all neighbours)",
+                                   arg, GD_SAMPLER_MAX_LAYERS);
+        break;
+    case 'L':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > GD_SAMPLER_MAX_LAYERS)
+            return cli_usage_error("train", "--layers '%s' is not in 1..%d", arg,
+                                   GD_SAMPLER_MAX_LAYERS);
+        a->layers = (int)v;
+        break;
+    case 'M':
+        a->cfg.mlp = 1;
+        break;
+    case 'B':
+        a->baseline = 0;
+        break;
+    case 'H':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > 65536)
+            return cli_usage_error("train", "--hidden '%s' is not a positive width", arg);
+        a->cfg.hidden = v;
+        break;
+    case 'd':
+        if (cli_parse_double(arg, &x) || x < 0 || x >= 1)
+            return cli_usage_error("train", "--dropout '%s' is not in [0, 1)", arg);
+        a->cfg.dropout = x;
+        break;
+    case 'l':
+        if (cli_parse_double(arg, &x) || x <= 0)
+            return cli_usage_error("train", "--lr '%s' is not positive", arg);
+        a->cfg.lr = x;
+        break;
+    case 'w':
+        if (cli_parse_double(arg, &x) || x < 0)
+            return cli_usage_error("train", "--weight-decay '%s' is negative or not a number",
+                                   arg);
+        a->cfg.weight_decay = x;
+        break;
+    case 's':
+        if (cli_parse_i64(arg, &v) || v < 0)
+            return cli_usage_error("train", "--seed '%s' is not a non-negative integer",
+                                   arg);
+        a->cfg.seed = (uint64_t)v;
+        break;
+    case 'j':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > 4096)
+            return cli_usage_error("train", "--threads '%s' is not positive", arg);
+        a->cfg.threads = (int)v;
+        break;
+    case 'D':
+        if (cli_parse_i64(arg, &v) || v < 0 || v > 1024)
+            return cli_usage_error("train", "--device '%s' is not a GPU number", arg);
+        a->cfg.device = (int)v;
+        break;
+    case 'c':
+        if (cli_parse_i64(arg, &v) || v < 0)
+            return cli_usage_error("train", "--gpu-cache '%s' is not a size (e.g. 4G)", arg);
+        a->cfg.gpu_cache_bytes = v;
+        break;
+    case 'g':
+        if (cli_parse_i64(arg, &v) || v < 0)
+            return cli_usage_error("train", "--graph-cache '%s' is not a size (e.g. 1G)",
+                                   arg);
+        a->cfg.graph_cache_bytes = v;
+        break;
+    case 'G':
+        if (cli_parse_i64(arg, &v) || v < 1)
+            return cli_usage_error("train", "--gpu-mem-budget '%s' is not a size (e.g. 16G)",
+                                   arg);
+        a->cfg.gpu_mem_budget = v;
+        break;
+    case 'S':
+        a->cfg.gather_sms = arg;
+        break;
+    case 'R':
+        if (cli_parse_i64(arg, &v) || v < 2 || v > 8)
+            return cli_usage_error("train", "--depth '%s' is not in 2..8", arg);
+        a->cfg.depth = (int)v;
+        break;
+    case 'J':
+        a->ro.metrics_path = arg;
+        break;
+    case 'C':
+        a->ro.checkpoint_dir = arg;
+        break;
+    case 'r':
+        a->ro.resume = 1;
+        break;
+    case 'F':
+        a->ro.full_test = 0;
+        break;
+    default:
+        return cli_usage_error("train", "unknown option");
+    }
+    return 0;
+}
+
+/* The command line into a: -1 to go on, or the command's exit code (help, a usage error). */
+static int parse_train(int argc, char **argv, train_args *a) {
     static const struct option long_opts[] = {{"mode", required_argument, 0, 'm'},
                                               {"preset", required_argument, 0, 'p'},
                                               {"epochs", required_argument, 0, 'e'},
@@ -465,149 +583,47 @@ int cmd_train(int argc, char **argv) {
                                               {"no-full-test", no_argument, 0, 'F'},
                                               {"help", no_argument, 0, 'h'},
                                               {0, 0, 0, 0}};
-    gd_train_options cfg = GD_TRAIN_OPTIONS_INIT;
-    cfg.mode = "auto";
-    run_options ro = {NULL, NULL, 0, 1, NULL};
-    const char *preset = "small";
-    int64_t epochs = 5, v;
-    int layers = 0, baseline = 1, fanout_count = 0, fanouts[GD_SAMPLER_MAX_LAYERS];
-    double x;
-    int c;
+    int c, rc;
+    memset(a, 0, sizeof *a);
+    a->cfg = (gd_train_options)GD_TRAIN_OPTIONS_INIT;
+    a->cfg.mode = "auto";
+    a->ro = (run_options){NULL, NULL, 0, 1, NULL};
+    a->preset = "small";
+    a->epochs = 5;
+    a->baseline = 1;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        switch (c) {
-        case 'm':
-            if (gd_train_mode_check(optarg) != GD_OK)
-                return cli_usage_error("train", "%s", gd_last_error());
-            cfg.mode = optarg;
-            break;
-        case 'p':
-            preset = optarg;
-            break;
-        case 'e':
-            if (cli_parse_i64(optarg, &epochs) || epochs < 1 || epochs > 1000000)
-                return cli_usage_error("train", "--epochs '%s' is not a positive count", optarg);
-            break;
-        case 'b':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > (INT64_C(1) << 31))
-                return cli_usage_error("train", "--batch '%s' is not a positive count", optarg);
-            cfg.batch_size = v;
-            break;
-        case 'f':
-            if (parse_fanouts(optarg, fanouts, &fanout_count))
-                return cli_usage_error("train",
-                                       "--fanouts '%s' is not 1 to %d comma-separated counts "
-                                       "(-1 = all neighbours)",
-                                       optarg, GD_SAMPLER_MAX_LAYERS);
-            break;
-        case 'L':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > GD_SAMPLER_MAX_LAYERS)
-                return cli_usage_error("train", "--layers '%s' is not in 1..%d", optarg,
-                                       GD_SAMPLER_MAX_LAYERS);
-            layers = (int)v;
-            break;
-        case 'M':
-            cfg.mlp = 1;
-            break;
-        case 'B':
-            baseline = 0;
-            break;
-        case 'H':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > 65536)
-                return cli_usage_error("train", "--hidden '%s' is not a positive width", optarg);
-            cfg.hidden = v;
-            break;
-        case 'd':
-            if (cli_parse_double(optarg, &x) || x < 0 || x >= 1)
-                return cli_usage_error("train", "--dropout '%s' is not in [0, 1)", optarg);
-            cfg.dropout = x;
-            break;
-        case 'l':
-            if (cli_parse_double(optarg, &x) || x <= 0)
-                return cli_usage_error("train", "--lr '%s' is not positive", optarg);
-            cfg.lr = x;
-            break;
-        case 'w':
-            if (cli_parse_double(optarg, &x) || x < 0)
-                return cli_usage_error("train", "--weight-decay '%s' is negative or not a number",
-                                       optarg);
-            cfg.weight_decay = x;
-            break;
-        case 's':
-            if (cli_parse_i64(optarg, &v) || v < 0)
-                return cli_usage_error("train", "--seed '%s' is not a non-negative integer",
-                                       optarg);
-            cfg.seed = (uint64_t)v;
-            break;
-        case 'j':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > 4096)
-                return cli_usage_error("train", "--threads '%s' is not positive", optarg);
-            cfg.threads = (int)v;
-            break;
-        case 'D':
-            if (cli_parse_i64(optarg, &v) || v < 0 || v > 1024)
-                return cli_usage_error("train", "--device '%s' is not a GPU number", optarg);
-            cfg.device = (int)v;
-            break;
-        case 'c':
-            if (cli_parse_i64(optarg, &v) || v < 0)
-                return cli_usage_error("train", "--gpu-cache '%s' is not a size (e.g. 4G)", optarg);
-            cfg.gpu_cache_bytes = v;
-            break;
-        case 'g':
-            if (cli_parse_i64(optarg, &v) || v < 0)
-                return cli_usage_error("train", "--graph-cache '%s' is not a size (e.g. 1G)",
-                                       optarg);
-            cfg.graph_cache_bytes = v;
-            break;
-        case 'G':
-            if (cli_parse_i64(optarg, &v) || v < 1)
-                return cli_usage_error("train", "--gpu-mem-budget '%s' is not a size (e.g. 16G)",
-                                       optarg);
-            cfg.gpu_mem_budget = v;
-            break;
-        case 'S':
-            cfg.gather_sms = optarg;
-            break;
-        case 'R':
-            if (cli_parse_i64(optarg, &v) || v < 2 || v > 8)
-                return cli_usage_error("train", "--depth '%s' is not in 2..8", optarg);
-            cfg.depth = (int)v;
-            break;
-        case 'J':
-            ro.metrics_path = optarg;
-            break;
-        case 'C':
-            ro.checkpoint_dir = optarg;
-            break;
-        case 'r':
-            ro.resume = 1;
-            break;
-        case 'F':
-            ro.full_test = 0;
-            break;
-        case 'h':
+        if (c == 'h') {
             help();
             return 0;
-        default:
-            return cli_usage_error("train", "unknown option");
         }
+        if ((rc = train_option(a, c, optarg)) != 0) return rc;
     }
-    const char *dir = optind < argc ? argv[optind++] : NULL;
+    a->dir = optind < argc ? argv[optind++] : NULL;
     if (optind < argc) return cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
-    if (fanout_count && layers && layers != fanout_count)
-        return cli_usage_error("train", "--layers %d but --fanouts gives %d hops", layers,
-                               fanout_count);
-    if (ro.resume && !ro.checkpoint_dir)
+    if (a->fanout_count && a->layers && a->layers != a->fanout_count)
+        return cli_usage_error("train", "--layers %d but --fanouts gives %d hops", a->layers,
+                               a->fanout_count);
+    if (a->ro.resume && !a->ro.checkpoint_dir)
         return cli_usage_error("train", "--resume needs --checkpoint DIR (where to resume from)");
-    if (fanout_count) {
-        cfg.num_layers = fanout_count;
-        memcpy(cfg.fanouts, fanouts, sizeof(int) * (size_t)fanout_count);
-    } else if (layers) {
-        cfg.num_layers = layers;
-        for (int h = 0; h < layers; h++) cfg.fanouts[h] = h == 0 ? 10 : 5;
+    if (a->fanout_count) {
+        a->cfg.num_layers = a->fanout_count;
+        memcpy(a->cfg.fanouts, a->fanouts, sizeof(int) * (size_t)a->fanout_count);
+    } else if (a->layers) {
+        a->cfg.num_layers = a->layers;
+        for (int h = 0; h < a->layers; h++) a->cfg.fanouts[h] = h == 0 ? 10 : 5;
     }
-    if (ro.checkpoint_dir && ensure_dir(ro.checkpoint_dir)) return CLI_EXIT_FAIL;
+    if (a->ro.checkpoint_dir && ensure_dir(a->ro.checkpoint_dir)) return CLI_EXIT_FAIL;
+    return -1;
+}
+
+int cmd_train(int argc, char **argv) {
+    train_args args;
+    int rc = parse_train(argc, argv, &args);
+    if (rc >= 0) return rc;
+    const gd_train_options cfg = args.cfg;
+    const run_options ro = args.ro;
+    const char *dir = args.dir;
     gd_dataset_t *ds = NULL;
     cli_metrics *metrics = NULL;
     train_result gnn = {NAN, NAN, 0, ""}, mlp = {NAN, NAN, 0, ""};
@@ -621,7 +637,7 @@ int cmd_train(int argc, char **argv) {
         if (st != GD_OK) return cli_fail("opening the dataset", st);
     } else {
         gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
-        go.preset = preset;
+        go.preset = args.preset;
         go.seed = cfg.seed;
         go.progress = cli_progress_cb;
         go.progress_user = &prog;
@@ -636,14 +652,14 @@ int cmd_train(int argc, char **argv) {
            cli_count((double)gd_dataset_num_edges(ds), b, sizeof b),
            (long long)gd_dataset_feature_dim(ds), (long long)gd_dataset_num_classes(ds),
            cli_now() - t0);
-    int rc = 0;
+    rc = 0;
     if (ro.metrics_path && cli_metrics_open(ro.metrics_path, &metrics)) rc = CLI_EXIT_FAIL;
-    if (rc == 0) rc = train_model(ds, &cfg, epochs, &ro, metrics, &gnn);
-    if (rc == 0 && baseline && !cfg.mlp) {
+    if (rc == 0) rc = train_model(ds, &cfg, args.epochs, &ro, metrics, &gnn);
+    if (rc == 0 && args.baseline && !cfg.mlp) {
         gd_train_options mlp_cfg = cfg;
         mlp_cfg.mlp = 1;
         printf("\nbaseline: the same model and settings with the graph removed\n");
-        rc = train_model(ds, &mlp_cfg, epochs, &ro, metrics, &mlp);
+        rc = train_model(ds, &mlp_cfg, args.epochs, &ro, metrics, &mlp);
         gd_model_info mi = GD_MODEL_INFO_INIT;
         if (rc == 0 && !isnan(gnn.test) && !isnan(mlp.test) &&
             gd_model_get_info(cfg.model, &mi) == GD_OK) {
@@ -655,148 +671,6 @@ int cmd_train(int argc, char **argv) {
         }
     }
     cli_metrics_close(metrics);
-    gd_dataset_close(ds);
-    return rc;
-}
-
-/* ------------------------------------------------------------------ eval */
-
-/*
- * A trainer of the file's model on ds, the file's parameters loaded. On the GPU it runs in
- * cpu-centric mode: the model on the GPU and nothing of the dataset placed there, so that the
- * exact inference has the GPU memory to itself, as when it ran without a trainer.
- */
-static gd_status eval_trainer(const gd_dataset_t *ds, const char *path,
-                              const gd_checkpoint_info *ci, int gpu, int device, int threads,
-                              gd_trainer_t **out) {
-    gd_train_options o = GD_TRAIN_OPTIONS_INIT;
-    o.mode = gpu ? "cpu-centric" : "cpu";
-    o.model = ci->model;
-    o.num_layers = ci->num_layers;
-    memcpy(o.fanouts, ci->fanouts, sizeof o.fanouts);
-    o.hidden = ci->hidden;
-    o.device = device;
-    o.threads = threads;
-    gd_status st = gd_trainer_create(ds, &o, out);
-    if (st == GD_OK && (st = gd_trainer_load(*out, path)) != GD_OK) {
-        gd_trainer_destroy(*out);
-        *out = NULL;
-    }
-    return st;
-}
-
-int cmd_eval(int argc, char **argv) {
-    static const struct option long_opts[] = {
-        {"model", required_argument, 0, 'm'},  {"mode", required_argument, 0, 'M'},
-        {"device", required_argument, 0, 'D'}, {"preset", required_argument, 0, 'p'},
-        {"seed", required_argument, 0, 's'},   {"threads", required_argument, 0, 'j'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
-    const char *model = NULL, *mode = NULL, *preset = NULL;
-    int64_t v, device = 0, seed = 0, threads = 0;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        switch (c) {
-        case 'm':
-            model = optarg;
-            break;
-        case 'M':
-            if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "gpu") != 0)
-                return cli_usage_error("eval", "--mode '%s': use cpu or gpu", optarg);
-            mode = optarg;
-            break;
-        case 'D':
-            if (cli_parse_i64(optarg, &device) || device < 0 || device > 1024)
-                return cli_usage_error("eval", "--device '%s' is not a GPU number", optarg);
-            break;
-        case 'p':
-            preset = optarg;
-            break;
-        case 's':
-            if (cli_parse_i64(optarg, &seed) || seed < 0)
-                return cli_usage_error("eval", "--seed '%s' is not a non-negative integer", optarg);
-            break;
-        case 'j':
-            if (cli_parse_i64(optarg, &v) || v < 1 || v > 4096)
-                return cli_usage_error("eval", "--threads '%s' is not positive", optarg);
-            threads = v;
-            break;
-        case 'h':
-            eval_help();
-            return 0;
-        default:
-            return cli_usage_error("eval", "unknown option");
-        }
-    }
-    const char *dir = optind < argc ? argv[optind++] : NULL;
-    if (optind < argc) return cli_usage_error("eval", "unexpected argument '%s'", argv[optind]);
-    if (!model) return cli_usage_error("eval", "--model FILE is required");
-    if (!dir == !preset)
-        return cli_usage_error("eval", "give a DATASET_DIR or --preset NAME (one of them)");
-    const int gpu = mode ? strcmp(mode, "gpu") == 0 : gd_device_count() > 0;
-
-    gd_checkpoint_info meta = GD_CHECKPOINT_INFO_INIT;
-    gd_status st = gd_checkpoint_read_info(model, &meta);
-    if (st != GD_OK) return cli_fail("reading the model", st);
-    gd_dataset_t *ds = NULL;
-    gd_trainer_t *tr = NULL;
-    int rc = 0;
-    if (preset) {
-        gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
-        go.preset = preset;
-        go.seed = (uint64_t)seed;
-        st = gd_generate(&go, &ds);
-    } else {
-        gd_dataset_open_options oo = GD_DATASET_OPEN_OPTIONS_INIT;
-        st = gd_dataset_open(dir, &oo, &ds);
-    }
-    if (st != GD_OK) return cli_fail("opening the dataset", st);
-    if (gd_dataset_feature_dim(ds) != meta.in_dim ||
-        gd_dataset_num_classes(ds) != meta.num_classes) {
-        fprintf(stderr,
-                "graphdirect eval: the model takes %lld features and has %lld classes, dataset "
-                "'%s' has %lld and %lld: use the dataset it was trained on (%s)\n",
-                (long long)meta.in_dim, (long long)meta.num_classes, gd_dataset_name(ds),
-                (long long)gd_dataset_feature_dim(ds), (long long)gd_dataset_num_classes(ds),
-                meta.dataset);
-        gd_dataset_close(ds);
-        return CLI_EXIT_FAIL;
-    }
-    if (gpu && !gd_has_cuda()) {
-        fprintf(stderr, "graphdirect eval: --mode gpu needs CUDA; this build has none: use "
-                        "--mode cpu\n");
-        rc = CLI_EXIT_FAIL;
-        goto done;
-    }
-    if ((st = eval_trainer(ds, model, &meta, gpu, (int)device, (int)threads, &tr)) != GD_OK) {
-        rc = cli_fail(gpu ? "eval on the GPU (use --mode cpu without one)" : "loading the model",
-                      st);
-        goto done;
-    }
-    /* The first exact evaluation runs the inference; the other splits reuse its predictions. */
-    double acc[3], t0 = cli_now();
-    int64_t count[3];
-    for (int s = 0; s < 3; s++) {
-        if ((st = gd_trainer_evaluate(tr, (gd_array_id)(GD_ARRAY_TRAIN_IDX + s), 1, &acc[s],
-                                      &count[s])) != GD_OK) {
-            rc = cli_fail(s == 0 ? "inference" : "accuracy", st);
-            goto done;
-        }
-        if (s == 0) t0 = cli_now() - t0;
-    }
-    printf("model %s: %d layers, hidden %lld, trained %lld epochs on %s\n", model, meta.num_layers,
-           (long long)meta.hidden, (long long)meta.epochs_done, meta.dataset);
-    printf("layer-wise full-neighbour inference over %lld nodes on %s: %.2f s\n",
-           (long long)gd_dataset_num_nodes(ds), gpu ? "the GPU" : "the CPU", t0);
-    for (int s = 0; s < 3; s++) {
-        static const char *names[3] = {"train", "valid", "test"};
-        if (isnan(acc[s]))
-            printf("%s acc n/a\n", names[s]);
-        else
-            printf("%s acc %.4f (%lld nodes)\n", names[s], acc[s], (long long)count[s]);
-    }
-done:
-    gd_trainer_destroy(tr);
     gd_dataset_close(ds);
     return rc;
 }
