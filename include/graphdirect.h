@@ -1023,7 +1023,7 @@ typedef struct {
     size_t size;                /* sizeof(gd_fit_options) */
     int64_t epochs;             /* train until this many epochs are done (default 1) */
     int validate;               /* 1: the valid accuracy after every epoch (default 1) */
-    int keep_best;              /* 1: at the end, the model of the best valid epoch (default 1) */
+    int keep_best;              /* 1: at the end, the best valid model (with validate; default 1) */
     int test;                   /* 1: the test accuracy at the end, sampled (default 1) */
     int exact_test;             /* 1: also exactly, layer-wise over all neighbours (default 1) */
     const char *checkpoint_dir; /* checkpoint.gdc and best.gdc go here (NULL: none) */
@@ -1040,17 +1040,17 @@ typedef struct {
     {sizeof(gd_fit_options), 1, 1, 1, 1, 1, NULL, 1, 0, 0, NULL, NULL, NULL, NULL, 0}
 
 typedef struct {
-    size_t size;           /* sizeof(gd_fit_result) */
-    int64_t start_epoch;   /* the first epoch this call trained */
-    int64_t epochs_done;   /* epochs done at the end */
-    int64_t best_epoch;    /* the epoch whose model the trainer holds at the end (-1: the last) */
-    double best_valid;     /* its valid accuracy (NaN: none) */
-    double mean_epoch_s;   /* mean training time of the epochs this call ran (0: none) */
-    double test_acc;       /* sampled test accuracy at the end (NaN: not asked, or no test split) */
-    int64_t test_count;    /* labelled test nodes */
-    double test_exact;     /* exact test accuracy (NaN: not asked); the MLP's sampled one is exact */
-    double exact_seconds;  /* the time of the exact inference */
-    int stopped;           /* 1: on_epoch stopped the run before the last epoch */
+    size_t size;          /* sizeof(gd_fit_result) */
+    int64_t start_epoch;  /* the first epoch this call trained */
+    int64_t epochs_done;  /* epochs done at the end */
+    int64_t best_epoch;   /* the best valid epoch (-1: none); with keep_best, the model held */
+    double best_valid;    /* its valid accuracy (NaN: none) */
+    double mean_epoch_s;  /* mean training time of the epochs this call ran (0: none) */
+    double test_acc;      /* sampled test accuracy at the end (NaN: not asked, or no test split) */
+    int64_t test_count;   /* labelled test nodes */
+    double test_exact;    /* exact test accuracy (NaN: not asked); the MLP's sampled one is */
+    double exact_seconds; /* the time of the exact inference */
+    int stopped;          /* 1: on_epoch stopped the run before the last epoch */
 } gd_fit_result;
 #define GD_FIT_RESULT_INIT {sizeof(gd_fit_result), 0, 0, -1, 0, 0, 0, 0, 0, 0, 0}
 

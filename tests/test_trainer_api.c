@@ -20,7 +20,7 @@ typedef struct {
     int calls;
     int64_t epochs[16];
     double loss[16], train[16], valid[16];
-    int stop_at;      /* the epoch index whose callback returns `verdict` (-1: none) */
+    int stop_at; /* the epoch index whose callback returns `verdict` (-1: none) */
     int verdict;
     int64_t progress; /* progress calls */
 } seen;
@@ -82,8 +82,8 @@ static gd_fit_options fit_options(int64_t epochs, seen *v) {
 }
 
 /* The whole cycle in one mode; returns the run's losses in *v and its result. */
-static void cycle(const gd_dataset_t *ds, const char *mode, uint64_t seed, const char *dir,
-                  seen *v, gd_fit_result *r) {
+static void cycle(const gd_dataset_t *ds, const char *mode, uint64_t seed, const char *dir, seen *v,
+                  gd_fit_result *r) {
     gd_trainer_t *t = NULL;
     gd_train_options o = options(mode, seed);
     T_OK(gd_trainer_create(ds, &o, &t));
@@ -101,8 +101,8 @@ static void cycle(const gd_dataset_t *ds, const char *mode, uint64_t seed, const
     double best = -1;
     for (int e = 0; e < EPOCHS; e++) {
         T_EQ_INT(v->epochs[e], e);
-        fprintf(stderr, "%-9s epoch %d: loss %.6f train %.4f valid %.4f\n", mode, e + 1,
-                v->loss[e], v->train[e], v->valid[e]);
+        fprintf(stderr, "%-9s epoch %d: loss %.6f train %.4f valid %.4f\n", mode, e + 1, v->loss[e],
+                v->train[e], v->valid[e]);
         if (v->valid[e] > best) best = v->valid[e];
     }
     T_ASSERT(v->loss[EPOCHS - 1] < v->loss[0]);
@@ -221,8 +221,10 @@ static void resuming(const gd_dataset_t *ds, const char *mode, uint64_t seed, co
         T_EQ_INT(v.calls, EPOCHS - start);
         for (int i = 0; i < v.calls; i++) {
             const int e = start + i;
-            fprintf(stderr, "%s resumed after %d (every %d): epoch %d loss %.9f (uninterrupted "
-                    "%.9f)\n", mode, start, every, e + 1, v.loss[i], ref->loss[e]);
+            fprintf(stderr,
+                    "%s resumed after %d (every %d): epoch %d loss %.9f (uninterrupted "
+                    "%.9f)\n",
+                    mode, start, every, e + 1, v.loss[i], ref->loss[e]);
             if (exact) {
                 T_ASSERT(v.loss[i] == ref->loss[e]);
                 T_ASSERT(v.train[i] == ref->train[e]);

@@ -30,7 +30,9 @@ static void eval_help(void) {
 /*
  * A trainer of the file's model on ds, the file's parameters loaded. On the GPU it runs in
  * cpu-centric mode: the model on the GPU and nothing of the dataset placed there, so that the
- * exact inference has the GPU memory to itself, as when it ran without a trainer.
+ * exact inference has the GPU memory to itself, as when it ran without a trainer. It trains
+ * nothing, so its minibatch buffers are sized for the smallest minibatch (one neighbour a hop,
+ * a few seeds): the file's fanouts (-1 takes every neighbour) do not change the model's shape.
  */
 static gd_status eval_trainer(const gd_dataset_t *ds, const char *path,
                               const gd_checkpoint_info *ci, int gpu, int device, int threads,
@@ -39,7 +41,8 @@ static gd_status eval_trainer(const gd_dataset_t *ds, const char *path,
     o.mode = gpu ? "cpu-centric" : "cpu";
     o.model = ci->model;
     o.num_layers = ci->num_layers;
-    memcpy(o.fanouts, ci->fanouts, sizeof o.fanouts);
+    for (int h = 0; h < o.num_layers; h++) o.fanouts[h] = 1;
+    o.batch_size = 64;
     o.hidden = ci->hidden;
     o.device = device;
     o.threads = threads;

@@ -260,8 +260,8 @@ static int on_epoch(void *user, const gd_epoch_stats *es) {
     printf("epoch %3lld  loss %.4f", (long long)es->epoch + 1, es->loss);
     print_acc("train", es->train_acc);
     print_acc("valid", es->valid_acc);
-    printf("  %.2f s (sample %.2f, gather %.2f, train %.2f, wait %.2f)", es->seconds,
-           es->sample_s, es->gather_s, es->train_s, es->wait_s);
+    printf("  %.2f s (sample %.2f, gather %.2f, train %.2f, wait %.2f)", es->seconds, es->sample_s,
+           es->gather_s, es->train_s, es->wait_s);
     if (r->on_device) printf("  GPU %s", cli_bytes((double)es->gpu_mem_bytes, a, sizeof a));
     printf("  CPU %.1f core-s\n", es->cpu_core_s);
     fflush(stdout);
@@ -285,7 +285,8 @@ static void print_run(const gd_train_options *o, const gd_trainer_info *info,
     char a[32], b[32];
     printf("model: %s, %d layers, hidden %lld, fanouts ",
            o->mlp ? "MLP (graph removed)" : mi->description, o->num_layers, (long long)o->hidden);
-    for (int h = 0; h < o->num_layers; h++) printf("%s%d", h ? "," : "", o->mlp ? 0 : o->fanouts[h]);
+    for (int h = 0; h < o->num_layers; h++)
+        printf("%s%d", h ? "," : "", o->mlp ? 0 : o->fanouts[h]);
     printf(", %lld parameters; batch %lld, lr %g, dropout %g, weight decay %g\n",
            (long long)info->num_params, (long long)o->batch_size, o->lr, o->dropout,
            o->weight_decay);
@@ -304,8 +305,8 @@ static void print_run(const gd_train_options *o, const gd_trainer_info *info,
 }
 
 /* The test line and record of a finished run. Returns 0 or the exit code. */
-static int report_test(const gd_train_options *o, const gd_fit_result *fr,
-                       const gd_model_info *mi, cli_metrics *metrics, train_result *res) {
+static int report_test(const gd_train_options *o, const gd_fit_result *fr, const gd_model_info *mi,
+                       cli_metrics *metrics, train_result *res) {
     printf("best valid epoch %lld: ", (long long)fr->best_epoch + 1);
     if (isnan(res->test))
         printf("test acc n/a (no labelled test nodes)\n");
@@ -492,14 +493,12 @@ static int train_option(train_args *a, int c, const char *arg) {
         break;
     case 'w':
         if (cli_parse_double(arg, &x) || x < 0)
-            return cli_usage_error("train", "--weight-decay '%s' is negative or not a number",
-                                   arg);
+            return cli_usage_error("train", "--weight-decay '%s' is negative or not a number", arg);
         a->cfg.weight_decay = x;
         break;
     case 's':
         if (cli_parse_i64(arg, &v) || v < 0)
-            return cli_usage_error("train", "--seed '%s' is not a non-negative integer",
-                                   arg);
+            return cli_usage_error("train", "--seed '%s' is not a non-negative integer", arg);
         a->cfg.seed = (uint64_t)v;
         break;
     case 'j':
@@ -519,14 +518,12 @@ static int train_option(train_args *a, int c, const char *arg) {
         break;
     case 'g':
         if (cli_parse_i64(arg, &v) || v < 0)
-            return cli_usage_error("train", "--graph-cache '%s' is not a size (e.g. 1G)",
-                                   arg);
+            return cli_usage_error("train", "--graph-cache '%s' is not a size (e.g. 1G)", arg);
         a->cfg.graph_cache_bytes = v;
         break;
     case 'G':
         if (cli_parse_i64(arg, &v) || v < 1)
-            return cli_usage_error("train", "--gpu-mem-budget '%s' is not a size (e.g. 16G)",
-                                   arg);
+            return cli_usage_error("train", "--gpu-mem-budget '%s' is not a size (e.g. 16G)", arg);
         a->cfg.gpu_mem_budget = v;
         break;
     case 'S':

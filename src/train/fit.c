@@ -319,9 +319,9 @@ fail:
 /* dir/name into *out (gd_malloc'd). */
 static gd_status join(const char *dir, const char *name, char **out) {
     *out = gd__path_join(dir, name);
-    return *out ? GD_OK
-                : gd__error(GD_ERR_NO_MEMORY, "out of memory for the path of %s in '%s'", name,
-                            dir);
+    return *out
+               ? GD_OK
+               : gd__error(GD_ERR_NO_MEMORY, "out of memory for the path of %s in '%s'", name, dir);
 }
 
 gd_status gd_trainer_resume(gd_trainer_t *t, const char *dir) {
@@ -452,7 +452,8 @@ fail:
 /* The end of a fit: the best model back, and the test accuracies asked for. */
 static gd_status fit_end(gd_trainer_t *t, const gd_fit_options *o, gd_fit_result *r) {
     gd_status st = GD_OK;
-    if (o->keep_best && t->have_best) {
+    /* Without validation this run kept no best model: an earlier run's is not brought back. */
+    if (o->keep_best && o->validate && t->have_best) {
         params_changed(t);
         GD_CHECK(gd__trainer_params_set(t->t, t->best, NULL, 0));
     }
@@ -484,8 +485,8 @@ gd_status gd_trainer_fit(gd_trainer_t *t, const gd_fit_options *options, gd_fit_
     r.best_valid = r.test_acc = r.test_exact = NAN;
     /* The result's size is checked now, so that the copy at the end cannot fail. */
     if (result)
-        GD_CHECK(gd__info_out(result, &r, sizeof r, "gd_trainer_fit: result",
-                              "GD_FIT_RESULT_INIT"));
+        GD_CHECK(
+            gd__info_out(result, &r, sizeof r, "gd_trainer_fit: result", "GD_FIT_RESULT_INIT"));
     GD_CHECK(check_fit(&o));
     if (o.checkpoint_dir) {
         GD_CHECK(ensure_dir(o.checkpoint_dir));
@@ -504,8 +505,7 @@ gd_status gd_trainer_fit(gd_trainer_t *t, const gd_fit_options *options, gd_fit_
         ran++;
         const int verdict = o.on_epoch ? o.on_epoch(o.on_epoch_user, &s) : 0;
         GD_REQUIRE(verdict >= 0, GD_ERR_INTERRUPTED,
-                   "training stopped by the on_epoch callback after epoch %lld",
-                   (long long)e + 1);
+                   "training stopped by the on_epoch callback after epoch %lld", (long long)e + 1);
         if (verdict > 0) {
             r.stopped = e + 1 < o.epochs;
             break;
