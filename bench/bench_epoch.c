@@ -18,7 +18,6 @@
  */
 #include "bench.h"
 #include "cli.h"
-#include "train/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -28,7 +27,7 @@ enum { MAX_RUNS = 8 };
 
 typedef struct {
     char label[64];
-    gd__train_mode mode;
+    char mode[16];       /* cpu, all-gpu, zero-copy or cpu-centric */
     int64_t budget;      /* --gpu-mem-budget of this run (0: none) */
     int64_t cache;       /* feature cache bytes (-1: the bench's --gpu-cache) */
     double cache_frac;   /* or a fraction of the feature table (>= 0), else -1 */
@@ -48,12 +47,14 @@ typedef struct {
 
 typedef struct {
     int done;
-    gd__train_epoch_stats st;
+    gd_epoch_stats st;
     double warm_loss, create_s, scale;
-    gd__trainer_info info;
+    gd_trainer_info info;
 } run_result;
 
 static void help(void) {
+    gd_model_info model = GD_MODEL_INFO_INIT;
+    (void)gd_model_get_info(NULL, &model);
     printf("usage: graphdirect bench epoch [options]\n\n"
            "One training epoch of %s in each mode, side by side on one generated dataset:\n"
            "epoch time and its breakdown (sample / gather / train / wait), CPU core-seconds and\n"
@@ -81,7 +82,7 @@ static void help(void) {
            "  --seed S           dataset and training seed (default 1)\n"
            "  --json FILE        write the results as JSON (atomically)\n"
            "  --commit TEXT      commit recorded in the JSON\n",
-           gd__model_kind_iface(GD__MODEL_DEFAULT)->title);
+           model.title);
 }
 
 /*
@@ -131,11 +132,12 @@ static int parse_run(char *tok, run_spec *r) {
             goto bad;
         }
     }
-    if (!mode || gd__train_mode_parse(mode, &r->mode) != GD_OK || r->mode == GD__TRAIN_AUTO) {
+    if (!mode || gd_train_mode_check(mode) != GD_OK || strcmp(mode, "auto") == 0) {
         bench_error("--modes: '%s' is not cpu, all-gpu, zero-copy or cpu-centric",
                     mode ? mode : "");
         return -1;
     }
+    snprintf(r->mode, sizeof r->mode, "%s", mode);
     return 0;
 bad:
     bench_error("--modes: '%s' is not a run: MODE[:budget=SIZE][:cache=SIZE|N%%][:graph=SIZE]"
@@ -248,16 +250,35 @@ static int parse_options(epoch_bench *b, int argc, char **argv) {
     return -1;
 }
 
+/* The stats of the last epoch of a fit (its on_epoch callback). */
+static int keep_stats(void *user, const gd_epoch_stats *s) {
+    *(gd_epoch_stats *)user = *s;
+    return 0;
+}
+
+/* Epoch `epoch` alone, of at most max_batches minibatches: no evaluation, no test. */
+static gd_status one_epoch(gd_trainer_t *t, int64_t epoch, int64_t max_batches,
+                           gd_epoch_stats *out) {
+    gd_fit_options fo = GD_FIT_OPTIONS_INIT;
+    fo.epochs = epoch + 1;
+    fo.max_batches = max_batches;
+    fo.validate = fo.keep_best = fo.test = fo.exact_test = 0;
+    fo.on_epoch = keep_stats;
+    fo.on_epoch_user = out;
+    return gd_trainer_fit(t, &fo, NULL);
+}
+
 /* Build the trainer of run r, warm it up, time one epoch. 0 or -1 (message printed). */
 static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec *r,
                     run_result *out) {
     int rc = -1;
-    gd__trainer *t = NULL;
-    gd__train_config cfg = GD__TRAIN_CONFIG_INIT;
+    gd_trainer_t *t = NULL;
+    gd_train_options cfg = GD_TRAIN_OPTIONS_INIT;
+    const int cpu = strcmp(r->mode, "cpu") == 0;
     cfg.num_layers = b->layers;
     memcpy(cfg.fanouts, b->fanouts, sizeof cfg.fanouts);
     cfg.batch_size = b->opt.batch;
-    cfg.hidden_dim = b->opt.hidden;
+    cfg.hidden = b->opt.hidden;
     cfg.seed = b->opt.seed;
     cfg.threads = b->opt.threads;
     cfg.mode = r->mode;
@@ -270,35 +291,34 @@ static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec
     cfg.gpu_mem_budget = r->budget;
     cfg.gather_sms = r->sms[0] ? r->sms : b->gather_sms;
     cfg.depth = b->depth;
-    cfg.max_batches = b->warmup;
     fprintf(stderr, "epoch: %s: building the trainer\n", r->label);
     double t0 = bench_now();
-    BENCH_GD(gd__trainer_create(ds, &cfg, &t), r->label);
+    BENCH_GD(gd_trainer_create(ds, &cfg, &t), r->label);
     out->create_s = bench_now() - t0;
-    gd__trainer_get_info(t, &out->info);
+    out->info = (gd_trainer_info)GD_TRAINER_INFO_INIT;
+    BENCH_GD(gd_trainer_get_info(t, &out->info), r->label);
     fprintf(stderr, "epoch: %s: %s (%.1f s); warm-up of %lld minibatches\n", r->label,
             out->info.plan, out->create_s, (long long)b->warmup);
-    gd__train_epoch_stats warm;
-    BENCH_GD(gd__trainer_epoch(t, 0, &warm), "the warm-up epoch");
+    gd_epoch_stats warm;
+    BENCH_GD(one_epoch(t, 0, b->warmup, &warm), "the warm-up epoch");
     out->warm_loss = warm.loss;
     const int64_t all = (out->info.train_nodes + b->opt.batch - 1) / b->opt.batch;
     int64_t timed = b->max_batches ? b->max_batches : all;
-    if (r->mode == GD__TRAIN_CPU) timed = b->cpu_batches < timed ? b->cpu_batches : timed;
-    gd__trainer_set_max_batches(t, timed);
+    if (cpu) timed = b->cpu_batches < timed ? b->cpu_batches : timed;
     fprintf(stderr, "epoch: %s: timing %lld of %lld minibatches\n", r->label, (long long)timed,
             (long long)all);
-    BENCH_GD(gd__trainer_epoch(t, 1, &out->st), "the timed epoch");
-    out->scale = r->mode == GD__TRAIN_CPU ? (double)all / (double)out->st.batches : 1.0;
+    BENCH_GD(one_epoch(t, 1, timed, &out->st), "the timed epoch");
+    out->scale = cpu ? (double)all / (double)out->st.batches : 1.0;
     out->done = 1;
     rc = 0;
 fail:
-    gd__trainer_destroy(t);
+    gd_trainer_destroy(t);
     return rc;
 }
 
-static const run_result *find(const epoch_bench *b, const run_result *res, gd__train_mode m) {
+static const run_result *find(const epoch_bench *b, const run_result *res, const char *mode) {
     for (int i = 0; i < b->nruns; i++)
-        if (res[i].done && strcmp(b->runs[i].label, gd__train_mode_name(m)) == 0) return &res[i];
+        if (res[i].done && strcmp(b->runs[i].label, mode) == 0) return &res[i];
     return NULL;
 }
 
@@ -313,7 +333,7 @@ int bench_epoch(int argc, char **argv) {
     run_result res[MAX_RUNS];
     memset(res, 0, sizeof res);
     int any_gpu = 0;
-    for (int i = 0; i < b.nruns; i++) any_gpu |= b.runs[i].mode != GD__TRAIN_CPU;
+    for (int i = 0; i < b.nruns; i++) any_gpu |= strcmp(b.runs[i].mode, "cpu") != 0;
     if (b.opt.json_path && bench_json_probe(b.opt.json_path)) return CLI_EXIT_FAIL;
     if (bench_json_header(&root, "epoch", &b.opt, any_gpu)) goto fail;
 
@@ -351,7 +371,7 @@ int bench_epoch(int argc, char **argv) {
     for (int i = 0; i < b.nruns; i++) {
         if (run_mode(&b, ds, &b.runs[i], &res[i])) goto fail;
         const run_result *r = &res[i];
-        const gd__train_epoch_stats *s = &r->st;
+        const gd_epoch_stats *s = &r->st;
         const double k = r->scale;
         printf("%-26s %8lld %9.3f %8.3f %8.3f %8.3f %8.3f %9.3f %9.2f %9.2f %10.5f%s\n",
                b.runs[i].label, (long long)s->batches, s->seconds * k, s->sample_s * k,
@@ -398,9 +418,8 @@ int bench_epoch(int argc, char **argv) {
 
     targets = cJSON_AddArrayToObject(root, "targets");
     BENCH_JSON(targets);
-    const run_result *ag = find(&b, res, GD__TRAIN_ALL_GPU),
-                     *zc = find(&b, res, GD__TRAIN_ZERO_COPY),
-                     *cc = find(&b, res, GD__TRAIN_CPU_CENTRIC);
+    const run_result *ag = find(&b, res, "all-gpu"), *zc = find(&b, res, "zero-copy"),
+                     *cc = find(&b, res, "cpu-centric");
     if (zc && ag) {
         printf("zero-copy / all-gpu epoch: %.3f (target <= 1.10)\n",
                zc->st.seconds / ag->st.seconds);

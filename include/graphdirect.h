@@ -906,6 +906,232 @@ gd_status gd_batch_export(gd_batch_t *b, gd_batch_field field, int layer, void *
  */
 gd_status gd_batch_export_all(gd_batch_t *b, void *stream, struct DLManagedTensor **out, int n);
 
+/* --------------------------------------------------------------- trainer */
+
+/*
+ * A trainer: graphdirect's own models (GraphSAGE today, "sage") trained on the loader's data
+ * path (sample -> gather -> forward, loss, backward, Adam; pipelined on the GPU), in one of the
+ * modes of docs/train.md: "cpu", "all-gpu", "zero-copy", "cpu-centric" or "auto". Every buffer
+ * is allocated by gd_trainer_create, so an epoch allocates nothing. gd_trainer_fit runs the
+ * whole run policy of `graphdirect train`: epochs with the valid accuracy after each, the model
+ * of the best valid epoch kept, checkpoints every N epochs, resuming from them, and the test
+ * accuracy at the end, by sampled inference and exactly (layer-wise inference over every
+ * neighbour of every node). Randomness is keyed by (seed, epoch, minibatch), so a run resumed
+ * from a checkpoint gives exactly the losses of the uninterrupted run.
+ */
+typedef struct gd_trainer gd_trainer_t;
+
+typedef struct {
+    size_t size;                        /* sizeof(gd_train_options) */
+    const char *mode;                   /* cpu, all-gpu, zero-copy, cpu-centric, auto (NULL) */
+    const char *model;                  /* the model's kind: "sage" (NULL: the default kind) */
+    int num_layers;                     /* 1..GD_SAMPLER_MAX_LAYERS */
+    int fanouts[GD_SAMPLER_MAX_LAYERS]; /* from the seeds outward; -1 = all neighbours */
+    int64_t batch_size;                 /* seeds per minibatch (training and evaluation) */
+    int64_t hidden;                     /* width of the hidden layers */
+    double dropout;                     /* after every hidden layer, training only; [0, 1) */
+    double lr;                          /* Adam's learning rate */
+    double weight_decay;                /* Adam's L2 term, 0 = none */
+    uint64_t seed;                      /* parameters, shuffling, neighbour draws, dropout */
+    int threads;                        /* CPU threads of sampling and gathering (0: GD_THREADS) */
+    int device;                         /* the GPU of the GPU modes (without a context) */
+    gd_context_t *context;              /* NULL: the default context of `device` */
+    int64_t gpu_cache_bytes;            /* zero-copy feature cache (-1: what the budget leaves) */
+    int64_t graph_cache_bytes;          /* zero-copy neighbour-list cache (-1: auto) */
+    int64_t gpu_mem_budget;             /* GPU memory the trainer may use (0: what is free) */
+    const char *gather_sms;             /* the gather's SM budget, "N" or "N%" (NULL: default) */
+    int depth;                          /* buffer sets in the pipeline ring, 2..8 */
+    /*
+     * 1: the baseline with the graph removed. Every hop is sampled with fanout 0, so only each
+     * node's own features count: an MLP of num_layers layers with the same widths.
+     */
+    int mlp;
+} gd_train_options;
+#define GD_TRAIN_OPTIONS_INIT                                                                      \
+    {sizeof(gd_train_options), NULL, NULL, 2, {10, 5}, 1024, 128, 0.5, 3e-3, 0.0, 0, 0, 0, NULL, \
+     -1, -1, 0, NULL, 3, 0}
+void gd_train_options_init(gd_train_options *o);
+
+/* GD_OK if name is a training mode (cpu, all-gpu, zero-copy, cpu-centric, auto), else
+   GD_ERR_INVALID_ARG with a message listing them: for checking a command line early. */
+gd_status gd_train_mode_check(const char *name);
+
+/* A model kind, for reports: its names, and whether it has an exact (layer-wise) inference. */
+typedef struct {
+    size_t size;             /* sizeof(gd_model_info) */
+    const char *name;        /* "sage": gd_train_options.model, checkpoints */
+    const char *label;       /* "graphsage": metrics records */
+    const char *title;       /* "GraphSAGE": the kind in text for people */
+    const char *description; /* "GraphSAGE (mean)": the kind and its variant */
+    int exact_inference;     /* 1: gd_trainer_evaluate(..., exact = 1) computes it */
+} gd_model_info;
+#define GD_MODEL_INFO_INIT {sizeof(gd_model_info), NULL, NULL, NULL, NULL, 0}
+void gd_model_info_init(gd_model_info *o);
+/* The kind named kind (NULL: the default kind); GD_ERR_INVALID_ARG naming the known ones. */
+gd_status gd_model_get_info(const char *kind, gd_model_info *info);
+
+/*
+ * A trainer of options->model on ds (which must outlive it), with its parameters initialised
+ * from options->seed. ds needs float32 features, labels of at least 2 classes and a non-empty
+ * train_idx; valid_idx and test_idx are optional. options NULL: GD_TRAIN_OPTIONS_INIT.
+ */
+gd_status gd_trainer_create(const gd_dataset_t *ds, const gd_train_options *options,
+                            gd_trainer_t **out);
+void gd_trainer_destroy(gd_trainer_t *t);
+
+typedef struct {
+    size_t size;             /* sizeof(gd_trainer_info) */
+    const char *mode;        /* the mode it runs in (auto resolved) */
+    char plan[512];          /* where everything lives and, for auto, why */
+    const char *model;       /* the model's kind ("sage"; gd_model_get_info describes it) */
+    int mlp;                 /* 1: the MLP baseline */
+    int on_device;           /* 1: the model lives in GPU memory */
+    int device;              /* its GPU (on_device) */
+    int64_t num_params;      /* model parameters (the flat buffer, padding included) */
+    int64_t max_input_nodes; /* most input nodes of a minibatch */
+    int64_t max_edges;       /* most edges of a minibatch, all layers */
+    int64_t feature_bytes;   /* the gathered-feature buffer of one buffer set */
+    int64_t train_nodes, valid_nodes, test_nodes;
+    int64_t gpu_bytes;       /* GPU memory the trainer took at create */
+    int64_t feature_cache_rows, feature_cache_bytes;
+    int64_t graph_cache_bytes;
+    int64_t epochs_done;     /* epochs trained (after a resume: the checkpoint's) */
+    int64_t adam_step;       /* Adam steps taken */
+    double best_valid;       /* best valid accuracy of gd_trainer_fit so far (NaN: none) */
+    int64_t best_epoch;      /* its epoch, 0-based (-1: none) */
+} gd_trainer_info;
+#define GD_TRAINER_INFO_INIT                                                                       \
+    {sizeof(gd_trainer_info), NULL, {0}, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
+     -1}
+void gd_trainer_info_init(gd_trainer_info *o);
+gd_status gd_trainer_get_info(const gd_trainer_t *t, gd_trainer_info *info);
+
+/* One epoch of gd_trainer_fit, as its on_epoch callback sees it. */
+typedef struct {
+    size_t size;       /* sizeof(gd_epoch_stats) */
+    int64_t epoch;     /* 0-based */
+    int64_t batches;   /* minibatches trained */
+    double loss;       /* mean over the minibatches of their mean loss */
+    double train_acc;  /* correct / labelled seeds over the epoch's minibatches */
+    double valid_acc;  /* by sampled inference after the epoch (NaN: no valid split, or off) */
+    double seconds;    /* the epoch's training, evaluation excluded */
+    /*
+     * Its parts: cpu mode, the wall time of each stage; GPU modes, the busy time of each
+     * stage's stream (the stages overlap); wait_s is the time training waited for data.
+     */
+    double sample_s, gather_s, train_s, wait_s;
+    double cpu_core_s;     /* CPU time of the process in the epoch (all threads) */
+    int64_t gpu_mem_bytes; /* GPU memory in use at its end (0 without a GPU) */
+    int improved;          /* 1: the best valid accuracy so far (its model is kept) */
+    double best_valid;     /* the best valid accuracy so far (NaN: none) */
+    int64_t best_epoch;    /* its epoch (-1: none) */
+} gd_epoch_stats;
+
+/*
+ * Per-minibatch progress of an epoch: done of total minibatches issued, the loss of the latest
+ * minibatch known to have finished (NaN if none yet: the GPU modes never wait for it). A
+ * non-zero return stops the run with GD_ERR_INTERRUPTED after the minibatches in flight.
+ */
+typedef int (*gd_train_progress_fn)(void *user, int64_t epoch, int64_t done, int64_t total,
+                                    double loss);
+/*
+ * Called after every epoch, once its valid accuracy is known and its checkpoint is written.
+ * 0: go on. > 0: stop here as if the last epoch were reached (the best model is restored and
+ * tested). < 0: stop at once with GD_ERR_INTERRUPTED (no test).
+ */
+typedef int (*gd_epoch_fn)(void *user, const gd_epoch_stats *stats);
+
+typedef struct {
+    size_t size;                /* sizeof(gd_fit_options) */
+    int64_t epochs;             /* train until this many epochs are done (default 1) */
+    int validate;               /* 1: the valid accuracy after every epoch (default 1) */
+    int keep_best;              /* 1: at the end, the best valid model (with validate; default 1) */
+    int test;                   /* 1: the test accuracy at the end, sampled (default 1) */
+    int exact_test;             /* 1: also exactly, layer-wise over all neighbours (default 1) */
+    const char *checkpoint_dir; /* checkpoint.gdc and best.gdc go here (NULL: none) */
+    int checkpoint_every;       /* epochs between checkpoints (the last is always saved) */
+    int resume;                 /* 1: go on from checkpoint_dir (gd_trainer_resume) */
+    int64_t max_batches;        /* train only this many minibatches of each epoch (0: all) */
+    gd_epoch_fn on_epoch;
+    void *on_epoch_user;
+    gd_train_progress_fn progress;
+    void *progress_user;
+    int64_t report_every; /* minibatches between progress calls (0: 20) */
+} gd_fit_options;
+#define GD_FIT_OPTIONS_INIT                                                                        \
+    {sizeof(gd_fit_options), 1, 1, 1, 1, 1, NULL, 1, 0, 0, NULL, NULL, NULL, NULL, 0}
+void gd_fit_options_init(gd_fit_options *o);
+
+typedef struct {
+    size_t size;          /* sizeof(gd_fit_result) */
+    int64_t start_epoch;  /* the first epoch this call trained */
+    int64_t epochs_done;  /* epochs done at the end */
+    int64_t best_epoch;   /* the best valid epoch (-1: none); with keep_best, the model held */
+    double best_valid;    /* its valid accuracy (NaN: none) */
+    double mean_epoch_s;  /* mean training time of the epochs this call ran (0: none) */
+    double test_acc;      /* sampled test accuracy at the end (NaN: not asked, or no test split) */
+    int64_t test_count;   /* labelled test nodes */
+    double test_exact;    /* exact test accuracy (NaN: not asked); the MLP's sampled one is */
+    double exact_seconds; /* the time of the exact inference */
+    int stopped;          /* 1: on_epoch stopped the run before the last epoch */
+} gd_fit_result;
+#define GD_FIT_RESULT_INIT {sizeof(gd_fit_result), 0, 0, -1, 0, 0, 0, 0, 0, 0, 0}
+void gd_fit_result_init(gd_fit_result *o);
+
+/*
+ * Train from the epochs done (0, or a checkpoint's) up to options->epochs: each epoch over
+ * train_idx shuffled by (seed, epoch), then the valid accuracy; the best valid model is kept in
+ * host memory (the first epoch counts even without a valid split); with a checkpoint_dir,
+ * checkpoint.gdc (model, optimizer, epochs, best so far) every checkpoint_every epochs and at
+ * the last, and best.gdc (the model, for gd_trainer_load) whenever the valid accuracy
+ * improves. At the end the best model is restored and tested. result is optional.
+ */
+gd_status gd_trainer_fit(gd_trainer_t *t, const gd_fit_options *options, gd_fit_result *result);
+/*
+ * Load dir/checkpoint.gdc, written by gd_trainer_fit with the same settings (the mode may
+ * differ; a difference is refused naming it): parameters, optimizer, epochs done and the best
+ * valid so far, whose model comes from dir/best.gdc. The next fit goes on from there.
+ */
+gd_status gd_trainer_resume(gd_trainer_t *t, const char *dir);
+/*
+ * Accuracy of the current model on split (GD_ARRAY_TRAIN_IDX, _VALID_IDX or _TEST_IDX):
+ * correct / labelled nodes, NaN for an absent split or one without labelled nodes; count
+ * (optional) gets the labelled nodes. exact = 0: sampled inference (minibatches of the split
+ * with the training fanouts under a fixed key, no dropout: the same answer at every call).
+ * exact = 1: layer-wise inference over every neighbour of every node; its predictions are kept
+ * until the parameters change, so the other splits then cost nothing.
+ */
+gd_status gd_trainer_evaluate(gd_trainer_t *t, gd_array_id split, int exact, double *accuracy,
+                              int64_t *count);
+/* Save the current model (no optimizer) to path atomically: a model file for gd_trainer_load. */
+gd_status gd_trainer_save(gd_trainer_t *t, const char *path);
+/*
+ * Load the parameters of a model file or a checkpoint of a model of the same kind and shape
+ * (layers, widths, classes; refused naming what differs). The optimizer and the epoch count
+ * are left as they are: gd_trainer_resume goes on with a run.
+ */
+gd_status gd_trainer_load(gd_trainer_t *t, const char *path);
+
+/* What a model file or checkpoint holds, read without loading it (the file is checked). */
+typedef struct {
+    size_t size;        /* sizeof(gd_checkpoint_info) */
+    char model[32];     /* the model's kind */
+    int num_layers;
+    int64_t in_dim, hidden, num_classes;
+    int fanouts[GD_SAMPLER_MAX_LAYERS]; /* training fanouts (0 for the MLP baseline) */
+    uint64_t seed;
+    int64_t epochs_done, adam_step;
+    double best_valid;  /* NaN: none */
+    int64_t best_epoch; /* -1: none */
+    int has_state;      /* 1: a checkpoint with the optimizer (resumable) */
+    char dataset[256];  /* the dataset's name and sizes */
+    char config[1024];  /* the other settings, as text */
+} gd_checkpoint_info;
+#define GD_CHECKPOINT_INFO_INIT                                                                    \
+    {sizeof(gd_checkpoint_info), {0}, 0, 0, 0, 0, {0}, 0, 0, 0, 0, -1, 0, {0}, {0}}
+void gd_checkpoint_info_init(gd_checkpoint_info *o);
+gd_status gd_checkpoint_read_info(const char *path, gd_checkpoint_info *info);
+
 #ifdef __cplusplus
 }
 #endif

@@ -92,6 +92,12 @@ static void check_inits(void) {
     CHECK_INIT(gd_sampler_info, GD_SAMPLER_INFO_INIT);
     CHECK_INIT(gd_loader_options, GD_LOADER_OPTIONS_INIT);
     CHECK_INIT(gd_context_options, GD_CONTEXT_OPTIONS_INIT);
+    CHECK_INIT(gd_train_options, GD_TRAIN_OPTIONS_INIT);
+    CHECK_INIT(gd_model_info, GD_MODEL_INFO_INIT);
+    CHECK_INIT(gd_trainer_info, GD_TRAINER_INFO_INIT);
+    CHECK_INIT(gd_fit_options, GD_FIT_OPTIONS_INIT);
+    CHECK_INIT(gd_fit_result, GD_FIT_RESULT_INIT);
+    CHECK_INIT(gd_checkpoint_info, GD_CHECKPOINT_INFO_INIT);
     CHECK_INIT(gd_loader_info, GD_LOADER_INFO_INIT);
     CHECK_INIT(gd_batch_info, GD_BATCH_INFO_INIT);
 }

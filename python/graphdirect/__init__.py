@@ -13,12 +13,19 @@ PyTorch / PyG / DGL model code trains on it unchanged (graphdirect.pyg has PyG h
             y = torch.from_dlpack(batch.labels)
             ...
 
+graphdirect.Trainer trains graphdirect's own models (GraphSAGE) with the same data path:
+
+    with graphdirect.Trainer(ds, mode="auto", fanouts=[15, 10, 5]) as t:
+        result = t.fit(10, on_epoch=print, checkpoint="ckpt")
+        print(result["test_acc"], t.evaluate("test", exact=True))
+
 See docs/python.md.
 """
 from ._dlpack import Array
 from ._lib import GraphdirectError
 from .dataset import Dataset, generate
 from .loader import Batch, Block, Loader
+from .trainer import Trainer, checkpoint_info
 from . import _lib, pyg  # pyg imports torch only when a helper is called
 
 
@@ -53,6 +60,7 @@ def last_error():
 
 
 __version__ = version()
-__all__ = ["Array", "Batch", "Block", "Dataset", "GraphdirectError", "Loader", "generate",
+__all__ = ["Array", "Batch", "Block", "Dataset", "GraphdirectError", "Loader", "Trainer",
+           "checkpoint_info", "generate",
            "version", "library_path", "has_cuda", "device_count", "status_string",
            "last_error"]

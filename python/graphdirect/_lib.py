@@ -129,6 +129,78 @@ class Block(ctypes.Structure):  # gd_block (the int32 pointers read as addresses
                 ("indptr", c_void_p), ("indices", c_void_p)]
 
 
+class TrainOptions(_Sized):  # gd_train_options, GD_TRAIN_OPTIONS_INIT
+    _fields_ = [("size", c_size_t), ("mode", c_char_p), ("model", c_char_p),
+                ("num_layers", c_int), ("fanouts", c_int * GD_SAMPLER_MAX_LAYERS),
+                ("batch_size", c_int64), ("hidden", c_int64), ("dropout", c_double),
+                ("lr", c_double), ("weight_decay", c_double), ("seed", c_uint64),
+                ("threads", c_int), ("device", c_int), ("context", c_void_p),
+                ("gpu_cache_bytes", c_int64), ("graph_cache_bytes", c_int64),
+                ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("depth", c_int),
+                ("mlp", c_int)]
+    _init_ = "gd_train_options_init"
+
+
+class ModelInfo(_Sized):  # gd_model_info, GD_MODEL_INFO_INIT
+    _fields_ = [("size", c_size_t), ("name", c_char_p), ("label", c_char_p),
+                ("title", c_char_p), ("description", c_char_p), ("exact_inference", c_int)]
+    _init_ = "gd_model_info_init"
+
+
+class TrainerInfo(_Sized):  # gd_trainer_info, GD_TRAINER_INFO_INIT
+    _fields_ = [("size", c_size_t), ("mode", c_char_p), ("plan", c_char * 512),
+                ("model", c_char_p), ("mlp", c_int), ("on_device", c_int), ("device", c_int),
+                ("num_params", c_int64), ("max_input_nodes", c_int64), ("max_edges", c_int64),
+                ("feature_bytes", c_int64), ("train_nodes", c_int64), ("valid_nodes", c_int64),
+                ("test_nodes", c_int64), ("gpu_bytes", c_int64),
+                ("feature_cache_rows", c_int64), ("feature_cache_bytes", c_int64),
+                ("graph_cache_bytes", c_int64), ("epochs_done", c_int64),
+                ("adam_step", c_int64), ("best_valid", c_double), ("best_epoch", c_int64)]
+    _init_ = "gd_trainer_info_init"
+
+
+class EpochStats(_Sized):  # gd_epoch_stats (filled by the library for on_epoch)
+    _fields_ = [("size", c_size_t), ("epoch", c_int64), ("batches", c_int64),
+                ("loss", c_double), ("train_acc", c_double), ("valid_acc", c_double),
+                ("seconds", c_double), ("sample_s", c_double), ("gather_s", c_double),
+                ("train_s", c_double), ("wait_s", c_double), ("cpu_core_s", c_double),
+                ("gpu_mem_bytes", c_int64), ("improved", c_int), ("best_valid", c_double),
+                ("best_epoch", c_int64)]
+
+
+# gd_epoch_fn and gd_train_progress_fn.
+EPOCH_FN = ctypes.CFUNCTYPE(c_int, c_void_p, POINTER(EpochStats))
+PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_int64, c_int64, c_int64, c_double)
+
+
+class FitOptions(_Sized):  # gd_fit_options, GD_FIT_OPTIONS_INIT
+    _fields_ = [("size", c_size_t), ("epochs", c_int64), ("validate", c_int),
+                ("keep_best", c_int), ("test", c_int), ("exact_test", c_int),
+                ("checkpoint_dir", c_char_p), ("checkpoint_every", c_int), ("resume", c_int),
+                ("max_batches", c_int64), ("on_epoch", EPOCH_FN), ("on_epoch_user", c_void_p),
+                ("progress", PROGRESS_FN), ("progress_user", c_void_p),
+                ("report_every", c_int64)]
+    _init_ = "gd_fit_options_init"
+
+
+class FitResult(_Sized):  # gd_fit_result, GD_FIT_RESULT_INIT
+    _fields_ = [("size", c_size_t), ("start_epoch", c_int64), ("epochs_done", c_int64),
+                ("best_epoch", c_int64), ("best_valid", c_double), ("mean_epoch_s", c_double),
+                ("test_acc", c_double), ("test_count", c_int64), ("test_exact", c_double),
+                ("exact_seconds", c_double), ("stopped", c_int)]
+    _init_ = "gd_fit_result_init"
+
+
+class CheckpointInfo(_Sized):  # gd_checkpoint_info, GD_CHECKPOINT_INFO_INIT
+    _fields_ = [("size", c_size_t), ("model", c_char * 32), ("num_layers", c_int),
+                ("in_dim", c_int64), ("hidden", c_int64), ("num_classes", c_int64),
+                ("fanouts", c_int * GD_SAMPLER_MAX_LAYERS), ("seed", c_uint64),
+                ("epochs_done", c_int64), ("adam_step", c_int64), ("best_valid", c_double),
+                ("best_epoch", c_int64), ("has_state", c_int), ("dataset", c_char * 256),
+                ("config", c_char * 1024)]
+    _init_ = "gd_checkpoint_info_init"
+
+
 # The structs with a size field and the *_INIT macro that fills it, for messages and tests.
 SIZED_STRUCTS = {
     "gd_dataset_open_options": (DatasetOpenOptions, "GD_DATASET_OPEN_OPTIONS_INIT"),
@@ -136,6 +208,12 @@ SIZED_STRUCTS = {
     "gd_loader_options": (LoaderOptions, "GD_LOADER_OPTIONS_INIT"),
     "gd_loader_info": (LoaderInfo, "GD_LOADER_INFO_INIT"),
     "gd_batch_info": (BatchInfo, "GD_BATCH_INFO_INIT"),
+    "gd_train_options": (TrainOptions, "GD_TRAIN_OPTIONS_INIT"),
+    "gd_model_info": (ModelInfo, "GD_MODEL_INFO_INIT"),
+    "gd_trainer_info": (TrainerInfo, "GD_TRAINER_INFO_INIT"),
+    "gd_fit_options": (FitOptions, "GD_FIT_OPTIONS_INIT"),
+    "gd_fit_result": (FitResult, "GD_FIT_RESULT_INIT"),
+    "gd_checkpoint_info": (CheckpointInfo, "GD_CHECKPOINT_INFO_INIT"),
 }
 
 # --------------------------------------------------------------------------------- loading
@@ -224,6 +302,17 @@ _SIGNATURES = {
     "gd_batch_array": (c_int, [_vp, c_int, c_int, POINTER(ArrayView)]),
     "gd_batch_export": (c_int, [_vp, c_int, c_int, _vp, POINTER(_vp)]),
     "gd_batch_export_all": (c_int, [_vp, _vp, POINTER(_vp), c_int]),
+    "gd_train_mode_check": (c_int, [c_char_p]),
+    "gd_model_get_info": (c_int, [c_char_p, POINTER(ModelInfo)]),
+    "gd_trainer_create": (c_int, [_vp, POINTER(TrainOptions), POINTER(_vp)]),
+    "gd_trainer_destroy": (None, [_vp]),
+    "gd_trainer_get_info": (c_int, [_vp, POINTER(TrainerInfo)]),
+    "gd_trainer_fit": (c_int, [_vp, POINTER(FitOptions), POINTER(FitResult)]),
+    "gd_trainer_resume": (c_int, [_vp, c_char_p]),
+    "gd_trainer_evaluate": (c_int, [_vp, c_int, c_int, POINTER(c_double), POINTER(c_int64)]),
+    "gd_trainer_save": (c_int, [_vp, c_char_p]),
+    "gd_trainer_load": (c_int, [_vp, c_char_p]),
+    "gd_checkpoint_read_info": (c_int, [c_char_p, POINTER(CheckpointInfo)]),
 }
 for _cls, _macro in SIZED_STRUCTS.values():
     _SIGNATURES[_cls._init_] = (None, [c_void_p])
@@ -263,6 +352,7 @@ for _code in range(256):
 GD_OK = STATUS["GD_OK"]
 GD_ERR_INVALID_ARG = STATUS["GD_ERR_INVALID_ARG"]
 GD_ERR_NOT_FOUND = STATUS["GD_ERR_NOT_FOUND"]
+GD_ERR_INTERRUPTED = STATUS["GD_ERR_INTERRUPTED"]
 
 
 def last_error():

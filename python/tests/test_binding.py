@@ -130,6 +130,12 @@ class BindingTest(unittest.TestCase):
         args.update(kw)
         return graphdirect.Loader(self.ds, **args)
 
+    def trainer(self, **kw):
+        args = dict(mode="cpu", fanouts=[5, 3], batch_size=512, hidden=32, dropout=0.3, lr=0.01,
+                    threads=2, seed=1)
+        args.update(kw)
+        return graphdirect.Trainer(self.ds, **args)
+
     # ------------------------------------------------------------ library and structs
 
     def test_version_and_library(self):
@@ -157,9 +163,25 @@ class BindingTest(unittest.TestCase):
             s = cls.new()
             s.size = 1
             return s
-        with self.loader() as l:
+        model = os.path.join(self.tmp.name, "sizes.gdc")
+        quick = _lib.FitOptions.new()
+        quick.epochs = quick.test = quick.exact_test = 0
+        with self.loader() as l, self.trainer() as t:
+            t.save(model)
             b = next(iter(l))
             calls = {
+                "gd_train_options": lambda: check(lib.gd_trainer_create(
+                    self.ds._ptr(), byref(bad(_lib.TrainOptions)), byref(out))),
+                "gd_model_info": lambda: check(lib.gd_model_get_info(
+                    None, byref(bad(_lib.ModelInfo)))),
+                "gd_trainer_info": lambda: check(lib.gd_trainer_get_info(
+                    t._ptr, byref(bad(_lib.TrainerInfo)))),
+                "gd_fit_options": lambda: check(lib.gd_trainer_fit(
+                    t._ptr, byref(bad(_lib.FitOptions)), None)),
+                "gd_fit_result": lambda: check(lib.gd_trainer_fit(
+                    t._ptr, byref(quick), byref(bad(_lib.FitResult)))),
+                "gd_checkpoint_info": lambda: check(lib.gd_checkpoint_read_info(
+                    model.encode(), byref(bad(_lib.CheckpointInfo)))),
                 "gd_dataset_open_options": lambda: check(lib.gd_dataset_open(
                     self.dir.encode(), byref(bad(_lib.DatasetOpenOptions)), byref(out))),
                 "gd_generate_options": lambda: check(lib.gd_generate(
@@ -188,6 +210,15 @@ class BindingTest(unittest.TestCase):
                          (2, [10, 5], 1024, 4, 1, 3, -1, -1))
         d = _lib.DatasetOpenOptions.new()
         self.assertEqual((d.mode, d.validate_graph), (0, 1))
+        t = _lib.TrainOptions.new()
+        self.assertEqual((t.mode, t.model, t.num_layers, list(t.fanouts[:2]), t.batch_size,
+                          t.hidden, t.dropout, t.lr, t.weight_decay, t.gpu_cache_bytes,
+                          t.graph_cache_bytes, t.gpu_mem_budget, t.depth, t.mlp),
+                         (None, None, 2, [10, 5], 1024, 128, 0.5, 3e-3, 0.0, -1, -1, 0, 3, 0))
+        f = _lib.FitOptions.new()
+        self.assertEqual((f.epochs, f.validate, f.keep_best, f.test, f.exact_test,
+                          f.checkpoint_every, f.resume, f.max_batches, f.report_every),
+                         (1, 1, 1, 1, 1, 1, 0, 0, 0))
 
     def test_status_names_come_from_the_library(self):
         names = _lib.STATUS_NAMES
@@ -579,6 +610,127 @@ class BindingTest(unittest.TestCase):
             sp(0, True)
         with self.assertRaises(TypeError):
             sp("s", True)
+
+
+    # ------------------------------------------------------------------------ trainer
+
+    def test_trainer_fit_evaluate_save_load(self):
+        seen, steps = [], []
+        with self.trainer() as t:
+            info = t.info
+            self.assertEqual((info["mode"], info["model"], info["mlp"], info["epochs_done"]),
+                             ("cpu", "sage", False, 0))
+            self.assertGreater(info["num_params"], 0)
+            self.assertIn("cpu", info["plan"])
+            r = t.fit(3, on_epoch=seen.append,
+                      progress=lambda e, done, total, loss: steps.append((e, done, total)),
+                      report_every=1)
+            self.assertEqual([s["epoch"] for s in seen], [0, 1, 2])
+            self.assertEqual(r["history"], seen)
+            self.assertLess(seen[-1]["loss"], seen[0]["loss"])
+            self.assertEqual(sorted({e for e, _, _ in steps}), [0, 1, 2])
+            self.assertTrue(all(1 <= done <= total for _, done, total in steps))
+            self.assertEqual((r["start_epoch"], r["epochs_done"], r["stopped"]), (0, 3, False))
+            best = max(s["valid_acc"] for s in seen)
+            self.assertEqual(r["best_valid"], best)
+            self.assertEqual(seen[r["best_epoch"]]["valid_acc"], best)
+            self.assertGreater(r["test_acc"], 0.3)
+            self.assertEqual(t.evaluate("test"), r["test_acc"])
+            self.assertEqual(t.evaluate("test", exact=True), r["test_exact"])
+            self.assertGreater(t.evaluate("valid", exact=True), 0.3)
+            self.assertEqual(t.info["epochs_done"], 3)
+            path = os.path.join(self.tmp.name, "model.gdc")
+            t.save(path)
+            exact = t.evaluate("test", exact=True)
+        ci = graphdirect.checkpoint_info(path)
+        self.assertEqual((ci["model"], ci["hidden"], ci["num_layers"], ci["epochs_done"],
+                          ci["has_state"]), ("sage", 32, 2, 3, False))
+        with self.trainer() as t2:
+            t2.load(path)
+            self.assertEqual(t2.evaluate("test", exact=True), exact)
+
+    def test_trainer_callbacks_stop_and_raise(self):
+        with self.trainer() as t:
+            r = t.fit(10, on_epoch=lambda s: s["epoch"] == 1)
+            self.assertEqual((r["epochs_done"], r["stopped"]), (2, True))
+            self.assertIsNotNone(r["test_acc"])
+
+            class Stop(Exception):
+                pass
+
+            def boom(s):
+                raise Stop("from on_epoch")
+            with self.assertRaises(Stop):
+                t.fit(10, on_epoch=boom)
+            self.assertEqual(t.info["epochs_done"], 3)
+
+            def halt(epoch, done, total, loss):
+                raise Stop("from progress")
+            with self.assertRaises(Stop):
+                t.fit(10, progress=halt)
+            self.assertEqual(t.info["epochs_done"], 3)
+            r = t.fit(4, test=False, exact_test=False)
+            self.assertEqual((r["start_epoch"], r["epochs_done"], r["test_acc"]), (3, 4, None))
+
+    def test_trainer_resume_reproduces_the_run(self):
+        a = os.path.join(self.tmp.name, "ck-a")
+        b = os.path.join(self.tmp.name, "ck-b")
+        with self.trainer() as t:
+            full = t.fit(3, checkpoint=a)
+        self.assertTrue(os.path.exists(os.path.join(a, "checkpoint.gdc")))
+        self.assertTrue(os.path.exists(os.path.join(a, "best.gdc")))
+        with self.trainer() as t:
+            t.fit(1, checkpoint=b, test=False, exact_test=False)
+        with self.trainer() as t:
+            r = t.fit(3, checkpoint=b, resume=True)
+        self.assertEqual(r["start_epoch"], 1)
+        self.assertEqual([s["loss"] for s in r["history"]],
+                         [s["loss"] for s in full["history"][1:]])
+        self.assertEqual((r["best_epoch"], r["test_acc"], r["test_exact"]),
+                         (full["best_epoch"], full["test_acc"], full["test_exact"]))
+        with self.trainer(hidden=16) as t:
+            with self.assertRaisesRegex(graphdirect.GraphdirectError, "hidden"):
+                t.resume(a)
+            with self.assertRaisesRegex(graphdirect.GraphdirectError, "hidden"):
+                t.load(os.path.join(a, "best.gdc"))
+
+    def test_trainer_errors_and_lifetime(self):
+        with self.assertRaisesRegex(graphdirect.GraphdirectError, "unknown training mode"):
+            self.trainer(mode="zerocopy")
+        with self.assertRaisesRegex(graphdirect.GraphdirectError, "dropout"):
+            self.trainer(dropout=1.5)
+        with self.assertRaises(ValueError):
+            self.trainer(fanouts=[5, -3])
+        with self.assertRaises(TypeError):
+            graphdirect.Trainer("not a dataset")
+        t = self.trainer()
+        with self.assertRaises(ValueError):
+            t.evaluate("everything")
+        with self.assertRaises(ValueError):
+            t.fit(-1)
+        with self.assertRaisesRegex(graphdirect.GraphdirectError, "checkpoint_dir"):
+            t.fit(1, resume=True)
+        self.assertIn("graphdirect.Trainer(mode='cpu'", repr(t))
+        t.close()
+        t.close()
+        self.assertEqual(repr(t), "graphdirect.Trainer(closed)")
+        with self.assertRaises(ValueError):
+            t.evaluate()
+        ds = graphdirect.Dataset(self.dir)
+        t = graphdirect.Trainer(ds, mode="cpu", fanouts=[3], batch_size=500, hidden=16)
+        ds.close()
+        self.assertTrue(t.closed)
+
+    def test_trainer_no_leak(self):
+        gc.collect()
+        base = alloc_stats()[0]
+        for _ in range(2):
+            with self.trainer() as t:
+                t.fit(1)
+                t.evaluate("valid", exact=True)
+            del t
+            gc.collect()
+        self.assertEqual(alloc_stats()[0], base, "gd_malloc blocks leaked")
 
 
 class _Capsule:

@@ -1,0 +1,266 @@
+"""graphdirect.Trainer: graphdirect's own models (GraphSAGE) trained on its data path, with the
+run policy of `graphdirect train`.
+
+A Trainer owns a gd_trainer_t (include/graphdirect.h, docs/train.md): the loader's data path
+plus the model, the optimizer and the per-minibatch train stage, pipelined on the GPU in the GPU
+modes. fit() trains up to a number of epochs, evaluating the valid split after each, keeping the
+best valid model, writing checkpoints when asked and testing at the end, by sampled inference
+and exactly (layer-wise over every neighbour). The randomness is keyed by (seed, epoch,
+minibatch), so a run resumed from its checkpoint gives the losses of the uninterrupted run.
+
+A trainer is not thread-safe: drive it from one thread.
+"""
+import ctypes
+import math
+import os
+
+from . import _lib
+from ._lib import check, lib
+from .loader import parse_size
+
+_SPLITS = {"train": 4, "valid": 5, "test": 6}
+_STATS = ("epoch", "batches", "loss", "train_acc", "valid_acc", "seconds", "sample_s",
+          "gather_s", "train_s", "wait_s", "cpu_core_s", "gpu_mem_bytes", "improved",
+          "best_valid", "best_epoch")
+_RESULT = ("start_epoch", "epochs_done", "best_epoch", "best_valid", "mean_epoch_s", "test_acc",
+           "test_count", "test_exact", "exact_seconds", "stopped")
+
+
+def _nan_to_none(v):
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def _record(struct, names):
+    out = {}
+    for name in names:
+        v = _nan_to_none(getattr(struct, name))
+        out[name] = bool(v) if name in ("improved", "stopped") else v
+    return out
+
+
+def _path(value, what):
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise TypeError("graphdirect.Trainer: %s must be a path, not %s"
+                        % (what, type(value).__name__))
+    return os.fsencode(value)
+
+
+def checkpoint_info(path):
+    """What a model file or checkpoint holds (its model, shape, epochs, settings), as a dict."""
+    info = _lib.CheckpointInfo.new()
+    check(lib.gd_checkpoint_read_info(_path(path, "path"), ctypes.byref(info)))
+    return {"model": info.model.decode(), "num_layers": info.num_layers,
+            "in_dim": info.in_dim, "hidden": info.hidden, "num_classes": info.num_classes,
+            "fanouts": list(info.fanouts[:info.num_layers]), "seed": info.seed,
+            "epochs_done": info.epochs_done, "adam_step": info.adam_step,
+            "best_valid": _nan_to_none(info.best_valid), "best_epoch": info.best_epoch,
+            "has_state": bool(info.has_state),
+            "dataset": info.dataset.decode("utf-8", "replace"),
+            "config": info.config.decode("utf-8", "replace")}
+
+
+class Trainer:
+    """A model of graphdirect's trained on `dataset`.
+
+    Trainer(dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024, hidden=128,
+            dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0, device=0,
+            gpu_cache=None, graph_cache=None, gpu_mem_budget=None, gather_sms=None, depth=3,
+            mlp=False)
+
+    mode: "cpu", "all-gpu", "zero-copy", "cpu-centric" or "auto" (docs/train.md). fanouts:
+    neighbours drawn per node from the seeds outward (-1 = all), one layer each. mlp=True: the
+    baseline with the graph removed. close() (or `with`) frees it; closing the dataset closes
+    its trainers.
+    """
+
+    def __init__(self, dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024,
+                 hidden=128, dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0,
+                 device=0, gpu_cache=None, graph_cache=None, gpu_mem_budget=None,
+                 gather_sms=None, depth=3, mlp=False):
+        self._ptr = None
+        from .dataset import Dataset
+        if not isinstance(dataset, Dataset):
+            raise TypeError("graphdirect.Trainer: dataset must be a graphdirect.Dataset, not %s"
+                            % type(dataset).__name__)
+        o = _lib.TrainOptions.new()
+        o.mode = _lib.text(mode)
+        o.model = _lib.text(model)
+        fanouts = list(fanouts)
+        if not 1 <= len(fanouts) <= _lib.GD_SAMPLER_MAX_LAYERS:
+            raise ValueError("graphdirect.Trainer: %d fanouts; give 1 to %d (one per layer)"
+                             % (len(fanouts), _lib.GD_SAMPLER_MAX_LAYERS))
+        o.num_layers = len(fanouts)
+        for i, f in enumerate(fanouts):
+            if isinstance(f, bool) or not isinstance(f, int) or f < -1:
+                raise ValueError("graphdirect.Trainer: fanout %r (position %d) must be an "
+                                 "integer >= 0, or -1 for all neighbours" % (f, i))
+            o.fanouts[i] = f
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError("graphdirect.Trainer: seed must be an integer >= 0, not %r"
+                             % (seed,))
+        o.batch_size = int(batch_size)
+        o.hidden = int(hidden)
+        o.dropout = float(dropout)
+        o.lr = float(lr)
+        o.weight_decay = float(weight_decay)
+        o.seed = seed
+        o.threads = int(threads)
+        o.device = int(device)
+        o.gpu_cache_bytes = parse_size(gpu_cache, "graphdirect.Trainer: gpu_cache")
+        o.graph_cache_bytes = parse_size(graph_cache, "graphdirect.Trainer: graph_cache")
+        budget = parse_size(gpu_mem_budget, "graphdirect.Trainer: gpu_mem_budget")
+        o.gpu_mem_budget = 0 if budget < 0 else budget
+        o.gather_sms = _lib.text(gather_sms)
+        o.depth = int(depth)
+        o.mlp = 1 if mlp else 0
+        _lib.need("gd_trainer_create")
+        out = ctypes.c_void_p()
+        check(lib.gd_trainer_create(dataset._ptr(), ctypes.byref(o), ctypes.byref(out)))
+        self._ptr = out.value
+        # The C dataset must outlive the C trainer: hold its handle; the Dataset closes us.
+        self._dataset_handle = dataset._handle
+        dataset._loaders.add(self)
+        self.fanouts = fanouts
+        self.batch_size = int(batch_size)
+
+    # ------------------------------------------------------------------ lifetime
+
+    def _require(self):
+        if self._ptr is None:
+            raise ValueError("graphdirect.Trainer: the trainer is closed")
+        return self._ptr
+
+    @property
+    def closed(self):
+        return self._ptr is None
+
+    def close(self):
+        """Free the trainer (its model goes with it: save() it first). Closing twice is
+        allowed."""
+        ptr, self._ptr = self._ptr, None
+        if ptr:
+            lib.gd_trainer_destroy(ptr)
+        self._dataset_handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # ------------------------------------------------------------------ reports
+
+    @property
+    def info(self):
+        """What the trainer is: mode, plan, model, sizes, epochs done, best valid so far."""
+        i = _lib.TrainerInfo.new()
+        check(lib.gd_trainer_get_info(self._require(), ctypes.byref(i)))
+        out = {name: getattr(i, name) for name, _ in _lib.TrainerInfo._fields_
+               if name not in ("size", "mode", "plan", "model")}
+        out.update(mode=(i.mode or b"").decode(), model=(i.model or b"").decode(),
+                   plan=i.plan.decode("utf-8", "replace"), mlp=bool(i.mlp),
+                   on_device=bool(i.on_device), best_valid=_nan_to_none(i.best_valid))
+        return out
+
+    def __repr__(self):
+        if self._ptr is None:
+            return "graphdirect.Trainer(closed)"
+        i = self.info
+        return ("graphdirect.Trainer(mode=%r, model=%r, fanouts=%r, parameters=%d, "
+                "epochs_done=%d)" % (i["mode"], "mlp" if i["mlp"] else i["model"], self.fanouts,
+                                     i["num_params"], i["epochs_done"]))
+
+    # ------------------------------------------------------------------ training
+
+    def fit(self, epochs, on_epoch=None, checkpoint=None, resume=False, checkpoint_every=1,
+            validate=True, keep_best=True, test=True, exact_test=True, max_batches=0,
+            progress=None, report_every=0):
+        """Train until `epochs` epochs are done (from the epochs already done: 0, or a
+        checkpoint's after resume=True) and return a dict: start_epoch, epochs_done,
+        best_epoch, best_valid, mean_epoch_s, test_acc, test_count, test_exact,
+        exact_seconds, stopped, and history (one dict of stats per epoch trained).
+
+        on_epoch(stats) is called after every epoch with its stats (a dict: epoch, loss,
+        train_acc, valid_acc, seconds, ...); a true return value stops the run there (the best
+        model is still restored and tested). An exception raised in a callback stops the run
+        at once and comes out of fit(). checkpoint: a directory for checkpoint.gdc (every
+        `checkpoint_every` epochs and at the last) and best.gdc; resume=True goes on from it.
+        progress(epoch, done, total, loss) is called every `report_every` minibatches (0: 20).
+        With keep_best the trainer ends holding the best valid model, which a further fit goes
+        on training.
+        """
+        ptr = self._require()
+        f = _lib.FitOptions.new()
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
+            raise ValueError("graphdirect.Trainer.fit: epochs must be an integer >= 0, not %r"
+                             % (epochs,))
+        f.epochs = epochs
+        f.validate, f.keep_best = int(bool(validate)), int(bool(keep_best))
+        f.test, f.exact_test = int(bool(test)), int(bool(exact_test))
+        f.checkpoint_dir = None if checkpoint is None else _path(checkpoint, "checkpoint")
+        f.checkpoint_every = int(checkpoint_every)
+        f.resume = 1 if resume else 0
+        f.max_batches = int(max_batches)
+        f.report_every = int(report_every)
+        history, raised = [], []
+
+        def epoch_cb(_user, stats):
+            try:
+                s = _record(stats.contents, _STATS)
+                history.append(s)
+                return 1 if on_epoch is not None and on_epoch(dict(s)) else 0
+            except BaseException as e:  # noqa: B902 - handed back to the caller after the call
+                raised.append(e)
+                return -1
+
+        def progress_cb(_user, epoch, done, total, loss):
+            try:
+                progress(epoch, done, total, _nan_to_none(loss))
+                return 0
+            except BaseException as e:  # noqa: B902
+                raised.append(e)
+                return 1
+
+        f.on_epoch = _lib.EPOCH_FN(epoch_cb)
+        if progress is not None:
+            f.progress = _lib.PROGRESS_FN(progress_cb)
+        r = _lib.FitResult.new()
+        st = lib.gd_trainer_fit(ptr, ctypes.byref(f), ctypes.byref(r))
+        if raised:
+            raise raised[0]
+        check(st)
+        out = _record(r, _RESULT)
+        out["history"] = history
+        return out
+
+    def resume(self, checkpoint):
+        """Load checkpoint/checkpoint.gdc (same settings required) and its best model: the
+        next fit goes on from there."""
+        check(lib.gd_trainer_resume(self._require(), _path(checkpoint, "checkpoint")))
+
+    def evaluate(self, split="test", exact=False):
+        """Accuracy of the current model on split ("train", "valid" or "test"), None when the
+        split has no labelled node. exact=True: layer-wise inference over every neighbour
+        (its predictions are kept until the model changes); else sampled inference."""
+        if split not in _SPLITS:
+            raise ValueError("graphdirect.Trainer.evaluate: split %r is not one of train, valid, "
+                             "test" % (split,))
+        acc, count = ctypes.c_double(), ctypes.c_int64()
+        check(lib.gd_trainer_evaluate(self._require(), _SPLITS[split], 1 if exact else 0,
+                                      ctypes.byref(acc), ctypes.byref(count)))
+        return _nan_to_none(acc.value)
+
+    def save(self, path):
+        """Save the current model (no optimizer) atomically: a model file for load() and
+        `graphdirect eval`."""
+        check(lib.gd_trainer_save(self._require(), _path(path, "path")))
+
+    def load(self, path):
+        """Load the parameters of a model file or checkpoint of a model of this shape."""
+        check(lib.gd_trainer_load(self._require(), _path(path, "path")))
