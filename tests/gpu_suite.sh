@@ -20,6 +20,12 @@ failed=0
 # The programs with GPU code: the ones that skip without a GPU, and the ones with a GPU part.
 gpu_tests=(test_gather test_green test_host_tensor_shm test_infer test_loader test_nn_cuda
            test_philox test_sample_cuda test_train_cora test_train_modes test_trainer_api)
+# GD_GPU_TESTS="a b" runs only those (e.g. to finish a phase that an earlier call cut short).
+[ -n "${GD_GPU_TESTS:-}" ] && read -r -a gpu_tests <<<"$GD_GPU_TESTS"
+# racecheck and synccheck look at shared memory and barriers: the library's kernels that use
+# them are the nn ops and the sampler, which these tests drive (the others' kernels use none).
+shared_tests=(test_nn_cuda test_sample_cuda test_loader)
+[ -n "${GD_SHARED_TESTS:-}" ] && read -r -a shared_tests <<<"$GD_SHARED_TESTS"
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 
 note() { echo "$*" | tee -a "$summary"; }
@@ -40,9 +46,9 @@ for phase in "${phases[@]}"; do
         # shared memory and barriers, so they skip cuBLAS's GEMM kernels (ours have no GEMM):
         # instrumenting those made a test run for more than 10 minutes.
         run_tool() {
-            local tool=$1 log=$out/san-$1.log extra=()
-            [ "$tool" = memcheck ] || extra=(--kernel-name-exclude kns=gemm)
-            for t in "${gpu_tests[@]}"; do
+            local tool=$1 log=$out/san-$1.log extra=() tests=("${gpu_tests[@]}")
+            [ "$tool" = memcheck ] || { extra=(--kernel-name-exclude kns=gemm); tests=("${shared_tests[@]}"); }
+            for t in "${tests[@]}"; do
                 echo "=== $tool $t" >>"$log"
                 (cd "$build/tests" && timeout "${GD_SANITIZE_TIMEOUT:-280}" "$sanitizer" \
                     --tool "$tool" --error-exitcode 99 --print-limit 20 "${extra[@]}" "./$t") \
@@ -59,7 +65,9 @@ for phase in "${phases[@]}"; do
         done
         for p in "${spids[@]}"; do wait "$p"; done
         for tool in memcheck racecheck synccheck; do
-            for t in "${gpu_tests[@]}"; do
+            tests=("${gpu_tests[@]}")
+            [ "$tool" = memcheck ] || tests=("${shared_tests[@]}")
+            for t in "${tests[@]}"; do
                 line=$(cat "$out/san-$tool-$t.rc" 2>/dev/null || echo "sanitize $tool $t: not run")
                 note "$line"
                 case "$line" in *": rc 0 "*) ;; *) failed=$((failed + 1)) ;; esac
@@ -68,10 +76,14 @@ for phase in "${phases[@]}"; do
         done
         ;;
     concurrent)
+        # Per-copy logs go three folders down (they stay on the machine); their archive and
+        # the failures' tails come back.
+        logs=$out/c/c
+        mkdir -p "$logs"
         for t in "${gpu_tests[@]}"; do
             pids=()
             for i in 1 2 3 4 5 6 7 8; do
-                (cd "$build/tests" && timeout 900 "./$t") >"$out/conc-$t-$i.log" 2>&1 &
+                (cd "$build/tests" && timeout 900 "./$t") >"$logs/conc-$t-$i.log" 2>&1 &
                 pids+=($!)
             done
             bad=0
@@ -80,13 +92,12 @@ for phase in "${phases[@]}"; do
             if [ $bad -gt 0 ]; then
                 failed=$((failed + bad))
                 for i in 1 2 3 4 5 6 7 8; do
-                    echo "--- copy $i" >>"$out/concurrent-failures.log"
-                    tail -5 "$out/conc-$t-$i.log" >>"$out/concurrent-failures.log"
+                    echo "--- $t copy $i" >>"$out/concurrent-failures.log"
+                    tail -5 "$logs/conc-$t-$i.log" >>"$out/concurrent-failures.log"
                 done
             fi
+            tar -C "$logs" -czf "$out/concurrent-logs.tgz" .
         done
-        tar -C "$out" -czf "$out/concurrent-logs.tgz" $(cd "$out" && ls conc-*.log) \
-            && rm -f "$out"/conc-*.log
         ;;
     *)
         note "unknown phase '$phase'"
