@@ -326,20 +326,22 @@ static gd_status check_device(int device, const char *what) {
 }
 
 /*
- * The end of the registered range: the table's bytes rounded up to whole 16-byte words. The
- * aligned gather reads whole words, and the last word of a table whose size is not a multiple
- * of 16 runs past its end; those bytes are on the table's last page (pages are multiples of 16
- * bytes), so registering them pins no other page, and the GPU's reads stay inside what is
- * registered (compute-sanitizer memcheck counts them otherwise).
+ * Chunk k of the table: [lo, hi) of its bytes, with the chunk boundaries at multiples of chunk
+ * from the page of its first byte. padded: the registered range, widened to whole 16-byte words
+ * at both ends. The aligned gather reads whole words, so for a table whose start or size is not
+ * a multiple of 16 the first and last words run past its ends; those bytes are on the table's
+ * first and last pages (pages are multiples of 16 bytes), so registering them pins no other
+ * page, and the GPU's reads stay inside what is registered (compute-sanitizer memcheck counts
+ * them otherwise). Copies take the unpadded range.
  */
-static uintptr_t registered_end(const gd_host_tensor_t *t) {
-    return (uintptr_t)t->data + ((t->bytes + 15) & ~(size_t)15);
-}
-
-static void chunk_range(const gd_host_tensor_t *t, size_t chunk, long long k, uintptr_t *lo,
-                        uintptr_t *hi) {
+static void chunk_range(const gd_host_tensor_t *t, size_t chunk, long long k, int padded,
+                        uintptr_t *lo, uintptr_t *hi) {
     const long page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
-    const uintptr_t data = (uintptr_t)t->data, end = registered_end(t);
+    uintptr_t data = (uintptr_t)t->data, end = data + t->bytes;
+    if (padded) {
+        data &= ~(uintptr_t)15;
+        end = (end + 15) & ~(uintptr_t)15;
+    }
     const uintptr_t p0 = data & ~((uintptr_t)page - 1);
     uintptr_t a = p0 + (uintptr_t)k * chunk, b = a + chunk;
     *lo = a < data ? data : a;
@@ -348,7 +350,8 @@ static void chunk_range(const gd_host_tensor_t *t, size_t chunk, long long k, ui
 
 static long long chunk_count(const gd_host_tensor_t *t, size_t chunk) {
     const long page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
-    const uintptr_t data = (uintptr_t)t->data, end = registered_end(t);
+    /* The padding of chunk_range never crosses a chunk boundary (both are multiples of 16). */
+    const uintptr_t data = (uintptr_t)t->data, end = data + t->bytes;
     const uintptr_t p0 = data & ~((uintptr_t)page - 1);
     return (long long)((end - p0 + chunk - 1) / chunk);
 }
@@ -361,7 +364,7 @@ static gd_status cuda_unregister(gd_host_tensor_t *t) {
     GD_CHECK(gd__cuda_enter_device(device, &prev));
     for (long long k = 0; k < t->reg_chunks; k++) {
         uintptr_t lo, hi;
-        chunk_range(t, t->chunk_bytes, k, &lo, &hi);
+        chunk_range(t, t->chunk_bytes, k, 1, &lo, &hi);
         cudaError_t ce = cudaHostUnregister((void *)lo);
         if (ce != cudaSuccess) {
             (void)cudaGetLastError();
@@ -436,22 +439,23 @@ static gd_status cuda_register(gd_host_tensor_t *t, int device) {
         const long long chunks = chunk_count(t, t->chunk_bytes);
         for (long long k = 0; k < chunks; k++) {
             uintptr_t lo, hi;
-            chunk_range(t, t->chunk_bytes, k, &lo, &hi);
+            chunk_range(t, t->chunk_bytes, k, 1, &lo, &hi);
             const bool injected = gd__fault_hit(GD_FAULT_PIN);
             cudaError_t ce = injected ? cudaErrorMemoryAllocation : already_registered(lo, hi);
             if (ce == cudaSuccess) ce = cudaHostRegister((void *)lo, hi - lo, flags);
             if (ce != cudaSuccess) {
                 if (!injected) (void)cudaGetLastError();
-                st = pin_error(t, device, k, chunks, lo - (uintptr_t)t->data, hi - lo, ce, injected,
-                               (long long)chunk_mb);
+                const size_t at = lo > (uintptr_t)t->data ? lo - (uintptr_t)t->data : 0;
+                st = pin_error(t, device, k, chunks, at, hi - lo, ce, injected, (long long)chunk_mb);
                 goto fail;
             }
             t->reg_chunks = k + 1;
             void *dp = NULL;
             GD_CUDA_CHECK(cudaHostGetDevicePointer(&dp, (void *)lo, 0));
-            const uintptr_t offset = lo - (uintptr_t)t->data;
+            const uintptr_t offset = lo - (uintptr_t)t->data; /* chunks after the first */
             if (k == 0) {
-                base_dev = (unsigned char *)dp - offset;
+                /* The first chunk may start up to 15 bytes before the table (padding). */
+                base_dev = (unsigned char *)dp + ((uintptr_t)t->data - lo);
             } else {
                 /* Kernels index the table as one array, so the chunks must be contiguous. */
                 GD_REQUIRE((unsigned char *)dp == base_dev + offset, GD_ERR_UNSUPPORTED,
@@ -636,7 +640,7 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
             /* A copy may not span two registrations, so a chunked tensor is copied by chunk. */
             for (long long k = 0; k < t->reg_chunks; k++) {
                 uintptr_t lo, hi;
-                chunk_range(t, t->chunk_bytes, k, &lo, &hi);
+                chunk_range(t, t->chunk_bytes, k, 0, &lo, &hi);
                 GD_CUDA_CHECK(cudaMemcpy(c->d_table + (lo - (uintptr_t)t->data), (void *)lo,
                                          hi - lo, cudaMemcpyHostToDevice));
             }
