@@ -20,6 +20,7 @@ failed=0
 # The programs with GPU code: the ones that skip without a GPU, and the ones with a GPU part.
 gpu_tests=(test_gather test_green test_host_tensor_shm test_infer test_loader test_nn_cuda
            test_philox test_sample_cuda test_train_cora test_train_modes test_trainer_api)
+# GD_SANITIZE_TOOLS="memcheck" runs only those tools.
 # GD_GPU_TESTS="a b" runs only those (e.g. to finish a phase that an earlier call cut short).
 [ -n "${GD_GPU_TESTS:-}" ] && read -r -a gpu_tests <<<"$GD_GPU_TESTS"
 # racecheck and synccheck look at shared memory and barriers: the library's kernels that use
@@ -58,13 +59,15 @@ for phase in "${phases[@]}"; do
                     "$log" | tail -1)" >"$out/san-$tool-$t.rc"
             done
         }
+        tools=(memcheck racecheck synccheck)
+        [ -n "${GD_SANITIZE_TOOLS:-}" ] && read -r -a tools <<<"$GD_SANITIZE_TOOLS"
         spids=()
-        for tool in memcheck racecheck synccheck; do
+        for tool in "${tools[@]}"; do
             run_tool "$tool" &
             spids+=($!)
         done
         for p in "${spids[@]}"; do wait "$p"; done
-        for tool in memcheck racecheck synccheck; do
+        for tool in "${tools[@]}"; do
             tests=("${gpu_tests[@]}")
             [ "$tool" = memcheck ] || tests=("${shared_tests[@]}")
             for t in "${tests[@]}"; do
