@@ -109,6 +109,13 @@ fail:
     return st;
 }
 
+gd_status gd__context_acquire(gd_context_t *given, int *device, gd_context_t **out) {
+    if (!given) return gd__context_default(*device, out);
+    *out = gd__context_ref(given);
+    *device = given->device;
+    return GD_OK;
+}
+
 gd_status gd__context_pin(gd_context_t *ctx, void *data, int64_t rows, int64_t cols,
                           gd_dtype dtype, gd_host_tensor_t **out) {
     gd_status st = GD_OK;

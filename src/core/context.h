@@ -25,6 +25,12 @@ extern "C" {
 
 /* The default context of device, with a reference for the caller (gd__context_unref). */
 gd_status gd__context_default(int device, gd_context_t **out);
+/*
+ * The context an object created with options (given, *device) uses, with a reference for it:
+ * given when there is one (then *device becomes its device), else the default context of
+ * *device.
+ */
+gd_status gd__context_acquire(gd_context_t *given, int *device, gd_context_t **out);
 /* A reference to ctx for an object that keeps it; gd__context_unref gives it back. */
 gd_context_t *gd__context_ref(gd_context_t *ctx);
 void gd__context_unref(gd_context_t *ctx);

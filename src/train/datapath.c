@@ -160,17 +160,24 @@ static gd_status place_features(gd__datapath *d) {
                gd_dataset_name(d->ds), gd_dtype_name(fv.dtype));
     /* Page-locking a read-only file mapping is not portable: zero-copy pins a copy of it. */
     const int ro = d->ds->arrays[GD_ARRAY_FEATURES].store == GD__STORE_MAP_RO;
-    if (d->mode == GD__TRAIN_ZERO_COPY && ro) {
+    if (d->mode == GD__TRAIN_ZERO_COPY && !ro) {
+        /* Shared with the other trainers and loaders of the context over the same table. */
+        st = gd__context_pin(d->context, fv.data, fv.shape[0], fv.shape[1], fv.dtype,
+                             &d->features);
+        d->features_pinned = st == GD_OK;
+        if (st == GD_ERR_PIN && strstr(gd_last_error(), "already registered")) {
+            /* Another context registered this table (CUDA registers memory once): a copy. */
+            gd_clear_error();
+            st = GD_OK;
+        }
+        GD_CHECK(st);
+    }
+    if (d->mode == GD__TRAIN_ZERO_COPY && !d->features) {
         GD_CHECK(gd_host_tensor_create(fv.shape[0], fv.shape[1], fv.dtype, 0, &d->features));
         memcpy(gd_host_tensor_data(d->features), fv.data,
                (size_t)(fv.shape[0] * gd_host_tensor_row_bytes(d->features)));
         GD_CHECK(gd_host_tensor_register(d->features, gd_context_device(d->context)));
-    } else if (d->mode == GD__TRAIN_ZERO_COPY) {
-        /* Shared with the other trainers and loaders of the context over the same table. */
-        GD_CHECK(gd__context_pin(d->context, fv.data, fv.shape[0], fv.shape[1], fv.dtype,
-                                 &d->features));
-        d->features_pinned = 1;
-    } else {
+    } else if (d->mode != GD__TRAIN_ZERO_COPY) {
         GD_CHECK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype,
                                       ro ? GD_HOST_TENSOR_READ_ONLY : 0u, &d->features));
     }

@@ -186,12 +186,7 @@ gd_status gd_loader_create(const gd_dataset_t *ds, const gd_loader_options *opti
     GD_CHECK(data_config(&o, &c));
     GD_REQUIRE(gd_dataset_feature_dim(ds) > 0, GD_ERR_INVALID_ARG,
                "loader: dataset '%s' has no node features", gd_dataset_name(ds));
-    if (o.context) {
-        ctx = gd__context_ref(o.context);
-        o.device = gd_context_device(ctx);
-    } else {
-        GD_CHECK(gd__context_default(o.device, &ctx));
-    }
+    GD_CHECK(gd__context_acquire(o.context, &o.device, &ctx));
     GD_ALLOC(l, sizeof *l, "the loader");
     memset(l, 0, sizeof *l);
     GD_REQUIRE(pthread_mutex_init(&l->mu, NULL) == 0, GD_ERR_INTERNAL,

@@ -232,12 +232,7 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     t->in_dim = gd_dataset_feature_dim(ds);
     t->num_classes = gd_dataset_num_classes(ds);
     t->batch = min64(cfg->batch_size, t->num_nodes);
-    if (cfg->context) {
-        ctx = gd__context_ref(cfg->context);
-        t->cfg.device = gd_context_device(ctx);
-    } else {
-        GD_CHECK(gd__context_default(cfg->device, &ctx));
-    }
+    GD_CHECK(gd__context_acquire(cfg->context, &t->cfg.device, &ctx));
     gd__data_config dc;
     memset(&dc, 0, sizeof dc);
     dc.num_layers = cfg->num_layers;
