@@ -971,6 +971,14 @@ void gd_model_info_init(gd_model_info *o);
 gd_status gd_model_get_info(const char *kind, gd_model_info *info);
 
 /*
+ * The placement plan a trainer of these options would follow over ds on this machine now, as
+ * text: one line per structure (indptr, indices, the caches, the features, the buffers) with
+ * where it lives (gpu, gpu cache, pinned host, host) and its bytes, then the mode and why (what
+ * auto picks). Nothing is placed or allocated on the GPU. text gets at most n bytes.
+ */
+gd_status gd_trainer_plan(const gd_dataset_t *ds, const gd_train_options *options, char *text,
+                          size_t n);
+/*
  * A trainer of options->model on ds (which must outlive it), with its parameters initialised
  * from options->seed. ds needs float32 features, labels of at least 2 classes and a non-empty
  * train_idx; valid_idx and test_idx are optional. options NULL: GD_TRAIN_OPTIONS_INIT.

@@ -1,6 +1,6 @@
 /*
- * `graphdirect info`: what a dataset holds (sizes, split, in-degree distribution) and how much
- * memory each placement of the data path needs, set against the GPUs of this machine. Without a
+ * `graphdirect info`: what a dataset holds (sizes, split, in-degree distribution) and the
+ * placement plan a trainer would follow on this machine (the library's plan: the one auto uses). Without a
  * dataset it describes the build, the GPUs and the GD_* parameters.
  */
 #include "cli.h"
@@ -10,11 +10,14 @@
 #include <string.h>
 
 static void help(void) {
-    printf("usage: graphdirect info [DIR] [--validate] [--params]\n\n"
-           "With DIR: sizes, split, in-degree distribution and the memory each placement needs.\n"
+    printf("usage: graphdirect info [DIR] [--validate] [--params] [--mode M] [--gpu-mem-budget SIZE]\n\n"
+           "With DIR: sizes, split, in-degree distribution, and the placement plan a trainer\n"
+           "with the default options would follow here (where each structure lives, and why).\n"
            "Without DIR: the build (CUDA or not), the visible GPUs and the GD_* parameters.\n\n"
            "  --validate   check every index, label and feature value (reads the whole dataset)\n"
            "  --params     list the GD_* environment parameters with their values\n"
+           "  --mode M     the plan for mode M (cpu, all-gpu, zero-copy, cpu-centric; default auto)\n"
+           "  --gpu-mem-budget SIZE  the plan under this GPU memory budget (e.g. 16G)\n"
            "  -h, --help   this text\n");
 }
 
@@ -75,49 +78,48 @@ static void print_degrees(const gd_degree_stats *s) {
     }
 }
 
-/* GPU and host bytes for each placement of graph (indptr + indices) and features. */
-static void print_placements(int64_t graph, int64_t features) {
-    char a[32], b[32], c[32];
-    int64_t free_gpu = -1;
-    if (gd_device_count() > 0) {
-        gd_device_info info;
-        if (gd_device_info_get(0, &info) == GD_OK) free_gpu = info.free_memory;
-    }
-    struct {
-        const char *name, *what;
-        int64_t gpu, pinned;
-    } rows[] = {
-        {"all-gpu", "graph and features in GPU memory", graph + features, 0},
-        {"zero-copy", "graph in GPU, features pinned, gathered over PCIe", graph, features},
-        {"uva", "graph and features pinned, sampled and gathered over PCIe", 0,
-         graph + features},
-        {"cpu-centric", "CPU samples and gathers, GPU trains", 0, 0},
-    };
-    printf("memory per placement (minibatch buffers and GPU cache not counted):\n");
-    printf("  %-12s %-12s %-12s %-6s %s\n", "placement", "GPU", "pinned host", "fits",
-           "what");
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        const char *fits = free_gpu < 0 ? "-" : (rows[i].gpu <= free_gpu ? "yes" : "no");
-        printf("  %-12s %-12s %-12s %-6s %s\n", rows[i].name,
-               cli_bytes((double)rows[i].gpu, a, sizeof a),
-               cli_bytes((double)rows[i].pinned, b, sizeof b), fits, rows[i].what);
-    }
-    printf("  host memory to hold the dataset: %s\n",
-           cli_bytes((double)(graph + features), c, sizeof c));
-    if (free_gpu >= 0) printf("  GPU 0 free memory: %s\n", cli_bytes((double)free_gpu, a, sizeof a));
+/*
+ * The placement plan of a trainer with the default options (mode, budget as given) over the
+ * dataset on this machine: where each structure would live, its bytes, and why.
+ */
+static void print_plan(const gd_dataset_t *ds, const char *mode, int64_t budget) {
+    char text[2048];
+    gd_train_options o = GD_TRAIN_OPTIONS_INIT;
+    o.mode = mode;
+    o.gpu_mem_budget = budget;
+    printf("placement plan (a trainer with the default options, mode %s%s):\n",
+           mode ? mode : "auto", budget > 0 ? ", with the given GPU memory budget" : "");
+    if (gd_trainer_plan(ds, &o, text, sizeof text) == GD_OK)
+        fputs(text, stdout);
+    else
+        printf("  unavailable: %s\n", gd_last_error());
 }
 
 int cmd_info(int argc, char **argv) {
     static const struct option long_opts[] = {{"validate", no_argument, 0, 'v'},
                                               {"params", no_argument, 0, 'p'},
+                                              {"mode", required_argument, 0, 'm'},
+                                              {"gpu-mem-budget", required_argument, 0, 'G'},
                                               {"help", no_argument, 0, 'h'},
                                               {0, 0, 0, 0}};
     int validate = 0, params = 0, c;
+    const char *mode = NULL;
+    int64_t budget = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
         switch (c) {
         case 'v': validate = 1; break;
         case 'p': params = 1; break;
+        case 'm':
+            if (gd_train_mode_check(optarg) != GD_OK)
+                return cli_usage_error("info", "%s", gd_last_error());
+            mode = optarg;
+            break;
+        case 'G':
+            if (cli_parse_i64(optarg, &budget) || budget < 1)
+                return cli_usage_error("info", "--gpu-mem-budget '%s' is not a size (e.g. 16G)",
+                                       optarg);
+            break;
         case 'h': help(); return 0;
         default: return cli_usage_error("info", "unknown option");
         }
@@ -149,7 +151,7 @@ int cmd_info(int argc, char **argv) {
     printf("features   %lld per node\n", (long long)gd_dataset_feature_dim(ds));
     printf("classes    %lld\n", (long long)gd_dataset_num_classes(ds));
 
-    int64_t graph = 0, features = 0, total = 0;
+    int64_t total = 0;
     gd_array_view idx[3];
     int have_idx[3] = {0, 0, 0};
     printf("arrays:\n");
@@ -161,8 +163,6 @@ int cmd_info(int argc, char **argv) {
         }
         int64_t bytes = array_bytes(&v);
         total += bytes;
-        if (id == GD_ARRAY_INDPTR || id == GD_ARRAY_INDICES) graph += bytes;
-        if (id == GD_ARRAY_FEATURES) features = bytes;
         if (id >= GD_ARRAY_TRAIN_IDX) idx[id - GD_ARRAY_TRAIN_IDX] = v, have_idx[id - GD_ARRAY_TRAIN_IDX] = 1;
         char shape[64];
         if (v.ndim > 1) snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)v.shape[0], (long long)v.shape[1]);
@@ -185,7 +185,7 @@ int cmd_info(int argc, char **argv) {
         print_degrees(&stats);
     else
         printf("in-degree: unavailable: %s\n", gd_last_error());
-    print_placements(graph, features);
+    print_plan(ds, mode, budget);
     printf("opened in %.3f s\n", open_secs);
     if (params) print_params();
     gd_dataset_close(ds);

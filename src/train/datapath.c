@@ -314,43 +314,77 @@ fail:
     return st;
 }
 
+/* The device's free memory and the budget of cfg on it; *have_gpu: a GPU mode can run. */
+static gd_status machine(gd__datapath *d, int device, int *have_gpu) {
+    gd_status st = GD_OK;
+    const gd__data_config *c = &d->cfg;
+    *have_gpu = 0;
+    if (c->mode == GD__TRAIN_CPU) return GD_OK;
+#ifdef GD_WITH_CUDA
+    if (c->mode != GD__TRAIN_AUTO || gd__cuda_device_count() > 0) {
+        char what[64];
+        int64_t total;
+        snprintf(what, sizeof what, "--mode %s", gd__train_mode_name(c->mode));
+        GD_CHECK(gd__cuda_check_device(device, what, "use --mode cpu"));
+        GD_CHECK(gd__cuda_mem_info(device, &d->free0, &total));
+        d->budget = c->gpu_mem_budget > 0 ? min64(c->gpu_mem_budget, d->free0) : d->free0;
+        *have_gpu = 1;
+    }
+#else
+    (void)device;
+    GD_REQUIRE(c->mode == GD__TRAIN_AUTO, GD_ERR_NO_DEVICE,
+               "--mode %s needs a GPU, but graphdirect was built without CUDA: install the "
+               "CUDA toolkit and rebuild, or use --mode cpu",
+               gd__train_mode_name(c->mode));
+#endif
+fail:
+    return st;
+}
+
+/* The plan of d (its dataset, config and borrowed host graph) on device. */
+static gd_status make_plan(gd__datapath *d, int device) {
+    gd_status st = GD_OK;
+    int have_gpu;
+    gd__plan_input in;
+    GD_CHECK(machine(d, device, &have_gpu));
+    GD_CHECK(plan_input(d, have_gpu, &in));
+    GD_CHECK(gd__plan_make(&in, &d->plan));
+fail:
+    return st;
+}
+
 /* The device and its budget; the plan; the client's nn backend. */
 static gd_status resolve(gd__datapath *d, gd__nn_ctx *nn) {
     gd_status st = GD_OK;
-    int have_gpu = 0;
-    const gd__data_config *c = &d->cfg;
-    if (c->mode != GD__TRAIN_CPU) {
-#ifdef GD_WITH_CUDA
-        const int device = gd_context_device(d->context);
-        if (c->mode != GD__TRAIN_AUTO || gd__cuda_device_count() > 0) {
-            char what[64];
-            int64_t total;
-            snprintf(what, sizeof what, "--mode %s", gd__train_mode_name(c->mode));
-            GD_CHECK(gd__cuda_check_device(device, what, "use --mode cpu"));
-            GD_CHECK(gd__cuda_mem_info(device, &d->free0, &total));
-            d->budget = c->gpu_mem_budget > 0 ? min64(c->gpu_mem_budget, d->free0) : d->free0;
-            have_gpu = 1;
-        }
-#else
-        GD_REQUIRE(c->mode == GD__TRAIN_AUTO, GD_ERR_NO_DEVICE,
-                   "--mode %s needs a GPU, but graphdirect was built without CUDA: install the "
-                   "CUDA toolkit and rebuild, or use --mode cpu",
-                   gd__train_mode_name(c->mode));
-#endif
-    }
-    gd__plan_input in;
-    GD_CHECK(plan_input(d, have_gpu, &in));
-    GD_CHECK(gd__plan_make(&in, &d->plan));
+    GD_CHECK(make_plan(d, gd_context_device(d->context)));
     d->mode = d->plan.mode;
     d->gpu = d->mode != GD__TRAIN_CPU;
     d->cuda_sampler = d->mode == GD__TRAIN_ALL_GPU || d->mode == GD__TRAIN_ZERO_COPY;
-    d->depth = d->gpu || c->sets_on_cpu ? c->depth : 1;
+    d->depth = d->gpu || d->cfg.sets_on_cpu ? d->cfg.depth : 1;
     *nn = gd__nn_cpu_ctx();
 #ifdef GD_WITH_CUDA
     if (d->gpu) GD_CHECK(gd__nn_cuda_ctx_create(gd_context_device(d->context), nn));
 #endif
     d->nn = nn;
 fail:
+    return st;
+}
+
+gd_status gd__datapath_plan(const gd_dataset_t *ds, const gd__data_config *cfg, int device,
+                            gd__plan *out) {
+    gd_status st = GD_OK;
+    gd__datapath d;
+    memset(&d, 0, sizeof d);
+    d.cfg = *cfg;
+    d.ds = ds;
+    d.num_nodes = gd_dataset_num_nodes(ds);
+    d.in_dim = gd_dataset_feature_dim(ds);
+    d.batch = min64(cfg->batch_size, d.num_nodes);
+    GD_CHECK(gd_graph_create_from_dataset(ds, NULL, &d.graph));
+    GD_CHECK(make_plan(&d, device));
+    *out = d.plan;
+fail:
+    gd_graph_destroy(d.graph);
     return st;
 }
 

@@ -103,6 +103,12 @@ void gd__datapath_nn_release(gd__nn_ctx *nn);
  * this after them. Before it, the data stages cannot run.
  */
 gd_status gd__datapath_place_features(gd__datapath *d);
+/*
+ * The plan a data path of cfg over ds would follow on GPU `device` now (its free memory, the
+ * locked-memory limit), without placing anything: what auto picks, and why.
+ */
+gd_status gd__datapath_plan(const gd_dataset_t *ds, const gd__data_config *cfg, int device,
+                            gd__plan *out);
 /* Waits for the data stages' streams; the client's nn backend is the client's to destroy. */
 void gd__datapath_destroy(gd__datapath *d);
 

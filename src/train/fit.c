@@ -16,6 +16,7 @@
  */
 #include "train/infer.h"
 #include "train/internal.h"
+#include "train/plan.h"
 
 #include <errno.h>
 #include <math.h>
@@ -111,6 +112,24 @@ static gd_status train_config(const gd_train_options *o, gd_trainer_t *t, gd__tr
     c->progress = forward_progress;
     c->progress_user = t;
     c->report_every = 1;
+fail:
+    return st;
+}
+
+gd_status gd_trainer_plan(const gd_dataset_t *ds, const gd_train_options *options, char *text,
+                          size_t n) {
+    gd_status st = GD_OK;
+    gd_train_options o = GD_TRAIN_OPTIONS_INIT;
+    gd__train_config c;
+    gd__plan plan;
+    GD_REQUIRE(ds && text && n > 0, GD_ERR_INVALID_ARG, "gd_trainer_plan: NULL argument");
+    text[0] = '\0';
+    if (options)
+        GD_CHECK(gd__options_in(&o, sizeof o, options, 0, "gd_trainer_plan: options",
+                                "GD_TRAIN_OPTIONS_INIT"));
+    GD_CHECK(train_config(&o, NULL, &c));
+    GD_CHECK(gd__trainer_plan(ds, &c, &plan));
+    gd__plan_table(&plan, text, n);
 fail:
     return st;
 }

@@ -132,6 +132,16 @@ fail:
     return st;
 }
 
+/* bytes in the largest unit that keeps the number >= 1 (B, KiB, MiB, GiB, TiB). */
+static const char *human(int64_t bytes, char *buf, size_t n) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024 && u < 4) v /= 1024, u++;
+    snprintf(buf, n, u ? "%.2f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
 void gd__plan_table(const gd__plan *p, char *buf, size_t n) {
     size_t used = 0;
     char g[32];
@@ -141,7 +151,7 @@ void gd__plan_table(const gd__plan *p, char *buf, size_t n) {
         used += (size_t)snprintf(buf + used, n - used, "  %-28s %-28s %s\n", r->structure,
                                  r->where,
                                  r->bytes < 0 ? "what the budget leaves"
-                                              : gd__plan_gib(r->bytes, g, sizeof g));
+                                              : human(r->bytes, g, sizeof g));
     }
     if (used < n) snprintf(buf + used, n - used, "  %s\n", p->text);
 }

@@ -62,6 +62,11 @@ typedef struct {
 gd_status gd__plan_make(const gd__plan_input *in, gd__plan *out);
 /* The plan as a table, one row a line ("structure  where  bytes"), then the reason. */
 void gd__plan_table(const gd__plan *p, char *buf, size_t n);
+/*
+ * The plan a trainer of cfg over ds would follow on this machine now, without building
+ * anything (trainer.c): what `auto` picks and why; `graphdirect info` prints it.
+ */
+gd_status gd__trainer_plan(const gd_dataset_t *ds, const gd__train_config *cfg, gd__plan *out);
 /* Host memory that may be page-locked (RLIMIT_MEMLOCK; INT64_MAX = unlimited). */
 int64_t gd__plan_memlock_limit(void);
 /* "%.2f GiB" of bytes, into buf. */

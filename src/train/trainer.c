@@ -215,6 +215,49 @@ fail:
     return st;
 }
 
+/* The data path's configuration: the trainer's, and its model's bytes for the plan. */
+static void data_config(gd__trainer *t, gd__data_config *dc) {
+    const gd__train_config *cfg = &t->cfg;
+    memset(dc, 0, sizeof *dc);
+    dc->num_layers = cfg->num_layers;
+    sampler_fanouts(cfg, dc->fanouts);
+    dc->batch_size = cfg->batch_size;
+    dc->seed = cfg->seed;
+    dc->threads = cfg->threads;
+    dc->mode = cfg->mode;
+    dc->gpu_cache_bytes = cfg->gpu_cache_bytes;
+    dc->graph_cache_bytes = cfg->graph_cache_bytes;
+    dc->gpu_mem_budget = cfg->gpu_mem_budget;
+    dc->gather_sms = cfg->gather_sms;
+    dc->depth = cfg->depth;
+    dc->model_bytes = plan_model_bytes;
+    dc->model_user = t;
+}
+
+/* The trainer's shape from the dataset (what the model's sizing reads). */
+static void shape_from(gd__trainer *t, const gd_dataset_t *ds, const gd__train_config *cfg) {
+    t->cfg = *cfg;
+    t->ds = ds;
+    t->num_nodes = gd_dataset_num_nodes(ds);
+    t->in_dim = gd_dataset_feature_dim(ds);
+    t->num_classes = gd_dataset_num_classes(ds);
+    t->batch = min64(cfg->batch_size, t->num_nodes);
+}
+
+gd_status gd__trainer_plan(const gd_dataset_t *ds, const gd__train_config *cfg, gd__plan *out) {
+    gd_status st = GD_OK;
+    gd__trainer t;
+    gd__data_config dc;
+    memset(&t, 0, sizeof t);
+    GD_CHECK(check_config(ds, cfg));
+    shape_from(&t, ds, cfg);
+    data_config(&t, &dc);
+    GD_CHECK(gd__datapath_plan(ds, &dc, cfg->context ? gd_context_device(cfg->context) : cfg->device,
+                               out));
+fail:
+    return st;
+}
+
 gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg,
                              gd__trainer **out) {
     gd_status st = GD_OK;
@@ -226,28 +269,10 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     GD_CHECK(check_config(ds, cfg));
     GD_ALLOC(t, sizeof *t, "the trainer");
     memset(t, 0, sizeof *t);
-    t->cfg = *cfg;
-    t->ds = ds;
-    t->num_nodes = gd_dataset_num_nodes(ds);
-    t->in_dim = gd_dataset_feature_dim(ds);
-    t->num_classes = gd_dataset_num_classes(ds);
-    t->batch = min64(cfg->batch_size, t->num_nodes);
+    shape_from(t, ds, cfg);
     GD_CHECK(gd__context_acquire(cfg->context, &t->cfg.device, &ctx));
     gd__data_config dc;
-    memset(&dc, 0, sizeof dc);
-    dc.num_layers = cfg->num_layers;
-    sampler_fanouts(cfg, dc.fanouts);
-    dc.batch_size = cfg->batch_size;
-    dc.seed = cfg->seed;
-    dc.threads = cfg->threads;
-    dc.mode = cfg->mode;
-    dc.gpu_cache_bytes = cfg->gpu_cache_bytes;
-    dc.graph_cache_bytes = cfg->graph_cache_bytes;
-    dc.gpu_mem_budget = cfg->gpu_mem_budget;
-    dc.gather_sms = cfg->gather_sms;
-    dc.depth = cfg->depth;
-    dc.model_bytes = plan_model_bytes;
-    dc.model_user = t;
+    data_config(t, &dc);
     GD_CHECK(gd__datapath_create(ds, &dc, ctx, &t->ctx, &t->d));
     gd__context_unref(ctx);
     ctx = NULL;

@@ -1,0 +1,110 @@
+/*
+ * The placement plan (src/train/plan.c) is a pure function: auto's choice and the cache sizes
+ * for given sizes, budgets and locked-memory limits, on any machine (no GPU needed): cpu
+ * without a GPU; all-gpu when everything fits; zero-copy when the features and lists may be
+ * page-locked (a quarter of what the budget leaves to the neighbour lists, at most all of
+ * them); cpu-centric otherwise; an asked all-gpu over budget refused with the sizes; a row per
+ * structure and tier.
+ */
+#include "test.h"
+#include "train/plan.h"
+
+#include <string.h>
+
+static gd__plan_input base(void) {
+    gd__plan_input in;
+    memset(&in, 0, sizeof in);
+    in.num_nodes = 1000000;
+    in.num_edges = 20000000;
+    in.row_bytes = 400;
+    in.index_bytes = 4;
+    in.fixed_bytes = INT64_C(1) << 30;
+    in.mode = GD__TRAIN_AUTO;
+    in.gpu_cache_bytes = -1;
+    in.graph_cache_bytes = -1;
+    in.have_gpu = 1;
+    in.cuda_built = 1;
+    in.memlock = INT64_MAX;
+    return in;
+}
+
+static const gd__plan_row *row(const gd__plan *p, const char *structure) {
+    for (int i = 0; i < p->num_rows; i++)
+        if (strcmp(p->rows[i].structure, structure) == 0) return &p->rows[i];
+    return NULL;
+}
+
+int main(void) {
+    uint64_t state = t_seed();
+    const int64_t indptr = 8 * (1000000 + 1), lists = 4 * INT64_C(20000000),
+                  feat = INT64_C(400) * 1000000;
+    gd__plan p;
+    char text[2048];
+
+    gd__plan_input in = base();
+    in.have_gpu = 0;
+    T_OK(gd__plan_make(&in, &p));
+    T_EQ_INT(p.mode, GD__TRAIN_CPU);
+    T_ASSERT(strstr(p.text, "auto picked cpu: no GPU is visible") != NULL);
+    in.cuda_built = 0;
+    T_OK(gd__plan_make(&in, &p));
+    T_ASSERT(strstr(p.text, "built without CUDA") != NULL);
+
+    in = base();
+    in.budget = indptr + lists + feat + in.fixed_bytes; /* exactly fits */
+    T_OK(gd__plan_make(&in, &p));
+    T_EQ_INT(p.mode, GD__TRAIN_ALL_GPU);
+    T_EQ_INT(p.indptr, GD_PLACE_GPU);
+    T_EQ_INT(p.indices, GD_PLACE_GPU);
+    T_EQ_INT(row(&p, "features")->bytes, feat);
+    T_EQ_STR(row(&p, "features")->where, "gpu");
+
+    /* One byte short: zero-copy, with a quarter of what is left to the lists. */
+    in.budget -= 1;
+    T_OK(gd__plan_make(&in, &p));
+    T_EQ_INT(p.mode, GD__TRAIN_ZERO_COPY);
+    T_EQ_INT(p.indptr, GD_PLACE_GPU);
+    T_EQ_INT(p.indices, GD_PLACE_PINNED);
+    T_EQ_INT(p.graph_cache_bytes, lists); /* a quarter of what is left exceeds the lists */
+    T_EQ_INT(p.feature_cache_bytes, -1);
+    T_EQ_STR(row(&p, "feature cache")->where, "gpu cache");
+    for (int k = 0; k < 20; k++) {
+        const int64_t left = (int64_t)(t_rand(&state) % (uint64_t)(4 * lists));
+        in.budget = in.fixed_bytes + indptr + 16 * in.num_nodes + left;
+        T_OK(gd__plan_make(&in, &p));
+        T_EQ_INT(p.mode, GD__TRAIN_ZERO_COPY);
+        T_EQ_INT(p.graph_cache_bytes, left / 4 < lists ? left / 4 : lists);
+    }
+    in.graph_cache_bytes = 12345;
+    in.gpu_cache_bytes = 678;
+    T_OK(gd__plan_make(&in, &p));
+    T_EQ_INT(p.graph_cache_bytes, 12345);
+    T_EQ_INT(p.feature_cache_bytes, 678);
+
+    /* Nothing may be page-locked: cpu-centric, and the text says how to change that. */
+    in = base();
+    in.budget = in.fixed_bytes + indptr;
+    in.memlock = 64 << 10;
+    T_OK(gd__plan_make(&in, &p));
+    T_EQ_INT(p.mode, GD__TRAIN_CPU_CENTRIC);
+    T_ASSERT(strstr(p.text, "ulimit -l") != NULL);
+
+    /* all-gpu asked under a budget the data exceeds: refused with the sizes. */
+    in = base();
+    in.mode = GD__TRAIN_ALL_GPU;
+    in.gpu_mem_budget = in.budget = 1 << 20;
+    T_FAILS(gd__plan_make(&in, &p), GD_ERR_NO_MEMORY, "zero-copy");
+    /* Asked modes are kept, with their rows. */
+    in.gpu_mem_budget = 0;
+    in.mode = GD__TRAIN_CPU;
+    T_OK(gd__plan_make(&in, &p));
+    T_EQ_INT(p.mode, GD__TRAIN_CPU);
+    T_EQ_STR(p.text, "mode cpu (as asked)");
+    T_ASSERT(row(&p, "minibatch buffers and model") == NULL);
+    gd__plan_table(&p, text, sizeof text);
+    T_ASSERT(strstr(text, "indices") && strstr(text, "76.29 MiB") && strstr(text, "as asked"));
+    gd__plan_table(&p, text, 8); /* a short buffer is cut, not overrun */
+    T_EQ_INT((int)strlen(text), 7);
+    t_check_no_leaks();
+    return 0;
+}
