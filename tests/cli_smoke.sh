@@ -37,8 +37,13 @@ for f in meta.json indptr.npy indices.npy features.npy labels.npy train_idx.npy 
     [ -f "$tmp/a/$f" ] || fail "generate wrote no $f"
 done
 expect_rc 0 "$cli" info "$tmp/a" --validate
-grep -q "^nodes" "$tmp/out" && grep -q "in-degree" "$tmp/out" && grep -q "zero-copy" "$tmp/out" \
+grep -q "^nodes" "$tmp/out" && grep -q "in-degree" "$tmp/out" && grep -q "placement plan" "$tmp/out" \
+    && grep -q "^  indices " "$tmp/out" && grep -q "auto picked" "$tmp/out" \
     || { cat "$tmp/out"; fail "info output"; }
+# the plan of an asked mode: cpu anywhere; a bad mode is a usage error
+expect_rc 0 "$cli" info "$tmp/a" --mode cpu
+grep -q "mode cpu (as asked)" "$tmp/out" || { cat "$tmp/out"; fail "info --mode cpu"; }
+expect_rc 2 "$cli" info "$tmp/a" --mode warp-drive
 
 # same seed, same bytes; existing output is not clobbered without --overwrite
 expect_rc 0 "$cli" generate --preset tiny --seed 7 --out "$tmp/b" --threads 1
