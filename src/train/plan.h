@@ -2,9 +2,9 @@
  * The placement plan: where every structure of the data path lives (GPU memory, a GPU cache,
  * pinned host memory read over PCIe, host memory) with its bytes and the reason, as a pure
  * function of the dataset's sizes, what was asked and the machine (a GPU or not, the GPU memory
- * budget, the locked-memory limit). auto mode's choice is the plan's; the data path places
- * by it (datapath.c); `graphdirect info --plan` prints it. A new tier (an SSD, a peer GPU) is a
- * new `where` of the rows, not a new mode.
+ * budget, the locked-memory limit). auto mode's choice is the plan's; the data path places by
+ * it (datapath.c); `graphdirect info` prints it (gd_trainer_plan). A new tier (an SSD, a peer
+ * GPU) is a new `where` of the rows, not a new mode.
  */
 #ifndef GD_TRAIN_PLAN_H
 #define GD_TRAIN_PLAN_H
