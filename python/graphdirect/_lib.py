@@ -29,6 +29,24 @@ STATUS = {}
 STATUS_NAMES = {}
 
 
+class Closing:
+    """`with` support and closing on collection for the classes that own a library handle (their
+    close() frees it and may be called twice)."""
+    __slots__ = ()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
 class GraphdirectError(RuntimeError):
     """A gd_* call failed: `status` is its gd_status code, `message` gd_last_error()'s text."""
 

@@ -391,7 +391,7 @@ class _Epoch:
         return b
 
 
-class Loader:
+class Loader(_lib.Closing):
     """Minibatches of `dataset` for training with your own model.
 
     Loader(dataset, fanouts=[15, 10, 5], batch_size=1024, mode="zero-copy", gpu_cache="4G",
@@ -503,18 +503,6 @@ class Loader:
         self._token += 1
         lib.gd_loader_destroy(ptr)
         self._dataset_handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         if self._ptr is None:

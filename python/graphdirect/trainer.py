@@ -59,7 +59,7 @@ def checkpoint_info(path):
             "config": info.config.decode("utf-8", "replace")}
 
 
-class Trainer:
+class Trainer(_lib.Closing):
     """A model of graphdirect's trained on `dataset`.
 
     Trainer(dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024, hidden=128,
@@ -141,18 +141,6 @@ class Trainer:
         if ptr:
             lib.gd_trainer_destroy(ptr)
         self._dataset_handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     # ------------------------------------------------------------------ reports
 
