@@ -23,6 +23,7 @@ See docs/python.md.
 """
 from ._dlpack import Array
 from ._lib import GraphdirectError
+from .context import Context
 from .dataset import Dataset, generate
 from .loader import Batch, Block, Loader
 from .trainer import Trainer, checkpoint_info

@@ -391,13 +391,26 @@ class _Epoch:
         return b
 
 
+def _context_handle(context, who):
+    """The C handle of a graphdirect.Context (None: the device's default context)."""
+    if context is None:
+        return None
+    from .context import Context
+    if not isinstance(context, Context):
+        raise TypeError("%s: context must be a graphdirect.Context, not %s"
+                        % (who, type(context).__name__))
+    return context._handle()
+
+
 class Loader(_lib.Closing):
     """Minibatches of `dataset` for training with your own model.
 
     Loader(dataset, fanouts=[15, 10, 5], batch_size=1024, mode="zero-copy", gpu_cache="4G",
            shuffle=True, seed=0, device=0, split="train", drop_last=False, depth=3, threads=0,
-           graph_cache=None, gpu_mem_budget=None, gather_sms=None)
+           graph_cache=None, gpu_mem_budget=None, gather_sms=None, context=None)
 
+    context: a graphdirect.Context (its device replaces `device`); loaders and trainers of one
+    context share the registration of a zero-copy feature table.
     fanouts: neighbours drawn per node, from the seeds outward (-1 = all); one layer each.
     mode: "cpu" (host memory, CPU threads), "all-gpu", "zero-copy" (graph and features in
     pinned host memory read by the GPU, hot rows cached in `gpu_cache` bytes of GPU memory) or
@@ -410,7 +423,7 @@ class Loader(_lib.Closing):
     def __init__(self, dataset, fanouts=(15, 10, 5), batch_size=1024, mode="zero-copy",
                  gpu_cache="4G", shuffle=True, seed=0, device=0, split="train",
                  drop_last=False, depth=3, threads=0, graph_cache=None, gpu_mem_budget=None,
-                 gather_sms=None):
+                 gather_sms=None, context=None):
         self._ptr = None
         self._ring = None
         self._token = 0
@@ -455,6 +468,7 @@ class Loader(_lib.Closing):
         budget = parse_size(gpu_mem_budget, "graphdirect.Loader: gpu_mem_budget")
         opts.gpu_mem_budget = 0 if budget < 0 else budget
         opts.gather_sms = _lib.text(gather_sms)
+        opts.context = _context_handle(context, "graphdirect.Loader")
         _lib.need("gd_loader_create")
         out = ctypes.c_void_p()
         check(lib.gd_loader_create(dataset._ptr(), ctypes.byref(opts), ctypes.byref(out)))

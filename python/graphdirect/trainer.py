@@ -16,7 +16,7 @@ import os
 
 from . import _lib
 from ._lib import check, lib
-from .loader import parse_size
+from .loader import _context_handle, parse_size
 
 _SPLITS = {"train": 4, "valid": 5, "test": 6}
 _STATS = ("epoch", "batches", "loss", "train_acc", "valid_acc", "seconds", "sample_s",
@@ -65,7 +65,7 @@ class Trainer(_lib.Closing):
     Trainer(dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024, hidden=128,
             dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0, device=0,
             gpu_cache=None, graph_cache=None, gpu_mem_budget=None, gather_sms=None, depth=3,
-            mlp=False)
+            mlp=False, context=None)
 
     mode: "cpu", "all-gpu", "zero-copy", "cpu-centric" or "auto" (docs/train.md). fanouts:
     neighbours drawn per node from the seeds outward (-1 = all), one layer each. mlp=True: the
@@ -76,7 +76,7 @@ class Trainer(_lib.Closing):
     def __init__(self, dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024,
                  hidden=128, dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0,
                  device=0, gpu_cache=None, graph_cache=None, gpu_mem_budget=None,
-                 gather_sms=None, depth=3, mlp=False):
+                 gather_sms=None, depth=3, mlp=False, context=None):
         self._ptr = None
         from .dataset import Dataset
         if not isinstance(dataset, Dataset):
@@ -113,6 +113,7 @@ class Trainer(_lib.Closing):
         o.gather_sms = _lib.text(gather_sms)
         o.depth = int(depth)
         o.mlp = 1 if mlp else 0
+        o.context = _context_handle(context, "graphdirect.Trainer")
         _lib.need("gd_trainer_create")
         out = ctypes.c_void_p()
         check(lib.gd_trainer_create(dataset._ptr(), ctypes.byref(o), ctypes.byref(out)))

@@ -138,6 +138,28 @@ class BindingTest(unittest.TestCase):
 
     # ------------------------------------------------------------ library and structs
 
+    def test_context(self):
+        # Objects keep the C context: closing the Context first is allowed.
+        ctx = graphdirect.Context(device=0)
+        self.assertIn("device=0", repr(ctx))
+        loader = self.loader(context=ctx)
+        trainer = self.trainer(context=ctx)
+        ctx.close()
+        ctx.close()
+        self.assertIn("closed", repr(ctx))
+        self.assertGreater(sum(1 for _ in loader), 0)
+        loader.close()
+        trainer.fit(1)
+        trainer.close()
+        with self.assertRaises(ValueError):
+            self.loader(context=ctx)
+        with self.assertRaises(TypeError):
+            self.loader(context="cuda:0")
+        with self.assertRaises(TypeError):
+            graphdirect.Context(device="0")
+        with self.assertRaises(graphdirect.GraphdirectError):
+            graphdirect.Context(device=-1)
+
     def test_version_and_library(self):
         self.assertRegex(graphdirect.version(), r"^\d+\.\d+\.\d+$")
         self.assertEqual(graphdirect.__version__, graphdirect.version())
@@ -186,6 +208,8 @@ class BindingTest(unittest.TestCase):
                     self.dir.encode(), byref(bad(_lib.DatasetOpenOptions)), byref(out))),
                 "gd_generate_options": lambda: check(lib.gd_generate(
                     byref(bad(_lib.GenerateOptions)), byref(out))),
+                "gd_context_options": lambda: check(lib.gd_context_create(
+                    byref(bad(_lib.ContextOptions)), byref(out))),
                 "gd_loader_options": lambda: check(lib.gd_loader_create(
                     self.ds._ptr(), byref(bad(_lib.LoaderOptions)), byref(out))),
                 "gd_loader_info": lambda: check(lib.gd_loader_get_info(
