@@ -704,24 +704,6 @@ fail:
     return st;
 }
 
-/* The provenance entries of meta.json: how the dataset was made, enough to make it again. */
-static gd_status gen_provenance(gd_dataset_t *ds, const gen_ctx *g, const gen_preset *p,
-                                double avg) {
-    gd_status st = GD_OK;
-    GD_CHECK(set_info(ds, "generator", "graphdirect synthetic v1"));
-    GD_CHECK(set_info(ds, "preset", "%s", p->name));
-    GD_CHECK(set_info(ds, "seed", "%llu", (unsigned long long)g->seed));
-    GD_CHECK(set_info(ds, "avg_degree_target", "%.6g", avg));
-    GD_CHECK(set_info(ds, "degree_law", "lomax alpha=%.2f scale=%.6g max=%lld", GEN_ALPHA, g->scale,
-                      (long long)g->cap));
-    GD_CHECK(set_info(ds, "source_pick", "p_in=%.2f rank=floor(S*u^%d) by in-degree", g->p_in,
-                      GEN_RANK_SKEW));
-    GD_CHECK(set_info(ds, "features", "centroid N(0,1) + %.4g * N(0,1)", g->noise));
-    GD_CHECK(set_info(ds, "split", "train=%.6g valid=%.6g test=%.6g", g->train, g->valid, g->test));
-fail:
-    return st;
-}
-
 gd_status gd_generate(const gd_generate_options *options, gd_dataset_t **out) {
     gd_status st = GD_OK;
     gd_dataset_t *ds = NULL;
@@ -778,7 +760,16 @@ gd_status gd_generate(const gd_generate_options *options, gd_dataset_t **out) {
 
     /* Stage 5: splits, then provenance and the finishing checks. */
     GD_CHECK(make_splits(&g, ds, progress, user));
-    GD_CHECK(gen_provenance(ds, &g, p, avg));
+    GD_CHECK(set_info(ds, "generator", "graphdirect synthetic v1"));
+    GD_CHECK(set_info(ds, "preset", "%s", p->name));
+    GD_CHECK(set_info(ds, "seed", "%llu", (unsigned long long)g.seed));
+    GD_CHECK(set_info(ds, "avg_degree_target", "%.6g", avg));
+    GD_CHECK(set_info(ds, "degree_law", "lomax alpha=%.2f scale=%.6g max=%lld", GEN_ALPHA, g.scale,
+                      (long long)g.cap));
+    GD_CHECK(set_info(ds, "source_pick", "p_in=%.2f rank=floor(S*u^%d) by in-degree", g.p_in,
+                      GEN_RANK_SKEW));
+    GD_CHECK(set_info(ds, "features", "centroid N(0,1) + %.4g * N(0,1)", g.noise));
+    GD_CHECK(set_info(ds, "split", "train=%.6g valid=%.6g test=%.6g", g.train, g.valid, g.test));
     ds->num_classes = g.classes;
     GD_CHECK(gd__progress(progress, user, "generate: finish", 0, 1));
     /* The graph is valid by construction; checking every index is left to small graphs, where
