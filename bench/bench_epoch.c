@@ -322,6 +322,60 @@ static const run_result *find(const epoch_bench *b, const run_result *res, const
     return NULL;
 }
 
+/* The "config" object of the JSON record: the dataset and the settings every run shares. */
+static int add_config_json(const epoch_bench *b, cJSON *root, gd_dataset_t *ds) {
+    cJSON *cfgj = cJSON_AddObjectToObject(root, "config");
+    BENCH_JSON(cfgj);
+    BENCH_JSON(cJSON_AddStringToObject(cfgj, "preset", b->opt.preset));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "nodes", (double)gd_dataset_num_nodes(ds)));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "edges", (double)gd_dataset_num_edges(ds)));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "layers", b->layers));
+    cJSON *fj = cJSON_AddArrayToObject(cfgj, "fanouts");
+    BENCH_JSON(fj);
+    for (int h = 0; h < b->layers; h++) cJSON_AddItemToArray(fj, cJSON_CreateNumber(b->fanouts[h]));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "batch", (double)b->opt.batch));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "hidden", (double)b->opt.hidden));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "threads", b->opt.threads));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "depth", b->depth));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "warmup_batches", (double)b->warmup));
+    return 0;
+fail:
+    return -1;
+}
+
+/* One run's object in the "results" array, its times projected to a whole epoch (r->scale). */
+static int add_result_json(cJSON *runs, const run_spec *spec, const run_result *r) {
+    const gd_epoch_stats *s = &r->st;
+    const double k = r->scale;
+    cJSON *o = cJSON_CreateObject();
+    BENCH_JSON(o);
+    cJSON_AddItemToArray(runs, o);
+    BENCH_JSON(cJSON_AddStringToObject(o, "mode", spec->label));
+    BENCH_JSON(cJSON_AddStringToObject(o, "plan", r->info.plan));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "gpu_mem_budget", (double)spec->budget));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "minibatches_timed", (double)s->batches));
+    BENCH_JSON(cJSON_AddBoolToObject(o, "projected", k != 1.0));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "epoch_s", s->seconds * k));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "sample_s", s->sample_s * k));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "gather_s", s->gather_s * k));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "train_s", s->train_s * k));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "wait_s", s->wait_s * k));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "train_ms_per_minibatch",
+                                       s->batches ? 1e3 * s->train_s / (double)s->batches : 0));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "cpu_core_s", s->cpu_core_s * k));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "gpu_mem_bytes", (double)s->gpu_mem_bytes));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "trainer_gpu_bytes", (double)r->info.gpu_bytes));
+    BENCH_JSON(
+        cJSON_AddNumberToObject(o, "feature_cache_bytes", (double)r->info.feature_cache_bytes));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "graph_cache_bytes", (double)r->info.graph_cache_bytes));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "create_s", r->create_s));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "warmup_loss", r->warm_loss));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "loss", s->loss));
+    return 0;
+fail:
+    return -1;
+}
+
 int bench_epoch(int argc, char **argv) {
     epoch_bench b;
     memset(&b, 0, sizeof b);
@@ -349,20 +403,7 @@ int bench_epoch(int argc, char **argv) {
             (long long)gd_dataset_feature_dim(ds), (long long)gd_dataset_num_classes(ds),
             bench_now() - t0);
 
-    cJSON *cfgj = cJSON_AddObjectToObject(root, "config");
-    BENCH_JSON(cfgj);
-    BENCH_JSON(cJSON_AddStringToObject(cfgj, "preset", b.opt.preset));
-    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "nodes", (double)gd_dataset_num_nodes(ds)));
-    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "edges", (double)gd_dataset_num_edges(ds)));
-    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "layers", b.layers));
-    cJSON *fj = cJSON_AddArrayToObject(cfgj, "fanouts");
-    BENCH_JSON(fj);
-    for (int h = 0; h < b.layers; h++) cJSON_AddItemToArray(fj, cJSON_CreateNumber(b.fanouts[h]));
-    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "batch", (double)b.opt.batch));
-    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "hidden", (double)b.opt.hidden));
-    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "threads", b.opt.threads));
-    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "depth", b.depth));
-    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "warmup_batches", (double)b.warmup));
+    if (add_config_json(&b, root, ds)) goto fail;
     runs = cJSON_AddArrayToObject(root, "results");
     BENCH_JSON(runs);
 
@@ -380,31 +421,7 @@ int bench_epoch(int argc, char **argv) {
                (double)s->gpu_mem_bytes / (double)(INT64_C(1) << 30), r->warm_loss,
                k != 1.0 ? "  (projected from the timed minibatches)" : "");
         fflush(stdout);
-        cJSON *o = cJSON_CreateObject();
-        BENCH_JSON(o);
-        cJSON_AddItemToArray(runs, o);
-        BENCH_JSON(cJSON_AddStringToObject(o, "mode", b.runs[i].label));
-        BENCH_JSON(cJSON_AddStringToObject(o, "plan", r->info.plan));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "gpu_mem_budget", (double)b.runs[i].budget));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "minibatches_timed", (double)s->batches));
-        BENCH_JSON(cJSON_AddBoolToObject(o, "projected", k != 1.0));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "epoch_s", s->seconds * k));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "sample_s", s->sample_s * k));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "gather_s", s->gather_s * k));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "train_s", s->train_s * k));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "wait_s", s->wait_s * k));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "train_ms_per_minibatch",
-                                           s->batches ? 1e3 * s->train_s / (double)s->batches : 0));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "cpu_core_s", s->cpu_core_s * k));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "gpu_mem_bytes", (double)s->gpu_mem_bytes));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "trainer_gpu_bytes", (double)r->info.gpu_bytes));
-        BENCH_JSON(
-            cJSON_AddNumberToObject(o, "feature_cache_bytes", (double)r->info.feature_cache_bytes));
-        BENCH_JSON(
-            cJSON_AddNumberToObject(o, "graph_cache_bytes", (double)r->info.graph_cache_bytes));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "create_s", r->create_s));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "warmup_loss", r->warm_loss));
-        BENCH_JSON(cJSON_AddNumberToObject(o, "loss", s->loss));
+        if (add_result_json(runs, &b.runs[i], r)) goto fail;
     }
 
     /* Every mode trained the same warm-up minibatches from the same parameters. */

@@ -947,6 +947,98 @@ static void print_targets(sample_bench *b) {
         }
 }
 
+/*
+ * Every mode in use on one preset (loaded in p) and one fanout set: a table row and a JSON run
+ * each, then the ratios of the CUDA samplers to the gpu-resident one and to their link ceilings.
+ */
+static int run_fanout_set(sample_bench *b, preset_data *p, int pi, int fi) {
+    gd__read_plan plan; /* the link modes' reads, made by the first of them */
+    int64_t plan_inputs = 0;
+    (void)plan_inputs; /* CUDA builds only */
+    memset(&plan, 0, sizeof plan);
+    for (int m = 0; m < M_COUNT; m++) {
+        if (!b->use[m]) continue;
+        double secs = 0;
+        int64_t edges = 0, inputs = 0, gbytes = 0, pbytes = 0, cbytes = 0;
+        double share = -1;
+        int batches = 0;
+        char f[64], r1[16] = "", r2[16] = "", sc[32];
+        fanout_text(b->fanouts[fi], b->layers[fi], f, sizeof f);
+        fprintf(stderr, "sample: %s [%s] %s\n", p->preset, f, modes[m].name);
+        if (m == M_CPU) {
+            batches = b->cpu_batches;
+            if (run_cpu(b, p, b->fanouts[fi], b->layers[fi], &secs, &edges, &inputs)) return -1;
+        } else if (m == M_CPU_PAR) {
+            batches = b->cpu_batches / 4 > 4 ? b->cpu_batches / 4 : 4;
+            if (run_cpu_parallel(b, p, b->fanouts[fi], b->layers[fi], &secs, &edges, &inputs))
+                return -1;
+        } else {
+#ifdef GD_WITH_CUDA
+            if (modes[m].link) {
+                const int rl =
+                    build_plan(b, p, b->fanouts[fi], b->layers[fi], &plan, &plan_inputs) ||
+                    run_link(b, p, m, &plan, &secs, &edges, &gbytes, &pbytes);
+                batches = (int)plan.minibatches;
+                inputs = plan_inputs;
+                if (rl) {
+                    gd__read_plan_free(&plan);
+                    return -1;
+                }
+            } else {
+                batches = b->gpu_batches;
+                if (run_cuda(b, p, m, b->fanouts[fi], b->layers[fi], &secs, &edges, &inputs,
+                             &gbytes, &pbytes, &cbytes, &share))
+                    return -1;
+            }
+#endif
+        }
+        const double seps = secs > 0 ? (double)edges / secs : 0;
+        b->seps[pi][fi][m] = seps;
+        const double cpu = b->seps[pi][fi][M_CPU] > b->seps[pi][fi][M_CPU_PAR]
+                               ? b->seps[pi][fi][M_CPU]
+                               : b->seps[pi][fi][M_CPU_PAR];
+        if (is_cuda_mode(m) && cpu > 0) snprintf(r1, sizeof r1, "%.1f", seps / cpu);
+        if (is_cuda_mode(m) && b->seps[pi][fi][M_GPU] > 0)
+            snprintf(r2, sizeof r2, "%.2f", seps / b->seps[pi][fi][M_GPU]);
+        printf("%-9s %-10s %-20s %8d %12.0f %11.0f %9.3f %12s %8s %8s\n", p->preset, f,
+               modes[m].name, batches, batches ? (double)edges / batches : 0,
+               batches ? (double)inputs / batches : 0, secs, cli_count(seps, sc, sizeof sc), r1,
+               r2);
+        if (share >= 0)
+            printf("  %s: GPU list cache %.1f MB, %.1f %% of minibatch 0's list reads\n",
+                   modes[m].name, (double)cbytes / 1e6, 100 * share);
+        if (modes[m].link && edges > 0)
+            printf("  %s: minibatches 0-%d replayed; per sampled edge %.2f 32-byte "
+                   "sectors and %.2f 128-byte lines of indices; %.1f GB/s of sectors\n",
+                   modes[m].name, batches - 1, (double)plan.list_sectors / (double)edges,
+                   (double)plan.list_lines / (double)edges,
+                   secs > 0 ? 32.0 * (double)plan.list_sectors / secs / 1e9 : 0);
+        fflush(stdout);
+        if (add_run(b, p, fi, m, batches, secs, edges, inputs, gbytes, pbytes, cbytes, share) ||
+            (modes[m].link && add_link_json(b, &plan))) {
+            gd__read_plan_free(&plan);
+            return -1;
+        }
+        if (cli_interrupted()) return -1;
+    }
+    gd__read_plan_free(&plan);
+    /* The gpu ceiling runs last in the loop: print the UVA ratios to it now, and each
+     * sampler's share of its link ceiling. */
+    if (b->seps[pi][fi][M_GPU] > 0)
+        for (int m = M_UVA; m < M_GPU; m++)
+            if (b->seps[pi][fi][m] > 0)
+                printf("  %s / gpu-resident: %.2f\n", modes[m].name,
+                       b->seps[pi][fi][m] / b->seps[pi][fi][M_GPU]);
+    for (int m = M_UVA; m < M_COUNT; m++) {
+        const int of = modes[m].link ? modes[m].link - 1 : -1;
+        if (of >= 0 && b->seps[pi][fi][m] > 0 && b->seps[pi][fi][of] > 0)
+            printf("  %s / %s: %.2f of its link ceiling\n", modes[of].name, modes[m].name,
+                   b->seps[pi][fi][of] / b->seps[pi][fi][m]);
+    }
+    fflush(stdout);
+    return 0;
+}
+
 int bench_sample(int argc, char **argv) {
     int rc = CLI_EXIT_FAIL;
     sample_bench *b = calloc(1, sizeof *b);
@@ -987,95 +1079,8 @@ int bench_sample(int argc, char **argv) {
            "batches", "edges/batch", "inputs/b", "seconds", "SEPS", "/cpu", "/gpu");
     for (int pi = 0; pi < b->npresets; pi++) {
         if (preset_load(b, b->presets[pi], &p) != 0) goto fail;
-        for (int fi = 0; fi < b->nfsets; fi++) {
-            gd__read_plan plan; /* the link modes' reads, made by the first of them */
-            int64_t plan_inputs = 0;
-            (void)plan_inputs; /* CUDA builds only */
-            memset(&plan, 0, sizeof plan);
-            for (int m = 0; m < M_COUNT; m++) {
-                if (!b->use[m]) continue;
-                double secs = 0;
-                int64_t edges = 0, inputs = 0, gbytes = 0, pbytes = 0, cbytes = 0;
-                double share = -1;
-                int batches = 0;
-                char f[64], r1[16] = "", r2[16] = "", sc[32];
-                fanout_text(b->fanouts[fi], b->layers[fi], f, sizeof f);
-                fprintf(stderr, "sample: %s [%s] %s\n", p.preset, f, modes[m].name);
-                if (m == M_CPU) {
-                    batches = b->cpu_batches;
-                    if (run_cpu(b, &p, b->fanouts[fi], b->layers[fi], &secs, &edges, &inputs))
-                        goto fail;
-                } else if (m == M_CPU_PAR) {
-                    batches = b->cpu_batches / 4 > 4 ? b->cpu_batches / 4 : 4;
-                    if (run_cpu_parallel(b, &p, b->fanouts[fi], b->layers[fi], &secs, &edges,
-                                         &inputs))
-                        goto fail;
-                } else {
-#ifdef GD_WITH_CUDA
-                    if (modes[m].link) {
-                        const int rl =
-                            build_plan(b, &p, b->fanouts[fi], b->layers[fi], &plan, &plan_inputs) ||
-                            run_link(b, &p, m, &plan, &secs, &edges, &gbytes, &pbytes);
-                        batches = (int)plan.minibatches;
-                        inputs = plan_inputs;
-                        if (rl) {
-                            gd__read_plan_free(&plan);
-                            goto fail;
-                        }
-                    } else {
-                        batches = b->gpu_batches;
-                        if (run_cuda(b, &p, m, b->fanouts[fi], b->layers[fi], &secs, &edges,
-                                     &inputs, &gbytes, &pbytes, &cbytes, &share))
-                            goto fail;
-                    }
-#endif
-                }
-                const double seps = secs > 0 ? (double)edges / secs : 0;
-                b->seps[pi][fi][m] = seps;
-                const double cpu = b->seps[pi][fi][M_CPU] > b->seps[pi][fi][M_CPU_PAR]
-                                       ? b->seps[pi][fi][M_CPU]
-                                       : b->seps[pi][fi][M_CPU_PAR];
-                if (is_cuda_mode(m) && cpu > 0) snprintf(r1, sizeof r1, "%.1f", seps / cpu);
-                if (is_cuda_mode(m) && b->seps[pi][fi][M_GPU] > 0)
-                    snprintf(r2, sizeof r2, "%.2f", seps / b->seps[pi][fi][M_GPU]);
-                printf("%-9s %-10s %-20s %8d %12.0f %11.0f %9.3f %12s %8s %8s\n", p.preset, f,
-                       modes[m].name, batches, batches ? (double)edges / batches : 0,
-                       batches ? (double)inputs / batches : 0, secs, cli_count(seps, sc, sizeof sc),
-                       r1, r2);
-                if (share >= 0)
-                    printf("  %s: GPU list cache %.1f MB, %.1f %% of minibatch 0's list reads\n",
-                           modes[m].name, (double)cbytes / 1e6, 100 * share);
-                if (modes[m].link && edges > 0)
-                    printf("  %s: minibatches 0-%d replayed; per sampled edge %.2f 32-byte "
-                           "sectors and %.2f 128-byte lines of indices; %.1f GB/s of sectors\n",
-                           modes[m].name, batches - 1, (double)plan.list_sectors / (double)edges,
-                           (double)plan.list_lines / (double)edges,
-                           secs > 0 ? 32.0 * (double)plan.list_sectors / secs / 1e9 : 0);
-                fflush(stdout);
-                if (add_run(b, &p, fi, m, batches, secs, edges, inputs, gbytes, pbytes, cbytes,
-                            share) ||
-                    (modes[m].link && add_link_json(b, &plan))) {
-                    gd__read_plan_free(&plan);
-                    goto fail;
-                }
-                if (cli_interrupted()) goto fail;
-            }
-            gd__read_plan_free(&plan);
-            /* The gpu ceiling runs last in the loop: print the UVA ratios to it now, and each
-             * sampler's share of its link ceiling. */
-            if (b->seps[pi][fi][M_GPU] > 0)
-                for (int m = M_UVA; m < M_GPU; m++)
-                    if (b->seps[pi][fi][m] > 0)
-                        printf("  %s / gpu-resident: %.2f\n", modes[m].name,
-                               b->seps[pi][fi][m] / b->seps[pi][fi][M_GPU]);
-            for (int m = M_UVA; m < M_COUNT; m++) {
-                const int of = modes[m].link ? modes[m].link - 1 : -1;
-                if (of >= 0 && b->seps[pi][fi][m] > 0 && b->seps[pi][fi][of] > 0)
-                    printf("  %s / %s: %.2f of its link ceiling\n", modes[of].name, modes[m].name,
-                           b->seps[pi][fi][of] / b->seps[pi][fi][m]);
-            }
-            fflush(stdout);
-        }
+        for (int fi = 0; fi < b->nfsets; fi++)
+            if (run_fanout_set(b, &p, pi, fi) != 0) goto fail;
         preset_release(&p);
     }
     if (b->gpu) print_targets(b);

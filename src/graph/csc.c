@@ -89,11 +89,133 @@ static int64_t lower_bound_node(const int64_t *indptr, int64_t n, int64_t target
     return lo;
 }
 
+/*
+ * The count pass: indptr[v] becomes the number of list slots of v. An edge with an id outside
+ * [0, num_nodes) stops the build with a message naming the edge and the id.
+ */
+static gd_status csc_count(const gd_csc_options *opt, int64_t num_nodes, int64_t num_edges,
+                           const int64_t *src, const int64_t *dst, int64_t *indptr, int threads) {
+    gd_status st = GD_OK;
+    for (int64_t b = 0; b < num_edges; b += CSC_SLICE) {
+        int64_t e = b + CSC_SLICE < num_edges ? b + CSC_SLICE : num_edges;
+        GD_CHECK(gd__progress(opt->progress, opt->progress_user, "csc: count", (uint64_t)b,
+                              (uint64_t)num_edges));
+        int64_t bad = count_slice(src, dst, b, e, num_nodes, opt->symmetrize,
+                                  opt->remove_self_loops, indptr, threads);
+        if (bad < e) {
+            int bad_src = (uint64_t)src[bad] >= (uint64_t)num_nodes;
+            int64_t v = bad_src ? src[bad] : dst[bad];
+            GD_REQUIRE(0, GD_ERR_RANGE,
+                       "edge %lld (%lld -> %lld): %s = %lld is outside [0, %lld): %s",
+                       (long long)bad, (long long)src[bad], (long long)dst[bad],
+                       bad_src ? "src" : "dst", (long long)v, (long long)num_nodes,
+                       v < 0 ? "node ids must not be negative"
+                             : "raise the node count or relabel the ids to 0..n-1");
+        }
+    }
+    GD_CHECK(gd__progress(opt->progress, opt->progress_user, "csc: count", (uint64_t)num_edges,
+                          (uint64_t)num_edges));
+fail:
+    return st;
+}
+
+/*
+ * The scatter pass, over indptr holding each list's start: afterwards indptr[v] has advanced to
+ * the end of v's list, i.e. the start of v + 1.
+ */
+static gd_status csc_scatter(const gd_csc_options *opt, gd_dtype dtype, int64_t num_edges,
+                             const int64_t *src, const int64_t *dst, int64_t *indptr, void *idx,
+                             int threads) {
+    gd_status st = GD_OK;
+    for (int64_t b = 0; b < num_edges; b += CSC_SLICE) {
+        int64_t e = b + CSC_SLICE < num_edges ? b + CSC_SLICE : num_edges;
+        GD_CHECK(gd__progress(opt->progress, opt->progress_user, "csc: scatter", (uint64_t)b,
+                              (uint64_t)num_edges));
+        if (dtype == GD_DTYPE_INT32)
+            scatter_i32(src, dst, b, e, opt->symmetrize, opt->remove_self_loops, indptr, idx,
+                        threads);
+        else
+            scatter_i64(src, dst, b, e, opt->symmetrize, opt->remove_self_loops, indptr, idx,
+                        threads);
+    }
+fail:
+    return st;
+}
+
+/*
+ * Sort every list and drop its duplicates, in chunks of consecutive nodes with about the same
+ * number of slots each (of slots in all), then compact the lists and shift indptr to match.
+ * *idx may be replaced by a smaller buffer; *kept_out is the number of entries left.
+ */
+static gd_status csc_sort_compact(const gd_csc_options *opt, gd_dtype dtype, int64_t num_nodes,
+                                  int64_t slots, int64_t *indptr, void **idx, int threads,
+                                  int64_t *kept_out) {
+    gd_status st = GD_OK;
+    int64_t *chunk_node = NULL, *chunk_first = NULL, *chunk_kept = NULL;
+    const size_t esize = gd_dtype_size(dtype);
+    int64_t nchunks = (int64_t)threads * CSC_CHUNKS_PER_THREAD;
+    if (nchunks > num_nodes) nchunks = num_nodes > 0 ? num_nodes : 1;
+    GD_ALLOC(chunk_node, (size_t)(nchunks + 1) * sizeof(int64_t), "CSC sort chunks");
+    GD_ALLOC(chunk_first, (size_t)(nchunks + 1) * sizeof(int64_t), "CSC sort chunks");
+    GD_ALLOC(chunk_kept, (size_t)(nchunks + 1) * sizeof(int64_t), "CSC sort chunks");
+    for (int64_t k = 0; k <= nchunks; k++) {
+        int64_t target = (int64_t)((double)slots * (double)k / (double)nchunks);
+        chunk_node[k] = k == nchunks ? num_nodes : lower_bound_node(indptr, num_nodes, target);
+        if (k > 0 && chunk_node[k] < chunk_node[k - 1]) chunk_node[k] = chunk_node[k - 1];
+        chunk_first[k] = indptr[chunk_node[k]];
+    }
+    int64_t wave = (int64_t)threads * 4;
+    for (int64_t k0 = 0; k0 < nchunks; k0 += wave) {
+        int64_t k1 = k0 + wave < nchunks ? k0 + wave : nchunks;
+        GD_CHECK(gd__progress(opt->progress, opt->progress_user, "csc: sort",
+                              (uint64_t)chunk_first[k0], (uint64_t)slots));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+        for (int64_t k = k0; k < k1; k++) {
+            if (dtype == GD_DTYPE_INT32)
+                chunk_kept[k] = sort_chunk_i32(indptr, *idx, chunk_node[k], chunk_node[k + 1],
+                                               chunk_first[k], chunk_first[k + 1]);
+            else
+                chunk_kept[k] = sort_chunk_i64(indptr, *idx, chunk_node[k], chunk_node[k + 1],
+                                               chunk_first[k], chunk_first[k + 1]);
+        }
+    }
+    GD_CHECK(gd__progress(opt->progress, opt->progress_user, "csc: sort", (uint64_t)slots,
+                          (uint64_t)slots));
+
+    /* compact: chunk k's kept ids sit at chunk_first[k]; move them to their final start. Moving
+     * in increasing order never overwrites a chunk that has not moved yet. */
+    int64_t kept = 0;
+    for (int64_t k = 0; k < nchunks; k++) {
+        int64_t from = chunk_first[k];
+        chunk_first[k] = from - kept; /* now: how far chunk k moves down */
+        if (from != kept && chunk_kept[k] > 0)
+            memmove((char *)*idx + (size_t)kept * esize, (char *)*idx + (size_t)from * esize,
+                    (size_t)chunk_kept[k] * esize);
+        kept += chunk_kept[k];
+    }
+    if (kept != slots) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+        for (int64_t k = 0; k < nchunks; k++) {
+            int64_t shift = chunk_first[k];
+            for (int64_t v = chunk_node[k]; v < chunk_node[k + 1]; v++) indptr[v] -= shift;
+        }
+        void *smaller = gd_realloc(*idx, (size_t)(kept > 0 ? kept : 1) * esize);
+        if (smaller) *idx = smaller; /* shrinking is only an economy: keep the buffer otherwise */
+    }
+    indptr[num_nodes] = kept;
+    *kept_out = kept;
+fail:
+    gd_free(chunk_node);
+    gd_free(chunk_first);
+    gd_free(chunk_kept);
+    return st;
+}
+
 gd_status gd_csc_from_coo(int64_t num_nodes, int64_t num_edges, const int64_t *src,
                           const int64_t *dst, const gd_csc_options *options, int64_t **indptr_out,
                           void **indices_out, gd_dtype *indices_dtype, int64_t *num_csc_edges) {
     gd_status st = GD_OK;
-    int64_t *indptr = NULL, *chunk_node = NULL, *chunk_first = NULL, *chunk_kept = NULL;
+    int64_t *indptr = NULL;
     void *idx = NULL;
     gd_csc_options opt = GD_CSC_OPTIONS_INIT;
 
@@ -138,118 +260,31 @@ gd_status gd_csc_from_coo(int64_t num_nodes, int64_t num_edges, const int64_t *s
     double t0 = gd__now();
     GD_ALLOC(indptr, (size_t)ptr_bytes, "the CSC indptr");
     memset(indptr, 0, (size_t)ptr_bytes);
-
-    /* count: cnt[v] (kept in indptr[v]) = number of list slots of v. */
-    for (int64_t b = 0; b < num_edges; b += CSC_SLICE) {
-        int64_t e = b + CSC_SLICE < num_edges ? b + CSC_SLICE : num_edges;
-        GD_CHECK(gd__progress(opt.progress, opt.progress_user, "csc: count", (uint64_t)b,
-                              (uint64_t)num_edges));
-        int64_t bad = count_slice(src, dst, b, e, num_nodes, opt.symmetrize,
-                                  opt.remove_self_loops, indptr, threads);
-        if (bad < e) {
-            int bad_src = (uint64_t)src[bad] >= (uint64_t)num_nodes;
-            int64_t v = bad_src ? src[bad] : dst[bad];
-            GD_REQUIRE(0, GD_ERR_RANGE,
-                       "edge %lld (%lld -> %lld): %s = %lld is outside [0, %lld): %s",
-                       (long long)bad, (long long)src[bad], (long long)dst[bad],
-                       bad_src ? "src" : "dst", (long long)v, (long long)num_nodes,
-                       v < 0 ? "node ids must not be negative"
-                             : "raise the node count or relabel the ids to 0..n-1");
-        }
-    }
-    GD_CHECK(gd__progress(opt.progress, opt.progress_user, "csc: count", (uint64_t)num_edges,
-                          (uint64_t)num_edges));
+    GD_CHECK(csc_count(&opt, num_nodes, num_edges, src, dst, indptr, threads));
 
     double t_count = gd__now();
     indptr[num_nodes] = gd__exclusive_scan_i64(indptr, num_nodes, threads);
     int64_t slots = indptr[num_nodes];
     GD_ALLOC(idx, (size_t)slots * esize, "the CSC indices");
-
-    /* scatter: afterwards indptr[v] has advanced to the end of v's list = start of v + 1. */
-    for (int64_t b = 0; b < num_edges; b += CSC_SLICE) {
-        int64_t e = b + CSC_SLICE < num_edges ? b + CSC_SLICE : num_edges;
-        GD_CHECK(gd__progress(opt.progress, opt.progress_user, "csc: scatter", (uint64_t)b,
-                              (uint64_t)num_edges));
-        if (dtype == GD_DTYPE_INT32)
-            scatter_i32(src, dst, b, e, opt.symmetrize, opt.remove_self_loops, indptr, idx,
-                        threads);
-        else
-            scatter_i64(src, dst, b, e, opt.symmetrize, opt.remove_self_loops, indptr, idx,
-                        threads);
-    }
+    GD_CHECK(csc_scatter(&opt, dtype, num_edges, src, dst, indptr, idx, threads));
     if (num_nodes > 0) memmove(indptr + 1, indptr, (size_t)num_nodes * sizeof *indptr);
     indptr[0] = 0;
     double t_scatter = gd__now();
 
-    /* sort: chunks of consecutive nodes with about the same number of slots each. */
-    int64_t nchunks = (int64_t)threads * CSC_CHUNKS_PER_THREAD;
-    if (nchunks > num_nodes) nchunks = num_nodes > 0 ? num_nodes : 1;
-    GD_ALLOC(chunk_node, (size_t)(nchunks + 1) * sizeof(int64_t), "CSC sort chunks");
-    GD_ALLOC(chunk_first, (size_t)(nchunks + 1) * sizeof(int64_t), "CSC sort chunks");
-    GD_ALLOC(chunk_kept, (size_t)(nchunks + 1) * sizeof(int64_t), "CSC sort chunks");
-    for (int64_t k = 0; k <= nchunks; k++) {
-        int64_t target = (int64_t)((double)slots * (double)k / (double)nchunks);
-        chunk_node[k] = k == nchunks ? num_nodes : lower_bound_node(indptr, num_nodes, target);
-        if (k > 0 && chunk_node[k] < chunk_node[k - 1]) chunk_node[k] = chunk_node[k - 1];
-        chunk_first[k] = indptr[chunk_node[k]];
-    }
-    int64_t wave = (int64_t)threads * 4;
-    for (int64_t k0 = 0; k0 < nchunks; k0 += wave) {
-        int64_t k1 = k0 + wave < nchunks ? k0 + wave : nchunks;
-        GD_CHECK(gd__progress(opt.progress, opt.progress_user, "csc: sort",
-                              (uint64_t)chunk_first[k0], (uint64_t)slots));
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-        for (int64_t k = k0; k < k1; k++) {
-            if (dtype == GD_DTYPE_INT32)
-                chunk_kept[k] = sort_chunk_i32(indptr, idx, chunk_node[k], chunk_node[k + 1],
-                                               chunk_first[k], chunk_first[k + 1]);
-            else
-                chunk_kept[k] = sort_chunk_i64(indptr, idx, chunk_node[k], chunk_node[k + 1],
-                                               chunk_first[k], chunk_first[k + 1]);
-        }
-    }
-    GD_CHECK(gd__progress(opt.progress, opt.progress_user, "csc: sort", (uint64_t)slots,
-                          (uint64_t)slots));
-
-    /* compact: chunk k's kept ids sit at chunk_first[k]; move them to their final start. Moving
-     * in increasing order never overwrites a chunk that has not moved yet. */
     int64_t kept = 0;
-    for (int64_t k = 0; k < nchunks; k++) {
-        int64_t from = chunk_first[k];
-        chunk_first[k] = from - kept; /* now: how far chunk k moves down */
-        if (from != kept && chunk_kept[k] > 0)
-            memmove((char *)idx + (size_t)kept * esize, (char *)idx + (size_t)from * esize,
-                    (size_t)chunk_kept[k] * esize);
-        kept += chunk_kept[k];
-    }
-    if (kept != slots) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-        for (int64_t k = 0; k < nchunks; k++) {
-            int64_t shift = chunk_first[k];
-            for (int64_t v = chunk_node[k]; v < chunk_node[k + 1]; v++) indptr[v] -= shift;
-        }
-        void *smaller = gd_realloc(idx, (size_t)(kept > 0 ? kept : 1) * esize);
-        if (smaller) idx = smaller; /* shrinking is only an economy: keep the buffer otherwise */
-    }
-    indptr[num_nodes] = kept;
+    GD_CHECK(csc_sort_compact(&opt, dtype, num_nodes, slots, indptr, &idx, threads, &kept));
     double t1 = gd__now();
     GD_DEBUG("csc: %lld nodes, %lld edges -> %lld (%s indices) in %.3f s (count %.3f s, "
              "scatter %.3f s, sort and compact %.3f s), %d threads",
              (long long)num_nodes, (long long)num_edges, (long long)kept, gd_dtype_name(dtype),
              t1 - t0, t_count - t0, t_scatter - t_count, t1 - t_scatter, threads);
 
-    gd_free(chunk_node);
-    gd_free(chunk_first);
-    gd_free(chunk_kept);
     *indptr_out = indptr;
     *indices_out = idx;
     *indices_dtype = dtype;
     *num_csc_edges = kept;
     return GD_OK;
 fail:
-    gd_free(chunk_node);
-    gd_free(chunk_first);
-    gd_free(chunk_kept);
     gd_free(indptr);
     gd_free(idx);
     return st;

@@ -4,7 +4,8 @@
  * the start of the data path: the sampler reads indptr/indices, the feature store reads
  * features, and the trainer reads labels and the split arrays, all trusting the sizes checked
  * here. So every reader path cross-checks meta.json against each .npy header and, when asked,
- * every index against the node count, before a single id is handed on.
+ * every index against the node count, before a single id is handed on (the checks are in
+ * dataset_check.c).
  *
  * Output is all-or-nothing: files are written into "<dir>.tmp.<pid>" beside the target,
  * flushed, and the directory is renamed into place; an existing dataset being replaced is
@@ -199,7 +200,7 @@ void gd_dataset_close(gd_dataset_t *ds) {
     gd_free(ds);
 }
 
-static void shape_text(char *buf, size_t n, int ndim, const int64_t *shape) {
+void gd__array_shape_text(char *buf, size_t n, int ndim, const int64_t *shape) {
     if (ndim == 2)
         snprintf(buf, n, "(%lld, %lld)", (long long)shape[0], (long long)shape[1]);
     else
@@ -264,8 +265,8 @@ gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *option
                    array_names[i], gd_dtype_name(ma->dtype));
         if (a->ndim != ma->ndim || a->shape[0] != ma->shape[0] || a->shape[1] != ma->shape[1]) {
             char got[64], want[64];
-            shape_text(got, sizeof got, a->ndim, a->shape);
-            shape_text(want, sizeof want, ma->ndim, ma->shape);
+            gd__array_shape_text(got, sizeof got, a->ndim, a->shape);
+            gd__array_shape_text(want, sizeof want, ma->ndim, ma->shape);
             GD_REQUIRE(0, GD_ERR_FORMAT,
                        "%s: shape is %s but meta.json field 'arrays.%s.shape' says %s (the files "
                        "disagree: re-create the dataset)",
@@ -587,8 +588,6 @@ fail:
     return st;
 }
 
-static int64_t max_label(const gd__array *a);
-
 gd_status gd__dataset_finish(gd_dataset_t *ds, int validate_graph) {
     gd_status st = GD_OK;
     char *path = NULL;
@@ -606,7 +605,7 @@ gd_status gd__dataset_finish(gd_dataset_t *ds, int validate_graph) {
     if (f->store != GD__STORE_NONE)
         GD_CHECK(derive(ds, &ds->feature_dim, f->ndim == 2 ? f->shape[1] : 1, "feature_dim"));
     const gd__array *l = &ds->arrays[GD_ARRAY_LABELS];
-    if (l->store != GD__STORE_NONE && ds->num_classes == 0) ds->num_classes = max_label(l) + 1;
+    if (l->store != GD__STORE_NONE && ds->num_classes == 0) ds->num_classes = gd__array_max_label(l) + 1;
     GD_CHECK(gd__dataset_check(ds, validate_graph));
     if (ds->build_dir) {
         for (int i = 0; i < GD_ARRAY_COUNT; i++)
@@ -621,190 +620,5 @@ gd_status gd__dataset_finish(gd_dataset_t *ds, int validate_graph) {
     ds->finished = 1;
 fail:
     gd_free(path);
-    return st;
-}
-
-/* ------------------------------------------------------------------ checks */
-
-/*
- * The O(E) scans run in parallel and keep the lowest bad position through a min-reduction,
- * so the reported error is the same whatever the thread count.
- */
-#define GD_PRAGMA_(x) _Pragma(#x)
-#ifdef _OPENMP
-#define GD_PAR_FIRST(var, n)                                                               \
-    GD_PRAGMA_(omp parallel for reduction(min : var) schedule(static) if ((n) > 65536)     \
-                   num_threads(gd__num_threads()))
-#else
-#define GD_PAR_FIRST(var, n)
-#endif
-
-static int64_t get_int(const gd__array *a, int64_t i) {
-    return a->dtype == GD_DTYPE_INT32 ? (int64_t)((const int32_t *)a->data)[i]
-                                      : ((const int64_t *)a->data)[i];
-}
-
-/* Lowest position whose value is outside [lo, hi), or n if there is none. */
-static int64_t first_out_of_range(const gd__array *a, int64_t n, int64_t lo, int64_t hi) {
-    int64_t first = n;
-    if (a->dtype == GD_DTYPE_INT32) {
-        const int32_t *x = a->data;
-        GD_PAR_FIRST(first, n)
-        for (int64_t i = 0; i < n; i++)
-            if ((x[i] < lo || x[i] >= hi) && i < first) first = i;
-    } else {
-        const int64_t *x = a->data;
-        GD_PAR_FIRST(first, n)
-        for (int64_t i = 0; i < n; i++)
-            if ((x[i] < lo || x[i] >= hi) && i < first) first = i;
-    }
-    return first;
-}
-
-static int64_t max_label(const gd__array *a) {
-    if (a->dtype != GD_DTYPE_INT32 && a->dtype != GD_DTYPE_INT64) return -1;
-    int64_t best = -1, n = a->shape[0];
-    for (int64_t i = 0; i < n; i++) {
-        int64_t v = get_int(a, i);
-        if (v > best) best = v;
-    }
-    return best;
-}
-
-/* Lowest i with indptr[i + 1] < indptr[i], or n. */
-static int64_t first_decrease(const int64_t *p, int64_t n) {
-    int64_t first = n;
-    GD_PAR_FIRST(first, n)
-    for (int64_t i = 0; i < n; i++)
-        if (p[i + 1] < p[i] && i < first) first = i;
-    return first;
-}
-
-/* Lowest element that is NaN or infinite, or n. */
-static int64_t first_non_finite(const gd__array *a, int64_t n) {
-    int64_t first = n;
-    if (a->dtype == GD_DTYPE_FLOAT32) {
-        const uint32_t *x = a->data;
-        GD_PAR_FIRST(first, n)
-        for (int64_t i = 0; i < n; i++)
-            if ((x[i] & 0x7f800000u) == 0x7f800000u && i < first) first = i;
-    } else {
-        const uint16_t *x = a->data;
-        uint16_t mask = a->dtype == GD_DTYPE_FLOAT16 ? 0x7c00u : 0x7f80u;
-        GD_PAR_FIRST(first, n)
-        for (int64_t i = 0; i < n; i++)
-            if ((x[i] & mask) == mask && i < first) first = i;
-    }
-    return first;
-}
-
-static double float_at(const gd__array *a, int64_t i) {
-    if (a->dtype == GD_DTYPE_FLOAT32) return ((const float *)a->data)[i];
-    uint16_t h = ((const uint16_t *)a->data)[i];
-    return a->dtype == GD_DTYPE_FLOAT16 ? gd_half_to_float(h) : gd_bfloat16_to_float(h);
-}
-
-/* dtype, rank and shape of one array against what the counts require. */
-static gd_status check_layout(const gd_dataset_t *ds, gd_array_id id, int ndim, int64_t d0,
-                              int64_t d1, const char *expect) {
-    const gd__array *a = &ds->arrays[id];
-    const char *file = gd__meta_default_file(id), *allowed;
-    if (!gd__array_dtype_ok(id, a->dtype, &allowed))
-        return gd__error(GD_ERR_FORMAT, "%s: dtype is %s; %s must be %s", file,
-                         gd_dtype_name(a->dtype), array_names[id], allowed);
-    int64_t bytes = gd__array_bytes(a);
-    if (a->ndim != ndim || bytes < 0 || (d0 >= 0 && a->shape[0] != d0) ||
-        (ndim == 2 && a->shape[1] != d1)) {
-        char got[64];
-        shape_text(got, sizeof got, a->ndim, a->shape);
-        return gd__error(GD_ERR_FORMAT, "%s: shape is %s; expected %s", file, got, expect);
-    }
-    if (bytes > 0 && !a->data)
-        return gd__error(GD_ERR_INVALID_ARG, "%s: the array has no data", file);
-    return GD_OK;
-}
-
-gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph) {
-    gd_status st = GD_OK;
-    char expect[128];
-    GD_REQUIRE(ds, GD_ERR_INVALID_ARG, "gd__dataset_check: ds must not be NULL");
-    const int64_t n = ds->num_nodes, e = ds->num_edges;
-    GD_REQUIRE(n >= 0 && n < INT64_MAX && e >= 0 && ds->feature_dim >= 0 && ds->num_classes >= 0,
-               GD_ERR_RANGE,
-               "dataset '%s': negative count (num_nodes %lld, num_edges %lld, feature_dim %lld, "
-               "num_classes %lld)",
-               ds->name, (long long)n, (long long)e, (long long)ds->feature_dim,
-               (long long)ds->num_classes);
-    const gd__array *ip = &ds->arrays[GD_ARRAY_INDPTR], *ix = &ds->arrays[GD_ARRAY_INDICES];
-    GD_REQUIRE(ip->store != GD__STORE_NONE && ix->store != GD__STORE_NONE, GD_ERR_FORMAT,
-               "dataset '%s' has no %s array; every dataset needs indptr and indices", ds->name,
-               ip->store == GD__STORE_NONE ? "indptr" : "indices");
-
-    snprintf(expect, sizeof expect, "(%lld,) (num_nodes + 1)", (long long)(n + 1));
-    GD_CHECK(check_layout(ds, GD_ARRAY_INDPTR, 1, n + 1, 1, expect));
-    snprintf(expect, sizeof expect, "(%lld,) (num_edges)", (long long)e);
-    GD_CHECK(check_layout(ds, GD_ARRAY_INDICES, 1, e, 1, expect));
-    const int64_t *indptr = ip->data;
-    GD_REQUIRE(indptr[0] == 0, GD_ERR_FORMAT, "indptr.npy: element 0 is %lld; it must be 0",
-               (long long)indptr[0]);
-    GD_REQUIRE(indptr[n] == e, GD_ERR_FORMAT,
-               "indptr.npy: element %lld (the last) is %lld; it must equal num_edges %lld",
-               (long long)n, (long long)indptr[n], (long long)e);
-    if (validate_graph) {
-        int64_t i = first_decrease(indptr, n);
-        GD_REQUIRE(i == n, GD_ERR_FORMAT,
-                   "indptr.npy: element %lld is %lld, less than element %lld (%lld); indptr "
-                   "must be non-decreasing",
-                   (long long)(i + 1), (long long)(i < n ? indptr[i + 1] : 0), (long long)i,
-                   (long long)(i < n ? indptr[i] : 0));
-        i = first_out_of_range(ix, e, 0, n);
-        GD_REQUIRE(i == e, GD_ERR_RANGE,
-                   "indices.npy: element %lld is %lld, outside [0, %lld) (num_nodes)",
-                   (long long)i, (long long)(i < e ? get_int(ix, i) : 0), (long long)n);
-    }
-
-    const gd__array *f = &ds->arrays[GD_ARRAY_FEATURES];
-    if (f->store != GD__STORE_NONE) {
-        snprintf(expect, sizeof expect, "(%lld, %lld) (num_nodes, feature_dim)", (long long)n,
-                 (long long)ds->feature_dim);
-        GD_CHECK(check_layout(ds, GD_ARRAY_FEATURES, 2, n, ds->feature_dim, expect));
-        if (validate_graph) {
-            int64_t count = n * ds->feature_dim; /* fits: the byte count was checked */
-            int64_t i = first_non_finite(f, count);
-            GD_REQUIRE(i == count, GD_ERR_FORMAT,
-                       "features.npy: element (%lld, %lld) is %g; features must be finite",
-                       (long long)(i / (ds->feature_dim ? ds->feature_dim : 1)),
-                       (long long)(i % (ds->feature_dim ? ds->feature_dim : 1)),
-                       i < count ? float_at(f, i) : 0.0);
-        }
-    } else {
-        GD_REQUIRE(ds->feature_dim == 0, GD_ERR_FORMAT,
-                   "dataset '%s': feature_dim is %lld but there is no features array", ds->name,
-                   (long long)ds->feature_dim);
-    }
-
-    const gd__array *l = &ds->arrays[GD_ARRAY_LABELS];
-    if (l->store != GD__STORE_NONE) {
-        snprintf(expect, sizeof expect, "(%lld,) (num_nodes)", (long long)n);
-        GD_CHECK(check_layout(ds, GD_ARRAY_LABELS, 1, n, 1, expect));
-        int64_t i = first_out_of_range(l, n, -1, ds->num_classes);
-        GD_REQUIRE(i == n, GD_ERR_RANGE,
-                   "labels.npy: element %lld is %lld, outside [-1, %lld) (num_classes; -1 means "
-                   "unlabelled)",
-                   (long long)i, (long long)(i < n ? get_int(l, i) : 0),
-                   (long long)ds->num_classes);
-    }
-
-    for (int id = GD_ARRAY_TRAIN_IDX; id <= GD_ARRAY_TEST_IDX; id++) {
-        const gd__array *s = &ds->arrays[id];
-        if (s->store == GD__STORE_NONE) continue;
-        GD_CHECK(check_layout(ds, (gd_array_id)id, 1, -1, 1, "a 1-D array of node ids"));
-        int64_t k = s->shape[0];
-        int64_t i = first_out_of_range(s, k, 0, n);
-        GD_REQUIRE(i == k, GD_ERR_RANGE, "%s: element %lld is %lld, outside [0, %lld) (num_nodes)",
-                   gd__meta_default_file((gd_array_id)id), (long long)i,
-                   (long long)(i < k ? get_int(s, i) : 0), (long long)n);
-    }
-fail:
     return st;
 }

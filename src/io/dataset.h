@@ -92,6 +92,10 @@ gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph);
 
 /* Bytes of one array (elements x dtype size). */
 int64_t gd__array_bytes(const gd__array *a);
+/* The largest value of an integer array (the labels), or -1 when there is none. */
+int64_t gd__array_max_label(const gd__array *a);
+/* An array's shape as numpy prints it, "(n, d)" or "(n,)", into buf. */
+void gd__array_shape_text(char *buf, size_t n, int ndim, const int64_t *shape);
 
 #ifdef __cplusplus
 }

@@ -590,14 +590,127 @@ static gd_status set_info(gd_dataset_t *ds, const char *key, const char *fmt, ..
     return gd__dataset_set_info(ds, key, text);
 }
 
+/*
+ * The generator's parameters from the options, the preset filling what they leave unset, each
+ * range-checked, and the degree law calibrated to the average degree asked for (*avg_out).
+ */
+static gd_status gen_setup(gen_ctx *g, const gd_generate_options *o, const gen_preset *p,
+                           double *avg_out) {
+    gd_status st = GD_OK;
+    g->seed = o->seed;
+    g->n = o->num_nodes ? o->num_nodes : p->num_nodes;
+    double avg = o->avg_degree != 0.0 ? o->avg_degree : p->avg_degree;
+    g->dim = o->feature_dim ? o->feature_dim : p->feature_dim;
+    g->classes = o->num_classes ? o->num_classes : p->num_classes;
+    g->feature_dtype = o->feature_dtype == GD_DTYPE_INVALID ? GD_DTYPE_FLOAT32 : o->feature_dtype;
+    g->p_in = p->p_in;
+    g->noise = p->noise * sqrt((double)g->dim / (double)p->feature_dim);
+    g->train = p->train;
+    g->valid = p->valid;
+    g->test = p->test;
+    g->threads = o->threads > 0 ? o->threads : gd__num_threads();
+    *avg_out = avg;
+
+    GD_REQUIRE(g->n >= 2 && g->n <= ((int64_t)1 << 40), GD_ERR_INVALID_ARG,
+               "generate: num_nodes %lld is out of range: use 2 to 2^40", (long long)g->n);
+    GD_REQUIRE(g->classes >= 1 && g->classes <= g->n / 2 && g->classes <= (1 << 24),
+               GD_ERR_INVALID_ARG,
+               "generate: num_classes %lld is out of range for %lld nodes: use 1 to "
+               "min(num_nodes / 2, 2^24)",
+               (long long)g->classes, (long long)g->n);
+    GD_REQUIRE(g->dim >= 1 && g->dim <= (1 << 20), GD_ERR_INVALID_ARG,
+               "generate: feature_dim %lld is out of range: use 1 to 2^20", (long long)g->dim);
+    GD_REQUIRE(isfinite(avg) && avg >= 1.0, GD_ERR_INVALID_ARG,
+               "generate: avg_degree %g is out of range: every node has at least one "
+               "in-neighbour, so use a value of at least 1",
+               avg);
+    GD_REQUIRE(g->feature_dtype == GD_DTYPE_FLOAT32 || g->feature_dtype == GD_DTYPE_FLOAT16 ||
+                   g->feature_dtype == GD_DTYPE_BFLOAT16,
+               GD_ERR_INVALID_ARG,
+               "generate: feature dtype %s is not supported: use float32, float16 or bfloat16",
+               gd_dtype_name(g->feature_dtype));
+    int64_t feat_elems;
+    GD_REQUIRE(!gd__mul_overflow_i64(g->n, g->dim, &feat_elems) && feat_elems < ((int64_t)1 << 60),
+               GD_ERR_OVERFLOW, "generate: %lld nodes x %lld features overflows", (long long)g->n,
+               (long long)g->dim);
+
+    /* The cap keeps a list within half a community, so redraws find free members quickly, and
+     * below GEN_MAX_DEGREE, so that per-thread scratch stays small at any size. */
+    g->cap = g->n / (2 * g->classes);
+    if (g->cap > GEN_MAX_DEGREE) g->cap = GEN_MAX_DEGREE;
+    if (g->cap > g->n - 1) g->cap = g->n - 1;
+    if (g->cap < 1) g->cap = 1;
+    GD_CHECK(calibrate_scale(avg, g->cap, g->n, g->classes, &g->scale));
+fail:
+    return st;
+}
+
+/* Stage 3: the in-neighbour lists, written straight into the indices array of ds. */
+static gd_status gen_edges(gen_ctx *g, gd_dataset_t *ds, int64_t num_edges, gd_progress_fn progress,
+                           void *user) {
+    gd_status st = GD_OK;
+    int64_t *scratch = NULL;
+    int64_t shape[2] = {num_edges, 1};
+    void *ptr = NULL;
+    g->wide = g->n > INT32_MAX;
+    GD_CHECK(gd__dataset_alloc(ds, GD_ARRAY_INDICES, g->wide ? GD_DTYPE_INT64 : GD_DTYPE_INT32, 1,
+                               shape, &ptr));
+    g->indices = ptr;
+    GD_ALLOC(scratch, (size_t)g->threads * (size_t)g->cap * sizeof *scratch,
+             "generate: neighbour list scratch");
+    for (int64_t b0 = 0; b0 < g->n; b0 += GEN_BLOCK) {
+        GD_CHECK(gd__progress(progress, user, "generate: edges", (uint64_t)g->indptr[b0],
+                              (uint64_t)num_edges));
+        int64_t b1 = b0 + GEN_BLOCK < g->n ? b0 + GEN_BLOCK : g->n;
+#pragma omp parallel num_threads(g->threads)
+        {
+            int64_t *buf = scratch + (size_t)GEN_THREAD() * (size_t)g->cap;
+#pragma omp for schedule(dynamic, 64)
+            for (int64_t v = b0; v < b1; v++) node_edges(g, v, buf);
+        }
+    }
+    GD_CHECK(
+        gd__progress(progress, user, "generate: edges", (uint64_t)num_edges, (uint64_t)num_edges));
+fail:
+    gd_free(scratch);
+    return st;
+}
+
+/* Stage 4: the class centroids (kept in g), then the features row by row into ds. */
+static gd_status gen_features(gen_ctx *g, gd_dataset_t *ds, gd_progress_fn progress, void *user) {
+    gd_status st = GD_OK;
+    float *rows = NULL;
+    int64_t shape[2] = {g->n, g->dim};
+    void *ptr = NULL;
+    GD_ALLOC(g->centroids, (size_t)(g->classes * g->dim) * sizeof *g->centroids,
+             "generate: class centroids");
+    make_centroids(g);
+    GD_CHECK(gd__dataset_alloc(ds, GD_ARRAY_FEATURES, g->feature_dtype, 2, shape, &ptr));
+    g->features = ptr;
+    GD_ALLOC(rows, (size_t)g->threads * (size_t)g->dim * sizeof *rows, "generate: feature rows");
+    for (int64_t b0 = 0; b0 < g->n; b0 += GEN_BLOCK) {
+        GD_CHECK(gd__progress(progress, user, "generate: features", (uint64_t)b0, (uint64_t)g->n));
+        int64_t b1 = b0 + GEN_BLOCK < g->n ? b0 + GEN_BLOCK : g->n;
+#pragma omp parallel num_threads(g->threads)
+        {
+            float *row = rows + (size_t)GEN_THREAD() * (size_t)g->dim;
+#pragma omp for schedule(static)
+            for (int64_t v = b0; v < b1; v++) feature_row(g, v, row);
+        }
+    }
+    GD_CHECK(gd__progress(progress, user, "generate: features", (uint64_t)g->n, (uint64_t)g->n));
+fail:
+    gd_free(rows);
+    return st;
+}
+
 gd_status gd_generate(const gd_generate_options *options, gd_dataset_t **out) {
     gd_status st = GD_OK;
     gd_dataset_t *ds = NULL;
-    int64_t *scratch = NULL;
-    float *rows = NULL;
     gen_ctx g;
     memset(&g, 0, sizeof g);
     gd_generate_options o = GD_GENERATE_OPTIONS_INIT;
+    double avg = 0;
     if (out) *out = NULL;
 
     if (options)
@@ -610,51 +723,7 @@ gd_status gd_generate(const gd_generate_options *options, gd_dataset_t **out) {
                preset_name);
     gd_progress_fn progress = o.progress;
     void *user = o.progress_user;
-
-    g.seed = o.seed;
-    g.n = o.num_nodes ? o.num_nodes : p->num_nodes;
-    double avg = o.avg_degree != 0.0 ? o.avg_degree : p->avg_degree;
-    g.dim = o.feature_dim ? o.feature_dim : p->feature_dim;
-    g.classes = o.num_classes ? o.num_classes : p->num_classes;
-    g.feature_dtype = o.feature_dtype == GD_DTYPE_INVALID ? GD_DTYPE_FLOAT32 : o.feature_dtype;
-    g.p_in = p->p_in;
-    g.noise = p->noise * sqrt((double)g.dim / (double)p->feature_dim);
-    g.train = p->train;
-    g.valid = p->valid;
-    g.test = p->test;
-    g.threads = o.threads > 0 ? o.threads : gd__num_threads();
-
-    GD_REQUIRE(g.n >= 2 && g.n <= ((int64_t)1 << 40), GD_ERR_INVALID_ARG,
-               "generate: num_nodes %lld is out of range: use 2 to 2^40",
-               (long long)g.n);
-    GD_REQUIRE(g.classes >= 1 && g.classes <= g.n / 2 && g.classes <= (1 << 24),
-               GD_ERR_INVALID_ARG,
-               "generate: num_classes %lld is out of range for %lld nodes: use 1 to "
-               "min(num_nodes / 2, 2^24)",
-               (long long)g.classes, (long long)g.n);
-    GD_REQUIRE(g.dim >= 1 && g.dim <= (1 << 20), GD_ERR_INVALID_ARG,
-               "generate: feature_dim %lld is out of range: use 1 to 2^20", (long long)g.dim);
-    GD_REQUIRE(isfinite(avg) && avg >= 1.0, GD_ERR_INVALID_ARG,
-               "generate: avg_degree %g is out of range: every node has at least one "
-               "in-neighbour, so use a value of at least 1",
-               avg);
-    GD_REQUIRE(g.feature_dtype == GD_DTYPE_FLOAT32 || g.feature_dtype == GD_DTYPE_FLOAT16 ||
-                   g.feature_dtype == GD_DTYPE_BFLOAT16,
-               GD_ERR_INVALID_ARG,
-               "generate: feature dtype %s is not supported: use float32, float16 or bfloat16",
-               gd_dtype_name(g.feature_dtype));
-    int64_t feat_elems;
-    GD_REQUIRE(!gd__mul_overflow_i64(g.n, g.dim, &feat_elems) && feat_elems < ((int64_t)1 << 60),
-               GD_ERR_OVERFLOW, "generate: %lld nodes x %lld features overflows",
-               (long long)g.n, (long long)g.dim);
-
-    /* The cap keeps a list within half a community, so redraws find free members quickly, and
-     * below GEN_MAX_DEGREE, so that per-thread scratch stays small at any size. */
-    g.cap = g.n / (2 * g.classes);
-    if (g.cap > GEN_MAX_DEGREE) g.cap = GEN_MAX_DEGREE;
-    if (g.cap > g.n - 1) g.cap = g.n - 1;
-    if (g.cap < 1) g.cap = 1;
-    GD_CHECK(calibrate_scale(avg, g.cap, g.n, g.classes, &g.scale));
+    GD_CHECK(gen_setup(&g, &o, p, &avg));
 
     char name[64];
     snprintf(name, sizeof name, "synthetic-%s", p->name);
@@ -684,67 +753,23 @@ gd_status gd_generate(const gd_generate_options *options, gd_dataset_t **out) {
     GD_ALLOC(g.members, (size_t)g.n * sizeof *g.members, "generate: community members");
     GD_CHECK(build_members(&g, progress, user));
 
-    /* Stage 3: the in-neighbour lists, written straight into indices. */
-    g.wide = g.n > INT32_MAX;
-    shape[0] = num_edges;
-    GD_CHECK(gd__dataset_alloc(ds, GD_ARRAY_INDICES, g.wide ? GD_DTYPE_INT64 : GD_DTYPE_INT32, 1,
-                               shape, &ptr));
-    g.indices = ptr;
-    GD_ALLOC(scratch, (size_t)g.threads * (size_t)g.cap * sizeof *scratch,
-             "generate: neighbour list scratch");
-    for (int64_t b0 = 0; b0 < g.n; b0 += GEN_BLOCK) {
-        GD_CHECK(gd__progress(progress, user, "generate: edges", (uint64_t)g.indptr[b0],
-                              (uint64_t)num_edges));
-        int64_t b1 = b0 + GEN_BLOCK < g.n ? b0 + GEN_BLOCK : g.n;
-#pragma omp parallel num_threads(g.threads)
-        {
-            int64_t *buf = scratch + (size_t)GEN_THREAD() * (size_t)g.cap;
-#pragma omp for schedule(dynamic, 64)
-            for (int64_t v = b0; v < b1; v++) node_edges(&g, v, buf);
-        }
-    }
-    GD_CHECK(gd__progress(progress, user, "generate: edges", (uint64_t)num_edges,
-                          (uint64_t)num_edges));
-    gd_free(scratch);
-    scratch = NULL;
+    GD_CHECK(gen_edges(&g, ds, num_edges, progress, user));
     gd_free(g.members);
     g.members = NULL;
-
-    /* Stage 4: features, row by row into the array. */
-    GD_ALLOC(g.centroids, (size_t)(g.classes * g.dim) * sizeof *g.centroids,
-             "generate: class centroids");
-    make_centroids(&g);
-    shape[0] = g.n;
-    shape[1] = g.dim;
-    GD_CHECK(gd__dataset_alloc(ds, GD_ARRAY_FEATURES, g.feature_dtype, 2, shape, &ptr));
-    g.features = ptr;
-    GD_ALLOC(rows, (size_t)g.threads * (size_t)g.dim * sizeof *rows, "generate: feature rows");
-    for (int64_t b0 = 0; b0 < g.n; b0 += GEN_BLOCK) {
-        GD_CHECK(gd__progress(progress, user, "generate: features", (uint64_t)b0, (uint64_t)g.n));
-        int64_t b1 = b0 + GEN_BLOCK < g.n ? b0 + GEN_BLOCK : g.n;
-#pragma omp parallel num_threads(g.threads)
-        {
-            float *row = rows + (size_t)GEN_THREAD() * (size_t)g.dim;
-#pragma omp for schedule(static)
-            for (int64_t v = b0; v < b1; v++) feature_row(&g, v, row);
-        }
-    }
-    GD_CHECK(gd__progress(progress, user, "generate: features", (uint64_t)g.n, (uint64_t)g.n));
+    GD_CHECK(gen_features(&g, ds, progress, user));
 
     /* Stage 5: splits, then provenance and the finishing checks. */
     GD_CHECK(make_splits(&g, ds, progress, user));
-
     GD_CHECK(set_info(ds, "generator", "graphdirect synthetic v1"));
     GD_CHECK(set_info(ds, "preset", "%s", p->name));
     GD_CHECK(set_info(ds, "seed", "%llu", (unsigned long long)g.seed));
     GD_CHECK(set_info(ds, "avg_degree_target", "%.6g", avg));
-    GD_CHECK(set_info(ds, "degree_law", "lomax alpha=%.2f scale=%.6g max=%lld", GEN_ALPHA,
-                      g.scale, (long long)g.cap));
+    GD_CHECK(set_info(ds, "degree_law", "lomax alpha=%.2f scale=%.6g max=%lld", GEN_ALPHA, g.scale,
+                      (long long)g.cap));
     GD_CHECK(set_info(ds, "source_pick", "p_in=%.2f rank=floor(S*u^%d) by in-degree", g.p_in,
                       GEN_RANK_SKEW));
     GD_CHECK(set_info(ds, "features", "centroid N(0,1) + %.4g * N(0,1)", g.noise));
-    GD_CHECK(set_info(ds, "split", "train=%.6g valid=%.6g test=%.6g", g.train, g.valid,
-                      g.test));
+    GD_CHECK(set_info(ds, "split", "train=%.6g valid=%.6g test=%.6g", g.train, g.valid, g.test));
     ds->num_classes = g.classes;
     GD_CHECK(gd__progress(progress, user, "generate: finish", 0, 1));
     /* The graph is valid by construction; checking every index is left to small graphs, where
@@ -755,7 +780,6 @@ gd_status gd_generate(const gd_generate_options *options, gd_dataset_t **out) {
 
     gd_free(g.centroids);
     gd_free(g.comm_off);
-    gd_free(rows);
     if (out)
         *out = ds;
     else
@@ -763,8 +787,6 @@ gd_status gd_generate(const gd_generate_options *options, gd_dataset_t **out) {
     return GD_OK;
 
 fail:
-    gd_free(scratch);
-    gd_free(rows);
     gd_free(g.members);
     gd_free(g.comm_off);
     gd_free(g.centroids);

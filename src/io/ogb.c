@@ -312,6 +312,46 @@ fail:
     return st;
 }
 
+/*
+ * The three id lists of a split folder, each id below n (why says where n comes from), adopted
+ * as the dataset's train, valid and test arrays.
+ */
+static gd_status read_splits(const gd__convert_job *job, const char *split_dir, int64_t n,
+                             const char *why) {
+    static const char *const split_file[3] = {"train.csv.gz", "valid.csv.gz", "test.csv.gz"};
+    static const gd_array_id split_id[3] = {GD_ARRAY_TRAIN_IDX, GD_ARRAY_VALID_IDX,
+                                            GD_ARRAY_TEST_IDX};
+    gd_status st = GD_OK;
+    char *split_path = NULL;
+    gd__csv c;
+    memset(&c, 0, sizeof c);
+    GD_CHECK(gd__dataset_set_info(job->ds, "split", split_dir));
+    for (int k = 0; k < 3; k++) {
+        gd_free(split_path);
+        split_path = gd__path_join(split_dir, split_file[k]);
+        GD_REQUIRE(split_path, GD_ERR_NO_MEMORY, "out of memory naming a split file");
+        GD_REQUIRE(is_file(split_path), GD_ERR_NOT_FOUND,
+                   "%s is missing: a split folder holds train.csv.gz, valid.csv.gz and "
+                   "test.csv.gz",
+                   split_path);
+        memset(&c, 0, sizeof c);
+        c.kind = GD__CSV_INT;
+        c.ncols = 1;
+        c.limit = n;
+        c.limit_why = why;
+        GD_CHECK(read_csv(job, split_path, &c, "convert: split"));
+        int64_t shape[1] = {c.rows};
+        void *data = c.ints.data;
+        c.ints.data = NULL;
+        gd__csv_free(&c);
+        GD_CHECK(gd__dataset_adopt(job->ds, split_id[k], GD_DTYPE_INT64, 1, shape, data));
+    }
+fail:
+    gd__csv_free(&c);
+    gd_free(split_path);
+    return st;
+}
+
 gd_status gd__convert_ogb(const gd__convert_job *job) {
     gd_status st = GD_OK;
     const gd_convert_options *opt = job->opt;
@@ -319,11 +359,8 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
     static const char *const rel[P_COUNT] = {
         "raw/num-node-list.csv.gz", "raw/num-edge-list.csv.gz", "raw/edge.csv.gz",
         "raw/node-feat.csv.gz",     "raw/node-label.csv.gz",    "split"};
-    static const char *const split_file[3] = {"train.csv.gz", "valid.csv.gz", "test.csv.gz"};
-    static const gd_array_id split_id[3] = {GD_ARRAY_TRAIN_IDX, GD_ARRAY_VALID_IDX,
-                                            GD_ARRAY_TEST_IDX};
     char *path[P_COUNT] = {0};
-    char *split_dir = NULL, *split_path = NULL, why[600];
+    char *split_dir = NULL, why[600];
     gd__csv c;
     memset(&c, 0, sizeof c);
     for (int i = 0; i < P_COUNT; i++) {
@@ -403,33 +440,10 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
         GD_CHECK(gd__dataset_adopt(job->ds, GD_ARRAY_LABELS, GD_DTYPE_INT64, 1, shape, data));
     }
     GD_CHECK(choose_split(path[P_SPLIT], opt->split, &split_dir));
-    if (split_dir) {
-        GD_CHECK(gd__dataset_set_info(job->ds, "split", split_dir));
-        for (int k = 0; k < 3; k++) {
-            gd_free(split_path);
-            split_path = gd__path_join(split_dir, split_file[k]);
-            GD_REQUIRE(split_path, GD_ERR_NO_MEMORY, "out of memory naming a split file");
-            GD_REQUIRE(is_file(split_path), GD_ERR_NOT_FOUND,
-                       "%s is missing: a split folder holds train.csv.gz, valid.csv.gz and "
-                       "test.csv.gz",
-                       split_path);
-            memset(&c, 0, sizeof c);
-            c.kind = GD__CSV_INT;
-            c.ncols = 1;
-            c.limit = n;
-            c.limit_why = why;
-            GD_CHECK(read_csv(job, split_path, &c, "convert: split"));
-            int64_t shape[1] = {c.rows};
-            void *data = c.ints.data;
-            c.ints.data = NULL;
-            gd__csv_free(&c);
-            GD_CHECK(gd__dataset_adopt(job->ds, split_id[k], GD_DTYPE_INT64, 1, shape, data));
-        }
-    }
+    if (split_dir) GD_CHECK(read_splits(job, split_dir, n, why));
 fail:
     gd__csv_free(&c);
     for (int i = 0; i < P_COUNT; i++) gd_free(path[i]);
     gd_free(split_dir);
-    gd_free(split_path);
     return st;
 }
