@@ -780,136 +780,22 @@ static void print_cache_row(const char *score, int pct, int64_t cached_rows, dou
         printf("  %7s  %5s  %7s\n", "-", "-", "-");
 }
 
-/* What the cache sweep's timed runs share: the tensor, the calls, the rows and the baseline. */
-typedef struct {
-    gd_host_tensor_t *t;
-    const call_plan *p;
-    const void *src; /* the feature table */
-    int64_t rows, row_bytes;
-    int64_t max_len;            /* ids of the longest timed minibatch */
-    int64_t timed_ids;          /* ids of the timed minibatches, all together */
-    const int64_t *timed_first; /* the first of them */
-    double secs0;               /* the baseline's time, which the speed-ups divide */
-} cache_runs;
-
-/* 0 %: zero-copy alone (or the CPU gather without a GPU), the baseline; sets cr->secs0. */
-static int cache_baseline(gather_bench *b, cache_runs *cr) {
+static int cache_sweep(gather_bench *b) {
+    int rc = -1;
+    gd_dataset_t *ds = NULL;
+    gd_host_tensor_t *t = NULL;
     gd_gatherer_t *g = NULL;
-    gd_status st;
-    char label[128];
-    const bench_mode m0 = b->gpu ? BM_ZEROCOPY : BM_CPU;
-    snprintf(label, sizeof label, "cache benchmark, %s without a cache", modes[m0].name);
-    if (create_gatherer(b, cr->t, m0, cr->max_len, "0", 0, NULL, &g, &st) != 0) {
-        bench_gd_error(label, st);
-        goto fail;
-    }
-    if (measure(b, g, m0, cr->p, cr->src, cr->row_bytes, label, &cr->secs0) != 0) goto fail;
-    const double rate0 = gbps((double)cr->timed_ids * (double)cr->row_bytes, cr->secs0);
-    gd_gatherer_destroy(g);
-    g = NULL;
-    print_cache_row("none", 0, 0, 0, rate0, b->ceiling_gbps, 1.0);
-    if (add_cache_run(b, "none", 0, 0, 0, "none", cr->secs0, rate0, 1.0) != 0) goto fail;
-    return 0;
-fail:
-    gd_gatherer_destroy(g);
-    return -1;
-}
-
-/*
- * The rows with the highest scores of kind k cached, at each cached share: timed with a GPU,
- * else the hit rate the scores give alone.
- */
-static int cache_score_runs(gather_bench *b, const cache_runs *cr, int k, const int64_t *scores) {
-    gd_gatherer_t *g = NULL;
-    gd_status st;
-    char label[128];
-    const int64_t rows = cr->rows, row_bytes = cr->row_bytes, timed_ids = cr->timed_ids;
-    for (int pi = 1; pi < CACHE_PCTS; pi++) {
-        const int pct = cache_pcts[pi];
-        const int64_t cache_rows = rows * pct / 100;
-        double hit = 0, secs = 0, rate = 0;
-        int64_t cached_rows = cache_rows;
-        if (!b->gpu) {
-            if (modelled_hit_rate(scores, rows, cache_rows, cr->timed_first, timed_ids, &hit) != 0)
-                goto fail;
-            print_cache_row(score_names[k], pct, cached_rows, hit, 0, 0, 0);
-            if (add_cache_run(b, score_names[k], pct, cached_rows, hit, "model", 0, 0, 0))
-                goto fail;
-            continue;
-        }
-        {
-            gd_gatherer_info info = GD_GATHERER_INFO_INIT;
-            int64_t hits = 0;
-            snprintf(label, sizeof label,
-                     "cache benchmark, zerocopy with %d %% of the rows cached by %s", pct,
-                     score_names[k]);
-            if (create_gatherer(b, cr->t, BM_ZEROCOPY, cr->max_len, "0", cache_rows * row_bytes,
-                                scores, &g, &st) != 0) {
-                bench_gd_error(label, st);
-                goto fail;
-            }
-            BENCH_GD(gd_gatherer_get_info(g, &info), "reading the gatherer's info");
-            cached_rows = info.cached_rows;
-            if (measure(b, g, BM_ZEROCOPY, cr->p, cr->src, row_bytes, label, &secs) != 0) goto fail;
-            rate = gbps((double)timed_ids * (double)row_bytes, secs);
-            for (int64_t i = 0; i < timed_ids; i++)
-                hits += gd_gatherer_is_cached(g, cr->timed_first[i]);
-            hit = (double)hits / (double)(timed_ids ? timed_ids : 1);
-            gd_gatherer_destroy(g);
-            g = NULL;
-        }
-        const double speedup = secs > 0 ? cr->secs0 / secs : 0;
-        if (pct == 20) b->cache_speedup_20[k] = speedup;
-        fprintf(stderr, "  cache %s %d %%: hit rate %.1f %%, %.2f GB/s, %.2fx\n", score_names[k],
-                pct, 100 * hit, rate, speedup);
-        print_cache_row(score_names[k], pct, cached_rows, hit, rate, b->ceiling_gbps, speedup);
-        if (add_cache_run(b, score_names[k], pct, cached_rows, hit, "gatherer", secs, rate,
-                          speedup) != 0)
-            goto fail;
-        if (cli_interrupted()) goto fail;
-    }
-    return 0;
-fail:
-    gd_gatherer_destroy(g);
-    return -1;
-}
-
-/* gpu mode, every row in GPU memory: the upper bound, skipped when the rows do not fit. */
-static int cache_gpu_bound(gather_bench *b, const cache_runs *cr) {
-    gd_gatherer_t *g = NULL;
-    gd_status st;
-    double secs = 0;
-    char label[128];
-    snprintf(label, sizeof label, "cache benchmark, gpu mode (all rows in GPU memory)");
-    if (create_gatherer(b, cr->t, BM_GPU, cr->max_len, "0", 0, NULL, &g, &st) != 0) {
-        if (st != GD_ERR_NO_MEMORY) {
-            bench_gd_error(label, st);
-            goto fail;
-        }
-        fprintf(stderr, "cache: gpu mode skipped: the features do not fit in GPU memory\n");
-    } else {
-        if (measure(b, g, BM_GPU, cr->p, cr->src, cr->row_bytes, label, &secs) != 0) goto fail;
-        const double rate = gbps((double)cr->timed_ids * (double)cr->row_bytes, secs);
-        print_cache_row("all (gpu mode)", 100, cr->rows, 1.0, rate, b->ceiling_gbps,
-                        cr->secs0 / secs);
-        if (add_cache_run(b, "all (gpu mode)", 100, cr->rows, 1.0, "gpu mode", secs, rate,
-                          cr->secs0 / secs) != 0)
-            goto fail;
-    }
-    gd_gatherer_destroy(g);
-    return 0;
-fail:
-    gd_gatherer_destroy(g);
-    return -1;
-}
-
-/* The cache benchmark's graph, generated in memory: *graph points into *ds's arrays. */
-static int cache_graph(const gather_bench *b, gd_dataset_t **ds, bench_graph *graph,
-                       gd_array_view *features) {
-    gd_array_view indptr, indices, train;
+    bench_batches timed = {0}, scoring = {0};
+    int64_t *scores[SCORE_KINDS] = {0};
+    gd_array_view indptr, indices, features, train;
+    bench_graph graph = {0};
     cli_progress prog;
-    double t0;
+    call_plan p = {0};
+    char label[128], a[32], c[32];
+    double t0, secs0 = 0, rate0 = 0;
     gd_status st;
+
+    /* The graph, in memory. */
     gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
     go.preset = b->opt.preset;
     go.seed = b->opt.seed;
@@ -919,41 +805,22 @@ static int cache_graph(const gather_bench *b, gd_dataset_t **ds, bench_graph *gr
     go.progress_user = &prog;
     fprintf(stderr, "cache: generating preset '%s' in memory\n", b->opt.preset);
     t0 = bench_now();
-    st = gd_generate(&go, ds);
+    st = gd_generate(&go, &ds);
     cli_progress_end(&prog);
     BENCH_GD(st, "generating the cache benchmark's graph");
     fprintf(stderr, "cache: generated in %.2f s\n", bench_now() - t0);
-    if (get_array(*ds, GD_ARRAY_INDPTR, &indptr) || get_array(*ds, GD_ARRAY_INDICES, &indices) ||
-        get_array(*ds, GD_ARRAY_FEATURES, features))
+    if (get_array(ds, GD_ARRAY_INDPTR, &indptr) || get_array(ds, GD_ARRAY_INDICES, &indices) ||
+        get_array(ds, GD_ARRAY_FEATURES, &features))
         goto fail;
-    graph->num_nodes = gd_dataset_num_nodes(*ds);
-    graph->indptr = indptr.data;
-    graph->indices = indices.data;
-    graph->indices_dtype = indices.dtype;
-    if (gd_dataset_array(*ds, GD_ARRAY_TRAIN_IDX, &train) == GD_OK && train.shape[0] > 0) {
-        graph->train = train.data;
-        graph->train_dtype = train.dtype;
-        graph->train_count = train.shape[0];
+    graph.num_nodes = gd_dataset_num_nodes(ds);
+    graph.indptr = indptr.data;
+    graph.indices = indices.data;
+    graph.indices_dtype = indices.dtype;
+    if (gd_dataset_array(ds, GD_ARRAY_TRAIN_IDX, &train) == GD_OK && train.shape[0] > 0) {
+        graph.train = train.data;
+        graph.train_dtype = train.dtype;
+        graph.train_count = train.shape[0];
     }
-    return 0;
-fail:
-    return -1;
-}
-
-static int cache_sweep(gather_bench *b) {
-    int rc = -1;
-    gd_dataset_t *ds = NULL;
-    gd_host_tensor_t *t = NULL;
-    bench_batches timed = {0}, scoring = {0};
-    int64_t *scores[SCORE_KINDS] = {0};
-    gd_array_view features;
-    bench_graph graph = {0};
-    call_plan p = {0};
-    cache_runs cr;
-    char a[32], c[32];
-    double t0;
-
-    if (cache_graph(b, &ds, &graph, &features) != 0) goto fail;
     const int64_t rows = features.shape[0];
     const int64_t cols = features.ndim > 1 ? features.shape[1] : 1;
     const int64_t row_bytes = cols * (int64_t)gd_dtype_size(features.dtype);
@@ -1028,25 +895,93 @@ static int cache_sweep(gather_bench *b) {
     printf("  %-14s %-6s %9s  %8s  %7s  %5s  %7s\n", "score", "cached", "rows", "hit rate", "GB/s",
            b->gpu ? "xDMA" : "xcopy", "speed-up");
 
-    cr.t = t;
-    cr.p = &p;
-    cr.src = features.data;
-    cr.rows = rows;
-    cr.row_bytes = row_bytes;
-    cr.max_len = timed.max_len;
-    cr.timed_ids = timed_ids;
-    cr.timed_first = timed_first;
-    if (cache_baseline(b, &cr) != 0) goto fail;
-    for (int k = 0; k < SCORE_KINDS; k++)
-        if (cache_score_runs(b, &cr, k, scores[k]) != 0) goto fail;
+    /* 0 %: zero-copy alone (or the CPU gather without a GPU), the baseline. */
+    {
+        const bench_mode m0 = b->gpu ? BM_ZEROCOPY : BM_CPU;
+        snprintf(label, sizeof label, "cache benchmark, %s without a cache", modes[m0].name);
+        if (create_gatherer(b, t, m0, timed.max_len, "0", 0, NULL, &g, &st) != 0) {
+            bench_gd_error(label, st);
+            goto fail;
+        }
+        if (measure(b, g, m0, &p, features.data, row_bytes, label, &secs0) != 0) goto fail;
+        rate0 = gbps((double)timed_ids * (double)row_bytes, secs0);
+        gd_gatherer_destroy(g);
+        g = NULL;
+        print_cache_row("none", 0, 0, 0, rate0, b->ceiling_gbps, 1.0);
+        if (add_cache_run(b, "none", 0, 0, 0, "none", secs0, rate0, 1.0) != 0) goto fail;
+    }
+    for (int k = 0; k < SCORE_KINDS; k++) {
+        for (int pi = 1; pi < CACHE_PCTS; pi++) {
+            const int pct = cache_pcts[pi];
+            const int64_t cache_rows = rows * pct / 100;
+            double hit = 0, secs = 0, rate = 0;
+            int64_t cached_rows = cache_rows;
+            if (!b->gpu) {
+                if (modelled_hit_rate(scores[k], rows, cache_rows, timed_first, timed_ids, &hit) !=
+                    0)
+                    goto fail;
+                print_cache_row(score_names[k], pct, cached_rows, hit, 0, 0, 0);
+                if (add_cache_run(b, score_names[k], pct, cached_rows, hit, "model", 0, 0, 0))
+                    goto fail;
+                continue;
+            }
+            {
+                gd_gatherer_info info = GD_GATHERER_INFO_INIT;
+                int64_t hits = 0;
+                snprintf(label, sizeof label,
+                         "cache benchmark, zerocopy with %d %% of the rows cached by %s", pct,
+                         score_names[k]);
+                if (create_gatherer(b, t, BM_ZEROCOPY, timed.max_len, "0", cache_rows * row_bytes,
+                                    scores[k], &g, &st) != 0) {
+                    bench_gd_error(label, st);
+                    goto fail;
+                }
+                BENCH_GD(gd_gatherer_get_info(g, &info), "reading the gatherer's info");
+                cached_rows = info.cached_rows;
+                if (measure(b, g, BM_ZEROCOPY, &p, features.data, row_bytes, label, &secs) != 0)
+                    goto fail;
+                rate = gbps((double)timed_ids * (double)row_bytes, secs);
+                for (int64_t i = 0; i < timed_ids; i++)
+                    hits += gd_gatherer_is_cached(g, timed_first[i]);
+                hit = (double)hits / (double)(timed_ids ? timed_ids : 1);
+                gd_gatherer_destroy(g);
+                g = NULL;
+            }
+            const double speedup = secs > 0 ? secs0 / secs : 0;
+            if (pct == 20) b->cache_speedup_20[k] = speedup;
+            fprintf(stderr, "  cache %s %d %%: hit rate %.1f %%, %.2f GB/s, %.2fx\n",
+                    score_names[k], pct, 100 * hit, rate, speedup);
+            print_cache_row(score_names[k], pct, cached_rows, hit, rate, b->ceiling_gbps, speedup);
+            if (add_cache_run(b, score_names[k], pct, cached_rows, hit, "gatherer", secs, rate,
+                              speedup) != 0)
+                goto fail;
+            if (cli_interrupted()) goto fail;
+        }
+    }
     /* The upper bound: every row in GPU memory. */
     if (b->gpu) {
-        if (cache_gpu_bound(b, &cr) != 0) goto fail;
+        double secs = 0;
+        snprintf(label, sizeof label, "cache benchmark, gpu mode (all rows in GPU memory)");
+        if (create_gatherer(b, t, BM_GPU, timed.max_len, "0", 0, NULL, &g, &st) != 0) {
+            if (st != GD_ERR_NO_MEMORY) {
+                bench_gd_error(label, st);
+                goto fail;
+            }
+            fprintf(stderr, "cache: gpu mode skipped: the features do not fit in GPU memory\n");
+        } else {
+            if (measure(b, g, BM_GPU, &p, features.data, row_bytes, label, &secs) != 0) goto fail;
+            const double rate = gbps((double)timed_ids * (double)row_bytes, secs);
+            print_cache_row("all (gpu mode)", 100, rows, 1.0, rate, b->ceiling_gbps, secs0 / secs);
+            if (add_cache_run(b, "all (gpu mode)", 100, rows, 1.0, "gpu mode", secs, rate,
+                              secs0 / secs) != 0)
+                goto fail;
+        }
     } else {
         printf("  (hit rates from the scores; GPU cache timings need a CUDA build and a GPU)\n");
     }
     rc = 0;
 fail:
+    gd_gatherer_destroy(g);
     gd_host_tensor_destroy(t);
     for (int k = 0; k < SCORE_KINDS; k++) free(scores[k]);
     bench_batches_free(&timed);

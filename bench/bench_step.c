@@ -353,73 +353,11 @@ static void run_release(step_run *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* The seeds: the training nodes (every node when the preset has no split), shuffled per epoch
-   into r->order. */
-static int setup_seeds(const step_bench *b, step_run *r) {
-    gd_array_view tv;
-    if (gd_dataset_array(r->ds, GD_ARRAY_TRAIN_IDX, &tv) == GD_OK && tv.shape[0] > 0) {
-        r->num_train = tv.shape[0];
-        r->train = malloc(sizeof *r->train * (size_t)r->num_train);
-        BENCH_REQUIRE(r->train, "out of memory for %lld training ids", (long long)r->num_train);
-        for (int64_t i = 0; i < r->num_train; i++) r->train[i] = label_at(&tv, i);
-    } else {
-        gd_clear_error();
-        r->num_train = r->num_nodes;
-        r->train = malloc(sizeof *r->train * (size_t)r->num_train);
-        BENCH_REQUIRE(r->train, "out of memory for %lld seed ids", (long long)r->num_train);
-        for (int64_t i = 0; i < r->num_train; i++) r->train[i] = i;
-    }
-    BENCH_REQUIRE(r->num_train >= b->opt.batch,
-                  "preset %s has %lld training nodes, fewer than a batch of %lld: lower --batch",
-                  b->opt.preset, (long long)r->num_train, (long long)b->opt.batch);
-    r->order = malloc(sizeof *r->order * (size_t)r->num_train);
-    BENCH_REQUIRE(r->order, "out of memory for the shuffled seeds");
-    r->order_epoch = -1;
-    return 0;
-fail:
-    return -1;
-}
-
-/* The model, sized as the trainer sizes it (gd__model_capacity), Adam's options, and the step's
-   device buffers: input rows, loss, logit gradient and labels. */
-static int setup_model(const step_bench *b, step_run *r) {
-    gd_graph_info gi = GD_GRAPH_INFO_INIT;
-    BENCH_GD(gd_graph_get_info(r->graph, &gi), "reading the graph's sizes");
-    gd__model_config mc =
-        gd__model_config_make(GD__MODEL_DEFAULT, b->layers, r->in_dim, b->opt.hidden,
-                              r->num_classes, b->dropout, GD_DTYPE_FLOAT32);
-    const gd__model_shape shape = {.num_layers = b->layers,
-                                   .fanouts = b->fanouts,
-                                   .batch = b->opt.batch,
-                                   .max_degree = gi.max_degree,
-                                   .num_nodes = r->num_nodes,
-                                   .max_input_nodes = r->sinfo.max_input_nodes};
-    gd__model_capacity(&shape, &mc);
-    BENCH_GD(gd__model_create(&r->ctx, &mc, b->opt.seed, &r->model), "creating the model");
-    r->adam = (gd__nn_adam_options)GD__NN_ADAM_OPTIONS_INIT;
-    r->adam.lr = b->lr;
-    BENCH_GD(
-        gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, r->sinfo.max_input_nodes, r->in_dim, &r->x),
-        "allocating the input rows");
-    BENCH_GD(gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, 1, 1, &r->loss), "allocating the loss");
-    BENCH_GD(
-        gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, b->opt.batch, r->num_classes, &r->dlogits),
-        "allocating the logit gradient");
-    BENCH_GD(
-        r->ctx.be->alloc(&r->ctx, sizeof(int64_t) * (size_t)b->opt.batch, (void **)&r->labels_dev),
-        "allocating the labels");
-    r->labels_host = malloc(sizeof(int64_t) * (size_t)b->opt.batch);
-    BENCH_REQUIRE(r->labels_host, "out of memory for the labels of a minibatch");
-    return 0;
-fail:
-    return -1;
-}
-
 /* Generate the preset and set up the all-gpu data path, the model and the step's buffers. */
 static int run_setup(const step_bench *b, step_run *r) {
     gd_status st;
     cli_progress prog;
-    gd_array_view fv;
+    gd_array_view fv, tv;
     const double t0 = bench_now();
     const int L = b->layers;
     gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
@@ -444,7 +382,25 @@ static int run_setup(const step_bench *b, step_run *r) {
                   "float32",
                   b->opt.preset, gd_dtype_name(fv.dtype));
 
-    if (setup_seeds(b, r)) goto fail;
+    /* Seeds: the training nodes, shuffled per epoch. */
+    if (gd_dataset_array(r->ds, GD_ARRAY_TRAIN_IDX, &tv) == GD_OK && tv.shape[0] > 0) {
+        r->num_train = tv.shape[0];
+        r->train = malloc(sizeof *r->train * (size_t)r->num_train);
+        BENCH_REQUIRE(r->train, "out of memory for %lld training ids", (long long)r->num_train);
+        for (int64_t i = 0; i < r->num_train; i++) r->train[i] = label_at(&tv, i);
+    } else {
+        gd_clear_error();
+        r->num_train = r->num_nodes;
+        r->train = malloc(sizeof *r->train * (size_t)r->num_train);
+        BENCH_REQUIRE(r->train, "out of memory for %lld seed ids", (long long)r->num_train);
+        for (int64_t i = 0; i < r->num_train; i++) r->train[i] = i;
+    }
+    BENCH_REQUIRE(r->num_train >= b->opt.batch,
+                  "preset %s has %lld training nodes, fewer than a batch of %lld: lower --batch",
+                  b->opt.preset, (long long)r->num_train, (long long)b->opt.batch);
+    r->order = malloc(sizeof *r->order * (size_t)r->num_train);
+    BENCH_REQUIRE(r->order, "out of memory for the shuffled seeds");
+    r->order_epoch = -1;
 
     /* The nn context first: its stream carries the sampler, the gather and the step. */
     BENCH_GD(gd__nn_cuda_ctx_create(b->opt.device, &r->ctx), "creating the CUDA nn context");
@@ -477,7 +433,36 @@ static int run_setup(const step_bench *b, step_run *r) {
                  "creating the gpu gatherer (the feature table in GPU memory)");
     }
 
-    if (setup_model(b, r)) goto fail;
+    /* The model, sized as the trainer sizes it (gd__model_capacity). */
+    {
+        gd_graph_info gi = GD_GRAPH_INFO_INIT;
+        BENCH_GD(gd_graph_get_info(r->graph, &gi), "reading the graph's sizes");
+        gd__model_config mc = gd__model_config_make(GD__MODEL_DEFAULT, L, r->in_dim, b->opt.hidden,
+                                                    r->num_classes, b->dropout, GD_DTYPE_FLOAT32);
+        const gd__model_shape shape = {.num_layers = L,
+                                       .fanouts = b->fanouts,
+                                       .batch = b->opt.batch,
+                                       .max_degree = gi.max_degree,
+                                       .num_nodes = r->num_nodes,
+                                       .max_input_nodes = r->sinfo.max_input_nodes};
+        gd__model_capacity(&shape, &mc);
+        BENCH_GD(gd__model_create(&r->ctx, &mc, b->opt.seed, &r->model), "creating the model");
+        r->adam = (gd__nn_adam_options)GD__NN_ADAM_OPTIONS_INIT;
+        r->adam.lr = b->lr;
+    }
+    BENCH_GD(gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, r->sinfo.max_input_nodes, r->in_dim,
+                                 &r->x),
+             "allocating the input rows");
+    BENCH_GD(gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, 1, 1, &r->loss),
+             "allocating the loss");
+    BENCH_GD(
+        gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, b->opt.batch, r->num_classes, &r->dlogits),
+        "allocating the logit gradient");
+    BENCH_GD(
+        r->ctx.be->alloc(&r->ctx, sizeof(int64_t) * (size_t)b->opt.batch, (void **)&r->labels_dev),
+        "allocating the labels");
+    r->labels_host = malloc(sizeof(int64_t) * (size_t)b->opt.batch);
+    BENCH_REQUIRE(r->labels_host, "out of memory for the labels of a minibatch");
     BENCH_CUDA(cudaEventCreate(&r->ev0));
     r->have_events = 1;
     BENCH_CUDA(cudaEventCreate(&r->ev1));
