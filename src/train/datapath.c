@@ -588,7 +588,7 @@ fail:
 }
 #endif
 
-int gd__datapath_stages(gd__datapath *d, gd__stage *out) {
+static int data_stages(gd__datapath *d, gd__stage *out) {
     memset(out, 0, 2 * sizeof *out);
     out[0].name = "sample";
     out[1].name = "gather";
@@ -611,6 +611,13 @@ int gd__datapath_stages(gd__datapath *d, gd__stage *out) {
     }
 #endif
     return 2;
+}
+
+void gd__datapath_pipe_config(gd__datapath *d, gd__pipe_config *pc) {
+    memset(pc, 0, sizeof *pc);
+    pc->device = gd_context_device(d->context);
+    pc->depth = d->depth;
+    pc->num_stages = data_stages(d, pc->stages);
 }
 
 gd_status gd__datapath_start_pass(gd__datapath *d, const int64_t *ids, int64_t n, int64_t epoch,

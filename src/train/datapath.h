@@ -112,8 +112,11 @@ gd_status gd__datapath_plan(const gd_dataset_t *ds, const gd__data_config *cfg, 
 /* Waits for the data stages' streams; the client's nn backend is the client's to destroy. */
 void gd__datapath_destroy(gd__datapath *d);
 
-/* The data stages for a pipeline (sample, gather); returns their count. */
-int gd__datapath_stages(gd__datapath *d, gd__stage *out);
+/*
+ * A pipeline config of the data stages (sample, gather) over d's ring on its device; the client
+ * adds its own stages and its rules for freeing sets.
+ */
+void gd__datapath_pipe_config(gd__datapath *d, gd__pipe_config *pc);
 /*
  * Prepare pass p over ids[0..n) (which stay alive during the pass) in minibatches of the
  * batch size; the seed order goes to the GPU for the CUDA sampler.

@@ -121,10 +121,7 @@ static int may_reuse(void *user, int set) {
 /* The pipeline of the data path's two stages; the caller fences the sets it read. */
 static gd_status make_pipe(gd_loader_t *l) {
     gd__pipe_config pc;
-    memset(&pc, 0, sizeof pc);
-    pc.device = l->o.device;
-    pc.depth = l->d->depth;
-    pc.num_stages = gd__datapath_stages(l->d, pc.stages);
+    gd__datapath_pipe_config(l->d, &pc);
     pc.may_reuse = may_reuse;
     pc.may_reuse_user = l;
     return gd__pipe_create(&pc, &l->pipe);

@@ -182,10 +182,7 @@ static gd_status train_stage(void *user, gd__pass *p, int64_t b, int set, void *
 /* The data path's stages and the train stage, in one pipeline. */
 static gd_status make_pipe(gd__trainer *t) {
     gd__pipe_config pc;
-    memset(&pc, 0, sizeof pc);
-    pc.device = t->cfg.device;
-    pc.depth = t->d->depth;
-    pc.num_stages = gd__datapath_stages(t->d, pc.stages);
+    gd__datapath_pipe_config(t->d, &pc);
     gd__stage *train = &pc.stages[pc.num_stages++];
     train->name = "train";
     train->run = train_stage;
