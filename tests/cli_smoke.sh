@@ -52,7 +52,8 @@ for f in indptr.npy indices.npy features.npy labels.npy train_idx.npy; do
 done
 before=$(md5sum "$tmp/a/indices.npy")
 expect_rc 1 "$cli" generate --preset tiny --seed 8 --out "$tmp/a"
-grep -q "exists" "$tmp/err" || { cat "$tmp/err"; fail "clobber message"; }
+grep -q "exists" "$tmp/err" && grep -q -- "--overwrite" "$tmp/err" && ! grep -q -- "--force" "$tmp/err" \
+    || { cat "$tmp/err"; fail "clobber message (it names --overwrite, not --force)"; }
 [ "$(md5sum "$tmp/a/indices.npy")" = "$before" ] || fail "existing dataset was modified"
 expect_rc 0 "$cli" generate --preset tiny --seed 8 --out "$tmp/a" --overwrite
 [ "$(md5sum "$tmp/a/indices.npy")" != "$before" ] || fail "--overwrite did not replace"

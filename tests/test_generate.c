@@ -489,7 +489,13 @@ int main(void) {
     T_EQ_INT(gd_dataset_num_classes(d), 8);
     gd_dataset_close(d);
     /* Existing directory: refused without overwrite, replaced with it; out may be NULL. */
+    /*
+     * Regression, "every 'already exists' error recommends --force, which does not exist": the
+     * message names the option that does, in each of the three interfaces.
+     */
     T_FAILS(gd_generate(&o, NULL), GD_ERR_INVALID_ARG, "already exists");
+    T_ASSERT(strstr(gd_last_error(), "--overwrite") && strstr(gd_last_error(), "overwrite=True") &&
+             !strstr(gd_last_error(), "--force"));
     o.overwrite = 1;
     o.seed = seed + 1;
     T_OK(gd_generate(&o, NULL));

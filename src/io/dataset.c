@@ -80,7 +80,8 @@ static gd_status check_target(const char *target, int overwrite) {
     }
     if (!overwrite)
         return gd__error(GD_ERR_INVALID_ARG,
-                         "'%s' already exists; remove it or ask to overwrite it (--force)",
+                         "'%s' already exists; remove it, or replace it: --overwrite on the "
+                         "command line, overwrite=True in Python, overwrite = 1 in C",
                          target);
     if (!S_ISDIR(sb.st_mode))
         return gd__error(GD_ERR_INVALID_ARG,
