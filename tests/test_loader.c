@@ -16,6 +16,8 @@
 #include <dlpack/dlpack.h>
 #endif
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -353,6 +355,75 @@ static void regress_loader_create_log_info_segfault(const gd_dataset_t *ds,
     gd_log_level_set(was);
 }
 
+/*
+ * Regression, "two threads using one Loader segfault" (the Python binding, 2 of 3 runs): two
+ * threads fetch and release the batches of one epoch together; every batch comes exactly once.
+ */
+typedef struct {
+    gd_loader_t *l;
+    int64_t got;
+    int failed;
+} fetcher;
+
+static void *fetch_all(void *arg) {
+    fetcher *f = arg;
+    for (;;) {
+        gd_batch_t *b = NULL;
+        const gd_status st = gd_loader_next(f->l, &b);
+        if (st == GD_ERR_INVALID_ARG && strstr(gd_last_error(), "still holds")) {
+            /* The other thread has not released the batch whose set comes next: again. */
+            sched_yield();
+            continue;
+        }
+        if (st != GD_OK) {
+            fprintf(stderr, "fetch: %s\n", gd_last_error());
+            f->failed = 1;
+            return NULL;
+        }
+        if (!b) return NULL;
+        gd_batch_info bi = GD_BATCH_INFO_INIT;
+        if (gd_batch_get_info(b, &bi) != GD_OK) f->failed = 1;
+        f->got++;
+        gd_batch_release(b);
+    }
+}
+
+static void regress_two_threads_one_loader_segfault(const gd_dataset_t *ds,
+                                                    const gd_loader_options *base) {
+    gd_loader_options o = *base;
+    o.batch_size = 50;
+    gd_loader_t *l;
+    T_OK(gd_loader_create(ds, &o, &l));
+    gd_loader_info li = GD_LOADER_INFO_INIT;
+    T_OK(gd_loader_get_info(l, &li));
+    for (int64_t epoch = 0; epoch < 3; epoch++) {
+        T_OK(gd_loader_start_epoch(l, epoch));
+        fetcher f[2] = {{l, 0, 0}, {l, 0, 0}};
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++) T_ASSERT(pthread_create(&th[i], NULL, fetch_all, &f[i]) == 0);
+        for (int i = 0; i < 2; i++) T_ASSERT(pthread_join(th[i], NULL) == 0);
+        T_EQ_INT(f[0].failed, 0);
+        T_EQ_INT(f[1].failed, 0);
+        T_EQ_INT(f[0].got + f[1].got, li.batches_per_epoch);
+    }
+    gd_loader_destroy(l);
+}
+
+/* Regression, "Loader(threads=100000) segfaults": thread counts past the limit are refused. */
+static void regress_loader_threads_100000_segfault(const gd_dataset_t *ds,
+                                                   const gd_loader_options *base) {
+    gd_loader_options o = *base;
+    gd_loader_t *l = (gd_loader_t *)&l;
+    o.threads = 100000;
+    T_FAILS(gd_loader_create(ds, &o, &l), GD_ERR_INVALID_ARG, "100000 threads");
+    T_ASSERT(l == NULL);
+    o.threads = -1;
+    T_FAILS(gd_loader_create(ds, &o, &l), GD_ERR_INVALID_ARG, "-1 threads");
+    o.threads = 1024;
+    T_OK(gd_loader_create(ds, &o, &l));
+    gd_loader_destroy(l);
+}
+
 int main(void) {
     const uint64_t seed = t_seed();
     gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
@@ -379,6 +450,8 @@ int main(void) {
     o.split = GD_ARRAY_TRAIN_IDX;
     holding_and_exports(ds, &o);
     regress_loader_create_log_info_segfault(ds, &o);
+    regress_two_threads_one_loader_segfault(ds, &o);
+    regress_loader_threads_100000_segfault(ds, &o);
 
     gd_loader_t *l = (gd_loader_t *)&l;
     gd_loader_options bad = o;

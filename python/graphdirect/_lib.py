@@ -29,6 +29,19 @@ STATUS = {}
 STATUS_NAMES = {}
 
 
+INT_MIN, INT_MAX = -2**31, 2**31 - 1
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+
+
+def int_arg(value, who, name, lo, hi):
+    """value, checked to be an int in [lo, hi] (its C type's range: the library checks what the
+    value means) before ctypes would silently wrap it."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError("%s: %s must be an integer from %d to %d, not %r"
+                         % (who, name, lo, hi, value))
+    return value
+
+
 class Closing:
     """`with` support and closing on collection for the classes that own a library handle (their
     close() frees it and may be called twice)."""

@@ -444,23 +444,25 @@ class Loader(_lib.Closing):
                              % (len(fanouts), _lib.GD_SAMPLER_MAX_LAYERS))
         opts.num_layers = len(fanouts)
         for i, f in enumerate(fanouts):
-            if isinstance(f, bool) or not isinstance(f, int) or f < -1:
+            if isinstance(f, bool) or not isinstance(f, int) or not -1 <= f <= _lib.INT_MAX:
                 raise ValueError("graphdirect.Loader: fanout %r (position %d) must be an "
-                                 "integer >= 0, or -1 for all neighbours" % (f, i))
+                                 "integer from 0 to %d, or -1 for all neighbours"
+                                 % (f, i, _lib.INT_MAX))
             opts.fanouts[i] = f
         if split not in _lib.SPLITS:
             raise ValueError("graphdirect.Loader: split %r is not one of train, valid, test"
                              % (split,))
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError("graphdirect.Loader: seed must be an integer >= 0, not %r" % (seed,))
-        opts.batch_size = int(batch_size)
+        who = "graphdirect.Loader"
+        opts.batch_size = _lib.int_arg(batch_size, who, "batch_size", _lib.INT64_MIN, _lib.INT64_MAX)
         opts.split = _lib.SPLITS[split]
         opts.shuffle = 1 if shuffle else 0
         opts.drop_last = 1 if drop_last else 0
         opts.seed = seed
-        opts.device = int(device)
-        opts.threads = int(threads)
-        opts.depth = int(depth)
+        opts.device = _lib.int_arg(device, who, "device", _lib.INT_MIN, _lib.INT_MAX)
+        opts.threads = _lib.int_arg(threads, who, "threads", _lib.INT_MIN, _lib.INT_MAX)
+        opts.depth = _lib.int_arg(depth, who, "depth", _lib.INT_MIN, _lib.INT_MAX)
         # The feature cache is a zero-copy setting; the other modes keep their default.
         if mode in ("zero-copy", "auto", None):
             opts.gpu_cache_bytes = parse_size(gpu_cache, "graphdirect.Loader: gpu_cache")

@@ -91,27 +91,29 @@ class Trainer(_lib.Closing):
                              % (len(fanouts), _lib.GD_SAMPLER_MAX_LAYERS))
         o.num_layers = len(fanouts)
         for i, f in enumerate(fanouts):
-            if isinstance(f, bool) or not isinstance(f, int) or f < -1:
+            if isinstance(f, bool) or not isinstance(f, int) or not -1 <= f <= _lib.INT_MAX:
                 raise ValueError("graphdirect.Trainer: fanout %r (position %d) must be an "
-                                 "integer >= 0, or -1 for all neighbours" % (f, i))
+                                 "integer from 0 to %d, or -1 for all neighbours"
+                                 % (f, i, _lib.INT_MAX))
             o.fanouts[i] = f
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError("graphdirect.Trainer: seed must be an integer >= 0, not %r"
                              % (seed,))
-        o.batch_size = int(batch_size)
-        o.hidden = int(hidden)
+        who = "graphdirect.Trainer"
+        o.batch_size = _lib.int_arg(batch_size, who, "batch_size", _lib.INT64_MIN, _lib.INT64_MAX)
+        o.hidden = _lib.int_arg(hidden, who, "hidden", _lib.INT64_MIN, _lib.INT64_MAX)
         o.dropout = float(dropout)
         o.lr = float(lr)
         o.weight_decay = float(weight_decay)
         o.seed = seed
-        o.threads = int(threads)
-        o.device = int(device)
+        o.threads = _lib.int_arg(threads, who, "threads", _lib.INT_MIN, _lib.INT_MAX)
+        o.device = _lib.int_arg(device, who, "device", _lib.INT_MIN, _lib.INT_MAX)
         o.gpu_cache_bytes = parse_size(gpu_cache, "graphdirect.Trainer: gpu_cache")
         o.graph_cache_bytes = parse_size(graph_cache, "graphdirect.Trainer: graph_cache")
         budget = parse_size(gpu_mem_budget, "graphdirect.Trainer: gpu_mem_budget")
         o.gpu_mem_budget = 0 if budget < 0 else budget
         o.gather_sms = _lib.text(gather_sms)
-        o.depth = int(depth)
+        o.depth = _lib.int_arg(depth, who, "depth", _lib.INT_MIN, _lib.INT_MAX)
         o.mlp = 1 if mlp else 0
         o.context = _context_handle(context, "graphdirect.Trainer")
         _lib.need("gd_trainer_create")

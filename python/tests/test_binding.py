@@ -389,7 +389,14 @@ class BindingTest(unittest.TestCase):
             self.loader(split="training")
         with self.assertRaises(ValueError):
             self.loader(gpu_cache="lots", mode="zero-copy")
-        for kw in (dict(batch_size=0), dict(depth=1), dict(depth=9)):
+        # Regression, "the Python binding crashes the process": threads=100000 segfaulted in
+        # libgomp and threads=10**9 exited the interpreter; integers >= 2^32 in fanouts wrapped.
+        for kw in (dict(fanouts=[2**32, 5]), dict(fanouts=[5, 2**31]), dict(threads=10**10),
+                   dict(batch_size=2**64), dict(depth=2**32 + 3)):
+            with self.assertRaises(ValueError):
+                self.loader(**kw)
+        for kw in (dict(batch_size=0), dict(depth=1), dict(depth=9), dict(threads=100000),
+                   dict(threads=10**9), dict(threads=-1)):
             with self.assertRaises(graphdirect.GraphdirectError) as cm:
                 self.loader(**kw)
             self.assertEqual(cm.exception.status_name, "GD_ERR_INVALID_ARG")

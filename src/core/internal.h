@@ -173,6 +173,13 @@ int gd__name_index(const char *const *names, int count, const char *name);
 
 /* Number of threads for parallel loops (GD_THREADS, else all cores). */
 int gd__num_threads(void);
+/* The most threads a caller may ask for (GD_THREADS is clamped to it too). */
+#define GD__MAX_THREADS 1024
+/*
+ * threads as an argument of `who`: 0 (GD_THREADS, else all cores) up to GD__MAX_THREADS, or
+ * GD_ERR_INVALID_ARG naming the value and the range (a huge count made OpenMP crash).
+ */
+gd_status gd__threads_check(int threads, const char *who);
 
 /* Reporting progress: returns GD_ERR_INTERRUPTED if the callback asked to stop. */
 gd_status gd__progress(gd_progress_fn fn, void *user, const char *stage, uint64_t done,

@@ -116,8 +116,15 @@ int gd__num_threads(void) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         n = cores > 0 ? cores : 1;
     }
-    if (n > 1024) n = 1024;
+    if (n > GD__MAX_THREADS) n = GD__MAX_THREADS;
     return (int)n;
+}
+
+gd_status gd__threads_check(int threads, const char *who) {
+    if (threads >= 0 && threads <= GD__MAX_THREADS) return GD_OK;
+    return gd__error(GD_ERR_INVALID_ARG,
+                     "%s: %d threads; use 0 (the GD_THREADS parameter, else every core) up to %d",
+                     who, threads, GD__MAX_THREADS);
 }
 
 gd_status gd__progress(gd_progress_fn fn, void *user, const char *stage, uint64_t done,

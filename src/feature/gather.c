@@ -82,7 +82,7 @@ gd_status gd_gatherer_create(gd_host_tensor_t *t, int device, gd_gather_mode mod
     GD_REQUIRE(o.max_ids >= 0 && o.max_ids <= INT32_MAX, GD_ERR_INVALID_ARG,
                "gd_gatherer_create: max_ids %lld is outside [0, %d]", (long long)o.max_ids,
                INT32_MAX);
-    GD_REQUIRE(o.threads >= 0, GD_ERR_INVALID_ARG, "gd_gatherer_create: threads %d < 0", o.threads);
+    GD_CHECK(gd__threads_check(o.threads, "gd_gatherer_create"));
 
     g = gd_calloc(1, sizeof *g);
     GD_REQUIRE(g, GD_ERR_NO_MEMORY, "gd_gatherer_create: out of memory for the handle");

@@ -610,6 +610,7 @@ static gd_status gen_setup(gen_ctx *g, const gd_generate_options *o, const gen_p
     g->test = p->test;
     g->threads = o->threads > 0 ? o->threads : gd__num_threads();
     *avg_out = avg;
+    GD_CHECK(gd__threads_check(g->threads, "generate"));
 
     GD_REQUIRE(g->n >= 2 && g->n <= ((int64_t)1 << 40), GD_ERR_INVALID_ARG,
                "generate: num_nodes %lld is out of range: use 2 to 2^40", (long long)g->n);

@@ -125,7 +125,7 @@ gd_status gd_sampler_create(gd_graph_t *g, const int *fanouts, int num_layers,
                "gd_sampler_create: backend %d is not a gd_sampler_backend", (int)o.backend);
     GD_REQUIRE(o.max_batch >= 0, GD_ERR_INVALID_ARG, "gd_sampler_create: max_batch %lld < 0",
                (long long)o.max_batch);
-    GD_REQUIRE(o.threads >= 0, GD_ERR_INVALID_ARG, "gd_sampler_create: threads %d < 0", o.threads);
+    GD_CHECK(gd__threads_check(o.threads, "gd_sampler_create"));
     if (o.backend == GD_SAMPLER_CPU)
         GD_REQUIRE(g->h_indptr && g->h_indices, GD_ERR_INVALID_ARG,
                    "the CPU sampler reads the graph from host memory, but its %s "

@@ -524,9 +524,10 @@ gd_status gd__model_infer(gd__model *m, const gd_dataset_t *ds, const gd__infer_
                "inference: max_chunk_rows = %lld; use 0 (automatic) or at least 2 (a node and "
                "one neighbour)",
                (long long)opts.max_chunk_rows);
-    GD_REQUIRE(opts.memory_budget >= 0 && opts.threads >= 0, GD_ERR_INVALID_ARG,
-               "inference: memory budget %lld and threads %d must not be negative",
-               (long long)opts.memory_budget, opts.threads);
+    GD_REQUIRE(opts.memory_budget >= 0, GD_ERR_INVALID_ARG,
+               "inference: memory budget %lld must not be negative",
+               (long long)opts.memory_budget);
+    GD_CHECK(gd__threads_check(opts.threads, "inference"));
     const gd__model_config *mc = gd__model_get_config(m);
     GD_REQUIRE(mc->dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,
                "inference: the model is %s; inference runs float32 models",

@@ -45,6 +45,12 @@ struct gd_loader {
     gd__nn_ctx nn; /* the backend whose memory holds the batches' rows and labels */
     pthread_mutex_t mu;
     int mu_made;
+    /*
+     * Serialises the calls that drive the pipeline (start_epoch, next, destroy): two threads
+     * iterating one loader get the batches one after the other instead of corrupting its state.
+     */
+    pthread_mutex_t api;
+    int api_made;
     int refs;   /* the owner (until destroy) + live exports */
     int closed; /* gd_loader_destroy was called */
     int split;  /* 0 train, 1 valid, 2 test */
@@ -60,6 +66,7 @@ static void loader_free(gd_loader_t *l) {
     gd__datapath_destroy(l->d);
     if (l->nn.be) gd__datapath_nn_release(&l->nn);
     if (l->mu_made) pthread_mutex_destroy(&l->mu);
+    if (l->api_made) pthread_mutex_destroy(&l->api);
     gd_free(l);
 }
 
@@ -132,6 +139,7 @@ static gd_status data_config(const gd_loader_options *o, gd__data_config *c) {
     gd_status st = GD_OK;
     memset(c, 0, sizeof *c);
     c->mode = GD__TRAIN_AUTO;
+    GD_CHECK(gd__threads_check(o->threads, "loader"));
     if (o->mode) GD_CHECK(gd__train_mode_parse(o->mode, &c->mode));
     GD_REQUIRE(c->mode != GD__TRAIN_CPU_CENTRIC, GD_ERR_UNSUPPORTED,
                "loader: mode cpu-centric is a training baseline; use cpu, all-gpu, zero-copy or "
@@ -189,6 +197,9 @@ gd_status gd_loader_create(const gd_dataset_t *ds, const gd_loader_options *opti
     GD_REQUIRE(pthread_mutex_init(&l->mu, NULL) == 0, GD_ERR_INTERNAL,
                "loader: cannot create a mutex");
     l->mu_made = 1;
+    GD_REQUIRE(pthread_mutex_init(&l->api, NULL) == 0, GD_ERR_INTERNAL,
+               "loader: cannot create a mutex");
+    l->api_made = 1;
     l->refs = 1;
     l->o = o;
     l->split = (int)(o.split - GD_ARRAY_TRAIN_IDX);
@@ -228,7 +239,9 @@ static void loader_drain(gd_loader_t *l) {
 
 void gd_loader_destroy(gd_loader_t *l) {
     if (!l) return;
+    pthread_mutex_lock(&l->api);
     loader_drain(l);
+    pthread_mutex_unlock(&l->api);
     pthread_mutex_lock(&l->mu);
     l->closed = 1;
     for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) {
@@ -266,9 +279,8 @@ fail:
     return st;
 }
 
-gd_status gd_loader_start_epoch(gd_loader_t *l, int64_t epoch) {
+static gd_status start_epoch(gd_loader_t *l, int64_t epoch) {
     gd_status st = GD_OK;
-    GD_REQUIRE(l && !l->closed, GD_ERR_INVALID_ARG, "gd_loader_start_epoch: no loader");
     GD_REQUIRE(epoch >= 0 && epoch < GD__TRAIN_EVAL_EPOCH, GD_ERR_INVALID_ARG,
                "gd_loader_start_epoch: epoch %lld out of range", (long long)epoch);
     gd__datapath *d = l->d;
@@ -298,21 +310,18 @@ fail:
     return st;
 }
 
-gd_status gd_loader_next(gd_loader_t *l, gd_batch_t **out) {
+static gd_status next_batch(gd_loader_t *l, gd_batch_t **out) {
     gd_status st = GD_OK;
-    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_loader_next: out is NULL");
-    *out = NULL;
-    GD_REQUIRE(l && !l->closed, GD_ERR_INVALID_ARG, "gd_loader_next: the loader is closed");
     GD_REQUIRE(l->started, GD_ERR_INVALID_ARG,
                "gd_loader_next: no epoch started (gd_loader_start_epoch)");
     const int64_t b = l->next_b;
     if (b >= l->p.batches) return GD_OK;
     const int k = (int)(b % l->d->depth);
     GD_REQUIRE(!set_busy(l, k), GD_ERR_INVALID_ARG,
-               "gd_loader_next: all %d buffer sets are held by batches not yet released (or "
-               "their exported tensors); release one first, or create the loader with a larger "
-               "depth",
-               l->d->depth);
+               "gd_loader_next: minibatch %lld needs buffer set %d of %d, which batch %lld still "
+               "holds (or its exported tensors); release one first, or create the loader with a "
+               "larger depth",
+               (long long)b, k, l->d->depth, (long long)l->batch[k].index);
     GD_CHECK(gd__pipe_issue(l->pipe, b));
     pthread_mutex_lock(&l->mu);
     gd_batch_t *bt = &l->batch[k];
@@ -323,6 +332,28 @@ gd_status gd_loader_next(gd_loader_t *l, gd_batch_t **out) {
     pthread_mutex_unlock(&l->mu);
     l->next_b = b + 1;
     *out = bt;
+fail:
+    return st;
+}
+
+gd_status gd_loader_start_epoch(gd_loader_t *l, int64_t epoch) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(l && !l->closed, GD_ERR_INVALID_ARG, "gd_loader_start_epoch: no loader");
+    pthread_mutex_lock(&l->api);
+    st = start_epoch(l, epoch);
+    pthread_mutex_unlock(&l->api);
+fail:
+    return st;
+}
+
+gd_status gd_loader_next(gd_loader_t *l, gd_batch_t **out) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_loader_next: out is NULL");
+    *out = NULL;
+    GD_REQUIRE(l && !l->closed, GD_ERR_INVALID_ARG, "gd_loader_next: the loader is closed");
+    pthread_mutex_lock(&l->api);
+    st = next_batch(l, out);
+    pthread_mutex_unlock(&l->api);
 fail:
     return st;
 }

@@ -111,6 +111,7 @@ void gd__trainer_destroy(gd__trainer *t) {
 static gd_status check_config(const gd_dataset_t *ds, const gd__train_config *c) {
     gd_status st = GD_OK;
     GD_REQUIRE(ds && c, GD_ERR_INVALID_ARG, "gd__trainer_create: NULL dataset or config");
+    GD_CHECK(gd__threads_check(c->threads, "trainer"));
     GD_REQUIRE(c->num_layers >= 1 && c->num_layers <= GD_SAMPLER_MAX_LAYERS &&
                    c->num_layers <= GD__MODEL_MAX_LAYERS,
                GD_ERR_INVALID_ARG, "trainer: %d layers; use 1 to %d", c->num_layers,
