@@ -370,7 +370,7 @@ static void *fetch_all(void *arg) {
     for (;;) {
         gd_batch_t *b = NULL;
         const gd_status st = gd_loader_next(f->l, &b);
-        if (st == GD_ERR_INVALID_ARG && strstr(gd_last_error(), "still holds")) {
+        if (st == GD_ERR_INVALID_ARG && strstr(gd_last_error(), "still held")) {
             /* The other thread has not released the batch whose set comes next: again. */
             sched_yield();
             continue;

@@ -122,6 +122,11 @@ int gd__num_threads(void) {
 
 gd_status gd__threads_check(int threads, const char *who) {
     if (threads >= 0 && threads <= GD__MAX_THREADS) return GD_OK;
+    if (threads < 0)
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "%s: %d threads: a thread count must not be negative; use 0 (the "
+                         "GD_THREADS parameter, else every core) up to %d",
+                         who, threads, GD__MAX_THREADS);
     return gd__error(GD_ERR_INVALID_ARG,
                      "%s: %d threads; use 0 (the GD_THREADS parameter, else every core) up to %d",
                      who, threads, GD__MAX_THREADS);

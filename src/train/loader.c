@@ -318,9 +318,9 @@ static gd_status next_batch(gd_loader_t *l, gd_batch_t **out) {
     if (b >= l->p.batches) return GD_OK;
     const int k = (int)(b % l->d->depth);
     GD_REQUIRE(!set_busy(l, k), GD_ERR_INVALID_ARG,
-               "gd_loader_next: minibatch %lld needs buffer set %d of %d, which batch %lld still "
-               "holds (or its exported tensors); release one first, or create the loader with a "
-               "larger depth",
+               "gd_loader_next: minibatch %lld needs buffer set %d of %d, which is still held "
+               "by batch %lld (or its exported tensors); release one first, or create the loader "
+               "with a larger depth",
                (long long)b, k, l->d->depth, (long long)l->batch[k].index);
     GD_CHECK(gd__pipe_issue(l->pipe, b));
     pthread_mutex_lock(&l->mu);
