@@ -126,8 +126,10 @@ def write_numpy_dataset(d, rng):
     feats = rng.standard_normal((n, fdim)).astype(np.float32)
     bf16 = (feats.view(np.uint32) >> 16).astype(np.uint16)
     labels = rng.integers(-1, c, size=n).astype(np.int64)
-    train = rng.permutation(n)[:100].astype(np.int64)
-    valid = np.arange(10, dtype=np.int32)
+    # Splits are disjoint sets of distinct node ids (validation refuses anything else).
+    perm = rng.permutation(n)
+    train = perm[:100].astype(np.int64)
+    valid = np.sort(perm[100:110]).astype(np.int32)
     os.makedirs(d)
     arrays = {"indptr": indptr, "indices": indices, "features": bf16, "labels": labels,
               "train_idx": train, "valid_idx": valid}

@@ -64,12 +64,25 @@ static gd_dataset_t *build(const spec *s, const char *out_dir, int overwrite, ui
         for (int64_t i = 0; i < s->n; i++) y[i] = (int64_t)(t_rand(rng) % (uint64_t)(s->c + 1)) - 1;
         y[0] = s->c - 1;
         T_OK(gd__dataset_adopt(ds, GD_ARRAY_LABELS, GD_DTYPE_INT64, 1, ls, y));
+        /* The splits are disjoint sets of node ids: consecutive runs of a random permutation. */
+        int32_t *perm = malloc((size_t)s->n * sizeof *perm);
+        T_ASSERT(perm);
+        for (int64_t i = 0; i < s->n; i++) perm[i] = (int32_t)i;
+        for (int64_t i = s->n - 1; i > 0; i--) {
+            int64_t j = (int64_t)(t_rand(rng) % (uint64_t)(i + 1));
+            int32_t t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        int64_t used = 0;
         for (int id = GD_ARRAY_TRAIN_IDX; id <= GD_ARRAY_TEST_IDX; id++) {
-            int64_t k[1] = {(int64_t)(t_rand(rng) % (uint64_t)(s->n + 1))};
+            int64_t k[1] = {(int64_t)(t_rand(rng) % (uint64_t)(s->n - used + 1))};
             int32_t *ids;
             T_OK(gd__dataset_alloc(ds, (gd_array_id)id, GD_DTYPE_INT32, 1, k, (void **)&ids));
-            for (int64_t i = 0; i < k[0]; i++) ids[i] = (int32_t)(t_rand(rng) % (uint64_t)s->n);
+            memcpy(ids, perm + used, (size_t)k[0] * sizeof *ids);
+            used += k[0];
         }
+        free(perm);
     }
     T_OK(gd__dataset_set_info(ds, "source", "test_dataset"));
     T_OK(gd__dataset_set_info(ds, "seed", "replayable"));
@@ -458,6 +471,85 @@ static void damage_tests(const char *root, uint64_t *rng) {
     gd_dataset_close(good);
 }
 
+/*
+ * Issue 13, item 3: a split that held one node id twice passed validation; training then failed
+ * at a seed-dependent epoch, and a resume failed again at the same minibatch. Validation now
+ * refuses a repeated id, in one split or across two, naming the file, the id and both positions;
+ * an open without validation still opens such a dataset.
+ */
+/* Save a 500-node dataset without edges whose splits are train, valid and test, unchecked. */
+static void save_splits(const char *dir, const int32_t *train, const int32_t *valid,
+                        const int32_t *test) {
+    gd_dataset_t *ds = NULL;
+    T_OK(gd__dataset_new("dup_split", NULL, 0, &ds));
+    int64_t sh[1] = {501};
+    int64_t *indptr;
+    void *p;
+    T_OK(gd__dataset_alloc(ds, GD_ARRAY_INDPTR, GD_DTYPE_INT64, 1, sh, (void **)&indptr));
+    memset(indptr, 0, 501 * sizeof *indptr);
+    sh[0] = 0;
+    T_OK(gd__dataset_alloc(ds, GD_ARRAY_INDICES, GD_DTYPE_INT32, 1, sh, &p));
+    const int32_t *split[3] = {train, valid, test};
+    const int64_t len[3] = {300, 50, 50};
+    for (int k = 0; k < 3; k++) {
+        sh[0] = len[k];
+        T_OK(gd__dataset_alloc(ds, (gd_array_id)(GD_ARRAY_TRAIN_IDX + k), GD_DTYPE_INT32, 1, sh,
+                               &p));
+        memcpy(p, split[k], (size_t)len[k] * sizeof *split[k]);
+    }
+    T_OK(gd__dataset_finish(ds, 0));
+    T_OK(gd_dataset_save(ds, dir, 1));
+    gd_dataset_close(ds);
+}
+
+/*
+ * Issue 13, item 3: a split that held one node id twice passed validation; training then failed
+ * at a seed-dependent epoch, and a resume failed again at the same minibatch. Validation now
+ * refuses a repeated id, in one split or across two, naming the file, the id and both positions;
+ * an open without validation still opens such a dataset.
+ */
+static void regress_duplicate_id_in_split_passes_validate(const char *root, uint64_t *rng) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/dup_split", root);
+    int32_t train[300], valid[50], test[50];
+    for (int32_t i = 0; i < 300; i++) train[i] = i;
+    for (int32_t i = 0; i < 50; i++) valid[i] = 300 + i, test[i] = 350 + i;
+    const int64_t pos = 150 + (int64_t)(t_rand(rng) % 150), id = (int64_t)(t_rand(rng) % 150);
+    train[pos] = (int32_t)id;
+    save_splits(dir, train, valid, test);
+    char needle[160];
+    snprintf(needle, sizeof needle,
+             "train_idx.npy: node id %lld appears at positions %lld and %lld", (long long)id,
+             (long long)id, (long long)pos);
+    expect_open_fails(dir, GD_ERR_FORMAT, needle, "deduplicate the train split");
+    gd_dataset_open_options quick = GD_DATASET_OPEN_OPTIONS_INIT;
+    quick.validate_graph = 0;
+    gd_dataset_t *q = NULL;
+    T_OK(gd_dataset_open(dir, &quick, &q));
+    gd_dataset_close(q);
+
+    /* The same node in two splits is refused too, naming both. */
+    train[pos] = (int32_t)pos;
+    test[7] = 42;
+    save_splits(dir, train, valid, test);
+    expect_open_fails(dir, GD_ERR_FORMAT,
+                      "test_idx.npy: node id 42 at position 7 is also in the train split "
+                      "(train_idx.npy, position 42)",
+                      "disjoint");
+    test[7] = 357;
+    save_splits(dir, train, valid, test);
+    T_OK(gd_dataset_open(dir, NULL, &q));
+    gd_dataset_close(q);
+
+    /* A failed allocation of the check's bitmap is a clean error, not a pass. */
+    T_OK(gd_dataset_open(dir, &quick, &q));
+    gd_fault_set(GD_FAULT_ALLOC, 1);
+    T_FAILS(gd__dataset_check(q, 1), GD_ERR_NO_MEMORY, "split check");
+    gd_fault_set(GD_FAULT_ALLOC, 0);
+    gd_dataset_close(q);
+    t_rmtree(dir);
+}
+
 int main(void) {
     uint64_t rng = t_seed();
     const char *w = getenv("GD_WRITE_SAMPLE_DIR");
@@ -598,6 +690,7 @@ int main(void) {
     }
 
     damage_tests(root, &rng);
+    regress_duplicate_id_in_split_passes_validate(root, &rng);
 
     t_rmtree(root);
     t_check_no_leaks();

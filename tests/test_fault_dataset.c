@@ -57,11 +57,13 @@ static gd_dataset_t *make(uint64_t *rng) {
     T_OK(gd__dataset_alloc(ds, GD_ARRAY_LABELS, GD_DTYPE_INT64, 1, s, (void **)&y));
     for (int64_t i = 0; i < n; i++) y[i] = (int64_t)(t_rand(rng) % (uint64_t)c);
     y[0] = c - 1;
+    /* The splits are disjoint sets of distinct node ids: three runs of 5 from a random start. */
+    const int64_t start = (int64_t)(t_rand(rng) % (uint64_t)(n - 15));
     for (int id = GD_ARRAY_TRAIN_IDX; id <= GD_ARRAY_TEST_IDX; id++) {
         s[0] = 5;
         int64_t *k;
         T_OK(gd__dataset_alloc(ds, (gd_array_id)id, GD_DTYPE_INT64, 1, s, (void **)&k));
-        for (int i = 0; i < 5; i++) k[i] = (int64_t)(t_rand(rng) % (uint64_t)n);
+        for (int i = 0; i < 5; i++) k[i] = start + (id - GD_ARRAY_TRAIN_IDX) * 5 + i;
     }
     T_OK(gd__dataset_set_info(ds, "source", "test_fault_dataset"));
     T_OK(gd__dataset_finish(ds, 1));

@@ -333,6 +333,17 @@ int main(void) {
     snprintf(want, sizeof want, "test.csv.gz:%d:", 3);
     make_copy(dir, files, 7, 3, "99999", -1); /* a split id out of range */
     expect_rejected(dir, GD_ERR_RANGE, want, "99999 is outside [0, 2708)");
+    /* Issue 13, item 3 (regress_duplicate_id_in_split_passes_validate): a node id twice in a
+     * split, or in two splits, was converted; training then failed at a later epoch. */
+    char first[16], dup[128];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(files[5].text, "\n"), files[5].text);
+    make_copy(dir, files, 5, 3, first, -1);
+    snprintf(dup, sizeof dup, "train_idx.npy: node id %s appears at positions 0 and 2", first);
+    expect_rejected(dir, GD_ERR_FORMAT, dup, "deduplicate the train split");
+    make_copy(dir, files, 7, 3, first, -1);
+    snprintf(dup, sizeof dup, "test_idx.npy: node id %s at position 2 is also in the train split",
+             first);
+    expect_rejected(dir, GD_ERR_FORMAT, dup, "disjoint");
     make_copy(dir, files, -1, 0, NULL, -1);
     snprintf(epath, sizeof epath, "%s/split/random/valid.csv.gz", dir);
     T_ASSERT(unlink(epath) == 0); /* a missing split file */

@@ -2,13 +2,15 @@
  * The consistency checks of a dataset (gd__dataset_check), run when one is opened and before a
  * built one is published: each array's dtype and shape against the counts in meta.json, and,
  * when asked, every value (indptr never decreasing, indices and split ids in range, labels
- * below num_classes, features finite). A message names the array, the first bad position and
- * its value; the scans over every element run in parallel and still report the lowest one.
+ * below num_classes, features finite, split ids distinct and the three splits disjoint). A
+ * message names the array, the first bad position and its value; the scans over every element
+ * run in parallel and still report the lowest one.
  */
 #include "io/dataset.h"
 #include "io/meta.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /*
  * The O(E) scans run in parallel and keep the lowest bad position through a min-reduction,
@@ -86,6 +88,77 @@ static double float_at(const gd__array *a, int64_t i) {
     if (a->dtype == GD_DTYPE_FLOAT32) return ((const float *)a->data)[i];
     uint16_t h = ((const uint16_t *)a->data)[i];
     return a->dtype == GD_DTYPE_FLOAT16 ? gd_half_to_float(h) : gd_bfloat16_to_float(h);
+}
+
+/* Position of the first element of split s (positions [0, end)) equal to v, or -1. */
+static int64_t find_id(const gd__array *s, int64_t end, int64_t v) {
+    for (int64_t i = 0; i < end; i++)
+        if (get_int(s, i) == v) return i;
+    return -1;
+}
+
+static const char *const split_word[3] = {"train", "valid", "test"};
+
+/*
+ * A node id seen twice: in the same split (the sampler would later refuse the minibatch that
+ * holds both, at an epoch that depends on the seed, and a resume would fail at the same one),
+ * or in two splits (evaluation would score training nodes). The first occurrence is found by
+ * a second scan, paid only when the dataset is already refused.
+ */
+static gd_status repeated_id(const gd_dataset_t *ds, int split, int64_t pos, int64_t v) {
+    const gd__array *cur = &ds->arrays[GD_ARRAY_TRAIN_IDX + split];
+    const char *file = gd__meta_default_file((gd_array_id)(GD_ARRAY_TRAIN_IDX + split));
+    int64_t first = find_id(cur, pos, v);
+    if (first >= 0)
+        return gd__error(GD_ERR_FORMAT,
+                         "%s: node id %lld appears at positions %lld and %lld; a split must "
+                         "hold distinct node ids: deduplicate the %s split (e.g. numpy.unique) "
+                         "and save or convert the dataset again",
+                         file, (long long)v, (long long)first, (long long)pos, split_word[split]);
+    for (int k = 0; k < split; k++) {
+        const gd__array *other = &ds->arrays[GD_ARRAY_TRAIN_IDX + k];
+        if (other->store == GD__STORE_NONE) continue;
+        first = find_id(other, other->shape[0], v);
+        if (first >= 0)
+            return gd__error(GD_ERR_FORMAT,
+                             "%s: node id %lld at position %lld is also in the %s split (%s, "
+                             "position %lld); the train, valid and test splits must be "
+                             "disjoint: remove it from one of them",
+                             file, (long long)v, (long long)pos, split_word[k],
+                             gd__meta_default_file((gd_array_id)(GD_ARRAY_TRAIN_IDX + k)),
+                             (long long)first);
+    }
+    return gd__error(GD_ERR_INTERNAL, "%s: node id %lld at position %lld was seen before",
+                     file, (long long)v, (long long)pos);
+}
+
+/*
+ * Every split id distinct, within a split and across the three: one bit per node, so the
+ * pass is O(num_nodes + split sizes) whatever the order of the ids. The ids are already known
+ * to be in [0, num_nodes).
+ */
+static gd_status check_splits_distinct(const gd_dataset_t *ds) {
+    gd_status st = GD_OK;
+    uint64_t *seen = NULL;
+    const int64_t n = ds->num_nodes;
+    int any = 0;
+    for (int k = 0; k < 3; k++) any |= ds->arrays[GD_ARRAY_TRAIN_IDX + k].store != GD__STORE_NONE;
+    if (!any) return GD_OK;
+    GD_ALLOC(seen, ((size_t)n + 63) / 64 * sizeof *seen, "the split check's node bitmap");
+    memset(seen, 0, ((size_t)n + 63) / 64 * sizeof *seen);
+    for (int k = 0; k < 3; k++) {
+        const gd__array *s = &ds->arrays[GD_ARRAY_TRAIN_IDX + k];
+        if (s->store == GD__STORE_NONE) continue;
+        for (int64_t i = 0; i < s->shape[0]; i++) {
+            const int64_t v = get_int(s, i);
+            const uint64_t bit = (uint64_t)1 << (v & 63);
+            if (seen[v >> 6] & bit) GD_CHECK(repeated_id(ds, k, i, v));
+            seen[v >> 6] |= bit;
+        }
+    }
+fail:
+    gd_free(seen);
+    return st;
 }
 
 /* dtype, rank and shape of one array against what the counts require. */
@@ -189,6 +262,7 @@ gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph) {
                    gd__meta_default_file((gd_array_id)id), (long long)i,
                    (long long)(i < k ? get_int(s, i) : 0), (long long)n);
     }
+    if (validate_graph) GD_CHECK(check_splits_distinct(ds));
 fail:
     return st;
 }

@@ -101,8 +101,10 @@ static inline void atomic_min32(int32_t *p, int32_t v) {
 
 static gd_status duplicate_seed(const int64_t *nodes, int64_t first, int64_t again) {
     return gd__error(GD_ERR_INVALID_ARG,
-                     "gd_sample: seed %lld appears at positions %lld and %lld: the seeds of a "
-                     "minibatch must be distinct",
+                     "gd_sample: node id %lld appears twice among the seeds of one minibatch "
+                     "(positions %lld and %lld): seeds must be distinct node ids. If they come "
+                     "from a dataset split, that split holds the node twice: run `graphdirect info "
+                     "--validate` on the dataset and deduplicate the split",
                      (long long)nodes[again], (long long)first, (long long)again);
 }
 

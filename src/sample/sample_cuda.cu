@@ -879,8 +879,10 @@ static gd_status cuda_check_errors(gd_sampler_t *s) {
                          "node of the graph [0, %lld): that minibatch is invalid",
                          e.v[1], e.v[0], (long long)s->graph->num_nodes);
     return gd__error(GD_ERR_INVALID_ARG,
-                     "gd_sample: seed %lld appears at positions %lld and %lld: the seeds of a "
-                     "minibatch must be distinct, and that minibatch is invalid",
+                     "gd_sample: node id %lld appears twice among the seeds of one minibatch "
+                     "(positions %lld and %lld): seeds must be distinct node ids. If they come "
+                     "from a dataset split, that split holds the node twice: run `graphdirect info "
+                     "--validate` on the dataset and deduplicate the split",
                      e.v[1], e.v[2], e.v[0]);
 }
 
