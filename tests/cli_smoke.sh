@@ -28,6 +28,12 @@ grep -q "nodes" "$tmp/err" || fail "bad --nodes message"
 expect_rc 2 "$cli" convert
 expect_rc 0 "$cli" info --params
 grep -q GD_LOG_LEVEL "$tmp/out" || fail "info --params"
+# Regression, "write errors on stdout are ignored (info > /dev/full exits 0)": a failed write of
+# the output fails the command, with a message on stderr.
+if [ -w /dev/full ]; then
+    if "$cli" info --params >/dev/full 2>"$tmp/err"; then fail "info > /dev/full exited 0"; fi
+    grep -q "writing the output failed" "$tmp/err" || { cat "$tmp/err"; fail "/dev/full message"; }
+fi
 
 # generate -> info; the progress goes to stderr as plain lines when it is not a terminal
 expect_rc 0 "$cli" generate --preset tiny --seed 7 --out "$tmp/a"

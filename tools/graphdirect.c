@@ -118,6 +118,21 @@ const char *cli_count(double count, char *buf, size_t n) {
     return buf;
 }
 
+/*
+ * The exit status of a command that returned rc, once its output is flushed: a write error on
+ * stdout (a full disk, a closed pipe, /dev/full) fails the command with a message instead of
+ * exiting 0 with the output lost.
+ */
+static int finish(int rc) {
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "graphdirect: writing the output failed: %s; check the disk or the pipe "
+                        "that stdout goes to\n",
+                strerror(errno ? errno : EIO));
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -126,14 +141,14 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);
-        return 0;
+        return finish(0);
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("graphdirect %s (%s)\n", gd_version(), gd_has_cuda() ? "CUDA" : "CPU only");
-        return 0;
+        return finish(0);
     }
     for (int i = 0; i < NUM_COMMANDS; i++)
-        if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+        if (!strcmp(cmd, commands[i].name)) return finish(commands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "graphdirect: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return CLI_EXIT_USAGE;
