@@ -99,6 +99,12 @@ grep -q "MLP" "$tmp/out" && { cat "$tmp/out"; fail "train --no-baseline trained 
 grep -q "^mode: .*auto picked" "$tmp/out" || { cat "$tmp/out"; fail "train auto says nothing"; }
 expect_rc 0 "$cli" train "$tmp/a" --epochs 1 --mlp --layers 1
 grep -q "MLP" "$tmp/out" && grep -q "test acc 0\.[0-9]" "$tmp/out" || { cat "$tmp/out"; fail "train --mlp"; }
+# Regression, "--mlp ignores --checkpoint and --resume without a word": an --mlp run keeps
+# its checkpoints and resumes from them like any other.
+expect_rc 0 "$cli" train "$tmp/a" --epochs 1 --mlp --layers 1 --checkpoint "$tmp/mlp-ckpt"
+[ -f "$tmp/mlp-ckpt/checkpoint.gdc" ] || { ls -la "$tmp/mlp-ckpt"; fail "train --mlp --checkpoint saved nothing"; }
+expect_rc 0 "$cli" train "$tmp/a" --epochs 2 --mlp --layers 1 --checkpoint "$tmp/mlp-ckpt" --resume
+grep -q "resumed from .* after epoch 1" "$tmp/out" || { cat "$tmp/out"; fail "train --mlp --resume"; }
 expect_rc 2 "$cli" train --mode zerocopy --epochs 1
 grep -q "unknown training mode 'zerocopy'" "$tmp/err" || { cat "$tmp/err"; fail "train bad mode message"; }
 expect_rc 2 "$cli" train --resume --epochs 1

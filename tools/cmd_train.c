@@ -363,7 +363,8 @@ static int train_model(const gd_dataset_t *ds, const gd_train_options *o, int64_
         rc = CLI_EXIT_FAIL;
         goto done;
     }
-    const char *dir = o->mlp ? NULL : ro->checkpoint_dir;
+    /* The baseline after the model is run with no checkpoint directory (cmd_train). */
+    const char *dir = ro->checkpoint_dir;
     if (dir && ro->resume) {
         if ((st = gd_trainer_resume(tr, dir)) != GD_OK ||
             (st = gd_trainer_get_info(tr, &info)) != GD_OK) {
@@ -655,8 +656,12 @@ int cmd_train(int argc, char **argv) {
     if (rc == 0 && args.baseline && !cfg.mlp) {
         gd_train_options mlp_cfg = cfg;
         mlp_cfg.mlp = 1;
+        /* The baseline keeps no checkpoints: DIR holds the model's (an --mlp run keeps its own). */
+        run_options mlp_ro = ro;
+        mlp_ro.checkpoint_dir = NULL;
+        mlp_ro.resume = 0;
         printf("\nbaseline: the same model and settings with the graph removed\n");
-        rc = train_model(ds, &mlp_cfg, args.epochs, &ro, metrics, &mlp);
+        rc = train_model(ds, &mlp_cfg, args.epochs, &mlp_ro, metrics, &mlp);
         gd_model_info mi = GD_MODEL_INFO_INIT;
         if (rc == 0 && !isnan(gnn.test) && !isnan(mlp.test) &&
             gd_model_get_info(cfg.model, &mi) == GD_OK) {
