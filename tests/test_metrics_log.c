@@ -79,13 +79,13 @@ int main(void) {
     const int step = 1 + rand() % 1000;
 
     snprintf(path, sizeof path, "/tmp/gd_test_metrics.%ld.jsonl", (long)getpid());
-    /* An existing file is truncated. */
+    /* An existing metrics file (an earlier run's) is truncated. */
     FILE *old = fopen(path, "w");
     T_ASSERT(old);
-    fputs("old content that must go\n", old);
+    fputs("{\"type\":\"run\",\"note\":\"old content that must go\"}\n", old);
     fclose(old);
 
-    T_EQ_INT(cli_metrics_open(path, &m), 0);
+    T_EQ_INT(cli_metrics_open(path, 0, &m), 0);
     T_ASSERT(m);
     cJSON *run = cli_metrics_record("run");
     T_ASSERT(run);
@@ -127,11 +127,46 @@ int main(void) {
     for (int i = 0; i < n; i++) cJSON_Delete(recs[i]);
 
     /* A NULL record is what a builder out of memory gives: reported, and the file is short. */
-    T_EQ_INT(cli_metrics_open(path, &m), 0);
+    /*
+     * Regression, "--metrics FILE truncates without warning": a resumed run appends (the
+     * earlier epochs' records stay), and a file that is not a metrics file (a dataset's
+     * meta.json) is refused and left as it was.
+     */
+    int rc;
+    const char *msg;
+    T_EQ_INT(cli_metrics_open(path, 1, &m), 0);
+    T_EQ_INT(cli_metrics_write(m, cli_metrics_record("epoch")), 0);
+    cli_metrics_close(m);
+    T_EQ_INT(read_records(path, recs, 8), 4);
+    for (int i = 0; i < 4; i++) cJSON_Delete(recs[i]);
+    {
+        char meta[sizeof path + 16];
+        snprintf(meta, sizeof meta, "%s.meta.json", path);
+        FILE *f = fopen(meta, "w");
+        T_ASSERT(f);
+        fputs("{\"format\": \"graphdirect-dataset\"}\n", f);
+        fclose(f);
+        for (int append = 0; append < 2; append++) {
+            capture_begin();
+            rc = cli_metrics_open(meta, append, &m);
+            msg = capture_end();
+            T_EQ_INT(rc, -1);
+            T_ASSERT(m == NULL);
+            if (!strstr(msg, "not a metrics file") || !strstr(msg, meta)) T_FAIL_("message: %s", msg);
+        }
+        char back[64] = {0};
+        f = fopen(meta, "r");
+        T_ASSERT(f && fgets(back, sizeof back, f));
+        fclose(f);
+        T_EQ_STR(back, "{\"format\": \"graphdirect-dataset\"}\n");
+        remove(meta);
+    }
+
+    T_EQ_INT(cli_metrics_open(path, 0, &m), 0);
     T_EQ_INT(read_records(path, recs, 8), 0); /* truncated on open */
     capture_begin();
-    int rc = cli_metrics_write(m, NULL);
-    const char *msg = capture_end();
+    rc = cli_metrics_write(m, NULL);
+    msg = capture_end();
     T_EQ_INT(rc, -1);
     if (!strstr(msg, "out of memory") || !strstr(msg, path)) T_FAIL_("message: %s", msg);
     cli_metrics_close(m);
@@ -139,21 +174,21 @@ int main(void) {
     /* A directory that is not there: the path and the reason. */
     m = (cli_metrics *)&rc;
     capture_begin();
-    rc = cli_metrics_open("/nonexistent-gd-dir/metrics.jsonl", &m);
+    rc = cli_metrics_open("/nonexistent-gd-dir/metrics.jsonl", 0, &m);
     msg = capture_end();
     T_EQ_INT(rc, -1);
     T_ASSERT(m == NULL);
     if (!strstr(msg, "/nonexistent-gd-dir/metrics.jsonl") || !strstr(msg, "No such file"))
         T_FAIL_("message: %s", msg);
     capture_begin();
-    rc = cli_metrics_open("", &m);
+    rc = cli_metrics_open("", 0, &m);
     msg = capture_end();
     T_EQ_INT(rc, -1);
     T_ASSERT(strstr(msg, "empty"));
 
     /* A full disk: the first failed write says so, the later ones return -1 quietly. */
     if (access("/dev/full", W_OK) == 0) {
-        T_EQ_INT(cli_metrics_open("/dev/full", &m), 0);
+        T_EQ_INT(cli_metrics_open("/dev/full", 0, &m), 0);
         cJSON *r = cli_metrics_record("epoch");
         cJSON_AddNumberToObject(r, "epoch", 1);
         capture_begin();

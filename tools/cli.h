@@ -69,9 +69,10 @@ double cli_now(void);
  * null, which the reader takes as "not measured".
  */
 typedef struct cli_metrics cli_metrics;
-/* Open (create or truncate) path; on failure a message naming the path and the errno text is
-   printed and -1 returned. */
-int cli_metrics_open(const char *path, cli_metrics **out);
+/* Open path: created, truncated, or appended to (append: a resumed run keeps the earlier
+   records); a file that is not a metrics file (not starting with a record) is refused and left
+   intact. On failure a message naming the path and the reason is printed and -1 returned. */
+int cli_metrics_open(const char *path, int append, cli_metrics **out);
 /* Write obj as one unformatted line and flush it; takes ownership of obj (cJSON_Delete), which
    may be NULL (a builder that ran out of memory: reported as such). Returns 0, or -1 with a
    message on stderr (disk full...); after a failure the file is incomplete and later writes

@@ -651,7 +651,7 @@ int cmd_train(int argc, char **argv) {
            (long long)gd_dataset_feature_dim(ds), (long long)gd_dataset_num_classes(ds),
            cli_now() - t0);
     rc = 0;
-    if (ro.metrics_path && cli_metrics_open(ro.metrics_path, &metrics)) rc = CLI_EXIT_FAIL;
+    if (ro.metrics_path && cli_metrics_open(ro.metrics_path, ro.resume, &metrics)) rc = CLI_EXIT_FAIL;
     if (rc == 0) rc = train_model(ds, &cfg, args.epochs, &ro, metrics, &gnn);
     if (rc == 0 && args.baseline && !cfg.mlp) {
         gd_train_options mlp_cfg = cfg;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,7 +23,24 @@ struct cli_metrics {
     int failed; /* a write failed: the file is incomplete, and later writes are refused */
 };
 
-int cli_metrics_open(const char *path, cli_metrics **out) {
+/*
+ * 1 if path holds something other than metrics records: a non-empty regular file whose first
+ * bytes are not a record's (`{"type":`), e.g. a dataset's meta.json. Such a file is never
+ * truncated or appended to.
+ */
+static int foreign_file(const char *path) {
+    static const char head[] = "{\"type\":";
+    char buf[sizeof head - 1];
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0) return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    const size_t got = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    return got != sizeof buf || memcmp(buf, head, sizeof buf) != 0;
+}
+
+int cli_metrics_open(const char *path, int append, cli_metrics **out) {
     cli_metrics *m = NULL;
     int fd = -1;
     *out = NULL;
@@ -30,12 +48,20 @@ int cli_metrics_open(const char *path, cli_metrics **out) {
         fprintf(stderr, "graphdirect: the metrics file name is empty\n");
         return -1;
     }
+    if (foreign_file(path)) {
+        fprintf(stderr,
+                "graphdirect: %s exists and is not a metrics file (it does not start with a "
+                "graphdirect record); it is left as it is: choose another --metrics path\n",
+                path);
+        return -1;
+    }
     m = calloc(1, sizeof *m);
     if (!m || !(m->path = strdup(path))) {
         fprintf(stderr, "graphdirect: out of memory opening the metrics file %s\n", path);
         goto fail;
     }
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* A resumed run adds its records to the earlier ones; a new run starts the file anew. */
+    fd = open(path, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC) | O_CLOEXEC, 0644);
     if (fd < 0) {
         fprintf(stderr,
                 "graphdirect: cannot create the metrics file %s: %s (is the directory there "
