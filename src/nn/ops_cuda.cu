@@ -7,98 +7,18 @@
  * is bound by memory: the elementwise ops and the bias add move float4s when the tensor allows
  * (16-byte aligned, a multiple of four elements), else floats; the bias gradient sums columns
  * in double like the CPU, over row chunks spread across the GPU whose partial sums (in the
- * context's work buffer) are added in a fixed order, so it is reproducible; the mean aggregation
- * a warp per destination node, lanes across the feature columns (float4s when the width is a
- * multiple of four), reading the block's int32 CSC arrays on the device; its backward the same
- * walk scattering with atomicAdd (float4 atomics on Hopper), so its float32 sums are not
- * bit-reproducible from run to run; dropout through gd__nn_dropout_keep, the function the CPU
- * uses, so both drop the same elements; softmax cross-entropy a warp per row in double, the loss
- * reduced into the context's work buffer and written by the device; accuracy a device int64
- * counter; Adam one fused pass over the flat buffers, rounding as the CPU does. docs/nn.md
- * ("Speed") has the measurements behind these choices.
+ * context's work buffer) are added in a fixed order, so it is reproducible; dropout through
+ * gd__nn_dropout_keep, the function the CPU uses, so both drop the same elements; Adam one
+ * fused pass over the flat buffers, rounding as the CPU does. The mean aggregation is in
+ * agg_cuda.cu, softmax cross-entropy and accuracy in loss_cuda.cu (ops_cuda.cuh has what the
+ * three share). docs/nn.md ("Speed") has the measurements behind these choices.
  *
  * A label out of range cannot be returned by an asynchronous op: the kernel records the first
  * one in the work buffer, treats that row as ignored, and gd__nn_check_errors reports it, as
  * the gather and the sampler report bad ids. Every CUDA call is checked, and the last error
  * after every launch; cuBLAS statuses are turned into messages.
  */
-#include "core/cuda.h"
-#include "core/dev_error.h"
-#include "nn/internal.h"
-
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-
-#include <limits.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#define BLOCK_THREADS 256
-#define WARPS_PER_BLOCK (BLOCK_THREADS / 32)
-#define FULL_MASK 0xffffffffu
-#define MAX_GRID 65536
-
-/* Check a cuBLAS call inside a function with st and fail:, naming the call and the status. */
-#define GD_CUBLAS_CHECK(call)                                                                      \
-    do {                                                                                           \
-        cublasStatus_t bs_ = (call);                                                               \
-        if (bs_ != CUBLAS_STATUS_SUCCESS) {                                                        \
-            st = gd__error(bs_ == CUBLAS_STATUS_ALLOC_FAILED ? GD_ERR_NO_MEMORY : GD_ERR_CUDA,     \
-                           "%s failed: %s (%s)", #call, cublasGetStatusString(bs_),                \
-                           cublasGetStatusName(bs_));                                              \
-            goto fail;                                                                             \
-        }                                                                                          \
-    } while (0)
-
-/*
- * The context's device work buffer: the loss accumulators of softmax cross-entropy (zeroed by
- * each call) and the record of the first label out of range (kept until reported; its values
- * are the row, the label and the number of classes), then, at
- * WORK_HEAD_BYTES, the partial column sums of the bias gradient (WORK_PARTIALS doubles, written
- * before they are read by each call). Ops on one context run in stream order, so they never
- * use it at the same time.
- */
-typedef struct {
-    double loss_sum;
-    unsigned long long count;
-    gd__dev_error err;
-} nn_work;
-#define WORK_HEAD_BYTES 256
-#define WORK_PARTIALS 65536
-#define WORK_BYTES (WORK_HEAD_BYTES + WORK_PARTIALS * sizeof(double))
-static_assert(sizeof(nn_work) <= WORK_HEAD_BYTES, "the work buffer's head outgrew its room");
-/* The one kind of error the work buffer's record holds. */
-#define ERR_LABEL_RANGE 1u
-
-#define STREAM(ctx) ((cudaStream_t)(ctx)->stream)
-#define BLAS(ctx) ((cublasHandle_t)(ctx)->blas)
-#define WORK(ctx) ((nn_work *)(ctx)->work)
-#define PARTIALS(ctx) ((double *)((char *)(ctx)->work + WORK_HEAD_BYTES))
-
-/* Blocks for a grid-stride loop over n items, one per thread (n > 0). */
-static unsigned grid_for(long long n, int per_block) {
-    const long long b = (n + per_block - 1) / per_block;
-    return (unsigned)(b < MAX_GRID ? b : MAX_GRID);
-}
-
-#define FOR_EACH(i, n)                                                                             \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                  \
-         i += (long long)gridDim.x * blockDim.x)
-
-/* The same with a warp per item (lanes threadIdx.x & 31 share it). */
-#define FOR_EACH_WARP(i, n)                                                                        \
-    for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < (n);           \
-         i += ((long long)gridDim.x * blockDim.x) >> 5)
-
-/* Whether p can be read and written as float4s (cudaMalloc'd buffers and their views can). */
-static int aligned16(const void *p) {
-    return ((uintptr_t)p & 15u) == 0;
-}
-
-/* A tensor of n elements at p moves as n / 4 float4s. */
-static int vec4(const void *p, long long n) {
-    return aligned16(p) && n % 4 == 0;
-}
+#include "nn/ops_cuda.cuh"
 
 /* ------------------------------------------------------------------ kernels */
 
@@ -170,102 +90,6 @@ __global__ void bias_grad_finish_kernel(const double *__restrict__ part, int chu
     }
 }
 
-/* A warp per destination node; each lane owns columns lane, lane + 32, ... */
-__global__ void mean_agg_kernel(const int *__restrict__ indptr, const int *__restrict__ indices,
-                                long long nd, const float *__restrict__ x, float *__restrict__ out,
-                                long long cols) {
-    const int lane = threadIdx.x & 31;
-    FOR_EACH_WARP(d, nd) {
-        const int e0 = indptr[d], e1 = indptr[d + 1];
-        /* The same order and rounding as the CPU: sum in edge order, then times (float)1/deg. */
-        const float inv = e1 > e0 ? (float)(1.0 / (double)(e1 - e0)) : 0.0f;
-        float *o = out + d * cols;
-        for (long long j = lane; j < cols; j += 32) {
-            float s = 0.0f;
-#pragma unroll 4
-            for (int e = e0; e < e1; e++) s += x[(long long)indices[e] * cols + j];
-            o[j] = s * inv;
-        }
-    }
-}
-
-/*
- * The same with float4s (cols4 = cols / 4): a row of 100 floats is one load per lane for 25
- * lanes instead of four rounds of loads. Each of the four columns is still summed in edge
- * order, so the result equals mean_agg_kernel's (and the CPU's) bit for bit.
- */
-__global__ void mean_agg4_kernel(const int *__restrict__ indptr, const int *__restrict__ indices,
-                                 long long nd, const float4 *__restrict__ x,
-                                 float4 *__restrict__ out, int cols4) {
-    const int lane = threadIdx.x & 31;
-    FOR_EACH_WARP(d, nd) {
-        const int e0 = indptr[d], e1 = indptr[d + 1];
-        const float inv = e1 > e0 ? (float)(1.0 / (double)(e1 - e0)) : 0.0f;
-        float4 *o = out + d * cols4;
-        for (int j = lane; j < cols4; j += 32) {
-            float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 4
-            for (int e = e0; e < e1; e++) {
-                const float4 v = x[(long long)indices[e] * cols4 + j];
-                s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
-            }
-            o[j] = make_float4(s.x * inv, s.y * inv, s.z * inv, s.w * inv);
-        }
-    }
-}
-
-/* The scatter of the backward: destinations sharing a source add with atomics. */
-__global__ void mean_agg_backward_kernel(const int *__restrict__ indptr,
-                                         const int *__restrict__ indices, long long nd,
-                                         const float *__restrict__ dout, float *dx,
-                                         long long cols) {
-    const int lane = threadIdx.x & 31;
-    FOR_EACH_WARP(d, nd) {
-        const int e0 = indptr[d], e1 = indptr[d + 1];
-        if (e1 == e0) continue;
-        const float inv = (float)(1.0 / (double)(e1 - e0));
-        const float *g = dout + d * cols;
-        for (long long j = lane; j < cols; j += 32) {
-            const float v = g[j] * inv;
-            for (int e = e0; e < e1; e++) atomicAdd(dx + (long long)indices[e] * cols + j, v);
-        }
-    }
-}
-
-/*
- * The same with float4s. Hopper (sm_90) adds a float4 in global memory with one atomic
- * instruction, a quarter of the atomic traffic; older GPUs add its four floats one by one.
- */
-__device__ __forceinline__ void atomic_add4(float4 *p, float4 v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    atomicAdd(p, v);
-#else
-    float *f = (float *)p;
-    atomicAdd(f, v.x);
-    atomicAdd(f + 1, v.y);
-    atomicAdd(f + 2, v.z);
-    atomicAdd(f + 3, v.w);
-#endif
-}
-
-__global__ void mean_agg_backward4_kernel(const int *__restrict__ indptr,
-                                          const int *__restrict__ indices, long long nd,
-                                          const float4 *__restrict__ dout, float4 *dx,
-                                          int cols4) {
-    const int lane = threadIdx.x & 31;
-    FOR_EACH_WARP(d, nd) {
-        const int e0 = indptr[d], e1 = indptr[d + 1];
-        if (e1 == e0) continue;
-        const float inv = (float)(1.0 / (double)(e1 - e0));
-        const float4 *g = dout + d * cols4;
-        for (int j = lane; j < cols4; j += 32) {
-            const float4 a = g[j];
-            const float4 v = make_float4(a.x * inv, a.y * inv, a.z * inv, a.w * inv);
-            for (int e = e0; e < e1; e++) atomic_add4(dx + (long long)indices[e] * cols4 + j, v);
-        }
-    }
-}
-
 __global__ void relu_kernel(const float *x, float *y, long long n) {
     FOR_EACH(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
@@ -325,85 +149,6 @@ __global__ void dropout4_kernel(unsigned long long seed, unsigned stream, unsign
     }
 }
 
-/* The rows that count: labels in [0, cols). A label >= cols is recorded. */
-__global__ void xent_count_kernel(const long long *__restrict__ labels, long long rows,
-                                  long long cols, nn_work *w) {
-    unsigned c = 0;
-    FOR_EACH(i, rows) {
-        const long long y = labels[i];
-        if (y >= cols) gd__dev_error_record(&w->err, ERR_LABEL_RANGE, i, y, cols);
-        c += y >= 0 && y < cols;
-    }
-    c = __reduce_add_sync(FULL_MASK, c);
-    if ((threadIdx.x & 31) == 0 && c) atomicAdd(&w->count, (unsigned long long)c);
-}
-
-__device__ __forceinline__ double warp_sum(double v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
-    return v;
-}
-
-__device__ __forceinline__ double warp_max(double v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(FULL_MASK, v, o));
-    return v;
-}
-
-/* A warp per row: log-sum-exp in double, the row's loss added to w->loss_sum, and dz. */
-__global__ void xent_kernel(const float *__restrict__ z, const long long *__restrict__ labels,
-                            long long rows, long long cols, double scale, float *dz, nn_work *w) {
-    const int lane = threadIdx.x & 31;
-    const unsigned long long count = w->count;
-    const double inv = count > 0 ? 1.0 / (double)count : 0.0;
-    FOR_EACH_WARP(i, rows) {
-        const float *zi = z + i * cols;
-        float *gi = dz ? dz + i * cols : NULL;
-        const long long y = labels[i];
-        if (y < 0 || y >= cols) {
-            if (gi)
-                for (long long j = lane; j < cols; j += 32) gi[j] = 0.0f;
-            continue;
-        }
-        double mx = -INFINITY;
-        for (long long j = lane; j < cols; j += 32) mx = fmax(mx, (double)zi[j]);
-        mx = warp_max(mx);
-        double s = 0.0;
-        for (long long j = lane; j < cols; j += 32) s += exp((double)zi[j] - mx);
-        s = warp_sum(s);
-        const double lse = mx + log(s);
-        if (lane == 0) atomicAdd(&w->loss_sum, lse - (double)zi[y]);
-        if (gi)
-            for (long long j = lane; j < cols; j += 32)
-                gi[j] = (float)(scale * inv * (exp((double)zi[j] - lse) - (double)(j == y)));
-    }
-}
-
-__global__ void xent_finish_kernel(const nn_work *w, float *loss) {
-    *loss = (float)(w->count > 0 ? w->loss_sum / (double)w->count : 0.0);
-}
-
-/* A warp per row: the first maximal logit (ties to the lower column), counted per warp. */
-__global__ void accuracy_kernel(const float *__restrict__ z, const long long *__restrict__ labels,
-                                long long rows, long long cols, unsigned long long *correct) {
-    const int lane = threadIdx.x & 31;
-    unsigned long long mine = 0;
-    FOR_EACH_WARP(i, rows) {
-        const long long y = labels[i];
-        if (y < 0) continue;
-        const float *zi = z + i * cols;
-        long long arg = -1;
-        float best = 0.0f;
-        for (long long j = lane; j < cols; j += 32)
-            if (arg < 0 || zi[j] > best) best = zi[j], arg = j;
-        for (int o = 16; o > 0; o >>= 1) {
-            const float ob = __shfl_xor_sync(FULL_MASK, best, o);
-            const long long oa = __shfl_xor_sync(FULL_MASK, arg, o);
-            if (oa >= 0 && (arg < 0 || ob > best || (ob == best && oa < arg))) best = ob, arg = oa;
-        }
-        mine += lane == 0 && arg == y;
-    }
-    if (mine) atomicAdd(correct, mine);
-}
-
 /*
  * Adam and AdamW as torch.optim (and the CPU backend) define them, in double per element. The
  * operations are spelled out with round-to-nearest intrinsics in the CPU's order: a contracted
@@ -432,18 +177,6 @@ __global__ void adam_kernel(float *p, const float *__restrict__ g, float *m, flo
 }
 
 /* ------------------------------------------------------------------ ops */
-
-/*
- * Every op makes the context's device current for its calls and restores the caller's:
- * OP_ENTER at the start, OP_LEAVE on both paths (after fail:).
- */
-#define OP_ENTER()                                                                                 \
-    gd_status st = GD_OK;                                                                          \
-    int prev_ = -1;                                                                                \
-    GD_CHECK(gd__cuda_enter_device(ctx->device, &prev_))
-#define OP_LEAVE()                                                                                 \
-    gd__cuda_leave_device(ctx->device, prev_);                                                     \
-    return st
 
 static int cuda_supports(gd_dtype dtype) {
     return dtype == GD_DTYPE_FLOAT32;
@@ -619,51 +352,6 @@ fail:
     OP_LEAVE();
 }
 
-/* The mean aggregation kernels and their float4 versions, forward and backward. */
-typedef void (*agg_kernel_fn)(const int *, const int *, long long, const float *, float *,
-                              long long);
-typedef void (*agg4_kernel_fn)(const int *, const int *, long long, const float4 *, float4 *, int);
-
-/*
- * Launch an aggregation of in into out over blk's destination nodes, a warp per node: the
- * float4 kernel where both tensors allow it, else the scalar one. The caller's device is set.
- */
-static gd_status launch_agg(const gd__nn_ctx *ctx, const gd_block *blk, agg4_kernel_fn k4,
-                            agg_kernel_fn k, const void *in, void *out, long long cols) {
-    gd_status st = GD_OK;
-    const unsigned grid = grid_for(blk->num_dst, WARPS_PER_BLOCK);
-    if (vec4(in, cols) && vec4(out, cols) && cols / 4 <= INT_MAX)
-        k4<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst,
-                                                    (const float4 *)in, (float4 *)out,
-                                                    (int)(cols / 4));
-    else
-        k<<<grid, BLOCK_THREADS, 0, STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst,
-                                                   (const float *)in, (float *)out, cols);
-    GD_CUDA_CHECK_LAUNCH();
-fail:
-    return st;
-}
-
-static gd_status cuda_mean_agg(const gd__nn_ctx *ctx, const gd_block *blk, const gd__nn_tensor *x,
-                               gd__nn_tensor *out) {
-    OP_ENTER();
-    if (blk->num_dst > 0 && x->cols > 0)
-        GD_CHECK(launch_agg(ctx, blk, mean_agg4_kernel, mean_agg_kernel, x->data, out->data,
-                            x->cols));
-fail:
-    OP_LEAVE();
-}
-
-static gd_status cuda_mean_agg_backward(const gd__nn_ctx *ctx, const gd_block *blk,
-                                        const gd__nn_tensor *dout, gd__nn_tensor *dx) {
-    OP_ENTER();
-    if (blk->num_edges > 0 && dout->cols > 0)
-        GD_CHECK(launch_agg(ctx, blk, mean_agg_backward4_kernel, mean_agg_backward_kernel,
-                            dout->data, dx->data, dout->cols));
-fail:
-    OP_LEAVE();
-}
-
 static gd_status cuda_relu(const gd__nn_ctx *ctx, const gd__nn_tensor *x, gd__nn_tensor *y) {
     const long long n = gd__nn_numel(x);
     OP_ENTER();
@@ -720,43 +408,6 @@ fail:
     OP_LEAVE();
 }
 
-static gd_status cuda_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *z,
-                                   const int64_t *labels, double scale, gd__nn_tensor *loss,
-                                   gd__nn_tensor *dz) {
-    nn_work *w = WORK(ctx);
-    const long long rows = z->rows;
-    OP_ENTER();
-    /* Zero the sum and the count (the error record stays until it is reported). */
-    GD_CUDA_CHECK(cudaMemsetAsync(w, 0, offsetof(nn_work, err), STREAM(ctx)));
-    if (rows > 0) {
-        xent_count_kernel<<<grid_for(rows, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
-            (const long long *)labels, rows, z->cols, w);
-        GD_CUDA_CHECK_LAUNCH();
-        xent_kernel<<<grid_for(rows, WARPS_PER_BLOCK), BLOCK_THREADS, 0, STREAM(ctx)>>>(
-            (const float *)z->data, (const long long *)labels, rows, z->cols, scale,
-            dz ? (float *)dz->data : NULL, w);
-        GD_CUDA_CHECK_LAUNCH();
-    }
-    xent_finish_kernel<<<1, 1, 0, STREAM(ctx)>>>(w, (float *)loss->data);
-    GD_CUDA_CHECK_LAUNCH();
-fail:
-    OP_LEAVE();
-}
-
-static gd_status cuda_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *z, const int64_t *labels,
-                               int64_t *correct) {
-    OP_ENTER();
-    GD_CUDA_CHECK(cudaMemsetAsync(correct, 0, sizeof *correct, STREAM(ctx)));
-    if (z->rows > 0) {
-        accuracy_kernel<<<grid_for(z->rows, WARPS_PER_BLOCK), BLOCK_THREADS, 0, STREAM(ctx)>>>(
-            (const float *)z->data, (const long long *)labels, z->rows, z->cols,
-            (unsigned long long *)correct);
-        GD_CUDA_CHECK_LAUNCH();
-    }
-fail:
-    OP_LEAVE();
-}
-
 static gd_status cuda_adam(const gd__nn_ctx *ctx, const gd__nn_adam_options *o, double bc1,
                            double bc2, gd__nn_tensor *p, const gd__nn_tensor *g, gd__nn_tensor *m,
                            gd__nn_tensor *v) {
@@ -786,14 +437,14 @@ extern "C" const gd__nn_backend gd__nn_cuda_backend = {
     cuda_gemm,
     cuda_add_bias,
     cuda_bias_grad,
-    cuda_mean_agg,
-    cuda_mean_agg_backward,
+    gd__nn_cuda_mean_agg,
+    gd__nn_cuda_mean_agg_backward,
     cuda_relu,
     cuda_relu_backward,
     cuda_dropout,
     cuda_dropout,
-    cuda_softmax_xent,
-    cuda_accuracy,
+    gd__nn_cuda_softmax_xent,
+    gd__nn_cuda_accuracy,
     cuda_adam,
 };
 
