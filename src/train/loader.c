@@ -282,7 +282,8 @@ fail:
 static gd_status start_epoch(gd_loader_t *l, int64_t epoch) {
     gd_status st = GD_OK;
     GD_REQUIRE(epoch >= 0 && epoch < GD__TRAIN_EVAL_EPOCH, GD_ERR_INVALID_ARG,
-               "gd_loader_start_epoch: epoch %lld out of range", (long long)epoch);
+               "gd_loader_start_epoch: epoch %lld is out of range; use 0 to %lld",
+               (long long)epoch, (long long)GD__TRAIN_EVAL_EPOCH - 1);
     gd__datapath *d = l->d;
     pthread_mutex_lock(&l->mu);
     int busy = 0;
