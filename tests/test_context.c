@@ -14,11 +14,6 @@
 
 #ifdef GD_WITH_CUDA
 #include <cuda_runtime_api.h>
-#define CU(call)                                                                          \
-    do {                                                                                  \
-        cudaError_t ce_ = (call);                                                         \
-        if (ce_ != cudaSuccess) T_FAIL_("%s: %s", #call, cudaGetErrorString(ce_));        \
-    } while (0)
 #endif
 
 /* A CSC graph of n nodes: node v has v % 7 in-neighbours, (v * 31 + k * 17) % n. */
@@ -239,7 +234,7 @@ static int64_t sample_inputs(gd_graph_t *g, int cuda, int64_t *ids, int64_t cap)
     const int64_t *in;
     T_OK(gd_minibatch_input_nodes(mb, &in, &n));
     T_ASSERT(n <= cap);
-    CU(cudaMemcpy(ids, in, (size_t)n * sizeof(int64_t), cudaMemcpyDefault));
+    T_ASSERT(cudaMemcpy(ids, in, (size_t)n * sizeof(int64_t), cudaMemcpyDefault) == cudaSuccess);
     T_OK(gd_sampler_check_errors(s));
     gd_minibatch_destroy(mb);
     gd_sampler_destroy(s);
@@ -265,7 +260,7 @@ static void graph_and_gatherer_share(void) {
     int64_t want[4096], got[4096], ids[256], *d_out = NULL;
     const int64_t nwant = sample_inputs(host, 0, want, 4096);
     for (int i = 0; i < 256; i++) ids[i] = (i * 131) % h.e;
-    CU(cudaMalloc((void **)&d_out, sizeof ids));
+    T_ASSERT(cudaMalloc((void **)&d_out, sizeof ids) == cudaSuccess);
     gd_context_t *c, *c2;
     T_OK(gd_context_create(NULL, &c));
     T_OK(gd_context_create(NULL, &c2));
@@ -289,10 +284,10 @@ static void graph_and_gatherer_share(void) {
         o.max_ids = 256;
         gd_gatherer_t *ga = NULL;
         T_OK(gd_gatherer_create(t, c, GD_GATHER_ZEROCOPY, &o, &ga));
-        CU(cudaMemset(d_out, 0xA5, sizeof ids));
+        T_ASSERT(cudaMemset(d_out, 0xA5, sizeof ids) == cudaSuccess);
         T_OK(gd_gather(ga, ids, 256, 0, d_out, NULL));
         T_OK(gd_gatherer_check_errors(ga));
-        CU(cudaMemcpy(got, d_out, sizeof ids, cudaMemcpyDeviceToHost));
+        T_ASSERT(cudaMemcpy(got, d_out, sizeof ids, cudaMemcpyDeviceToHost) == cudaSuccess);
         for (int i = 0; i < 256; i++) T_EQ_INT(got[i], indices[ids[i]]);
         gd_gatherer_destroy(ga);
 
@@ -334,7 +329,7 @@ static void graph_and_gatherer_share(void) {
     gd_context_destroy(c);
     gd_context_destroy(c2);
     gd_graph_destroy(host);
-    CU(cudaFree(d_out));
+    T_ASSERT(cudaFree(d_out) == cudaSuccess);
     free(h.indptr);
 }
 #endif

@@ -439,8 +439,8 @@ static void check_sm_budgets(uint64_t *state, cudaStream_t stream) {
             o.sort_ids = bi % 2 ? 1 : -1;
             o.sm_grid_cap_only = bi == 2 && mode == 1;
             gd_gatherer_t *g = NULL;
-            T_OK(gd_gatherer_create(t, NULL, mode ? GD_GATHER_NAIVE_ZEROCOPY : GD_GATHER_ZEROCOPY, &o,
-                                    &g));
+            T_OK(gd_gatherer_create(t, NULL, mode ? GD_GATHER_NAIVE_ZEROCOPY : GD_GATHER_ZEROCOPY,
+                                    &o, &g));
             gd_gatherer_info info = GD_GATHERER_INFO_INIT;
             T_OK(gd_gatherer_get_info(g, &info));
             gd_device_info di;
