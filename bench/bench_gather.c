@@ -93,6 +93,7 @@ typedef struct {
 
     /* state */
     int gpu;             /* GPU modes can run */
+    gd_context_t *context; /* the GPU's (default) context, when gpu */
     double ceiling_gbps; /* DMA best (GPU) or host memcpy best (CPU only) */
     double dma_best, dma_median, memcpy_best;
     double sweep[MAX_WIDTHS][MAX_IDS][BM_COUNT]; /* GB/s; NAN: not measured */
@@ -548,7 +549,7 @@ static int create_gatherer(gather_bench *b, gd_host_tensor_t *t, bench_mode m, i
     o.threads = b->opt.threads;
     o.cache_bytes = cache_bytes;
     o.cache_scores = scores;
-    *status = gd_gatherer_create(t, b->opt.device, modes[m].mode, &o, g);
+    *status = gd_gatherer_create(t, b->context, modes[m].mode, &o, g);
     return *status == GD_OK ? 0 : -1;
 }
 
@@ -618,7 +619,7 @@ static int sweep_width(gather_bench *b, int wi) {
              "wrapping the table as a host tensor");
     if (b->gpu) {
         const double t0 = bench_now();
-        BENCH_GD(gd_host_tensor_register(t, b->opt.device), "registering the table with the GPU");
+        BENCH_GD(gd_host_tensor_register(t, b->context), "registering the table with the GPU");
         fprintf(
             stderr, "  [%lld B] width %d of %d, %lld rows: registered %s with GPU %d in %.2f s\n",
             (long long)w, wi + 1, b->nwidths, (long long)rows,
@@ -872,7 +873,7 @@ static int cache_sweep(gather_bench *b) {
              "wrapping the features as a host tensor");
     if (b->gpu) {
         t0 = bench_now();
-        BENCH_GD(gd_host_tensor_register(t, b->opt.device), "registering the features");
+        BENCH_GD(gd_host_tensor_register(t, b->context), "registering the features");
         fprintf(stderr, "cache: registered %s of features in %.2f s\n",
                 cli_bytes((double)rows * (double)row_bytes, a, sizeof a), bench_now() - t0);
     }
@@ -1303,6 +1304,7 @@ static void release(gather_bench *b) {
     (void)cudaGetLastError();
 #endif
     gd_host_tensor_destroy(b->table);
+    gd_context_destroy(b->context);
     free(b->h_ids);
     free(b->h_out);
     free(b->check_row);
@@ -1342,6 +1344,7 @@ int bench_gather(int argc, char **argv) {
             BENCH_REQUIRE(b->opt.device < count, "GPU %d does not exist: %d GPU(s) visible (0..%d)",
                           b->opt.device, count, count - 1);
             b->gpu = 1;
+            BENCH_GD(gd_context_default(b->opt.device, &b->context), "taking the GPU's context");
         } else {
             fprintf(stderr,
                     "bench gather: GPU modes need a CUDA build and a GPU, and %s: "

@@ -102,6 +102,7 @@ typedef struct {
     int use[M_COUNT];
     /* state */
     int gpu;
+    gd_context_t *context; /* the GPU's (default) context, when gpu */
     cJSON *root, *jruns, *jtargets, *jprobes;
     double seps[MAX_PRESETS][MAX_FSETS][M_COUNT]; /* 0: not measured */
 } sample_bench;
@@ -641,7 +642,7 @@ static int place_graph(const sample_bench *b, const preset_data *p, int m, gd_gr
     gd_graph_info gi = GD_GRAPH_INFO_INIT;
     go.indptr_placement = modes[m].indptr;
     go.indices_placement = modes[m].indices;
-    go.device = b->opt.device;
+    go.context = b->context;
     go.gpu_cache_bytes = p->num_edges * (int64_t)gd_dtype_size(p->dtype) / 100 * modes[m].cache_pct;
     BENCH_GD(gd_graph_create(p->num_nodes, p->indptr, p->indices, p->dtype, &go, g),
              "placing the graph");
@@ -1063,6 +1064,7 @@ int bench_sample(int argc, char **argv) {
             BENCH_REQUIRE(b->opt.device < count, "GPU %d does not exist: %d GPU(s) visible (0..%d)",
                           b->opt.device, count, count - 1);
             b->gpu = 1;
+            BENCH_GD(gd_context_default(b->opt.device, &b->context), "taking the GPU's context");
         } else {
             fprintf(stderr,
                     "bench sample: CUDA modes need a CUDA build and a GPU, and %s: "
@@ -1090,6 +1092,7 @@ fail:
     rc = bench_exit_status(rc);
     preset_release(&p);
     cJSON_Delete(b->root);
+    gd_context_destroy(b->context);
     free(b);
     return rc;
 }

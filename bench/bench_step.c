@@ -290,6 +290,7 @@ fail:
 
 typedef struct {
     gd_dataset_t *ds;
+    gd_context_t *context; /* the GPU's (default) context */
     gd_graph_t *graph;
     gd__nn_ctx ctx;
     int have_ctx;
@@ -343,6 +344,7 @@ static void run_release(step_run *r) {
     bd.created = 0;
     if (r->have_ctx) gd__nn_cuda_ctx_destroy(&r->ctx);
     gd_graph_destroy(r->graph);
+    gd_context_destroy(r->context);
     gd_dataset_close(r->ds);
     free(r->labels_host);
     free(r->train);
@@ -405,11 +407,12 @@ static int run_setup(const step_bench *b, step_run *r) {
     /* The nn context first: its stream carries the sampler, the gather and the step. */
     BENCH_GD(gd__nn_cuda_ctx_create(b->opt.device, &r->ctx), "creating the CUDA nn context");
     r->have_ctx = 1;
+    BENCH_GD(gd_context_default(b->opt.device, &r->context), "taking the GPU's context");
     {
         gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
         o.indptr_placement = GD_PLACE_GPU;
         o.indices_placement = GD_PLACE_GPU;
-        o.device = b->opt.device;
+        o.context = r->context;
         BENCH_GD(gd_graph_create_from_dataset(r->ds, &o, &r->graph), "placing the graph on the GPU");
     }
     {
@@ -429,7 +432,7 @@ static int run_setup(const step_bench *b, step_run *r) {
         BENCH_GD(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype,
                                       GD_HOST_TENSOR_READ_ONLY, &r->features),
                  "wrapping the features");
-        BENCH_GD(gd_gatherer_create(r->features, b->opt.device, GD_GATHER_GPU, &o, &r->gatherer),
+        BENCH_GD(gd_gatherer_create(r->features, r->context, GD_GATHER_GPU, &o, &r->gatherer),
                  "creating the gpu gatherer (the feature table in GPU memory)");
     }
 

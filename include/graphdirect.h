@@ -52,7 +52,8 @@ unsigned gd_version_hex(void);
     X(GD_ERR_CUDA, 10, "CUDA error")                                                      \
     X(GD_ERR_PIN, 11, "cannot pin host memory")                                           \
     X(GD_ERR_INTERRUPTED, 12, "interrupted")                                              \
-    X(GD_ERR_INTERNAL, 13, "internal error")
+    X(GD_ERR_INTERNAL, 13, "internal error")                                              \
+    X(GD_ERR_ALREADY_REGISTERED, 14, "host memory already registered")
 
 typedef enum {
 #define GD_STATUS_ENUM_(name, value, text) name = value,
@@ -385,11 +386,17 @@ gd_status gd_device_info_get(int device, gd_device_info *info);
 
 /*
  * A context: the GPU its objects use and what they share on it, instead of process-wide state.
- * Host memory registered for the GPU (a zero-copy feature table) is registered once per
- * context and shared by its trainers and loaders; two contexts share nothing. Objects created
- * with a context keep a reference to it, so gd_context_destroy may come before theirs: the
- * context goes when its last object does. Objects created without one (NULL) use their device's
- * default context, one per device per process. A context is usable without a GPU (cpu mode).
+ * Host memory registered for the GPU (a zero-copy feature table, a graph's pinned lists) is
+ * registered once per context, in its registry, and shared by every object of the context that
+ * registers the same memory (host tensors, graphs, trainers, loaders): it is unregistered when
+ * the last of them lets go. Two contexts share nothing; CUDA registers a range of memory once
+ * per process, so a second context that asks for a range the first one holds is refused with
+ * GD_ERR_ALREADY_REGISTERED (trainers and loaders then pin a copy). Objects created with a
+ * context keep a reference to it, so gd_context_destroy may come before theirs: the context goes
+ * when its last object does. Objects created without one (NULL) use a default context: one per
+ * device per process, made on first use (gd_context_default); a NULL context argument means
+ * the default context of device 0, and the trainer's and the loader's options name the device
+ * of theirs. A context is usable without a GPU (cpu mode).
  */
 typedef struct gd_context gd_context_t;
 typedef struct {
@@ -399,10 +406,29 @@ typedef struct {
 #define GD_CONTEXT_OPTIONS_INIT {sizeof(gd_context_options), 0}
 void gd_context_options_init(gd_context_options *o);
 gd_status gd_context_create(const gd_context_options *options, gd_context_t **out);
+/*
+ * The default context of device (what objects created with a NULL context use), with a
+ * reference for the caller: give it back with gd_context_destroy. Every call for one device
+ * gives the same context while any reference to it lives.
+ */
+gd_status gd_context_default(int device, gd_context_t **out);
+/* Give back the caller's reference (NULL is ignored). */
 void gd_context_destroy(gd_context_t *ctx);
 /* The GPU of the context (-1 for NULL). */
 int gd_context_device(const gd_context_t *ctx);
 
+/* What a context holds now, for reports and tests. */
+typedef struct {
+    size_t size;            /* sizeof(gd_context_info) */
+    int device;             /* its GPU */
+    int is_default;         /* 1: the default context of device */
+    int64_t pinned_ranges;  /* ranges of host memory its registry holds registered */
+    int64_t pinned_bytes;   /* their bytes */
+    int64_t pinned_users;   /* registrations sharing them (host tensors, a graph's lists) */
+} gd_context_info;
+#define GD_CONTEXT_INFO_INIT {sizeof(gd_context_info), 0, 0, 0, 0, 0}
+void gd_context_info_init(gd_context_info *o);
+gd_status gd_context_get_info(const gd_context_t *ctx, gd_context_info *info);
 
 /* ---------------------------------------------------------- feature store */
 
@@ -453,11 +479,17 @@ gd_dtype gd_host_tensor_dtype(const gd_host_tensor_t *t);
 
 /*
  * Page-lock the tensor and map it into the address space of the GPUs of this process
- * (cudaHostRegisterMapped | Portable; ReadOnly as well for GD_HOST_TENSOR_READ_ONLY), using
- * device's context. Registering an already registered tensor again is a no-op. A failure says
- * how to raise the locked-memory limit (ulimit -l). Without CUDA: GD_ERR_NO_DEVICE.
+ * (cudaHostRegisterMapped | Portable; ReadOnly as well for GD_HOST_TENSOR_READ_ONLY), through
+ * the registry of context (NULL: the default context of device 0; gd_context_default gives
+ * another device's). Memory the context holds registered already (the same data and size,
+ * registered by another tensor or a graph of the context) is shared, not registered twice; it
+ * is unregistered when its last user is unregistered or destroyed. Registering an already
+ * registered tensor again is a no-op. Memory registered outside the context (another context,
+ * a direct cudaHostRegister) fails with GD_ERR_ALREADY_REGISTERED; any other failure says how
+ * to raise the locked-memory limit (ulimit -l). Without CUDA: GD_ERR_NO_DEVICE.
  */
-gd_status gd_host_tensor_register(gd_host_tensor_t *t, int device);
+gd_status gd_host_tensor_register(gd_host_tensor_t *t, gd_context_t *context);
+/* Give the registration back to its context (a no-op for a tensor that is not registered). */
 gd_status gd_host_tensor_unregister(gd_host_tensor_t *t);
 /* 1 if the tensor is registered in this process, else 0. */
 int gd_host_tensor_is_registered(const gd_host_tensor_t *t);
@@ -509,13 +541,14 @@ typedef struct {
 void gd_gatherer_options_init(gd_gatherer_options *o);
 
 /*
- * Create a gatherer of rows of t for one GPU (device is ignored by GD_GATHER_CPU). Every buffer
- * a gather needs is allocated here, so gd_gather allocates nothing. zerocopy and
- * naive-zerocopy need t registered (gd_host_tensor_register); gpu copies t into GPU memory
- * once, now. t must outlive the gatherer. A GPU mode without CUDA or without a GPU fails with
+ * Create a gatherer of rows of t for the GPU of context (NULL: the default context of device
+ * 0; GD_GATHER_CPU uses no GPU). Every buffer a gather needs is allocated here, so gd_gather
+ * allocates nothing. zerocopy and naive-zerocopy need t registered (gd_host_tensor_register);
+ * gpu copies t into GPU memory once, now. t must outlive the gatherer; the gatherer keeps a
+ * reference to the context. A GPU mode without CUDA or without a GPU fails with
  * GD_ERR_NO_DEVICE.
  */
-gd_status gd_gatherer_create(gd_host_tensor_t *t, int device, gd_gather_mode mode,
+gd_status gd_gatherer_create(gd_host_tensor_t *t, gd_context_t *context, gd_gather_mode mode,
                              const gd_gatherer_options *options, gd_gatherer_t **out);
 void gd_gatherer_destroy(gd_gatherer_t *g);
 
@@ -604,7 +637,12 @@ typedef struct {
     size_t size;                    /* sizeof(gd_graph_options) */
     gd_placement indptr_placement;  /* where indptr lives (default host) */
     gd_placement indices_placement; /* where indices live (default host) */
-    int device;                     /* the GPU of gpu and pinned placements */
+    /*
+     * The context of gpu and pinned placements (NULL: the default context of device 0): its
+     * GPU, and the registry through which pinned arrays are registered (so that a graph and a
+     * host tensor over the same memory register it once). The graph keeps a reference.
+     */
+    gd_context_t *context;
     /*
      * pinned: 0 = page-lock the caller's arrays in place (they must stay alive and unmoved);
      * 1 = copy them into library-owned memory first. A read-only file mapping (a dataset
@@ -624,7 +662,8 @@ typedef struct {
      */
     int64_t gpu_cache_bytes;
 } gd_graph_options;
-#define GD_GRAPH_OPTIONS_INIT {sizeof(gd_graph_options), GD_PLACE_HOST, GD_PLACE_HOST, 0, 0, 1, 0}
+#define GD_GRAPH_OPTIONS_INIT                                                                      \
+    {sizeof(gd_graph_options), GD_PLACE_HOST, GD_PLACE_HOST, NULL, 0, 1, 0}
 void gd_graph_options_init(gd_graph_options *o);
 
 /*

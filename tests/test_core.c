@@ -92,6 +92,7 @@ static void check_inits(void) {
     CHECK_INIT(gd_sampler_info, GD_SAMPLER_INFO_INIT);
     CHECK_INIT(gd_loader_options, GD_LOADER_OPTIONS_INIT);
     CHECK_INIT(gd_context_options, GD_CONTEXT_OPTIONS_INIT);
+    CHECK_INIT(gd_context_info, GD_CONTEXT_INFO_INIT);
     CHECK_INIT(gd_train_options, GD_TRAIN_OPTIONS_INIT);
     CHECK_INIT(gd_model_info, GD_MODEL_INFO_INIT);
     CHECK_INIT(gd_trainer_info, GD_TRAINER_INFO_INIT);

@@ -89,7 +89,7 @@ static void check_cpu_mode(uint64_t *state) {
         fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
         gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
         o.threads = 1 + wi % 3;
-        T_OK(gd_gatherer_create(t, 0, GD_GATHER_CPU, &o, &g));
+        T_OK(gd_gatherer_create(t, NULL, GD_GATHER_CPU, &o, &g));
         const int64_t cap = 2500;
         int64_t *ids = malloc(sizeof *ids * (size_t)cap);
         unsigned char *out = malloc((size_t)(cap * w) + 1), *want = malloc((size_t)(cap * w) + 1);
@@ -169,12 +169,12 @@ static void check_api_errors(void) {
     for (int i = 0; i < 8; i++) buf[i] = (float)i;
     T_OK(gd_host_tensor_adopt(buf, 4, 2, GD_DTYPE_FLOAT32, 0, &t));
     T_ASSERT(gd_host_tensor_data(t) == buf);
-    T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_CPU, &(gd_gatherer_options){.size = 3}, &g),
+    T_FAILS(gd_gatherer_create(t, NULL, GD_GATHER_CPU, &(gd_gatherer_options){.size = 3}, &g),
             GD_ERR_INVALID_ARG, "GD_GATHERER_OPTIONS_INIT");
     gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
     o.sm_budget = "lots";
-    T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &o, &g), GD_ERR_INVALID_ARG, "lots");
-    T_OK(gd_gatherer_create(t, 0, GD_GATHER_CPU, NULL, &g));
+    T_FAILS(gd_gatherer_create(t, NULL, GD_GATHER_ZEROCOPY, &o, &g), GD_ERR_INVALID_ARG, "lots");
+    T_OK(gd_gatherer_create(t, NULL, GD_GATHER_CPU, NULL, &g));
     int64_t ids[3] = {3, 0, 3};
     float out[6];
     T_OK(gd_gather(g, ids, 3, 0, out, NULL));
@@ -188,11 +188,11 @@ static void check_api_errors(void) {
         for (int mode = 0; mode < GD_GATHER_MODE_COUNT; mode++) {
             if (mode == GD_GATHER_CPU) continue;
             g = (gd_gatherer_t *)1;
-            T_FAILS(gd_gatherer_create(t, 0, (gd_gather_mode)mode, NULL, &g), GD_ERR_NO_DEVICE,
+            T_FAILS(gd_gatherer_create(t, NULL, (gd_gather_mode)mode, NULL, &g), GD_ERR_NO_DEVICE,
                     "cpu");
             T_ASSERT(g == NULL);
         }
-        T_FAILS(gd_host_tensor_register(t, 0), GD_ERR_NO_DEVICE, "");
+        T_FAILS(gd_host_tensor_register(t, NULL), GD_ERR_NO_DEVICE, "");
         T_ASSERT(!gd_host_tensor_is_registered(t));
     }
     gd_host_tensor_destroy(t);
@@ -208,14 +208,14 @@ static void check_cache_options(void) {
     gd_gatherer_info info = GD_GATHERER_INFO_INIT;
     T_OK(gd_host_tensor_create(100, 3, GD_DTYPE_FLOAT32, 0, &t));
     o.cache_bytes = 1200;
-    T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &o, &g), GD_ERR_INVALID_ARG,
+    T_FAILS(gd_gatherer_create(t, NULL, GD_GATHER_ZEROCOPY, &o, &g), GD_ERR_INVALID_ARG,
             "cache_scores");
     o.cache_scores = scores;
-    T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_CPU, &o, &g), GD_ERR_INVALID_ARG, "zerocopy");
+    T_FAILS(gd_gatherer_create(t, NULL, GD_GATHER_CPU, &o, &g), GD_ERR_INVALID_ARG, "zerocopy");
     o.cache_bytes = -1;
-    T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &o, &g), GD_ERR_INVALID_ARG,
+    T_FAILS(gd_gatherer_create(t, NULL, GD_GATHER_ZEROCOPY, &o, &g), GD_ERR_INVALID_ARG,
             "negative cache_bytes");
-    T_OK(gd_gatherer_create(t, 0, GD_GATHER_CPU, NULL, &g));
+    T_OK(gd_gatherer_create(t, NULL, GD_GATHER_CPU, NULL, &g));
     T_OK(gd_gatherer_get_info(g, &info));
     T_EQ_INT(info.cached_rows, 0);
     T_EQ_INT(gd_gatherer_is_cached(g, 5), 0);
@@ -231,7 +231,7 @@ static void check_faults_cpu(void) {
     gd_host_tensor_t *t = NULL;
     gd_gatherer_t *g = NULL;
     T_OK(gd_host_tensor_create(100, 7, GD_DTYPE_FLOAT16, 0, &t));
-    T_OK(gd_gatherer_create(t, 0, GD_GATHER_CPU, NULL, &g));
+    T_OK(gd_gatherer_create(t, NULL, GD_GATHER_CPU, NULL, &g));
     int64_t calls = gd_fault_calls(GD_FAULT_ALLOC);
     gd_gatherer_destroy(g);
     gd_host_tensor_destroy(t);
@@ -241,7 +241,7 @@ static void check_faults_cpu(void) {
         t = NULL;
         g = NULL;
         gd_status st = gd_host_tensor_create(100, 7, GD_DTYPE_FLOAT16, 0, &t);
-        if (st == GD_OK) st = gd_gatherer_create(t, 0, GD_GATHER_CPU, NULL, &g);
+        if (st == GD_OK) st = gd_gatherer_create(t, NULL, GD_GATHER_CPU, NULL, &g);
         if (st != GD_ERR_NO_MEMORY)
             T_FAIL_("fault %lld of %lld: %s (%s)", (long long)k, (long long)calls,
                     gd_status_string(st), gd_last_error());
@@ -344,15 +344,15 @@ static void check_gpu_modes(uint64_t *state, cudaStream_t stream) {
         }
         const unsigned char *table = gd_host_tensor_data(t);
         fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
-        T_OK(gd_host_tensor_register(t, 0));
-        T_OK(gd_host_tensor_register(t, 0)); /* a second registration is a no-op */
+        T_OK(gd_host_tensor_register(t, NULL));
+        T_OK(gd_host_tensor_register(t, NULL)); /* a second registration is a no-op */
         T_ASSERT(gd_host_tensor_is_registered(t));
         for (int ci = 0; ci < NUM_CONFIGS; ci++) {
             gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
             o.max_ids = cap;
             o.sort_ids = configs[ci].sort;
             gd_gatherer_t *g = NULL;
-            T_OK(gd_gatherer_create(t, 0, configs[ci].mode, &o, &g));
+            T_OK(gd_gatherer_create(t, NULL, configs[ci].mode, &o, &g));
             char what[128];
             snprintf(what, sizeof what, "%s%s, width %lld (%s)",
                      gd_gather_mode_name(configs[ci].mode), configs[ci].sort ? " sorted" : "",
@@ -403,7 +403,7 @@ static void check_gpu_modes(uint64_t *state, cudaStream_t stream) {
         T_OK(gd_host_tensor_unregister(t));
         T_ASSERT(!gd_host_tensor_is_registered(t));
         gd_gatherer_t *g = NULL;
-        T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, NULL, &g), GD_ERR_INVALID_ARG,
+        T_FAILS(gd_gatherer_create(t, NULL, GD_GATHER_ZEROCOPY, NULL, &g), GD_ERR_INVALID_ARG,
                 "gd_host_tensor_register");
         gd_host_tensor_destroy(t);
         free(own);
@@ -424,7 +424,7 @@ static void check_sm_budgets(uint64_t *state, cudaStream_t stream) {
     gd_host_tensor_t *t = NULL;
     T_OK(gd_host_tensor_create(rows, w / 4, GD_DTYPE_FLOAT32, 0, &t));
     fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
-    T_OK(gd_host_tensor_register(t, 0));
+    T_OK(gd_host_tensor_register(t, NULL));
     int64_t *ids = malloc(sizeof *ids * (size_t)cap), *d_ids = NULL;
     unsigned char *d_buf = NULL, *host = malloc((size_t)(cap * w) + SLACK + 64),
                   *want = malloc((size_t)(cap * w) + SLACK + 64);
@@ -439,8 +439,8 @@ static void check_sm_budgets(uint64_t *state, cudaStream_t stream) {
             o.sort_ids = bi % 2 ? 1 : -1;
             o.sm_grid_cap_only = bi == 2 && mode == 1;
             gd_gatherer_t *g = NULL;
-            T_OK(gd_gatherer_create(t, 0, mode ? GD_GATHER_NAIVE_ZEROCOPY : GD_GATHER_ZEROCOPY, &o,
-                                    &g));
+            T_OK(gd_gatherer_create(t, NULL, mode ? GD_GATHER_NAIVE_ZEROCOPY : GD_GATHER_ZEROCOPY,
+                                    &o, &g));
             gd_gatherer_info info = GD_GATHERER_INFO_INIT;
             T_OK(gd_gatherer_get_info(g, &info));
             gd_device_info di;
@@ -462,11 +462,11 @@ static void check_sm_budgets(uint64_t *state, cudaStream_t stream) {
     /* The parameter is the default when the option is not set. */
     T_OK(gd_param_set("GD_GATHER_SMS", "2"));
     gd_gatherer_t *g = NULL;
-    T_OK(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, NULL, &g));
+    T_OK(gd_gatherer_create(t, NULL, GD_GATHER_ZEROCOPY, NULL, &g));
     T_EQ_INT(g->sm_budget_count, 2);
     gd_gatherer_destroy(g);
     T_OK(gd_param_set("GD_GATHER_SMS", "x%"));
-    T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, NULL, &g), GD_ERR_INVALID_ARG,
+    T_FAILS(gd_gatherer_create(t, NULL, GD_GATHER_ZEROCOPY, NULL, &g), GD_ERR_INVALID_ARG,
             "GD_GATHER_SMS");
     T_OK(gd_param_set("GD_GATHER_SMS", NULL));
     CU(cudaFree(d_ids));
@@ -499,7 +499,7 @@ static void check_cache(uint64_t *state, cudaStream_t stream) {
         gd_host_tensor_t *t = NULL;
         T_OK(gd_host_tensor_create(rows, cols, dt, 0, &t));
         fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
-        T_OK(gd_host_tensor_register(t, 0));
+        T_OK(gd_host_tensor_register(t, NULL));
         int64_t *scores = malloc(sizeof *scores * (size_t)rows),
                 *hot = malloc(sizeof *hot * (size_t)rows);
         T_ASSERT(scores && hot);
@@ -513,7 +513,7 @@ static void check_cache(uint64_t *state, cudaStream_t stream) {
             o.cache_bytes = budgets[bi];
             o.cache_scores = scores;
             gd_gatherer_t *g = NULL;
-            T_OK(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &o, &g));
+            T_OK(gd_gatherer_create(t, NULL, GD_GATHER_ZEROCOPY, &o, &g));
             gd_gatherer_info info = GD_GATHERER_INFO_INIT;
             T_OK(gd_gatherer_get_info(g, &info));
             int64_t expect = budgets[bi] / w, count = 0;
@@ -547,10 +547,10 @@ static void check_cache(uint64_t *state, cudaStream_t stream) {
         gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
         gd_gatherer_t *g = NULL;
         o.cache_bytes = rows * w;
-        T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &o, &g), GD_ERR_INVALID_ARG,
+        T_FAILS(gd_gatherer_create(t, NULL, GD_GATHER_ZEROCOPY, &o, &g), GD_ERR_INVALID_ARG,
                 "cache_scores");
         o.cache_scores = scores;
-        T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_GPU, &o, &g), GD_ERR_INVALID_ARG, "zerocopy");
+        T_FAILS(gd_gatherer_create(t, NULL, GD_GATHER_GPU, &o, &g), GD_ERR_INVALID_ARG, "zerocopy");
         free(scores);
         free(hot);
         gd_host_tensor_destroy(t);
@@ -580,7 +580,7 @@ static void check_shapes(uint64_t *state, cudaStream_t stream) {
         gd_host_tensor_t *t = NULL;
         T_OK(gd_host_tensor_create(rows, w, GD_DTYPE_UINT8, 0, &t));
         fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
-        T_OK(gd_host_tensor_register(t, 0));
+        T_OK(gd_host_tensor_register(t, NULL));
         for (int lanes = 1; lanes <= 32; lanes *= 2) {
             for (int loads = 4; loads <= 16; loads *= 2) {
                 char shape[32], what[80];
@@ -591,7 +591,7 @@ static void check_shapes(uint64_t *state, cudaStream_t stream) {
                 o.max_ids = cap;
                 o.sort_ids = loads == 8;
                 gd_gatherer_t *g = NULL;
-                T_OK(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &o, &g));
+                T_OK(gd_gatherer_create(t, NULL, GD_GATHER_ZEROCOPY, &o, &g));
                 gd_gatherer_info info = GD_GATHERER_INFO_INIT;
                 T_OK(gd_gatherer_get_info(g, &info));
                 T_EQ_INT(info.group_lanes, lanes);
@@ -606,9 +606,9 @@ static void check_shapes(uint64_t *state, cudaStream_t stream) {
     gd_gatherer_t *g = NULL;
     gd_host_tensor_t *t = NULL;
     T_OK(gd_host_tensor_create(10, 4, GD_DTYPE_UINT8, 0, &t));
-    T_OK(gd_host_tensor_register(t, 0));
+    T_OK(gd_host_tensor_register(t, NULL));
     T_OK(gd_param_set("GD_GATHER_SHAPE", "3x8"));
-    T_FAILS(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, NULL, &g), GD_ERR_INVALID_ARG,
+    T_FAILS(gd_gatherer_create(t, NULL, GD_GATHER_ZEROCOPY, NULL, &g), GD_ERR_INVALID_ARG,
             "GD_GATHER_SHAPE '3x8'");
     T_OK(gd_param_set("GD_GATHER_SHAPE", NULL));
     gd_host_tensor_destroy(t);
@@ -635,9 +635,9 @@ static void check_faults_gpu(void) {
         oc.cache_bytes = 875 * 1024;
         oc.cache_scores = scores;
         T_OK(gd_host_tensor_create(3500, 1024, GD_DTYPE_UINT8, 0, &t));
-        T_OK(gd_host_tensor_register(t, 0));
-        T_OK(gd_gatherer_create(t, 0, GD_GATHER_CPU_DMA, &o, &g));
-        T_OK(gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &oc, &g2));
+        T_OK(gd_host_tensor_register(t, NULL));
+        T_OK(gd_gatherer_create(t, NULL, GD_GATHER_CPU_DMA, &o, &g));
+        T_OK(gd_gatherer_create(t, NULL, GD_GATHER_ZEROCOPY, &oc, &g2));
         const int64_t calls = gd_fault_calls(fk);
         gd_gatherer_destroy(g);
         gd_gatherer_destroy(g2);
@@ -648,9 +648,9 @@ static void check_faults_gpu(void) {
             t = NULL;
             g = g2 = NULL;
             gd_status st = gd_host_tensor_create(3500, 1024, GD_DTYPE_UINT8, 0, &t);
-            if (st == GD_OK) st = gd_host_tensor_register(t, 0);
-            if (st == GD_OK) st = gd_gatherer_create(t, 0, GD_GATHER_CPU_DMA, &o, &g);
-            if (st == GD_OK) st = gd_gatherer_create(t, 0, GD_GATHER_ZEROCOPY, &oc, &g2);
+            if (st == GD_OK) st = gd_host_tensor_register(t, NULL);
+            if (st == GD_OK) st = gd_gatherer_create(t, NULL, GD_GATHER_CPU_DMA, &o, &g);
+            if (st == GD_OK) st = gd_gatherer_create(t, NULL, GD_GATHER_ZEROCOPY, &oc, &g2);
             const gd_status want = kind ? GD_ERR_PIN : GD_ERR_NO_MEMORY;
             if (st != want)
                 T_FAIL_("%s fault %lld of %lld: %s (%s)", kind ? "pin" : "alloc", (long long)k,

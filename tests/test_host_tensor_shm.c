@@ -59,14 +59,18 @@ static int child(int index, const unsigned char *expect, int ready_fd, int go_fd
     for (int i = 0; i < N; i++) ids[i] = (int64_t)(t_rand(&state) % ROWS);
     reference(expect, ids, N, want);
     gd_gatherer_t *g = NULL;
-    T_OK(gd_gatherer_create(t, 0, GD_GATHER_CPU, NULL, &g));
+    T_OK(gd_gatherer_create(t, NULL, GD_GATHER_CPU, NULL, &g));
     T_OK(gd_gather(g, ids, N, 0, out, NULL));
     T_ASSERT(memcmp(out, want, (size_t)N * ROW_BYTES) == 0);
     gd_gatherer_destroy(g);
 
     int code = GD_TEST_SKIP;
     const int devices = gd_device_count();
-    if (devices > 0) T_OK(gd_host_tensor_register(t, index % devices));
+    gd_context_t *ctx = NULL;
+    if (devices > 0) {
+        T_OK(gd_context_default(index % devices, &ctx));
+        T_OK(gd_host_tensor_register(t, ctx));
+    }
     /* Both children hold their registration of the same pages at the same time. */
     char byte = 'r';
     T_ASSERT(write(ready_fd, &byte, 1) == 1);
@@ -84,7 +88,7 @@ static int child(int index, const unsigned char *expect, int ready_fd, int go_fd
             gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
             o.max_ids = N;
             o.sort_ids = sort;
-            T_OK(gd_gatherer_create(t, device, GD_GATHER_ZEROCOPY, &o, &g));
+            T_OK(gd_gatherer_create(t, ctx, GD_GATHER_ZEROCOPY, &o, &g));
             T_ASSERT(cudaMemset(d_out, 0xA5, (size_t)N * ROW_BYTES) == cudaSuccess);
             T_OK(gd_gather(g, d_ids, N, 1, d_out, NULL));
             T_OK(gd_gatherer_check_errors(g));
@@ -101,6 +105,7 @@ static int child(int index, const unsigned char *expect, int ready_fd, int go_fd
     }
 #endif
     T_OK(gd_host_tensor_unregister(t));
+    gd_context_destroy(ctx);
     gd_host_tensor_destroy(t);
     free(ids);
     free(out);

@@ -536,7 +536,10 @@ static void check_agg_kernel(uint64_t *state, gd__nn_ctx *gpu) {
                 const float *dtab;
                 void *dtab_owned = NULL;
                 if (mapped) {
-                    T_OK(gd_host_tensor_register(ht, gpu->device));
+                    gd_context_t *c; /* the default context of the model's GPU */
+                    T_OK(gd_context_default(gpu->device, &c));
+                    T_OK(gd_host_tensor_register(ht, c));
+                    gd_context_destroy(c); /* the tensor keeps its own reference */
                     dtab = ht->device_ptr;
                 } else {
                     CU(cudaMalloc(&dtab_owned, sizeof(float) * (size_t)(rows * cols)));
@@ -643,7 +646,12 @@ static void check_gpu_infer(uint64_t *state, gd__nn_ctx *gpu, int L, gd_dtype in
         T_OK(gd_dataset_array(f.ds, GD_ARRAY_FEATURES, &fv));
         gd_host_tensor_t *ft = NULL;
         T_OK(gd_host_tensor_adopt(fv.data, f.n, f.in_dim, F32, GD_HOST_TENSOR_READ_ONLY, &ft));
-        T_OK(gd_host_tensor_register(ft, gpu->device));
+        {
+            gd_context_t *c; /* the default context of the model's GPU */
+            T_OK(gd_context_default(gpu->device, &c));
+            T_OK(gd_host_tensor_register(ft, c));
+            gd_context_destroy(c); /* the tensor keeps its own reference */
+        }
         gd__infer_options o = GD__INFER_OPTIONS_INIT;
         o.max_chunk_rows = 50;
         o.memory_budget = 50 * unit;

@@ -136,6 +136,12 @@ class ContextOptions(_Sized):  # gd_context_options, GD_CONTEXT_OPTIONS_INIT
     _init_ = "gd_context_options_init"
 
 
+class ContextInfo(_Sized):  # gd_context_info, GD_CONTEXT_INFO_INIT
+    _fields_ = [("size", c_size_t), ("device", c_int), ("is_default", c_int),
+                ("pinned_ranges", c_int64), ("pinned_bytes", c_int64), ("pinned_users", c_int64)]
+    _init_ = "gd_context_info_init"
+
+
 class LoaderOptions(_Sized):  # gd_loader_options, GD_LOADER_OPTIONS_INIT
     _fields_ = [("size", c_size_t), ("mode", c_char_p), ("num_layers", c_int),
                 ("fanouts", c_int * GD_SAMPLER_MAX_LAYERS), ("batch_size", c_int64),
@@ -242,6 +248,7 @@ SIZED_STRUCTS = {
     "gd_dataset_open_options": (DatasetOpenOptions, "GD_DATASET_OPEN_OPTIONS_INIT"),
     "gd_generate_options": (GenerateOptions, "GD_GENERATE_OPTIONS_INIT"),
     "gd_context_options": (ContextOptions, "GD_CONTEXT_OPTIONS_INIT"),
+    "gd_context_info": (ContextInfo, "GD_CONTEXT_INFO_INIT"),
     "gd_loader_options": (LoaderOptions, "GD_LOADER_OPTIONS_INIT"),
     "gd_loader_info": (LoaderInfo, "GD_LOADER_INFO_INIT"),
     "gd_batch_info": (BatchInfo, "GD_BATCH_INFO_INIT"),
@@ -342,7 +349,9 @@ _SIGNATURES = {
     "gd_train_mode_check": (c_int, [c_char_p]),
     "gd_model_get_info": (c_int, [c_char_p, POINTER(ModelInfo)]),
     "gd_context_create": (c_int, [POINTER(ContextOptions), POINTER(_vp)]),
+    "gd_context_default": (c_int, [c_int, POINTER(_vp)]),
     "gd_context_destroy": (None, [_vp]),
+    "gd_context_get_info": (c_int, [_vp, POINTER(ContextInfo)]),
     "gd_trainer_create": (c_int, [_vp, POINTER(TrainOptions), POINTER(_vp)]),
     "gd_trainer_destroy": (None, [_vp]),
     "gd_trainer_get_info": (c_int, [_vp, POINTER(TrainerInfo)]),

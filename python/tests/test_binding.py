@@ -159,6 +159,18 @@ class BindingTest(unittest.TestCase):
             graphdirect.Context(device="0")
         with self.assertRaises(graphdirect.GraphdirectError):
             graphdirect.Context(device=-1)
+        # The default context of a device: one while referenced, apart from explicit ones.
+        d, e = graphdirect.Context.default(0), graphdirect.Context.default(0)
+        self.assertEqual(d._handle(), e._handle())
+        self.assertEqual(d.info(), dict(device=0, is_default=True, pinned_ranges=0,
+                                        pinned_bytes=0, pinned_users=0))
+        with graphdirect.Context(0) as c:
+            self.assertNotEqual(c._handle(), d._handle())
+            self.assertFalse(c.info()["is_default"])
+        d.close()
+        e.close()
+        with self.assertRaises(graphdirect.GraphdirectError):
+            graphdirect.Context.default(-1)
 
     def test_version_and_library(self):
         self.assertRegex(graphdirect.version(), r"^\d+\.\d+\.\d+$")
@@ -188,7 +200,7 @@ class BindingTest(unittest.TestCase):
         model = os.path.join(self.tmp.name, "sizes.gdc")
         quick = _lib.FitOptions.new()
         quick.epochs = quick.test = quick.exact_test = 0
-        with self.loader() as l, self.trainer() as t:
+        with self.loader() as l, self.trainer() as t, graphdirect.Context(0) as ctx:
             t.save(model)
             b = next(iter(l))
             calls = {
@@ -210,6 +222,8 @@ class BindingTest(unittest.TestCase):
                     byref(bad(_lib.GenerateOptions)), byref(out))),
                 "gd_context_options": lambda: check(lib.gd_context_create(
                     byref(bad(_lib.ContextOptions)), byref(out))),
+                "gd_context_info": lambda: check(lib.gd_context_get_info(
+                    ctx._handle(), byref(bad(_lib.ContextInfo)))),
                 "gd_loader_options": lambda: check(lib.gd_loader_create(
                     self.ds._ptr(), byref(bad(_lib.LoaderOptions)), byref(out))),
                 "gd_loader_info": lambda: check(lib.gd_loader_get_info(
@@ -246,9 +260,10 @@ class BindingTest(unittest.TestCase):
 
     def test_status_names_come_from_the_library(self):
         names = _lib.STATUS_NAMES
-        self.assertEqual(len(names), 14)
-        self.assertEqual((names[0], names[1], names[13]),
-                         ("GD_OK", "GD_ERR_INVALID_ARG", "GD_ERR_INTERNAL"))
+        self.assertEqual(len(names), 15)
+        self.assertEqual((names[0], names[1], names[13], names[14]),
+                         ("GD_OK", "GD_ERR_INVALID_ARG", "GD_ERR_INTERNAL",
+                          "GD_ERR_ALREADY_REGISTERED"))
         self.assertEqual((_lib.GD_OK, _lib.GD_ERR_INVALID_ARG, _lib.GD_ERR_NOT_FOUND), (0, 1, 8))
         for code, name in names.items():
             self.assertEqual(_lib.STATUS[name], code)

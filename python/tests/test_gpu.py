@@ -158,6 +158,22 @@ class GPUTest(Base):
                 got = [tb.batch_digest(b, to_np) for b in g.epoch(2)]
             self.assertEqual(got, want, mode)
 
+    def test_context_registry(self):
+        # Zero-copy loaders of one context register the host memory they read in its registry;
+        # the default context holds none of it.
+        with graphdirect.Context(0) as ctx:
+            d = graphdirect.Context.default(0)
+            before = d.info()["pinned_ranges"]
+            with self.loader(mode="zero-copy", context=ctx) as a, \
+                    self.loader(mode="zero-copy", split="valid", context=ctx) as b:
+                info = ctx.info()
+                self.assertGreater(info["pinned_ranges"], 0)
+                self.assertGreaterEqual(info["pinned_users"], info["pinned_ranges"])
+                self.assertEqual(d.info()["pinned_ranges"], before)
+                self.assertGreater(sum(1 for _ in a), 0)
+                self.assertGreater(sum(1 for _ in b), 0)
+            d.close()
+
     def test_streams(self):
         with self.loader(mode="zero-copy") as l:
             s = torch.cuda.Stream()

@@ -1,22 +1,29 @@
 /*
  * The context (core/context.h): a device, the host memory registered for it, and room for a
- * communicator. The registry replaces what was a process-wide static table of the trainer.
+ * communicator. The registry replaces what was a process-wide static table of the trainer; it
+ * registers through the feature module's host tensors, which page-lock in chunks and explain a
+ * failed pin.
  */
 #include "core/context.h"
 
+#include "feature/internal.h"
+
 #include <pthread.h>
 #include <string.h>
+
+/* One range of registered host memory and the registrations sharing it. */
+typedef struct {
+    gd_host_tensor_t *holder; /* the registration: a handle over the range owning no memory */
+    int64_t refs;             /* users (host tensors) of it */
+} pin_entry;
 
 struct gd_context {
     int device;
     int refs; /* the creator's (until gd_context_destroy) + one per object using it */
     int is_default;
     pthread_mutex_t mu;
-    struct {
-        const void *data;
-        int refs;
-        gd_host_tensor_t *tensor;
-    } pins[GD__CONTEXT_PIN_SLOTS];
+    pin_entry *pins; /* the registry: num_pins entries, room for cap_pins (NULL when empty) */
+    int64_t num_pins, cap_pins;
     /* Data-parallel training: this process's rank among world (1 = one process). */
     int rank, world;
 };
@@ -43,6 +50,17 @@ fail:
     return st;
 }
 
+/* GD_OK if device can have a context: 0 or more, and a visible GPU when there are any. */
+static gd_status check_device(int device, const char *who) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(device >= 0, GD_ERR_INVALID_ARG, "%s: GPU %d; use 0 or more", who, device);
+    const int n = gd_device_count();
+    GD_REQUIRE(n == 0 || device < n, GD_ERR_RANGE,
+               "%s: GPU %d does not exist: %d GPU(s) visible (0..%d)", who, device, n, n - 1);
+fail:
+    return st;
+}
+
 gd_status gd_context_create(const gd_context_options *options, gd_context_t **out) {
     gd_status st = GD_OK;
     gd_context_options o = GD_CONTEXT_OPTIONS_INIT;
@@ -51,13 +69,18 @@ gd_status gd_context_create(const gd_context_options *options, gd_context_t **ou
     if (options)
         GD_CHECK(gd__options_in(&o, sizeof o, options, 0, "gd_context_create: options",
                                 "GD_CONTEXT_OPTIONS_INIT"));
-    GD_REQUIRE(o.device >= 0, GD_ERR_INVALID_ARG, "gd_context_create: GPU %d; use 0 or more",
-               o.device);
-    const int n = gd_device_count();
-    GD_REQUIRE(n == 0 || o.device < n, GD_ERR_RANGE,
-               "gd_context_create: GPU %d does not exist: %d GPU(s) visible (0..%d)", o.device, n,
-               n - 1);
+    GD_CHECK(check_device(o.device, "gd_context_create"));
     GD_CHECK(context_new(o.device, out));
+fail:
+    return st;
+}
+
+gd_status gd_context_default(int device, gd_context_t **out) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_context_default: out is NULL");
+    *out = NULL;
+    GD_CHECK(check_device(device, "gd_context_default"));
+    GD_CHECK(gd__context_default(device, out));
 fail:
     return st;
 }
@@ -78,8 +101,9 @@ void gd__context_unref(gd_context_t *ctx) {
     if (last && ctx->is_default) defaults[ctx->device] = NULL;
     if (ctx->is_default) pthread_mutex_unlock(&defaults_mu);
     if (!last) return;
-    /* Every object gave its pins back before its reference: the registry is empty. */
+    /* Every registration holds a reference: the registry is empty (and its array freed). */
     pthread_mutex_destroy(&ctx->mu);
+    gd_free(ctx->pins);
     gd_free(ctx);
 }
 
@@ -89,6 +113,22 @@ void gd_context_destroy(gd_context_t *ctx) {
 
 int gd_context_device(const gd_context_t *ctx) {
     return ctx ? ctx->device : -1;
+}
+
+gd_status gd_context_get_info(const gd_context_t *ctx, gd_context_info *info) {
+    if (!ctx || !info) return gd__error(GD_ERR_INVALID_ARG, "gd_context_get_info: NULL argument");
+    gd_context_info i = GD_CONTEXT_INFO_INIT;
+    gd_context_t *c = (gd_context_t *)ctx; /* the lock only */
+    pthread_mutex_lock(&c->mu);
+    i.device = c->device;
+    i.is_default = c->is_default;
+    i.pinned_ranges = c->num_pins;
+    for (int64_t k = 0; k < c->num_pins; k++) {
+        i.pinned_bytes += (int64_t)c->pins[k].holder->bytes;
+        i.pinned_users += c->pins[k].refs;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return gd__info_out(info, &i, sizeof i, "gd_context_get_info: info", "GD_CONTEXT_INFO_INIT");
 }
 
 gd_status gd__context_default(int device, gd_context_t **out) {
@@ -116,45 +156,62 @@ gd_status gd__context_acquire(gd_context_t *given, int *device, gd_context_t **o
     return GD_OK;
 }
 
-gd_status gd__context_pin(gd_context_t *ctx, void *data, int64_t rows, int64_t cols,
-                          gd_dtype dtype, gd_host_tensor_t **out) {
+gd_status gd__context_pin(gd_context_t *ctx, const gd_host_tensor_t *t,
+                          gd_host_tensor_t **holder) {
     gd_status st = GD_OK;
-    gd_host_tensor_t *ht = NULL;
-    int slot = -1;
-    *out = NULL;
+    gd_host_tensor_t *h = NULL;
+    *holder = NULL;
     pthread_mutex_lock(&ctx->mu);
-    for (int i = 0; i < GD__CONTEXT_PIN_SLOTS; i++) {
-        if (ctx->pins[i].refs > 0 && ctx->pins[i].data == data) {
-            ctx->pins[i].refs++;
-            *out = ctx->pins[i].tensor;
+    for (int64_t k = 0; k < ctx->num_pins; k++) {
+        gd_host_tensor_t *e = ctx->pins[k].holder;
+        if (e->data == t->data && e->bytes == t->bytes) {
+            ctx->pins[k].refs++;
+            *holder = e;
             goto fail; /* found: nothing else to do */
         }
-        if (ctx->pins[i].refs == 0 && slot < 0) slot = i;
     }
-    GD_REQUIRE(slot >= 0, GD_ERR_UNSUPPORTED,
-               "more than %d host tables registered at once in one context; destroy trainers "
-               "or loaders you no longer use",
-               GD__CONTEXT_PIN_SLOTS);
-    GD_CHECK(gd_host_tensor_adopt(data, rows, cols, dtype, 0u, &ht));
-    GD_CHECK(gd_host_tensor_register(ht, ctx->device));
-    ctx->pins[slot].data = data;
-    ctx->pins[slot].refs = 1;
-    ctx->pins[slot].tensor = ht;
-    *out = ht;
-    ht = NULL;
+    if (ctx->num_pins == ctx->cap_pins) {
+        const int64_t cap = ctx->cap_pins ? 2 * ctx->cap_pins : 4;
+        pin_entry *grown = gd_realloc(ctx->pins, (size_t)cap * sizeof *grown);
+        GD_REQUIRE(grown, GD_ERR_NO_MEMORY,
+                   "registering host memory: out of memory for the context's registry");
+        ctx->pins = grown;
+        ctx->cap_pins = cap;
+    }
+    GD_CHECK(gd__host_tensor_holder(t, &h));
+    GD_CHECK(gd__feature_backend_for(GD_GATHER_ZEROCOPY)->tensor_register(h, ctx->device));
+    ctx->pins[ctx->num_pins].holder = h;
+    ctx->pins[ctx->num_pins].refs = 1;
+    ctx->num_pins++;
+    *holder = h;
+    h = NULL;
 fail:
     pthread_mutex_unlock(&ctx->mu);
-    gd_host_tensor_destroy(ht);
+    gd_host_tensor_destroy(h);
     return st;
 }
 
-void gd__context_unpin(gd_context_t *ctx, gd_host_tensor_t *t) {
-    if (!t) return;
+gd_status gd__context_unpin(gd_context_t *ctx, gd_host_tensor_t *holder) {
+    gd_status st = GD_OK;
+    if (!holder) return GD_OK;
     pthread_mutex_lock(&ctx->mu);
-    for (int i = 0; i < GD__CONTEXT_PIN_SLOTS; i++)
-        if (ctx->pins[i].refs > 0 && ctx->pins[i].tensor == t) {
-            if (--ctx->pins[i].refs == 0) gd_host_tensor_destroy(t);
-            break;
+    for (int64_t k = 0; k < ctx->num_pins; k++) {
+        if (ctx->pins[k].holder != holder) continue;
+        if (--ctx->pins[k].refs > 0) break;
+        /*
+         * The last user: unregister under the lock, so that nobody registers the range again
+         * (and is refused by CUDA) before it is released.
+         */
+        ctx->pins[k] = ctx->pins[--ctx->num_pins];
+        if (ctx->num_pins == 0) {
+            gd_free(ctx->pins);
+            ctx->pins = NULL;
+            ctx->cap_pins = 0;
         }
+        st = gd_host_tensor_unregister(holder);
+        gd_host_tensor_destroy(holder);
+        break;
+    }
     pthread_mutex_unlock(&ctx->mu);
+    return st;
 }

@@ -296,11 +296,12 @@ static gd_status pin_error(const gd_host_tensor_t *t, int device, long long chun
     const char *what = injected ? "injected fault" : cudaGetErrorString(ce);
     const char *name = injected ? "GD_FAULT_PIN" : cudaGetErrorName(ce);
     if (!injected && ce == cudaErrorHostMemoryAlreadyRegistered)
-        return gd__error(GD_ERR_PIN,
+        return gd__error(GD_ERR_ALREADY_REGISTERED,
                          "cudaHostRegister of chunk %lld/%lld (%zu bytes at offset %zu) of a "
                          "%zu-byte host tensor failed on GPU %d: %s (%s): part of this memory is "
-                         "already registered in this process (by another tensor or a direct "
-                         "cudaHostRegister); unregister it first",
+                         "already registered in this process outside this context (by another "
+                         "context, or a direct cudaHostRegister): register it through that "
+                         "context, or unregister it first",
                          chunk + 1, chunks, bytes, offset, t->bytes, device, what, name);
     if (!injected && (ce == cudaErrorInvalidValue || ce == cudaErrorNotSupported))
         return gd__error(GD_ERR_PIN,
@@ -603,7 +604,7 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
     if (g->mode == GD_GATHER_ZEROCOPY || g->mode == GD_GATHER_NAIVE_ZEROCOPY)
         GD_REQUIRE(t->registered, GD_ERR_INVALID_ARG,
                    "%s reads the host tensor directly: register it first with "
-                   "gd_host_tensor_register(tensor, %d)",
+                   "gd_host_tensor_register(tensor, context of GPU %d)",
                    what, g->device);
     c = (gd__cuda_gatherer *)gd_calloc(1, sizeof *c);
     GD_REQUIRE(c, GD_ERR_NO_MEMORY, "%s: out of memory for the gatherer state", what);

@@ -6,6 +6,8 @@
  */
 #include "internal.h"
 
+#include "core/context.h"
+
 #include <string.h>
 
 static const char *const mode_names[GD_GATHER_MODE_COUNT] = {
@@ -65,7 +67,7 @@ fail:
     return st;
 }
 
-gd_status gd_gatherer_create(gd_host_tensor_t *t, int device, gd_gather_mode mode,
+gd_status gd_gatherer_create(gd_host_tensor_t *t, gd_context_t *context, gd_gather_mode mode,
                              const gd_gatherer_options *options, gd_gatherer_t **out) {
     gd_status st = GD_OK;
     gd_gatherer_t *g = NULL;
@@ -87,7 +89,8 @@ gd_status gd_gatherer_create(gd_host_tensor_t *t, int device, gd_gather_mode mod
     g = gd_calloc(1, sizeof *g);
     GD_REQUIRE(g, GD_ERR_NO_MEMORY, "gd_gatherer_create: out of memory for the handle");
     g->tensor = t;
-    g->device = device;
+    g->device = 0;
+    GD_CHECK(gd__context_acquire(context, &g->device, &g->context));
     g->mode = mode;
     g->max_ids = o.max_ids ? o.max_ids : DEFAULT_MAX_IDS;
     GD_REQUIRE(o.sort_ids >= -1 && o.sort_ids <= 1, GD_ERR_INVALID_ARG,
@@ -124,6 +127,7 @@ fail:
     if (g) {
         gd_free(g->hot_rows);
         gd_free(g->cached);
+        gd__context_unref(g->context);
     }
     gd_free(g);
     return st;
@@ -133,6 +137,7 @@ void gd_gatherer_destroy(gd_gatherer_t *g) {
     if (!g) return;
     gd__feature_backend_for(g->mode)->gatherer_release(g);
     gd_free(g->cached);
+    gd__context_unref(g->context);
     gd_free(g);
 }
 

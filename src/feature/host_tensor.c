@@ -8,6 +8,8 @@
  */
 #include "internal.h"
 
+#include "core/context.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -247,16 +249,31 @@ fail:
 
 void gd_host_tensor_destroy(gd_host_tensor_t *t) {
     if (!t) return;
-    if (t->reg_chunks > 0) {
-        /* Unregistering can only fail if the context is gone; the memory is released anyway. */
-#ifdef GD_WITH_CUDA
-        if (gd__feature_cuda_backend.tensor_unregister(t) != GD_OK)
-            GD_WARN("destroying a host tensor: unregistering it failed: %s", gd_last_error());
-#endif
-    }
+    /* Unregistering can only fail if the CUDA context is gone; the memory is released anyway. */
+    if ((t->reg_context || t->reg_chunks > 0) && gd_host_tensor_unregister(t) != GD_OK)
+        GD_WARN("destroying a host tensor: unregistering it failed: %s", gd_last_error());
     if (t->kind != GD__TENSOR_ADOPTED && t->map_base) munmap(t->map_base, t->map_len);
     gd_free(t->shm_name);
     gd_free(t);
+}
+
+gd_status gd__host_tensor_holder(const gd_host_tensor_t *t, gd_host_tensor_t **out) {
+    gd_host_tensor_t *h = gd_calloc(1, sizeof *h);
+    *out = NULL;
+    if (!h)
+        return gd__error(GD_ERR_NO_MEMORY, "registering a host tensor: out of memory for the "
+                                           "handle of its registration");
+    h->data = t->data;
+    h->rows = t->rows;
+    h->cols = t->cols;
+    h->row_bytes = t->row_bytes;
+    h->bytes = t->bytes;
+    h->dtype = t->dtype;
+    h->flags = t->flags & GD_HOST_TENSOR_READ_ONLY;
+    h->kind = t->kind; /* with no mapping of its own (map_base NULL), so nothing is unmapped */
+    h->reg_device = -1;
+    *out = h;
+    return GD_OK;
 }
 
 void *gd_host_tensor_data(const gd_host_tensor_t *t) { return t ? t->data : NULL; }
@@ -267,21 +284,51 @@ gd_dtype gd_host_tensor_dtype(const gd_host_tensor_t *t) {
     return t ? t->dtype : GD_DTYPE_INVALID;
 }
 
-gd_status gd_host_tensor_register(gd_host_tensor_t *t, int device) {
-    if (!t) return gd__error(GD_ERR_INVALID_ARG, "gd_host_tensor_register: NULL tensor");
+gd_status gd_host_tensor_register(gd_host_tensor_t *t, gd_context_t *context) {
+    gd_status st = GD_OK;
+    gd_context_t *ctx = NULL;
+    gd_host_tensor_t *h = NULL;
+    int device = 0;
+    GD_REQUIRE(t, GD_ERR_INVALID_ARG, "gd_host_tensor_register: NULL tensor");
     if (t->registered) {
-        if (device != t->reg_device)
+        if (context && context != t->reg_context)
             GD_DEBUG("host tensor already registered through GPU %d; it is portable, so GPU %d "
                      "can read it too",
-                     t->reg_device, device);
+                     t->reg_device, gd_context_device(context));
         return GD_OK;
     }
-    return gd__feature_backend_for(GD_GATHER_ZEROCOPY)->tensor_register(t, device);
+    GD_CHECK(gd__context_acquire(context, &device, &ctx));
+    GD_CHECK(gd__context_pin(ctx, t, &h));
+    /* The registry's registration covers exactly this memory: its chunks are this tensor's. */
+    t->reg_context = ctx;
+    t->reg_holder = h;
+    t->reg_device = device;
+    t->reg_chunks = h->reg_chunks;
+    t->chunk_bytes = h->chunk_bytes;
+    t->device_ptr = h->device_ptr;
+    t->registered = 1;
+    return GD_OK;
+fail:
+    gd__context_unref(ctx);
+    return st;
 }
 
 gd_status gd_host_tensor_unregister(gd_host_tensor_t *t) {
+    gd_status st = GD_OK;
     if (!t) return gd__error(GD_ERR_INVALID_ARG, "gd_host_tensor_unregister: NULL tensor");
-    if (t->reg_chunks == 0) return GD_OK;
+    if (t->reg_context) {
+        gd_context_t *ctx = t->reg_context;
+        st = gd__context_unpin(ctx, t->reg_holder);
+        gd__context_unref(ctx);
+        t->reg_context = NULL;
+        t->reg_holder = NULL;
+        t->reg_chunks = 0;
+        t->registered = 0;
+        t->device_ptr = NULL;
+        return st;
+    }
+    /* A registry's own registration (a holder), registered by the backend directly. */
+    if (t->reg_chunks == 0 && !t->registered) return GD_OK;
     return gd__feature_backend_for(GD_GATHER_ZEROCOPY)->tensor_unregister(t);
 }
 

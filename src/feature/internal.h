@@ -32,19 +32,33 @@ struct gd_host_tensor {
     size_t map_len;
     char *shm_name; /* SHM: the normalised name ("/..."), for messages */
 
-    /* Registration with the GPU (CUDA backend only). */
+    /*
+     * Registration with the GPU (CUDA backend only). A tensor registered through a context
+     * (gd_host_tensor_register) shares the registration of the context's registry, reg_holder,
+     * and mirrors its chunks and device pointer; the holder itself is registered directly.
+     */
     int registered;      /* 1 while every chunk is registered */
     int reg_device;      /* the device whose context registered it */
     int64_t reg_chunks;  /* chunks registered so far (kept exact while registering) */
     size_t chunk_bytes;  /* the chunk size used (page multiple) */
     void *device_ptr;    /* the tensor's address as kernels see it */
+    gd_context_t *reg_context;    /* the context whose registry holds it (a reference) */
+    gd_host_tensor_t *reg_holder; /* the registry's registration of its memory */
 };
+
+/*
+ * A handle over t's memory that owns none of it (nothing is freed or unmapped with it), with
+ * t's shape, read-only flag and kind (for the messages of a failed pin): what a context's
+ * registry registers, so that the registration outlives whichever tensor asked first.
+ */
+gd_status gd__host_tensor_holder(const gd_host_tensor_t *t, gd_host_tensor_t **out);
 
 typedef struct gd__cuda_gatherer gd__cuda_gatherer; /* defined in feature_cuda.cu */
 
 struct gd_gatherer {
     gd_host_tensor_t *tensor;
-    int device;
+    gd_context_t *context; /* its GPU (a reference) */
+    int device;            /* the context's */
     gd_gather_mode mode;
     int64_t max_ids;
     int sort_ids;

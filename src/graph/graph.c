@@ -4,12 +4,14 @@
  * or in pinned host memory that GPU kernels read over PCIe (UVA) and CPU threads read in place.
  * The common large-graph setup is indptr in GPU memory and indices pinned: the sampler then reads
  * over PCIe only the few index entries it draws. Pinned arrays are registered through the feature
- * module's host tensors, which page-lock in chunks and explain a failed pin. This file also
+ * module's host tensors, in the registry of the graph's context (an array that a host tensor or
+ * another graph of the context registered already is shared, not registered twice). This file also
  * builds the hot neighbour-list GPU cache; the GPU copies themselves are made by the backend
  * table of internal.h (graph_cuda.cu).
  */
 #include "internal.h"
 
+#include "core/context.h"
 #include "feature/internal.h"
 #include "io/dataset.h"
 
@@ -125,7 +127,7 @@ static gd_status place_pinned(gd_graph_t *g, const void *data, gd_dtype from, gd
     } else {
         GD_CHECK(gd_host_tensor_adopt((void *)data, count, 1, to, 0, &t));
     }
-    st = gd_host_tensor_register(t, g->device);
+    st = gd_host_tensor_register(t, g->context);
     if (st != GD_OK) {
         gd__error_context(st, "placing the graph's %s in pinned memory", what);
         goto fail;
@@ -223,6 +225,7 @@ void gd_graph_destroy(gd_graph_t *g) {
         backend()->release(g);
     gd_host_tensor_destroy(g->pin_indptr);
     gd_host_tensor_destroy(g->pin_indices);
+    gd__context_unref(g->context);
     gd_free(g);
 }
 
@@ -266,7 +269,8 @@ static gd_status graph_create(int64_t num_nodes, const int64_t *indptr, const vo
     GD_REQUIRE(g, GD_ERR_NO_MEMORY, "gd_graph_create: out of memory for the handle");
     g->num_nodes = num_nodes;
     g->num_edges = indptr[num_nodes];
-    g->device = o.device;
+    g->device = 0;
+    GD_CHECK(gd__context_acquire(o.context, &g->device, &g->context));
     g->indptr_place = o.indptr_placement;
     g->indices_place = o.indices_placement;
     {
@@ -318,14 +322,14 @@ static gd_status graph_create(int64_t num_nodes, const int64_t *indptr, const vo
         st = backend()->to_device(g, indptr_to_gpu ? indptr : NULL,
                                   o.indices_placement == GD_PLACE_GPU ? indices : NULL, dtype);
         if (st != GD_OK) {
-            gd__error_context(st, "placing the graph in GPU %d memory", o.device);
+            gd__error_context(st, "placing the graph in GPU %d memory", g->device);
             goto fail;
         }
     }
     if (o.gpu_cache_bytes > 0) {
         st = build_cache(g, indptr, o.gpu_cache_bytes);
         if (st != GD_OK) {
-            gd__error_context(st, "building the GPU neighbour-list cache on GPU %d", o.device);
+            gd__error_context(st, "building the GPU neighbour-list cache on GPU %d", g->device);
             goto fail;
         }
     }

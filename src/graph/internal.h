@@ -20,14 +20,18 @@ struct gd_graph {
     int64_t num_nodes, num_edges, max_degree;
     gd_dtype indices_dtype; /* as stored */
     gd_placement indptr_place, indices_place;
-    int device;
+    gd_context_t *context; /* of the gpu and pinned placements (a reference) */
+    int device;            /* the context's */
     /* Host addresses (host and pinned placements), NULL for a gpu placement. */
     const int64_t *h_indptr;
     const void *h_indices;
     /* Addresses GPU kernels read (gpu and pinned placements), NULL for a host placement. */
     const int64_t *d_indptr;
     const void *d_indices;
-    /* pinned: the registered host tensors (adopted caller memory or a library-owned copy). */
+    /*
+     * pinned: the host tensors (adopted caller memory or a library-owned copy), registered
+     * through the context's registry.
+     */
     gd_host_tensor_t *pin_indptr, *pin_indices;
     /* gpu: device memory owned by the graph. */
     void *dev_indptr, *dev_indices;

@@ -41,14 +41,6 @@ static void destroy_set(gd__datapath *d, gd__batch_set *s) {
     memset(s, 0, sizeof *s);
 }
 
-static void features_release(gd__datapath *d) {
-    if (d->features_pinned)
-        gd__context_unpin(d->context, d->features);
-    else
-        gd_host_tensor_destroy(d->features);
-    d->features = NULL;
-}
-
 void gd__datapath_nn_release(gd__nn_ctx *nn) {
 #ifdef GD_WITH_CUDA
     if (nn->be == &gd__nn_cuda_backend) gd__nn_cuda_ctx_destroy(nn);
@@ -65,7 +57,7 @@ void gd__datapath_destroy(gd__datapath *d) {
 #endif
     for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) destroy_set(d, &d->sets[i]);
     gd_gatherer_destroy(d->gatherer);
-    features_release(d);
+    gd_host_tensor_destroy(d->features); /* its registration goes back to the context */
     gd_minibatch_destroy(d->host_mb);
     gd_sampler_destroy(d->sampler);
     gd_graph_destroy(d->graph);
@@ -149,6 +141,39 @@ fail:
     return st;
 }
 
+/*
+ * Run place(d, 0), which page-locks memory of the dataset in place; when that memory is
+ * registered already outside d's context (by another context's trainer or loader: CUDA
+ * registers a range once per process), run place(d, 1), which pins a copy instead. Inside the
+ * context nothing is refused: its registry shares a registered range with every user.
+ */
+static gd_status in_place_or_copy(gd__datapath *d, gd_status (*place)(gd__datapath *, int)) {
+    gd_status st = place(d, 0);
+    if (st != GD_ERR_ALREADY_REGISTERED) return st;
+    gd_clear_error();
+    return place(d, 1);
+}
+
+/* The zero-copy features: the dataset's table (or a copy of it) registered through the context. */
+static gd_status pin_features(gd__datapath *d, int copy) {
+    gd_status st = GD_OK;
+    gd_array_view fv;
+    GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_FEATURES, &fv));
+    gd_host_tensor_destroy(d->features);
+    d->features = NULL;
+    if (copy) {
+        GD_CHECK(gd_host_tensor_create(fv.shape[0], fv.shape[1], fv.dtype, 0, &d->features));
+        memcpy(gd_host_tensor_data(d->features), fv.data,
+               (size_t)(fv.shape[0] * gd_host_tensor_row_bytes(d->features)));
+    } else {
+        GD_CHECK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype, 0u,
+                                      &d->features));
+    }
+    GD_CHECK(gd_host_tensor_register(d->features, d->context));
+fail:
+    return st;
+}
+
 /* The features as a host tensor, registered for the GPU when the mode reads them zero-copy. */
 static gd_status place_features(gd__datapath *d) {
     gd_status st = GD_OK;
@@ -160,27 +185,12 @@ static gd_status place_features(gd__datapath *d) {
                gd_dataset_name(d->ds), gd_dtype_name(fv.dtype));
     /* Page-locking a read-only file mapping is not portable: zero-copy pins a copy of it. */
     const int ro = d->ds->arrays[GD_ARRAY_FEATURES].store == GD__STORE_MAP_RO;
-    if (d->mode == GD__TRAIN_ZERO_COPY && !ro) {
+    if (d->mode == GD__TRAIN_ZERO_COPY)
         /* Shared with the other trainers and loaders of the context over the same table. */
-        st = gd__context_pin(d->context, fv.data, fv.shape[0], fv.shape[1], fv.dtype,
-                             &d->features);
-        d->features_pinned = st == GD_OK;
-        if (st == GD_ERR_PIN && strstr(gd_last_error(), "already registered")) {
-            /* Another context registered this table (CUDA registers memory once): a copy. */
-            gd_clear_error();
-            st = GD_OK;
-        }
-        GD_CHECK(st);
-    }
-    if (d->mode == GD__TRAIN_ZERO_COPY && !d->features) {
-        GD_CHECK(gd_host_tensor_create(fv.shape[0], fv.shape[1], fv.dtype, 0, &d->features));
-        memcpy(gd_host_tensor_data(d->features), fv.data,
-               (size_t)(fv.shape[0] * gd_host_tensor_row_bytes(d->features)));
-        GD_CHECK(gd_host_tensor_register(d->features, gd_context_device(d->context)));
-    } else if (d->mode != GD__TRAIN_ZERO_COPY) {
+        GD_CHECK(ro ? pin_features(d, 1) : in_place_or_copy(d, pin_features));
+    else
         GD_CHECK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype,
                                       ro ? GD_HOST_TENSOR_READ_ONLY : 0u, &d->features));
-    }
 fail:
     return st;
 }
@@ -239,8 +249,7 @@ static gd_status make_gatherer(gd__datapath *d) {
         }
     }
 #endif
-    GD_CHECK(gd_gatherer_create(d->features, gd_context_device(d->context), gm, &go,
-                                &d->gatherer));
+    GD_CHECK(gd_gatherer_create(d->features, d->context, gm, &go, &d->gatherer));
     gd_gatherer_info gi = GD_GATHERER_INFO_INIT;
     GD_CHECK(gd_gatherer_get_info(d->gatherer, &gi));
     d->feature_cache_rows = gi.cached_rows;
@@ -260,30 +269,28 @@ fail:
     return st;
 }
 
-/* The graph where the plan says the CUDA sampler reads it. */
-static gd_status place_graph(gd__datapath *d) {
+/* The graph where the plan says the CUDA sampler reads it; pinned lists are a copy with copy. */
+static gd_status place_graph_as(gd__datapath *d, int copy) {
     gd_status st = GD_OK;
     gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
-    o.device = gd_context_device(d->context);
+    o.context = d->context;
     o.indptr_placement = d->plan.indptr;
     o.indices_placement = d->plan.indices;
-    o.copy_host = 0;
+    o.copy_host = copy;
     if (d->plan.indices == GD_PLACE_PINNED) o.gpu_cache_bytes = d->plan.graph_cache_bytes;
     gd_graph_destroy(d->graph);
     d->graph = NULL;
-    st = gd_graph_create_from_dataset(d->ds, &o, &d->graph);
-    if (st == GD_ERR_PIN && !o.copy_host && strstr(gd_last_error(), "already registered")) {
-        /* Another trainer or loader has these lists page-locked in place: pin a copy. */
-        gd_clear_error();
-        o.copy_host = 1;
-        st = gd_graph_create_from_dataset(d->ds, &o, &d->graph);
-    }
-    GD_CHECK(st);
+    GD_CHECK(gd_graph_create_from_dataset(d->ds, &o, &d->graph));
     gd_graph_info gi = GD_GRAPH_INFO_INIT;
     GD_CHECK(gd_graph_get_info(d->graph, &gi));
     d->graph_cache_bytes = gi.cache_bytes;
 fail:
     return st;
+}
+
+/* The graph, its lists pinned in place where another context has not registered them. */
+static gd_status place_graph(gd__datapath *d) {
+    return in_place_or_copy(d, place_graph_as);
 }
 
 /* The buffer sets of the ring. */

@@ -72,8 +72,8 @@ typedef struct {
     gd_sampler_info sinfo;
     int64_t max_degree;
     gd_minibatch_t *host_mb;    /* cpu-centric: the CPU sampler's output */
-    gd_host_tensor_t *features; /* adopted from the dataset, pinned through the context, or a copy */
-    int features_pinned;        /* features came from gd__context_pin */
+    /* Adopted from the dataset, or (zero-copy) it or a copy registered through the context. */
+    gd_host_tensor_t *features;
     gd_gatherer_t *gatherer;
     gd__batch_set sets[GD__PIPE_MAX_DEPTH];
     size_t blk_bytes;          /* cpu-centric: bytes of a blocks copy */

@@ -23,6 +23,7 @@
  */
 #include "train/infer.h"
 
+#include "core/context.h"
 #include "feature/internal.h"
 #ifdef GD_WITH_CUDA
 #include "core/cuda.h"
@@ -308,7 +309,11 @@ static gd_status table_on_host(infer_state *s, act_table *t, int64_t cols, const
                                           GD_HOST_TENSOR_READ_ONLY, &t->pinned));
         else
             GD_CHECK(gd_host_tensor_create(s->n, cols, GD_DTYPE_FLOAT32, 0, &t->pinned));
-        st = gd_host_tensor_register(t->pinned, s->ctx->device);
+        /* The default context of the model's GPU: its tables are nobody else's memory. */
+        gd_context_t *ctx = NULL;
+        st = gd__context_default(s->ctx->device, &ctx);
+        if (st == GD_OK) st = gd_host_tensor_register(t->pinned, ctx);
+        gd__context_unref(ctx); /* the tensor keeps its own reference */
         if (st != GD_OK) {
             gd__error_context(st,
                               "inference: pinning %s (%lld x %lld float32) for the GPU to read "
