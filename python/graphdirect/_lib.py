@@ -215,7 +215,7 @@ class FitOptions(_Sized):  # gd_fit_options, GD_FIT_OPTIONS_INIT
                 ("checkpoint_dir", c_char_p), ("checkpoint_every", c_int), ("resume", c_int),
                 ("max_batches", c_int64), ("on_epoch", EPOCH_FN), ("on_epoch_user", c_void_p),
                 ("progress", PROGRESS_FN), ("progress_user", c_void_p),
-                ("report_every", c_int64)]
+                ("report_every", c_int64), ("overwrite", c_int)]
     _init_ = "gd_fit_options_init"
 
 

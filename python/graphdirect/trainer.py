@@ -171,7 +171,7 @@ class Trainer(_lib.Closing):
 
     def fit(self, epochs, on_epoch=None, checkpoint=None, resume=False, checkpoint_every=1,
             validate=True, keep_best=True, test=True, exact_test=True, max_batches=0,
-            progress=None, report_every=0):
+            progress=None, report_every=0, overwrite=False):
         """Train until `epochs` epochs are done (from the epochs already done: 0, or a
         checkpoint's after resume=True) and return a dict: start_epoch, epochs_done,
         best_epoch, best_valid, mean_epoch_s, test_acc, test_count, test_exact,
@@ -182,6 +182,9 @@ class Trainer(_lib.Closing):
         model is still restored and tested). An exception raised in a callback stops the run
         at once and comes out of fit(). checkpoint: a directory for checkpoint.gdc (every
         `checkpoint_every` epochs and at the last) and best.gdc; resume=True goes on from it.
+        A checkpoint directory that holds an earlier run is refused unless resume=True, or
+        overwrite=True (which replaces that run); one that another trainer or process is
+        writing is refused at once (the trainer holds it until it is closed).
         progress(epoch, done, total, loss) is called every `report_every` minibatches (0: 20).
         With keep_best the trainer ends holding the best valid model, which a further fit goes
         on training.
@@ -197,6 +200,7 @@ class Trainer(_lib.Closing):
         f.checkpoint_dir = None if checkpoint is None else _path(checkpoint, "checkpoint")
         f.checkpoint_every = int(checkpoint_every)
         f.resume = 1 if resume else 0
+        f.overwrite = 1 if overwrite else 0
         f.max_batches = int(max_batches)
         f.report_every = int(report_every)
         history, raised = [], []

@@ -6,7 +6,9 @@
  * asked count, the valid accuracy after each, the best valid model kept in host memory (the
  * first epoch counts even without a valid split), checkpoint.gdc every N epochs and best.gdc
  * whenever the valid accuracy improves, and at the end the best model restored and tested, by
- * sampled inference and exactly (layer-wise inference, infer.h).
+ * sampled inference and exactly (layer-wise inference, infer.h). A checkpoint directory is
+ * locked by the trainer that fits or resumes in it, and a new run refuses one that holds an
+ * earlier run unless asked to overwrite it (checkpoint_run.c).
  *
  * The exact predictions of every node are kept after an exact evaluation until the parameters
  * change (an epoch, a load, a resume, the best model restored), so that asking for the three
@@ -42,6 +44,8 @@ struct gd_trainer {
     /* The fit in progress: its progress callback, and the epoch it trains. */
     const gd_fit_options *fit;
     int64_t epoch;
+    /* The checkpoint directory it holds (locked) and whether the run there is its own. */
+    gd__run_dir run_dir;
 };
 
 static const char ckpt_name[] = "checkpoint.gdc", best_name[] = "best.gdc";
@@ -154,6 +158,7 @@ gd_status gd_trainer_create(const gd_dataset_t *ds, const gd_train_options *opti
     t->device = o.context ? gd_context_device(o.context) : o.device;
     t->best_valid = -1;
     t->best_epoch = -1;
+    gd__run_dir_init(&t->run_dir);
     GD_CHECK(train_config(&o, t, &c));
     GD_CHECK(gd__trainer_create(ds, &c, &t->t));
     t->num_params = gd__model_num_params(gd__trainer_model(t->t));
@@ -167,6 +172,7 @@ fail:
 
 void gd_trainer_destroy(gd_trainer_t *t) {
     if (!t) return;
+    gd__run_dir_release(&t->run_dir);
     gd__trainer_destroy(t->t);
     gd_free(t->best);
     gd_free(t->pred);
@@ -348,6 +354,7 @@ gd_status gd_trainer_resume(gd_trainer_t *t, const char *dir) {
     char *ck = NULL, *bp = NULL;
     gd__checkpoint_meta saved, bm;
     GD_REQUIRE(t && dir, GD_ERR_INVALID_ARG, "gd_trainer_resume: NULL trainer or directory");
+    GD_CHECK(gd__run_dir_lock(&t->run_dir, dir));
     GD_CHECK(join(dir, ckpt_name, &ck));
     GD_CHECK(join(dir, best_name, &bp));
     params_changed(t);
@@ -366,6 +373,8 @@ gd_status gd_trainer_resume(gd_trainer_t *t, const char *dir) {
                                      NULL, NULL));
         t->have_best = bm.best_epoch == t->best_epoch;
     }
+    /* The run in dir is now this trainer's: its next fit goes on with it. */
+    t->run_dir.owns_run = 1;
 fail:
     gd_free(ck);
     gd_free(bp);
@@ -386,6 +395,9 @@ static gd_status check_fit(const gd_fit_options *o) {
                (long long)o->max_batches, (long long)o->report_every);
     GD_REQUIRE(!o->resume || o->checkpoint_dir, GD_ERR_INVALID_ARG,
                "gd_trainer_fit: resume needs checkpoint_dir (where to resume from)");
+    GD_REQUIRE(!o->resume || !o->overwrite, GD_ERR_INVALID_ARG,
+               "gd_trainer_fit: resume and overwrite both asked; resume goes on with the run in "
+               "checkpoint_dir, overwrite starts a new one there: choose one");
 fail:
     return st;
 }
@@ -511,10 +523,13 @@ gd_status gd_trainer_fit(gd_trainer_t *t, const gd_fit_options *options, gd_fit_
         GD_CHECK(ensure_dir(o.checkpoint_dir));
         GD_CHECK(join(o.checkpoint_dir, ckpt_name, &ck));
         GD_CHECK(join(o.checkpoint_dir, best_name, &bp));
+        /* No other run may write here while this one does; resume takes the lock too. */
+        GD_CHECK(gd__run_dir_lock(&t->run_dir, o.checkpoint_dir));
     }
     /* Before the resume: max_batches is one of the settings a checkpoint must match. */
     gd__trainer_set_max_batches(t->t, o.max_batches);
     if (o.resume) GD_CHECK(gd_trainer_resume(t, o.checkpoint_dir));
+    if (ck) GD_CHECK(gd__run_dir_claim(&t->run_dir, o.checkpoint_dir, ck, bp, o.overwrite));
     r.start_epoch = t->epochs_done;
     t->fit = &o;
     for (int64_t e = t->epochs_done; e < o.epochs; e++) {
