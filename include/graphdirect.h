@@ -946,10 +946,16 @@ typedef struct {
      * node's own features count: an MLP of num_layers layers with the same widths.
      */
     int mlp;
+    /*
+     * Host memory the trainer may take beyond the dataset (0: GD_HOST_MEM_MB, else what is
+     * available). A mode whose model and buffers need more is refused at create (and by
+     * gd_trainer_plan), naming both sizes.
+     */
+    int64_t host_mem_budget;
 } gd_train_options;
 #define GD_TRAIN_OPTIONS_INIT                                                                      \
     {sizeof(gd_train_options), NULL, NULL, 2, {10, 5}, 1024, 128, 0.5, 3e-3, 0.0, 0, 0, 0, NULL, \
-     -1, -1, 0, NULL, 3, 0}
+     -1, -1, 0, NULL, 3, 0, 0}
 void gd_train_options_init(gd_train_options *o);
 
 /* GD_OK if name is a training mode (cpu, all-gpu, zero-copy, cpu-centric, auto), else

@@ -166,6 +166,21 @@ kill -9 $pid
 wait $pid 2>/dev/null
 expect_rc 0 "$cli" train --preset tiny --mode cpu --epochs 1 --hidden 32 --no-baseline \
     --checkpoint "$tmp/busy" --overwrite
+# Regression, "no host-memory check before work": a dataset generated in memory and a model
+# that exceed the host memory budget are refused up front, naming the bytes and the fixes.
+expect_rc 1 env GD_HOST_MEM_MB=1 "$cli" train --preset tiny --epochs 1
+grep -q "generate: the dataset in memory needs [0-9]* bytes .* of host memory, more than the 1048576 bytes" \
+    "$tmp/err" && grep -q -- "--out DIR" "$tmp/err" || { cat "$tmp/err"; fail "generate over the host budget"; }
+expect_rc 1 "$cli" train "$tmp/a" --mode cpu --epochs 1 --layers 3 --hidden 4096 --host-mem-budget 256M
+grep -q "the model and the minibatch buffers need .* of host memory, more than the .* of the host memory budget asked: lower --hidden" \
+    "$tmp/err" || { cat "$tmp/err"; fail "a model over the host budget"; }
+grep -q "^epoch" "$tmp/out" && fail "a model over the host budget trained"
+expect_rc 0 "$cli" info "$tmp/a" --mode cpu --host-mem-budget 1K
+grep -q "unavailable: .*host memory, more than the .* (1000 bytes)" "$tmp/out" \
+    || { cat "$tmp/out"; fail "info --host-mem-budget"; }
+expect_rc 0 "$cli" info "$tmp/a" --mode cpu
+grep -q "^  model and minibatch buffers *host " "$tmp/out" || { cat "$tmp/out"; fail "info: no host row"; }
+expect_rc 2 "$cli" train --host-mem-budget lots
 printf 'not a checkpoint' >"$tmp/bad.gdc"
 expect_rc 1 "$cli" eval --preset tiny --model "$tmp/bad.gdc"
 expect_rc 2 "$cli" eval --preset tiny

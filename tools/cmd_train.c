@@ -50,6 +50,8 @@ static void help(void) {
            "  --graph-cache SIZE zero-copy: GPU memory for hot neighbour lists (default: a\n"
            "                     quarter of what the GPU memory budget leaves)\n"
            "  --gpu-mem-budget SIZE  GPU memory the run may use (default: all that is free)\n"
+           "  --host-mem-budget SIZE host memory the run may take beyond the dataset (default:\n"
+           "                     what is available, or GD_HOST_MEM_MB)\n"
            "  --gather-sms N     SMs the gather kernel may use, N or N%% (default: all)\n"
            "  --depth D          buffer sets in the pipeline ring (default 3)\n"
            "  --preset NAME      without DATASET_DIR: the preset to generate (default small;\n"
@@ -530,6 +532,12 @@ static int train_option(train_args *a, int c, const char *arg) {
             return cli_usage_error("train", "--gpu-mem-budget '%s' is not a size (e.g. 16G)", arg);
         a->cfg.gpu_mem_budget = v;
         break;
+    case 'K':
+        if (cli_parse_i64(arg, &v) || v < 1)
+            return cli_usage_error("train", "--host-mem-budget '%s' is not a size (e.g. 64G)",
+                                   arg);
+        a->cfg.host_mem_budget = v;
+        break;
     case 'S':
         a->cfg.gather_sms = arg;
         break;
@@ -579,6 +587,7 @@ static int parse_train(int argc, char **argv, train_args *a) {
                                               {"gpu-cache", required_argument, 0, 'c'},
                                               {"graph-cache", required_argument, 0, 'g'},
                                               {"gpu-mem-budget", required_argument, 0, 'G'},
+                                              {"host-mem-budget", required_argument, 0, 'K'},
                                               {"gather-sms", required_argument, 0, 'S'},
                                               {"depth", required_argument, 0, 'R'},
                                               {"metrics", required_argument, 0, 'J'},

@@ -65,18 +65,20 @@ class Trainer(_lib.Closing):
     Trainer(dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024, hidden=128,
             dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0, device=0,
             gpu_cache=None, graph_cache=None, gpu_mem_budget=None, gather_sms=None, depth=3,
-            mlp=False, context=None)
+            mlp=False, context=None, host_mem_budget=None)
 
     mode: "cpu", "all-gpu", "zero-copy", "cpu-centric" or "auto" (docs/train.md). fanouts:
     neighbours drawn per node from the seeds outward (-1 = all), one layer each. mlp=True: the
-    baseline with the graph removed. close() (or `with`) frees it; closing the dataset closes
-    its trainers.
+    baseline with the graph removed. host_mem_budget: host memory the trainer may take beyond
+    the dataset (default: what is available, or GD_HOST_MEM_MB); a model and buffers that need
+    more are refused here, naming both sizes. close() (or `with`) frees it; closing the dataset
+    closes its trainers.
     """
 
     def __init__(self, dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024,
                  hidden=128, dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0,
                  device=0, gpu_cache=None, graph_cache=None, gpu_mem_budget=None,
-                 gather_sms=None, depth=3, mlp=False, context=None):
+                 gather_sms=None, depth=3, mlp=False, context=None, host_mem_budget=None):
         self._ptr = None
         from .dataset import Dataset
         if not isinstance(dataset, Dataset):
@@ -112,6 +114,8 @@ class Trainer(_lib.Closing):
         o.graph_cache_bytes = parse_size(graph_cache, "graphdirect.Trainer: graph_cache")
         budget = parse_size(gpu_mem_budget, "graphdirect.Trainer: gpu_mem_budget")
         o.gpu_mem_budget = 0 if budget < 0 else budget
+        budget = parse_size(host_mem_budget, "graphdirect.Trainer: host_mem_budget")
+        o.host_mem_budget = 0 if budget < 0 else budget
         o.gather_sms = _lib.text(gather_sms)
         o.depth = _lib.int_arg(depth, who, "depth", _lib.INT_MIN, _lib.INT_MAX)
         o.mlp = 1 if mlp else 0

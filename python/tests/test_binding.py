@@ -749,6 +749,15 @@ class BindingTest(unittest.TestCase):
             r = t.fit(3, checkpoint=d, resume=True, test=False, exact_test=False)
             self.assertEqual(r["start_epoch"], 2)
 
+    def test_trainer_host_memory_checked_before_work(self):
+        # Regression, "no host-memory check before work": a model whose host memory exceeds
+        # the budget is refused at creation, naming the bytes.
+        with self.assertRaisesRegex(graphdirect.GraphdirectError,
+                                    "host memory, more than the .*1048576 bytes"):
+            self.trainer(hidden=512, host_mem_budget="1M")
+        with self.trainer(hidden=512, host_mem_budget="1G") as t:
+            self.assertEqual(t.info["epochs_done"], 0)
+
     def test_trainer_errors_and_lifetime(self):
         with self.assertRaisesRegex(graphdirect.GraphdirectError, "unknown training mode"):
             self.trainer(mode="zerocopy")

@@ -110,6 +110,7 @@ static gd_status train_config(const gd_train_options *o, gd_trainer_t *t, gd__tr
     c->gpu_cache_bytes = o->gpu_cache_bytes;
     c->graph_cache_bytes = o->graph_cache_bytes;
     c->gpu_mem_budget = o->gpu_mem_budget;
+    c->host_mem_budget = o->host_mem_budget;
     c->gather_sms = o->gather_sms;
     c->depth = o->depth;
     /* Every minibatch reaches forward_progress, which reports at the fit's own cadence. */
@@ -138,6 +139,32 @@ fail:
     return st;
 }
 
+static int64_t view_int(const gd_array_view *v, int64_t i) {
+    return v->dtype == GD_DTYPE_INT32 ? (int64_t)((const int32_t *)v->data)[i]
+                                      : ((const int64_t *)v->data)[i];
+}
+
+/*
+ * A training split whose nodes are all unlabelled (-1) would train nothing and report success.
+ * Without train_idx or labels the internal trainer's own check names what is missing.
+ */
+static gd_status check_labelled_train(const gd_dataset_t *ds) {
+    gd_array_view tv, lv;
+    if (gd_dataset_array(ds, GD_ARRAY_TRAIN_IDX, &tv) != GD_OK ||
+        gd_dataset_array(ds, GD_ARRAY_LABELS, &lv) != GD_OK || tv.shape[0] == 0) {
+        gd_clear_error();
+        return GD_OK;
+    }
+    /* The dataset's checks keep split ids in [0, num_nodes). */
+    for (int64_t i = 0; i < tv.shape[0]; i++)
+        if (view_int(&lv, view_int(&tv, i)) >= 0) return GD_OK;
+    return gd__error(GD_ERR_INVALID_ARG,
+                     "trainer: dataset '%s' has no labelled training node: the labels of all "
+                     "%lld nodes of train_idx are -1 (unlabelled); label them, or make "
+                     "train_idx the labelled nodes",
+                     gd_dataset_name(ds), (long long)tv.shape[0]);
+}
+
 gd_status gd_trainer_create(const gd_dataset_t *ds, const gd_train_options *options,
                             gd_trainer_t **out) {
     gd_status st = GD_OK;
@@ -150,6 +177,7 @@ gd_status gd_trainer_create(const gd_dataset_t *ds, const gd_train_options *opti
     if (options)
         GD_CHECK(gd__options_in(&o, sizeof o, options, 0, "gd_trainer_create: options",
                                 "GD_TRAIN_OPTIONS_INIT"));
+    GD_CHECK(check_labelled_train(ds));
     GD_ALLOC(t, sizeof *t, "the trainer");
     memset(t, 0, sizeof *t);
     t->ds = ds;
