@@ -985,10 +985,16 @@ typedef struct {
      * node's own features count: an MLP of num_layers layers with the same widths.
      */
     int mlp;
+    /*
+     * Host memory the trainer may take beyond the dataset (0: GD_HOST_MEM_MB, else what is
+     * available). A mode whose model and buffers need more is refused at create (and by
+     * gd_trainer_plan), naming both sizes.
+     */
+    int64_t host_mem_budget;
 } gd_train_options;
 #define GD_TRAIN_OPTIONS_INIT                                                                      \
     {sizeof(gd_train_options), NULL, NULL, 2, {10, 5}, 1024, 128, 0.5, 3e-3, 0.0, 0, 0, 0, NULL, \
-     -1, -1, 0, NULL, 3, 0}
+     -1, -1, 0, NULL, 3, 0, 0}
 void gd_train_options_init(gd_train_options *o);
 
 /* GD_OK if name is a training mode (cpu, all-gpu, zero-copy, cpu-centric, auto), else
@@ -1104,9 +1110,15 @@ typedef struct {
     gd_train_progress_fn progress;
     void *progress_user;
     int64_t report_every; /* minibatches between progress calls (0: 20) */
+    /*
+     * Without resume, a checkpoint_dir that holds an earlier run (checkpoint.gdc or best.gdc
+     * that this trainer did not write or resume) is refused, naming the run; overwrite = 1
+     * removes its files and starts again.
+     */
+    int overwrite;
 } gd_fit_options;
 #define GD_FIT_OPTIONS_INIT                                                                        \
-    {sizeof(gd_fit_options), 1, 1, 1, 1, 1, NULL, 1, 0, 0, NULL, NULL, NULL, NULL, 0}
+    {sizeof(gd_fit_options), 1, 1, 1, 1, 1, NULL, 1, 0, 0, NULL, NULL, NULL, NULL, 0, 0}
 void gd_fit_options_init(gd_fit_options *o);
 
 typedef struct {
@@ -1132,12 +1144,19 @@ void gd_fit_result_init(gd_fit_result *o);
  * checkpoint.gdc (model, optimizer, epochs, best so far) every checkpoint_every epochs and at
  * the last, and best.gdc (the model, for gd_trainer_load) whenever the valid accuracy
  * improves. At the end the best model is restored and tested. result is optional.
+ *
+ * A checkpoint_dir is held by one trainer at a time: the first fit or resume on it takes an
+ * exclusive lock (flock on checkpoint_dir/train.lock) that the trainer keeps until it is
+ * destroyed or turns to another directory; another trainer, in this process or another, is
+ * refused at once naming the process that holds it. A directory holding an earlier run is
+ * refused unless options->resume or options->overwrite says what to do with it.
  */
 gd_status gd_trainer_fit(gd_trainer_t *t, const gd_fit_options *options, gd_fit_result *result);
 /*
  * Load dir/checkpoint.gdc, written by gd_trainer_fit with the same settings (the mode may
  * differ; a difference is refused naming it): parameters, optimizer, epochs done and the best
- * valid so far, whose model comes from dir/best.gdc. The next fit goes on from there.
+ * valid so far, whose model comes from dir/best.gdc. The next fit goes on from there. The
+ * trainer takes dir's lock (see gd_trainer_fit) and keeps it.
  */
 gd_status gd_trainer_resume(gd_trainer_t *t, const char *dir);
 /*

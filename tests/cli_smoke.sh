@@ -130,6 +130,57 @@ expect_rc 1 "$cli" train --preset tiny --epochs 3 --hidden 64 --no-baseline --ch
 grep -q "hidden" "$tmp/err" || { cat "$tmp/err"; fail "resume with other settings"; }
 expect_rc 0 "$cli" eval --preset tiny --model "$tmp/ck/best.gdc" --mode cpu
 grep -q "^test acc 0\.[0-9]* (" "$tmp/out" || { cat "$tmp/out"; fail "eval output"; }
+# Regression, "train --checkpoint DIR without --resume silently replaces an earlier run": a
+# new run is refused naming the run found (epochs, best accuracy) and the two ways out, and DIR
+# is left as it was; --overwrite starts again.
+before=$(md5sum "$tmp/ck/checkpoint.gdc" "$tmp/ck/best.gdc")
+expect_rc 1 "$cli" train --preset tiny --epochs 1 --hidden 32 --lr 0.1 --no-baseline \
+    --checkpoint "$tmp/ck"
+grep -q "already holds a run (checkpoint.gdc: 3 epochs done, best valid accuracy 0\.[0-9]* at epoch [1-3])" \
+    "$tmp/err" && grep -q -- "--resume" "$tmp/err" && grep -q -- "--overwrite" "$tmp/err" \
+    || { cat "$tmp/err"; fail "train on a DIR holding a run: message"; }
+[ "$(md5sum "$tmp/ck/checkpoint.gdc" "$tmp/ck/best.gdc")" = "$before" ] \
+    || fail "a refused run changed the checkpoint files"
+expect_rc 2 "$cli" train --preset tiny --epochs 1 --checkpoint "$tmp/ck" --resume --overwrite
+expect_rc 2 "$cli" train --preset tiny --epochs 1 --overwrite
+cp -r "$tmp/ck" "$tmp/ck-again"
+expect_rc 0 "$cli" train --preset tiny --epochs 1 --hidden 32 --no-baseline --checkpoint "$tmp/ck-again" \
+    --overwrite
+"$cli" eval --preset tiny --model "$tmp/ck-again/checkpoint.gdc" --mode cpu >/dev/null 2>&1 \
+    || fail "train --overwrite left no usable checkpoint"
+# Two runs on one DIR at once: the second fails at once naming the first's process; once the
+# first is killed, its lock is gone with it.
+"$cli" train --preset tiny --mode cpu --epochs 100000 --hidden 32 --no-baseline \
+    --checkpoint "$tmp/busy" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 300); do
+    [ -s "$tmp/busy/train.lock" ] && break
+    sleep 0.1
+done
+[ -s "$tmp/busy/train.lock" ] || { kill -9 $pid; fail "the first run took no lock"; }
+expect_rc 1 "$cli" train --preset tiny --mode cpu --epochs 1 --hidden 32 --no-baseline \
+    --checkpoint "$tmp/busy" --overwrite
+grep -q "checkpoint directory '$tmp/busy' is in use by process $pid" "$tmp/err" \
+    || { cat "$tmp/err"; kill -9 $pid; fail "a second run on a busy DIR: message"; }
+kill -9 $pid
+wait $pid 2>/dev/null
+expect_rc 0 "$cli" train --preset tiny --mode cpu --epochs 1 --hidden 32 --no-baseline \
+    --checkpoint "$tmp/busy" --overwrite
+# Regression, "no host-memory check before work": a dataset generated in memory and a model
+# that exceed the host memory budget are refused up front, naming the bytes and the fixes.
+expect_rc 1 env GD_HOST_MEM_MB=1 "$cli" train --preset tiny --epochs 1
+grep -q "generate: the dataset in memory needs [0-9]* bytes .* of host memory, more than the 1048576 bytes" \
+    "$tmp/err" && grep -q -- "--out DIR" "$tmp/err" || { cat "$tmp/err"; fail "generate over the host budget"; }
+expect_rc 1 "$cli" train "$tmp/a" --mode cpu --epochs 1 --layers 3 --hidden 4096 --host-mem-budget 256M
+grep -q "the model and the minibatch buffers need .* of host memory, more than the .* of the host memory budget asked: lower --hidden" \
+    "$tmp/err" || { cat "$tmp/err"; fail "a model over the host budget"; }
+grep -q "^epoch" "$tmp/out" && fail "a model over the host budget trained"
+expect_rc 0 "$cli" info "$tmp/a" --mode cpu --host-mem-budget 1K
+grep -q "unavailable: .*host memory, more than the .* (1000 bytes)" "$tmp/out" \
+    || { cat "$tmp/out"; fail "info --host-mem-budget"; }
+expect_rc 0 "$cli" info "$tmp/a" --mode cpu
+grep -q "^  model and minibatch buffers *host " "$tmp/out" || { cat "$tmp/out"; fail "info: no host row"; }
+expect_rc 2 "$cli" train --host-mem-budget lots
 printf 'not a checkpoint' >"$tmp/bad.gdc"
 expect_rc 1 "$cli" eval --preset tiny --model "$tmp/bad.gdc"
 expect_rc 2 "$cli" eval --preset tiny

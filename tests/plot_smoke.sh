@@ -101,6 +101,17 @@ err_has "separately"
 expect_rc 2 "$cli" plot "$tmp/epoch.json" -o "$tmp/png/bad.png" --what loss
 expect_rc 2 "$cli" plot "$tmp/run.jsonl" -o "$tmp/png/bad.png" --metric gbps
 [ -e "$tmp/png/bad.png" ] && fail "an output was written for bad input"
+# Regression, "plot -o X overwrites its own input X": refused by any name of the input (itself,
+# a symlink, a hard link), the input left intact.
+cp "$tmp/run.jsonl" "$tmp/self.jsonl"
+ln -s "$tmp/self.jsonl" "$tmp/png/self-link.png"
+ln "$tmp/self.jsonl" "$tmp/png/self-hard.png"
+for o in "$tmp/self.jsonl" "$tmp/png/self-link.png" "$tmp/png/self-hard.png"; do
+    expect_rc 2 "$cli" plot "$tmp/run.jsonl" "$tmp/self.jsonl" -o "$o"
+    err_has "is the input $tmp/self.jsonl"
+    cmp -s "$tmp/run.jsonl" "$tmp/self.jsonl" || fail "plot -o $o changed its input"
+done
+rm -f "$tmp/png/self-link.png" "$tmp/png/self-hard.png"
 no_leftovers
 
 # No gnuplot on PATH: the install hint, no output, an existing output untouched.

@@ -550,6 +550,90 @@ static void regress_duplicate_id_in_split_passes_validate(const char *root, uint
     t_rmtree(dir);
 }
 
+/*
+ * A 200-node dataset in memory without edges: 4 features a node, labels (NULL: node % 3), and
+ * train_idx / test_idx of ntrain / ntest ids; finished with validation, the status returned.
+ */
+#define NONSENSE_NODES 200
+static gd_status labelled_dataset(const int64_t *labels, const int32_t *train, int64_t ntrain,
+                                  const int32_t *test, int64_t ntest, gd_dataset_t **out) {
+    gd_dataset_t *ds = NULL;
+    void *p;
+    T_OK(gd__dataset_new("nonsense", NULL, 0, &ds));
+    int64_t sh[2] = {NONSENSE_NODES + 1, 4};
+    T_OK(gd__dataset_alloc(ds, GD_ARRAY_INDPTR, GD_DTYPE_INT64, 1, sh, &p));
+    memset(p, 0, (NONSENSE_NODES + 1) * sizeof(int64_t));
+    sh[0] = 0;
+    T_OK(gd__dataset_alloc(ds, GD_ARRAY_INDICES, GD_DTYPE_INT32, 1, sh, &p));
+    sh[0] = NONSENSE_NODES;
+    T_OK(gd__dataset_alloc(ds, GD_ARRAY_FEATURES, GD_DTYPE_FLOAT32, 2, sh, &p));
+    for (int i = 0; i < NONSENSE_NODES * 4; i++) ((float *)p)[i] = (float)(i % 7);
+    T_OK(gd__dataset_alloc(ds, GD_ARRAY_LABELS, GD_DTYPE_INT64, 1, sh, &p));
+    for (int i = 0; i < NONSENSE_NODES; i++) ((int64_t *)p)[i] = labels ? labels[i] : i % 3;
+    sh[0] = ntrain;
+    T_OK(gd__dataset_alloc(ds, GD_ARRAY_TRAIN_IDX, GD_DTYPE_INT32, 1, sh, &p));
+    memcpy(p, train, (size_t)ntrain * sizeof *train);
+    sh[0] = ntest;
+    T_OK(gd__dataset_alloc(ds, GD_ARRAY_TEST_IDX, GD_DTYPE_INT32, 1, sh, &p));
+    memcpy(p, test, (size_t)ntest * sizeof *test);
+    const gd_status st = gd__dataset_finish(ds, 1);
+    if (st != GD_OK) {
+        gd_dataset_close(ds);
+        ds = NULL;
+    }
+    *out = ds;
+    return st;
+}
+
+/*
+ * Issue 13, item 10, "silently accepted nonsense": a dataset whose training labels are all -1
+ * trained nothing and exited 0; a test split equal to the train split was accepted; one label
+ * of 10^9 made a dataset of 10^9 classes. Now the trainer refuses the first, validation the
+ * other two (the split overlap check of item 3 covers the equal splits), each with the fix.
+ */
+static void regress_silently_accepted_nonsense(void) {
+    int32_t train[100], test[100];
+    int64_t labels[NONSENSE_NODES];
+    for (int32_t i = 0; i < 100; i++) train[i] = i, test[i] = 100 + i;
+    gd_dataset_t *ds = NULL;
+    gd_trainer_t *t = NULL;
+    gd_train_options o = GD_TRAIN_OPTIONS_INIT;
+    o.mode = "cpu";
+    o.hidden = 8;
+    o.batch_size = 64;
+
+    /* All training labels -1 (the test nodes keep theirs). */
+    for (int i = 0; i < NONSENSE_NODES; i++) labels[i] = i < 100 ? -1 : i % 3;
+    T_OK(labelled_dataset(labels, train, 100, test, 100, &ds));
+    T_FAILS(gd_trainer_create(ds, &o, &t), GD_ERR_INVALID_ARG,
+            "has no labelled training node: the labels of all 100 nodes of train_idx are -1");
+    T_ASSERT(t == NULL);
+    gd_dataset_close(ds);
+    /* One labelled training node is enough to train. */
+    labels[37] = 1;
+    T_OK(labelled_dataset(labels, train, 100, test, 100, &ds));
+    T_OK(gd_trainer_create(ds, &o, &t));
+    gd_trainer_destroy(t);
+    gd_dataset_close(ds);
+
+    /* The test split equal to the train split. */
+    T_FAILS(labelled_dataset(NULL, train, 100, train, 100, &ds), GD_ERR_FORMAT,
+            "test_idx.npy: node id 0 at position 0 is also in the train split");
+    T_ASSERT(ds == NULL);
+
+    /* One label of 10^9: 10^9 + 1 classes for 200 labelled nodes. */
+    for (int i = 0; i < NONSENSE_NODES; i++) labels[i] = i % 3;
+    labels[123] = 1000000000;
+    T_FAILS(labelled_dataset(labels, train, 100, test, 100, &ds), GD_ERR_RANGE,
+            "num_classes is 1000000001 (the largest label + 1) but only 200 nodes are labelled");
+    T_ASSERT(strstr(gd_last_error(), "renumber"));
+    /* Many classes are fine below 2^20. */
+    labels[123] = (1 << 20) - 1;
+    T_OK(labelled_dataset(labels, train, 100, test, 100, &ds));
+    T_EQ_INT(gd_dataset_num_classes(ds), 1 << 20);
+    gd_dataset_close(ds);
+}
+
 int main(void) {
     uint64_t rng = t_seed();
     const char *w = getenv("GD_WRITE_SAMPLE_DIR");
@@ -691,6 +775,7 @@ int main(void) {
 
     damage_tests(root, &rng);
     regress_duplicate_id_in_split_passes_validate(root, &rng);
+    regress_silently_accepted_nonsense();
 
     t_rmtree(root);
     t_check_no_leaks();

@@ -319,6 +319,44 @@ int main(void) {
     check_graph(ds, &sym, 10);
     gd_dataset_close(ds);
 
+    /*
+     * Issue 13, item 10, "silently accepted nonsense": one edge id of ~2^31 in a two-line edge
+     * list made a 17 GB dataset, and an empty edge list a dataset of 0 nodes. Both are refused
+     * unless the node count is given (or, for sparse ids, the ids are relabelled).
+     */
+    snprintf(path, sizeof path, "%s/stray.txt", tmp);
+    const char *stray = "0 1\n2147483648 1\n", *sparse = "0 1\n16777215 1\n";
+    write_file(path, stray, strlen(stray), 0);
+    gd_convert_options so = GD_CONVERT_OPTIONS_INIT;
+    T_FAILS(gd_convert(path, &so, &ds), GD_ERR_RANGE,
+            "the largest node id is 2147483648, so the graph would have 2147483649 nodes");
+    T_ASSERT(strstr(gd_last_error(), "--relabel") && strstr(gd_last_error(), "--num-nodes"));
+    so.relabel = 1;
+    T_OK(gd_convert(path, &so, &ds));
+    T_EQ_INT(gd_dataset_num_nodes(ds), 3);
+    gd_dataset_close(ds);
+    /* Sparse ids below 2^24 nodes are a graph with isolated nodes, as before. */
+    write_file(path, sparse, strlen(sparse), 0);
+    so = (gd_convert_options)GD_CONVERT_OPTIONS_INIT;
+    T_OK(gd_convert(path, &so, &ds));
+    T_EQ_INT(gd_dataset_num_nodes(ds), 1 << 24);
+    gd_dataset_close(ds);
+    snprintf(path, sizeof path, "%s/empty.txt", tmp);
+    for (int k = 0; k < 2; k++) {
+        const char *empty = k ? "# a comment and nothing else\n" : "";
+        write_file(path, empty, strlen(empty), 0);
+        so = (gd_convert_options)GD_CONVERT_OPTIONS_INIT;
+        so.relabel = k;
+        T_FAILS(gd_convert(path, &so, &ds), GD_ERR_INVALID_ARG,
+                "holds no edge, so the graph would have no node");
+        so.num_nodes = 5;
+        T_OK(gd_convert(path, &so, &ds));
+        T_EQ_INT(gd_dataset_num_nodes(ds), 5);
+        T_EQ_INT(gd_dataset_num_edges(ds), 0);
+        gd_dataset_close(ds);
+    }
+    t_check_no_leaks();
+
     /* malformed lines, each named with file and line */
     expect_bad_line(tmp, "1 2\n3\n", GD_ERR_FORMAT, 2, "has no destination id");
     expect_bad_line(tmp, "# c\n1 2\n\n1 x\n", GD_ERR_FORMAT, 4,

@@ -417,6 +417,26 @@ int main(void) {
     T_FAILS(gd_generate(&bad, &none), GD_ERR_INVALID_ARG, "int32");
     T_ASSERT(none == NULL);
 
+    /*
+     * Issue 13, item 9, "no host-memory check before work": the in-memory papers preset ran
+     * minutes, then failed. A dataset built in memory that exceeds the host memory budget is
+     * refused before any work, naming both sizes and the fixes; papers needs more than 60 GiB.
+     */
+    T_OK(gd_param_set("GD_HOST_MEM_MB", "1"));
+    bad = (gd_generate_options)GD_GENERATE_OPTIONS_INIT;
+    T_FAILS(gd_generate(&bad, &none), GD_ERR_NO_MEMORY,
+            "generate: the dataset in memory needs ");
+    T_ASSERT(strstr(gd_last_error(), "more than the 1048576 bytes (0.00 GiB) of GD_HOST_MEM_MB") &&
+             strstr(gd_last_error(), "--out DIR"));
+    T_OK(gd_param_set("GD_HOST_MEM_MB", "61440"));
+    bad.preset = "papers";
+    T_FAILS(gd_generate(&bad, &none), GD_ERR_NO_MEMORY, "generate: the dataset in memory");
+    T_OK(gd_param_set("GD_HOST_MEM_MB", "-1"));
+    bad.preset = "tiny";
+    T_FAILS(gd_generate(&bad, &none), GD_ERR_INVALID_ARG, "GD_HOST_MEM_MB=-1");
+    T_OK(gd_param_set("GD_HOST_MEM_MB", NULL));
+    T_ASSERT(none == NULL);
+
     /* tiny: shape, statistics, and the graph helping classification. */
     gd_dataset_t *a = gen("tiny", seed, 0, 0, 0, 0, GD_DTYPE_INVALID);
     T_EQ_INT(gd_dataset_num_nodes(a), 10000);

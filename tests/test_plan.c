@@ -105,6 +105,42 @@ int main(void) {
     T_ASSERT(strstr(text, "indices") && strstr(text, "76.29 MiB") && strstr(text, "as asked"));
     gd__plan_table(&p, text, 8); /* a short buffer is cut, not overrun */
     T_EQ_INT((int)strlen(text), 7);
+
+    /*
+     * Issue 13, item 9, "no host-memory check before work": a too-large model was OOM-killed
+     * without a word. The plan counts the host memory of the resolved mode (cpu: the model and
+     * its minibatch buffers; cpu-centric: the buffers; the GPU-sampling modes: none) and
+     * refuses, naming both sizes and the fixes, what exceeds the host budget.
+     */
+    in = base();
+    in.mode = GD__TRAIN_CPU;
+    in.host_model_bytes = INT64_C(3) << 30;
+    in.host_batch_bytes = INT64_C(1) << 30;
+    in.host_budget = INT64_C(4) << 30; /* exactly fits */
+    in.host_source = "the host memory budget asked";
+    T_OK(gd__plan_make(&in, &p));
+    T_EQ_INT(p.host_bytes, INT64_C(4) << 30);
+    T_EQ_STR(row(&p, "model and minibatch buffers")->where, "host");
+    in.host_budget -= 1;
+    T_FAILS(gd__plan_make(&in, &p), GD_ERR_NO_MEMORY,
+            "--mode cpu: the model and the minibatch buffers need 4.00 GiB (4294967296 bytes) of "
+            "host memory, more than the 4.00 GiB (4294967295 bytes) of the host memory budget "
+            "asked");
+    T_ASSERT(strstr(gd_last_error(), "--hidden") && strstr(gd_last_error(), "GD_HOST_MEM_MB"));
+    in.mode = GD__TRAIN_CPU_CENTRIC;
+    T_OK(gd__plan_make(&in, &p));
+    T_EQ_INT(p.host_bytes, INT64_C(1) << 30);
+    in.mode = GD__TRAIN_ZERO_COPY;
+    in.host_budget = 1;
+    T_OK(gd__plan_make(&in, &p));
+    T_EQ_INT(p.host_bytes, 0);
+    /* auto without a GPU resolves to cpu, and is checked as cpu. */
+    in.mode = GD__TRAIN_AUTO;
+    in.have_gpu = 0;
+    T_FAILS(gd__plan_make(&in, &p), GD_ERR_NO_MEMORY, "--mode cpu");
+    /* An unknown budget (<= 0) checks nothing. */
+    in.host_budget = 0;
+    T_OK(gd__plan_make(&in, &p));
     t_check_no_leaks();
     return 0;
 }

@@ -328,6 +328,75 @@ static void bad_options(const gd_dataset_t *ds, const char *tmp) {
     gd_trainer_destroy(t);
 }
 
+/*
+ * Regression, "train --checkpoint DIR without --resume silently replaces an earlier run; two
+ * runs on one DIR clobber each other's best.gdc": a second run on a directory holding a run is
+ * refused naming it (epochs, best valid accuracy) and the ways out, leaving its files intact;
+ * overwrite starts again; while one trainer holds a directory, another is refused at once
+ * naming the process; the trainer that wrote or resumed a run goes on with it.
+ */
+static void checkpoint_dir_not_replaced_nor_shared(const gd_dataset_t *ds, const char *tmp) {
+    char dir[4200], ck[4300], busy[64];
+    snprintf(dir, sizeof dir, "%s/ck-owned", tmp);
+    snprintf(ck, sizeof ck, "%s/checkpoint.gdc", dir);
+    snprintf(busy, sizeof busy, "in use by process %ld", (long)getpid());
+    const char *pid = busy;
+    gd_train_options o = options("cpu", 5);
+    gd_fit_options f = GD_FIT_OPTIONS_INIT;
+    f.checkpoint_dir = dir;
+    f.test = f.exact_test = 0;
+    gd_checkpoint_info ci = GD_CHECKPOINT_INFO_INIT;
+    gd_trainer_t *a = NULL, *b = NULL;
+
+    /* Two sequential runs: the second is refused, and the first run's files are untouched. */
+    T_OK(gd_trainer_create(ds, &o, &a));
+    T_OK(gd_trainer_fit(a, &f, NULL));
+    gd_trainer_destroy(a);
+    T_OK(gd_checkpoint_read_info(ck, &ci));
+    const int64_t crc_epochs = ci.epochs_done;
+    const double best = ci.best_valid;
+    T_EQ_INT(crc_epochs, 1);
+    T_OK(gd_trainer_create(ds, &o, &b));
+    T_FAILS(gd_trainer_fit(b, &f, NULL), GD_ERR_INVALID_ARG, "already holds a run");
+    T_ASSERT(strstr(gd_last_error(), "checkpoint.gdc: 1 epochs done, best valid accuracy") &&
+             strstr(gd_last_error(), "--resume") && strstr(gd_last_error(), "--overwrite"));
+    T_OK(gd_checkpoint_read_info(ck, &ci));
+    T_EQ_INT(ci.epochs_done, 1);
+    T_ASSERT(ci.best_valid == best);
+    f.resume = f.overwrite = 1;
+    T_FAILS(gd_trainer_fit(b, &f, NULL), GD_ERR_INVALID_ARG, "choose one");
+
+    /* overwrite starts again; the same trainer then goes on with its own run. */
+    f.resume = 0;
+    f.epochs = 2;
+    T_OK(gd_trainer_fit(b, &f, NULL));
+    f.overwrite = 0;
+    f.epochs = 3;
+    T_OK(gd_trainer_fit(b, &f, NULL));
+    T_OK(gd_checkpoint_read_info(ck, &ci));
+    T_EQ_INT(ci.epochs_done, 3);
+
+    /* Two runs at once: b holds the directory, so a is refused at once, resuming or not. */
+    T_OK(gd_trainer_create(ds, &o, &a));
+    f.resume = 1;
+    T_FAILS(gd_trainer_fit(a, &f, NULL), GD_ERR_INVALID_ARG, pid);
+    T_FAILS(gd_trainer_resume(a, dir), GD_ERR_INVALID_ARG, pid);
+    f.resume = 0;
+    f.overwrite = 1;
+    T_FAILS(gd_trainer_fit(a, &f, NULL), GD_ERR_INVALID_ARG, pid);
+    T_OK(gd_checkpoint_read_info(ck, &ci));
+    T_EQ_INT(ci.epochs_done, 3);
+    /* Once b is gone its lock is too: a resumes the run. */
+    gd_trainer_destroy(b);
+    f.overwrite = 0;
+    f.resume = 1;
+    f.epochs = 4;
+    gd_fit_result r = GD_FIT_RESULT_INIT;
+    T_OK(gd_trainer_fit(a, &f, &r));
+    T_EQ_INT(r.start_epoch, 3);
+    gd_trainer_destroy(a);
+}
+
 /* Every allocation of create and of a checkpointed epoch fails once, cleanly. */
 static void faults(const gd_dataset_t *ds, const char *tmp) {
     gd_train_options o = options("cpu", 2);
@@ -335,6 +404,8 @@ static void faults(const gd_dataset_t *ds, const char *tmp) {
     snprintf(dir, sizeof dir, "%s/ck-faults", tmp);
     gd_fit_options f = GD_FIT_OPTIONS_INIT;
     f.checkpoint_dir = dir;
+    /* Every fit below starts a new run in the same directory. */
+    f.overwrite = 1;
     gd_trainer_t *t = NULL;
     gd_fault_set(GD_FAULT_ALLOC, 0);
     T_OK(gd_trainer_create(ds, &o, &t));
@@ -378,6 +449,7 @@ int main(void) {
     resuming(ds, "cpu", seed, tmp, &ref, &ref_r, 1);
     resuming(ds, "cpu", seed, tmp, &ref, &ref_r, 2);
     bad_options(ds, tmp);
+    checkpoint_dir_not_replaced_nor_shared(ds, tmp);
     faults(ds, tmp);
 
     if (gd_device_count() > 0) {

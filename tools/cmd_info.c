@@ -10,7 +10,8 @@
 #include <string.h>
 
 static void help(void) {
-    printf("usage: graphdirect info [DIR] [--validate] [--params] [--mode M] [--gpu-mem-budget SIZE]\n\n"
+    printf("usage: graphdirect info [DIR] [--validate] [--params] [--mode M] [--gpu-mem-budget SIZE]\n"
+           "                        [--host-mem-budget SIZE]\n\n"
            "With DIR: sizes, split, in-degree distribution, and the placement plan a trainer\n"
            "with the default options would follow here (where each structure lives, and why).\n"
            "Without DIR: the build (CUDA or not), the visible GPUs and the GD_* parameters.\n\n"
@@ -18,6 +19,8 @@ static void help(void) {
            "  --params     list the GD_* environment parameters with their values\n"
            "  --mode M     the plan for mode M (cpu, all-gpu, zero-copy, cpu-centric; default auto)\n"
            "  --gpu-mem-budget SIZE  the plan under this GPU memory budget (e.g. 16G)\n"
+           "  --host-mem-budget SIZE the plan under this host memory budget (default: what is\n"
+           "                         available, or GD_HOST_MEM_MB)\n"
            "  -h, --help   this text\n");
 }
 
@@ -82,11 +85,13 @@ static void print_degrees(const gd_degree_stats *s) {
  * The placement plan of a trainer with the default options (mode, budget as given) over the
  * dataset on this machine: where each structure would live, its bytes, and why.
  */
-static void print_plan(const gd_dataset_t *ds, const char *mode, int64_t budget) {
+static void print_plan(const gd_dataset_t *ds, const char *mode, int64_t budget,
+                       int64_t host_budget) {
     char text[2048];
     gd_train_options o = GD_TRAIN_OPTIONS_INIT;
     o.mode = mode;
     o.gpu_mem_budget = budget;
+    o.host_mem_budget = host_budget;
     printf("placement plan (a trainer with the default options, mode %s%s):\n",
            mode ? mode : "auto", budget > 0 ? ", with the given GPU memory budget" : "");
     if (gd_trainer_plan(ds, &o, text, sizeof text) == GD_OK)
@@ -100,11 +105,12 @@ int cmd_info(int argc, char **argv) {
                                               {"params", no_argument, 0, 'p'},
                                               {"mode", required_argument, 0, 'm'},
                                               {"gpu-mem-budget", required_argument, 0, 'G'},
+                                              {"host-mem-budget", required_argument, 0, 'H'},
                                               {"help", no_argument, 0, 'h'},
                                               {0, 0, 0, 0}};
     int validate = 0, params = 0, c;
     const char *mode = NULL;
-    int64_t budget = 0;
+    int64_t budget = 0, host_budget = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
         switch (c) {
@@ -118,6 +124,11 @@ int cmd_info(int argc, char **argv) {
         case 'G':
             if (cli_parse_i64(optarg, &budget) || budget < 1)
                 return cli_usage_error("info", "--gpu-mem-budget '%s' is not a size (e.g. 16G)",
+                                       optarg);
+            break;
+        case 'H':
+            if (cli_parse_i64(optarg, &host_budget) || host_budget < 1)
+                return cli_usage_error("info", "--host-mem-budget '%s' is not a size (e.g. 64G)",
                                        optarg);
             break;
         case 'h': help(); return 0;
@@ -185,7 +196,7 @@ int cmd_info(int argc, char **argv) {
         print_degrees(&stats);
     else
         printf("in-degree: unavailable: %s\n", gd_last_error());
-    print_plan(ds, mode, budget);
+    print_plan(ds, mode, budget, host_budget);
     printf("opened in %.3f s\n", open_secs);
     if (params) print_params();
     gd_dataset_close(ds);

@@ -230,6 +230,23 @@ static int parse_args(plot_ctx *c, int argc, char **argv) {
 }
 
 /*
+ * The output must not be one of the inputs, by any name (a symlink, a hard link, ./x): the
+ * rename at the end would replace the input with its own picture. Returns 0, or the exit code
+ * with the message printed.
+ */
+static int check_out_not_input(const char *out, char *const *files, int nfiles) {
+    struct stat so, si;
+    if (stat(out, &so) != 0) return 0;
+    for (int i = 0; i < nfiles; i++)
+        if (stat(files[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+            return cli_usage_error("plot",
+                                   "-o %s is the input %s: it would be replaced by the picture; "
+                                   "name another file for the PNG",
+                                   out, files[i]);
+    return 0;
+}
+
+/*
  * Read and check every input before anything else; training metrics and benchmark results do
  * not mix. Returns 0, or the exit code with the message printed.
  */
@@ -366,6 +383,7 @@ int cmd_plot(int argc, char **argv) {
     char *const *files = argv + optind;
 
     rc = read_inputs(&c, files, nfiles);
+    if (!rc) rc = check_out_not_input(c.out, files, nfiles);
     if (rc) goto done;
     rc = CLI_EXIT_FAIL;
     if (make_tmp_out(c.out, &tmp_out) || make_tmp_dir(&c)) goto done;

@@ -50,6 +50,8 @@ static void help(void) {
            "  --graph-cache SIZE zero-copy: GPU memory for hot neighbour lists (default: a\n"
            "                     quarter of what the GPU memory budget leaves)\n"
            "  --gpu-mem-budget SIZE  GPU memory the run may use (default: all that is free)\n"
+           "  --host-mem-budget SIZE host memory the run may take beyond the dataset (default:\n"
+           "                     what is available, or GD_HOST_MEM_MB)\n"
            "  --gather-sms N     SMs the gather kernel may use, N or N%% (default: all)\n"
            "  --depth D          buffer sets in the pipeline ring (default 3)\n"
            "  --preset NAME      without DATASET_DIR: the preset to generate (default small;\n"
@@ -75,6 +77,8 @@ static void help(void) {
            "                     epoch) and, when valid accuracy improves, DIR/best.gdc (the\n"
            "                     model for `graphdirect eval`)\n"
            "  --resume           go on from DIR/checkpoint.gdc (same settings required)\n"
+           "  --overwrite        start a new run in DIR, replacing the one it holds (without\n"
+           "                     --resume or --overwrite a DIR holding a run is refused)\n"
            "  --no-full-test     skip the exact (layer-wise, all neighbours) test accuracy\n"
            "  -h, --help         this text\n",
            model.description, model.title);
@@ -178,7 +182,7 @@ static void progress_end(train_progress *p) {
 
 typedef struct {
     const char *metrics_path, *checkpoint_dir;
-    int resume, full_test;
+    int resume, full_test, overwrite;
     const char *dataset_label;
 } run_options;
 
@@ -377,6 +381,7 @@ static int train_model(const gd_dataset_t *ds, const gd_train_options *o, int64_
     }
     fo.epochs = epochs;
     fo.checkpoint_dir = dir;
+    fo.overwrite = ro->overwrite;
     /* The MLP's sampled inference (fanout 0) is already exact. */
     fo.exact_test = ro->full_test && !o->mlp;
     fo.on_epoch = on_epoch;
@@ -527,6 +532,12 @@ static int train_option(train_args *a, int c, const char *arg) {
             return cli_usage_error("train", "--gpu-mem-budget '%s' is not a size (e.g. 16G)", arg);
         a->cfg.gpu_mem_budget = v;
         break;
+    case 'K':
+        if (cli_parse_i64(arg, &v) || v < 1)
+            return cli_usage_error("train", "--host-mem-budget '%s' is not a size (e.g. 64G)",
+                                   arg);
+        a->cfg.host_mem_budget = v;
+        break;
     case 'S':
         a->cfg.gather_sms = arg;
         break;
@@ -543,6 +554,9 @@ static int train_option(train_args *a, int c, const char *arg) {
         break;
     case 'r':
         a->ro.resume = 1;
+        break;
+    case 'O':
+        a->ro.overwrite = 1;
         break;
     case 'F':
         a->ro.full_test = 0;
@@ -573,11 +587,13 @@ static int parse_train(int argc, char **argv, train_args *a) {
                                               {"gpu-cache", required_argument, 0, 'c'},
                                               {"graph-cache", required_argument, 0, 'g'},
                                               {"gpu-mem-budget", required_argument, 0, 'G'},
+                                              {"host-mem-budget", required_argument, 0, 'K'},
                                               {"gather-sms", required_argument, 0, 'S'},
                                               {"depth", required_argument, 0, 'R'},
                                               {"metrics", required_argument, 0, 'J'},
                                               {"checkpoint", required_argument, 0, 'C'},
                                               {"resume", no_argument, 0, 'r'},
+                                              {"overwrite", no_argument, 0, 'O'},
                                               {"no-full-test", no_argument, 0, 'F'},
                                               {"help", no_argument, 0, 'h'},
                                               {0, 0, 0, 0}};
@@ -585,7 +601,7 @@ static int parse_train(int argc, char **argv, train_args *a) {
     memset(a, 0, sizeof *a);
     a->cfg = (gd_train_options)GD_TRAIN_OPTIONS_INIT;
     a->cfg.mode = "auto";
-    a->ro = (run_options){NULL, NULL, 0, 1, NULL};
+    a->ro = (run_options){NULL, NULL, 0, 1, 0, NULL};
     a->preset = "small";
     a->epochs = 5;
     a->baseline = 1;
@@ -604,6 +620,9 @@ static int parse_train(int argc, char **argv, train_args *a) {
                                a->fanout_count);
     if (a->ro.resume && !a->ro.checkpoint_dir)
         return cli_usage_error("train", "--resume needs --checkpoint DIR (where to resume from)");
+    if (a->ro.overwrite && (a->ro.resume || !a->ro.checkpoint_dir))
+        return cli_usage_error("train", "--overwrite needs --checkpoint DIR and no --resume (it "
+                                        "starts a new run in DIR)");
     if (a->fanout_count) {
         a->cfg.num_layers = a->fanout_count;
         memcpy(a->cfg.fanouts, a->fanouts, sizeof(int) * (size_t)a->fanout_count);

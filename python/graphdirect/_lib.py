@@ -179,7 +179,7 @@ class TrainOptions(_Sized):  # gd_train_options, GD_TRAIN_OPTIONS_INIT
                 ("threads", c_int), ("device", c_int), ("context", c_void_p),
                 ("gpu_cache_bytes", c_int64), ("graph_cache_bytes", c_int64),
                 ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("depth", c_int),
-                ("mlp", c_int)]
+                ("mlp", c_int), ("host_mem_budget", c_int64)]
     _init_ = "gd_train_options_init"
 
 
@@ -221,7 +221,7 @@ class FitOptions(_Sized):  # gd_fit_options, GD_FIT_OPTIONS_INIT
                 ("checkpoint_dir", c_char_p), ("checkpoint_every", c_int), ("resume", c_int),
                 ("max_batches", c_int64), ("on_epoch", EPOCH_FN), ("on_epoch_user", c_void_p),
                 ("progress", PROGRESS_FN), ("progress_user", c_void_p),
-                ("report_every", c_int64)]
+                ("report_every", c_int64), ("overwrite", c_int)]
     _init_ = "gd_fit_options_init"
 
 

@@ -65,18 +65,20 @@ class Trainer(_lib.Closing):
     Trainer(dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024, hidden=128,
             dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0, device=0,
             gpu_cache=None, graph_cache=None, gpu_mem_budget=None, gather_sms=None, depth=3,
-            mlp=False, context=None)
+            mlp=False, context=None, host_mem_budget=None)
 
     mode: "cpu", "all-gpu", "zero-copy", "cpu-centric" or "auto" (docs/train.md). fanouts:
     neighbours drawn per node from the seeds outward (-1 = all), one layer each. mlp=True: the
-    baseline with the graph removed. close() (or `with`) frees it; closing the dataset closes
-    its trainers.
+    baseline with the graph removed. host_mem_budget: host memory the trainer may take beyond
+    the dataset (default: what is available, or GD_HOST_MEM_MB); a model and buffers that need
+    more are refused here, naming both sizes. close() (or `with`) frees it; closing the dataset
+    closes its trainers.
     """
 
     def __init__(self, dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024,
                  hidden=128, dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0,
                  device=0, gpu_cache=None, graph_cache=None, gpu_mem_budget=None,
-                 gather_sms=None, depth=3, mlp=False, context=None):
+                 gather_sms=None, depth=3, mlp=False, context=None, host_mem_budget=None):
         self._ptr = None
         from .dataset import Dataset
         if not isinstance(dataset, Dataset):
@@ -112,6 +114,8 @@ class Trainer(_lib.Closing):
         o.graph_cache_bytes = parse_size(graph_cache, "graphdirect.Trainer: graph_cache")
         budget = parse_size(gpu_mem_budget, "graphdirect.Trainer: gpu_mem_budget")
         o.gpu_mem_budget = 0 if budget < 0 else budget
+        budget = parse_size(host_mem_budget, "graphdirect.Trainer: host_mem_budget")
+        o.host_mem_budget = 0 if budget < 0 else budget
         o.gather_sms = _lib.text(gather_sms)
         o.depth = _lib.int_arg(depth, who, "depth", _lib.INT_MIN, _lib.INT_MAX)
         o.mlp = 1 if mlp else 0
@@ -171,7 +175,7 @@ class Trainer(_lib.Closing):
 
     def fit(self, epochs, on_epoch=None, checkpoint=None, resume=False, checkpoint_every=1,
             validate=True, keep_best=True, test=True, exact_test=True, max_batches=0,
-            progress=None, report_every=0):
+            progress=None, report_every=0, overwrite=False):
         """Train until `epochs` epochs are done (from the epochs already done: 0, or a
         checkpoint's after resume=True) and return a dict: start_epoch, epochs_done,
         best_epoch, best_valid, mean_epoch_s, test_acc, test_count, test_exact,
@@ -182,6 +186,9 @@ class Trainer(_lib.Closing):
         model is still restored and tested). An exception raised in a callback stops the run
         at once and comes out of fit(). checkpoint: a directory for checkpoint.gdc (every
         `checkpoint_every` epochs and at the last) and best.gdc; resume=True goes on from it.
+        A checkpoint directory that holds an earlier run is refused unless resume=True, or
+        overwrite=True (which replaces that run); one that another trainer or process is
+        writing is refused at once (the trainer holds it until it is closed).
         progress(epoch, done, total, loss) is called every `report_every` minibatches (0: 20).
         With keep_best the trainer ends holding the best valid model, which a further fit goes
         on training.
@@ -197,6 +204,7 @@ class Trainer(_lib.Closing):
         f.checkpoint_dir = None if checkpoint is None else _path(checkpoint, "checkpoint")
         f.checkpoint_every = int(checkpoint_every)
         f.resume = 1 if resume else 0
+        f.overwrite = 1 if overwrite else 0
         f.max_batches = int(max_batches)
         f.report_every = int(report_every)
         history, raised = [], []

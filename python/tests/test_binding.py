@@ -740,6 +740,39 @@ class BindingTest(unittest.TestCase):
             with self.assertRaisesRegex(graphdirect.GraphdirectError, "hidden"):
                 t.load(os.path.join(a, "best.gdc"))
 
+    def test_trainer_checkpoint_dir_not_replaced_nor_shared(self):
+        # Regression, "train --checkpoint DIR without --resume silently replaces an earlier
+        # run; two runs on one DIR clobber each other": the policy is the library's.
+        d = os.path.join(self.tmp.name, "ck-owned")
+        with self.trainer() as t:
+            t.fit(1, checkpoint=d, test=False, exact_test=False)
+        before = graphdirect.checkpoint_info(os.path.join(d, "checkpoint.gdc"))
+        with self.trainer() as t:
+            with self.assertRaisesRegex(graphdirect.GraphdirectError,
+                                        "already holds a run .*1 epochs done.*resume=True"
+                                        ".*overwrite=True"):
+                t.fit(1, checkpoint=d)
+            self.assertEqual(graphdirect.checkpoint_info(os.path.join(d, "checkpoint.gdc")),
+                             before)
+            with self.trainer() as other:
+                with self.assertRaisesRegex(graphdirect.GraphdirectError,
+                                            "in use by process %d" % os.getpid()):
+                    other.fit(2, checkpoint=d, resume=True)
+            r = t.fit(2, checkpoint=d, overwrite=True, test=False, exact_test=False)
+            self.assertEqual(r["start_epoch"], 0)
+        with self.trainer() as t:
+            r = t.fit(3, checkpoint=d, resume=True, test=False, exact_test=False)
+            self.assertEqual(r["start_epoch"], 2)
+
+    def test_trainer_host_memory_checked_before_work(self):
+        # Regression, "no host-memory check before work": a model whose host memory exceeds
+        # the budget is refused at creation, naming the bytes.
+        with self.assertRaisesRegex(graphdirect.GraphdirectError,
+                                    "host memory, more than the .*1048576 bytes"):
+            self.trainer(hidden=512, host_mem_budget="1M")
+        with self.trainer(hidden=512, host_mem_budget="1G") as t:
+            self.assertEqual(t.info["epochs_done"], 0)
+
     def test_trainer_errors_and_lifetime(self):
         with self.assertRaisesRegex(graphdirect.GraphdirectError, "unknown training mode"):
             self.trainer(mode="zerocopy")

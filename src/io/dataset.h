@@ -89,6 +89,13 @@ gd_status gd__dataset_finish(gd_dataset_t *ds, int validate_graph);
  * arrays (integer, ids in range). Messages name the array, the position and the value.
  */
 gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph);
+/*
+ * A dataset of these sizes built in host memory (indptr, indices, features of dtype_bytes,
+ * labels, splits) plus scratch bytes must fit the host memory budget (core/hostmem.h), else
+ * GD_ERR_NO_MEMORY naming what, both sizes and the fixes (writing to disk, a smaller size).
+ */
+gd_status gd__dataset_memory_check(int64_t nodes, int64_t edges, int64_t dim, int64_t dtype_bytes,
+                                   int64_t scratch, const char *what);
 
 /* Bytes of one array (elements x dtype size). */
 int64_t gd__array_bytes(const gd__array *a);

@@ -2,15 +2,20 @@
  * The consistency checks of a dataset (gd__dataset_check), run when one is opened and before a
  * built one is published: each array's dtype and shape against the counts in meta.json, and,
  * when asked, every value (indptr never decreasing, indices and split ids in range, labels
- * below num_classes, features finite, split ids distinct and the three splits disjoint). A
+ * below num_classes, features finite, split ids distinct and the three splits disjoint), and
+ * num_classes no larger than 2^20 or the number of labelled nodes. A
  * message names the array, the first bad position and its value; the scans over every element
  * run in parallel and still report the lowest one.
  */
+#include "core/hostmem.h"
 #include "io/dataset.h"
 #include "io/meta.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* More classes than this need at least as many labelled nodes (check_num_classes). */
+#define GD__MAX_PLAIN_CLASSES (INT64_C(1) << 20)
 
 /*
  * The O(E) scans run in parallel and keep the lowest bad position through a min-reduction,
@@ -55,6 +60,30 @@ int64_t gd__array_max_label(const gd__array *a) {
         if (v > best) best = v;
     }
     return best;
+}
+
+/* Labelled entries (>= 0) of labels. */
+static int64_t count_labelled(const gd__array *a, int64_t n) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) k += get_int(a, i) >= 0;
+    return k;
+}
+
+/*
+ * A class count beyond every plausible task (a label of 10^9 makes 10^9 classes, and a model
+ * whose output layer alone takes hidden x 4 GB) is refused, unless there are at least as many
+ * labelled nodes as classes. Counting the labelled nodes is paid only past the plain cap.
+ */
+static gd_status check_num_classes(const gd_dataset_t *ds, const gd__array *l) {
+    if (ds->num_classes <= GD__MAX_PLAIN_CLASSES) return GD_OK;
+    const int64_t labelled = l->store != GD__STORE_NONE ? count_labelled(l, ds->num_nodes) : 0;
+    if (ds->num_classes <= labelled) return GD_OK;
+    return gd__error(GD_ERR_RANGE,
+                     "dataset '%s': num_classes is %lld (the largest label + 1) but only %lld "
+                     "nodes are labelled; labels must be class numbers 0..K-1: renumber them "
+                     "(e.g. numpy.unique(labels, return_inverse=True)) and convert or save the "
+                     "dataset again",
+                     ds->name, (long long)ds->num_classes, (long long)labelled);
 }
 
 /* Lowest i with indptr[i + 1] < indptr[i], or n. */
@@ -251,6 +280,7 @@ gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph) {
                    (long long)i, (long long)(i < n ? get_int(l, i) : 0),
                    (long long)ds->num_classes);
     }
+    GD_CHECK(check_num_classes(ds, l));
 
     for (int id = GD_ARRAY_TRAIN_IDX; id <= GD_ARRAY_TEST_IDX; id++) {
         const gd__array *s = &ds->arrays[id];
@@ -265,4 +295,17 @@ gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph) {
     if (validate_graph) GD_CHECK(check_splits_distinct(ds));
 fail:
     return st;
+}
+
+gd_status gd__dataset_memory_check(int64_t nodes, int64_t edges, int64_t dim, int64_t dtype_bytes,
+                                   int64_t scratch, const char *what) {
+    /* In doubles, so that absurd sizes compare as absurd instead of wrapping. */
+    const double bytes = 8.0 * (double)(nodes + 1) + (nodes > INT32_MAX ? 8.0 : 4.0) * (double)edges +
+                         (double)nodes * (double)dim * (double)dtype_bytes +
+                         16.0 * (double)nodes + (double)scratch;
+    const int64_t need = bytes >= 9e18 ? INT64_MAX : (int64_t)bytes;
+    return gd__host_mem_check(need, 0, what,
+                              "write it to disk instead (generate --out DIR: its files are "
+                              "mapped, not held in memory), or choose a smaller preset or node "
+                              "count; GD_HOST_MEM_MB sets the budget");
 }

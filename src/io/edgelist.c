@@ -374,6 +374,24 @@ fail:
 
 /* ------------------------------------------------------------ the converter */
 
+/*
+ * The node count max id + 1 of an edge list whose ids are far sparser than any graph's: one
+ * stray id of 2^31 in a two-line file would make a 17 GB dataset of isolated nodes. Past 2^24
+ * nodes, more than 1024 nodes per edge end is refused; --num-nodes says the count is meant,
+ * --relabel numbers the ids seen.
+ */
+static gd_status check_implied_nodes(const char *input, int64_t max_id, int64_t edges) {
+    const int64_t n = max_id + 1, ends = 2 * edges;
+    if (n <= (INT64_C(1) << 24) || n / 1024 <= ends) return GD_OK;
+    return gd__error(GD_ERR_RANGE,
+                     "%s: the largest node id is %lld, so the graph would have %lld nodes "
+                     "(%.1f GB of indptr alone), but its %lld edges name at most %lld: "
+                     "number the ids 0..n-1 (--relabel does it), or give the node count "
+                     "(--num-nodes N) if that many nodes are meant",
+                     input, (long long)max_id, (long long)n, 8e-9 * (double)n, (long long)edges,
+                     (long long)ends);
+}
+
 gd_status gd__convert_edgelist(const gd__convert_job *job) {
     gd_status st = GD_OK;
     const gd_convert_options *opt = job->opt;
@@ -405,8 +423,13 @@ gd_status gd__convert_edgelist(const gd__convert_job *job) {
         GD_REQUIRE(mx < INT64_MAX, GD_ERR_RANGE,
                    "%s: node id %lld leaves no room for a node count: relabel the ids",
                    job->input, (long long)mx);
+        GD_CHECK(check_implied_nodes(job->input, mx, e));
         n = mx + 1;
     }
+    GD_REQUIRE(n > 0, GD_ERR_INVALID_ARG,
+               "%s holds no edge, so the graph would have no node: check the file, or give the "
+               "node count (--num-nodes N) for a graph of N nodes without edges",
+               job->input);
     GD_INFO("%s: %lld edges, %lld nodes", job->input, (long long)el.src.len, (long long)n);
     GD_CHECK(gd__dataset_set_info(job->ds, "source", job->input));
     GD_CHECK(gd__dataset_set_info(job->ds, "input_format", "edge list"));

@@ -725,6 +725,10 @@ gd_status gd_generate(const gd_generate_options *options, gd_dataset_t **out) {
     gd_progress_fn progress = o.progress;
     void *user = o.progress_user;
     GD_CHECK(gen_setup(&g, &o, p, &avg));
+    if (!o.out_dir) /* in memory: the arrays must fit in host memory before minutes of work */
+        GD_CHECK(gd__dataset_memory_check(g.n, (int64_t)(avg * (double)g.n), g.dim,
+                                          (int64_t)gd_dtype_size(g.feature_dtype), 8 * g.n,
+                                          "generate: the dataset in memory"));
 
     char name[64];
     snprintf(name, sizeof name, "synthetic-%s", p->name);

@@ -21,6 +21,8 @@
 
 #include "nn/model.h"
 
+#include <sys/types.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -93,6 +95,37 @@ gd_status gd__checkpoint_load(const char *path, const gd__nn_params *layout,
  */
 gd_status gd__checkpoint_check_resume(const char *path, const gd__checkpoint_meta *saved,
                                       const gd__checkpoint_meta *run);
+
+/*
+ * The run in a checkpoint directory (checkpoint_run.c). A trainer holds at most one directory:
+ * an exclusive lock on DIR/train.lock, so that a second run on DIR fails at once naming the
+ * process that holds it, and whether the run in DIR is this trainer's (it resumed it, or
+ * started it), so that a new run never silently replaces an earlier one.
+ */
+typedef struct {
+    int fd;       /* the lock file, flocked (-1: no directory held) */
+    dev_t dev;    /* the directory held */
+    ino_t ino;
+    int owns_run; /* 1: the run in the directory is this trainer's */
+} gd__run_dir;
+
+void gd__run_dir_init(gd__run_dir *r);
+/* Drop the lock (if any); r then holds no directory. */
+void gd__run_dir_release(gd__run_dir *r);
+/*
+ * Hold dir (which must exist): nothing to do when r holds it already; else its lock is taken
+ * (GD_ERR_INVALID_ARG "... is in use by process PID" when another holds it) and the directory
+ * r held before is let go.
+ */
+gd_status gd__run_dir_lock(gd__run_dir *r, const char *dir);
+/*
+ * A new run in dir, whose run files are checkpoint and best: when dir holds a run that is not
+ * r's, it is refused (GD_ERR_INVALID_ARG naming the run found, its epochs and best valid
+ * accuracy, and the two ways out: resume, overwrite) unless overwrite, which removes the files.
+ * Then the run in dir is r's.
+ */
+gd_status gd__run_dir_claim(gd__run_dir *r, const char *dir, const char *checkpoint,
+                            const char *best, int overwrite);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 
 #include "core/context.h"
 #include "core/cuda.h"
+#include "core/hostmem.h"
 #include "io/dataset.h"
 
 #include <stdio.h>
@@ -122,7 +123,7 @@ static gd_status plan_input(gd__datapath *d, int have_gpu, gd__plan_input *in) {
 #endif
     in->budget = d->budget;
     in->memlock = gd__plan_memlock_limit();
-    if (!have_gpu || d->cfg.mode == GD__TRAIN_CPU) return GD_OK;
+    GD_CHECK(gd__host_mem_budget(d->cfg.host_mem_budget, &in->host_budget, &in->host_source));
     gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
     so.max_batch = d->batch;
     so.threads = 1;
@@ -133,9 +134,12 @@ static gd_status plan_input(gd__datapath *d, int have_gpu, gd__plan_input *in) {
                               ? d->cfg.model_bytes(d->cfg.model_user, gi.max_degree,
                                                    si.max_input_nodes)
                               : 0;
-    in->fixed_bytes = d->cfg.depth * (si.minibatch_bytes + si.max_input_nodes * d->in_dim * 4 +
-                                      d->batch * 8) +
-                      2 * si.minibatch_bytes + model + GD__PLAN_GPU_RESERVE;
+    const int64_t set = si.minibatch_bytes + si.max_input_nodes * d->in_dim * 4 + d->batch * 8;
+    /* The host side, for the plan's host check; the GPU side only where a GPU mode can run. */
+    in->host_model_bytes = model;
+    in->host_batch_bytes = d->cfg.depth * set;
+    if (have_gpu && d->cfg.mode != GD__TRAIN_CPU)
+        in->fixed_bytes = d->cfg.depth * set + 2 * si.minibatch_bytes + model + GD__PLAN_GPU_RESERVE;
 fail:
     gd_sampler_destroy(s);
     return st;

@@ -47,6 +47,7 @@ typedef struct {
     int threads;
     gd__train_mode mode;
     int64_t gpu_cache_bytes, graph_cache_bytes, gpu_mem_budget;
+    int64_t host_mem_budget; /* host memory the run may take (0: GD_HOST_MEM_MB or available) */
     const char *gather_sms;
     int depth;           /* buffer sets of the GPU modes (cpu: 1 unless sets_on_cpu) */
     int sets_on_cpu;     /* the cpu mode keeps `depth` sets too (the loader's caller holds them) */

@@ -6,7 +6,9 @@
  * asked count, the valid accuracy after each, the best valid model kept in host memory (the
  * first epoch counts even without a valid split), checkpoint.gdc every N epochs and best.gdc
  * whenever the valid accuracy improves, and at the end the best model restored and tested, by
- * sampled inference and exactly (layer-wise inference, infer.h).
+ * sampled inference and exactly (layer-wise inference, infer.h). A checkpoint directory is
+ * locked by the trainer that fits or resumes in it, and a new run refuses one that holds an
+ * earlier run unless asked to overwrite it (checkpoint_run.c).
  *
  * The exact predictions of every node are kept after an exact evaluation until the parameters
  * change (an epoch, a load, a resume, the best model restored), so that asking for the three
@@ -42,6 +44,8 @@ struct gd_trainer {
     /* The fit in progress: its progress callback, and the epoch it trains. */
     const gd_fit_options *fit;
     int64_t epoch;
+    /* The checkpoint directory it holds (locked) and whether the run there is its own. */
+    gd__run_dir run_dir;
 };
 
 static const char ckpt_name[] = "checkpoint.gdc", best_name[] = "best.gdc";
@@ -106,6 +110,7 @@ static gd_status train_config(const gd_train_options *o, gd_trainer_t *t, gd__tr
     c->gpu_cache_bytes = o->gpu_cache_bytes;
     c->graph_cache_bytes = o->graph_cache_bytes;
     c->gpu_mem_budget = o->gpu_mem_budget;
+    c->host_mem_budget = o->host_mem_budget;
     c->gather_sms = o->gather_sms;
     c->depth = o->depth;
     /* Every minibatch reaches forward_progress, which reports at the fit's own cadence. */
@@ -134,6 +139,32 @@ fail:
     return st;
 }
 
+static int64_t view_int(const gd_array_view *v, int64_t i) {
+    return v->dtype == GD_DTYPE_INT32 ? (int64_t)((const int32_t *)v->data)[i]
+                                      : ((const int64_t *)v->data)[i];
+}
+
+/*
+ * A training split whose nodes are all unlabelled (-1) would train nothing and report success.
+ * Without train_idx or labels the internal trainer's own check names what is missing.
+ */
+static gd_status check_labelled_train(const gd_dataset_t *ds) {
+    gd_array_view tv, lv;
+    if (gd_dataset_array(ds, GD_ARRAY_TRAIN_IDX, &tv) != GD_OK ||
+        gd_dataset_array(ds, GD_ARRAY_LABELS, &lv) != GD_OK || tv.shape[0] == 0) {
+        gd_clear_error();
+        return GD_OK;
+    }
+    /* The dataset's checks keep split ids in [0, num_nodes). */
+    for (int64_t i = 0; i < tv.shape[0]; i++)
+        if (view_int(&lv, view_int(&tv, i)) >= 0) return GD_OK;
+    return gd__error(GD_ERR_INVALID_ARG,
+                     "trainer: dataset '%s' has no labelled training node: the labels of all "
+                     "%lld nodes of train_idx are -1 (unlabelled); label them, or make "
+                     "train_idx the labelled nodes",
+                     gd_dataset_name(ds), (long long)tv.shape[0]);
+}
+
 gd_status gd_trainer_create(const gd_dataset_t *ds, const gd_train_options *options,
                             gd_trainer_t **out) {
     gd_status st = GD_OK;
@@ -146,6 +177,7 @@ gd_status gd_trainer_create(const gd_dataset_t *ds, const gd_train_options *opti
     if (options)
         GD_CHECK(gd__options_in(&o, sizeof o, options, 0, "gd_trainer_create: options",
                                 "GD_TRAIN_OPTIONS_INIT"));
+    GD_CHECK(check_labelled_train(ds));
     GD_ALLOC(t, sizeof *t, "the trainer");
     memset(t, 0, sizeof *t);
     t->ds = ds;
@@ -154,6 +186,7 @@ gd_status gd_trainer_create(const gd_dataset_t *ds, const gd_train_options *opti
     t->device = o.context ? gd_context_device(o.context) : o.device;
     t->best_valid = -1;
     t->best_epoch = -1;
+    gd__run_dir_init(&t->run_dir);
     GD_CHECK(train_config(&o, t, &c));
     GD_CHECK(gd__trainer_create(ds, &c, &t->t));
     t->num_params = gd__model_num_params(gd__trainer_model(t->t));
@@ -167,6 +200,7 @@ fail:
 
 void gd_trainer_destroy(gd_trainer_t *t) {
     if (!t) return;
+    gd__run_dir_release(&t->run_dir);
     gd__trainer_destroy(t->t);
     gd_free(t->best);
     gd_free(t->pred);
@@ -348,6 +382,7 @@ gd_status gd_trainer_resume(gd_trainer_t *t, const char *dir) {
     char *ck = NULL, *bp = NULL;
     gd__checkpoint_meta saved, bm;
     GD_REQUIRE(t && dir, GD_ERR_INVALID_ARG, "gd_trainer_resume: NULL trainer or directory");
+    GD_CHECK(gd__run_dir_lock(&t->run_dir, dir));
     GD_CHECK(join(dir, ckpt_name, &ck));
     GD_CHECK(join(dir, best_name, &bp));
     params_changed(t);
@@ -366,6 +401,8 @@ gd_status gd_trainer_resume(gd_trainer_t *t, const char *dir) {
                                      NULL, NULL));
         t->have_best = bm.best_epoch == t->best_epoch;
     }
+    /* The run in dir is now this trainer's: its next fit goes on with it. */
+    t->run_dir.owns_run = 1;
 fail:
     gd_free(ck);
     gd_free(bp);
@@ -386,6 +423,9 @@ static gd_status check_fit(const gd_fit_options *o) {
                (long long)o->max_batches, (long long)o->report_every);
     GD_REQUIRE(!o->resume || o->checkpoint_dir, GD_ERR_INVALID_ARG,
                "gd_trainer_fit: resume needs checkpoint_dir (where to resume from)");
+    GD_REQUIRE(!o->resume || !o->overwrite, GD_ERR_INVALID_ARG,
+               "gd_trainer_fit: resume and overwrite both asked; resume goes on with the run in "
+               "checkpoint_dir, overwrite starts a new one there: choose one");
 fail:
     return st;
 }
@@ -511,10 +551,13 @@ gd_status gd_trainer_fit(gd_trainer_t *t, const gd_fit_options *options, gd_fit_
         GD_CHECK(ensure_dir(o.checkpoint_dir));
         GD_CHECK(join(o.checkpoint_dir, ckpt_name, &ck));
         GD_CHECK(join(o.checkpoint_dir, best_name, &bp));
+        /* No other run may write here while this one does; resume takes the lock too. */
+        GD_CHECK(gd__run_dir_lock(&t->run_dir, o.checkpoint_dir));
     }
     /* Before the resume: max_batches is one of the settings a checkpoint must match. */
     gd__trainer_set_max_batches(t->t, o.max_batches);
     if (o.resume) GD_CHECK(gd_trainer_resume(t, o.checkpoint_dir));
+    if (ck) GD_CHECK(gd__run_dir_claim(&t->run_dir, o.checkpoint_dir, ck, bp, o.overwrite));
     r.start_epoch = t->epochs_done;
     t->fit = &o;
     for (int64_t e = t->epochs_done; e < o.epochs; e++) {

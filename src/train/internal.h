@@ -83,6 +83,7 @@ typedef struct {
     int64_t graph_cache_bytes;
     /* GPU memory the trainer may use (0: what the GPU has free); checked, and reported. */
     int64_t gpu_mem_budget;
+    int64_t host_mem_budget; /* host memory the run may take (0: GD_HOST_MEM_MB or available) */
     const char *gather_sms; /* SMs the gather kernel may use ("N", "N%"; NULL: GD_GATHER_SMS) */
     int depth;              /* GPU modes: buffer sets in the ring, >= 2 */
     int64_t max_batches;    /* stop a training epoch after this many minibatches (0: all) */

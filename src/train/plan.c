@@ -71,6 +71,30 @@ static void pick(const gd__plan_input *in, int64_t graph, int64_t indptr, int64_
     }
 }
 
+/*
+ * The host memory of the resolved mode: cpu holds the model and its minibatch buffers there,
+ * cpu-centric the buffers it gathers into; the GPU-sampling modes next to nothing. Refused up
+ * front when it exceeds the host budget, so that a run is not OOM-killed without a word.
+ */
+static gd_status plan_host(const gd__plan_input *in, gd__plan *p) {
+    gd_status st = GD_OK;
+    char a[32], b[32];
+    const int64_t host = p->mode == GD__TRAIN_CPU          ? in->host_model_bytes + in->host_batch_bytes
+                         : p->mode == GD__TRAIN_CPU_CENTRIC ? in->host_batch_bytes
+                                                            : 0;
+    p->host_bytes = host;
+    GD_REQUIRE(in->host_budget <= 0 || host <= in->host_budget, GD_ERR_NO_MEMORY,
+               "--mode %s: the model and the minibatch buffers need %s (%lld bytes) of host "
+               "memory, more than the %s (%lld bytes) of %s: lower --hidden, --batch or the "
+               "fanouts, use a GPU mode, or set the budget (--host-mem-budget, GD_HOST_MEM_MB)",
+               gd__train_mode_name(p->mode), gd__plan_gib(host, a, sizeof a), (long long)host,
+               gd__plan_gib(in->host_budget, b, sizeof b), (long long)in->host_budget,
+               in->host_source ? in->host_source : "the host memory budget");
+    if (host > 0) row(p, "model and minibatch buffers", "host", host);
+fail:
+    return st;
+}
+
 gd_status gd__plan_make(const gd__plan_input *in, gd__plan *p) {
     gd_status st = GD_OK;
     char a[32], b[32];
@@ -128,6 +152,7 @@ gd_status gd__plan_make(const gd__plan_input *in, gd__plan *p) {
         break;
     }
     if (p->mode != GD__TRAIN_CPU) row(p, "minibatch buffers and model", "gpu", in->fixed_bytes);
+    GD_CHECK(plan_host(in, p));
 fail:
     return st;
 }

@@ -2,7 +2,7 @@
  * The placement plan: where every structure of the data path lives (GPU memory, a GPU cache,
  * pinned host memory read over PCIe, host memory) with its bytes and the reason, as a pure
  * function of the dataset's sizes, what was asked and the machine (a GPU or not, the GPU memory
- * budget, the locked-memory limit). auto mode's choice is the plan's; the data path places by
+ * budget, the locked-memory limit, the host memory budget). auto mode's choice is the plan's; the data path places by
  * it (datapath.c); `graphdirect info` prints it (gd_trainer_plan). A new tier (an SSD, a peer
  * GPU) is a new `where` of the rows, not a new mode.
  */
@@ -37,6 +37,14 @@ typedef struct {
     int cuda_built;
     int64_t budget;  /* GPU memory the data path may use: min(asked, free) */
     int64_t memlock; /* host memory that may be page-locked (INT64_MAX: unlimited) */
+    /*
+     * Host memory: what the run allocates there beyond the dataset (which is already open),
+     * and what it may take (core/hostmem.h; <= 0: unknown, not checked).
+     */
+    int64_t host_model_bytes; /* the model, when it lives in host memory (cpu mode) */
+    int64_t host_batch_bytes; /* the minibatch buffers of the modes that fill them on the CPU */
+    int64_t host_budget;
+    const char *host_source; /* where host_budget comes from, for the message */
 } gd__plan_input;
 
 typedef struct {
@@ -51,13 +59,15 @@ typedef struct {
     gd_placement indptr, indices; /* where the sampler reads the graph (GPU modes) */
     int64_t graph_cache_bytes;    /* zero-copy: the neighbour-list cache */
     int64_t feature_cache_bytes;  /* zero-copy: the feature cache (-1: what is left) */
+    int64_t host_bytes;           /* host memory the run allocates (the dataset excluded) */
     int num_rows;
     gd__plan_row rows[GD__PLAN_MAX_ROWS];
 } gd__plan;
 
 /*
  * The plan for in. Fails (GD_ERR_NO_MEMORY) when all-gpu is asked under a budget the graph and
- * the features exceed, naming the sizes and zero-copy.
+ * the features exceed, naming the sizes and zero-copy, and when what the mode allocates in host
+ * memory exceeds the host budget, naming both and the fixes.
  */
 gd_status gd__plan_make(const gd__plan_input *in, gd__plan *out);
 /* The plan as a table, one row a line ("structure  where  bytes"), then the reason. */

@@ -226,6 +226,7 @@ static void data_config(gd__trainer *t, gd__data_config *dc) {
     dc->gpu_cache_bytes = cfg->gpu_cache_bytes;
     dc->graph_cache_bytes = cfg->graph_cache_bytes;
     dc->gpu_mem_budget = cfg->gpu_mem_budget;
+    dc->host_mem_budget = cfg->host_mem_budget;
     dc->gather_sms = cfg->gather_sms;
     dc->depth = cfg->depth;
     dc->model_bytes = plan_model_bytes;
