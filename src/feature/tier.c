@@ -16,8 +16,8 @@ static int variable_rows(const gd__row_shape *shape) {
     return shape->offsets || shape->d_offsets;
 }
 
-gd_status gd__tier_store_create(const gd__row_shape *shape, int device, int home,
-                                const void *base, int64_t home_units, gd__tier_store **out) {
+gd_status gd__tier_store_create(const gd__row_shape *shape, int device, int home, const void *base,
+                                int64_t home_units, gd__tier_store **out) {
     gd_status st = GD_OK;
     gd__tier_store *s = NULL;
     const gd__tier_impl *impl = &gd__tier_cpu_impl;
@@ -28,8 +28,7 @@ gd_status gd__tier_store_create(const gd__row_shape *shape, int device, int home
                "be negative and a slot must have bytes",
                (long long)shape->rows, (long long)home_units, (long long)shape->unit_bytes);
     GD_REQUIRE(home == GD__TIER_HOST || home == GD__TIER_GPU, GD_ERR_INVALID_ARG,
-               "tier store: tier %d cannot hold a whole table; use the host or the GPU tier",
-               home);
+               "tier store: tier %d cannot hold a whole table; use the host or the GPU tier", home);
     GD_REQUIRE(base || home_units == 0, GD_ERR_INVALID_ARG,
                "tier store: NULL base for a table of %lld slots", (long long)home_units);
     if (device >= 0) {
@@ -44,16 +43,23 @@ gd_status gd__tier_store_create(const gd__row_shape *shape, int device, int home
     }
     /* The implementation reads its own copy of the offsets in its loops and kernels. */
     GD_REQUIRE(!variable_rows(shape) || (device >= 0 ? shape->d_offsets : shape->offsets),
-               GD_ERR_INVALID_ARG, "tier store: variable rows without the %s offsets its %s "
-               "implementation reads", device >= 0 ? "device" : "host", impl->name);
+               GD_ERR_INVALID_ARG,
+               "tier store: variable rows without the %s offsets its %s "
+               "implementation reads",
+               device >= 0 ? "device" : "host", impl->name);
     s = gd_calloc(1, sizeof *s);
     GD_REQUIRE(s, GD_ERR_NO_MEMORY, "tier store: out of memory for the handle");
     s->shape = *shape;
     s->device = device;
     s->impl = impl;
     s->home = home;
-    s->tier[home] = (gd__tier){impl->table_ops, tier_names[home], home, base, home_units,
-                               home_units * shape->unit_bytes, s};
+    s->tier[home] = (gd__tier){impl->table_ops,
+                               tier_names[home],
+                               home,
+                               base,
+                               home_units,
+                               home_units * shape->unit_bytes,
+                               s};
     *out = s;
     return GD_OK;
 fail:
@@ -133,15 +139,19 @@ gd_status gd__tier_cache_build(gd__tier_store *s, const int64_t *candidates, int
     GD_ALLOC(s->cache.slots, (size_t)count * sizeof(int64_t), "the GPU cache's slots");
     /* The second pass replays the first from a clear bitmap, now recording. */
     memset(s->cache.resident, 0, (size_t)bitmap);
-    plan_pass(s, candidates, n, budget / s->shape.unit_bytes, s->cache.rows, s->cache.slots,
-              &count, &units);
+    plan_pass(s, candidates, n, budget / s->shape.unit_bytes, s->cache.rows, s->cache.slots, &count,
+              &units);
     s->cache.count = count;
     s->cache.units = units;
     s->map_bytes = rows * (int64_t)sizeof(int64_t);
     GD_CHECK(s->impl->cache_fill(s));
-    s->tier[GD__TIER_GPU_CACHE] =
-        (gd__tier){s->impl->cache_ops, tier_names[GD__TIER_GPU_CACHE], GD__TIER_GPU_CACHE,
-                   s->cache.mem, units, units * s->shape.unit_bytes, s};
+    s->tier[GD__TIER_GPU_CACHE] = (gd__tier){s->impl->cache_ops,
+                                             tier_names[GD__TIER_GPU_CACHE],
+                                             GD__TIER_GPU_CACHE,
+                                             s->cache.mem,
+                                             units,
+                                             units * s->shape.unit_bytes,
+                                             s};
     GD_DEBUG("tier store: GPU cache of %lld rows, %lld slots (%lld of %lld budget bytes), "
              "over the %s tier",
              (long long)count, (long long)units, (long long)(units * s->shape.unit_bytes),

@@ -99,21 +99,31 @@ typedef struct {
  */
 GD_HOST_DEVICE const void *gd__tier_base(gd__tier_bases b, int tier) {
     switch (tier) {
-    case GD__TIER_GPU_CACHE: return b.base[GD__TIER_GPU_CACHE];
-    case GD__TIER_GPU: return b.base[GD__TIER_GPU];
-    case GD__TIER_SSD: return b.base[GD__TIER_SSD];
-    case GD__TIER_PEER: return b.base[GD__TIER_PEER];
-    default: return b.base[GD__TIER_HOST];
+    case GD__TIER_GPU_CACHE:
+        return b.base[GD__TIER_GPU_CACHE];
+    case GD__TIER_GPU:
+        return b.base[GD__TIER_GPU];
+    case GD__TIER_SSD:
+        return b.base[GD__TIER_SSD];
+    case GD__TIER_PEER:
+        return b.base[GD__TIER_PEER];
+    default:
+        return b.base[GD__TIER_HOST];
     }
 }
 
 GD_HOST_DEVICE int64_t gd__tier_units(gd__tier_bases b, int tier) {
     switch (tier) {
-    case GD__TIER_GPU_CACHE: return b.units[GD__TIER_GPU_CACHE];
-    case GD__TIER_GPU: return b.units[GD__TIER_GPU];
-    case GD__TIER_SSD: return b.units[GD__TIER_SSD];
-    case GD__TIER_PEER: return b.units[GD__TIER_PEER];
-    default: return b.units[GD__TIER_HOST];
+    case GD__TIER_GPU_CACHE:
+        return b.units[GD__TIER_GPU_CACHE];
+    case GD__TIER_GPU:
+        return b.units[GD__TIER_GPU];
+    case GD__TIER_SSD:
+        return b.units[GD__TIER_SSD];
+    case GD__TIER_PEER:
+        return b.units[GD__TIER_PEER];
+    default:
+        return b.units[GD__TIER_HOST];
     }
 }
 
@@ -177,9 +187,9 @@ struct gd__tier_store {
     gd__row_shape shape;
     int device; /* the GPU of the CUDA implementation; -1: the CPU implementation */
     const gd__tier_impl *impl;
-    int home;                       /* the code of the tier holding every row */
-    gd__tier tier[GD__TIER_COUNT];  /* by code */
-    int64_t *loc;                   /* the location map, shape.rows entries; NULL: all home */
+    int home;                      /* the code of the tier holding every row */
+    gd__tier tier[GD__TIER_COUNT]; /* by code */
+    int64_t *loc;                  /* the location map, shape.rows entries; NULL: all home */
     int64_t map_bytes;
     gd__tier_cache cache;
 };
@@ -190,8 +200,8 @@ struct gd__tier_store {
  * implementation (host memory), a GPU ordinal the CUDA one (GD_ERR_NO_DEVICE in a build without
  * CUDA). Nothing is allocated on the device until a cache is built.
  */
-gd_status gd__tier_store_create(const gd__row_shape *shape, int device, int home,
-                                const void *base, int64_t home_units, gd__tier_store **out);
+gd_status gd__tier_store_create(const gd__row_shape *shape, int device, int home, const void *base,
+                                int64_t home_units, gd__tier_store **out);
 void gd__tier_store_destroy(gd__tier_store *s);
 
 /*
@@ -229,8 +239,8 @@ struct gd__tier_impl {
      * rows with map_update. A failure leaves what it allocated for release.
      */
     gd_status (*cache_fill)(gd__tier_store *s);
-    gd_status (*map_update)(gd__tier_store *s, const int64_t *rows, const int64_t *locs,
-                            int64_t n, void *stream);
+    gd_status (*map_update)(gd__tier_store *s, const int64_t *rows, const int64_t *locs, int64_t n,
+                            void *stream);
     /* Free the map and the cache memory (best effort). */
     void (*release)(gd__tier_store *s);
 };

@@ -118,8 +118,8 @@ static gd_status cuda_locate(const gd__tier *t, const int64_t *rows, int64_t n, 
     if (n <= 0) return GD_OK;
     tier_view(t, &map, &code);
     GD_CHECK(gd__cuda_enter_device(s->device, &prev));
-    locate_kernel<<<grid_for(n), BLOCK, 0, (cudaStream_t)stream>>>(
-        map, code, s->shape.d_offsets, s->shape.rows, rows, n, locs);
+    locate_kernel<<<grid_for(n), BLOCK, 0, (cudaStream_t)stream>>>(map, code, s->shape.d_offsets,
+                                                                   s->shape.rows, rows, n, locs);
     GD_CUDA_CHECK_LAUNCH();
 fail:
     gd__cuda_leave_device(s->device, prev);
@@ -139,8 +139,8 @@ static gd_status cuda_read(const gd__tier *t, const int64_t *rows, const int64_t
     tier_view(t, &map, &code);
     GD_CHECK(gd__cuda_enter_device(s->device, &prev));
     read_kernel<<<grid_for(n * 32), BLOCK, 0, (cudaStream_t)stream>>>(
-        gd__tier_store_bases(s), map, code, s->shape.d_offsets, s->shape.unit_bytes,
-        s->shape.rows, rows, dst_slots, n, (unsigned char *)dst);
+        gd__tier_store_bases(s), map, code, s->shape.d_offsets, s->shape.unit_bytes, s->shape.rows,
+        rows, dst_slots, n, (unsigned char *)dst);
     GD_CUDA_CHECK_LAUNCH();
 fail:
     gd__cuda_leave_device(s->device, prev);
@@ -152,8 +152,8 @@ static gd_status cuda_map_update(gd__tier_store *s, const int64_t *rows, const i
     gd_status st = GD_OK;
     int prev = -1;
     GD_CHECK(gd__cuda_enter_device(s->device, &prev));
-    map_update_kernel<<<grid_for(n), BLOCK, 0, (cudaStream_t)stream>>>(s->loc, s->shape.rows,
-                                                                        rows, locs, n);
+    map_update_kernel<<<grid_for(n), BLOCK, 0, (cudaStream_t)stream>>>(s->loc, s->shape.rows, rows,
+                                                                       locs, n);
     GD_CUDA_CHECK_LAUNCH();
 fail:
     gd__cuda_leave_device(s->device, prev);
