@@ -118,8 +118,10 @@ static void check_encoding(uint64_t *state) {
         b.units[c] = 10 + c;
     }
     for (int c = 0; c < GD__TIER_COUNT; c++) {
-        T_ASSERT(gd__tier_base(b, c) == &arrays[c]);
-        T_EQ_INT(gd__tier_units(b, c), 10 + c);
+        int64_t units = -1;
+        T_ASSERT(gd__tier_base(b, c, NULL) == &arrays[c]);
+        T_ASSERT(gd__tier_base(b, c, &units) == &arrays[c]);
+        T_EQ_INT(units, 10 + c);
     }
 }
 
@@ -171,17 +173,27 @@ static void check_cache_layout(const table *t, const gd__tier_store *s, const in
     free(taken);
 }
 
-/* locate and read of every tier of a CPU store, and a map update, against the map. */
-static void check_cpu_interface(uint64_t *state, const table *t, gd__tier_store *s) {
-    const int64_t n = 50, ub = t->unit_bytes;
-    int64_t ids[50], locs[50], slots[50], total = 0;
-    for (int64_t i = 0; i < n; i++) {
-        /* A few rows outside the table, which locate marks and read skips. */
-        const uint64_t k = t_rand(state) % 20;
+/*
+ * SAMPLE rows to read, a few outside the table (which locate marks and read skips), each with
+ * its destination slot (3 slots for a row outside, which must stay poisoned). Returns the slots.
+ */
+#define SAMPLE 64
+static int64_t sample_rows(uint64_t *state, const table *t, int64_t *ids, int64_t *slots) {
+    int64_t total = 0;
+    for (int64_t i = 0; i < SAMPLE; i++) {
+        const uint64_t k = t_rand(state) % 16;
         ids[i] = k == 0 ? -1 : k == 1 ? t->rows : (int64_t)(t_rand(state) % (uint64_t)t->rows);
         slots[i] = total;
         total += ids[i] >= 0 && ids[i] < t->rows ? row_units(t, ids[i]) : 3;
     }
+    return total;
+}
+
+/* locate and read of every tier of a CPU store, and a map update, against the map. */
+static void check_cpu_interface(uint64_t *state, const table *t, gd__tier_store *s) {
+    const int64_t n = SAMPLE, ub = t->unit_bytes;
+    int64_t ids[SAMPLE], locs[SAMPLE], slots[SAMPLE];
+    const int64_t total = sample_rows(state, t, ids, slots);
     unsigned char *out = malloc((size_t)(total * ub) + 1);
     T_ASSERT(out);
     for (int c = 0; c < GD__TIER_COUNT; c++) {
@@ -347,14 +359,9 @@ static void *to_host(const void *d, size_t bytes) {
 /* The CUDA store's locate, read and map update equal the CPU store's (poisoned outputs). */
 static void compare_interface(uint64_t *state, const table *t, gd__tier_store *cpu,
                               gd__tier_store *gpu, cudaStream_t stream) {
-    const int64_t n = 64, ub = t->unit_bytes;
-    int64_t ids[64], slots[64], locs[64], total = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const uint64_t k = t_rand(state) % 16;
-        ids[i] = k == 0 ? -2 : k == 1 ? t->rows : (int64_t)(t_rand(state) % (uint64_t)t->rows);
-        slots[i] = total;
-        total += ids[i] >= 0 && ids[i] < t->rows ? row_units(t, ids[i]) : 2;
-    }
+    const int64_t n = SAMPLE, ub = t->unit_bytes;
+    int64_t ids[SAMPLE], slots[SAMPLE], locs[SAMPLE];
+    const int64_t total = sample_rows(state, t, ids, slots);
     const size_t out_bytes = (size_t)(total * ub);
     int64_t *d_ids = to_device(ids, sizeof ids), *d_slots = to_device(slots, sizeof slots);
     int64_t *d_locs = NULL;

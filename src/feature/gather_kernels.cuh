@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
             tier = gd__loc_tier(l);
             slot = gd__loc_slot(l);
         }
-        const unsigned long long base = (unsigned long long)gd__tier_base(tiers, tier);
+        const unsigned long long base = (unsigned long long)gd__tier_base(tiers, tier, NULL);
 
         /*
          * Geometry of the row, all in byte addresses. Output word v (16-byte aligned, at

@@ -94,36 +94,27 @@ typedef struct {
 } gd__tier_bases;
 
 /*
- * The base and the slot count of a tier. A switch on the code rather than an indexed load, so
- * that a kernel keeps the struct in its parameter space: a few selects, no local memory.
+ * The base of a tier and, with units non-NULL, its slot count. A switch on the code rather than
+ * an indexed load, so that a kernel keeps the struct in its parameter space: a few selects, no
+ * local memory.
  */
-GD_HOST_DEVICE const void *gd__tier_base(gd__tier_bases b, int tier) {
+GD_HOST_DEVICE const void *gd__tier_base(gd__tier_bases b, int tier, int64_t *units) {
     switch (tier) {
     case GD__TIER_GPU_CACHE:
+        if (units) *units = b.units[GD__TIER_GPU_CACHE];
         return b.base[GD__TIER_GPU_CACHE];
     case GD__TIER_GPU:
+        if (units) *units = b.units[GD__TIER_GPU];
         return b.base[GD__TIER_GPU];
     case GD__TIER_SSD:
+        if (units) *units = b.units[GD__TIER_SSD];
         return b.base[GD__TIER_SSD];
     case GD__TIER_PEER:
+        if (units) *units = b.units[GD__TIER_PEER];
         return b.base[GD__TIER_PEER];
     default:
+        if (units) *units = b.units[GD__TIER_HOST];
         return b.base[GD__TIER_HOST];
-    }
-}
-
-GD_HOST_DEVICE int64_t gd__tier_units(gd__tier_bases b, int tier) {
-    switch (tier) {
-    case GD__TIER_GPU_CACHE:
-        return b.units[GD__TIER_GPU_CACHE];
-    case GD__TIER_GPU:
-        return b.units[GD__TIER_GPU];
-    case GD__TIER_SSD:
-        return b.units[GD__TIER_SSD];
-    case GD__TIER_PEER:
-        return b.units[GD__TIER_PEER];
-    default:
-        return b.units[GD__TIER_HOST];
     }
 }
 

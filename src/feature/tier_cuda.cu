@@ -68,8 +68,9 @@ __global__ void __launch_bounds__(BLOCK)
         const int64_t r = ids[i];
         const int64_t loc = locate_row(map, code, offsets, rows, r);
         if (loc == GD__LOC_NONE) continue;
-        const unsigned char *src = (const unsigned char *)gd__tier_base(tb, gd__loc_tier(loc)) +
-                                   gd__loc_slot(loc) * unit_bytes;
+        const unsigned char *src =
+            (const unsigned char *)gd__tier_base(tb, gd__loc_tier(loc), NULL) +
+            gd__loc_slot(loc) * unit_bytes;
         unsigned char *to = dst + (dst_slots ? dst_slots[i] : i) * unit_bytes;
         warp_copy(src, to, (uint64_t)(gd__row_units(offsets, r) * unit_bytes), lane);
     }

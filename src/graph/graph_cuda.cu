@@ -2,8 +2,9 @@
  * The graph's GPU copies (graph.c decides what goes where, this file makes the copies): indptr
  * and indices copied to GPU memory for a gpu placement, with int64 indices narrowed to int32 on
  * the host on the way when the node count allows it (half the bytes for every sampler read).
- * The hot neighbour-list cache is the tier store's (feature/tier.h). The copies are synchronous: a graph is placed once, before any sampling.
- * Every CUDA call is checked; what a failed call allocated is freed when the graph is destroyed.
+ * The hot neighbour-list cache is the tier store's (feature/tier.h). The copies are
+ * synchronous: a graph is placed once, before any sampling. Every CUDA call is checked; what a
+ * failed call allocated is freed when the graph is destroyed.
  */
 #include "core/cuda.h"
 #include "internal.h"

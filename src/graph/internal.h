@@ -1,9 +1,10 @@
 /*
  * The graph module's internals: the placed graph (gd_graph_t) that the samplers read, with the
  * tier store (feature/tier.h) that holds its lists for GPU readers and their hot GPU cache, and
- * the backend table that puts the graph in GPU memory. csc.c builds and checks CSC arrays, degree.c summarises and scores their degrees,
- * graph.c holds the gd_graph_* API and places each array in host, pinned or GPU memory, and
- * graph_cuda.cu (GD_WITH_CUDA builds only) makes the GPU copies. The sampler (src/sample/)
+ * the backend table that puts the graph in GPU memory. csc.c builds and checks CSC arrays,
+ * degree.c summarises and scores their degrees, graph.c holds the gd_graph_* API and places each
+ * array in host, pinned or GPU memory, and graph_cuda.cu (GD_WITH_CUDA builds only) makes the
+ * GPU copies. The sampler (src/sample/)
  * includes this header to read the placed arrays. This header is plain C so that .cu files can
  * include it.
  */

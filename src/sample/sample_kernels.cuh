@@ -183,8 +183,8 @@ __global__ void __launch_bounds__(BLOCK)
         /* The list's tier: the GPU cache or the indices array (pinned or GPU memory). */
         const long long loc = starts[t], deg = degs[t];
         const int tier = gd__loc_tier(loc);
-        const IdxT *const list = (const IdxT *)gd__tier_base(tiers, tier);
-        const long long list_n = gd__tier_units(tiers, tier);
+        int64_t list_n = 0;
+        const IdxT *const list = (const IdxT *)gd__tier_base(tiers, tier, &list_n);
         const long long start = gd__loc_slot(loc);
         long long *out = edge_ids + off;
         if (gd__sample_takes_all(deg, cnt, fanout, replace)) {
