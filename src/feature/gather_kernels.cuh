@@ -97,6 +97,7 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
     const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
     const unsigned long long R = (unsigned long long)row_bytes;
+    const unsigned long long home_base = (unsigned long long)gd__tier_base(tiers, tiers.home, NULL);
 
     for (long long r0 = warp * GROUPS; r0 < n; r0 += warps * GROUPS) {
         const long long r = r0 + grp;
@@ -111,14 +112,13 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
         const bool load_ok = active && !bad;
         /* With a location map, it says which tier holds the row and where; without, the row
          * is at its own index in the store's home tier. */
-        int tier = tiers.home;
+        unsigned long long base = home_base;
         long long slot = id;
         if (loc && load_ok) {
             const long long l = __ldg(loc + id);
-            tier = gd__loc_tier(l);
+            base = (unsigned long long)gd__tier_base(tiers, gd__loc_tier(l), NULL);
             slot = gd__loc_slot(l);
         }
-        const unsigned long long base = (unsigned long long)gd__tier_base(tiers, tier, NULL);
 
         /*
          * Geometry of the row, all in byte addresses. Output word v (16-byte aligned, at
