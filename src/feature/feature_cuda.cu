@@ -1,19 +1,9 @@
 /*
  * The CUDA backend of the feature module: registration of host tensors with the GPU, and the
- * gather kernels that copy the rows of a minibatch from a table to a device buffer.
- *
- * The zero-copy gather is the point of the module. A group of G lanes (a warp for wide rows,
- * a sub-warp for narrow ones) copies one row. It reads the aligned 16-byte words that cover
- * the row, starting at the 128-byte boundary at or below it (16*G bytes for groups narrower
- * than 8 lanes), so that each warp-wide load touches whole cachelines, and lanes whose word
- * holds no byte of the row stay idle. Every lane issues U loads (plus one look-ahead word on
- * the group's first lane) before it stores anything, so many independent PCIe reads are in
- * flight per thread. A row that does not start on the same 16-byte phase as its destination
- * is realigned in registers: each output word is a funnel shift of a lane's word and its
- * neighbour's, fetched with one shuffle. Output words that the row covers fully are written
- * with 16-byte stores; the first and last, shared with neighbouring rows, byte by byte.
- * The same kernel serves the "gpu" mode on a copy of the table in device memory. The naive
- * kernel (one thread per element) is kept for comparison, and "cpu-dma" is the CPU-centric
+ * gatherer that copies the rows of a minibatch from a table to a device buffer with the kernels
+ * of gather_kernels.cuh. "zerocopy" reads the registered host tensor directly, "gpu" a copy of
+ * the table in device memory; both see the table through a tier store (tier.h), whose GPU cache
+ * holds the hot rows of a zero-copy gatherer with a cache budget. "cpu-dma" is the CPU-centric
  * path: CPU threads gather into pinned memory, then one copy.
  *
  * Nothing here synchronises the host in the steady state: buffers are made at create time,
@@ -23,6 +13,7 @@
 #include "core/dev_error.h"
 #include "green.h"
 #include "internal.h"
+#include "tier.h"
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
@@ -32,11 +23,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-/*
- * What a kernel records about the first out-of-range id it meets (core/dev_error.h): the output
- * position, then the id.
- */
-#define ERR_ID_RANGE 1u
+/* After CUB, whose templates name a parameter like the kernels' BLOCK_THREADS macro. */
+#include "gather_kernels.cuh"
 
 struct gd__cuda_gatherer {
     const unsigned char *src; /* the table as the kernels see it */
@@ -50,8 +38,8 @@ struct gd__cuda_gatherer {
     size_t sort_tmp_bytes;
     int end_bit; /* sort only the bits an in-range id can have */
     gd__dev_error *d_err;
-    long long *d_loc;         /* zerocopy with a cache: the node -> location map */
-    unsigned char *d_cache;   /* zerocopy with a cache: the cached rows, slot by slot */
+    gd__tier_bases tiers;     /* aligned modes: the store's tiers, as the kernel takes them */
+    const long long *loc;     /* ... and its location map (a cache only), or NULL */
     cudaEvent_t done;         /* recorded after each call's last GPU operation */
     cudaEvent_t staging_free; /* recorded after the copy that last read pinned staging */
     cudaEvent_t to_green;     /* green context: the caller's stream hands over to it ... */
@@ -63,224 +51,6 @@ struct gd__cuda_gatherer {
     int grid_cap;             /* most blocks a launch may have (the SM budget) */
     int sms;
 };
-
-#define BLOCK_THREADS 256
-#define FULL_MASK 0xffffffffu
-
-/* ------------------------------------------------------------------ kernels */
-
-/* Concatenate two 16-byte words (lo first) and take the 16 bytes starting at byte off. */
-__device__ __forceinline__ uint4 shift_bytes(uint4 lo, uint4 hi, unsigned off) {
-    unsigned y0, y1, y2, y3, y4, y5;
-    if (off & 8) {
-        y0 = lo.z, y1 = lo.w, y2 = hi.x, y3 = hi.y, y4 = hi.z, y5 = hi.w;
-    } else {
-        y0 = lo.x, y1 = lo.y, y2 = lo.z, y3 = lo.w, y4 = hi.x, y5 = hi.y;
-    }
-    if (off & 4) {
-        y0 = y1, y1 = y2, y2 = y3, y3 = y4, y4 = y5;
-    }
-    const unsigned bits = (off & 3) * 8;
-    uint4 r;
-    r.x = __funnelshift_r(y0, y1, bits);
-    r.y = __funnelshift_r(y1, y2, bits);
-    r.z = __funnelshift_r(y2, y3, bits);
-    r.w = __funnelshift_r(y3, y4, bits);
-    return r;
-}
-
-__device__ __forceinline__ uint4 shfl_word(uint4 v, int src_lane, int width) {
-    uint4 r;
-    r.x = __shfl_sync(FULL_MASK, v.x, src_lane, width);
-    r.y = __shfl_sync(FULL_MASK, v.y, src_lane, width);
-    r.z = __shfl_sync(FULL_MASK, v.z, src_lane, width);
-    r.w = __shfl_sync(FULL_MASK, v.w, src_lane, width);
-    return r;
-}
-
-/* Write bytes [lo, hi) of word w to p + lo ... p + hi - 1 (p is the word's 16-byte slot). */
-__device__ __forceinline__ void store_partial(unsigned char *p, uint4 w, unsigned lo, unsigned hi) {
-    for (unsigned b = lo; b < hi; b++) {
-        unsigned c = b < 8 ? (b < 4 ? w.x : w.y) : (b < 12 ? w.z : w.w);
-        p[b] = (unsigned char)(c >> (8 * (b & 3)));
-    }
-}
-
-/*
- * The aligned gather: row ids[i] of src to row perm[i] (or i) of out, for i in [0, n).
- * G lanes per row, U loads per lane per round; the row loop strides over the whole grid, so a
- * grid capped by the SM budget still covers every row. Trip counts are kept uniform across
- * the warp because the shuffles need every lane.
- */
-template <int G, int U>
-__global__ void __launch_bounds__(BLOCK_THREADS)
-    gather_aligned_kernel(const unsigned char *__restrict__ src, long long rows,
-                          long long row_bytes, const long long *__restrict__ ids,
-                          const int *__restrict__ perm, long long n,
-                          unsigned char *__restrict__ out, gd__dev_error *err,
-                          const long long *__restrict__ loc,
-                          const unsigned char *__restrict__ cache) {
-    constexpr int GROUPS = 32 / G;
-    constexpr unsigned long long SPAN = 16ull * G < 128 ? 16ull * G : 128;
-    const int lane = threadIdx.x & 31;
-    const int lig = lane % G;
-    const int grp = lane / G;
-    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    const unsigned long long R = (unsigned long long)row_bytes;
-
-    for (long long r0 = warp * GROUPS; r0 < n; r0 += warps * GROUPS) {
-        const long long r = r0 + grp;
-        const bool active = r < n;
-        long long id = 0, dst = 0;
-        if (active) {
-            id = ids[r];
-            dst = perm ? (long long)perm[r] : r;
-        }
-        const bool bad = active && (id < 0 || id >= rows);
-        if (bad && lig == 0) gd__dev_error_record(err, ERR_ID_RANGE, dst, id, 0);
-        const bool load_ok = active && !bad;
-        /* With a cache, the location map says which tier holds the row and where. */
-        unsigned long long base = (unsigned long long)src;
-        long long slot = id;
-        if (loc && load_ok) {
-            const long long l = __ldg(loc + id);
-            if ((l >> GD__LOC_TIER_SHIFT) == GD__LOC_GPU_CACHE) base = (unsigned long long)cache;
-            slot = l & GD__LOC_SLOT_MASK;
-        }
-
-        /*
-         * Geometry of the row, all in byte addresses. Output word v (16-byte aligned, at
-         * d0 + 16v) needs the 16 source bytes at s - e + 16v, which lie in source words
-         * a + v and a + v + 1 counted from w0, shifted by off bytes.
-         */
-        const unsigned long long s = base + (load_ok ? (unsigned long long)slot * R : 0);
-        const unsigned long long d = (unsigned long long)out + (unsigned long long)dst * R;
-        const unsigned long long e = d & 15;
-        const unsigned long long d0 = d - e;
-        const unsigned long long nw = (((d + R + 15) & ~15ull) - d0) >> 4;
-        const unsigned long long sa = s - e;
-        const unsigned long long a_addr = sa & ~15ull;
-        const unsigned off = (unsigned)(sa - a_addr);
-        const unsigned long long w0 = a_addr & ~(SPAN - 1);
-        const long long a = (long long)((a_addr - w0) >> 4);
-        const long long m_lo = (long long)((s - w0) >> 4);
-        const long long m_hi = (long long)((s + R - 1 - w0) >> 4);
-        const unsigned chunks = active ? (unsigned)(m_hi / G + 1) : 0u;
-        const unsigned rounds_chunks = __reduce_max_sync(FULL_MASK, chunks);
-        const uint4 *words = (const uint4 *)w0;
-
-        for (unsigned c0 = 0; c0 < rounds_chunks; c0 += U) {
-            uint4 w[U + 1];
-            /* Issue every load of the round before any store. */
-#pragma unroll
-            for (int k = 0; k <= U; k++) {
-                const long long m = (long long)(c0 + k) * G + lig;
-                w[k] = make_uint4(0, 0, 0, 0);
-                if (load_ok && (k < U || lig == 0) && m >= m_lo && m <= m_hi)
-                    w[k] = __ldg(words + m);
-            }
-#pragma unroll
-            for (int k = 0; k < U; k++) {
-                /* The first lane lends the next chunk's word to the last lane. */
-                const uint4 lend = lig == 0 ? w[k + 1] : w[k];
-                const uint4 next = shfl_word(lend, (lig + 1) % G, G);
-                const long long m = (long long)(c0 + k) * G + lig;
-                const long long v = m - a;
-                if (!active || v < 0 || (unsigned long long)v >= nw) continue;
-                const uint4 o = shift_bytes(w[k], next, off);
-                const unsigned long long slot = d0 + 16ull * (unsigned long long)v;
-                unsigned lo = slot < d ? (unsigned)(d - slot) : 0u;
-                unsigned hi = slot + 16 > d + R ? (unsigned)(d + R - slot) : 16u;
-                if (lo == 0 && hi == 16)
-                    *(uint4 *)slot = o;
-                else
-                    store_partial((unsigned char *)slot, o, lo, hi);
-            }
-        }
-    }
-}
-
-/* The naive zero-copy gather: one thread per element of T, for comparison. */
-template <typename T>
-__global__ void __launch_bounds__(BLOCK_THREADS)
-    gather_naive_kernel(const T *__restrict__ src, long long rows, long long cols,
-                        const long long *__restrict__ ids, long long n, T *__restrict__ out,
-                        gd__dev_error *err) {
-    const long long total = n * cols;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        const long long r = i / cols, c = i - r * cols;
-        const long long id = ids[r];
-        if (id < 0 || id >= rows) {
-            if (c == 0) gd__dev_error_record(err, ERR_ID_RANGE, r, id, 0);
-            out[i] = T(0);
-        } else {
-            out[i] = src[id * cols + c];
-        }
-    }
-}
-
-__global__ void iota_kernel(int *p, long long n) {
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x)
-        p[i] = (int)i;
-}
-
-/* ------------------------------------------------------------- kernel choice */
-
-typedef void (*aligned_kernel_fn)(const unsigned char *, long long, long long, const long long *,
-                                  const int *, long long, unsigned char *, gd__dev_error *,
-                                  const long long *, const unsigned char *);
-
-/*
- * Lanes per row: enough that one round of U loads per lane covers a row with its alignment
- * slack, so narrow rows share a warp (fewer idle lanes) and wide rows get whole warps. Groups
- * of 8 lanes or more read whole 128-byte lines per load instruction (one full PCIe request).
- * GD_GATHER_SHAPE = "LANESxLOADS" overrides the choice, for tuning.
- */
-static gd_status choose_group(long long row_bytes, int *group, int *unroll) {
-    gd_status st = GD_OK;
-    const char *shape = NULL;
-    const long long words = (row_bytes + 15) / 16 + 8;
-    /* Rows of 128 bytes or more get 8 lanes or more: 64-byte requests halve the throughput. */
-    int g = row_bytes >= 128 ? 8 : 1, u = 8;
-    GD_CHECK(gd_param_get("GD_GATHER_SHAPE", &shape));
-    if (shape && *shape && strcmp(shape, "auto") != 0) {
-        char tail = 0;
-        GD_REQUIRE(sscanf(shape, "%dx%d%c", &g, &u, &tail) == 2 && g >= 1 && g <= 32 &&
-                       (g & (g - 1)) == 0 && (u == 4 || u == 8 || u == 16),
-                   GD_ERR_INVALID_ARG,
-                   "GD_GATHER_SHAPE '%s' is not auto or LANESxLOADS with LANES a power of two "
-                   "in 1..32 and LOADS 4, 8 or 16 (e.g. 8x8)",
-                   shape);
-    } else {
-        while (g < 32 && (long long)g * u < words) g *= 2;
-    }
-    *group = g;
-    *unroll = u;
-    return GD_OK;
-fail:
-    return st;
-}
-
-#define GD_GATHER_KERNELS(G)                                                                       \
-    case G:                                                                                        \
-        return unroll == 4   ? gather_aligned_kernel<G, 4>                                         \
-               : unroll == 8 ? gather_aligned_kernel<G, 8>                                         \
-                             : gather_aligned_kernel<G, 16>;
-
-static aligned_kernel_fn aligned_kernel(int group, int unroll) {
-    switch (group) {
-        GD_GATHER_KERNELS(1)
-        GD_GATHER_KERNELS(2)
-        GD_GATHER_KERNELS(4)
-        GD_GATHER_KERNELS(8)
-        GD_GATHER_KERNELS(16)
-    default:
-        GD_GATHER_KERNELS(32)
-    }
-}
 
 /* ------------------------------------------------------------- registration */
 
@@ -508,11 +278,11 @@ static void cuda_gatherer_release(gd_gatherer_t *g) {
         if (c->d_perm_out) (void)cudaFree(c->d_perm_out);
         if (c->d_sort_tmp) (void)cudaFree(c->d_sort_tmp);
         if (c->d_err) (void)cudaFree(c->d_err);
-        if (c->d_loc) (void)cudaFree(c->d_loc);
-        if (c->d_cache) (void)cudaFree(c->d_cache);
         (void)cudaGetLastError();
         gd__cuda_leave_device(g->device, prev);
     }
+    gd__tier_store_destroy(g->store);
+    g->store = NULL;
     gd_free(c);
     g->cuda = NULL;
 }
@@ -524,51 +294,36 @@ static int bits_for(long long rows) {
 }
 
 /*
- * Build the hot-row cache: write the location map, and copy the hot rows into GPU memory with
- * the gather kernel itself (from the registered host tensor, slot i = hot_rows[i]).
+ * The tier store of an aligned mode: the table in its home tier (the registered host tensor for
+ * "zerocopy", the device copy for "gpu") and, with a cache budget, the hot rows in a GPU cache,
+ * filled from the host tensor by the store (slot i = hot_rows[i]) with the map that the kernel
+ * reads. The kernel takes the store's bases by value, fixed from here on.
  */
-static gd_status build_cache(gd_gatherer_t *g, gd__cuda_gatherer *c) {
+static gd_status make_store(gd_gatherer_t *g, gd__cuda_gatherer *c) {
     gd_status st = GD_OK;
     const gd_host_tensor_t *t = g->tensor;
-    const long long k = g->cached_rows, rows = t->rows, R = t->row_bytes;
-    long long *h_loc = NULL, *d_hot = NULL;
-    const size_t map_bytes = (size_t)rows * sizeof(long long);
-    h_loc = (long long *)gd_malloc(map_bytes ? map_bytes : 1);
-    GD_REQUIRE(h_loc, GD_ERR_NO_MEMORY, "out of memory for the host copy of the location map");
-    for (long long i = 0; i < rows; i++) h_loc[i] = (GD__LOC_HOST << GD__LOC_TIER_SHIFT) | i;
-    for (long long j = 0; j < k; j++)
-        h_loc[g->hot_rows[j]] = (GD__LOC_GPU_CACHE << GD__LOC_TIER_SHIFT) | j;
-    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_loc, map_bytes));
-    GD_CUDA_CHECK(cudaMemcpy(c->d_loc, h_loc, map_bytes, cudaMemcpyHostToDevice));
-    /* Padding to 16 bytes keeps the last aligned word of the cache inside the buffer. */
-    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_cache, (size_t)(k * R + 15) / 16 * 16 + 16));
-    GD_CUDA_CHECK(cudaMalloc((void **)&d_hot, (size_t)k * sizeof(long long)));
-    GD_CUDA_CHECK(
-        cudaMemcpy(d_hot, g->hot_rows, (size_t)k * sizeof(long long), cudaMemcpyHostToDevice));
-    {
-        const int groups_per_block = BLOCK_THREADS / c->group;
-        const unsigned grid = (unsigned)((k + groups_per_block - 1) / groups_per_block < 65536
-                                             ? (k + groups_per_block - 1) / groups_per_block
-                                             : 65536);
-        aligned_kernel(c->group, c->unroll)<<<grid, BLOCK_THREADS>>>(
-            c->src, rows, R, d_hot, NULL, k, c->d_cache, c->d_err, NULL, NULL);
-        GD_CUDA_CHECK_LAUNCH();
+    const gd__row_shape shape = {t->rows, t->row_bytes, NULL, NULL};
+    const int home = g->mode == GD_GATHER_GPU ? GD__TIER_GPU : GD__TIER_HOST;
+    const long long R = t->row_bytes;
+    GD_CHECK(gd__tier_store_create(&shape, g->device, home, c->src, t->rows, &g->store));
+    if (g->hot_count > 0) {
+        st = gd__tier_cache_build(g->store, g->hot_rows, g->hot_count, g->cache_budget);
+        if (st != GD_OK) {
+            gd__error_context(st,
+                              "building the GPU cache of %lld rows (%.1f MiB) and its %.1f MiB "
+                              "location map: lower cache_bytes to fit free GPU memory",
+                              (long long)g->hot_count, (double)(g->hot_count * R) / 1048576.0,
+                              (double)(t->rows * 8) / 1048576.0);
+            goto fail;
+        }
     }
-    GD_CUDA_CHECK(cudaDeviceSynchronize());
-    GD_CUDA_CHECK(cudaFree(d_hot));
-    d_hot = NULL;
-    g->info.cached_rows = k;
-    g->info.cache_bytes = k * R;
-    g->info.map_bytes = (int64_t)map_bytes;
-    gd_free(h_loc);
+    g->info.cached_rows = g->store->cache.count;
+    g->info.cache_bytes = g->store->cache.units * R;
+    g->info.map_bytes = g->store->map_bytes;
+    c->tiers = gd__tier_store_bases(g->store);
+    c->loc = (const long long *)g->store->loc;
     return GD_OK;
 fail:
-    if (d_hot) (void)cudaFree(d_hot);
-    gd_free(h_loc);
-    gd__error_context(st,
-                      "building the GPU cache of %lld rows (%.1f MiB) and its %.1f MiB location "
-                      "map: lower cache_bytes to fit free GPU memory",
-                      k, (double)(k * R) / 1048576.0, (double)map_bytes / 1048576.0);
     return st;
 }
 
@@ -591,6 +346,88 @@ static gd_status make_green(gd_gatherer_t *g, gd__cuda_gatherer *c) {
     return GD_OK;
 }
 
+static gd_status create_events(gd__cuda_gatherer *c) {
+    gd_status st = GD_OK;
+    cudaEvent_t *const events[4] = {&c->done, &c->staging_free, &c->to_green, &c->from_green};
+    for (; c->events < 4; c->events++)
+        GD_CUDA_CHECK(cudaEventCreateWithFlags(events[c->events], cudaEventDisableTiming));
+fail:
+    return st;
+}
+
+/* "gpu": copy the table to device memory; the aligned kernels read c->src either way. */
+static gd_status copy_table(gd_gatherer_t *g, gd__cuda_gatherer *c) {
+    gd_status st = GD_OK;
+    const gd_host_tensor_t *t = g->tensor;
+    if (g->mode != GD_GATHER_GPU) {
+        c->src = (const unsigned char *)t->device_ptr;
+        return GD_OK;
+    }
+    /* Padding to 16 bytes keeps the last aligned word of the table inside the buffer. */
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_table, (t->bytes + 15) / 16 * 16 + 16));
+    if (t->reg_chunks > 0) {
+        /* A copy may not span two registrations, so a chunked tensor is copied by chunk. */
+        for (long long k = 0; k < t->reg_chunks; k++) {
+            uintptr_t lo, hi;
+            chunk_range(t, t->chunk_bytes, k, 0, &lo, &hi);
+            GD_CUDA_CHECK(cudaMemcpy(c->d_table + (lo - (uintptr_t)t->data), (void *)lo, hi - lo,
+                                     cudaMemcpyHostToDevice));
+        }
+    } else if (t->bytes) {
+        GD_CUDA_CHECK(cudaMemcpy(c->d_table, t->data, t->bytes, cudaMemcpyHostToDevice));
+    }
+    c->src = c->d_table;
+    return GD_OK;
+fail:
+    return st;
+}
+
+/* The id sort's buffers: the identity permutation, sorted keys and values, CUB's scratch. */
+static gd_status init_sort(gd_gatherer_t *g, gd__cuda_gatherer *c) {
+    gd_status st = GD_OK;
+    const size_t ids_bytes = (size_t)g->max_ids * sizeof(long long);
+    const size_t perm_bytes = (size_t)g->max_ids * sizeof(int);
+    c->end_bit = bits_for(g->tensor->rows);
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_keys_sorted, ids_bytes ? ids_bytes : 16));
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_perm_in, perm_bytes ? perm_bytes : 16));
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_perm_out, perm_bytes ? perm_bytes : 16));
+    iota_kernel<<<(unsigned)((g->max_ids + BLOCK_THREADS - 1) / BLOCK_THREADS), BLOCK_THREADS>>>(
+        c->d_perm_in, g->max_ids);
+    GD_CUDA_CHECK_LAUNCH();
+    GD_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+        (void *)NULL, c->sort_tmp_bytes, (const unsigned long long *)NULL,
+        (unsigned long long *)NULL, (const int *)NULL, (int *)NULL, (int)g->max_ids, 0,
+        c->end_bit, (cudaStream_t)0));
+    GD_CUDA_CHECK(cudaMalloc(&c->d_sort_tmp, c->sort_tmp_bytes ? c->sort_tmp_bytes : 16));
+    GD_CUDA_CHECK(cudaDeviceSynchronize());
+fail:
+    return st;
+}
+
+/* Resident blocks per SM of the kernel the mode launches (at least 1). */
+static gd_status blocks_per_sm(const gd_gatherer_t *g, const gd__cuda_gatherer *c, int *bps) {
+    gd_status st = GD_OK;
+    if (g->mode != GD_GATHER_NAIVE_ZEROCOPY) {
+        GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            bps, aligned_kernel(c->group, c->unroll), BLOCK_THREADS, 0));
+    } else if (gd_dtype_size(g->tensor->dtype) == 1) {
+        GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            bps, gather_naive_kernel<unsigned char>, BLOCK_THREADS, 0));
+    } else if (gd_dtype_size(g->tensor->dtype) == 2) {
+        GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            bps, gather_naive_kernel<unsigned short>, BLOCK_THREADS, 0));
+    } else if (gd_dtype_size(g->tensor->dtype) == 4) {
+        GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            bps, gather_naive_kernel<unsigned int>, BLOCK_THREADS, 0));
+    } else {
+        GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            bps, gather_naive_kernel<unsigned long long>, BLOCK_THREADS, 0));
+    }
+    if (*bps < 1) *bps = 1;
+fail:
+    return st;
+}
+
 static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
     gd_status st = GD_OK;
     gd__cuda_gatherer *c = NULL;
@@ -610,14 +447,7 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
     GD_REQUIRE(c, GD_ERR_NO_MEMORY, "%s: out of memory for the gatherer state", what);
     g->cuda = c;
     GD_CUDA_CHECK(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, g->device));
-    GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming));
-    c->events = 1;
-    GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->staging_free, cudaEventDisableTiming));
-    c->events = 2;
-    GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->to_green, cudaEventDisableTiming));
-    c->events = 3;
-    GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->from_green, cudaEventDisableTiming));
-    c->events = 4;
+    GD_CHECK(create_events(c));
     GD_CUDA_CHECK(cudaMalloc((void **)&c->d_err, sizeof(gd__dev_error)));
     GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof(gd__dev_error)));
     GD_CHECK(pinned_alloc((void **)&c->h_ids, ids_bytes, "the ids staging buffer"));
@@ -634,72 +464,15 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
     }
 
     GD_CUDA_CHECK(cudaMalloc((void **)&c->d_ids, ids_bytes ? ids_bytes : 16));
-    if (g->mode == GD_GATHER_GPU) {
-        /* Padding to 16 bytes keeps the last aligned word of the table inside the buffer. */
-        GD_CUDA_CHECK(cudaMalloc((void **)&c->d_table, (t->bytes + 15) / 16 * 16 + 16));
-        if (t->reg_chunks > 0) {
-            /* A copy may not span two registrations, so a chunked tensor is copied by chunk. */
-            for (long long k = 0; k < t->reg_chunks; k++) {
-                uintptr_t lo, hi;
-                chunk_range(t, t->chunk_bytes, k, 0, &lo, &hi);
-                GD_CUDA_CHECK(cudaMemcpy(c->d_table + (lo - (uintptr_t)t->data), (void *)lo,
-                                         hi - lo, cudaMemcpyHostToDevice));
-            }
-        } else if (t->bytes) {
-            GD_CUDA_CHECK(cudaMemcpy(c->d_table, t->data, t->bytes, cudaMemcpyHostToDevice));
-        }
-        c->src = c->d_table;
-    } else {
-        c->src = (const unsigned char *)t->device_ptr;
-    }
-
-    if (g->sort_ids && g->mode != GD_GATHER_NAIVE_ZEROCOPY) {
-        const size_t perm_bytes = (size_t)g->max_ids * sizeof(int);
-        c->end_bit = bits_for(t->rows);
-        GD_CUDA_CHECK(cudaMalloc((void **)&c->d_keys_sorted, ids_bytes ? ids_bytes : 16));
-        GD_CUDA_CHECK(cudaMalloc((void **)&c->d_perm_in, perm_bytes ? perm_bytes : 16));
-        GD_CUDA_CHECK(cudaMalloc((void **)&c->d_perm_out, perm_bytes ? perm_bytes : 16));
-        iota_kernel<<<(unsigned)((g->max_ids + BLOCK_THREADS - 1) / BLOCK_THREADS),
-                      BLOCK_THREADS>>>(c->d_perm_in, g->max_ids);
-        GD_CUDA_CHECK_LAUNCH();
-        GD_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
-            (void *)NULL, c->sort_tmp_bytes, (const unsigned long long *)NULL,
-            (unsigned long long *)NULL, (const int *)NULL, (int *)NULL, (int)g->max_ids, 0,
-            c->end_bit, (cudaStream_t)0));
-        GD_CUDA_CHECK(cudaMalloc(&c->d_sort_tmp, c->sort_tmp_bytes ? c->sort_tmp_bytes : 16));
-        GD_CUDA_CHECK(cudaDeviceSynchronize());
-    }
-
+    GD_CHECK(copy_table(g, c));
+    if (g->sort_ids && g->mode != GD_GATHER_NAIVE_ZEROCOPY) GD_CHECK(init_sort(g, c));
     GD_CHECK(choose_group(t->row_bytes, &c->group, &c->unroll));
-    if (g->mode == GD_GATHER_NAIVE_ZEROCOPY) {
-        switch (gd_dtype_size(t->dtype)) {
-        case 1:
-            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &bps, gather_naive_kernel<unsigned char>, BLOCK_THREADS, 0));
-            break;
-        case 2:
-            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &bps, gather_naive_kernel<unsigned short>, BLOCK_THREADS, 0));
-            break;
-        case 4:
-            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &bps, gather_naive_kernel<unsigned int>, BLOCK_THREADS, 0));
-            break;
-        default:
-            GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &bps, gather_naive_kernel<unsigned long long>, BLOCK_THREADS, 0));
-            break;
-        }
-    } else {
-        GD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &bps, aligned_kernel(c->group, c->unroll), BLOCK_THREADS, 0));
-    }
-    if (bps < 1) bps = 1;
+    GD_CHECK(blocks_per_sm(g, c, &bps));
     g->info.sms = gd__sm_budget_resolve(g->sm_budget_count, g->sm_budget_percent, c->sms);
     g->info.group_lanes = c->group;
     if (g->info.sms < c->sms && !g->grid_cap_only) GD_CHECK(make_green(g, c));
     c->grid_cap = g->info.sms * bps;
-    if (g->cached_rows > 0) GD_CHECK(build_cache(g, c));
+    if (g->mode != GD_GATHER_NAIVE_ZEROCOPY) GD_CHECK(make_store(g, c));
     /*
      * The table copy (from pageable memory it may return before the data lands), the error
      * record's clear and the set-up kernels ran on the legacy stream, which the non-blocking
@@ -840,8 +613,8 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
         const int groups_per_block = BLOCK_THREADS / c->group;
         const unsigned grid = grid_for((n + groups_per_block - 1) / groups_per_block, c->grid_cap);
         aligned_kernel(c->group, c->unroll)<<<grid, BLOCK_THREADS, 0, ks>>>(
-            c->src, t->rows, t->row_bytes, dids, perm, n, (unsigned char *)out, c->d_err, c->d_loc,
-            c->d_cache);
+            c->tiers, c->loc, t->rows, t->row_bytes, dids, perm, n, (unsigned char *)out,
+            c->d_err);
         GD_CUDA_CHECK_LAUNCH();
     }
     if (c->green) {

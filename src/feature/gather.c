@@ -39,7 +39,7 @@ const gd__feature_backend *gd__feature_backend_for(gd_gather_mode mode) {
 #define DEFAULT_MAX_IDS 65536
 #define SORT_BELOW_ROW_BYTES 2048
 
-/* Pick the rows the cache budget holds, hottest first, and mark them in the host bitmap. */
+/* Pick the rows the cache budget holds, hottest first; the backend's tier store caches them. */
 static gd_status choose_hot_rows(gd_gatherer_t *g, const gd_gatherer_options *o) {
     gd_status st = GD_OK;
     const gd_host_tensor_t *t = g->tensor;
@@ -56,11 +56,8 @@ static gd_status choose_hot_rows(gd_gatherer_t *g, const gd_gatherer_options *o)
     if (want > t->rows) want = t->rows;
     if (want == 0) return GD_OK;
     GD_ALLOC(g->hot_rows, (size_t)want * sizeof *g->hot_rows, "the hot-row list");
-    GD_CHECK(gd_hot_rows_select(o->cache_scores, t->rows, want, g->hot_rows, &g->cached_rows));
-    GD_ALLOC(g->cached, (size_t)(t->rows + 7) / 8, "the cached-row bitmap");
-    memset(g->cached, 0, (size_t)(t->rows + 7) / 8);
-    for (int64_t i = 0; i < g->cached_rows; i++)
-        g->cached[g->hot_rows[i] >> 3] |= (unsigned char)(1u << (g->hot_rows[i] & 7));
+    GD_CHECK(gd_hot_rows_select(o->cache_scores, t->rows, want, g->hot_rows, &g->hot_count));
+    g->cache_budget = o->cache_bytes;
     return GD_OK;
 fail:
     gd__error_context(st, "choosing the rows of the GPU cache");
@@ -126,7 +123,6 @@ gd_status gd_gatherer_create(gd_host_tensor_t *t, gd_context_t *context, gd_gath
 fail:
     if (g) {
         gd_free(g->hot_rows);
-        gd_free(g->cached);
         gd__context_unref(g->context);
     }
     gd_free(g);
@@ -136,7 +132,6 @@ fail:
 void gd_gatherer_destroy(gd_gatherer_t *g) {
     if (!g) return;
     gd__feature_backend_for(g->mode)->gatherer_release(g);
-    gd_free(g->cached);
     gd__context_unref(g->context);
     gd_free(g);
 }
@@ -148,8 +143,8 @@ gd_status gd_gatherer_get_info(const gd_gatherer_t *g, gd_gatherer_info *info) {
 }
 
 int gd_gatherer_is_cached(const gd_gatherer_t *g, int64_t id) {
-    if (!g || !g->cached || id < 0 || id >= g->tensor->rows) return 0;
-    return (g->cached[id >> 3] >> (id & 7)) & 1;
+    if (!g || id < 0 || id >= g->tensor->rows) return 0;
+    return gd__tier_cache_holds(g->store, id);
 }
 
 gd_status gd_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, int ids_on_device, void *out,

@@ -2,13 +2,15 @@
  * The feature module's internals: the host tensor and gatherer objects, the CPU gather that is
  * both the "cpu" mode and the oracle of the GPU tests, and the backend table. gather.c and
  * host_tensor.c hold the public API and pick a backend: the CPU one (gather_cpu.c) always
- * exists, the CUDA one (feature_cuda.cu) only in builds with GD_WITH_CUDA. This header is plain
- * C so that the .cu file can include it.
+ * exists, the CUDA one (feature_cuda.cu) only in builds with GD_WITH_CUDA. A GPU gatherer reads
+ * its table through a tier store (tier.h), which also holds its hot-row cache. This header is
+ * plain C so that the .cu file can include it.
  */
 #ifndef GD_FEATURE_INTERNAL_H
 #define GD_FEATURE_INTERNAL_H
 
 #include "core/internal.h"
+#include "tier.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,21 +70,12 @@ struct gd_gatherer {
     int grid_cap_only;        /* do not use a green context for the SM budget */
     /* The hot-row cache (zerocopy). hot_rows lives only while the backend builds the cache. */
     int64_t *hot_rows;        /* the rows to cache, hottest first; slot i holds hot_rows[i] */
-    int64_t cached_rows;      /* their number */
-    unsigned char *cached;    /* host bitmap, one bit per row: 1 = in the GPU cache */
+    int64_t hot_count;        /* their number */
+    int64_t cache_budget;     /* the cache's bytes (cache_bytes) */
+    gd__tier_store *store;    /* aligned GPU modes: the table's tiers, the cache, the map */
     gd_gatherer_info info;    /* filled by the backend at init */
     gd__cuda_gatherer *cuda;  /* GPU modes: streams, events, device buffers */
 };
-
-/*
- * The node -> location map of a gatherer with a cache: one int64 per row, the tier in the
- * top byte and the slot in the rest. Tier 0 = host memory (slot = the row itself), tier 1 =
- * the GPU cache (slot = position in the cache). Later tiers (SSD, a peer GPU) take more codes.
- */
-#define GD__LOC_TIER_SHIFT 56
-#define GD__LOC_SLOT_MASK ((1ll << GD__LOC_TIER_SHIFT) - 1)
-#define GD__LOC_HOST 0ll
-#define GD__LOC_GPU_CACHE 1ll
 
 /* ---- the CPU side (gather_cpu.c) */
 

@@ -5,9 +5,10 @@
  * The common large-graph setup is indptr in GPU memory and indices pinned: the sampler then reads
  * over PCIe only the few index entries it draws. Pinned arrays are registered through the feature
  * module's host tensors, in the registry of the graph's context (an array that a host tensor or
- * another graph of the context registered already is shared, not registered twice). This file also
- * builds the hot neighbour-list GPU cache; the GPU copies themselves are made by the backend
- * table of internal.h (graph_cuda.cu).
+ * another graph of the context registered already is shared, not registered twice). The lists
+ * that GPU kernels read are a tier store (feature/tier.h) of variable rows, and this file ranks
+ * the lists for its hot neighbour-list GPU cache; the GPU copies themselves are made by the
+ * backend table of internal.h (graph_cuda.cu).
  */
 #include "internal.h"
 
@@ -49,14 +50,9 @@ static gd_status none_to_device(gd_graph_t *g, const int64_t *indptr, const void
 
 static void none_release(gd_graph_t *g) {}
 
-static gd_status none_cache_to_device(gd_graph_t *g, const int64_t *loc, const void *cache) {
-    return none_to_device(g, NULL, NULL, g->indices_dtype);
-}
-
 static const gd__graph_backend graph_none_backend = {
     none_to_device,
     none_release,
-    none_cache_to_device,
 };
 #endif
 
@@ -143,86 +139,72 @@ fail:
 }
 
 /*
+ * The lists as GPU kernels read them: a tier store of variable rows (node v's list is the
+ * entries [indptr[v], indptr[v + 1]) of indices) over the pinned or GPU indices, on the graph's
+ * device. Only a graph whose indptr and indices are both GPU-readable (what the CUDA sampler
+ * needs) gets one; creating it touches no device memory. The store plans a cache from the
+ * caller's indptr, which is only read while the graph is created.
+ */
+static gd_status make_store(gd_graph_t *g, const int64_t *indptr) {
+    const gd__row_shape shape = {g->num_nodes, (int64_t)gd_dtype_size(g->indices_dtype), indptr,
+                                 g->d_indptr};
+    const int home = g->indices_place == GD_PLACE_GPU ? GD__TIER_GPU : GD__TIER_HOST;
+    if (!g->d_indptr || !g->d_indices) return GD_OK;
+    return gd__tier_store_create(&shape, g->device, home, g->d_indices, g->num_edges, &g->store);
+}
+
+/*
  * The hot neighbour-list GPU cache (docs/sampling.md, "Hot neighbour lists in GPU memory"). A
  * node's list is read once each time the node is in a frontier, and a node joins the frontiers
  * about as often as it is drawn as someone's neighbour: its out-degree. Each read of a list costs
  * PCIe requests: one per 128-byte line plus one when it is read whole (short lists), about the
  * fanout when its entries are read one by one (long lists), so CACHE_TYPICAL_FANOUT at most. The
- * lists are ranked by requests saved per cached byte, out-degree x requests / list bytes, taken
- * whole, best first, while they fit the budget (one that does not fit is skipped, so smaller
- * ones behind it still fill the space), packed into one buffer in that order, and copied to GPU
- * memory with the location map: every node's list offset, tagged with its tier (GD__LOC_CACHE
- * for a cached list). Only where the CUDA sampler reads changes; the CPU sampler keeps reading
- * the host arrays.
+ * lists are ranked by requests saved per cached byte, out-degree x requests / list bytes, best
+ * first, and handed to the store's cache, which takes them whole while they fit the budget (one
+ * that does not fit is skipped, so smaller ones behind it still fill the space), packs them in
+ * that order and publishes their locations in the map. Only where the CUDA sampler reads
+ * changes; the CPU sampler keeps reading the host arrays.
  */
 #define CACHE_TYPICAL_FANOUT 10
 
 static gd_status build_cache(gd_graph_t *g, const int64_t *indptr, int64_t budget) {
     gd_status st = GD_OK;
     const int64_t n = g->num_nodes;
-    const size_t es = gd_dtype_size(g->indices_dtype);
-    int64_t *scores = NULL, *rows = NULL, *loc = NULL, count = 0, nodes = 0, edges = 0;
-    unsigned char *cache = NULL;
+    const int64_t es = (int64_t)gd_dtype_size(g->indices_dtype);
+    int64_t *scores = NULL, *rows = NULL, count = 0;
+    GD_REQUIRE(g->store, GD_ERR_INTERNAL, "the GPU neighbour-list cache needs the graph's store");
     GD_ALLOC(scores, (size_t)n * sizeof(int64_t), "the GPU cache's node scores");
     GD_ALLOC(rows, (size_t)n * sizeof(int64_t), "the GPU cache's node ranking");
     GD_CHECK(
         gd_csc_degree_scores(n, indptr, g->h_indices, g->indices_dtype, GD_DEGREE_OUT, scores));
     /* Rank by PCIe requests saved per cached byte (see above). */
     for (int64_t v = 0; v < n; v++) {
-        const int64_t d = indptr[v + 1] - indptr[v], lines = (d * (int64_t)es + 127) / 128;
+        const int64_t d = indptr[v + 1] - indptr[v], lines = (d * es + 127) / 128;
         const int64_t requests =
             1 + lines < CACHE_TYPICAL_FANOUT ? 1 + lines : CACHE_TYPICAL_FANOUT;
-        scores[v] = d > 0 ? scores[v] * requests * 4096 / (d * (int64_t)es) : 0;
+        scores[v] = d > 0 ? scores[v] * requests * 4096 / (d * es) : 0;
     }
     GD_CHECK(gd_hot_rows_select(scores, n, n, rows, &count));
-    {
-        int64_t left = budget / (int64_t)es;
-        for (int64_t k = 0; k < count && left > 0; k++) {
-            const int64_t v = rows[k], d = indptr[v + 1] - indptr[v];
-            if (d == 0 || d > left) continue;
-            rows[nodes++] = v;
-            left -= d;
-            edges += d;
-        }
-    }
-    if (nodes > 0) {
-        GD_ALLOC(loc, (size_t)n * sizeof(int64_t), "the GPU cache's location map");
-        GD_ALLOC(cache, (size_t)edges * es, "the GPU cache's staging copy");
-        for (int64_t v = 0; v < n; v++) loc[v] = indptr[v];
-        int64_t off = 0;
-        for (int64_t k = 0; k < nodes; k++) {
-            const int64_t v = rows[k];
-            loc[v] = GD__LOC_CACHE | off;
-            off += indptr[v + 1] - indptr[v];
-        }
-        const unsigned char *src = g->h_indices;
-        const int threads = edges < (1 << 20) ? 1 : gd__num_threads();
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1024)
-        for (int64_t k = 0; k < nodes; k++) {
-            const int64_t v = rows[k];
-            memcpy(cache + (size_t)(loc[v] & GD__LOC_OFFSET_MASK) * es,
-                   src + (size_t)indptr[v] * es, (size_t)(indptr[v + 1] - indptr[v]) * es);
-        }
-        g->cache_nodes = nodes;
-        g->cache_edges = edges;
-        g->cache_bytes = edges * (int64_t)es;
-        GD_CHECK(backend()->cache_to_device(g, loc, cache));
-    }
+    GD_CHECK(gd__tier_cache_build(g->store, rows, count, budget));
+    g->d_loc = g->store->loc;
+    g->d_cache = g->store->cache.mem;
+    g->cache_nodes = g->store->cache.count;
+    g->cache_edges = g->store->cache.units;
+    g->cache_bytes = g->cache_edges * es;
+    if (g->cache_nodes > 0) g->device_bytes += g->store->map_bytes + g->cache_bytes;
     GD_DEBUG("graph: GPU cache of %lld lists, %lld entries (%lld of %lld budget bytes)",
-             (long long)nodes, (long long)edges, (long long)(edges * (int64_t)es),
+             (long long)g->cache_nodes, (long long)g->cache_edges, (long long)g->cache_bytes,
              (long long)budget);
 fail:
     gd_free(scores);
     gd_free(rows);
-    gd_free(loc);
-    gd_free(cache);
     return st;
 }
 
 void gd_graph_destroy(gd_graph_t *g) {
     if (!g) return;
-    if (g->dev_indptr || g->dev_indices || g->dev_loc || g->dev_cache)
-        backend()->release(g);
+    gd__tier_store_destroy(g->store);
+    if (g->dev_indptr || g->dev_indices) backend()->release(g);
     gd_host_tensor_destroy(g->pin_indptr);
     gd_host_tensor_destroy(g->pin_indices);
     gd__context_unref(g->context);
@@ -326,6 +308,7 @@ static gd_status graph_create(int64_t num_nodes, const int64_t *indptr, const vo
             goto fail;
         }
     }
+    GD_CHECK(make_store(g, indptr));
     if (o.gpu_cache_bytes > 0) {
         st = build_cache(g, indptr, o.gpu_cache_bytes);
         if (st != GD_OK) {

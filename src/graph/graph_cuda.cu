@@ -1,10 +1,10 @@
 /*
  * The graph's GPU copies (graph.c decides what goes where, this file makes the copies): indptr
  * and indices copied to GPU memory for a gpu placement, with int64 indices narrowed to int32 on
- * the host on the way when the node count allows it (half the bytes for every sampler read), and
- * the hot neighbour-list cache (its location map and packed lists) that graph.c builds for
- * pinned indices. The copies are synchronous: a graph is placed once, before any sampling.
- * Every CUDA call is checked; what a failed call allocated is freed when the graph is destroyed.
+ * the host on the way when the node count allows it (half the bytes for every sampler read).
+ * The hot neighbour-list cache is the tier store's (feature/tier.h). The copies are
+ * synchronous: a graph is placed once, before any sampling. Every CUDA call is checked; what a
+ * failed call allocated is freed when the graph is destroyed.
  */
 #include "core/cuda.h"
 #include "internal.h"
@@ -25,37 +25,10 @@ static void cuda_graph_release(gd_graph_t *g) {
     if (gd__cuda_enter_device(g->device, &prev) == GD_OK) {
         if (g->dev_indptr) (void)cudaFree(g->dev_indptr);
         if (g->dev_indices) (void)cudaFree(g->dev_indices);
-        if (g->dev_loc) (void)cudaFree(g->dev_loc);
-        if (g->dev_cache) (void)cudaFree(g->dev_cache);
         (void)cudaGetLastError();
         gd__cuda_leave_device(g->device, prev);
     }
-    g->dev_indptr = g->dev_indices = g->dev_loc = g->dev_cache = NULL;
-}
-
-/* The hot-list cache: the location map and the packed lists, copied to GPU memory. */
-static gd_status cuda_graph_cache_to_device(gd_graph_t *g, const int64_t *loc, const void *cache) {
-    gd_status st = GD_OK;
-    int prev = -1;
-    const size_t loc_bytes = (size_t)g->num_nodes * sizeof(int64_t);
-    const size_t bytes = (size_t)g->cache_bytes;
-    GD_CHECK(check_device(g->device, "the GPU neighbour-list cache"));
-    GD_CHECK(gd__cuda_enter_device(g->device, &prev));
-    GD_CUDA_CHECK(cudaMalloc(&g->dev_loc, loc_bytes ? loc_bytes : 16));
-    GD_CUDA_CHECK(cudaMalloc(&g->dev_cache, bytes ? bytes : 16));
-    if (loc_bytes) GD_CUDA_CHECK(cudaMemcpy(g->dev_loc, loc, loc_bytes, cudaMemcpyHostToDevice));
-    if (bytes) GD_CUDA_CHECK(cudaMemcpy(g->dev_cache, cache, bytes, cudaMemcpyHostToDevice));
-    g->d_loc = (const int64_t *)g->dev_loc;
-    g->d_cache = g->dev_cache;
-    g->device_bytes += (int64_t)(loc_bytes + bytes);
-    /* Copies from pageable memory may return before they land; samplers use other streams. */
-    GD_CUDA_CHECK(cudaDeviceSynchronize());
-    gd__cuda_leave_device(g->device, prev);
-    return GD_OK;
-fail:
-    /* The graph is destroyed by the caller, which frees what was allocated here. */
-    gd__cuda_leave_device(g->device, prev);
-    return st;
+    g->dev_indptr = g->dev_indices = NULL;
 }
 
 static gd_status cuda_graph_to_device(gd_graph_t *g, const int64_t *indptr, const void *indices,
@@ -114,5 +87,4 @@ fail:
 extern "C" const gd__graph_backend gd__graph_cuda_backend = {
     cuda_graph_to_device,
     cuda_graph_release,
-    cuda_graph_cache_to_device,
 };

@@ -1,9 +1,10 @@
 /*
- * The graph module's internals: the placed graph (gd_graph_t) that the samplers read, the
- * location map of its hot neighbour-list GPU cache, and the backend table that puts the graph in
- * GPU memory. csc.c builds and checks CSC arrays, degree.c summarises and scores their degrees,
- * graph.c holds the gd_graph_* API and places each array in host, pinned or GPU memory, and
- * graph_cuda.cu (GD_WITH_CUDA builds only) makes the GPU copies. The sampler (src/sample/)
+ * The graph module's internals: the placed graph (gd_graph_t) that the samplers read, with the
+ * tier store (feature/tier.h) that holds its lists for GPU readers and their hot GPU cache, and
+ * the backend table that puts the graph in GPU memory. csc.c builds and checks CSC arrays,
+ * degree.c summarises and scores their degrees, graph.c holds the gd_graph_* API and places each
+ * array in host, pinned or GPU memory, and graph_cuda.cu (GD_WITH_CUDA builds only) makes the
+ * GPU copies. The sampler (src/sample/)
  * includes this header to read the placed arrays. This header is plain C so that .cu files can
  * include it.
  */
@@ -11,6 +12,7 @@
 #define GD_GRAPH_INTERNAL_H
 
 #include "core/internal.h"
+#include "feature/tier.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,23 +39,24 @@ struct gd_graph {
     void *dev_indptr, *dev_indices;
     int64_t device_bytes, pinned_bytes;
     /*
-     * The hot neighbour-list GPU cache (pinned indices, gpu_cache_bytes > 0): d_loc (GPU memory,
-     * num_nodes entries) holds each node's list location, GD__LOC_CACHE + offset into d_cache
-     * for a cached list, else its offset into d_indices (indptr[v]); NULL without a cache.
+     * The lists as GPU kernels read them (d_indptr and d_indices both set): a tier store of
+     * variable rows (entries of indices, delimited by indptr) whose home tier is the pinned or
+     * GPU indices, and which holds the hot neighbour-list GPU cache (pinned indices,
+     * gpu_cache_bytes > 0). NULL when the CUDA sampler cannot read the graph.
+     */
+    gd__tier_store *store;
+    /*
+     * Views of the store's cache: d_loc (GPU memory, num_nodes entries) holds each node's list
+     * location (gd__loc_make: the GPU cache and the entry offset into d_cache for a cached list,
+     * else the home tier and indptr[v]); both NULL without a cache.
      */
     const int64_t *d_loc;
     const void *d_cache;
-    void *dev_loc, *dev_cache;
     int64_t cache_nodes, cache_edges, cache_bytes;
 };
 
-/*
- * A list location: the tier in the top byte (0: the pinned indices, 1: the GPU cache), the entry
- * offset into that tier's array below it.
- */
-#define GD__LOC_TIER_SHIFT 56
-#define GD__LOC_CACHE ((int64_t)1 << GD__LOC_TIER_SHIFT)
-#define GD__LOC_OFFSET_MASK (GD__LOC_CACHE - 1)
+/* The slot of a list location is its entry offset into the tier's array (tier.h). */
+#define GD__LOC_OFFSET_MASK GD__LOC_SLOT_MASK
 
 /* ---- CSC helpers shared by csc.c and degree.c */
 
@@ -75,9 +78,6 @@ typedef struct {
                            gd_dtype src_dtype);
     /* Free every device array of g (best effort) and clear the dev_* pointers. */
     void (*release)(gd_graph_t *g);
-    /* The hot-list cache: copy loc (num_nodes entries) and cache (g->cache_edges entries of
-     * g->indices_dtype) to the device (g->d_loc, g->d_cache). */
-    gd_status (*cache_to_device)(gd_graph_t *g, const int64_t *loc, const void *cache);
 } gd__graph_backend;
 
 #ifdef GD_WITH_CUDA
