@@ -59,6 +59,9 @@ void cli_progress_init(cli_progress *p);
 int cli_progress_cb(void *user, const char *stage, uint64_t done, uint64_t total);
 /* Finish the line of the current stage, if one is drawn. */
 void cli_progress_end(cli_progress *p);
+/* Catch SIGINT, SIGTERM and SIGHUP: each sets the flag cli_interrupted() reads (the progress
+   display does this; a command without one calls it itself). */
+void cli_catch_stop_signals(void);
 /* 1 once SIGINT, SIGTERM or SIGHUP has been received. */
 int cli_interrupted(void);
 /* The exit code of a command stopped by that signal: 128 + its number (130 for SIGINT). */

@@ -29,7 +29,7 @@ int cli_interrupted_exit(void) { return 128 + (got_signal ? (int)got_signal : SI
  * signal). SA_RESETHAND: a second signal of the same kind stops the process at once, should a
  * step not report progress soon; what it leaves is swept by the next run (a pid that is gone).
  */
-static void catch_stop_signals(void) {
+void cli_catch_stop_signals(void) {
     static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -94,7 +94,7 @@ double cli_now(void) {
 void cli_progress_init(cli_progress *p) {
     memset(p, 0, sizeof *p);
     p->tty = isatty(STDERR_FILENO);
-    catch_stop_signals();
+    cli_catch_stop_signals();
 }
 
 static void format_eta(double seconds, char *buf, size_t n) {
