@@ -65,8 +65,9 @@ kill -TERM $pid
 finish
 [ $rc -eq 143 ] || { cat "$tmp/out" "$tmp/err"; fail "train after SIGTERM exited $rc"; }
 grep -q "interrupted" "$tmp/err" || { cat "$tmp/err"; fail "train SIGTERM: no message"; }
-no_temporaries "$tmp/ck" last.gdc "train after SIGTERM"
-stale=$tmp/ck/last.gdc.tmp.$(dead_pid)
+no_temporaries "$tmp/ck" checkpoint.gdc "train after SIGTERM"
+no_temporaries "$tmp/ck" best.gdc "train after SIGTERM"
+stale=$tmp/ck/checkpoint.gdc.tmp.$(dead_pid)
 echo partial >"$stale"
 "$cli" train "$tmp/ds" --mode cpu --epochs 3 --checkpoint "$tmp/ck" --resume >/dev/null \
     2>"$tmp/err" || { cat "$tmp/err"; fail "train --resume"; }
