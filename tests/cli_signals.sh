@@ -37,7 +37,7 @@ for sig in TERM HUP; do
     kill -$sig $pid
     finish
     want=$((128 + $(kill -l $sig)))
-    [ $rc -eq $want ] || { cat "$tmp/err"; fail "generate after SIG$sig exited $rc, expected $want"; }
+    [ $rc -eq $want ] || { cat "$tmp/err"; fail "generate after SIG$sig exited $rc, not $want"; }
     grep -q "interrupted" "$tmp/err" || { cat "$tmp/err"; fail "SIG$sig: no message"; }
     [ ! -e "$tmp/big" ] || fail "generate after SIG$sig left $tmp/big"
     no_temporaries "$tmp" big "generate after SIG$sig"

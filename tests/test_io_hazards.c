@@ -76,7 +76,8 @@ static int in_child(const char *name, const char *arg, const char *what) {
     }
     int status = 0;
     T_ASSERT(waitpid(pid, &status, 0) == pid);
-    if (WIFSIGNALED(status)) T_FAIL_("%s: the child was killed by signal %d", what, WTERMSIG(status));
+    if (WIFSIGNALED(status))
+        T_FAIL_("%s: the child was killed by signal %d", what, WTERMSIG(status));
     return WEXITSTATUS(status);
 }
 
@@ -171,8 +172,10 @@ static void generate_sigbus_when_the_disk_fills(void) {
         mounted = 1;
         rc ? failed++ : done++;
     }
-    if (mounted) T_ASSERT(failed > 0 && done > 0);
-    else fprintf(stderr, "no tmpfs can be mounted here: only the RLIMIT_FSIZE case runs\n");
+    if (mounted)
+        T_ASSERT(failed > 0 && done > 0);
+    else
+        fprintf(stderr, "no tmpfs can be mounted here: only the RLIMIT_FSIZE case runs\n");
     T_EQ_INT(in_child("fsize", dir, "generate under RLIMIT_FSIZE"), 1);
 
     /* The reservation is a write fault point like any other: failing it fails the build. */
