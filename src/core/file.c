@@ -333,7 +333,8 @@ static long temp_owner(const char *name, const char *base, const char *ext, bool
     if (!dot || dot[1] < '0' || dot[1] > '9' || dot - name < 5) return 0;
     char *end;
     long pid = strtol(dot + 1, &end, 10);
-    if (*end || pid <= 0) return 0;
+    /* Beyond INT_MAX it is no pid (and kill() would see a negative one: a process group). */
+    if (*end || pid <= 0 || pid > INT_MAX) return 0;
     const char *tag = dot - 4;
     if (strncmp(tag, ".tmp", 4) != 0 && strncmp(tag, ".old", 4) != 0) return 0;
     *old = tag[1] == 'o';

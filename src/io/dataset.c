@@ -103,9 +103,11 @@ static gd_status make_temp_dir(const char *target, int overwrite, char **tmp) {
     gd_status st = GD_OK;
     char *t = NULL;
     GD_CHECK(check_parent(target));
-    GD_CHECK(check_target(target, overwrite));
-    /* What a run killed before it could clean up left here goes first: it may hold gigabytes. */
+    /* What a run killed before it could clean up left here goes first: it may hold gigabytes,
+     * or be the dataset a killed replacement had renamed away, which goes back before the
+     * target is judged. */
     gd__sweep_stale(target);
+    GD_CHECK(check_target(target, overwrite));
     t = gd__path_sibling(target, "tmp");
     GD_REQUIRE(t, GD_ERR_NO_MEMORY, "out of memory naming a directory beside '%s'", target);
     gd__remove_tree(t);
