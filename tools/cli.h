@@ -11,7 +11,8 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
-/* Exit codes: 0 success, 1 failure (message printed), 2 bad usage, 130 interrupted. */
+/* Exit codes: 0 success, 1 failure (message printed), 2 bad usage, 128 + the signal when
+   stopped by SIGINT (130), SIGTERM (143) or SIGHUP (129). */
 #define CLI_EXIT_FAIL 1
 #define CLI_EXIT_USAGE 2
 #define CLI_EXIT_INTERRUPTED 130
@@ -40,8 +41,9 @@ const char *cli_count(double count, char *buf, size_t n);
 
 /*
  * The progress display: a bar redrawn in place on a terminal (rate and ETA), plain lines at
- * each quarter otherwise. SIGINT (Ctrl-C) makes the callback ask the library to stop, so the
- * operation cleans up its temporary files before the tool exits.
+ * each quarter otherwise. SIGINT (Ctrl-C), SIGTERM and SIGHUP make the callback ask the
+ * library to stop, so the operation cleans up its temporary files before the tool exits; a
+ * second signal of the same kind stops the process at once.
  */
 typedef struct {
     int tty;
@@ -57,8 +59,18 @@ void cli_progress_init(cli_progress *p);
 int cli_progress_cb(void *user, const char *stage, uint64_t done, uint64_t total);
 /* Finish the line of the current stage, if one is drawn. */
 void cli_progress_end(cli_progress *p);
-/* 1 once SIGINT has been received. */
+/* Catch SIGINT, SIGTERM and SIGHUP: each sets the flag cli_interrupted() reads (the progress
+   display does this; a command without one calls it itself). */
+void cli_catch_stop_signals(void);
+/* 1 once SIGINT, SIGTERM or SIGHUP has been received. */
 int cli_interrupted(void);
+/* The exit code of a command stopped by that signal: 128 + its number (130 for SIGINT). */
+int cli_interrupted_exit(void);
+/*
+ * Turn SIGBUS, which touching a mapped file that was truncated (or a full disk) raises, into a
+ * message naming dataset_dir (NULL: none) and exit 1. Called once a command maps a dataset.
+ */
+void cli_guard_mapped(const char *dataset_dir);
 double cli_now(void);
 
 /*

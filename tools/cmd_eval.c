@@ -117,6 +117,7 @@ int cmd_eval(int argc, char **argv) {
         st = gd_generate(&go, &ds);
     } else {
         gd_dataset_open_options oo = GD_DATASET_OPEN_OPTIONS_INIT;
+        cli_guard_mapped(dir);
         st = gd_dataset_open(dir, &oo, &ds);
     }
     if (st != GD_OK) return cli_fail("opening the dataset", st);

@@ -148,6 +148,7 @@ int cmd_info(int argc, char **argv) {
     oo.validate_graph = validate;
     gd_dataset_t *ds = NULL;
     double t0 = cli_now();
+    cli_guard_mapped(dir);
     gd_status st = gd_dataset_open(dir, &oo, &ds);
     if (st != GD_OK) return cli_fail("opening the dataset", st);
     double open_secs = cli_now() - t0;

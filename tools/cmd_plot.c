@@ -386,6 +386,8 @@ int cmd_plot(int argc, char **argv) {
     if (!rc) rc = check_out_not_input(c.out, files, nfiles);
     if (rc) goto done;
     rc = CLI_EXIT_FAIL;
+    /* From here on temporary files exist: a stop signal lets them be removed (below). */
+    cli_catch_stop_signals();
     if (make_tmp_out(c.out, &tmp_out) || make_tmp_dir(&c)) goto done;
     if (!(script = plot_printf("%s/plot.gp", c.dir)) ||
         !(log = plot_printf("%s/gnuplot.log", c.dir))) {
@@ -395,6 +397,10 @@ int cmd_plot(int argc, char **argv) {
     int prc = write_script(&c, script, tmp_out, files, nfiles);
     if (prc) {
         if (prc == -2) rc = CLI_EXIT_USAGE, fprintf(stderr, "(see graphdirect plot --help)\n");
+        goto done;
+    }
+    if (cli_interrupted()) {
+        rc = cli_interrupted_exit();
         goto done;
     }
     if (draw(script, log, tmp_out, c.out)) goto done;

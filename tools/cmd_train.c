@@ -395,11 +395,11 @@ static int train_model(const gd_dataset_t *ds, const gd_train_options *o, int64_
         if (rep.metrics_failed)
             rc = CLI_EXIT_FAIL;
         else if (rep.interrupted)
-            rc = CLI_EXIT_INTERRUPTED;
+            rc = cli_interrupted_exit();
         else if (st == GD_ERR_INTERRUPTED) {
             fprintf(stderr, "graphdirect train: interrupted in epoch %lld\n",
                     (long long)rep.prog.epoch);
-            rc = CLI_EXIT_INTERRUPTED;
+            rc = cli_interrupted_exit();
         } else {
             rc = cli_fail("training", st);
         }
@@ -650,6 +650,7 @@ int cmd_train(int argc, char **argv) {
     double t0 = cli_now();
     if (dir) {
         gd_dataset_open_options oo = GD_DATASET_OPEN_OPTIONS_INIT;
+        cli_guard_mapped(dir);
         st = gd_dataset_open(dir, &oo, &ds);
         if (st != GD_OK) return cli_fail("opening the dataset", st);
     } else {

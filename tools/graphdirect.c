@@ -49,7 +49,7 @@ int cli_fail(const char *what, gd_status st) {
     const char *msg = gd_last_error();
     fprintf(stderr, "graphdirect: %s failed: %s%s%s\n", what, gd_status_string(st),
             msg[0] ? ": " : "", msg);
-    return st == GD_ERR_INTERRUPTED ? CLI_EXIT_INTERRUPTED : CLI_EXIT_FAIL;
+    return st == GD_ERR_INTERRUPTED ? cli_interrupted_exit() : CLI_EXIT_FAIL;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
@@ -147,6 +147,8 @@ int main(int argc, char **argv) {
         printf("graphdirect %s (%s)\n", gd_version(), gd_has_cuda() ? "CUDA" : "CPU only");
         return finish(0);
     }
+    /* Every command may write or read a mapped file; one that opens a dataset names it. */
+    cli_guard_mapped(NULL);
     for (int i = 0; i < NUM_COMMANDS; i++)
         if (!strcmp(cmd, commands[i].name)) return finish(commands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "graphdirect: unknown command '%s'\n\n", cmd);

@@ -1,7 +1,10 @@
 /*
  * Progress display for long steps (generate, convert, CSC build). On a terminal the bar is
  * redrawn in place at most ten times a second; when stderr is a file or a pipe (CI logs), one
- * plain line is written when a stage starts, at each quarter and when it ends.
+ * plain line is written when a stage starts, at each quarter and when it ends. The signals
+ * that stop a command cleanly (SIGINT, SIGTERM, SIGHUP) are caught here, since the progress
+ * report is where the library asks whether to stop, and so is SIGBUS, which a mapped file can
+ * raise.
  */
 #include "cli.h"
 
@@ -11,14 +14,76 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t got_sigint;
+/* The signal that asked to stop (SIGINT, SIGTERM or SIGHUP), or 0. */
+static volatile sig_atomic_t got_signal;
 
-static void on_sigint(int sig) {
-    (void)sig;
-    got_sigint = 1;
+static void on_stop_signal(int sig) { got_signal = sig; }
+
+int cli_interrupted(void) { return got_signal != 0; }
+
+int cli_interrupted_exit(void) { return 128 + (got_signal ? (int)got_signal : SIGINT); }
+
+/*
+ * Ctrl-C, a scheduler's SIGTERM and a closed terminal's SIGHUP all ask the operation to stop
+ * at its next progress report, so that it removes its temporary files and exits (128 + the
+ * signal). SA_RESETHAND: a second signal of the same kind stops the process at once, should a
+ * step not report progress soon; what it leaves is swept by the next run (a pid that is gone).
+ */
+void cli_catch_stop_signals(void) {
+    static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+        sigaction(signals[i], &sa, NULL);
 }
 
-int cli_interrupted(void) { return got_sigint != 0; }
+/* What the SIGBUS handler says: the dataset in use, when a command named one. */
+static char mapped_what[512];
+
+/* write(2) all of text to stderr, from a signal handler (no stdio there). */
+static void say(const char *text) {
+    size_t n = strlen(text);
+    while (n > 0) {
+        ssize_t put = write(STDERR_FILENO, text, n);
+        if (put <= 0) return;
+        text += put;
+        n -= (size_t)put;
+    }
+}
+
+/*
+ * SIGBUS is what a process gets when it touches a page of a mapped file that is no longer
+ * there (the file was truncated or rewritten in place), or that a full disk could not supply.
+ * The process cannot go on; it says which files were mapped and exits 1 instead of dying with
+ * 135 and no word. Only async-signal-safe calls here.
+ */
+static void on_sigbus(int sig) {
+    (void)sig;
+    say("\ngraphdirect: fatal: a memory-mapped file could not be read or written (SIGBUS): ");
+    if (mapped_what[0]) {
+        say("dataset '");
+        say(mapped_what);
+        say("' may have been truncated or changed in place while in use (do not change a "
+            "dataset while a command reads it: write new files and rename them); restore it or "
+            "re-create it and run again (train --resume continues from the last "
+            "checkpoint)\n");
+    } else {
+        say("a file was truncated while in use, or the disk is full\n");
+    }
+    _exit(1);
+}
+
+void cli_guard_mapped(const char *dataset_dir) {
+    snprintf(mapped_what, sizeof mapped_what, "%s", dataset_dir ? dataset_dir : "");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigbus;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
 
 double cli_now(void) {
     struct timespec ts;
@@ -29,11 +94,7 @@ double cli_now(void) {
 void cli_progress_init(cli_progress *p) {
     memset(p, 0, sizeof *p);
     p->tty = isatty(STDERR_FILENO);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
+    cli_catch_stop_signals();
 }
 
 static void format_eta(double seconds, char *buf, size_t n) {

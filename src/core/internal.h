@@ -129,6 +129,26 @@ gd_status gd__file_map(int fd, const char *path, int64_t offset, int64_t bytes, 
 void gd__file_unmap(void *base, size_t map_len);
 
 /*
+ * Give a file being written through a mapping its size, bytes, and allocate its blocks now
+ * (posix_fallocate): a full disk is then this error, naming the file, the bytes and the free
+ * space, instead of SIGBUS at the first page the file system cannot allocate.
+ */
+gd_status gd__file_reserve(int fd, const char *path, int64_t bytes);
+/*
+ * What a mapped input was when it was opened, so that a change in place while it is in use
+ * (which can kill the process with SIGBUS, or feed it garbage) is found and reported.
+ */
+typedef struct {
+    uint64_t dev, ino;
+    int64_t size, mtime_ns;
+} gd__file_id;
+gd_status gd__file_identity(int fd, const char *path, gd__file_id *id);
+/* GD_ERR_IO naming path if the file opened as id was since truncated or written in place;
+ * GD_OK if it is unchanged, or was replaced (renamed over, removed): the mapping holds the
+ * file opened, which stays intact. */
+gd_status gd__file_check_unchanged(const char *path, const gd__file_id *id);
+
+/*
  * Atomic output files: create "<path>.tmp.<pid>", write, then commit (fsync + rename over path)
  * or abort (unlink). The temporary file is never left behind by either.
  */
@@ -150,6 +170,21 @@ void gd__outfile_abort(gd__outfile *f);
  * passes 0, so that every injected write fault still fails its operation.
  */
 gd_status gd__fsync_dir(const char *dir, bool fault);
+
+/*
+ * Temporary files of a process that was killed (SIGKILL, a crash) before it could remove them.
+ * gd__sweep_stale(path) removes "<path>.tmp.<pid>" beside path whose process pid is gone
+ * (kill(pid, 0) == ESRCH), and "<path>.old.<pid>" (a dataset renamed away while being
+ * replaced), which goes back to path if path is missing; each with a warning in the log.
+ * gd__sweep_stale_beside(path, ext) does the same for every "<name><ext>.tmp.<pid>" in the
+ * directory that holds path (a checkpoint directory, when one checkpoint in it is read).
+ * Both use no gd_malloc and never fail: a name that cannot be removed is only logged. A pid
+ * of another host or PID namespace (a shared file system) cannot be told from a dead one.
+ */
+void gd__sweep_stale(const char *path);
+void gd__sweep_stale_beside(const char *path, const char *ext);
+/* Remove a file or a directory tree (no gd_malloc: it works under allocation faults). */
+void gd__remove_tree(const char *path);
 
 /* ---- path names (path.c); each returns a gd_malloc'd string, or NULL when out of memory */
 /* dir and name joined by one slash. */

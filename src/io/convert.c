@@ -9,6 +9,7 @@
 #include "io/ingest.h"
 #include "io/npy.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -340,8 +341,9 @@ gd_status gd_convert(const char *input, const gd_convert_options *options, gd_da
                gd_dtype_name(opt.feature_dtype));
 
     struct stat sb;
-    GD_REQUIRE(stat(input, &sb) == 0, GD_ERR_NOT_FOUND, "cannot convert '%s': it does not exist",
-               input);
+    GD_REQUIRE(stat(input, &sb) == 0, errno == ENOENT ? GD_ERR_NOT_FOUND : GD_ERR_IO,
+               "cannot convert '%s': %s", input,
+               errno == ENOENT ? "it does not exist" : strerror(errno));
     int is_directory = S_ISDIR(sb.st_mode);
     gd_input_format fmt = opt.format;
     if (fmt == GD_INPUT_AUTO) {

@@ -44,30 +44,6 @@ int64_t gd__array_bytes(const gd__array *a) {
 
 /* ------------------------------------------------------------ directory helpers */
 
-/* Remove a directory tree this module created (or a dataset being replaced). It uses no
- * gd_malloc, so it still works while fault injection makes allocations fail. */
-static void remove_tree(const char *path, int depth) {
-    struct stat sb;
-    if (lstat(path, &sb) != 0) return;
-    if (!S_ISDIR(sb.st_mode) || depth > 16) {
-        unlink(path);
-        return;
-    }
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        char child[4096];
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            if (snprintf(child, sizeof child, "%s/%s", path, e->d_name) >= (int)sizeof child)
-                continue;
-            remove_tree(child, depth + 1);
-        }
-        closedir(d);
-    }
-    if (rmdir(path) != 0) GD_WARN("could not remove '%s': %s", path, strerror(errno));
-}
-
 /*
  * Whether target may be written: absent, or (with overwrite) an existing dataset directory or
  * an empty one. Anything else is refused so that a mistyped path cannot delete unrelated data.
@@ -127,10 +103,14 @@ static gd_status make_temp_dir(const char *target, int overwrite, char **tmp) {
     gd_status st = GD_OK;
     char *t = NULL;
     GD_CHECK(check_parent(target));
+    /* What a run killed before it could clean up left here goes first: it may hold gigabytes,
+     * or be the dataset a killed replacement had renamed away, which goes back before the
+     * target is judged. */
+    gd__sweep_stale(target);
     GD_CHECK(check_target(target, overwrite));
     t = gd__path_sibling(target, "tmp");
     GD_REQUIRE(t, GD_ERR_NO_MEMORY, "out of memory naming a directory beside '%s'", target);
-    remove_tree(t, 0);
+    gd__remove_tree(t);
     GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO,
                "cannot create directory '%s': injected fault", t);
     GD_REQUIRE(mkdir(t, 0755) == 0, GD_ERR_IO, "cannot create directory '%s': %s", t,
@@ -158,7 +138,7 @@ static gd_status publish_dir(const char *tmp, const char *target, int overwrite)
     if (lstat(target, &sb) == 0) {
         old = gd__path_sibling(target, "old");
         GD_REQUIRE(old, GD_ERR_NO_MEMORY, "out of memory naming a directory beside '%s'", target);
-        remove_tree(old, 0);
+        gd__remove_tree(old);
         GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO,
                    "cannot rename '%s' to '%s': injected fault", target, old);
         GD_REQUIRE(rename(target, old) == 0, GD_ERR_IO, "cannot rename '%s' to '%s': %s", target,
@@ -173,7 +153,7 @@ static gd_status publish_dir(const char *tmp, const char *target, int overwrite)
     /* From here on the new dataset is in place; later trouble is reported but is not a failure
      * of the save, since nothing can be undone without losing the finished data. */
     if (gd__fsync_dir(parent, false) != GD_OK) GD_WARN("%s", gd_last_error());
-    if (old) remove_tree(old, 0);
+    if (old) gd__remove_tree(old);
     gd_free(old);
     gd_free(parent);
     return GD_OK;
@@ -190,7 +170,7 @@ fail:
 void gd_dataset_close(gd_dataset_t *ds) {
     if (!ds) return;
     for (int i = 0; i < GD_ARRAY_COUNT; i++) gd__array_release(&ds->arrays[i]);
-    if (ds->build_dir && !ds->finished) remove_tree(ds->build_dir, 0);
+    if (ds->build_dir && !ds->finished) gd__remove_tree(ds->build_dir);
     for (int i = 0; i < ds->num_info; i++) {
         gd_free(ds->info_key[i]);
         gd_free(ds->info_value[i]);
@@ -225,6 +205,8 @@ gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *option
                "gd_dataset_open: mode is %d; expected GD_OPEN_MMAP or GD_OPEN_LOAD",
                (int)opts.mode);
 
+    /* A writer of this dataset that was killed left its temporary copy beside it. */
+    gd__sweep_stale(dir);
     path = gd__path_join(dir, "meta.json");
     GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming '%s/meta.json'", dir);
     GD_CHECK(gd__meta_read(path, &m));
@@ -318,11 +300,23 @@ gd_status gd_dataset_save(const gd_dataset_t *ds, const char *dir, int overwrite
     GD_CHECK(publish_dir(tmp, target, overwrite));
     made_tmp = false;
 fail:
-    if (made_tmp) remove_tree(tmp, 0);
+    if (made_tmp) gd__remove_tree(tmp);
     gd_free(path);
     gd_free(tmp);
     gd_free(target);
     return st;
+}
+
+gd_status gd__dataset_check_unchanged(const gd_dataset_t *ds) {
+    if (!ds) return GD_OK;
+    for (int i = 0; i < GD_ARRAY_COUNT; i++) {
+        const gd__array *a = &ds->arrays[i];
+        if (a->store != GD__STORE_MAP_RO || !a->path) continue;
+        gd_status st = gd__file_check_unchanged(a->path, &a->file);
+        if (st != GD_OK)
+            return gd__error_context(st, "dataset '%s'", ds->dir ? ds->dir : ds->name);
+    }
+    return GD_OK;
 }
 
 /* ------------------------------------------------------------------ getters */
@@ -441,11 +435,7 @@ static gd_status alloc_file(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, in
                    put < 0 ? strerror(errno) : "short write");
         done += put;
     }
-    GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO, "cannot size '%s': injected fault",
-               path);
-    GD_REQUIRE(ftruncate(fd, (off_t)(hsize + bytes)) == 0, GD_ERR_IO,
-               "cannot size '%s' to %lld bytes: %s (is the disk full?)", path,
-               (long long)(hsize + bytes), strerror(errno));
+    GD_CHECK(gd__file_reserve(fd, path, hsize + bytes));
     GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO, "cannot map '%s': injected fault",
                path);
     size_t len = (size_t)(hsize + bytes);

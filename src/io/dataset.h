@@ -33,6 +33,9 @@ typedef struct {
     gd__store store;
     void *map_base; /* for mappings */
     size_t map_len;
+    /* A read-only mapping's file and what it was when opened (gd__dataset_check_unchanged). */
+    char *path;
+    gd__file_id file;
 } gd__array;
 
 #define GD__DATASET_MAX_INFO 16
@@ -96,6 +99,14 @@ gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph);
  */
 gd_status gd__dataset_memory_check(int64_t nodes, int64_t edges, int64_t dim, int64_t dtype_bytes,
                                    int64_t scratch, const char *what);
+
+/*
+ * Whether the files the dataset maps are as they were when it was opened: GD_ERR_IO naming the
+ * first one truncated or written in place since (training reads it through the mapping, so it
+ * would fault or read garbage). Arrays read into memory are not checked. Called by the trainer
+ * at every epoch boundary.
+ */
+gd_status gd__dataset_check_unchanged(const gd_dataset_t *ds);
 
 /* Bytes of one array (elements x dtype size). */
 int64_t gd__array_bytes(const gd__array *a);

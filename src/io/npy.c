@@ -499,17 +499,23 @@ gd_status gd__npy_map(const char *path, gd__array *out) {
     int fd = -1;
     gd_npy_info info;
     void *base = NULL, *data = NULL;
+    char *name = NULL;
     size_t len = 0;
     GD_CHECK(npy_open(path, &fd, &info));
     GD_CHECK(to_array(path, &info, out));
+    GD_CHECK(gd__file_identity(fd, path, &out->file));
+    name = gd__strdup(path);
+    GD_REQUIRE(name, GD_ERR_NO_MEMORY, "out of memory naming '%s'", path);
     GD_CHECK(gd__file_map(fd, path, info.data_offset, info.data_bytes, &base, &data, &len));
     close(fd);
+    out->path = name;
     out->data = data;
     out->store = GD__STORE_MAP_RO;
     out->map_base = base;
     out->map_len = len;
     return GD_OK;
 fail:
+    gd_free(name);
     if (fd >= 0) close(fd);
     return st;
 }
@@ -527,5 +533,6 @@ void gd__array_release(gd__array *a) {
     case GD__STORE_NONE:
         break;
     }
+    gd_free(a->path);
     memset(a, 0, sizeof *a);
 }

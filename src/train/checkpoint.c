@@ -525,6 +525,8 @@ static gd_status open_checked(const char *path, ckpt_file *cf) {
     GD_REQUIRE(path && *path, GD_ERR_INVALID_ARG, "checkpoint: NULL or empty path");
     GD_REQUIRE(host_little_endian(), GD_ERR_UNSUPPORTED,
                "checkpoint '%s': checkpoints are little-endian and this host is not", path);
+    /* Saves into this directory that were killed mid-write left "<name>.gdc.tmp.<pid>". */
+    gd__sweep_stale_beside(path, ".gdc");
     CK_IO(gd__file_open_read(path, &cf->fd, &cf->size), "reading checkpoint '%s'", path);
 
     /* A file too short for the prefix: truncated if what is there starts like a checkpoint. */

@@ -16,6 +16,7 @@
  * its creation: it calls forward_progress, which hands the report to the callback of the fit in
  * progress, with the epoch.
  */
+#include "io/dataset.h"
 #include "train/infer.h"
 #include "train/internal.h"
 #include "train/plan.h"
@@ -482,7 +483,11 @@ static gd_status fit_epoch(gd_trainer_t *t, const gd_fit_options *o, int64_t e, 
     int improved = 0;
     t->epoch = e;
     params_changed(t);
+    /* The dataset is mapped: a file changed in place under it is caught here, with its name,
+     * before the epoch reads it and before a model trained on it is counted or saved. */
+    GD_CHECK(gd__dataset_check_unchanged(t->ds));
     GD_CHECK(gd__trainer_epoch(t->t, e, &es));
+    GD_CHECK(gd__dataset_check_unchanged(t->ds));
     t->epochs_done = e + 1;
     if (o->validate) {
         GD_CHECK(gd__trainer_evaluate(t->t, GD_ARRAY_VALID_IDX, &valid, NULL));
