@@ -432,8 +432,18 @@ static void changing_a_mapped_dataset_in_place_crashes_training(void) {
     T_FAILS(gd_trainer_fit(t, &f, &r), GD_ERR_IO, "features.npy' was changed in place");
     T_EQ_INT(r.epochs_done, 1);
     gd_trainer_destroy(t);
+    /* So does a loader, at the start of an epoch. */
+    gd_loader_options lo = GD_LOADER_OPTIONS_INIT;
+    lo.mode = "cpu";
+    lo.threads = 2;
+    lo.batch_size = 256;
+    gd_loader_t *l = NULL;
+    T_OK(gd_loader_create(ds, &lo, &l));
+    T_FAILS(gd_loader_start_epoch(l, 0), GD_ERR_IO, "features.npy' was changed in place");
+    gd_loader_destroy(l);
     gd_dataset_close(ds);
-    fprintf(stderr, "changed in place: caught at open-time identity and at the epoch boundary\n");
+    fprintf(stderr, "changed in place: caught at open-time identity and at the epoch boundaries "
+                    "of a trainer and a loader\n");
 }
 
 int main(int argc, char **argv) {

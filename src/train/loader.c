@@ -17,6 +17,8 @@
  */
 #include "train/datapath.h"
 
+#include "io/dataset.h"
+
 #include "core/context.h"
 #include "core/cuda.h"
 
@@ -285,6 +287,8 @@ static gd_status start_epoch(gd_loader_t *l, int64_t epoch) {
                "gd_loader_start_epoch: epoch %lld is out of range; use 0 to %lld",
                (long long)epoch, (long long)GD__TRAIN_EVAL_EPOCH - 1);
     gd__datapath *d = l->d;
+    /* The dataset is mapped: a file changed in place under it is caught here, with its name. */
+    GD_CHECK(gd__dataset_check_unchanged(d->ds));
     pthread_mutex_lock(&l->mu);
     int busy = 0;
     for (int i = 0; i < d->depth; i++) busy += l->batch[i].held;
