@@ -4,7 +4,7 @@
  * without a GPU; all-gpu when everything fits; zero-copy when the features and lists may be
  * page-locked (a quarter of what the budget leaves to the neighbour lists, at most all of
  * them); cpu-centric otherwise; an asked all-gpu over budget refused with the sizes; a row per
- * structure and tier.
+ * structure and tier; exact inference's tables in GPU memory while they fit.
  */
 #include "test.h"
 #include "train/plan.h"
@@ -32,6 +32,62 @@ static const gd__plan_row *row(const gd__plan *p, const char *structure) {
     for (int i = 0; i < p->num_rows; i++)
         if (strcmp(p->rows[i].structure, structure) == 0) return &p->rows[i];
     return NULL;
+}
+
+/*
+ * Exact inference's placement (gd__plan_infer): the chunk buffers first, then the hidden
+ * tables, then the features, each in GPU memory while it fits; the chunk capacity grows into
+ * the rest, up to its cap; a budget below the chunk buffers is refused naming it. Random sizes.
+ */
+static void infer_plan(uint64_t *state) {
+    for (int round = 0; round < 200; round++) {
+        gd__infer_plan_input in;
+        memset(&in, 0, sizeof in);
+        in.num_nodes = 1 + (int64_t)(t_rand(state) % 5000000);
+        in.num_edges = (int64_t)(t_rand(state) % 50000000);
+        in.num_layers = 1 + (int)(t_rand(state) % 4);
+        for (int l = 0; l <= in.num_layers; l++) in.dims[l] = 1 + (int64_t)(t_rand(state) % 600);
+        for (int l = 2; l < in.num_layers; l++) in.dims[l] = in.dims[1]; /* hidden widths */
+        in.index_bytes = t_rand(state) % 2 ? 4 : 8;
+        in.max_chunk_rows = t_rand(state) % 4 ? 0 : 2 + (int64_t)(t_rand(state) % 100000);
+        in.budget = (int64_t)(t_rand(state) % (INT64_C(64) << 30));
+        gd__infer_plan ip;
+        int64_t in_max = 1, out_max = 1;
+        for (int l = 0; l < in.num_layers; l++) {
+            in_max = in.dims[l] > in_max ? in.dims[l] : in_max;
+            out_max = in.dims[l + 1] > out_max ? in.dims[l + 1] : out_max;
+        }
+        const int64_t unit = 8 + in.index_bytes + 4 * (2 * in_max + out_max);
+        int64_t reserve = in.num_nodes + in.num_edges;
+        if (in.max_chunk_rows > 0 && in.max_chunk_rows < reserve) reserve = in.max_chunk_rows;
+        if (in.max_chunk_rows == 0 && reserve > GD__PLAN_INFER_MIN_CHUNK_ROWS)
+            reserve = GD__PLAN_INFER_MIN_CHUNK_ROWS;
+        if (reserve < 2) reserve = 2;
+        if (reserve * unit > in.budget) {
+            T_FAILS(gd__plan_infer(&in, &ip), GD_ERR_NO_MEMORY, "raise the budget");
+            continue;
+        }
+        T_OK(gd__plan_infer(&in, &ip));
+        T_EQ_INT(ip.unit_bytes, unit);
+        T_EQ_INT(ip.hidden_tables, in.num_layers - 1 < 2 ? in.num_layers - 1 : 2);
+        T_EQ_INT(ip.feature_bytes, in.num_nodes * in.dims[0] * 4);
+        /* Greedy in order: a table is on the GPU exactly when it fit after those before it. */
+        int64_t used = reserve * unit;
+        for (int i = 0; i < ip.hidden_tables; i++) {
+            T_EQ_INT(ip.hidden_on_gpu[i], used + ip.hidden_bytes <= in.budget);
+            if (ip.hidden_on_gpu[i]) used += ip.hidden_bytes;
+        }
+        T_EQ_INT(ip.features_on_gpu, used + ip.feature_bytes <= in.budget);
+        if (ip.features_on_gpu) used += ip.feature_bytes;
+        if (in.max_chunk_rows > 0) {
+            T_EQ_INT(ip.chunk_rows, in.max_chunk_rows);
+        } else {
+            T_ASSERT(ip.chunk_rows >= reserve && ip.chunk_rows <= GD__PLAN_INFER_MAX_CHUNK_ROWS);
+            /* Everything planned fits in the budget. */
+            T_ASSERT(ip.gpu_bytes <= in.budget || ip.chunk_rows == reserve);
+        }
+        T_EQ_INT(ip.gpu_bytes, used - reserve * unit + ip.chunk_rows * unit);
+    }
 }
 
 int main(void) {
@@ -141,6 +197,7 @@ int main(void) {
     /* An unknown budget (<= 0) checks nothing. */
     in.host_budget = 0;
     T_OK(gd__plan_make(&in, &p));
+    infer_plan(&state);
     t_check_no_leaks();
     return 0;
 }

@@ -122,6 +122,7 @@ static gd_status plan_input(gd__datapath *d, int have_gpu, gd__plan_input *in) {
     in->cuda_built = 1;
 #endif
     in->budget = d->budget;
+    in->gpu_free = d->free0;
     in->memlock = gd__plan_memlock_limit();
     GD_CHECK(gd__host_mem_budget(d->cfg.host_mem_budget, &in->host_budget, &in->host_source));
     gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;

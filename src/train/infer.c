@@ -23,6 +23,8 @@
  */
 #include "train/infer.h"
 
+#include "train/plan.h"
+
 #include "core/context.h"
 #include "feature/internal.h"
 #ifdef GD_WITH_CUDA
@@ -32,11 +34,8 @@
 #include <math.h>
 #include <string.h>
 
-/* Chunk capacities: the CPU default, and the most a GPU takes from a large budget. */
+/* The CPU's chunk capacity (a GPU's is planned: plan.h, gd__plan_infer). */
 #define INFER_CPU_CHUNK_ROWS (INT64_C(1) << 20)
-#define INFER_GPU_MAX_CHUNK_ROWS (INT64_C(1) << 24)
-/* A GPU keeps at least this many rows of chunk buffers before it places any table. */
-#define INFER_GPU_MIN_CHUNK_ROWS (INT64_C(1) << 16)
 /* Copies larger than this are split over the CPU threads. */
 #define INFER_PAR_COPY_BYTES ((size_t)1 << 22)
 
@@ -338,39 +337,32 @@ fail:
 static gd_status setup_gpu(infer_state *s, const float *features, const gd__infer_options *o) {
     gd_status st = GD_OK;
     const int L = s->num_layers;
-    const int hidden_tables = (int)min64(L - 1, 2);
-    int64_t in_max, out_max, budget = o->memory_budget;
+    int64_t in_max, out_max;
     widths(s, &in_max, &out_max);
-    if (budget <= 0) {
+    gd__infer_plan_input pi;
+    gd__infer_plan ip;
+    memset(&pi, 0, sizeof pi);
+    pi.num_nodes = s->n;
+    pi.num_edges = s->num_edges;
+    pi.num_layers = s->num_layers;
+    for (int l = 0; l <= s->num_layers; l++) pi.dims[l] = s->dims[l];
+    pi.index_bytes = (int64_t)s->index_size;
+    pi.max_chunk_rows = o->max_chunk_rows;
+    pi.budget = o->memory_budget;
+    if (pi.budget <= 0) {
         gd_device_info info;
         GD_CHECK(gd_device_info_get(s->ctx->device, &info));
-        budget = info.free_memory / 2;
+        pi.budget = info.free_memory / 2;
     }
-    const int64_t unit = (int64_t)(sizeof(int64_t) + s->index_size) +
-                         (int64_t)sizeof(float) * (2 * in_max + out_max);
-    const int64_t total_rows = max64(s->n + s->num_edges, 2);
-    const int64_t reserve_rows =
-        max64(2, o->max_chunk_rows > 0 ? min64(o->max_chunk_rows, total_rows)
-                                       : min64(total_rows, INFER_GPU_MIN_CHUNK_ROWS));
-    int64_t used = reserve_rows * unit; /* no overflow: rows <= 2^63 / 16 is not reachable */
-    GD_REQUIRE(used <= budget, GD_ERR_NO_MEMORY,
-               "inference: a memory budget of %lld bytes cannot hold chunks of %lld rows (%lld "
-               "bytes); raise the budget%s",
-               (long long)budget, (long long)reserve_rows, (long long)used,
-               o->max_chunk_rows > 0 ? " or lower max_chunk_rows" : "");
-    const int64_t hidden_bytes = s->n * s->hidden * (int64_t)sizeof(float);
-    const int64_t feature_bytes = s->n * s->dims[0] * (int64_t)sizeof(float);
-    for (int i = 1; i <= hidden_tables; i++) {
-        if (used + hidden_bytes <= budget) {
+    GD_CHECK(gd__plan_infer(&pi, &ip));
+    for (int i = 1; i <= ip.hidden_tables; i++) {
+        if (ip.hidden_on_gpu[i - 1])
             GD_CHECK(table_on_device(s, &s->tab[i], s->hidden, NULL));
-            used += hidden_bytes;
-        } else {
+        else
             GD_CHECK(table_on_host(s, &s->tab[i], s->hidden, NULL, NULL));
-        }
     }
-    if (used + feature_bytes <= budget) {
+    if (ip.features_on_gpu) {
         GD_CHECK(table_on_device(s, &s->tab[0], s->dims[0], features));
-        used += feature_bytes;
     } else {
         gd_host_tensor_t *given = o->features;
         if (given) {
@@ -385,10 +377,7 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
         }
         GD_CHECK(table_on_host(s, &s->tab[0], s->dims[0], features, given));
     }
-    s->cap = o->max_chunk_rows > 0
-                 ? o->max_chunk_rows
-                 : min64(INFER_GPU_MAX_CHUNK_ROWS,
-                         max64(reserve_rows, reserve_rows + (budget - used) / unit));
+    s->cap = ip.chunk_rows;
     plan(s);
 
     /* The chunk buffers, each as wide as the widest layer that needs it. */

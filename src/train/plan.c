@@ -152,9 +152,82 @@ gd_status gd__plan_make(const gd__plan_input *in, gd__plan *p) {
         break;
     }
     if (p->mode != GD__TRAIN_CPU) row(p, "minibatch buffers and model", "gpu", in->fixed_bytes);
+    p->budget = in->have_gpu ? in->budget : 0;
+    p->gpu_free = in->have_gpu ? in->gpu_free : 0;
+    for (int i = 0; i < p->num_rows; i++)
+        if (strncmp(p->rows[i].where, "gpu", 3) == 0 && p->rows[i].bytes > 0)
+            p->gpu_bytes += p->rows[i].bytes;
     GD_CHECK(plan_host(in, p));
 fail:
     return st;
+}
+
+static int64_t max64(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
+static int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+
+gd_status gd__plan_infer(const gd__infer_plan_input *in, gd__infer_plan *out) {
+    gd_status st = GD_OK;
+    const int L = in->num_layers;
+    int64_t in_max = 1, out_max = 1;
+    memset(out, 0, sizeof *out);
+    for (int l = 0; l < L; l++) {
+        in_max = max64(in_max, in->dims[l]);
+        out_max = max64(out_max, in->dims[l + 1]);
+    }
+    /* A row of chunk capacity: a staged indptr entry and index, an aggregate and a self row of
+     * the widest input, an output row of the widest output. */
+    out->unit_bytes = (int64_t)sizeof(int64_t) + in->index_bytes +
+                      (int64_t)sizeof(float) * (2 * in_max + out_max);
+    const int64_t total_rows = max64(in->num_nodes + in->num_edges, 2);
+    const int64_t reserve =
+        max64(2, in->max_chunk_rows > 0 ? min64(in->max_chunk_rows, total_rows)
+                                        : min64(total_rows, GD__PLAN_INFER_MIN_CHUNK_ROWS));
+    int64_t used = reserve * out->unit_bytes; /* rows <= 2^63 / 16 is not reachable */
+    GD_REQUIRE(used <= in->budget, GD_ERR_NO_MEMORY,
+               "inference: a memory budget of %lld bytes cannot hold chunks of %lld rows (%lld "
+               "bytes); raise the budget%s",
+               (long long)in->budget, (long long)reserve, (long long)used,
+               in->max_chunk_rows > 0 ? " or lower max_chunk_rows" : "");
+    out->hidden_tables = L - 1 < 2 ? L - 1 : 2;
+    out->hidden_bytes = L > 1 ? in->num_nodes * in->dims[1] * (int64_t)sizeof(float) : 0;
+    out->feature_bytes = in->num_nodes * in->dims[0] * (int64_t)sizeof(float);
+    for (int i = 0; i < out->hidden_tables; i++) {
+        out->hidden_on_gpu[i] = used + out->hidden_bytes <= in->budget;
+        if (out->hidden_on_gpu[i]) used += out->hidden_bytes;
+    }
+    out->features_on_gpu = used + out->feature_bytes <= in->budget;
+    if (out->features_on_gpu) used += out->feature_bytes;
+    out->chunk_rows =
+        in->max_chunk_rows > 0
+            ? in->max_chunk_rows
+            : min64(GD__PLAN_INFER_MAX_CHUNK_ROWS,
+                    max64(reserve, reserve + (in->budget - used) / out->unit_bytes));
+    out->gpu_bytes = used + (out->chunk_rows - reserve) * out->unit_bytes;
+fail:
+    return st;
+}
+
+void gd__plan_add_infer(gd__plan *p, const gd__infer_plan *ip) {
+    for (int i = 0; i < ip->hidden_tables; i++)
+        row(p, i ? "exact inference: hidden 2" : "exact inference: hidden 1",
+            ip->hidden_on_gpu[i] ? "gpu" : "pinned host", ip->hidden_bytes);
+    row(p, "exact inference: features", ip->features_on_gpu ? "gpu (a copy)" : "pinned host",
+        ip->feature_bytes);
+    row(p, "exact inference: chunks", "gpu", ip->chunk_rows * ip->unit_bytes);
+}
+
+void gd__plan_add_infer_cpu(gd__plan *p, int hidden_tables, int64_t hidden_bytes) {
+    for (int i = 0; i < hidden_tables; i++)
+        row(p, i ? "exact inference: hidden 2" : "exact inference: hidden 1", "host",
+            hidden_bytes);
+}
+
+void gd__plan_add_infer_none(gd__plan *p, int64_t needed) {
+    row(p, "exact inference: chunks", "no room: raise the GPU memory budget", needed);
 }
 
 /* bytes in the largest unit that keeps the number >= 1 (B, KiB, MiB, GiB, TiB). */

@@ -17,7 +17,7 @@ extern "C" {
 
 /* GPU memory kept free beyond the estimate (cuBLAS workspaces, kernels' own buffers). */
 #define GD__PLAN_GPU_RESERVE (INT64_C(768) << 20)
-#define GD__PLAN_MAX_ROWS 8
+#define GD__PLAN_MAX_ROWS 12
 
 typedef struct {
     /* The dataset. */
@@ -36,6 +36,7 @@ typedef struct {
     int have_gpu;    /* a GPU is visible (and CUDA built) */
     int cuda_built;
     int64_t budget;  /* GPU memory the data path may use: min(asked, free) */
+    int64_t gpu_free; /* GPU memory free before the data path (0 without a GPU) */
     int64_t memlock; /* host memory that may be page-locked (INT64_MAX: unlimited) */
     /*
      * Host memory: what the run allocates there beyond the dataset (which is already open),
@@ -60,6 +61,9 @@ typedef struct {
     int64_t graph_cache_bytes;    /* zero-copy: the neighbour-list cache */
     int64_t feature_cache_bytes;  /* zero-copy: the feature cache (-1: what is left) */
     int64_t host_bytes;           /* host memory the run allocates (the dataset excluded) */
+    int64_t budget, gpu_free;     /* the input's: the GPU memory budget, what was free */
+    int64_t gpu_bytes;            /* GPU memory of the rows known at planning (caches "what is
+                                     left" excluded) */
     int num_rows;
     gd__plan_row rows[GD__PLAN_MAX_ROWS];
 } gd__plan;
@@ -70,6 +74,42 @@ typedef struct {
  * memory exceeds the host budget, naming both and the fixes.
  */
 gd_status gd__plan_make(const gd__plan_input *in, gd__plan *out);
+/*
+ * Exact (layer-wise) inference on a GPU (infer.c), planned like the data path: the chunk
+ * buffers first (at least reserve_rows rows of capacity), then the hidden tables, then the
+ * features, each in GPU memory while it fits in the budget and in pinned host memory (read
+ * zero-copy) otherwise; the chunk capacity then grows into what the budget leaves.
+ */
+#define GD__PLAN_INFER_MIN_CHUNK_ROWS (INT64_C(1) << 16)
+#define GD__PLAN_INFER_MAX_CHUNK_ROWS (INT64_C(1) << 24)
+typedef struct {
+    int64_t num_nodes, num_edges;
+    int num_layers;
+    int64_t dims[GD__MODEL_MAX_LAYERS + 1]; /* layer widths: the features' ... the logits' */
+    int64_t index_bytes;                    /* an entry of the dataset's indices */
+    int64_t budget;                         /* GPU memory inference may use */
+    int64_t max_chunk_rows;                 /* asked (0: sized from the budget) */
+} gd__infer_plan_input;
+
+typedef struct {
+    int hidden_tables;      /* 0..2 activation tables of hidden_bytes each */
+    int hidden_on_gpu[2];   /* table i + 1 in GPU memory (else pinned host) */
+    int features_on_gpu;    /* the features copied into GPU memory (else read where they are) */
+    int64_t hidden_bytes, feature_bytes;
+    int64_t unit_bytes;     /* chunk buffers per row of chunk capacity */
+    int64_t chunk_rows;     /* the chunk capacity */
+    int64_t gpu_bytes;      /* tables and chunk buffers in GPU memory */
+} gd__infer_plan;
+
+/* The inference plan for in; GD_ERR_NO_MEMORY when the budget cannot hold the chunk buffers. */
+gd_status gd__plan_infer(const gd__infer_plan_input *in, gd__infer_plan *out);
+/* Its rows ("exact inference: ...") added to a plan, with gpu or pinned host as planned. */
+void gd__plan_add_infer(gd__plan *p, const gd__infer_plan *ip);
+/* The rows of an inference on the CPU (its hidden tables in host memory). */
+void gd__plan_add_infer_cpu(gd__plan *p, int hidden_tables, int64_t hidden_bytes);
+/* The row of a GPU inference whose chunk buffers (needed bytes) exceed its budget. */
+void gd__plan_add_infer_none(gd__plan *p, int64_t needed);
+
 /* The plan as a table, one row a line ("structure  where  bytes"), then the reason. */
 void gd__plan_table(const gd__plan *p, char *buf, size_t n);
 /*

@@ -67,6 +67,10 @@ static int64_t min64(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
 
+static int64_t max64(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
+
 static double cpu_seconds(void) {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
@@ -243,6 +247,48 @@ static void shape_from(gd__trainer *t, const gd_dataset_t *ds, const gd__train_c
     t->batch = min64(cfg->batch_size, t->num_nodes);
 }
 
+/*
+ * The exact inference of a fit (infer.c) in the plan: on a GPU it gets half of the memory the
+ * trainer leaves free (a zero-copy feature cache sized "what is left" takes the budget but the
+ * reserve), and places its tables by gd__plan_infer; on the CPU its hidden tables are host
+ * memory. Models without a layer-wise form (and the MLP, whose sampled inference is exact) add
+ * nothing.
+ */
+static gd_status plan_inference(const gd__trainer *t, gd__plan *p) {
+    gd_status st = GD_OK;
+    const gd__model_i *iface = gd__model_kind_iface(t->cfg.model);
+    if (t->cfg.mlp || !iface || !iface->layer_combine) return GD_OK;
+    gd__infer_plan_input in;
+    memset(&in, 0, sizeof in);
+    gd_array_view ix;
+    GD_CHECK(gd_dataset_array(t->ds, GD_ARRAY_INDICES, &ix));
+    in.num_nodes = t->num_nodes;
+    in.num_edges = ix.shape[0];
+    in.num_layers = t->cfg.num_layers;
+    in.index_bytes = (int64_t)gd_dtype_size(ix.dtype);
+    in.dims[0] = t->in_dim;
+    for (int l = 1; l < in.num_layers; l++) in.dims[l] = t->cfg.hidden_dim;
+    in.dims[in.num_layers] = t->num_classes;
+    const int hidden_tables = in.num_layers - 1 < 2 ? in.num_layers - 1 : 2;
+    if (p->mode == GD__TRAIN_CPU) {
+        gd__plan_add_infer_cpu(p, hidden_tables, in.num_nodes * t->cfg.hidden_dim * 4);
+        return GD_OK;
+    }
+    int64_t taken = p->gpu_bytes;
+    if (p->feature_cache_bytes < 0)
+        taken += max64(0, p->budget - p->gpu_bytes - GD__PLAN_GPU_RESERVE);
+    in.budget = max64(0, p->gpu_free - taken) / 2;
+    gd__infer_plan ip;
+    if (gd__plan_infer(&in, &ip) == GD_OK) {
+        gd__plan_add_infer(p, &ip);
+    } else {
+        gd_clear_error();
+        gd__plan_add_infer_none(p, ip.unit_bytes * GD__PLAN_INFER_MIN_CHUNK_ROWS);
+    }
+fail:
+    return st;
+}
+
 gd_status gd__trainer_plan(const gd_dataset_t *ds, const gd__train_config *cfg, gd__plan *out) {
     gd_status st = GD_OK;
     gd__trainer t;
@@ -253,6 +299,7 @@ gd_status gd__trainer_plan(const gd_dataset_t *ds, const gd__train_config *cfg, 
     data_config(&t, &dc);
     GD_CHECK(gd__datapath_plan(ds, &dc, cfg->context ? gd_context_device(cfg->context) : cfg->device,
                                out));
+    GD_CHECK(plan_inference(&t, out));
 fail:
     return st;
 }
