@@ -457,6 +457,13 @@ int main(void) {
         for (int m = 0; m < 2; m++) {
             seen v;
             gd_fit_result r;
+            /* The plan shows exact inference's placement on the GPU. */
+            char text[2048];
+            gd_train_options po = options(modes[m], seed);
+            T_OK(gd_trainer_plan(ds, &po, text, sizeof text));
+            T_ASSERT(strstr(text, "exact inference: hidden 1") &&
+                     strstr(text, "exact inference: features") &&
+                     strstr(text, "exact inference: chunks"));
             cycle(ds, modes[m], seed, tmp, &v, &r);
             for (int e = 0; e < EPOCHS; e++) {
                 T_NEAR(v.loss[e], ref.loss[e], 2e-3 * ref.loss[e] + 1e-5);
