@@ -89,6 +89,12 @@ timeout 60 "$cli" convert "$tmp/edges.txt" --out "$tmp/conv" >/dev/null 2>"$tmp/
 [ $? -eq 1 ] && grep -q "FIFO" "$tmp/err" || { cat "$tmp/err"; fail "convert of a FIFO"; }
 timeout 60 "$cli" eval --model "$tmp/model.gdc" "$tmp/ds" >/dev/null 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q "FIFO" "$tmp/err" || { cat "$tmp/err"; fail "eval --model FIFO"; }
+# --metrics may be a FIFO that a process reads (a live consumer); one without a reader is
+# refused at once instead of blocking the run forever.
+mkfifo "$tmp/metrics.fifo"
+timeout 60 "$cli" train "$tmp/ds" --mode cpu --epochs 1 --metrics "$tmp/metrics.fifo" \
+    >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "FIFO that no process reads" "$tmp/err" || { cat "$tmp/err"; fail "--metrics FIFO"; }
 
 # Regression, "changing dataset files in place while train runs gives SIGBUS / SIGSEGV"
 # (item 13): the change is caught at the next epoch boundary, naming the file; SIGBUS (what

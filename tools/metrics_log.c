@@ -61,7 +61,27 @@ int cli_metrics_open(const char *path, int append, cli_metrics **out) {
         goto fail;
     }
     /* A resumed run adds its records to the earlier ones; a new run starts the file anew. */
-    fd = open(path, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC) | O_CLOEXEC, 0644);
+    /*
+     * O_NONBLOCK: a FIFO without a reader fails at once (ENXIO) instead of blocking the run
+     * forever; with a reader it opens, and writes then block as usual.
+     */
+    fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | (append ? O_APPEND : O_TRUNC) | O_CLOEXEC,
+              0644);
+    if (fd < 0 && errno == ENXIO) {
+        fprintf(stderr,
+                "graphdirect: the metrics file %s is a FIFO that no process reads; start its "
+                "reader first, or choose a regular file\n",
+                path);
+        goto fail;
+    }
+    if (fd >= 0) {
+        const int flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+            fprintf(stderr, "graphdirect: cannot set up the metrics file %s: %s\n", path,
+                    strerror(errno));
+            goto fail;
+        }
+    }
     if (fd < 0) {
         fprintf(stderr,
                 "graphdirect: cannot create the metrics file %s: %s (is the directory there "
