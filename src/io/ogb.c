@@ -77,6 +77,19 @@ static int parse_float(const char *p, size_t n, float *out) {
     return 0;
 }
 
+/*
+ * The error about field [f, fe) of the current line: its file, line and character, the field
+ * quoted, its column (col >= 0; -1 leaves it out) and then what is wrong with it (tail).
+ */
+static gd_status field_error(const gd__csv *c, gd_status code, const char *line, const char *f,
+                             const char *fe, int64_t col, const char *tail) {
+    char q[64], where[40] = "";
+    if (col >= 0) snprintf(where, sizeof where, " in column %lld", (long long)col + 1);
+    return gd__error(code, "%s:%lld:%lld: '%s'%s%s", c->what, (long long)c->line,
+                     (long long)(f - line + 1), gd__quote(f, (size_t)(fe - f), q, sizeof q), where,
+                     tail);
+}
+
 static gd_status csv_value(gd__csv *c, const char *line, const char *f, const char *fe,
                            int64_t col) {
     char q[64];
@@ -87,20 +100,14 @@ static gd_status csv_value(gd__csv *c, const char *line, const char *f, const ch
         float x = 0.0f;
         int r = parse_float(f, (size_t)(fe - f), &x);
         if (r == 2)
-            return gd__error(GD_ERR_FORMAT,
-                             "%s:%lld:%lld: '%s' in column %lld: NaN and infinity are not "
-                             "allowed in features; replace them (e.g. with 0) before converting",
-                             c->what, ln, cn, gd__quote(f, (size_t)(fe - f), q, sizeof q),
-                             (long long)col + 1);
+            return field_error(c, GD_ERR_FORMAT, line, f, fe, col,
+                               ": NaN and infinity are not allowed in features; replace them "
+                               "(e.g. with 0) before converting");
         if (r == 3)
-            return gd__error(GD_ERR_RANGE, "%s:%lld:%lld: '%s' is outside the float32 range",
-                             c->what, ln, cn, gd__quote(f, (size_t)(fe - f), q, sizeof q));
+            return field_error(c, GD_ERR_RANGE, line, f, fe, -1, " is outside the float32 range");
         if (r != 0)
-            return gd__error(GD_ERR_FORMAT,
-                             "%s:%lld:%lld: '%s' in column %lld is not a number (expected "
-                             "comma-separated decimal numbers)",
-                             c->what, ln, cn, gd__quote(f, (size_t)(fe - f), q, sizeof q),
-                             (long long)col + 1);
+            return field_error(c, GD_ERR_FORMAT, line, f, fe, col,
+                               " is not a number (expected comma-separated decimal numbers)");
         c->floats.data[c->floats.len++] = x;
         return GD_OK;
     }
@@ -129,14 +136,9 @@ static gd_status csv_value(gd__csv *c, const char *line, const char *f, const ch
     int r = gd__scan_i64(f, fe, &v, &stop);
     if (r == 0 && stop != fe) r = 1;
     if (r == 1)
-        return gd__error(GD_ERR_FORMAT,
-                         "%s:%lld:%lld: '%s' in column %lld is not an integer (expected "
-                         "comma-separated non-negative integers)",
-                         c->what, ln, cn, gd__quote(f, (size_t)(fe - f), q, sizeof q),
-                         (long long)col + 1);
-    if (r == 2)
-        return gd__error(GD_ERR_RANGE, "%s:%lld:%lld: '%s' does not fit in 64 bits", c->what,
-                         ln, cn, gd__quote(f, (size_t)(fe - f), q, sizeof q));
+        return field_error(c, GD_ERR_FORMAT, line, f, fe, col,
+                           " is not an integer (expected comma-separated non-negative integers)");
+    if (r == 2) return field_error(c, GD_ERR_RANGE, line, f, fe, -1, " does not fit in 64 bits");
     if (v < 0)
         return gd__error(GD_ERR_RANGE, "%s:%lld:%lld: %lld is negative: node ids and counts "
                          "must be >= 0", c->what, ln, cn, (long long)v);

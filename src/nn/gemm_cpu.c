@@ -31,10 +31,6 @@
 #define GEMM_BJ 256
 #define GEMM_BK 128
 
-#define NN_IMPL "nn/gemm_cpu_impl.h"
-#include "nn/each_dtype.h"
-#undef NN_IMPL
-
 int gd__nn_have_cblas(void) {
 #ifdef GD_HAVE_CBLAS
     return 1;
@@ -64,65 +60,8 @@ static int blas_parts(int64_t m, int64_t n, int64_t k, int threads) {
         return 1;
     return m / 16 < threads ? (int)(m / 16) : threads;
 }
-
-/*
- * C = alpha op(A) op(B) + beta C with C cut into `parts` row blocks, one CBLAS call each. Row
- * i of op(A) starts at a + i * lda untransposed and at a + i transposed (A is k x m then); op(B)
- * is the same for every block.
- */
-static void gemm_split_f32(int ta, int tb, int m, int n, int k, float alpha, const float *a,
-                           const float *b, float beta, float *c, int parts) {
-    const int lda = ta ? m : k, ldb = tb ? k : n;
-#pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
-    for (int p = 0; p < parts; p++) {
-        const int i0 = (int)((int64_t)m * p / parts), i1 = (int)((int64_t)m * (p + 1) / parts);
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    i1 - i0, n, k, alpha, ta ? a + i0 : a + (int64_t)i0 * lda, lda, b, ldb, beta,
-                    c + (int64_t)i0 * n, n);
-    }
-}
-
-static void gemm_split_f64(int ta, int tb, int m, int n, int k, double alpha, const double *a,
-                           const double *b, double beta, double *c, int parts) {
-    const int lda = ta ? m : k, ldb = tb ? k : n;
-#pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
-    for (int p = 0; p < parts; p++) {
-        const int i0 = (int)((int64_t)m * p / parts), i1 = (int)((int64_t)m * (p + 1) / parts);
-        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    i1 - i0, n, k, alpha, ta ? a + i0 : a + (int64_t)i0 * lda, lda, b, ldb, beta,
-                    c + (int64_t)i0 * n, n);
-    }
-}
 #endif
 
-void gd__nn_gemm_cpu_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
-                         const float *a, const float *b, float beta, float *c, int threads) {
-#ifdef GD_HAVE_CBLAS
-    if (m > 0 && n > 0 && m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX) {
-        if (k == 0) {
-            gd__nn_gemm_ref_f32(ta, tb, m, n, k, alpha, a, b, beta, c, threads);
-            return;
-        }
-        gemm_split_f32(ta, tb, (int)m, (int)n, (int)k, alpha, a, b, beta, c,
-                       blas_parts(m, n, k, threads));
-        return;
-    }
-#endif
-    gd__nn_gemm_ref_f32(ta, tb, m, n, k, alpha, a, b, beta, c, threads);
-}
-
-void gd__nn_gemm_cpu_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
-                         const double *a, const double *b, double beta, double *c, int threads) {
-#ifdef GD_HAVE_CBLAS
-    if (m > 0 && n > 0 && m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX) {
-        if (k == 0) {
-            gd__nn_gemm_ref_f64(ta, tb, m, n, k, alpha, a, b, beta, c, threads);
-            return;
-        }
-        gemm_split_f64(ta, tb, (int)m, (int)n, (int)k, alpha, a, b, beta, c,
-                       blas_parts(m, n, k, threads));
-        return;
-    }
-#endif
-    gd__nn_gemm_ref_f64(ta, tb, m, n, k, alpha, a, b, beta, c, threads);
-}
+#define NN_IMPL "nn/gemm_cpu_impl.h"
+#include "nn/each_dtype.h"
+#undef NN_IMPL

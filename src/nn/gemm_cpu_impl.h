@@ -1,5 +1,6 @@
 /*
- * The built-in GEMM over one element type, included twice by gemm_cpu.c (float, double).
+ * The GEMM of the CPU backend over one element type, included twice by gemm_cpu.c (float,
+ * double): the built-in loop, and the entry that hands a GEMM to CBLAS or to the loop.
  * C = alpha op(A) op(B) + beta C; beta = 0 overwrites C without reading it (as BLAS does, so
  * garbage or NaN in C does not leak through). Row blocks of C are shared among threads.
  */
@@ -56,4 +57,36 @@ void NN_S(gd__nn_gemm_ref)(int ta, int tb, int64_t m, int64_t n, int64_t k, NN_T
                 }
         }
     }
+}
+
+#ifdef GD_HAVE_CBLAS
+/*
+ * C = alpha op(A) op(B) + beta C with C cut into `parts` row blocks, one CBLAS call each. Row
+ * i of op(A) starts at a + i * lda untransposed and at a + i transposed (A is k x m then); op(B)
+ * is the same for every block.
+ */
+static void NN_S(gemm_split)(int ta, int tb, int m, int n, int k, NN_T alpha, const NN_T *a,
+                             const NN_T *b, NN_T beta, NN_T *c, int parts) {
+    const int lda = ta ? m : k, ldb = tb ? k : n;
+#pragma omp parallel for schedule(static, 1) num_threads(parts) if (parts > 1)
+    for (int p = 0; p < parts; p++) {
+        const int i0 = (int)((int64_t)m * p / parts), i1 = (int)((int64_t)m * (p + 1) / parts);
+        NN_CBLAS_GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                      i1 - i0, n, k, alpha, ta ? a + i0 : a + (int64_t)i0 * lda, lda, b, ldb, beta,
+                      c + (int64_t)i0 * n, n);
+    }
+}
+#endif
+
+/* CBLAS where the sizes fit its int arguments and there is work (k > 0), else the loop. */
+void NN_S(gd__nn_gemm_cpu)(int ta, int tb, int64_t m, int64_t n, int64_t k, NN_T alpha,
+                           const NN_T *a, const NN_T *b, NN_T beta, NN_T *c, int threads) {
+#ifdef GD_HAVE_CBLAS
+    if (m > 0 && n > 0 && k > 0 && m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX) {
+        NN_S(gemm_split)(ta, tb, (int)m, (int)n, (int)k, alpha, a, b, beta, c,
+                         blas_parts(m, n, k, threads));
+        return;
+    }
+#endif
+    NN_S(gd__nn_gemm_ref)(ta, tb, m, n, k, alpha, a, b, beta, c, threads);
 }

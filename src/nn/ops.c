@@ -42,6 +42,18 @@ fail:
     return st;
 }
 
+/* t as check_tensor asks, of any shape and of any dtype the backend supports. */
+static gd_status check_any(const gd__nn_ctx *ctx, const char *op, const char *name,
+                           const gd__nn_tensor *t) {
+    return check_tensor(ctx, op, name, t, t ? t->dtype : GD_DTYPE_INVALID, -1, -1);
+}
+
+/* t as check_tensor asks, of the dtype and shape of ref (a checked tensor). */
+static gd_status check_like(const gd__nn_ctx *ctx, const char *op, const char *name,
+                            const gd__nn_tensor *t, const gd__nn_tensor *ref) {
+    return check_tensor(ctx, op, name, t, ref->dtype, ref->rows, ref->cols);
+}
+
 static gd_status check_ctx(const gd__nn_ctx *ctx, const char *op) {
     if (!ctx || !ctx->be) return gd__error(GD_ERR_INVALID_ARG, "%s: no nn context", op);
     return GD_OK;
@@ -82,17 +94,26 @@ static size_t tensor_bytes(const gd__nn_tensor *t) {
 gd_status gd__nn_zero(const gd__nn_ctx *ctx, gd__nn_tensor *t) {
     gd_status st = GD_OK;
     GD_CHECK(check_ctx(ctx, "zero"));
-    GD_CHECK(check_tensor(ctx, "zero", "t", t, t ? t->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_CHECK(check_any(ctx, "zero", "t", t));
     GD_CHECK(ctx->be->zero(ctx, t->data, tensor_bytes(t)));
+fail:
+    return st;
+}
+
+/* A copy between t and host memory (either way): a context, t, and host unless t is empty. */
+static gd_status check_host_copy(const gd__nn_ctx *ctx, const char *op, const gd__nn_tensor *t,
+                                 const void *host) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_ctx(ctx, op));
+    GD_CHECK(check_any(ctx, op, "t", t));
+    GD_REQUIRE(host || tensor_bytes(t) == 0, GD_ERR_INVALID_ARG, "%s: host is NULL", op);
 fail:
     return st;
 }
 
 gd_status gd__nn_to_host(const gd__nn_ctx *ctx, const gd__nn_tensor *t, void *host) {
     gd_status st = GD_OK;
-    GD_CHECK(check_ctx(ctx, "to host"));
-    GD_CHECK(check_tensor(ctx, "to host", "t", t, t ? t->dtype : GD_DTYPE_INVALID, -1, -1));
-    GD_REQUIRE(host || tensor_bytes(t) == 0, GD_ERR_INVALID_ARG, "to host: host is NULL");
+    GD_CHECK(check_host_copy(ctx, "to host", t, host));
     GD_CHECK(ctx->be->to_host(ctx, host, t->data, tensor_bytes(t)));
 fail:
     return st;
@@ -100,9 +121,7 @@ fail:
 
 gd_status gd__nn_from_host(const gd__nn_ctx *ctx, gd__nn_tensor *t, const void *host) {
     gd_status st = GD_OK;
-    GD_CHECK(check_ctx(ctx, "from host"));
-    GD_CHECK(check_tensor(ctx, "from host", "t", t, t ? t->dtype : GD_DTYPE_INVALID, -1, -1));
-    GD_REQUIRE(host || tensor_bytes(t) == 0, GD_ERR_INVALID_ARG, "from host: host is NULL");
+    GD_CHECK(check_host_copy(ctx, "from host", t, host));
     GD_CHECK(ctx->be->from_host(ctx, t->data, host, tensor_bytes(t)));
 fail:
     return st;
@@ -121,7 +140,7 @@ gd_status gd__nn_gemm(const gd__nn_ctx *ctx, gd__nn_trans ta, gd__nn_trans tb, d
                       gd__nn_tensor *c) {
     gd_status st = GD_OK;
     GD_CHECK(check_ctx(ctx, "gemm"));
-    GD_CHECK(check_tensor(ctx, "gemm", "C", c, c ? c->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_CHECK(check_any(ctx, "gemm", "C", c));
     GD_CHECK(check_tensor(ctx, "gemm", "A", a, c->dtype, -1, -1));
     GD_CHECK(check_tensor(ctx, "gemm", "B", b, c->dtype, -1, -1));
     const int64_t m = ta ? a->cols : a->rows, k = ta ? a->rows : a->cols;
@@ -140,7 +159,7 @@ gd_status gd__nn_linear(const gd__nn_ctx *ctx, const gd__nn_tensor *x, const gd_
                         const gd__nn_tensor *b, gd__nn_tensor *y, int accumulate) {
     gd_status st = GD_OK;
     GD_CHECK(check_ctx(ctx, "linear"));
-    GD_CHECK(check_tensor(ctx, "linear", "x", x, x ? x->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_CHECK(check_any(ctx, "linear", "x", x));
     GD_CHECK(check_tensor(ctx, "linear", "W", w, x->dtype, x->cols, -1));
     GD_CHECK(check_tensor(ctx, "linear", "y", y, x->dtype, x->rows, w->cols));
     if (b) GD_CHECK(check_tensor(ctx, "linear", "b", b, x->dtype, 1, w->cols));
@@ -156,11 +175,11 @@ gd_status gd__nn_linear_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *x,
                                  int accumulate_dw) {
     gd_status st = GD_OK;
     GD_CHECK(check_ctx(ctx, "linear backward"));
-    GD_CHECK(check_tensor(ctx, "linear backward", "x", x, x ? x->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_CHECK(check_any(ctx, "linear backward", "x", x));
     GD_CHECK(check_tensor(ctx, "linear backward", "W", w, x->dtype, x->cols, -1));
     GD_CHECK(check_tensor(ctx, "linear backward", "dy", dy, x->dtype, x->rows, w->cols));
     GD_CHECK(check_tensor(ctx, "linear backward", "dW", dw, x->dtype, w->rows, w->cols));
-    if (dx) GD_CHECK(check_tensor(ctx, "linear backward", "dx", dx, x->dtype, x->rows, x->cols));
+    if (dx) GD_CHECK(check_like(ctx, "linear backward", "dx", dx, x));
     if (db) GD_CHECK(check_tensor(ctx, "linear backward", "db", db, x->dtype, 1, w->cols));
     if (dx)
         GD_CHECK(gd__nn_gemm(ctx, GD__NN_N, GD__NN_T, 1.0, dy, w, accumulate_dx ? 1.0 : 0.0, dx));
@@ -191,8 +210,7 @@ gd_status gd__nn_mean_agg(const gd__nn_ctx *ctx, const gd_block *blk, const gd__
     gd_status st = GD_OK;
     GD_CHECK(check_ctx(ctx, "mean aggregation"));
     GD_CHECK(check_block("mean aggregation", blk));
-    GD_CHECK(
-        check_tensor(ctx, "mean aggregation", "x", x, x ? x->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_CHECK(check_any(ctx, "mean aggregation", "x", x));
     GD_REQUIRE(x->rows >= blk->num_src, GD_ERR_INVALID_ARG,
                "mean aggregation: x has %lld rows but the block %lld source nodes",
                (long long)x->rows, (long long)blk->num_src);
@@ -223,8 +241,8 @@ fail:
 gd_status gd__nn_relu(const gd__nn_ctx *ctx, const gd__nn_tensor *x, gd__nn_tensor *y) {
     gd_status st = GD_OK;
     GD_CHECK(check_ctx(ctx, "relu"));
-    GD_CHECK(check_tensor(ctx, "relu", "x", x, x ? x->dtype : GD_DTYPE_INVALID, -1, -1));
-    GD_CHECK(check_tensor(ctx, "relu", "y", y, x->dtype, x->rows, x->cols));
+    GD_CHECK(check_any(ctx, "relu", "x", x));
+    GD_CHECK(check_like(ctx, "relu", "y", y, x));
     GD_CHECK(ctx->be->relu(ctx, x, y));
 fail:
     return st;
@@ -234,9 +252,9 @@ gd_status gd__nn_relu_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *y,
                                const gd__nn_tensor *dy, gd__nn_tensor *dx) {
     gd_status st = GD_OK;
     GD_CHECK(check_ctx(ctx, "relu backward"));
-    GD_CHECK(check_tensor(ctx, "relu backward", "y", y, y ? y->dtype : GD_DTYPE_INVALID, -1, -1));
-    GD_CHECK(check_tensor(ctx, "relu backward", "dy", dy, y->dtype, y->rows, y->cols));
-    GD_CHECK(check_tensor(ctx, "relu backward", "dx", dx, y->dtype, y->rows, y->cols));
+    GD_CHECK(check_any(ctx, "relu backward", "y", y));
+    GD_CHECK(check_like(ctx, "relu backward", "dy", dy, y));
+    GD_CHECK(check_like(ctx, "relu backward", "dx", dx, y));
     GD_CHECK(ctx->be->relu_backward(ctx, y, dy, dx));
 fail:
     return st;
@@ -247,8 +265,8 @@ static gd_status check_dropout(const gd__nn_ctx *ctx, const char *op, double p,
     gd_status st = GD_OK;
     GD_CHECK(check_ctx(ctx, op));
     GD_REQUIRE(p >= 0.0 && p < 1.0, GD_ERR_INVALID_ARG, "%s: p = %g is not in [0, 1)", op, p);
-    GD_CHECK(check_tensor(ctx, op, "input", x, x ? x->dtype : GD_DTYPE_INVALID, -1, -1));
-    GD_CHECK(check_tensor(ctx, op, "output", y, x->dtype, x->rows, x->cols));
+    GD_CHECK(check_any(ctx, op, "input", x));
+    GD_CHECK(check_like(ctx, op, "output", y, x));
 fail:
     return st;
 }
@@ -277,14 +295,11 @@ gd_status gd__nn_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *logits
     gd_status st = GD_OK;
     const char *op = "softmax cross-entropy";
     GD_CHECK(check_ctx(ctx, op));
-    GD_CHECK(
-        check_tensor(ctx, op, "logits", logits, logits ? logits->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_CHECK(check_any(ctx, op, "logits", logits));
     GD_REQUIRE(logits->cols > 0, GD_ERR_INVALID_ARG, "%s: logits have no classes", op);
     GD_REQUIRE(labels || logits->rows == 0, GD_ERR_INVALID_ARG, "%s: labels are NULL", op);
     GD_CHECK(check_tensor(ctx, op, "loss", loss, logits->dtype, 1, 1));
-    if (dlogits)
-        GD_CHECK(
-            check_tensor(ctx, op, "dlogits", dlogits, logits->dtype, logits->rows, logits->cols));
+    if (dlogits) GD_CHECK(check_like(ctx, op, "dlogits", dlogits, logits));
     GD_CHECK(ctx->be->softmax_xent(ctx, logits, labels, scale, loss, dlogits));
 fail:
     return st;
@@ -294,8 +309,7 @@ gd_status gd__nn_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *logits, co
                           int64_t *correct) {
     gd_status st = GD_OK;
     GD_CHECK(check_ctx(ctx, "accuracy"));
-    GD_CHECK(check_tensor(ctx, "accuracy", "logits", logits,
-                          logits ? logits->dtype : GD_DTYPE_INVALID, -1, -1));
+    GD_CHECK(check_any(ctx, "accuracy", "logits", logits));
     GD_REQUIRE(logits->cols > 0, GD_ERR_INVALID_ARG, "accuracy: logits have no classes");
     GD_REQUIRE((labels || logits->rows == 0) && correct, GD_ERR_INVALID_ARG,
                "accuracy: labels or correct is NULL");

@@ -491,6 +491,16 @@ static void stage_labels(const gd__datapath *d, gd__pass *p, int64_t b, int64_t 
     }
 }
 
+/* The set's blocks and input nodes: views of its sampled minibatch buffer. */
+static gd_status set_views(const gd__datapath *d, gd__batch_set *s) {
+    gd_status st = GD_OK;
+    for (int l = 0; l < d->cfg.num_layers; l++)
+        GD_CHECK(gd_minibatch_block(s->mb, l, &s->blocks[l]));
+    GD_CHECK(gd_minibatch_input_nodes(s->mb, &s->in_ids, &s->num_in));
+fail:
+    return st;
+}
+
 /* cpu: sample minibatch b into the set's own minibatch buffer, on the host. */
 static gd_status cpu_sample(void *user, gd__pass *p, int64_t b, int set, void *stream) {
     gd_status st = GD_OK;
@@ -499,9 +509,7 @@ static gd_status cpu_sample(void *user, gd__pass *p, int64_t b, int set, void *s
     int64_t lo, cnt;
     gd__pass_slice(p, b, &lo, &cnt);
     GD_CHECK(gd_sample(d->sampler, p->ids + lo, cnt, 0, p->epoch, b, NULL, s->mb));
-    for (int l = 0; l < d->cfg.num_layers; l++)
-        GD_CHECK(gd_minibatch_block(s->mb, l, &s->blocks[l]));
-    GD_CHECK(gd_minibatch_input_nodes(s->mb, &s->in_ids, &s->num_in));
+    GD_CHECK(set_views(d, s));
     s->seeds = cnt;
 fail:
     (void)stream;
@@ -539,13 +547,9 @@ static gd_status cuda_gather(void *user, gd__pass *p, int64_t b, int set, void *
     gd_status st = GD_OK;
     gd__datapath *d = user;
     gd__batch_set *s = &d->sets[set];
-    const int64_t *ids;
-    for (int l = 0; l < d->cfg.num_layers; l++)
-        GD_CHECK(gd_minibatch_block(s->mb, l, &s->blocks[l]));
-    GD_CHECK(gd_minibatch_input_nodes(s->mb, &ids, &s->num_in));
-    s->in_ids = ids;
+    GD_CHECK(set_views(d, s));
     stage_labels(d, p, b, s->label_stage);
-    GD_CHECK(gd_gather(d->gatherer, ids, s->num_in, 1, s->x.data, stream));
+    GD_CHECK(gd_gather(d->gatherer, s->in_ids, s->num_in, 1, s->x.data, stream));
     GD_CHECK(gd__cuda_memcpy_async(s->labels, s->label_stage, (size_t)s->seeds * sizeof(int64_t),
                                    stream));
 fail:

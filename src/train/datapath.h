@@ -57,6 +57,25 @@ typedef struct {
     void *model_user;
 } gd__data_config;
 
+/*
+ * Copy the options that every client of the data path names alike (the public loader and
+ * train options, the trainer's config) from src to dst, a gd__data_config or the trainer's
+ * config. The clients' structs differ and the public ones cannot embed a shared one, so this
+ * one list of fields is a macro; each client adds the fields it names or derives otherwise.
+ */
+#define GD__DATA_OPTIONS_COPY(dst, src)                                                            \
+    do {                                                                                           \
+        (dst)->num_layers = (src)->num_layers;                                                     \
+        (dst)->batch_size = (src)->batch_size;                                                     \
+        (dst)->seed = (src)->seed;                                                                 \
+        (dst)->threads = (src)->threads;                                                           \
+        (dst)->depth = (src)->depth;                                                               \
+        (dst)->gpu_cache_bytes = (src)->gpu_cache_bytes;                                           \
+        (dst)->graph_cache_bytes = (src)->graph_cache_bytes;                                       \
+        (dst)->gpu_mem_budget = (src)->gpu_mem_budget;                                             \
+        (dst)->gather_sms = (src)->gather_sms;                                                     \
+    } while (0)
+
 typedef struct {
     gd__data_config cfg;
     gd__plan plan;

@@ -18,6 +18,7 @@
  */
 #include "io/dataset.h"
 #include "train/infer.h"
+#include "train/datapath.h"
 #include "train/internal.h"
 #include "train/plan.h"
 
@@ -96,24 +97,16 @@ static gd_status train_config(const gd_train_options *o, gd_trainer_t *t, gd__tr
     if (o->model) GD_CHECK(gd__model_kind_parse(o->model, &c->model));
     GD_REQUIRE(o->num_layers >= 1 && o->num_layers <= GD_SAMPLER_MAX_LAYERS, GD_ERR_INVALID_ARG,
                "trainer: %d layers; use 1 to %d", o->num_layers, GD_SAMPLER_MAX_LAYERS);
-    c->num_layers = o->num_layers;
+    GD__DATA_OPTIONS_COPY(c, o);
     memcpy(c->fanouts, o->fanouts, sizeof c->fanouts);
     c->mlp = o->mlp != 0;
-    c->batch_size = o->batch_size;
     c->hidden_dim = o->hidden;
     c->dropout = o->dropout;
     c->lr = o->lr;
     c->weight_decay = o->weight_decay;
-    c->seed = o->seed;
-    c->threads = o->threads;
     c->device = o->device;
     c->context = o->context;
-    c->gpu_cache_bytes = o->gpu_cache_bytes;
-    c->graph_cache_bytes = o->graph_cache_bytes;
-    c->gpu_mem_budget = o->gpu_mem_budget;
     c->host_mem_budget = o->host_mem_budget;
-    c->gather_sms = o->gather_sms;
-    c->depth = o->depth;
     /* Every minibatch reaches forward_progress, which reports at the fit's own cadence. */
     c->progress = forward_progress;
     c->progress_user = t;

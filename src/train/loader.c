@@ -161,18 +161,10 @@ static gd_status data_config(const gd_loader_options *o, gd__data_config *c) {
                "loader: a ring of %d buffer sets; use 2 to %d", o->depth, GD__PIPE_MAX_DEPTH);
     GD_REQUIRE(o->gpu_cache_bytes >= -1 && o->graph_cache_bytes >= -1 && o->gpu_mem_budget >= 0,
                GD_ERR_INVALID_ARG, "loader: a negative cache size or budget");
-    c->num_layers = o->num_layers;
+    GD__DATA_OPTIONS_COPY(c, o);
     memcpy(c->fanouts, o->fanouts, sizeof c->fanouts);
-    c->batch_size = o->batch_size;
-    c->seed = o->seed;
-    c->threads = o->threads;
-    c->depth = o->depth;
     c->sets_on_cpu = 1;
     c->labels_optional = 1;
-    c->gpu_cache_bytes = o->gpu_cache_bytes;
-    c->graph_cache_bytes = o->graph_cache_bytes;
-    c->gpu_mem_budget = o->gpu_mem_budget;
-    c->gather_sms = o->gather_sms;
 fail:
     return st;
 }

@@ -221,18 +221,10 @@ fail:
 static void data_config(gd__trainer *t, gd__data_config *dc) {
     const gd__train_config *cfg = &t->cfg;
     memset(dc, 0, sizeof *dc);
-    dc->num_layers = cfg->num_layers;
+    GD__DATA_OPTIONS_COPY(dc, cfg);
     sampler_fanouts(cfg, dc->fanouts);
-    dc->batch_size = cfg->batch_size;
-    dc->seed = cfg->seed;
-    dc->threads = cfg->threads;
     dc->mode = cfg->mode;
-    dc->gpu_cache_bytes = cfg->gpu_cache_bytes;
-    dc->graph_cache_bytes = cfg->graph_cache_bytes;
-    dc->gpu_mem_budget = cfg->gpu_mem_budget;
     dc->host_mem_budget = cfg->host_mem_budget;
-    dc->gather_sms = cfg->gather_sms;
-    dc->depth = cfg->depth;
     dc->model_bytes = plan_model_bytes;
     dc->model_user = t;
 }
