@@ -441,6 +441,37 @@ typedef struct {
     int layers, baseline, fanout_count, fanouts[GD_SAMPLER_MAX_LAYERS];
 } train_args;
 
+/* The memory sizes among train's options: the GPU caches and the two memory budgets. */
+static int size_option(train_args *a, int c, const char *arg) {
+    int64_t v;
+    switch (c) {
+    case 'c':
+        if (cli_parse_i64(arg, &v) || v < 0)
+            return cli_usage_error("train", "--gpu-cache '%s' is not a size (e.g. 4G)", arg);
+        a->cfg.gpu_cache_bytes = v;
+        break;
+    case 'g':
+        if (cli_parse_i64(arg, &v) || v < 0)
+            return cli_usage_error("train", "--graph-cache '%s' is not a size (e.g. 1G)", arg);
+        a->cfg.graph_cache_bytes = v;
+        break;
+    case 'G':
+        if (cli_parse_i64(arg, &v) || v < 1)
+            return cli_usage_error("train", "--gpu-mem-budget '%s' is not a size (e.g. 16G)", arg);
+        a->cfg.gpu_mem_budget = v;
+        break;
+    case 'K':
+        if (cli_parse_i64(arg, &v) || v < 1)
+            return cli_usage_error("train", "--host-mem-budget '%s' is not a size (e.g. 64G)",
+                                   arg);
+        a->cfg.host_mem_budget = v;
+        break;
+    default:
+        return cli_usage_error("train", "unknown option");
+    }
+    return 0;
+}
+
 /* One option (getopt's c and its argument) into a: 0, or the exit code of a usage error. */
 static int train_option(train_args *a, int c, const char *arg) {
     int64_t v;
@@ -518,26 +549,10 @@ static int train_option(train_args *a, int c, const char *arg) {
         a->cfg.device = (int)v;
         break;
     case 'c':
-        if (cli_parse_i64(arg, &v) || v < 0)
-            return cli_usage_error("train", "--gpu-cache '%s' is not a size (e.g. 4G)", arg);
-        a->cfg.gpu_cache_bytes = v;
-        break;
     case 'g':
-        if (cli_parse_i64(arg, &v) || v < 0)
-            return cli_usage_error("train", "--graph-cache '%s' is not a size (e.g. 1G)", arg);
-        a->cfg.graph_cache_bytes = v;
-        break;
     case 'G':
-        if (cli_parse_i64(arg, &v) || v < 1)
-            return cli_usage_error("train", "--gpu-mem-budget '%s' is not a size (e.g. 16G)", arg);
-        a->cfg.gpu_mem_budget = v;
-        break;
     case 'K':
-        if (cli_parse_i64(arg, &v) || v < 1)
-            return cli_usage_error("train", "--host-mem-budget '%s' is not a size (e.g. 64G)",
-                                   arg);
-        a->cfg.host_mem_budget = v;
-        break;
+        return size_option(a, c, arg);
     case 'S':
         a->cfg.gather_sms = arg;
         break;
