@@ -122,6 +122,16 @@ void gd_free(void *ptr);
 void gd_alloc_stats(int64_t *live_blocks, int64_t *live_bytes);
 
 /*
+ * Remove what killed graphdirect writers left beside path: "<path>.tmp.<pid>" files or folders
+ * (and a dataset's "<path>.old.<pid>", which goes back to path if path is missing) whose process
+ * no longer runs, each with a warning in the log. The library's writers do this themselves;
+ * this is for programs that write their own outputs the same way (a temporary file named
+ * "<path>.tmp.<pid>", renamed over path when complete). Never fails: what cannot be removed is
+ * only logged. A pid of another host or PID namespace (a shared file system) looks gone.
+ */
+void gd_sweep_stale_temporaries(const char *path);
+
+/*
  * Fault injection, for tests: after gd_fault_set(kind, n), the n-th call (1-based) of that kind
  * fails as if the resource were exhausted, and only that one. n = 0 disables it.
  * gd_fault_calls() counts the calls of a kind since the last gd_fault_set() of that kind, so a

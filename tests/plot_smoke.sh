@@ -184,5 +184,12 @@ for what in auto time; do
 done
 expect_rc 2 "$cli" plot "$tmp/gather.json" "$tmp/sample.json" -o "$tmp/png/bad.png"
 [ -e "$tmp/png/bad.png" ] && fail "an output was written for bad input"
+# What a killed plot left (OUT.tmp.<pid> of a process that is gone) is swept by the next plot
+# of that output (issue 13 item 6).
+(exit 0) & dead=$!
+wait $dead
+printf 'half a picture' > "$tmp/png/sample2.png.tmp.$dead"
+expect_rc 0 "$cli" plot "$tmp/sample.json" -o "$tmp/png/sample2.png"
+[ -e "$tmp/png/sample2.png.tmp.$dead" ] && fail "a killed plot's temporary file was not swept"
 no_leftovers
 echo "plot smoke test passed"

@@ -279,10 +279,16 @@ static int read_inputs(plot_ctx *c, char *const *files, int nfiles) {
     return plot_tidy_runs(c) ? CLI_EXIT_FAIL : 0;
 }
 
-/* gnuplot draws into a temporary file beside OUT, renamed over OUT when it is complete. */
+/*
+ * gnuplot draws into a temporary file beside OUT, renamed over OUT when it is complete. It is
+ * named OUT.tmp.<pid>, as the library's writers name theirs, so that what a killed plot left is
+ * swept by the next one (gd_sweep_stale_temporaries).
+ */
 static int make_tmp_out(const char *out, char **tmp_out) {
-    if (!(*tmp_out = plot_printf("%s.tmp.XXXXXX", out))) return plot_oom();
-    int fd = mkstemp(*tmp_out);
+    gd_sweep_stale_temporaries(out);
+    if (!(*tmp_out = plot_printf("%s.tmp.%ld", out, (long)getpid()))) return plot_oom();
+    (void)unlink(*tmp_out); /* an earlier process of this pid is gone */
+    const int fd = open(*tmp_out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) {
         fprintf(stderr,
                 PREFIX "cannot create %s: %s (is the directory of the output there and "
@@ -292,11 +298,6 @@ static int make_tmp_out(const char *out, char **tmp_out) {
         *tmp_out = NULL;
         return -1;
     }
-    /* mkstemp makes the file private; the picture gets the mode a new file would get. */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0)
-        fprintf(stderr, PREFIX "note: cannot set the mode of %s: %s\n", *tmp_out, strerror(errno));
     close(fd);
     return 0;
 }

@@ -410,4 +410,8 @@ static void sweep_beside(const char *path, const char *ext) {
 
 void gd__sweep_stale(const char *path) { sweep_beside(path, NULL); }
 
+void gd_sweep_stale_temporaries(const char *path) {
+    if (path && *path) sweep_beside(path, NULL);
+}
+
 void gd__sweep_stale_beside(const char *path, const char *ext) { sweep_beside(path, ext); }
