@@ -13,11 +13,6 @@
 
 #ifdef GD_WITH_CUDA
 #include <cuda_runtime_api.h>
-#define CU(call) \
-    do { \
-        cudaError_t ce_ = (call); \
-        if (ce_ != cudaSuccess) T_FAIL_("%s: %s", #call, cudaGetErrorString(ce_)); \
-    } while (0)
 #endif
 
 /* ------------------------------------------------------------------ graphs */

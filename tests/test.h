@@ -19,69 +19,69 @@
 
 #define GD_TEST_SKIP 77
 
-#define T_FAIL_(...)                                                                      \
-    do {                                                                                  \
-        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                   \
-        fprintf(stderr, __VA_ARGS__);                                                     \
-        fprintf(stderr, "\n");                                                            \
-        exit(1);                                                                          \
+#define T_FAIL_(...)                                                                               \
+    do {                                                                                           \
+        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                            \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fprintf(stderr, "\n");                                                                     \
+        exit(1);                                                                                   \
     } while (0)
 
-#define T_ASSERT(cond)                                                                    \
-    do {                                                                                  \
-        if (!(cond)) T_FAIL_("assertion failed: %s", #cond);                              \
+#define T_ASSERT(cond)                                                                             \
+    do {                                                                                           \
+        if (!(cond)) T_FAIL_("assertion failed: %s", #cond);                                       \
     } while (0)
 
-#define T_EQ_INT(a, b)                                                                    \
-    do {                                                                                  \
-        long long ta_ = (long long)(a), tb_ = (long long)(b);                             \
-        if (ta_ != tb_) T_FAIL_("%s == %s: %lld != %lld", #a, #b, ta_, tb_);              \
+#define T_EQ_INT(a, b)                                                                             \
+    do {                                                                                           \
+        long long ta_ = (long long)(a), tb_ = (long long)(b);                                      \
+        if (ta_ != tb_) T_FAIL_("%s == %s: %lld != %lld", #a, #b, ta_, tb_);                       \
     } while (0)
 
-#define T_EQ_U64(a, b)                                                                    \
-    do {                                                                                  \
-        unsigned long long ta_ = (a), tb_ = (b);                                          \
-        if (ta_ != tb_) T_FAIL_("%s == %s: 0x%llx != 0x%llx", #a, #b, ta_, tb_);          \
+#define T_EQ_U64(a, b)                                                                             \
+    do {                                                                                           \
+        unsigned long long ta_ = (a), tb_ = (b);                                                   \
+        if (ta_ != tb_) T_FAIL_("%s == %s: 0x%llx != 0x%llx", #a, #b, ta_, tb_);                   \
     } while (0)
 
-#define T_NEAR(a, b, tol)                                                                 \
-    do {                                                                                  \
-        double ta_ = (double)(a), tb_ = (double)(b);                                      \
-        if (!(fabs(ta_ - tb_) <= (tol)))                                                  \
-            T_FAIL_("%s ~ %s: %.9g vs %.9g (tolerance %g)", #a, #b, ta_, tb_, (double)(tol)); \
+#define T_NEAR(a, b, tol)                                                                          \
+    do {                                                                                           \
+        double ta_ = (double)(a), tb_ = (double)(b);                                               \
+        if (!(fabs(ta_ - tb_) <= (tol)))                                                           \
+            T_FAIL_("%s ~ %s: %.9g vs %.9g (tolerance %g)", #a, #b, ta_, tb_, (double)(tol));      \
     } while (0)
 
-#define T_EQ_STR(a, b)                                                                    \
-    do {                                                                                  \
-        const char *ta_ = (a), *tb_ = (b);                                                \
-        if (strcmp(ta_, tb_) != 0) T_FAIL_("%s == %s: \"%s\" != \"%s\"", #a, #b, ta_, tb_); \
+#define T_EQ_STR(a, b)                                                                             \
+    do {                                                                                           \
+        const char *ta_ = (a), *tb_ = (b);                                                         \
+        if (strcmp(ta_, tb_) != 0) T_FAIL_("%s == %s: \"%s\" != \"%s\"", #a, #b, ta_, tb_);        \
     } while (0)
 
 /* A call that must succeed: prints the status and gd_last_error() otherwise. */
-#define T_OK(call)                                                                        \
-    do {                                                                                  \
-        gd_status ts_ = (call);                                                           \
-        if (ts_ != GD_OK)                                                                 \
-            T_FAIL_("%s failed: %s: %s", #call, gd_status_string(ts_), gd_last_error());  \
+#define T_OK(call)                                                                                 \
+    do {                                                                                           \
+        gd_status ts_ = (call);                                                                    \
+        if (ts_ != GD_OK)                                                                          \
+            T_FAIL_("%s failed: %s: %s", #call, gd_status_string(ts_), gd_last_error());           \
     } while (0)
 
 /* A call that must fail with a given status and leave a message containing `needle`. */
-#define T_FAILS(call, status, needle)                                                     \
-    do {                                                                                  \
-        gd_status ts_ = (call);                                                           \
-        if (ts_ != (status))                                                              \
-            T_FAIL_("%s returned %s, expected %s (message: %s)", #call, gd_status_string(ts_), \
-                    gd_status_string(status), gd_last_error());                           \
-        if ((needle) && !strstr(gd_last_error(), (needle)))                               \
-            T_FAIL_("%s: message \"%s\" does not mention \"%s\"", #call, gd_last_error(),   \
-                    (const char *)(needle));                                              \
+#define T_FAILS(call, status, needle)                                                              \
+    do {                                                                                           \
+        gd_status ts_ = (call);                                                                    \
+        if (ts_ != (status))                                                                       \
+            T_FAIL_("%s returned %s, expected %s (message: %s)", #call, gd_status_string(ts_),     \
+                    gd_status_string(status), gd_last_error());                                    \
+        if ((needle) && !strstr(gd_last_error(), (needle)))                                        \
+            T_FAIL_("%s: message \"%s\" does not mention \"%s\"", #call, gd_last_error(),          \
+                    (const char *)(needle));                                                       \
     } while (0)
 
 /* A fresh seed per run, printed so that a failure can be replayed with GD_TEST_SEED. */
 static inline uint64_t t_seed(void) {
     const char *s = getenv("GD_TEST_SEED");
-    uint64_t seed = s ? strtoull(s, NULL, 0)
-                      : ((uint64_t)time(NULL) * 1000003u) ^ ((uint64_t)getpid() << 20);
+    uint64_t seed =
+        s ? strtoull(s, NULL, 0) : ((uint64_t)time(NULL) * 1000003u) ^ ((uint64_t)getpid() << 20);
     fprintf(stderr, "seed %llu (replay with GD_TEST_SEED=%llu)\n", (unsigned long long)seed,
             (unsigned long long)seed);
     return seed;
@@ -115,5 +115,34 @@ static inline void t_rmtree(const char *dir) {
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
 }
+
+/* Live allocations now equal the (blocks, bytes) taken before step n of a fault walk. */
+static inline void t_same_live(int64_t blocks, int64_t bytes, const char *what, int64_t n) {
+    int64_t b2, y2;
+    gd_alloc_stats(&b2, &y2);
+    if (b2 != blocks || y2 != bytes)
+        T_FAIL_("%s, fault %lld: leak of %lld blocks, %lld bytes", what, (long long)n,
+                (long long)(b2 - blocks), (long long)(y2 - bytes));
+}
+
+/* The `tiny` preset generated in memory from the test's seed. */
+static inline gd_dataset_t *t_tiny_dataset(uint64_t seed) {
+    gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
+    go.preset = "tiny";
+    go.seed = seed % 1000;
+    gd_dataset_t *ds = NULL;
+    T_OK(gd_generate(&go, &ds));
+    return ds;
+}
+
+#ifdef GD_WITH_CUDA
+#include <cuda_runtime_api.h>
+/* A CUDA runtime call of a test (its own copies and streams) that must succeed. */
+#define CU(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t ce_ = (call);                                                                  \
+        if (ce_ != cudaSuccess) T_FAIL_("%s failed: %s", #call, cudaGetErrorString(ce_));          \
+    } while (0)
+#endif
 
 #endif

@@ -16,14 +16,6 @@ static void live(int64_t *blocks, int64_t *bytes) {
     gd_alloc_stats(blocks, bytes);
 }
 
-static void same_live(int64_t blocks, int64_t bytes, const char *what, int64_t n) {
-    int64_t b2, y2;
-    live(&b2, &y2);
-    if (b2 != blocks || y2 != bytes)
-        T_FAIL_("%s, fault %lld: leak of %lld blocks, %lld bytes", what, (long long)n,
-                (long long)(b2 - blocks), (long long)(y2 - bytes));
-}
-
 /* No temporary file of an interrupted save in dir. */
 static void no_temporaries(const char *dir, const char *what, int64_t n) {
     DIR *d = opendir(dir);
@@ -117,7 +109,7 @@ static void checkpoint_writes(const gd_dataset_t *ds, const char *tmp, uint64_t 
             T_FAIL_("fit with write fault %lld of %lld succeeded", (long long)n, (long long)calls);
         T_ASSERT(strlen(gd_last_error()) > 0);
         gd_trainer_destroy(t);
-        same_live(blocks, bytes, "checkpoint write", n);
+        t_same_live(blocks, bytes, "checkpoint write", n);
         no_temporaries(dir, "checkpoint write", n);
 
         gd_trainer_info info = GD_TRAINER_INFO_INIT;
@@ -159,7 +151,7 @@ static void checkpoint_reads(const gd_dataset_t *ds, const char *tmp, uint64_t s
                 T_FAIL_("%s with read fault %lld of %lld succeeded", what, (long long)n,
                         (long long)calls);
             T_ASSERT(strlen(gd_last_error()) > 0);
-            same_live(blocks, bytes, what, n);
+            t_same_live(blocks, bytes, what, n);
         }
         T_OK(which ? gd_trainer_load(t, model) : gd_trainer_resume(t, dir));
         fprintf(stderr, "checkpoint reads: %lld reads of %s each failed once\n", (long long)calls,
@@ -211,7 +203,7 @@ static void loader_walk(const gd_dataset_t *ds, const char *mode, gd_fault_kind 
             T_FAIL_("%s loader create with fault %lld of %lld succeeded", mode, (long long)n,
                     (long long)creates);
         T_ASSERT(l == NULL && strlen(gd_last_error()) > 0);
-        same_live(blocks, bytes, what, n);
+        t_same_live(blocks, bytes, what, n);
     }
     for (int64_t n = 1; n <= epochs; n++) {
         T_OK(gd_loader_create(ds, &o, &l));
@@ -223,7 +215,7 @@ static void loader_walk(const gd_dataset_t *ds, const char *mode, gd_fault_kind 
                     (long long)epochs);
         T_OK(loader_epoch(l, 1));
         gd_loader_destroy(l);
-        same_live(blocks, bytes, what, n);
+        t_same_live(blocks, bytes, what, n);
     }
     fprintf(stderr, "%s: %lld faults of create and %lld of an epoch each failed once\n", what,
             (long long)creates, (long long)epochs);
@@ -250,7 +242,7 @@ static void trainer_pins(const gd_dataset_t *ds, uint64_t seed) {
             T_FAIL_("zero-copy trainer create with pin fault %lld of %lld succeeded", (long long)n,
                     (long long)calls);
         T_ASSERT(t == NULL && strlen(gd_last_error()) > 0);
-        same_live(blocks, bytes, "trainer pin", n);
+        t_same_live(blocks, bytes, "trainer pin", n);
     }
     /* Nothing stays registered behind a failure: a fresh trainer trains. */
     T_OK(gd_trainer_create(ds, &o, &t));
@@ -265,11 +257,7 @@ int main(void) {
     const uint64_t seed = t_seed();
     char tmp[4096];
     t_tmpdir(tmp, sizeof tmp);
-    gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
-    go.preset = "tiny";
-    go.seed = seed % 1000;
-    gd_dataset_t *ds;
-    T_OK(gd_generate(&go, &ds));
+    gd_dataset_t *ds = t_tiny_dataset(seed);
 
     checkpoint_writes(ds, tmp, seed);
     checkpoint_reads(ds, tmp, seed);

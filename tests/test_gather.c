@@ -254,12 +254,6 @@ static void check_faults_cpu(void) {
 
 #ifdef GD_WITH_CUDA
 
-#define CU(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t ce_ = (call);                                                                  \
-        if (ce_ != cudaSuccess) T_FAIL_("%s failed: %s", #call, cudaGetErrorString(ce_));          \
-    } while (0)
-
 typedef struct {
     gd_gather_mode mode;
     int sort;

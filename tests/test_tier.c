@@ -336,12 +336,6 @@ static void check_errors(void) {
 
 #ifdef GD_WITH_CUDA
 
-#define CU(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t ce_ = (call);                                                                  \
-        if (ce_ != cudaSuccess) T_FAIL_("%s failed: %s", #call, cudaGetErrorString(ce_));          \
-    } while (0)
-
 static void *to_device(const void *p, size_t bytes) {
     void *d = NULL;
     CU(cudaMalloc(&d, bytes ? bytes : 16));

@@ -436,11 +436,7 @@ int main(void) {
     const uint64_t seed = t_seed();
     char tmp[4096];
     t_tmpdir(tmp, sizeof tmp);
-    gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
-    go.preset = "tiny";
-    go.seed = seed % 1000;
-    gd_dataset_t *ds;
-    T_OK(gd_generate(&go, &ds));
+    gd_dataset_t *ds = t_tiny_dataset(seed);
 
     seen ref;
     gd_fit_result ref_r;
