@@ -190,6 +190,29 @@ static void run_release(step_run *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* The model, sized as the trainer sizes it, and the step's buffers and events. */
+static int create_model(const step_bench *b, step_run *r) {
+    gd_graph_info gi = GD_GRAPH_INFO_INIT;
+    BENCH_GD(gd_graph_get_info(r->graph, &gi), "reading the graph's sizes");
+    const gd_instrument_step_config sc = {.num_layers = b->layers,
+                                          .fanouts = b->fanouts,
+                                          .batch = b->opt.batch,
+                                          .in_dim = r->in_dim,
+                                          .hidden = b->opt.hidden,
+                                          .num_classes = r->num_classes,
+                                          .dropout = b->dropout,
+                                          .lr = b->lr,
+                                          .seed = b->opt.seed,
+                                          .max_degree = gi.max_degree,
+                                          .num_nodes = r->num_nodes,
+                                          .max_input_nodes = r->sinfo.max_input_nodes,
+                                          .breakdown = b->breakdown};
+    BENCH_GD(gd_instrument_step_model(r->step, &sc), "creating the model");
+    return 0;
+fail:
+    return -1;
+}
+
 /* Generate the preset and set up the all-gpu data path, the model and the step's buffers. */
 static int run_setup(const step_bench *b, step_run *r) {
     gd_status st;
@@ -271,25 +294,7 @@ static int run_setup(const step_bench *b, step_run *r) {
                  "creating the gpu gatherer (the feature table in GPU memory)");
     }
 
-    /* The model, sized as the trainer sizes it, and the step's buffers and events. */
-    {
-        gd_graph_info gi = GD_GRAPH_INFO_INIT;
-        BENCH_GD(gd_graph_get_info(r->graph, &gi), "reading the graph's sizes");
-        const gd_instrument_step_config sc = {.num_layers = L,
-                                              .fanouts = b->fanouts,
-                                              .batch = b->opt.batch,
-                                              .in_dim = r->in_dim,
-                                              .hidden = b->opt.hidden,
-                                              .num_classes = r->num_classes,
-                                              .dropout = b->dropout,
-                                              .lr = b->lr,
-                                              .seed = b->opt.seed,
-                                              .max_degree = gi.max_degree,
-                                              .num_nodes = r->num_nodes,
-                                              .max_input_nodes = r->sinfo.max_input_nodes,
-                                              .breakdown = b->breakdown};
-        BENCH_GD(gd_instrument_step_model(r->step, &sc), "creating the model");
-    }
+    if (create_model(b, r)) goto fail;
     r->labels_host = malloc(sizeof(int64_t) * (size_t)b->opt.batch);
     BENCH_REQUIRE(r->labels_host, "out of memory for the labels of a minibatch");
     if (b->dump_dir) {

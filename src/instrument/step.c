@@ -87,17 +87,14 @@ struct gd_instrument_step {
 /* The op timing of the step being run with timed_ops: the wrappers see only the nn context. */
 static _Thread_local op_timing *timing;
 
-#define STEP_CUDA(call)                                                                            \
-    do {                                                                                           \
-        cudaError_t ce_ = (call);                                                                  \
-        if (ce_ != cudaSuccess) {                                                                  \
-            (void)cudaGetLastError();                                                              \
-            st = gd__error(ce_ == cudaErrorMemoryAllocation ? GD_ERR_NO_MEMORY : GD_ERR_CUDA,     \
-                           "%s failed: %s (%s)", #call, cudaGetErrorString(ce_),                   \
-                           cudaGetErrorName(ce_));                                                 \
-            goto fail;                                                                             \
-        }                                                                                          \
-    } while (0)
+/* A CUDA runtime result as a status naming the call (the error is read and cleared once). */
+static gd_status cuda_status(cudaError_t ce, const char *call) {
+    if (ce == cudaSuccess) return GD_OK;
+    (void)cudaGetLastError();
+    return gd__error(ce == cudaErrorMemoryAllocation ? GD_ERR_NO_MEMORY : GD_ERR_CUDA,
+                     "%s failed: %s (%s)", call, cudaGetErrorString(ce), cudaGetErrorName(ce));
+}
+#define STEP_CUDA(call) GD_CHECK(cuda_status((call), #call))
 
 static void bd_mark(const gd__nn_ctx *ctx, int end) {
     op_timing *bd = timing;
