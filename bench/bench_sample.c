@@ -16,7 +16,7 @@
  *   gpu           the CUDA sampler, both arrays in GPU memory (the ceiling);
  *   uva-link      the link ceiling of uva and uva-indices: the reads those samplers make for
  *   uva-indices-link  the first minibatches (indptr and lists, or lists only), replayed with
- *                 nothing else in one kernel (sample/read_plan.h): what the link needs for them,
+ *                 nothing else in one kernel (instrument/read_plan.h): what the link needs for them,
  *                 which bounds what any sampler reading this way can reach over UVA;
  * and the UVA and gpu modes with both read schedules forced, whatever the sampler picks for the
  * graph (docs/sampling.md, "Reading in address order"): `-unsorted` reads every hop in frontier
@@ -33,10 +33,8 @@
  */
 #include "bench.h"
 #include "cli.h"
-/* The sampler's read schedule (gd_sampler_t.sort_reads): the static library carries the
- * internals, so the benchmark can set what no option exposes. */
-#include "sample/internal.h"
-#include "sample/read_plan.h"
+/* The link ceiling's read plan: benchmark instrumentation (the gd_instrument library). */
+#include "instrument/read_plan.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -65,24 +63,24 @@ enum {
 static const struct {
     const char *name;
     gd_placement indptr, indices; /* CUDA modes */
-    int sort;                     /* CUDA modes: the read schedule, GD__SORT_* */
+    int sort;                     /* CUDA modes: the read schedule, a gd_sample_reads */
     int cache_pct;                /* CUDA modes: GPU list cache, % of the indices bytes */
     int link;                     /* the link ceiling of the mode link - 1 */
 } modes[M_COUNT] = {
-    {"cpu", GD_PLACE_HOST, GD_PLACE_HOST, GD__SORT_AUTO, 0, 0},
-    {"cpu-parallel", GD_PLACE_HOST, GD_PLACE_HOST, GD__SORT_AUTO, 0, 0},
-    {"uva", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_AUTO, 0, 0},
-    {"uva-unsorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_NEVER, 0, 0},
-    {"uva-sorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_ALWAYS, 0, 0},
-    {"uva-indices", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 0, 0},
-    {"uva-indices-unsorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_NEVER, 0, 0},
-    {"uva-indices-sorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_ALWAYS, 0, 0},
-    {"uva-cache10", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 10, 0},
-    {"uva-cache20", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 20, 0},
-    {"uva-link", GD_PLACE_PINNED, GD_PLACE_PINNED, GD__SORT_AUTO, 0, M_UVA + 1},
-    {"uva-indices-link", GD_PLACE_GPU, GD_PLACE_PINNED, GD__SORT_AUTO, 0, M_UVA_INDICES + 1},
-    {"gpu-sorted", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_ALWAYS, 0, 0},
-    {"gpu", GD_PLACE_GPU, GD_PLACE_GPU, GD__SORT_AUTO, 0, 0},
+    {"cpu", GD_PLACE_HOST, GD_PLACE_HOST, GD_SAMPLE_READS_AUTO, 0, 0},
+    {"cpu-parallel", GD_PLACE_HOST, GD_PLACE_HOST, GD_SAMPLE_READS_AUTO, 0, 0},
+    {"uva", GD_PLACE_PINNED, GD_PLACE_PINNED, GD_SAMPLE_READS_AUTO, 0, 0},
+    {"uva-unsorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD_SAMPLE_READS_FRONTIER, 0, 0},
+    {"uva-sorted", GD_PLACE_PINNED, GD_PLACE_PINNED, GD_SAMPLE_READS_SORTED, 0, 0},
+    {"uva-indices", GD_PLACE_GPU, GD_PLACE_PINNED, GD_SAMPLE_READS_AUTO, 0, 0},
+    {"uva-indices-unsorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD_SAMPLE_READS_FRONTIER, 0, 0},
+    {"uva-indices-sorted", GD_PLACE_GPU, GD_PLACE_PINNED, GD_SAMPLE_READS_SORTED, 0, 0},
+    {"uva-cache10", GD_PLACE_GPU, GD_PLACE_PINNED, GD_SAMPLE_READS_AUTO, 10, 0},
+    {"uva-cache20", GD_PLACE_GPU, GD_PLACE_PINNED, GD_SAMPLE_READS_AUTO, 20, 0},
+    {"uva-link", GD_PLACE_PINNED, GD_PLACE_PINNED, GD_SAMPLE_READS_AUTO, 0, M_UVA + 1},
+    {"uva-indices-link", GD_PLACE_GPU, GD_PLACE_PINNED, GD_SAMPLE_READS_AUTO, 0, M_UVA_INDICES + 1},
+    {"gpu-sorted", GD_PLACE_GPU, GD_PLACE_GPU, GD_SAMPLE_READS_SORTED, 0, 0},
+    {"gpu", GD_PLACE_GPU, GD_PLACE_GPU, GD_SAMPLE_READS_AUTO, 0, 0},
 };
 
 static int is_cuda_mode(int m) {
@@ -561,35 +559,36 @@ fail:
 
 /*
  * With a GPU list cache: the share of minibatch mb's list reads (its frontier nodes of nonzero
- * degree, every hop) that the cache serves, from the location map read back once.
+ * degree, every hop) that the cache serves. mb is a CPU sampler's, so its nodes are host memory.
  */
-static int cache_share(const preset_data *p, const gd_graph_t *g, const gd_minibatch_t *mb,
-                       double *share) {
-    int64_t *loc = malloc(sizeof(int64_t) * (size_t)(g->num_nodes ? g->num_nodes : 1));
-    int64_t reads = 0, hits = 0;
-    BENCH_REQUIRE(loc, "out of memory for the cache's location map");
-    BENCH_CUDA(
-        cudaMemcpy(loc, g->d_loc, sizeof(int64_t) * (size_t)g->num_nodes, cudaMemcpyDeviceToHost));
-    for (int h = 0; h < mb->num_layers; h++)
-        for (int64_t i = 0; i < mb->sizes[h]; i++) {
-            const int64_t v = mb->nodes[i];
+static int cache_share(const preset_data *p, const gd_graph_t *g, gd_minibatch_t *mb,
+                       int layers, double *share) {
+    const int64_t *nodes;
+    int64_t num_in, reads = 0, hits = 0;
+    gd_block blk;
+    BENCH_GD(gd_minibatch_input_nodes(mb, &nodes, &num_in), "reading the input nodes");
+    for (int h = 0; h < layers; h++) {
+        /* Hop h's frontier is the destination nodes of layer layers - 1 - h (layer 0 = input). */
+        BENCH_GD(gd_minibatch_block(mb, layers - 1 - h, &blk), "reading a block");
+        for (int64_t i = 0; i < blk.num_dst; i++) {
+            const int64_t v = nodes[i];
             if (p->indptr[v + 1] == p->indptr[v]) continue;
             reads++;
-            hits += (loc[v] >> GD__LOC_TIER_SHIFT) != 0;
+            hits += gd_graph_is_cached(g, v);
         }
-    free(loc);
+    }
     *share = reads ? (double)hits / (double)reads : 0;
     return 0;
 fail:
-    free(loc);
     return -1;
 }
 
 /* Minibatch 0 of a CUDA sampler equals the CPU sampler's, bit for bit; *share gets the GPU list
  * cache's share of its list reads (-1 without a cache). */
 static int verify(const sample_bench *b, const preset_data *p, const int *fanouts, int layers,
-                  gd_sampler_t *gs, gd_minibatch_t *gmb, void *stream, const char *mode,
-                  double *share) {
+                  const gd_graph_t *g, gd_sampler_t *gs, gd_minibatch_t *gmb, void *stream,
+                  const char *mode, double *share) {
+    gd_graph_info gi = GD_GRAPH_INFO_INIT;
     gd_sampler_t *cs = NULL;
     gd_minibatch_t *cmb = NULL;
     int64_t *na = NULL, *nb = NULL, nna = 0, nnb = 0;
@@ -619,7 +618,8 @@ static int verify(const sample_bench *b, const preset_data *p, const int *fanout
                       "sampler is wrong, no number is reported",
                       mode, l);
     *share = -1;
-    if (gs->graph->d_loc && cache_share(p, gs->graph, cmb, share)) goto fail;
+    BENCH_GD(gd_graph_get_info(g, &gi), "reading the graph's cache");
+    if (gi.cache_nodes > 0 && cache_share(p, g, cmb, layers, share)) goto fail;
     rc = 0;
 fail:
     free(na);
@@ -667,16 +667,17 @@ static int run_cuda(const sample_bench *b, const preset_data *p, int m, const in
     int nstreams = 0, rc = -1;
     const int K = b->streams;
     if (place_graph(b, p, m, &g, graph_gpu_bytes, graph_pinned_bytes, cache_bytes)) goto fail;
-    const gd_sampler_options o = sampler_options(b, GD_SAMPLER_CUDA, 0);
+    gd_sampler_options o = sampler_options(b, GD_SAMPLER_CUDA, 0);
+    o.sort_reads = modes[m].sort;
     for (int k = 0; k < K; k++) {
         BENCH_CUDA(cudaStreamCreateWithFlags(&st[k], cudaStreamNonBlocking));
         nstreams++;
         BENCH_GD(gd_sampler_create(g, fanouts, layers, &o, &s[k]), "creating a CUDA sampler");
-        s[k]->sort_reads = modes[m].sort;
         BENCH_GD(gd_minibatch_create(s[k], &mb[k][0]), "creating a minibatch buffer");
         BENCH_GD(gd_minibatch_create(s[k], &mb[k][1]), "creating a minibatch buffer");
     }
-    if (verify(b, p, fanouts, layers, s[0], mb[0][0], st[0], modes[m].name, share)) goto fail;
+    if (verify(b, p, fanouts, layers, g, s[0], mb[0][0], st[0], modes[m].name, share))
+        goto fail;
     /* Warm-up, then the timed minibatches; batch i goes to sampler i % K, buffer (i / K) % 2,
      * whose previous minibatch's sizes are read first. */
     for (int phase = 0; phase < 2; phase++) {
@@ -760,7 +761,7 @@ fail:
 static int link_probe(sample_bench *b, preset_data *p, const gd_graph_t *g) {
     const int64_t eb = (int64_t)gd_dtype_size(p->dtype), per_line = 128 / eb;
     /* Entries from the array's start to its first 128-byte boundary (as the GPU addresses it). */
-    const int64_t skip = (int64_t)((128 - ((uintptr_t)g->d_indices & 127)) & 127) / eb;
+    const int64_t skip = gd__read_plan_line_skip(g);
     int rc = -1;
     gd__read_plan probe;
     memset(&probe, 0, sizeof probe);

@@ -1,5 +1,6 @@
 /*
- * `graphdirect bench step`: the time of one training step of the default model (src/nn/model.h)
+ * `graphdirect bench step`: the time of one training step of the default model (src/nn/model.h,
+ * timed through src/instrument/step.h)
  * on the CUDA nn backend, on the blocks of real sampled minibatches, set against the same step
  * in PyTorch + PyG, which bench/pyg_step.py runs on the very blocks this benchmark dumps
  * (docs/nn.md, "Speed").
@@ -28,7 +29,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "nn/model.h"
+/* The timed step: benchmark instrumentation (the gd_instrument library). */
+#include "instrument/step.h"
 
 enum { MAX_STEPS = 100000 };
 
@@ -63,7 +65,7 @@ static void help(void) {
            "  --seed N           graph, sampling, shuffle and initialisation (default 1)\n"
            "  --json FILE        write every parameter and measurement\n"
            "  --commit TEXT      commit recorded in the JSON (default: the configure-time one)\n",
-           gd__model_kind_iface(GD__MODEL_DEFAULT)->title);
+           gd_instrument_step_model_title());
 }
 
 static int parse_fanouts(step_bench *b, const char *text) {
@@ -135,181 +137,25 @@ static int parse_options(step_bench *b, int argc, char **argv) {
 
 #ifdef GD_WITH_CUDA
 
-/* ---- the per-op breakdown: the CUDA op table with every op bracketed by events */
-
-enum {
-    K_GEMM_NN,
-    K_GEMM_NT,
-    K_GEMM_TN,
-    K_GEMM_TT,
-    K_ADD_BIAS,
-    K_BIAS_GRAD,
-    K_AGG,
-    K_AGG_BACKWARD,
-    K_RELU,
-    K_RELU_BACKWARD,
-    K_DROPOUT,
-    K_DROPOUT_BACKWARD,
-    K_XENT,
-    K_ZERO,
-    K_ADAM,
-    K_COUNT
-};
-
-static const char *const kind_names[K_COUNT] = {
-    "gemm NN (forward)",       "gemm NT (input gradient)", "gemm TN (weight gradient)",
-    "gemm TT",                 "bias add",                 "bias gradient",
-    "mean aggregation",        "mean aggregation backward", "relu",
-    "relu backward",           "dropout",                  "dropout backward",
-    "softmax cross-entropy",   "zero (memset)",            "adam"};
-
-enum { MAX_TIMED_OPS = 512 };
-
-/*
- * The events of one step's ops. The wrappers cannot fail the op for a timing problem, so a
- * failed event call is remembered and reported after the step.
- */
-static struct {
-    cudaEvent_t ev[2 * MAX_TIMED_OPS];
-    int kind[MAX_TIMED_OPS];
-    int created, used;
-    cudaError_t error;
-    double ms[K_COUNT];
-    int64_t calls[K_COUNT];
-} bd;
-
-static void bd_mark(const gd__nn_ctx *ctx, int end) {
-    if (bd.used >= MAX_TIMED_OPS) return;
-    cudaError_t ce = cudaEventRecord(bd.ev[2 * bd.used + end], (cudaStream_t)ctx->stream);
-    if (ce != cudaSuccess && bd.error == cudaSuccess) bd.error = ce;
-}
-
-static gd_status bd_done(gd_status st, int kind) {
-    if (bd.used < MAX_TIMED_OPS) bd.kind[bd.used++] = kind;
-    return st;
-}
-
-#define CUDA_BE gd__nn_cuda_backend
-#define TIMED(kind, call)                                                                          \
-    do {                                                                                           \
-        bd_mark(ctx, 0);                                                                           \
-        gd_status st_ = (call);                                                                    \
-        bd_mark(ctx, 1);                                                                           \
-        return bd_done(st_, (kind));                                                               \
-    } while (0)
-
-static gd_status t_zero(const gd__nn_ctx *ctx, void *p, size_t bytes) {
-    TIMED(K_ZERO, CUDA_BE.zero(ctx, p, bytes));
-}
-static gd_status t_gemm(const gd__nn_ctx *ctx, gd__nn_trans ta, gd__nn_trans tb, double alpha,
-                        const gd__nn_tensor *a, const gd__nn_tensor *b, double beta,
-                        gd__nn_tensor *c) {
-    TIMED(K_GEMM_NN + 2 * (int)ta + (int)tb, CUDA_BE.gemm(ctx, ta, tb, alpha, a, b, beta, c));
-}
-static gd_status t_add_bias(const gd__nn_ctx *ctx, gd__nn_tensor *y, const gd__nn_tensor *b) {
-    TIMED(K_ADD_BIAS, CUDA_BE.add_bias(ctx, y, b));
-}
-static gd_status t_bias_grad(const gd__nn_ctx *ctx, const gd__nn_tensor *dy, gd__nn_tensor *db,
-                             int accumulate) {
-    TIMED(K_BIAS_GRAD, CUDA_BE.bias_grad(ctx, dy, db, accumulate));
-}
-static gd_status t_mean_agg(const gd__nn_ctx *ctx, const gd_block *blk, const gd__nn_tensor *x,
-                            gd__nn_tensor *out) {
-    TIMED(K_AGG, CUDA_BE.mean_agg(ctx, blk, x, out));
-}
-static gd_status t_mean_agg_backward(const gd__nn_ctx *ctx, const gd_block *blk,
-                                     const gd__nn_tensor *dout, gd__nn_tensor *dx) {
-    TIMED(K_AGG_BACKWARD, CUDA_BE.mean_agg_backward(ctx, blk, dout, dx));
-}
-static gd_status t_relu(const gd__nn_ctx *ctx, const gd__nn_tensor *x, gd__nn_tensor *y) {
-    TIMED(K_RELU, CUDA_BE.relu(ctx, x, y));
-}
-static gd_status t_relu_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *y,
-                                 const gd__nn_tensor *dy, gd__nn_tensor *dx) {
-    TIMED(K_RELU_BACKWARD, CUDA_BE.relu_backward(ctx, y, dy, dx));
-}
-static gd_status t_dropout(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
-                           const gd__nn_tensor *x, gd__nn_tensor *y) {
-    TIMED(K_DROPOUT, CUDA_BE.dropout(ctx, p, seed, stream, x, y));
-}
-static gd_status t_dropout_backward(const gd__nn_ctx *ctx, double p, uint64_t seed,
-                                    uint32_t stream, const gd__nn_tensor *dy, gd__nn_tensor *dx) {
-    TIMED(K_DROPOUT_BACKWARD, CUDA_BE.dropout_backward(ctx, p, seed, stream, dy, dx));
-}
-static gd_status t_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *logits,
-                                const int64_t *labels, double scale, gd__nn_tensor *loss,
-                                gd__nn_tensor *dlogits) {
-    TIMED(K_XENT, CUDA_BE.softmax_xent(ctx, logits, labels, scale, loss, dlogits));
-}
-static gd_status t_adam(const gd__nn_ctx *ctx, const gd__nn_adam_options *o, double bc1,
-                        double bc2, gd__nn_tensor *param, const gd__nn_tensor *grad,
-                        gd__nn_tensor *m, gd__nn_tensor *v) {
-    TIMED(K_ADAM, CUDA_BE.adam(ctx, o, bc1, bc2, param, grad, m, v));
-}
-
-/* The CUDA table with the ops of a training step replaced by their timed wrappers. */
-static gd__nn_backend timed_backend(void) {
-    gd__nn_backend t = gd__nn_cuda_backend;
-    t.name = "cuda (timed ops)";
-    t.zero = t_zero;
-    t.gemm = t_gemm;
-    t.add_bias = t_add_bias;
-    t.bias_grad = t_bias_grad;
-    t.mean_agg = t_mean_agg;
-    t.mean_agg_backward = t_mean_agg_backward;
-    t.relu = t_relu;
-    t.relu_backward = t_relu_backward;
-    t.dropout = t_dropout;
-    t.dropout_backward = t_dropout_backward;
-    t.softmax_xent = t_softmax_xent;
-    t.adam = t_adam;
-    return t;
-}
-
-/* Add the op times of the step just waited for to the totals. */
-static int bd_collect(void) {
-    BENCH_REQUIRE(bd.used < MAX_TIMED_OPS, "--breakdown: a step ran more than %d ops",
-                  MAX_TIMED_OPS - 1);
-    if (bd.error != cudaSuccess) {
-        bench_cuda_error("cudaEventRecord", bd.error);
-        goto fail;
-    }
-    for (int i = 0; i < bd.used; i++) {
-        float ms = 0;
-        BENCH_CUDA(cudaEventElapsedTime(&ms, bd.ev[2 * i], bd.ev[2 * i + 1]));
-        bd.ms[bd.kind[i]] += ms;
-        bd.calls[bd.kind[i]]++;
-    }
-    bd.used = 0;
-    return 0;
-fail:
-    return -1;
-}
-
 /* ---- the run */
 
 typedef struct {
     gd_dataset_t *ds;
     gd_context_t *context; /* the GPU's (default) context */
     gd_graph_t *graph;
-    gd__nn_ctx ctx;
-    int have_ctx;
+    gd_instrument_step *step; /* the nn context (its stream carries everything), the model */
+    void *stream;
     gd_sampler_t *sampler;
     gd_sampler_info sinfo;
     gd_minibatch_t *mb;
     gd_host_tensor_t *features;
     gd_gatherer_t *gatherer;
-    gd__model *model;
-    gd__nn_adam_options adam;
-    gd__nn_tensor x, loss, dlogits;
-    int64_t *labels_dev, *labels_host;
+    int64_t *labels_host;
     int64_t *train, num_train, num_batches;
     int64_t *order; /* the shuffled training nodes of order_epoch */
     int64_t order_epoch;
     gd_array_view label_view;
     int64_t num_nodes, num_edges, in_dim, num_classes;
-    cudaEvent_t ev0, ev1;
-    int have_events; /* how many of ev0, ev1 exist */
     /* dumps */
     int32_t *h_indptr, *h_indices;
     cJSON *dump_steps;
@@ -327,22 +173,11 @@ static int64_t label_at(const gd_array_view *v, int64_t i) {
 }
 
 static void run_release(step_run *r) {
-    gd__model_destroy(r->model);
-    if (r->have_ctx) {
-        gd__nn_tensor_free(&r->ctx, &r->x);
-        gd__nn_tensor_free(&r->ctx, &r->loss);
-        gd__nn_tensor_free(&r->ctx, &r->dlogits);
-        if (r->labels_dev) r->ctx.be->release(&r->ctx, r->labels_dev);
-    }
     gd_gatherer_destroy(r->gatherer);
     gd_host_tensor_destroy(r->features);
     gd_minibatch_destroy(r->mb);
     gd_sampler_destroy(r->sampler);
-    if (r->have_events > 0) (void)cudaEventDestroy(r->ev0);
-    if (r->have_events > 1) (void)cudaEventDestroy(r->ev1);
-    for (int i = 0; i < bd.created; i++) (void)cudaEventDestroy(bd.ev[i]);
-    bd.created = 0;
-    if (r->have_ctx) gd__nn_cuda_ctx_destroy(&r->ctx);
+    gd_instrument_step_destroy(r->step);
     gd_graph_destroy(r->graph);
     gd_context_destroy(r->context);
     gd_dataset_close(r->ds);
@@ -353,6 +188,29 @@ static void run_release(step_run *r) {
     free(r->h_indices);
     cJSON_Delete(r->dump_steps);
     memset(r, 0, sizeof *r);
+}
+
+/* The model, sized as the trainer sizes it, and the step's buffers and events. */
+static int create_model(const step_bench *b, step_run *r) {
+    gd_graph_info gi = GD_GRAPH_INFO_INIT;
+    BENCH_GD(gd_graph_get_info(r->graph, &gi), "reading the graph's sizes");
+    const gd_instrument_step_config sc = {.num_layers = b->layers,
+                                          .fanouts = b->fanouts,
+                                          .batch = b->opt.batch,
+                                          .in_dim = r->in_dim,
+                                          .hidden = b->opt.hidden,
+                                          .num_classes = r->num_classes,
+                                          .dropout = b->dropout,
+                                          .lr = b->lr,
+                                          .seed = b->opt.seed,
+                                          .max_degree = gi.max_degree,
+                                          .num_nodes = r->num_nodes,
+                                          .max_input_nodes = r->sinfo.max_input_nodes,
+                                          .breakdown = b->breakdown};
+    BENCH_GD(gd_instrument_step_model(r->step, &sc), "creating the model");
+    return 0;
+fail:
+    return -1;
 }
 
 /* Generate the preset and set up the all-gpu data path, the model and the step's buffers. */
@@ -405,8 +263,8 @@ static int run_setup(const step_bench *b, step_run *r) {
     r->order_epoch = -1;
 
     /* The nn context first: its stream carries the sampler, the gather and the step. */
-    BENCH_GD(gd__nn_cuda_ctx_create(b->opt.device, &r->ctx), "creating the CUDA nn context");
-    r->have_ctx = 1;
+    BENCH_GD(gd_instrument_step_create(b->opt.device, &r->step), "creating the CUDA nn context");
+    r->stream = gd_instrument_step_stream(r->step);
     BENCH_GD(gd_context_default(b->opt.device, &r->context), "taking the GPU's context");
     {
         gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
@@ -436,43 +294,9 @@ static int run_setup(const step_bench *b, step_run *r) {
                  "creating the gpu gatherer (the feature table in GPU memory)");
     }
 
-    /* The model, sized as the trainer sizes it (gd__model_capacity). */
-    {
-        gd_graph_info gi = GD_GRAPH_INFO_INIT;
-        BENCH_GD(gd_graph_get_info(r->graph, &gi), "reading the graph's sizes");
-        gd__model_config mc = gd__model_config_make(GD__MODEL_DEFAULT, L, r->in_dim, b->opt.hidden,
-                                                    r->num_classes, b->dropout, GD_DTYPE_FLOAT32);
-        const gd__model_shape shape = {.num_layers = L,
-                                       .fanouts = b->fanouts,
-                                       .batch = b->opt.batch,
-                                       .max_degree = gi.max_degree,
-                                       .num_nodes = r->num_nodes,
-                                       .max_input_nodes = r->sinfo.max_input_nodes};
-        gd__model_capacity(&shape, &mc);
-        BENCH_GD(gd__model_create(&r->ctx, &mc, b->opt.seed, &r->model), "creating the model");
-        r->adam = (gd__nn_adam_options)GD__NN_ADAM_OPTIONS_INIT;
-        r->adam.lr = b->lr;
-    }
-    BENCH_GD(gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, r->sinfo.max_input_nodes, r->in_dim,
-                                 &r->x),
-             "allocating the input rows");
-    BENCH_GD(gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, 1, 1, &r->loss),
-             "allocating the loss");
-    BENCH_GD(
-        gd__nn_tensor_alloc(&r->ctx, GD_DTYPE_FLOAT32, b->opt.batch, r->num_classes, &r->dlogits),
-        "allocating the logit gradient");
-    BENCH_GD(
-        r->ctx.be->alloc(&r->ctx, sizeof(int64_t) * (size_t)b->opt.batch, (void **)&r->labels_dev),
-        "allocating the labels");
+    if (create_model(b, r)) goto fail;
     r->labels_host = malloc(sizeof(int64_t) * (size_t)b->opt.batch);
     BENCH_REQUIRE(r->labels_host, "out of memory for the labels of a minibatch");
-    BENCH_CUDA(cudaEventCreate(&r->ev0));
-    r->have_events = 1;
-    BENCH_CUDA(cudaEventCreate(&r->ev1));
-    r->have_events = 2;
-    if (b->breakdown)
-        for (; bd.created < 2 * MAX_TIMED_OPS; bd.created++)
-            BENCH_CUDA(cudaEventCreate(&bd.ev[bd.created]));
     if (b->dump_dir) {
         r->h_indptr = malloc(sizeof(int32_t) * (size_t)(r->sinfo.max_input_nodes + 1));
         r->h_indices = malloc(sizeof(int32_t) * (size_t)(r->sinfo.max_edges + 1));
@@ -486,7 +310,7 @@ static int run_setup(const step_bench *b, step_run *r) {
                 "parameters; up to %lld input nodes a minibatch (%.1f s)\n",
                 b->opt.preset, cli_count((double)r->num_nodes, n, sizeof n),
                 cli_count((double)r->num_edges, e, sizeof e), (long long)r->in_dim,
-                (long long)r->num_classes, (long long)gd__model_num_params(r->model),
+                (long long)r->num_classes, (long long)gd_instrument_step_num_params(r->step),
                 (long long)r->sinfo.max_input_nodes, bench_now() - t0);
     }
     return 0;
@@ -518,39 +342,21 @@ static int prepare(const step_bench *b, step_run *r, int64_t i, gd_block *blocks
     const int64_t *seeds, *ids;
     int64_t epoch;
     if (seeds_of(b, r, i, &seeds, &epoch)) goto fail;
-    BENCH_GD(gd_sample(r->sampler, seeds, b->opt.batch, 0, epoch, i, r->ctx.stream, r->mb),
+    BENCH_GD(gd_sample(r->sampler, seeds, b->opt.batch, 0, epoch, i, r->stream, r->mb),
              "sampling (CUDA)");
     for (int l = 0; l < b->layers; l++)
         BENCH_GD(gd_minibatch_block(r->mb, l, &blocks[l]), "reading a block");
     BENCH_GD(gd_minibatch_input_nodes(r->mb, &ids, num_in), "reading the input nodes");
-    BENCH_GD(gd_gather(r->gatherer, ids, *num_in, 1, r->x.data, r->ctx.stream),
+    BENCH_GD(gd_gather(r->gatherer, ids, *num_in, 1, gd_instrument_step_input(r->step), r->stream),
              "gathering the input rows");
     for (int64_t k = 0; k < b->opt.batch; k++)
         r->labels_host[k] = label_at(&r->label_view, seeds[k]);
     /* Waits for the stream, so the sample and the gather are done before the clock starts. */
-    BENCH_GD(r->ctx.be->from_host(&r->ctx, r->labels_dev, r->labels_host,
-                                  sizeof(int64_t) * (size_t)b->opt.batch),
+    BENCH_GD(gd_instrument_step_labels(r->step, r->labels_host, b->opt.batch),
              "uploading the labels");
     return 0;
 fail:
     return -1;
-}
-
-/* The timed work: one training step on the blocks of the minibatch in r->x. */
-static gd_status nn_step(step_run *r, const gd_block *blocks, int64_t num_in, uint64_t dseed) {
-    gd_status st = GD_OK;
-    gd__model *m = r->model;
-    gd__nn_params *params = gd__model_params(m);
-    const gd__nn_ctx *ctx = gd__model_ctx(m);
-    gd__nn_tensor x = gd__nn_rows(&r->x, num_in), logits, dl;
-    GD_CHECK(gd__model_forward(m, blocks, &x, 1, dseed, &logits));
-    dl = gd__nn_rows(&r->dlogits, logits.rows);
-    GD_CHECK(gd__nn_softmax_xent(ctx, &logits, r->labels_dev, 1.0, &r->loss, &dl));
-    GD_CHECK(gd__nn_params_zero_grad(ctx, params));
-    GD_CHECK(gd__model_backward(m, blocks, &dl, NULL));
-    GD_CHECK(gd__nn_params_adam(ctx, params, &r->adam));
-fail:
-    return st;
 }
 
 /* Write the blocks and labels of timed step s to the dump directory. */
@@ -643,31 +449,21 @@ fail:
 
 /*
  * One pass of steps: warm-up minibatches [0, warmup), then the timed ones [warmup, warmup +
- * steps); with timed_ops the op table is the timed one and the totals of bd are filled.
+ * steps); with timed_ops every op is timed too and the step object's totals per kind grow.
  */
 static int run_pass(const step_bench *b, step_run *r, int timed_ops, double *ms, double *losses,
                     double (*sizes)[3]) {
     gd_block blocks[GD_SAMPLER_MAX_LAYERS];
-    const gd__nn_backend timed = timed_backend();
     const int total = (timed_ops ? 0 : b->warmup) + b->steps;
     const int first = timed_ops ? b->warmup : 0;
-    gd__model_set_backend(r->model, timed_ops ? &timed : &gd__nn_cuda_backend);
     for (int k = 0; k < total; k++) {
         const int64_t i = first + k;
         const int s = (int)(i - b->warmup); /* timed step number, < 0 in the warm-up */
         int64_t num_in;
         float loss, elapsed;
         if (prepare(b, r, i, blocks, &num_in)) goto fail;
-        bd.used = 0;
-        const gd_philox_ctr key = gd_philox(b->opt.seed, (uint32_t)i, 0, 0, 0x62537470u /* bStp */);
-        BENCH_CUDA(cudaEventRecord(r->ev0, (cudaStream_t)r->ctx.stream));
-        BENCH_GD(nn_step(r, blocks, num_in, ((uint64_t)key.v[1] << 32) | key.v[0]),
+        BENCH_GD(gd_instrument_step_run(r->step, blocks, num_in, i, timed_ops, &elapsed, &loss),
                  "running the training step");
-        BENCH_CUDA(cudaEventRecord(r->ev1, (cudaStream_t)r->ctx.stream));
-        BENCH_CUDA(cudaEventSynchronize(r->ev1));
-        BENCH_CUDA(cudaEventElapsedTime(&elapsed, r->ev0, r->ev1));
-        if (timed_ops && bd_collect()) goto fail;
-        BENCH_GD(gd__nn_to_host(gd__model_ctx(r->model), &r->loss, &loss), "reading the loss");
         BENCH_REQUIRE(isfinite(loss), "step %lld: the loss is %g: the step is broken, no number "
                       "is reported", (long long)i, (double)loss);
         if (s < 0) continue;
@@ -682,10 +478,8 @@ static int run_pass(const step_bench *b, step_run *r, int timed_ops, double *ms,
         if (!timed_ops && b->dump_dir && dump_step(b, r, s, blocks)) goto fail;
         if (cli_interrupted()) goto fail;
     }
-    gd__model_set_backend(r->model, &gd__nn_cuda_backend);
     return 0;
 fail:
-    gd__model_set_backend(r->model, &gd__nn_cuda_backend);
     return -1;
 }
 
@@ -697,7 +491,6 @@ static int run_cuda(const step_bench *b, cJSON *root) {
     cJSON *res, *jl, *jb;
     int rc = -1;
     memset(&r, 0, sizeof r);
-    memset(&bd, 0, sizeof bd);
     ms = calloc((size_t)b->steps, sizeof *ms);
     ms_bd = calloc((size_t)b->steps, sizeof *ms_bd);
     losses = calloc((size_t)b->steps, sizeof *losses);
@@ -709,11 +502,11 @@ static int run_cuda(const step_bench *b, cJSON *root) {
     if (b->breakdown && run_pass(b, &r, 1, ms_bd, NULL, NULL)) goto fail;
     BENCH_GD(gd_sampler_check_errors(r.sampler), "sampling (CUDA)");
     BENCH_GD(gd_gatherer_check_errors(r.gatherer), "gathering (gpu)");
-    BENCH_GD(gd__nn_check_errors(&r.ctx), "the training step");
+    BENCH_GD(gd_instrument_step_check_errors(r.step), "the training step");
     if (b->dump_dir && write_dump_meta(b, &r)) goto fail;
 
     BENCH_JSON(res = cJSON_AddObjectToObject(root, "results"));
-    BENCH_JSON(cJSON_AddNumberToObject(res, "parameters", (double)gd__model_num_params(r.model)));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "parameters", (double)gd_instrument_step_num_params(r.step)));
     BENCH_JSON(cJSON_AddNumberToObject(res, "num_nodes", (double)r.num_nodes));
     BENCH_JSON(cJSON_AddNumberToObject(res, "num_edges", (double)r.num_edges));
     BENCH_JSON(cJSON_AddNumberToObject(res, "feature_dim", (double)r.in_dim));
@@ -750,16 +543,19 @@ static int run_cuda(const step_bench *b, cJSON *root) {
         printf("\nper op kind (ms per step, each op between its own events; that pass: median "
                "%.3f ms a step)\n",
                bd_median);
-        for (int k = 0; k < K_COUNT; k++) {
-            if (!bd.calls[k]) continue;
+        for (int k = 0; k < gd_instrument_step_op_kinds(); k++) {
+            const char *name = gd_instrument_step_op_name(k);
+            double op_ms;
+            int64_t calls;
+            gd_instrument_step_op_total(r.step, k, &op_ms, &calls);
+            if (!calls) continue;
             cJSON *o;
-            BENCH_JSON(o = cJSON_AddObjectToObject(jb, kind_names[k]));
-            BENCH_JSON(cJSON_AddNumberToObject(o, "ms", bd.ms[k] / b->steps));
-            BENCH_JSON(cJSON_AddNumberToObject(o, "calls", (double)bd.calls[k] / b->steps));
-            printf("  %-27s %8.3f ms  %5.1f calls  %5.1f %%\n", kind_names[k],
-                   bd.ms[k] / b->steps, (double)bd.calls[k] / b->steps,
-                   bd_mean > 0 ? 100 * bd.ms[k] / b->steps / bd_mean : 0);
-            sum += bd.ms[k] / b->steps;
+            BENCH_JSON(o = cJSON_AddObjectToObject(jb, name));
+            BENCH_JSON(cJSON_AddNumberToObject(o, "ms", op_ms / b->steps));
+            BENCH_JSON(cJSON_AddNumberToObject(o, "calls", (double)calls / b->steps));
+            printf("  %-27s %8.3f ms  %5.1f calls  %5.1f %%\n", name, op_ms / b->steps,
+                   (double)calls / b->steps, bd_mean > 0 ? 100 * op_ms / b->steps / bd_mean : 0);
+            sum += op_ms / b->steps;
         }
         printf("  %-27s %8.3f ms\n", "sum of the ops", sum);
         BENCH_JSON(cJSON_AddNumberToObject(res, "breakdown_sum_ms", sum));

@@ -708,6 +708,11 @@ typedef struct {
                             GD_PLACE_HOST, 0, 0, 0, 0, 0}
 void gd_graph_info_init(gd_graph_info *o);
 gd_status gd_graph_get_info(const gd_graph_t *g, gd_graph_info *info);
+/*
+ * 1 if the hot neighbour-list GPU cache (gpu_cache_bytes) holds node's list, so that the CUDA
+ * sampler reads it from GPU memory; 0 if not (or no cache, or node out of range).
+ */
+int gd_graph_is_cached(const gd_graph_t *g, int64_t node);
 
 typedef enum {
     GD_SAMPLER_CPU = 0, /* CPU threads; both arrays in host memory (host or pinned) */
@@ -725,8 +730,26 @@ typedef struct {
     int replace;                /* 1: draw fanout neighbours with replacement */
     uint64_t seed;              /* the Philox key of every draw */
     int threads;                /* CPU: threads per gd_sample (0: the GD_THREADS parameter) */
+    /*
+     * CUDA: the read schedule (docs/sampling.md, "Reading in address order"), a
+     * gd_sample_reads. Only the order of the graph reads changes, never the minibatch, so this
+     * is for benchmarks and tests that compare the schedules; the default picks by placement.
+     */
+    int sort_reads;
 } gd_sampler_options;
-#define GD_SAMPLER_OPTIONS_INIT {sizeof(gd_sampler_options), GD_SAMPLER_CPU, 0, 0, 0, 0}
+#define GD_SAMPLER_OPTIONS_INIT {sizeof(gd_sampler_options), GD_SAMPLER_CPU, 0, 0, 0, 0, 0}
+
+/*
+ * The CUDA sampler's read schedules. AUTO sorts the frontier of every hop after the first by
+ * node id when indptr or indices is pinned (the reads then go in address order); FRONTIER
+ * reads every hop in frontier order; SORTED sorts every hop, the seeds' included, whatever the
+ * placement. Hops whose worst-case frontier is far above the expected one are never sorted.
+ */
+typedef enum {
+    GD_SAMPLE_READS_AUTO = 0,
+    GD_SAMPLE_READS_FRONTIER = -1,
+    GD_SAMPLE_READS_SORTED = 1
+} gd_sample_reads;
 void gd_sampler_options_init(gd_sampler_options *o);
 
 /*

@@ -238,6 +238,12 @@ static void check_api_errors(uint64_t *state) {
         T_ASSERT(maxd > 150);
     }
     T_ASSERT(gi.indices_dtype == GD_DTYPE_INT32);
+    /* A graph without a GPU list cache holds no list there, whatever the node. */
+    T_EQ_INT(gd_graph_is_cached(gg, 0), 0);
+    T_EQ_INT(gd_graph_is_cached(gg, g.n - 1), 0);
+    T_EQ_INT(gd_graph_is_cached(gg, -1), 0);
+    T_EQ_INT(gd_graph_is_cached(gg, g.n), 0);
+    T_EQ_INT(gd_graph_is_cached(NULL, 0), 0);
     int fan[3] = {5, 5, 5};
     gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
     o.max_batch = 16;
@@ -249,6 +255,22 @@ static void check_api_errors(uint64_t *state) {
     fan[1] = 5;
     o.size = 3;
     T_FAILS(gd_sampler_create(gg, fan, 3, &o, &s), GD_ERR_INVALID_ARG, "GD_SAMPLER_OPTIONS_INIT");
+    o.size = sizeof o;
+    /* The read schedule: one of gd_sample_reads, kept by the sampler; options of a caller built
+     * before the field existed mean the default. */
+    o.sort_reads = 2;
+    T_FAILS(gd_sampler_create(gg, fan, 3, &o, &s), GD_ERR_INVALID_ARG, "sort_reads 2");
+    o.sort_reads = GD_SAMPLE_READS_SORTED;
+    T_OK(gd_sampler_create(gg, fan, 3, &o, &s));
+    T_EQ_INT(s->sort_reads, GD__SORT_ALWAYS);
+    gd_sampler_destroy(s);
+    o.sort_reads = GD_SAMPLE_READS_FRONTIER;
+    o.size = offsetof(gd_sampler_options, sort_reads);
+    T_OK(gd_sampler_create(gg, fan, 3, &o, &s));
+    T_EQ_INT(s->sort_reads, GD__SORT_AUTO);
+    gd_sampler_destroy(s);
+    s = NULL;
+    o.sort_reads = GD_SAMPLE_READS_AUTO;
     o.size = sizeof o;
     /* A fanout of all neighbours over many hops can overflow int32 local ids. */
     {

@@ -278,6 +278,7 @@ static void check_cache_layout(const graph *g, gd_graph_t *dg, int64_t budget) {
     T_ASSERT(dg->d_indptr != NULL && dg->d_indptr != (const int64_t *)dg->h_indptr);
     if (info.cache_nodes == 0) {
         T_ASSERT(dg->d_loc == NULL);
+        for (int64_t v = 0; v < g->n; v++) T_EQ_INT(gd_graph_is_cached(dg, v), 0);
         return;
     }
     int64_t *loc = malloc(sizeof(int64_t) * (size_t)g->n);
@@ -290,6 +291,8 @@ static void check_cache_layout(const graph *g, gd_graph_t *dg, int64_t budget) {
     for (int64_t v = 0; v < g->n; v++) {
         const int64_t d = g->indptr[v + 1] - g->indptr[v];
         if (d == 0) continue;
+        /* The public view of the cache agrees with the location map the sampler reads. */
+        T_EQ_INT(gd_graph_is_cached(dg, v), (loc[v] >> GD__LOC_TIER_SHIFT) != 0);
         if ((loc[v] >> GD__LOC_TIER_SHIFT) == 0) {
             T_EQ_INT(loc[v], g->indptr[v]);
             continue;

@@ -358,6 +358,11 @@ fail:
     return st;
 }
 
+int gd_graph_is_cached(const gd_graph_t *g, int64_t node) {
+    if (!g || node < 0 || node >= g->num_nodes || !g->d_loc) return 0;
+    return gd__tier_cache_holds(g->store, node);
+}
+
 gd_status gd_graph_get_info(const gd_graph_t *g, gd_graph_info *info) {
     if (!g || !info) return gd__error(GD_ERR_INVALID_ARG, "gd_graph_get_info: NULL argument");
     gd_graph_info i = GD_GRAPH_INFO_INIT;

@@ -43,9 +43,9 @@ struct gd_sampler {
     size_t off_nodes, off_indptr[GD_SAMPLER_MAX_LAYERS], off_indices[GD_SAMPLER_MAX_LAYERS];
     size_t minibatch_bytes;
     int64_t scratch_bytes;
-    /* CUDA: which hops read the graph in address order (GD__SORT_*). gd_sampler_create leaves
-     * GD__SORT_AUTO; tests and the benchmark set it to compare the two schedules, which give the
-     * same minibatch. */
+    /* CUDA: which hops read the graph in address order (GD__SORT_*), from the sort_reads
+     * option; tests and the benchmark set it to compare the two schedules, which give the same
+     * minibatch. */
     int sort_reads;
     void *cpu;                     /* CPU backend scratch */
     struct gd__cuda_sampler *cuda; /* CUDA backend state */
@@ -58,7 +58,11 @@ struct gd_sampler {
  * worst-case frontier is far above the expected one are never sorted (the sort would cost more
  * than the reads). Only the order of the reads changes, never the result.
  */
-enum { GD__SORT_AUTO = 0, GD__SORT_NEVER = -1, GD__SORT_ALWAYS = 1 };
+enum {
+    GD__SORT_AUTO = GD_SAMPLE_READS_AUTO,
+    GD__SORT_NEVER = GD_SAMPLE_READS_FRONTIER,
+    GD__SORT_ALWAYS = GD_SAMPLE_READS_SORTED
+};
 
 /* sizes[h] = frontier size of hop h (h <= num_layers); sizes[SIZES_EDGES + h] = edges of hop h. */
 #define GD__SIZES_EDGES (GD_SAMPLER_MAX_LAYERS + 1)

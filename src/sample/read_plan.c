@@ -155,6 +155,12 @@ void gd__read_plan_free(gd__read_plan *p) {
     memset(p, 0, sizeof *p);
 }
 
+int64_t gd__read_plan_line_skip(const gd_graph_t *g) {
+    if (!g || !g->d_indices) return 0;
+    const int64_t eb = (int64_t)gd_dtype_size(g->indices_dtype);
+    return (int64_t)((128 - ((uintptr_t)g->d_indices & 127)) & 127) / eb;
+}
+
 static inline uint64_t entry_at(const void *indices, int entry_bytes, int64_t p) {
     return entry_bytes == 4 ? (uint64_t)(int64_t)((const int32_t *)indices)[p]
                             : (uint64_t)((const int64_t *)indices)[p];

@@ -126,6 +126,12 @@ gd_status gd_sampler_create(gd_graph_t *g, const int *fanouts, int num_layers,
     GD_REQUIRE(o.max_batch >= 0, GD_ERR_INVALID_ARG, "gd_sampler_create: max_batch %lld < 0",
                (long long)o.max_batch);
     GD_CHECK(gd__threads_check(o.threads, "gd_sampler_create"));
+    GD_REQUIRE(o.sort_reads == GD_SAMPLE_READS_AUTO || o.sort_reads == GD_SAMPLE_READS_FRONTIER ||
+                   o.sort_reads == GD_SAMPLE_READS_SORTED,
+               GD_ERR_INVALID_ARG,
+               "gd_sampler_create: sort_reads %d is not a gd_sample_reads (0 auto, -1 frontier "
+               "order, 1 sorted)",
+               o.sort_reads);
     if (o.backend == GD_SAMPLER_CPU)
         GD_REQUIRE(g->h_indptr && g->h_indices, GD_ERR_INVALID_ARG,
                    "the CPU sampler reads the graph from host memory, but its %s "
@@ -149,6 +155,7 @@ gd_status gd_sampler_create(gd_graph_t *g, const int *fanouts, int num_layers,
     s->replace = o.replace != 0;
     s->seed = o.seed;
     s->threads = o.threads ? o.threads : gd__num_threads();
+    s->sort_reads = o.sort_reads;
     GD_CHECK(plan_sizes(s));
     GD_CHECK(gd__sample_backend_for(s->backend)->sampler_init(s));
     GD_DEBUG("sampler %s: %d hops, batch %lld, %lld input nodes at most, %zu "
