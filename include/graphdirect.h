@@ -26,7 +26,7 @@ extern "C" {
 /* ---------------------------------------------------------------- version */
 
 #define GD_VERSION_MAJOR 0
-#define GD_VERSION_MINOR 1
+#define GD_VERSION_MINOR 2
 #define GD_VERSION_PATCH 0
 #define GD_VERSION_HEX ((GD_VERSION_MAJOR << 16) | (GD_VERSION_MINOR << 8) | GD_VERSION_PATCH)
 
