@@ -79,8 +79,8 @@ static gd_status check_input(const gd__placement_input *in, gd__placement_kind k
                "placement: %d GPUs; the placement spreads rows over 1 to %d GPUs (one NVLink "
                "clique)",
                in->num_gpus, GD__PLACEMENT_MAX_GPUS);
-    GD_REQUIRE(in->num_candidates >= 0 && (in->num_candidates == 0 || in->prob),
-               GD_ERR_INVALID_ARG, "placement: %lld candidates%s", (long long)in->num_candidates,
+    GD_REQUIRE(in->num_candidates >= 0 && (in->num_candidates == 0 || in->prob), GD_ERR_INVALID_ARG,
+               "placement: %lld candidates%s", (long long)in->num_candidates,
                in->num_candidates < 0 ? "; the count must be >= 0" : " without probabilities");
     for (int g = 0; g < in->num_gpus; g++)
         GD_REQUIRE(capacity_of(in, g) >= 0, GD_ERR_INVALID_ARG,
@@ -124,8 +124,8 @@ static int least_loaded(const double *mass, uint32_t allowed) {
 /* replicate: GPU g caches the hottest capacity[g] candidates (the same K hottest for equal K). */
 static void place_replicate(const gd__placement_input *in, uint32_t *holders) {
     for (int g = 0; g < in->num_gpus; g++) {
-        int64_t top = capacity_of(in, g) < in->num_candidates ? capacity_of(in, g)
-                                                               : in->num_candidates;
+        int64_t top =
+            capacity_of(in, g) < in->num_candidates ? capacity_of(in, g) : in->num_candidates;
         for (int64_t i = 0; i < top; i++) holders[i] |= 1u << g;
     }
 }
@@ -157,7 +157,9 @@ static void place_partition(const gd__placement_input *in, uint32_t *holders) {
  * copy). While p(next) > alpha * p(drop), one GPU holding `drop` gives that replica up for
  * `next`: the holder with the least accumulated probability, where a GPU's accumulated
  * probability is that of the rows only it holds (the peer reads it serves), so the partitioned
- * part stays balanced. Each step moves one of the two pointers, so the walk is O(N) steps of O(G).
+ * part stays balanced. When `drop` has two holders left, the one that keeps it alone gains
+ * p(drop), at least p(next), so the lighter holder keeps it and the other takes `next`. Each step
+ * moves one of the two pointers, so the walk is O(N) steps of O(G).
  *
  * Why the first refused swap ends it: both pointers only move towards colder rows on the `next`
  * side and hotter rows on the `drop` side, so p(next) falls and p(drop) rises. With equal
@@ -183,6 +185,8 @@ static void place_auto(const gd__placement_input *in, double alpha, uint32_t *ho
         while (drop >= 0 && __builtin_popcount(holders[drop]) < 2) drop--;
         if (drop < 0 || !(p[next] > alpha * p[drop])) break;
         int g = least_loaded(mass, holders[drop]);
+        /* The last copy stays with the lighter of two holders: p(drop) >= p(next). */
+        if (__builtin_popcount(holders[drop]) == 2) g = __builtin_ctz(holders[drop] & ~(1u << g));
         holders[drop] &= ~(1u << g);
         if (__builtin_popcount(holders[drop]) == 1) mass[__builtin_ctz(holders[drop])] += p[drop];
         holders[next] = 1u << g;
@@ -199,8 +203,9 @@ static gd_status finish(const gd__placement_input *in, gd__placement *out) {
     double cached = 0;
     for (int64_t i = 0; i < n; i++) {
         uint32_t m = out->holders[i];
-        out->home[i] = m == 0 ? GD__PLACEMENT_HOST
-                              : (m & (m - 1)) ? GD__PLACEMENT_SEVERAL : __builtin_ctz(m);
+        out->home[i] = m == 0          ? GD__PLACEMENT_HOST
+                       : (m & (m - 1)) ? GD__PLACEMENT_SEVERAL
+                                       : __builtin_ctz(m);
         if (m) cached += in->prob[i];
         for (; m; m &= m - 1) {
             count[__builtin_ctz(m)]++;
@@ -240,9 +245,12 @@ gd_status gd__placement_compute(const gd__placement_input *in, gd__placement_kin
     GD_ALLOC(out->holders, n * sizeof(uint32_t), "the placement's holder masks");
     GD_ALLOC(out->home, n * sizeof(int32_t), "the placement's homes");
     memset(out->holders, 0, n * sizeof(uint32_t));
-    if (kind == GD__PLACEMENT_REPLICATE) place_replicate(in, out->holders);
-    else if (kind == GD__PLACEMENT_PARTITION) place_partition(in, out->holders);
-    else place_auto(in, out->alpha, out->holders);
+    if (kind == GD__PLACEMENT_REPLICATE)
+        place_replicate(in, out->holders);
+    else if (kind == GD__PLACEMENT_PARTITION)
+        place_partition(in, out->holders);
+    else
+        place_auto(in, out->alpha, out->holders);
     GD_CHECK(finish(in, out));
 fail:
     return st;
