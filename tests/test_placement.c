@@ -147,15 +147,22 @@ static void same_masks(const gd__placement *x, const gd__placement *y) {
     for (int64_t i = 0; i < x->num_candidates; i++) T_EQ_U64(x->holders[i], y->holders[i]);
 }
 
-/* One random case: the three placements, their invariants, and auto's cost against the others. */
-static void random_case(uint64_t *s, int unequal) {
+/* Random candidates (in the static prob and row_ids) on 1 to 16 GPUs; the caller sets the rest. */
+static gd__placement_input random_input(uint64_t *s) {
     static double prob[MAX_N];
-    static int64_t caps[GD__PLACEMENT_MAX_GPUS];
     int64_t n = 1 + (int64_t)(t_rand(s) % MAX_N);
     random_probs(s, n, (int)(t_rand(s) % 3), prob);
     random_rows(s, n);
     gd__placement_input in = {.num_candidates = n, .prob = prob, .rows = row_ids};
     in.num_gpus = 1 + (int)(t_rand(s) % GD__PLACEMENT_MAX_GPUS);
+    return in;
+}
+
+/* One random case: the three placements, their invariants, and auto's cost against the others. */
+static void random_case(uint64_t *s, int unequal) {
+    static int64_t caps[GD__PLACEMENT_MAX_GPUS];
+    gd__placement_input in = random_input(s);
+    const int64_t n = in.num_candidates;
     in.rows_per_gpu = (int64_t)(t_rand(s) % (uint64_t)(n + n / 4 + 1));
     if (t_rand(s) % 3 == 0) in.rows_per_gpu /= in.num_gpus;
     if (unequal) {
@@ -186,12 +193,9 @@ static void random_case(uint64_t *s, int unequal) {
 
 /* Peers as slow as the host: auto is replicate. Free peers: auto is partition (same rows). */
 static void extreme_costs(uint64_t *s) {
-    static double prob[MAX_N];
-    int64_t n = 1 + (int64_t)(t_rand(s) % MAX_N);
-    random_probs(s, n, (int)(t_rand(s) % 3), prob);
-    random_rows(s, n);
-    gd__placement_input in = {.num_candidates = n, .prob = prob, .rows = row_ids};
-    in.num_gpus = 1 + (int)(t_rand(s) % GD__PLACEMENT_MAX_GPUS);
+    gd__placement_input in = random_input(s);
+    const int64_t n = in.num_candidates;
+    const double *prob = in.prob;
     in.rows_per_gpu = (int64_t)(t_rand(s) % (uint64_t)(n + 1)) / in.num_gpus;
     double local = urand(s), far = local + 0.01 + 10 * urand(s);
     in.costs = (gd__placement_costs){local, far, far};
