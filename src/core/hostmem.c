@@ -12,10 +12,6 @@
 /* A cgroup v1 "no limit" is a page-rounded INT64_MAX; any value past this is none. */
 #define NO_LIMIT (INT64_C(1) << 60)
 
-static int64_t min64(int64_t a, int64_t b) {
-    return a < b ? a : b;
-}
-
 /* The first integer of file path (-1: unreadable or "max"). */
 static int64_t read_count(const char *path) {
     FILE *f = fopen(path, "r");
@@ -75,11 +71,11 @@ int64_t gd__host_mem_available(void) {
     /* v2: the process's own group, and the namespace root (a container's own limit). */
     if (cgroup2_path(rel, sizeof rel) == 0 && strcmp(rel, "/") != 0) {
         snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", rel);
-        left = min64(left, cgroup_left(dir, "memory.max", "memory.current"));
+        left = gd__min64(left, cgroup_left(dir, "memory.max", "memory.current"));
     }
-    left = min64(left, cgroup_left("/sys/fs/cgroup", "memory.max", "memory.current"));
-    left = min64(left, cgroup_left("/sys/fs/cgroup/memory", "memory.limit_in_bytes",
-                                   "memory.usage_in_bytes"));
+    left = gd__min64(left, cgroup_left("/sys/fs/cgroup", "memory.max", "memory.current"));
+    left = gd__min64(left, cgroup_left("/sys/fs/cgroup/memory", "memory.limit_in_bytes",
+                                       "memory.usage_in_bytes"));
     return left;
 }
 
@@ -115,8 +111,8 @@ gd_status gd__host_mem_check(int64_t need, int64_t asked, const char *what, cons
     GD_REQUIRE(need <= budget, GD_ERR_NO_MEMORY,
                "%s needs %lld bytes (%.2f GiB) of host memory, more than the %lld bytes "
                "(%.2f GiB) of %s: %s",
-               what, (long long)need, (double)need / (double)(INT64_C(1) << 30),
-               (long long)budget, (double)budget / (double)(INT64_C(1) << 30), source, fix);
+               what, (long long)need, (double)need / (double)(INT64_C(1) << 30), (long long)budget,
+               (double)budget / (double)(INT64_C(1) << 30), source, fix);
 fail:
     return st;
 }

@@ -106,6 +106,14 @@ void gd__log_write(gd_log_level level, const char *fmt, ...) GD_PRINTF(2, 3);
  */
 int gd__param_given(const char *name);
 
+/* The smaller and the larger of two int64 values. */
+static inline int64_t gd__min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+static inline int64_t gd__max64(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
+
 /* ---- overflow-checked arithmetic on sizes */
 static inline bool gd__mul_overflow_i64(int64_t a, int64_t b, int64_t *out) {
     return __builtin_mul_overflow(a, b, out);

@@ -23,15 +23,15 @@ const gd__sample_backend *gd__sample_backend_for(gd_sampler_backend backend) {
     return &gd__sample_cpu_backend;
 }
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
 static int64_t pow2_at_least(int64_t x) {
     int64_t p = 64;
     while (p < x) p <<= 1;
     return p;
 }
 
-static size_t align_up(size_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
+static size_t align_up(size_t x) {
+    return (x + ALIGN - 1) / ALIGN * ALIGN;
+}
 
 /*
  * The worst case of every hop. A node of hop h gets at most k neighbours: the fanout, capped by the
@@ -44,7 +44,7 @@ static gd_status plan_sizes(gd_sampler_t *s) {
     gd_status st = GD_OK;
     const gd_graph_t *g = s->graph;
     const int L = s->num_layers;
-    s->max_dst[0] = min64(s->max_batch, g->num_nodes);
+    s->max_dst[0] = gd__min64(s->max_batch, g->num_nodes);
     const int64_t node_cap = g->num_nodes + s->max_dst[0];
     s->max_dst_all = s->max_edges_all = s->max_pos_all = s->max_table = 0;
     for (int h = 0; h < L; h++) {
@@ -55,10 +55,10 @@ static gd_status plan_sizes(gd_sampler_t *s) {
         else if (s->replace)
             k = g->max_degree > 0 ? f : 0;
         else
-            k = min64(f, g->max_degree);
+            k = gd__min64(f, g->max_degree);
         int64_t e;
         if (gd__mul_overflow_i64(s->max_dst[h], k, &e)) e = INT64_MAX;
-        if (!s->replace || f < 0) e = min64(e, g->num_edges);
+        if (!s->replace || f < 0) e = gd__min64(e, g->num_edges);
         int64_t pos;
         if (gd__add_overflow_i64(s->max_dst[h], e, &pos)) pos = INT64_MAX;
         GD_REQUIRE(pos <= MAX_POSITIONS, GD_ERR_RANGE,
@@ -70,8 +70,8 @@ static gd_status plan_sizes(gd_sampler_t *s) {
                    h, (long long)s->max_dst[h], (long long)e, (long long)s->max_batch, f,
                    (long long)g->max_degree, (long long)MAX_POSITIONS);
         s->max_edges[h] = e;
-        s->max_dst[h + 1] = min64(pos, node_cap);
-        s->table_cap[h] = pow2_at_least(2 * min64(pos, node_cap));
+        s->max_dst[h + 1] = gd__min64(pos, node_cap);
+        s->table_cap[h] = pow2_at_least(2 * gd__min64(pos, node_cap));
         if (s->max_dst[h] > s->max_dst_all) s->max_dst_all = s->max_dst[h];
         if (e > s->max_edges_all) s->max_edges_all = e;
         if (pos > s->max_pos_all) s->max_pos_all = pos;
@@ -256,7 +256,9 @@ gd_status gd_sampler_check_errors(gd_sampler_t *s) {
     return gd__sample_backend_for(s->backend)->check_errors(s);
 }
 
-int gd_minibatch_num_layers(const gd_minibatch_t *mb) { return mb ? mb->num_layers : 0; }
+int gd_minibatch_num_layers(const gd_minibatch_t *mb) {
+    return mb ? mb->num_layers : 0;
+}
 
 int gd_minibatch_on_device(const gd_minibatch_t *mb) {
     return mb && mb->backend == GD_SAMPLER_CUDA;

@@ -14,13 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static int64_t min64(int64_t a, int64_t b) {
-    return a < b ? a : b;
-}
-static int64_t max64(int64_t a, int64_t b) {
-    return a > b ? a : b;
-}
-
 static int64_t int_at(const gd_array_view *v, int64_t i) {
     return v->dtype == GD_DTYPE_INT32 ? (int64_t)((const int32_t *)v->data)[i]
                                       : ((const int64_t *)v->data)[i];
@@ -131,16 +124,16 @@ static gd_status plan_input(gd__datapath *d, int have_gpu, gd__plan_input *in) {
     GD_CHECK(gd_sampler_create(d->graph, d->cfg.fanouts, d->cfg.num_layers, &so, &s));
     gd_sampler_info si = GD_SAMPLER_INFO_INIT;
     GD_CHECK(gd_sampler_get_info(s, &si));
-    const int64_t model = d->cfg.model_bytes
-                              ? d->cfg.model_bytes(d->cfg.model_user, gi.max_degree,
-                                                   si.max_input_nodes)
-                              : 0;
+    const int64_t model = d->cfg.model_bytes ? d->cfg.model_bytes(d->cfg.model_user, gi.max_degree,
+                                                                  si.max_input_nodes)
+                                             : 0;
     const int64_t set = si.minibatch_bytes + si.max_input_nodes * d->in_dim * 4 + d->batch * 8;
     /* The host side, for the plan's host check; the GPU side only where a GPU mode can run. */
     in->host_model_bytes = model;
     in->host_batch_bytes = d->cfg.depth * set;
     if (have_gpu && d->cfg.mode != GD__TRAIN_CPU)
-        in->fixed_bytes = d->cfg.depth * set + 2 * si.minibatch_bytes + model + GD__PLAN_GPU_RESERVE;
+        in->fixed_bytes =
+            d->cfg.depth * set + 2 * si.minibatch_bytes + model + GD__PLAN_GPU_RESERVE;
 fail:
     gd_sampler_destroy(s);
     return st;
@@ -171,8 +164,8 @@ static gd_status pin_features(gd__datapath *d, int copy) {
         memcpy(gd_host_tensor_data(d->features), fv.data,
                (size_t)(fv.shape[0] * gd_host_tensor_row_bytes(d->features)));
     } else {
-        GD_CHECK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype, 0u,
-                                      &d->features));
+        GD_CHECK(
+            gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype, 0u, &d->features));
     }
     GD_CHECK(gd_host_tensor_register(d->features, d->context));
 fail:
@@ -217,7 +210,7 @@ static gd_status make_gatherer(gd__datapath *d) {
     int64_t *scores = NULL;
     gd_gatherer_options go = GD_GATHERER_OPTIONS_INIT;
     go.threads = d->cfg.threads;
-    go.max_ids = max64(d->sinfo.max_input_nodes, 1);
+    go.max_ids = gd__max64(d->sinfo.max_input_nodes, 1);
     go.sm_budget = d->cfg.gather_sms;
     const gd_gather_mode gm = d->mode == GD__TRAIN_ALL_GPU       ? GD_GATHER_GPU
                               : d->mode == GD__TRAIN_CPU_CENTRIC ? GD_GATHER_CPU_DMA
@@ -231,7 +224,7 @@ static gd_status make_gatherer(gd__datapath *d) {
             /* What is left of the budget, less the location map and the gather's buffers. */
             GD_CHECK(used_gpu(d, &used));
             cache = d->budget - used - GD__PLAN_GPU_RESERVE - 8 * d->num_nodes - 64 * go.max_ids;
-            cache = cache < 0 ? 0 : min64(cache, table);
+            cache = cache < 0 ? 0 : gd__min64(cache, table);
         }
         /*
          * Rows left in host memory make the gather PCIe-bound, and then a gather spread over
@@ -339,7 +332,7 @@ static gd_status machine(gd__datapath *d, int device, int *have_gpu) {
         snprintf(what, sizeof what, "--mode %s", gd__train_mode_name(c->mode));
         GD_CHECK(gd__cuda_check_device(device, what, "use --mode cpu"));
         GD_CHECK(gd__cuda_mem_info(device, &d->free0, &total));
-        d->budget = c->gpu_mem_budget > 0 ? min64(c->gpu_mem_budget, d->free0) : d->free0;
+        d->budget = c->gpu_mem_budget > 0 ? gd__min64(c->gpu_mem_budget, d->free0) : d->free0;
         *have_gpu = 1;
     }
 #else
@@ -391,7 +384,7 @@ gd_status gd__datapath_plan(const gd_dataset_t *ds, const gd__data_config *cfg, 
     d.ds = ds;
     d.num_nodes = gd_dataset_num_nodes(ds);
     d.in_dim = gd_dataset_feature_dim(ds);
-    d.batch = min64(cfg->batch_size, d.num_nodes);
+    d.batch = gd__min64(cfg->batch_size, d.num_nodes);
     GD_CHECK(gd_graph_create_from_dataset(ds, NULL, &d.graph));
     GD_CHECK(make_plan(&d, device));
     *out = d.plan;
@@ -413,13 +406,13 @@ gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg
     d->num_nodes = gd_dataset_num_nodes(ds);
     d->in_dim = gd_dataset_feature_dim(ds);
     d->num_classes = gd_dataset_num_classes(ds);
-    d->batch = min64(cfg->batch_size, d->num_nodes);
+    d->batch = gd__min64(cfg->batch_size, d->num_nodes);
 
     /* The splits and the labels. */
     for (int i = 0; i < 3; i++)
         GD_CHECK(
             load_split(ds, (gd_array_id)(GD_ARRAY_TRAIN_IDX + i), &d->split[i], &d->split_n[i]));
-    const int64_t most = max64(d->split_n[0], max64(d->split_n[1], d->split_n[2]));
+    const int64_t most = gd__max64(d->split_n[0], gd__max64(d->split_n[1], d->split_n[2]));
     GD_ALLOC(d->order, (size_t)most * sizeof(int64_t), "the epoch order");
     st = gd_dataset_array(ds, GD_ARRAY_LABELS, &d->label_view);
     if (st == GD_ERR_NOT_FOUND && cfg->labels_optional) {
@@ -665,6 +658,6 @@ fail:
 
 int64_t gd__datapath_max_batches(const gd__datapath *d) {
     int64_t most = 1;
-    for (int i = 0; i < 3; i++) most = max64(most, (d->split_n[i] + d->batch - 1) / d->batch);
+    for (int i = 0; i < 3; i++) most = gd__max64(most, (d->split_n[i] + d->batch - 1) / d->batch);
     return most;
 }

@@ -76,13 +76,6 @@ typedef struct {
     int64_t device_bytes;
 } infer_state;
 
-static int64_t min64(int64_t a, int64_t b) {
-    return a < b ? a : b;
-}
-static int64_t max64(int64_t a, int64_t b) {
-    return a > b ? a : b;
-}
-
 /*
  * The chunk that starts at lo: the longest run [lo, hi) whose self rows plus neighbour rows fit
  * in cap, and at least the node lo (a node whose list alone does not fit is aggregated in
@@ -121,8 +114,8 @@ static void plan(infer_state *s) {
         windows(s, lo, hi, &w, &p);
         s->chunks++;
         s->pieces += p;
-        s->max_dst = max64(s->max_dst, hi - lo);
-        s->max_window = max64(s->max_window, w);
+        s->max_dst = gd__max64(s->max_dst, hi - lo);
+        s->max_window = gd__max64(s->max_window, w);
     }
 }
 
@@ -248,8 +241,8 @@ fail:
 static void widths(const infer_state *s, int64_t *in_max, int64_t *out_max) {
     *in_max = *out_max = 1;
     for (int l = 0; l < s->num_layers; l++) {
-        *in_max = max64(*in_max, s->dims[l]);
-        *out_max = max64(*out_max, s->dims[l + 1]);
+        *in_max = gd__max64(*in_max, s->dims[l]);
+        *out_max = gd__max64(*out_max, s->dims[l + 1]);
     }
 }
 
@@ -269,7 +262,7 @@ static gd_status setup_cpu(infer_state *s, const float *features, const gd__infe
     plan(s);
     s->tab[0].cols = s->dims[0];
     s->tab[0].host = s->tab[0].dev = (float *)features;
-    for (int i = 1; i <= min64(s->num_layers - 1, 2); i++) {
+    for (int i = 1; i <= gd__min64(s->num_layers - 1, 2); i++) {
         act_table *t = &s->tab[i];
         t->cols = s->hidden;
         GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, s->n, t->cols, &t->owned));
@@ -383,9 +376,9 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
     /* The chunk buffers, each as wide as the widest layer that needs it. */
     s->self_cols = s->out_cols = 0;
     for (int l = 0; l < L; l++) {
-        if (!s->tab[in_table(l)].on_device) s->self_cols = max64(s->self_cols, s->dims[l]);
+        if (!s->tab[in_table(l)].on_device) s->self_cols = gd__max64(s->self_cols, s->dims[l]);
         const int ot = out_table(s, l);
-        if (ot < 0 || !s->tab[ot].on_device) s->out_cols = max64(s->out_cols, s->dims[l + 1]);
+        if (ot < 0 || !s->tab[ot].on_device) s->out_cols = gd__max64(s->out_cols, s->dims[l + 1]);
     }
     GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * in_max, &s->agg));
     GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * s->self_cols, &s->self));
@@ -519,8 +512,7 @@ gd_status gd__model_infer(gd__model *m, const gd_dataset_t *ds, const gd__infer_
                "one neighbour)",
                (long long)opts.max_chunk_rows);
     GD_REQUIRE(opts.memory_budget >= 0, GD_ERR_INVALID_ARG,
-               "inference: memory budget %lld must not be negative",
-               (long long)opts.memory_budget);
+               "inference: memory budget %lld must not be negative", (long long)opts.memory_budget);
     GD_CHECK(gd__threads_check(opts.threads, "inference"));
     const gd__model_config *mc = gd__model_get_config(m);
     GD_REQUIRE(mc->dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,

@@ -79,7 +79,7 @@ static void pick(const gd__plan_input *in, int64_t graph, int64_t indptr, int64_
 static gd_status plan_host(const gd__plan_input *in, gd__plan *p) {
     gd_status st = GD_OK;
     char a[32], b[32];
-    const int64_t host = p->mode == GD__TRAIN_CPU          ? in->host_model_bytes + in->host_batch_bytes
+    const int64_t host = p->mode == GD__TRAIN_CPU ? in->host_model_bytes + in->host_batch_bytes
                          : p->mode == GD__TRAIN_CPU_CENTRIC ? in->host_batch_bytes
                                                             : 0;
     p->host_bytes = host;
@@ -147,8 +147,7 @@ gd_status gd__plan_make(const gd__plan_input *in, gd__plan *p) {
     default: /* cpu, cpu-centric: the CPU reads both from host memory */
         row(p, "indptr", "host", indptr);
         row(p, "indices", "host", lists);
-        row(p, "features", p->mode == GD__TRAIN_CPU ? "host" : "host (gathered into pinned)",
-            feat);
+        row(p, "features", p->mode == GD__TRAIN_CPU ? "host" : "host (gathered into pinned)", feat);
         break;
     }
     if (p->mode != GD__TRAIN_CPU) row(p, "minibatch buffers and model", "gpu", in->fixed_bytes);
@@ -162,30 +161,23 @@ fail:
     return st;
 }
 
-static int64_t max64(int64_t a, int64_t b) {
-    return a > b ? a : b;
-}
-static int64_t min64(int64_t a, int64_t b) {
-    return a < b ? a : b;
-}
-
 gd_status gd__plan_infer(const gd__infer_plan_input *in, gd__infer_plan *out) {
     gd_status st = GD_OK;
     const int L = in->num_layers;
     int64_t in_max = 1, out_max = 1;
     memset(out, 0, sizeof *out);
     for (int l = 0; l < L; l++) {
-        in_max = max64(in_max, in->dims[l]);
-        out_max = max64(out_max, in->dims[l + 1]);
+        in_max = gd__max64(in_max, in->dims[l]);
+        out_max = gd__max64(out_max, in->dims[l + 1]);
     }
     /* A row of chunk capacity: a staged indptr entry and index, an aggregate and a self row of
      * the widest input, an output row of the widest output. */
     out->unit_bytes = (int64_t)sizeof(int64_t) + in->index_bytes +
                       (int64_t)sizeof(float) * (2 * in_max + out_max);
-    const int64_t total_rows = max64(in->num_nodes + in->num_edges, 2);
+    const int64_t total_rows = gd__max64(in->num_nodes + in->num_edges, 2);
     const int64_t reserve =
-        max64(2, in->max_chunk_rows > 0 ? min64(in->max_chunk_rows, total_rows)
-                                        : min64(total_rows, GD__PLAN_INFER_MIN_CHUNK_ROWS));
+        gd__max64(2, in->max_chunk_rows > 0 ? gd__min64(in->max_chunk_rows, total_rows)
+                                            : gd__min64(total_rows, GD__PLAN_INFER_MIN_CHUNK_ROWS));
     int64_t used = reserve * out->unit_bytes; /* rows <= 2^63 / 16 is not reachable */
     GD_REQUIRE(used <= in->budget, GD_ERR_NO_MEMORY,
                "inference: a memory budget of %lld bytes cannot hold chunks of %lld rows (%lld "
@@ -204,8 +196,8 @@ gd_status gd__plan_infer(const gd__infer_plan_input *in, gd__infer_plan *out) {
     out->chunk_rows =
         in->max_chunk_rows > 0
             ? in->max_chunk_rows
-            : min64(GD__PLAN_INFER_MAX_CHUNK_ROWS,
-                    max64(reserve, reserve + (in->budget - used) / out->unit_bytes));
+            : gd__min64(GD__PLAN_INFER_MAX_CHUNK_ROWS,
+                        gd__max64(reserve, reserve + (in->budget - used) / out->unit_bytes));
     out->gpu_bytes = used + (out->chunk_rows - reserve) * out->unit_bytes;
 fail:
     return st;
@@ -222,8 +214,7 @@ void gd__plan_add_infer(gd__plan *p, const gd__infer_plan *ip) {
 
 void gd__plan_add_infer_cpu(gd__plan *p, int hidden_tables, int64_t hidden_bytes) {
     for (int i = 0; i < hidden_tables; i++)
-        row(p, i ? "exact inference: hidden 2" : "exact inference: hidden 1", "host",
-            hidden_bytes);
+        row(p, i ? "exact inference: hidden 2" : "exact inference: hidden 1", "host", hidden_bytes);
 }
 
 void gd__plan_add_infer_none(gd__plan *p, int64_t needed) {
@@ -246,8 +237,7 @@ void gd__plan_table(const gd__plan *p, char *buf, size_t n) {
     buf[0] = '\0';
     for (int i = 0; i < p->num_rows && used < n; i++) {
         const gd__plan_row *r = &p->rows[i];
-        used += (size_t)snprintf(buf + used, n - used, "  %-28s %-28s %s\n", r->structure,
-                                 r->where,
+        used += (size_t)snprintf(buf + used, n - used, "  %-28s %-28s %s\n", r->structure, r->where,
                                  r->bytes < 0 ? "what the budget leaves"
                                               : human(r->bytes, g, sizeof g));
     }

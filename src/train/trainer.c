@@ -1,8 +1,8 @@
 /*
- * The trainer: the data path (datapath.h) plus a model (nn/model.h; or the MLP baseline) as the last stage
- * of the pipeline (pipeline.h), in the modes of src/train/internal.h. Creation builds the data
- * path for the mode, the nn backend, the model and the per-pass logs; an epoch then allocates
- * nothing.
+ * The trainer: the data path (datapath.h) plus a model (nn/model.h; or the MLP baseline) as the
+ * last stage of the pipeline (pipeline.h), in the modes of src/train/internal.h. Creation builds
+ * the data path for the mode, the nn backend, the model and the per-pass logs; an epoch then
+ * allocates nothing.
  *
  * The stages per minibatch b (set b % depth):
  *
@@ -62,14 +62,6 @@ struct gd__trainer {
     int64_t *correct_log;
     int64_t log_cap;
 };
-
-static int64_t min64(int64_t a, int64_t b) {
-    return a < b ? a : b;
-}
-
-static int64_t max64(int64_t a, int64_t b) {
-    return a > b ? a : b;
-}
 
 static double cpu_seconds(void) {
     struct rusage ru;
@@ -236,7 +228,7 @@ static void shape_from(gd__trainer *t, const gd_dataset_t *ds, const gd__train_c
     t->num_nodes = gd_dataset_num_nodes(ds);
     t->in_dim = gd_dataset_feature_dim(ds);
     t->num_classes = gd_dataset_num_classes(ds);
-    t->batch = min64(cfg->batch_size, t->num_nodes);
+    t->batch = gd__min64(cfg->batch_size, t->num_nodes);
 }
 
 /*
@@ -268,8 +260,8 @@ static gd_status plan_inference(const gd__trainer *t, gd__plan *p) {
     }
     int64_t taken = p->gpu_bytes;
     if (p->feature_cache_bytes < 0)
-        taken += max64(0, p->budget - p->gpu_bytes - GD__PLAN_GPU_RESERVE);
-    in.budget = max64(0, p->gpu_free - taken) / 2;
+        taken += gd__max64(0, p->budget - p->gpu_bytes - GD__PLAN_GPU_RESERVE);
+    in.budget = gd__max64(0, p->gpu_free - taken) / 2;
     gd__infer_plan ip;
     if (gd__plan_infer(&in, &ip) == GD_OK) {
         gd__plan_add_infer(p, &ip);
@@ -289,8 +281,8 @@ gd_status gd__trainer_plan(const gd_dataset_t *ds, const gd__train_config *cfg, 
     GD_CHECK(check_config(ds, cfg));
     shape_from(&t, ds, cfg);
     data_config(&t, &dc);
-    GD_CHECK(gd__datapath_plan(ds, &dc, cfg->context ? gd_context_device(cfg->context) : cfg->device,
-                               out));
+    GD_CHECK(gd__datapath_plan(ds, &dc,
+                               cfg->context ? gd_context_device(cfg->context) : cfg->device, out));
     GD_CHECK(plan_inference(&t, out));
 fail:
     return st;
@@ -349,9 +341,8 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     (void)b;
     GD_INFO("trainer: %s; %d layers, batch %lld, %lld input nodes and %lld edges at most per "
             "minibatch, %lld parameters",
-            d->plan.text, cfg->num_layers, (long long)d->batch,
-            (long long)d->sinfo.max_input_nodes, (long long)d->sinfo.max_edges,
-            (long long)gd__model_num_params(t->model));
+            d->plan.text, cfg->num_layers, (long long)d->batch, (long long)d->sinfo.max_input_nodes,
+            (long long)d->sinfo.max_edges, (long long)gd__model_num_params(t->model));
     *out = t;
     return GD_OK;
 fail:
@@ -455,7 +446,7 @@ static gd_status run_pass(gd__trainer *t, const int64_t *ids, int64_t n, int64_t
                           gd__pass *p) {
     gd_status st = GD_OK;
     GD_CHECK(gd__datapath_start_pass(t->d, ids, n, epoch, train, p));
-    if (train && t->cfg.max_batches > 0) p->batches = min64(p->batches, t->cfg.max_batches);
+    if (train && t->cfg.max_batches > 0) p->batches = gd__min64(p->batches, t->cfg.max_batches);
     GD_REQUIRE(p->batches <= t->log_cap, GD_ERR_INTERNAL,
                "trainer: %lld minibatches, the logs hold %lld", (long long)p->batches,
                (long long)t->log_cap);
@@ -631,7 +622,7 @@ fail:
 
 gd_host_tensor_t *gd__trainer_registered_features(gd__trainer *t) {
     return t && t->d->features && gd_host_tensor_is_registered(t->d->features) ? t->d->features
-                                                                              : NULL;
+                                                                               : NULL;
 }
 
 void gd__trainer_set_max_batches(gd__trainer *t, int64_t max_batches) {
