@@ -253,16 +253,18 @@ static gd_status plan_inference(const gd__trainer *t, gd__plan *p) {
     in.dims[0] = t->in_dim;
     for (int l = 1; l < in.num_layers; l++) in.dims[l] = t->cfg.hidden_dim;
     in.dims[in.num_layers] = t->num_classes;
-    const int hidden_tables = in.num_layers - 1 < 2 ? in.num_layers - 1 : 2;
+    gd__infer_plan ip;
     if (p->mode == GD__TRAIN_CPU) {
-        gd__plan_add_infer_cpu(p, hidden_tables, in.num_nodes * t->cfg.hidden_dim * 4);
+        /* No budget on the CPU: the plan's table sizes, with every table in host memory. */
+        in.budget = INT64_MAX;
+        GD_CHECK(gd__plan_infer(&in, &ip));
+        gd__plan_add_infer_cpu(p, ip.hidden_tables, ip.hidden_bytes);
         return GD_OK;
     }
     int64_t taken = p->gpu_bytes;
     if (p->feature_cache_bytes < 0)
         taken += gd__max64(0, p->budget - p->gpu_bytes - GD__PLAN_GPU_RESERVE);
     in.budget = gd__max64(0, p->gpu_free - taken) / 2;
-    gd__infer_plan ip;
     if (gd__plan_infer(&in, &ip) == GD_OK) {
         gd__plan_add_infer(p, &ip);
     } else {
