@@ -53,7 +53,8 @@ unsigned gd_version_hex(void);
     X(GD_ERR_PIN, 11, "cannot pin host memory")                                           \
     X(GD_ERR_INTERRUPTED, 12, "interrupted")                                              \
     X(GD_ERR_INTERNAL, 13, "internal error")                                              \
-    X(GD_ERR_ALREADY_REGISTERED, 14, "host memory already registered")
+    X(GD_ERR_ALREADY_REGISTERED, 14, "host memory already registered")                    \
+    X(GD_ERR_COMM, 15, "another rank failed or the communicator was aborted")
 
 typedef enum {
 #define GD_STATUS_ENUM_(name, value, text) name = value,
@@ -409,11 +410,28 @@ gd_status gd_device_info_get(int device, gd_device_info *info);
  * of theirs. A context is usable without a GPU (cpu mode).
  */
 typedef struct gd_context gd_context_t;
+/*
+ * Data parallelism: several processes (ranks), one GPU each, train one model together. Each
+ * creates its context with its rank, the world size and the same communicator id, which rank 0
+ * makes with gd_comm_id_create and hands to the others (graphdirect train --gpus does it through
+ * pipes, under mpirun through MPI_Bcast): every trainer of such a context takes its share of
+ * each global minibatch and all-reduces the gradients with NCCL (docs/multi_gpu.md). The
+ * communicator is created without blocking and watched: a collective that does not finish within
+ * comm_timeout_s, an asynchronous NCCL error, or *abort_flag becoming non-zero (set it from a
+ * signal handler) aborts it, and every wait on it returns GD_ERR_COMM naming the cause instead of
+ * hanging.
+ */
+#define GD_COMM_ID_BYTES 128
 typedef struct {
-    size_t size; /* sizeof(gd_context_options) */
-    int device;  /* the GPU ordinal */
+    size_t size;                  /* sizeof(gd_context_options) */
+    int device;                   /* the GPU ordinal */
+    int rank;                     /* this process among world_size (0) */
+    int world_size;               /* processes training together (1: alone, no communicator) */
+    const unsigned char *comm_id; /* world_size > 1: GD_COMM_ID_BYTES, the same on every rank */
+    double comm_timeout_s;        /* 0: GD_COMM_TIMEOUT from the environment, else 600 */
+    volatile const int *abort_flag; /* optional: non-zero aborts the communicator */
 } gd_context_options;
-#define GD_CONTEXT_OPTIONS_INIT {sizeof(gd_context_options), 0}
+#define GD_CONTEXT_OPTIONS_INIT {sizeof(gd_context_options), 0, 0, 1, NULL, 0, NULL}
 void gd_context_options_init(gd_context_options *o);
 gd_status gd_context_create(const gd_context_options *options, gd_context_t **out);
 /*
@@ -426,6 +444,18 @@ gd_status gd_context_default(int device, gd_context_t **out);
 void gd_context_destroy(gd_context_t *ctx);
 /* The GPU of the context (-1 for NULL). */
 int gd_context_device(const gd_context_t *ctx);
+/* 1 if this build can train on several GPUs (it has NCCL), else 0. */
+int gd_comm_available(void);
+/*
+ * A new communicator id for the ranks of one run (NCCL's unique id; its maker must stay alive
+ * until every rank has created its context). Without NCCL: GD_ERR_UNSUPPORTED.
+ */
+gd_status gd_comm_id_create(unsigned char id[GD_COMM_ID_BYTES]);
+/*
+ * Abort the communicator of ctx (a no-op without one): collectives in flight stop, and every
+ * wait on them, in any rank, fails with GD_ERR_COMM. why (optional) is named in the errors.
+ */
+void gd_context_abort(gd_context_t *ctx, const char *why);
 
 /* What a context holds now, for reports and tests. */
 typedef struct {
@@ -435,8 +465,9 @@ typedef struct {
     int64_t pinned_ranges;  /* ranges of host memory its registry holds registered */
     int64_t pinned_bytes;   /* their bytes */
     int64_t pinned_users;   /* registrations sharing them (host tensors, a graph's lists) */
+    int rank, world_size;   /* its place among the ranks training together (0 of 1: alone) */
 } gd_context_info;
-#define GD_CONTEXT_INFO_INIT {sizeof(gd_context_info), 0, 0, 0, 0, 0}
+#define GD_CONTEXT_INFO_INIT {sizeof(gd_context_info), 0, 0, 0, 0, 0, 0, 1}
 void gd_context_info_init(gd_context_info *o);
 gd_status gd_context_get_info(const gd_context_t *ctx, gd_context_info *info);
 
@@ -877,10 +908,19 @@ typedef struct {
     int64_t gpu_mem_budget;             /* GPU memory the loader may use (0: what is free) */
     const char *gather_sms;             /* the gather's SM budget (NULL: the default) */
     gd_context_t *context;              /* NULL: the default context of `device` */
+    /*
+     * Seed sharding for data parallelism (torch DDP): with world_size > 1, minibatch b of an
+     * epoch is this rank's share of global minibatch b (world_size * batch_size seeds, shuffled
+     * and drawn as on one GPU): its seeds [rank * batch_size, (rank + 1) * batch_size), possibly
+     * fewer or none in the last one. Every rank sees the same number of minibatches. world_size
+     * 0: the context's (1 without a communicator).
+     */
+    int rank;
+    int world_size;
 } gd_loader_options;
 #define GD_LOADER_OPTIONS_INIT                                                                     \
     {sizeof(gd_loader_options), NULL, 2, {10, 5}, 1024, GD_ARRAY_TRAIN_IDX, 1, 0, 0, 0, 0, 3, -1, -1, \
-     0, NULL, NULL}
+     0, NULL, NULL, 0, 0}
 void gd_loader_options_init(gd_loader_options *o);
 
 /*
@@ -999,7 +1039,11 @@ typedef struct {
     const char *model;                  /* the model's kind: "sage" (NULL: the default kind) */
     int num_layers;                     /* 1..GD_SAMPLER_MAX_LAYERS */
     int fanouts[GD_SAMPLER_MAX_LAYERS]; /* from the seeds outward; -1 = all neighbours */
-    int64_t batch_size;                 /* seeds per minibatch (training and evaluation) */
+    /*
+     * Seeds per minibatch (training and evaluation) on this GPU. A context of several ranks
+     * trains on global minibatches of world_size * batch_size seeds, each rank its share.
+     */
+    int64_t batch_size;
     int64_t hidden;                     /* width of the hidden layers */
     double dropout;                     /* after every hidden layer, training only; [0, 1) */
     double lr;                          /* Adam's learning rate */
