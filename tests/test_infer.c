@@ -195,7 +195,7 @@ static void check_layer_forward(uint64_t *state) {
         for (int l = L - 1; l >= 0; l--) nodes[l] = nodes[l + 1] + (int64_t)(t_rand(state) % 30);
         for (int l = 0; l < L; l++) blocks[l] = t_block(state, nodes[l + 1], nodes[l], 6, 4);
         gd__nn_tensor x = t_tensor(F32, nodes[0], 9, state, 1.0), logits;
-        T_OK(gd__sage_forward(m, blocks, &x, 0, 0, &logits));
+        T_OK(gd__sage_forward(m, blocks, &x, NULL, 0, 0, &logits));
         gd__nn_tensor h = x, agg, out;
         for (int l = 0; l < L; l++) {
             agg = t_tensor(F32, nodes[l + 1], m->dims[l], NULL, 0);

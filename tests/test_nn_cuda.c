@@ -249,17 +249,17 @@ static void check_elementwise(uint64_t *state) {
         const uint64_t seed = t_rand(state);
         const uint32_t stream = (uint32_t)t_rand(state);
         gd__nn_tensor gx2 = up(&x), gy2 = poisoned(r, c);
-        T_OK(gd__nn_dropout(&cpu, p, seed, stream, &x, &y));
-        T_OK(gd__nn_dropout(&gpu, p, seed, stream, &gx2, &gy2));
+        T_OK(gd__nn_dropout(&cpu, p, seed, stream, NULL, &x, &y));
+        T_OK(gd__nn_dropout(&gpu, p, seed, stream, NULL, &gx2, &gy2));
         compare("dropout", &y, &gy2, 0);
-        T_OK(gd__nn_dropout_backward(&cpu, p, seed, stream, &dy, &dx));
+        T_OK(gd__nn_dropout_backward(&cpu, p, seed, stream, NULL, &dy, &dx));
         dfree(&gdx);
         gdx = poisoned(r, c);
         dfree(&gdy);
         gdy = up(&dy);
-        T_OK(gd__nn_dropout_backward(&gpu, p, seed, stream, &gdy, &gdx));
+        T_OK(gd__nn_dropout_backward(&gpu, p, seed, stream, NULL, &gdy, &gdx));
         compare("dropout backward", &dx, &gdx, 0);
-        T_OK(gd__nn_dropout(&gpu, p, seed, stream, &gx2, &gx2));
+        T_OK(gd__nn_dropout(&gpu, p, seed, stream, NULL, &gx2, &gx2));
         compare("dropout in place", &y, &gx2, 0);
         gd__nn_tensor *all[] = {&x, &dy, &y, &dx};
         for (int i = 0; i < 4; i++) t_tensor_free(all[i]);
@@ -272,8 +272,8 @@ static void check_elementwise(uint64_t *state) {
     for (int64_t i = 0; i < n; i++) t_set(&ones, i, 1.0);
     gd__nn_tensor gones = up(&ones), ga = poisoned(1, n);
     const uint64_t seed = t_rand(state);
-    T_OK(gd__nn_dropout(&cpu, 0.5, seed, 7, &ones, &a));
-    T_OK(gd__nn_dropout(&gpu, 0.5, seed, 7, &gones, &ga));
+    T_OK(gd__nn_dropout(&cpu, 0.5, seed, 7, NULL, &ones, &a));
+    T_OK(gd__nn_dropout(&gpu, 0.5, seed, 7, NULL, &gones, &ga));
     compare("dropout mask of 2^20 + 3", &a, &ga, 0);
     t_tensor_free(&ones);
     t_tensor_free(&a);
@@ -482,15 +482,15 @@ static void check_wide_paths(uint64_t *state) {
         snprintf(what, sizeof what, "relu backward%s", how);
         compare(what, &dx, &gdx, 0);
 
-        T_OK(gd__nn_dropout(&cpu, 0.5, seed, 3, &x, &y));
-        T_OK(gd__nn_dropout(&gpu, 0.5, seed, 3, &gx, &gy));
+        T_OK(gd__nn_dropout(&cpu, 0.5, seed, 3, NULL, &x, &y));
+        T_OK(gd__nn_dropout(&gpu, 0.5, seed, 3, NULL, &gx, &gy));
         snprintf(what, sizeof what, "dropout%s", how);
         compare(what, &y, &gy, 0);
-        T_OK(gd__nn_dropout_backward(&cpu, 0.5, seed, 3, &dy, &dx));
-        T_OK(gd__nn_dropout_backward(&gpu, 0.5, seed, 3, &gdy, &gdx));
+        T_OK(gd__nn_dropout_backward(&cpu, 0.5, seed, 3, NULL, &dy, &dx));
+        T_OK(gd__nn_dropout_backward(&gpu, 0.5, seed, 3, NULL, &gdy, &gdx));
         snprintf(what, sizeof what, "dropout backward%s", how);
         compare(what, &dx, &gdx, 0);
-        T_OK(gd__nn_dropout(&gpu, 0.5, seed, 3, &gx, &gx));
+        T_OK(gd__nn_dropout(&gpu, 0.5, seed, 3, NULL, &gx, &gx));
         snprintf(what, sizeof what, "dropout in place%s", how);
         compare(what, &y, &gx, 0);
         T_OK(gd__nn_relu(&gpu, &gx, &gx));
@@ -639,8 +639,8 @@ static int check_model(uint64_t *state, int layers, int64_t batch) {
 
     for (int train = 0; train < 2; train++) {
         gd__nn_tensor lc, lg;
-        T_OK(gd__sage_forward(mc, c.blocks, &x, train, seed, &lc));
-        T_OK(gd__sage_forward(mg, c.dblocks, &gx, train, seed, &lg));
+        T_OK(gd__sage_forward(mc, c.blocks, &x, NULL, train, seed, &lc));
+        T_OK(gd__sage_forward(mg, c.dblocks, &gx, NULL, train, seed, &lg));
         /* float32 GEMMs in other orders through up to three layers. */
         compare(train ? "GraphSAGE logits (train)" : "GraphSAGE logits (eval)", &lc, &lg, 1e-4);
         T_OK(gd__nn_softmax_xent(&cpu, &lc, labels, 1.0, &loss, &dl));

@@ -303,7 +303,7 @@ typedef struct {
 
 static double dropout_fn(void *u) {
     dropout_case *c = u;
-    T_OK(gd__nn_dropout(&ctx, c->p, c->seed, 3, &c->x, &c->y));
+    T_OK(gd__nn_dropout(&ctx, c->p, c->seed, 3, NULL, &c->x, &c->y));
     return dot(&c->r, &c->y);
 }
 
@@ -311,7 +311,7 @@ static void check_dropout(uint64_t *state) {
     dropout_case c = {t_tensor(F64, 9, 8, state, 1), t_tensor(F64, 9, 8, NULL, 0),
                       t_tensor(F64, 9, 8, state, 1), 0.4, t_rand(state)};
     gd__nn_tensor dx = t_tensor(F64, 9, 8, NULL, 0);
-    T_OK(gd__nn_dropout_backward(&ctx, c.p, c.seed, 3, &c.r, &dx));
+    T_OK(gd__nn_dropout_backward(&ctx, c.p, c.seed, 3, NULL, &c.r, &dx));
     fd_check("dropout dx", dropout_fn, &c, &c.x, &dx, 1e-8);
 
     /* Expectation and drop rate on a large tensor of ones; determinism for a key. */
@@ -323,7 +323,7 @@ static void check_dropout(uint64_t *state) {
     for (int k = 0; k < 4; k++) {
         const double p = ps[k];
         const uint64_t seed = t_rand(state);
-        T_OK(gd__nn_dropout(&ctx, p, seed, 1, &ones, &a));
+        T_OK(gd__nn_dropout(&ctx, p, seed, 1, NULL, &ones, &a));
         double sum = 0;
         int64_t kept = 0;
         for (int64_t i = 0; i < n; i++) {
@@ -335,15 +335,15 @@ static void check_dropout(uint64_t *state) {
         T_NEAR((double)kept / (double)n, 1.0 - p, 6 * sd + 1e-12);
         T_NEAR(sum / (double)n, 1.0, 6 * sd / (1 - p) + 1e-6);
         /* The same key gives the same mask; in place gives the same result. */
-        T_OK(gd__nn_dropout(&ctx, p, seed, 1, &ones, &b));
+        T_OK(gd__nn_dropout(&ctx, p, seed, 1, NULL, &ones, &b));
         T_EQ_INT(memcmp(a.data, b.data, sizeof(float) * (size_t)n), 0);
         for (int64_t i = 0; i < n; i++) t_set(&b, i, 1.0);
-        T_OK(gd__nn_dropout(&ctx, p, seed, 1, &b, &b));
+        T_OK(gd__nn_dropout(&ctx, p, seed, 1, NULL, &b, &b));
         T_EQ_INT(memcmp(a.data, b.data, sizeof(float) * (size_t)n), 0);
         if (p == 0) continue;
         /* Another stream or seed gives an independent mask: agreement ~ p^2 + (1-p)^2. */
         for (int other = 0; other < 2; other++) {
-            T_OK(gd__nn_dropout(&ctx, p, other ? seed + 1 : seed, other ? 1 : 2, &ones, &b));
+            T_OK(gd__nn_dropout(&ctx, p, other ? seed + 1 : seed, other ? 1 : 2, NULL, &ones, &b));
             int64_t same = 0;
             for (int64_t i = 0; i < n; i++) same += (t_get(&a, i) != 0) == (t_get(&b, i) != 0);
             const double q = p * p + (1 - p) * (1 - p);
@@ -353,13 +353,13 @@ static void check_dropout(uint64_t *state) {
         gd__nn_tensor d64 = t_tensor(F64, 1, 4096, NULL, 0);
         gd__nn_tensor o64 = t_tensor(F64, 1, 4096, NULL, 0);
         for (int64_t i = 0; i < 4096; i++) t_set(&d64, i, 1.0);
-        T_OK(gd__nn_dropout(&ctx, p, seed, 1, &d64, &o64));
+        T_OK(gd__nn_dropout(&ctx, p, seed, 1, NULL, &d64, &o64));
         for (int64_t i = 0; i < 4096; i++) T_EQ_INT(t_get(&o64, i) != 0, t_get(&a, i) != 0);
         t_tensor_free(&d64);
         t_tensor_free(&o64);
     }
-    T_FAILS(gd__nn_dropout(&ctx, 1.0, 1, 0, &ones, &a), GD_ERR_INVALID_ARG, "p = 1");
-    T_FAILS(gd__nn_dropout(&ctx, -0.1, 1, 0, &ones, &a), GD_ERR_INVALID_ARG, "not in [0, 1)");
+    T_FAILS(gd__nn_dropout(&ctx, 1.0, 1, 0, NULL, &ones, &a), GD_ERR_INVALID_ARG, "p = 1");
+    T_FAILS(gd__nn_dropout(&ctx, -0.1, 1, 0, NULL, &ones, &a), GD_ERR_INVALID_ARG, "not in [0, 1)");
     gd__nn_tensor *all[] = {&c.x, &c.y, &c.r, &dx, &ones, &a, &b};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) t_tensor_free(all[i]);
 }

@@ -108,7 +108,7 @@ typedef struct {
 static double model_loss(void *u) {
     model_case *k = u;
     gd__nn_tensor logits;
-    T_OK(gd__sage_forward(k->m, k->c->blocks, k->x, 1, k->seed, &logits));
+    T_OK(gd__sage_forward(k->m, k->c->blocks, k->x, NULL, 1, k->seed, &logits));
     T_OK(gd__nn_softmax_xent(&ctx, &logits, k->labels, 1.0, k->loss, k->dlogits));
     return t_get(k->loss, 0);
 }
@@ -132,7 +132,7 @@ static void check_model(uint64_t *state, int layers) {
     gd__nn_tensor logits;
     double want[5 * 3];
     for (int train = 0; train < 2; train++) {
-        T_OK(gd__sage_forward(m, c.blocks, &x, train, seed, &logits));
+        T_OK(gd__sage_forward(m, c.blocks, &x, NULL, train, seed, &logits));
         T_EQ_INT(logits.rows, 5);
         T_EQ_INT(logits.cols, classes);
         reference_forward(m, &c, &x, train, seed, want);
@@ -192,11 +192,11 @@ static void check_model(uint64_t *state, int layers) {
                   dl32 = t_tensor(F32, 5, classes, NULL, 0);
     t_copy(&x, &x32);
     gd__nn_tensor logits32;
-    T_OK(gd__sage_forward(m32, c.blocks, &x32, 1, seed, &logits32));
+    T_OK(gd__sage_forward(m32, c.blocks, &x32, NULL, 1, seed, &logits32));
     T_OK(gd__nn_softmax_xent(&ctx, &logits32, labels, 1.0, &l32, &dl32));
     T_OK(gd__nn_params_zero_grad(&ctx, &m32->params));
     T_OK(gd__sage_backward(m32, c.blocks, &dl32, NULL));
-    T_OK(gd__sage_forward(m, c.blocks, &x, 1, seed, &logits));
+    T_OK(gd__sage_forward(m, c.blocks, &x, NULL, 1, seed, &logits));
     for (int64_t i = 0; i < 5 * classes; i++) T_NEAR(t_get(&logits32, i), t_get(&logits, i), 1e-5);
     for (int64_t i = 0; i < m->params.numel; i++)
         T_NEAR(t_get(&m32->params.grads, i), t_get(&grads, i), 1e-5);
@@ -226,7 +226,7 @@ static void check_training(uint64_t *state) {
     int64_t correct = 0;
     for (int step = 0; step < 200; step++) {
         gd__nn_tensor logits;
-        T_OK(gd__sage_forward(m, c.blocks, &x, 1, (uint64_t)step, &logits));
+        T_OK(gd__sage_forward(m, c.blocks, &x, NULL, 1, (uint64_t)step, &logits));
         T_OK(gd__nn_softmax_xent(&ctx, &logits, labels, 1.0, &loss, &dl));
         T_OK(gd__nn_params_zero_grad(&ctx, &m->params));
         T_OK(gd__sage_backward(m, c.blocks, &dl, NULL));
@@ -234,7 +234,7 @@ static void check_training(uint64_t *state) {
         if (step == 0) first = t_get(&loss, 0);
     }
     gd__nn_tensor logits, again;
-    T_OK(gd__sage_forward(m, c.blocks, &x, 0, 0, &logits));
+    T_OK(gd__sage_forward(m, c.blocks, &x, NULL, 0, 0, &logits));
     T_OK(gd__nn_softmax_xent(&ctx, &logits, labels, 1.0, &loss, NULL));
     last = t_get(&loss, 0);
     T_OK(gd__nn_accuracy(&ctx, &logits, labels, &correct));
@@ -245,9 +245,9 @@ static void check_training(uint64_t *state) {
 
     /* The same inputs and key give the same logits, bit for bit. */
     float keep[24 * 4];
-    T_OK(gd__sage_forward(m, c.blocks, &x, 1, 99, &logits));
+    T_OK(gd__sage_forward(m, c.blocks, &x, NULL, 1, 99, &logits));
     memcpy(keep, logits.data, sizeof keep);
-    T_OK(gd__sage_forward(m, c.blocks, &x, 1, 99, &again));
+    T_OK(gd__sage_forward(m, c.blocks, &x, NULL, 1, 99, &again));
     T_EQ_INT(memcmp(keep, again.data, sizeof keep), 0);
 
     gd__nn_tensor_free(&ctx, &x);
@@ -280,13 +280,13 @@ static void check_errors(uint64_t *state) {
     T_FAILS(gd__sage_backward(m, c.blocks, &dl, NULL), GD_ERR_INVALID_ARG, "no forward pass");
     gd_block saved = c.blocks[1];
     c.blocks[1].num_src--;
-    T_FAILS(gd__sage_forward(m, c.blocks, &x, 1, 0, &logits), GD_ERR_INVALID_ARG,
+    T_FAILS(gd__sage_forward(m, c.blocks, &x, NULL, 1, 0, &logits), GD_ERR_INVALID_ARG,
             "must be the same nodes");
     c.blocks[1] = saved;
     gd__nn_tensor narrow = t_tensor(F32, c.nodes[0], 2, NULL, 0);
-    T_FAILS(gd__sage_forward(m, c.blocks, &narrow, 1, 0, &logits), GD_ERR_INVALID_ARG,
+    T_FAILS(gd__sage_forward(m, c.blocks, &narrow, NULL, 1, 0, &logits), GD_ERR_INVALID_ARG,
             "expected at least");
-    T_OK(gd__sage_forward(m, c.blocks, &x, 1, 0, &logits));
+    T_OK(gd__sage_forward(m, c.blocks, &x, NULL, 1, 0, &logits));
     gd__nn_tensor dl_bad = t_tensor(F32, 3, 2, NULL, 0);
     T_FAILS(gd__sage_backward(m, c.blocks, &dl_bad, NULL), GD_ERR_INVALID_ARG, "dlogits is 3 x 2");
     T_OK(gd__sage_backward(m, c.blocks, &dl, NULL));
@@ -296,7 +296,7 @@ static void check_errors(uint64_t *state) {
     bad = cfg;
     bad.max_nodes[0] = c.nodes[0] - 1;
     T_OK(gd__sage_create(&ctx, &bad, 1, &m));
-    T_FAILS(gd__sage_forward(m, c.blocks, &x, 1, 0, &logits), GD_ERR_RANGE,
+    T_FAILS(gd__sage_forward(m, c.blocks, &x, NULL, 1, 0, &logits), GD_ERR_RANGE,
             "more than the model was sized for");
     gd__sage_destroy(m);
 
@@ -347,8 +347,8 @@ static void check_interface_calls(uint64_t *state, int layers) {
     gd__nn_tensor dl = t_tensor(F64, c.nodes[layers], classes, state, 1);
     gd__nn_tensor dxa = t_tensor(F64, c.nodes[0], in, NULL, 0);
     gd__nn_tensor dxb = t_tensor(F64, c.nodes[0], in, NULL, 0);
-    T_OK(gd__sage_forward(direct, c.blocks, &x, 1, key, &la));
-    T_OK(gd__model_forward(model, c.blocks, &x, 1, key, &lb));
+    T_OK(gd__sage_forward(direct, c.blocks, &x, NULL, 1, key, &la));
+    T_OK(gd__model_forward(model, c.blocks, &x, NULL, 1, key, &lb));
     same_bits(&la, &lb);
     T_OK(gd__nn_params_zero_grad(&ctx, &direct->params));
     T_OK(gd__nn_params_zero_grad(&ctx, p));
@@ -368,7 +368,7 @@ static void check_interface_calls(uint64_t *state, int layers) {
     same_bits(&oa, &ob);
     /* The kind's own errors come through. */
     T_FAILS(gd__model_backward(model, NULL, &dl, NULL), GD_ERR_INVALID_ARG, "blocks is NULL");
-    T_FAILS(gd__model_forward(NULL, c.blocks, &x, 1, key, &lb), GD_ERR_INVALID_ARG, "NULL");
+    T_FAILS(gd__model_forward(NULL, c.blocks, &x, NULL, 1, key, &lb), GD_ERR_INVALID_ARG, "NULL");
 
     gd__nn_tensor *all[] = {&x, &dl, &dxa, &dxb, &agg, &oa, &ob};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) t_tensor_free(all[i]);

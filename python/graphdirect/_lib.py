@@ -132,13 +132,16 @@ class GenerateOptions(_Sized):  # gd_generate_options, GD_GENERATE_OPTIONS_INIT
 
 
 class ContextOptions(_Sized):  # gd_context_options, GD_CONTEXT_OPTIONS_INIT
-    _fields_ = [("size", c_size_t), ("device", c_int)]
+    _fields_ = [("size", c_size_t), ("device", c_int), ("rank", c_int), ("world_size", c_int),
+                ("comm_id", c_void_p), ("comm_timeout_s", ctypes.c_double),
+                ("abort_flag", c_void_p)]
     _init_ = "gd_context_options_init"
 
 
 class ContextInfo(_Sized):  # gd_context_info, GD_CONTEXT_INFO_INIT
     _fields_ = [("size", c_size_t), ("device", c_int), ("is_default", c_int),
-                ("pinned_ranges", c_int64), ("pinned_bytes", c_int64), ("pinned_users", c_int64)]
+                ("pinned_ranges", c_int64), ("pinned_bytes", c_int64), ("pinned_users", c_int64),
+                ("rank", c_int), ("world_size", c_int)]
     _init_ = "gd_context_info_init"
 
 
@@ -148,7 +151,8 @@ class LoaderOptions(_Sized):  # gd_loader_options, GD_LOADER_OPTIONS_INIT
                 ("split", c_int), ("shuffle", c_int), ("drop_last", c_int), ("seed", c_uint64),
                 ("device", c_int), ("threads", c_int), ("depth", c_int),
                 ("gpu_cache_bytes", c_int64), ("graph_cache_bytes", c_int64),
-                ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("context", c_void_p)]
+                ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("context", c_void_p),
+                ("rank", c_int), ("world_size", c_int)]
     _init_ = "gd_loader_options_init"
 
 

@@ -260,10 +260,10 @@ class BindingTest(unittest.TestCase):
 
     def test_status_names_come_from_the_library(self):
         names = _lib.STATUS_NAMES
-        self.assertEqual(len(names), 15)
-        self.assertEqual((names[0], names[1], names[13], names[14]),
+        self.assertEqual(len(names), 16)
+        self.assertEqual((names[0], names[1], names[13], names[14], names[15]),
                          ("GD_OK", "GD_ERR_INVALID_ARG", "GD_ERR_INTERNAL",
-                          "GD_ERR_ALREADY_REGISTERED"))
+                          "GD_ERR_ALREADY_REGISTERED", "GD_ERR_COMM"))
         self.assertEqual((_lib.GD_OK, _lib.GD_ERR_INVALID_ARG, _lib.GD_ERR_NOT_FOUND), (0, 1, 8))
         for code, name in names.items():
             self.assertEqual(_lib.STATUS[name], code)

@@ -5,6 +5,7 @@
  * failed pin.
  */
 #include "core/context.h"
+#include "core/comm.h"
 
 #include "feature/internal.h"
 
@@ -24,8 +25,9 @@ struct gd_context {
     pthread_mutex_t mu;
     pin_entry *pins; /* the registry: num_pins entries, room for cap_pins (NULL when empty) */
     int64_t num_pins, cap_pins;
-    /* Data-parallel training: this process's rank among world (1 = one process). */
+    /* Data-parallel training: this process's rank among world (1 = one process, no comm). */
     int rank, world;
+    gd__comm *comm;
 };
 
 /* The default contexts, one per device, made on first use (like CUDA's primary contexts). */
@@ -70,9 +72,66 @@ gd_status gd_context_create(const gd_context_options *options, gd_context_t **ou
         GD_CHECK(gd__options_in(&o, sizeof o, options, 0, "gd_context_create: options",
                                 "GD_CONTEXT_OPTIONS_INIT"));
     GD_CHECK(check_device(o.device, "gd_context_create"));
+    GD_REQUIRE(o.world_size >= 1 && o.rank >= 0 && o.rank < o.world_size, GD_ERR_INVALID_ARG,
+               "gd_context_create: rank %d of %d ranks; use a rank in [0, world_size)", o.rank,
+               o.world_size);
+    GD_REQUIRE(o.world_size == 1 || o.comm_id, GD_ERR_INVALID_ARG,
+               "gd_context_create: %d ranks need the communicator id of gd_comm_id_create "
+               "(comm_id)",
+               o.world_size);
+    GD_REQUIRE(o.comm_timeout_s >= 0, GD_ERR_INVALID_ARG,
+               "gd_context_create: comm_timeout_s %g; use seconds > 0 (0: the default)",
+               o.comm_timeout_s);
     GD_CHECK(context_new(o.device, out));
+    (*out)->rank = o.rank;
+    (*out)->world = o.world_size;
+    if (o.world_size > 1) {
+        const gd__comm_config cc = {o.device, o.rank, o.world_size, o.comm_id, o.comm_timeout_s,
+                                    o.abort_flag};
+        GD_CHECK(gd__comm_create(&cc, &(*out)->comm));
+    }
+    return GD_OK;
 fail:
+    if (out && *out) {
+        gd__context_unref(*out);
+        *out = NULL;
+    }
     return st;
+}
+
+gd_status gd__context_create_group(int world, const int *devices, gd_context_t **ctxs) {
+    gd_status st = GD_OK;
+    gd__comm *comms[64] = {NULL};
+    GD_REQUIRE(world >= 2 && world <= 64, GD_ERR_INVALID_ARG,
+               "context group: %d ranks; use 2 to 64", world);
+    for (int r = 0; r < world; r++) {
+        ctxs[r] = NULL;
+        if (devices) GD_CHECK(check_device(devices[r], "context group"));
+    }
+    GD_CHECK(gd__comm_create_group(world, devices, 0, comms));
+    for (int r = 0; r < world; r++) {
+        GD_CHECK(context_new(devices ? devices[r] : 0, &ctxs[r]));
+        ctxs[r]->rank = r;
+        ctxs[r]->world = world;
+        ctxs[r]->comm = comms[r];
+        comms[r] = NULL;
+    }
+    return GD_OK;
+fail:
+    for (int r = 0; r < world; r++) {
+        gd__comm_destroy(comms[r]);
+        if (ctxs[r]) gd__context_unref(ctxs[r]);
+        ctxs[r] = NULL;
+    }
+    return st;
+}
+
+gd__comm *gd__context_comm(const gd_context_t *ctx) {
+    return ctx ? ctx->comm : NULL;
+}
+
+void gd_context_abort(gd_context_t *ctx, const char *why) {
+    if (ctx) gd__comm_abort(ctx->comm, why);
 }
 
 gd_status gd_context_default(int device, gd_context_t **out) {
@@ -104,6 +163,7 @@ void gd__context_unref(gd_context_t *ctx) {
     /* Every registration holds a reference: the registry is empty (and its array freed). */
     pthread_mutex_destroy(&ctx->mu);
     gd_free(ctx->pins);
+    gd__comm_destroy(ctx->comm);
     gd_free(ctx);
 }
 
@@ -122,6 +182,8 @@ gd_status gd_context_get_info(const gd_context_t *ctx, gd_context_info *info) {
     pthread_mutex_lock(&c->mu);
     i.device = c->device;
     i.is_default = c->is_default;
+    i.rank = c->rank;
+    i.world_size = c->world;
     i.pinned_ranges = c->num_pins;
     for (int64_t k = 0; k < c->num_pins; k++) {
         i.pinned_bytes += (int64_t)c->pins[k].holder->bytes;

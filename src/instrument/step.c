@@ -149,12 +149,13 @@ static gd_status t_relu_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *y,
     TIMED(K_RELU_BACKWARD, CUDA_BE.relu_backward(ctx, y, dy, dx));
 }
 static gd_status t_dropout(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
-                           const gd__nn_tensor *x, gd__nn_tensor *y) {
-    TIMED(K_DROPOUT, CUDA_BE.dropout(ctx, p, seed, stream, x, y));
+                           const int64_t *row_ids, const gd__nn_tensor *x, gd__nn_tensor *y) {
+    TIMED(K_DROPOUT, CUDA_BE.dropout(ctx, p, seed, stream, row_ids, x, y));
 }
 static gd_status t_dropout_backward(const gd__nn_ctx *ctx, double p, uint64_t seed,
-                                    uint32_t stream, const gd__nn_tensor *dy, gd__nn_tensor *dx) {
-    TIMED(K_DROPOUT_BACKWARD, CUDA_BE.dropout_backward(ctx, p, seed, stream, dy, dx));
+                                    uint32_t stream, const int64_t *row_ids,
+                                    const gd__nn_tensor *dy, gd__nn_tensor *dx) {
+    TIMED(K_DROPOUT_BACKWARD, CUDA_BE.dropout_backward(ctx, p, seed, stream, row_ids, dy, dx));
 }
 static gd_status t_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *logits,
                                 const int64_t *labels, double scale, gd__nn_tensor *loss,
@@ -298,7 +299,7 @@ static gd_status nn_step(gd_instrument_step *s, const gd_block *blocks, int64_t 
     gd__nn_params *params = gd__model_params(m);
     const gd__nn_ctx *ctx = gd__model_ctx(m);
     gd__nn_tensor x = gd__nn_rows(&s->x, num_in), logits, dl;
-    GD_CHECK(gd__model_forward(m, blocks, &x, 1, dseed, &logits));
+    GD_CHECK(gd__model_forward(m, blocks, &x, NULL, 1, dseed, &logits));
     dl = gd__nn_rows(&s->dlogits, logits.rows);
     GD_CHECK(gd__nn_softmax_xent(ctx, &logits, s->labels_dev, 1.0, &s->loss, &dl));
     GD_CHECK(gd__nn_params_zero_grad(ctx, params));

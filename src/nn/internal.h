@@ -142,16 +142,21 @@ struct gd__nn_backend {
     gd_status (*relu_backward)(const gd__nn_ctx *ctx, const gd__nn_tensor *y,
                                const gd__nn_tensor *dy, gd__nn_tensor *dx);
     /*
-     * Inverted dropout with a counter-based mask: element i (row-major index) is kept when
-     * gd__nn_dropout_keep(seed, stream, i, gd__nn_dropout_threshold(p)) (drop probability p,
-     * rounded to a multiple of 2^-24), and kept elements are scaled by 1 / (1 - p). The
-     * backward pass recomputes the same mask from (seed, stream): no mask is stored. y may be x
-     * (forward), dx may be dy (backward).
+     * Inverted dropout with a counter-based mask: element (r, c) is kept when
+     * gd__nn_dropout_keep(seed, stream, key, gd__nn_dropout_threshold(p)) (drop probability p,
+     * rounded to a multiple of 2^-24), and kept elements are scaled by 1 / (1 - p). key is
+     * gd__nn_dropout_key(row_ids, r, cols, c): the element's row-major index when row_ids is
+     * NULL, else row_ids[r] * cols + c, so that a row keyed by its node id gets the same mask
+     * wherever it sits in the tensor (data-parallel ranks hold different subsets of a
+     * minibatch's nodes). row_ids (x->rows entries) is memory of the backend's device. The
+     * backward pass recomputes the same mask: no mask is stored. y may be x (forward), dx may
+     * be dy (backward).
      */
     gd_status (*dropout)(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
-                         const gd__nn_tensor *x, gd__nn_tensor *y);
+                         const int64_t *row_ids, const gd__nn_tensor *x, gd__nn_tensor *y);
     gd_status (*dropout_backward)(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
-                                  const gd__nn_tensor *dy, gd__nn_tensor *dx);
+                                  const int64_t *row_ids, const gd__nn_tensor *dy,
+                                  gd__nn_tensor *dx);
 
     /*
      * Softmax cross-entropy averaged over the rows whose label is >= 0 (a negative label marks
@@ -205,6 +210,10 @@ void gd__nn_cuda_ctx_destroy(gd__nn_ctx *ctx);
 static inline uint32_t gd__nn_dropout_threshold(double p) {
     return (uint32_t)(p * 16777216.0 + 0.5);
 }
+GD_HOST_DEVICE uint64_t gd__nn_dropout_key(const int64_t *row_ids, int64_t r, int64_t cols,
+                                           int64_t c) {
+    return (uint64_t)(row_ids ? row_ids[r] : r) * (uint64_t)cols + (uint64_t)c;
+}
 GD_HOST_DEVICE int gd__nn_dropout_keep(uint64_t seed, uint32_t stream, uint64_t i,
                                        uint32_t threshold) {
     uint64_t q = i >> 2;
@@ -251,9 +260,10 @@ gd_status gd__nn_relu(const gd__nn_ctx *ctx, const gd__nn_tensor *x, gd__nn_tens
 gd_status gd__nn_relu_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *y,
                                const gd__nn_tensor *dy, gd__nn_tensor *dx);
 gd_status gd__nn_dropout(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
-                         const gd__nn_tensor *x, gd__nn_tensor *y);
+                         const int64_t *row_ids, const gd__nn_tensor *x, gd__nn_tensor *y);
 gd_status gd__nn_dropout_backward(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
-                                  const gd__nn_tensor *dy, gd__nn_tensor *dx);
+                                  const int64_t *row_ids, const gd__nn_tensor *dy,
+                                  gd__nn_tensor *dx);
 gd_status gd__nn_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *logits,
                               const int64_t *labels, double scale, gd__nn_tensor *loss,
                               gd__nn_tensor *dlogits);

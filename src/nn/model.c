@@ -118,10 +118,11 @@ void gd__model_destroy(gd__model *m) {
     gd_free(m);
 }
 
-gd_status gd__model_forward(gd__model *m, const gd_block *blocks, const gd__nn_tensor *x, int train,
-                            uint64_t dropout_seed, gd__nn_tensor *logits) {
+gd_status gd__model_forward(gd__model *m, const gd_block *blocks, const gd__nn_tensor *x,
+                            const int64_t *node_ids, int train, uint64_t dropout_seed,
+                            gd__nn_tensor *logits) {
     if (!m) return gd__error(GD_ERR_INVALID_ARG, "model forward: the model is NULL");
-    return m->iface->forward(m->context, blocks, x, train, dropout_seed, logits);
+    return m->iface->forward(m->context, blocks, x, node_ids, train, dropout_seed, logits);
 }
 
 gd_status gd__model_backward(gd__model *m, const gd_block *blocks, const gd__nn_tensor *dlogits,

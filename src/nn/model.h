@@ -73,8 +73,9 @@ typedef struct {
     gd_status (*create)(const gd__nn_ctx *ctx, const gd__model_config *cfg, uint64_t init_seed,
                         void **context);
     void (*destroy)(void *context);
-    gd_status (*forward)(void *context, const gd_block *blocks, const gd__nn_tensor *x, int train,
-                         uint64_t dropout_seed, gd__nn_tensor *logits);
+    gd_status (*forward)(void *context, const gd_block *blocks, const gd__nn_tensor *x,
+                         const int64_t *node_ids, int train, uint64_t dropout_seed,
+                         gd__nn_tensor *logits);
     gd_status (*backward)(void *context, const gd_block *blocks, const gd__nn_tensor *dlogits,
                           gd__nn_tensor *dx);
     gd__nn_params *(*params)(void *context);
@@ -123,12 +124,16 @@ void gd__model_destroy(gd__model *m);
 /*
  * Forward over blocks[0..num_layers) (input layer first; the arrays on the model's device) with
  * x the rows of the input nodes (at least blocks[0].num_src rows of in_dim). train = 1 applies
- * dropout keyed by dropout_seed. *logits is set to a view of the model's output:
+ * dropout keyed by dropout_seed and, per element, by its node's global id (node_ids: the input
+ * nodes' ids on the model's device, whose prefixes are every layer's rows; NULL: by position),
+ * so that a node gets the same mask in any subset of the minibatch (data-parallel ranks).
+ * *logits is set to a view of the model's output:
  * blocks[L-1].num_dst x num_classes, valid until the next forward. x must stay unchanged until
  * backward.
  */
-gd_status gd__model_forward(gd__model *m, const gd_block *blocks, const gd__nn_tensor *x, int train,
-                            uint64_t dropout_seed, gd__nn_tensor *logits);
+gd_status gd__model_forward(gd__model *m, const gd_block *blocks, const gd__nn_tensor *x,
+                            const int64_t *node_ids, int train, uint64_t dropout_seed,
+                            gd__nn_tensor *logits);
 /*
  * Backward of the last forward given dlogits (the logits' shape): gradients are added to the
  * params' grads (gd__nn_params_zero_grad first to overwrite them). dx, if non-NULL, receives

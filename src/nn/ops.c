@@ -272,19 +272,20 @@ fail:
 }
 
 gd_status gd__nn_dropout(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
-                         const gd__nn_tensor *x, gd__nn_tensor *y) {
+                         const int64_t *row_ids, const gd__nn_tensor *x, gd__nn_tensor *y) {
     gd_status st = GD_OK;
     GD_CHECK(check_dropout(ctx, "dropout", p, x, y));
-    GD_CHECK(ctx->be->dropout(ctx, p, seed, stream, x, y));
+    GD_CHECK(ctx->be->dropout(ctx, p, seed, stream, row_ids, x, y));
 fail:
     return st;
 }
 
 gd_status gd__nn_dropout_backward(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
-                                  const gd__nn_tensor *dy, gd__nn_tensor *dx) {
+                                  const int64_t *row_ids, const gd__nn_tensor *dy,
+                                  gd__nn_tensor *dx) {
     gd_status st = GD_OK;
     GD_CHECK(check_dropout(ctx, "dropout backward", p, dy, dx));
-    GD_CHECK(ctx->be->dropout_backward(ctx, p, seed, stream, dy, dx));
+    GD_CHECK(ctx->be->dropout_backward(ctx, p, seed, stream, row_ids, dy, dx));
 fail:
     return st;
 }

@@ -111,11 +111,13 @@ static gd_status cpu_relu_backward(const gd__nn_ctx *ctx, const gd__nn_tensor *y
 }
 
 static gd_status cpu_dropout(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
-                             const gd__nn_tensor *x, gd__nn_tensor *y) {
+                             const int64_t *row_ids, const gd__nn_tensor *x, gd__nn_tensor *y) {
     if (IS_F64(x))
-        dropout_f64(p, seed, stream, x->data, y->data, gd__nn_numel(x), gd__num_threads());
+        dropout_f64(p, seed, stream, row_ids, x->data, y->data, x->rows, x->cols,
+                    gd__num_threads());
     else
-        dropout_f32(p, seed, stream, x->data, y->data, gd__nn_numel(x), gd__num_threads());
+        dropout_f32(p, seed, stream, row_ids, x->data, y->data, x->rows, x->cols,
+                    gd__num_threads());
     return GD_OK;
 }
 

@@ -69,13 +69,17 @@ static void NN_S(relu_backward)(const NN_T *y, const NN_T *dy, NN_T *dx, int64_t
 }
 
 /* Forward and backward are the same map: keep and scale, or zero. */
-static void NN_S(dropout)(double p, uint64_t seed, uint32_t stream, const NN_T *x, NN_T *y,
-                          int64_t n, int threads) {
+static void NN_S(dropout)(double p, uint64_t seed, uint32_t stream, const int64_t *row_ids,
+                          const NN_T *x, NN_T *y, int64_t rows, int64_t cols, int threads) {
     const uint32_t thr = gd__nn_dropout_threshold(p);
     const NN_T scale = (NN_T)(1.0 / (1.0 - p));
-#pragma omp parallel for schedule(static) num_threads(threads) if (n > 65536)
-    for (int64_t i = 0; i < n; i++)
-        y[i] = gd__nn_dropout_keep(seed, stream, (uint64_t)i, thr) ? x[i] * scale : (NN_T)0;
+#pragma omp parallel for schedule(static) num_threads(threads) if (rows * cols > 65536)
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            const int64_t i = r * cols + c;
+            const uint64_t key = gd__nn_dropout_key(row_ids, r, cols, c);
+            y[i] = gd__nn_dropout_keep(seed, stream, key, thr) ? x[i] * scale : (NN_T)0;
+        }
 }
 
 /* The caller has checked the labels. Row sums in double; the loss is written as NN_T. */

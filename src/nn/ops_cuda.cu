@@ -123,23 +123,31 @@ __global__ void relu_backward4_kernel(const float4 *y, const float4 *dy, float4 
  * gd__nn_dropout_keep inline to one Philox evaluation. Forward and backward are the same map.
  */
 __global__ void dropout_kernel(unsigned long long seed, unsigned stream, unsigned threshold,
-                               float scale, const float *x, float *y, long long n) {
+                               float scale, const long long *__restrict__ row_ids, long long cols,
+                               const float *x, float *y, long long n) {
     FOR_EACH(q, (n + 3) >> 2) {
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             const long long i = 4 * q + k;
-            if (i < n)
-                y[i] =
-                    gd__nn_dropout_keep(seed, stream, (uint64_t)i, threshold) ? x[i] * scale : 0.0f;
+            if (i < n) {
+                const uint64_t key =
+                    gd__nn_dropout_key((const int64_t *)row_ids, i / cols, cols, i % cols);
+                y[i] = gd__nn_dropout_keep(seed, stream, key, threshold) ? x[i] * scale : 0.0f;
+            }
         }
     }
 }
 
-/* The same over float4s: float4 q is group q, its four draws one Philox evaluation. */
+/*
+ * The same over float4s (cols a multiple of 4 when rows are keyed by id): float4 q is a group of
+ * four keys sharing one Philox counter, so its four draws are one Philox evaluation.
+ */
 __global__ void dropout4_kernel(unsigned long long seed, unsigned stream, unsigned threshold,
-                                float scale, const float4 *x, float4 *y, long long n4) {
+                                float scale, const long long *__restrict__ row_ids, long long cols,
+                                const float4 *x, float4 *y, long long n4) {
     FOR_EACH(q, n4) {
-        const uint64_t i = 4 * (uint64_t)q;
+        const long long e = 4 * q;
+        const uint64_t i = gd__nn_dropout_key((const int64_t *)row_ids, e / cols, cols, e % cols);
         const float4 v = x[q];
         y[q] = make_float4(gd__nn_dropout_keep(seed, stream, i, threshold) ? v.x * scale : 0.0f,
                            gd__nn_dropout_keep(seed, stream, i + 1, threshold) ? v.y * scale : 0.0f,
@@ -388,20 +396,22 @@ fail:
 }
 
 static gd_status cuda_dropout(const gd__nn_ctx *ctx, double p, uint64_t seed, uint32_t stream,
-                              const gd__nn_tensor *x, gd__nn_tensor *y) {
-    const long long n = gd__nn_numel(x);
+                              const int64_t *row_ids, const gd__nn_tensor *x, gd__nn_tensor *y) {
+    const long long n = gd__nn_numel(x), cols = x->cols;
     const unsigned threshold = gd__nn_dropout_threshold(p);
     const float scale = (float)(1.0 / (1.0 - p));
+    const long long *ids = (const long long *)row_ids;
     OP_ENTER();
     if (n > 0) {
-        if (vec4(x->data, n) && aligned16(y->data))
+        if (vec4(x->data, n) && aligned16(y->data) && (!row_ids || cols % 4 == 0))
             dropout4_kernel<<<grid_for(n / 4, BLOCK_THREADS), BLOCK_THREADS, 0, STREAM(ctx)>>>(
-                (unsigned long long)seed, stream, threshold, scale, (const float4 *)x->data,
-                (float4 *)y->data, n / 4);
+                (unsigned long long)seed, stream, threshold, scale, ids, cols,
+                (const float4 *)x->data, (float4 *)y->data, n / 4);
         else
             dropout_kernel<<<grid_for((n + 3) / 4, BLOCK_THREADS), BLOCK_THREADS, 0,
                              STREAM(ctx)>>>((unsigned long long)seed, stream, threshold, scale,
-                                            (const float *)x->data, (float *)y->data, n);
+                                            ids, cols, (const float *)x->data, (float *)y->data,
+                                            n);
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:

@@ -121,8 +121,9 @@ fail:
     return st;
 }
 
-gd_status gd__sage_forward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *x, int train,
-                           uint64_t dropout_seed, gd__nn_tensor *logits) {
+gd_status gd__sage_forward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *x,
+                           const int64_t *node_ids, int train, uint64_t dropout_seed,
+                           gd__nn_tensor *logits) {
     gd_status st = GD_OK;
     GD_REQUIRE(m && x && logits, GD_ERR_INVALID_ARG,
                "GraphSAGE forward: model, x and logits "
@@ -150,7 +151,8 @@ gd_status gd__sage_forward(gd__sage *m, const gd_block *blocks, const gd__nn_ten
         GD_CHECK(gd__nn_linear(ctx, &self, &wr, NULL, &z, 1));
         if (l < L - 1) {
             GD_CHECK(gd__nn_relu(ctx, &z, &z));
-            if (train && p > 0) GD_CHECK(gd__nn_dropout(ctx, p, dropout_seed, (uint32_t)l, &z, &z));
+            if (train && p > 0)
+                GD_CHECK(gd__nn_dropout(ctx, p, dropout_seed, (uint32_t)l, node_ids, &z, &z));
         }
         h = z;
         m->rows[l] = b->num_src;
@@ -158,6 +160,7 @@ gd_status gd__sage_forward(gd__sage *m, const gd_block *blocks, const gd__nn_ten
     m->rows[L] = blocks[L - 1].num_dst;
     m->train = train;
     m->dropout_seed = dropout_seed;
+    m->node_ids = node_ids;
     m->input = x;
     *logits = h;
 fail:
@@ -225,7 +228,8 @@ gd_status gd__sage_backward(gd__sage *m, const gd_block *blocks, const gd__nn_te
          * dropout scale is positive), which is what the ReLU backward needs.
          */
         if (m->train && p > 0)
-            GD_CHECK(gd__nn_dropout_backward(ctx, p, m->dropout_seed, (uint32_t)(l - 1), &dh, &dh));
+            GD_CHECK(gd__nn_dropout_backward(ctx, p, m->dropout_seed, (uint32_t)(l - 1),
+                                             m->node_ids, &dh, &dh));
         GD_CHECK(gd__nn_relu_backward(ctx, &hin, &dh, &dh));
         dz = dh;
     }
@@ -317,8 +321,9 @@ static void sage_destroy_i(void *context) {
 }
 
 static gd_status sage_forward_i(void *context, const gd_block *blocks, const gd__nn_tensor *x,
-                                int train, uint64_t dropout_seed, gd__nn_tensor *logits) {
-    return gd__sage_forward(context, blocks, x, train, dropout_seed, logits);
+                                const int64_t *node_ids, int train, uint64_t dropout_seed,
+                                gd__nn_tensor *logits) {
+    return gd__sage_forward(context, blocks, x, node_ids, train, dropout_seed, logits);
 }
 
 static gd_status sage_backward_i(void *context, const gd_block *blocks,

@@ -41,6 +41,7 @@ typedef struct {
     int64_t rows[GD__SAGE_MAX_LAYERS + 1];
     int train;
     uint64_t dropout_seed;
+    const int64_t *node_ids; /* the dropout's row keys (NULL: positions) */
     const gd__nn_tensor *input;
 } gd__sage;
 
@@ -48,8 +49,9 @@ gd_status gd__sage_create(const gd__nn_ctx *ctx, const gd__sage_config *cfg, uin
                           gd__sage **out);
 void gd__sage_destroy(gd__sage *m);
 /* As gd__model_forward (model.h); the dropout of layer l draws from Philox stream l. */
-gd_status gd__sage_forward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *x, int train,
-                           uint64_t dropout_seed, gd__nn_tensor *logits);
+gd_status gd__sage_forward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *x,
+                           const int64_t *node_ids, int train, uint64_t dropout_seed,
+                           gd__nn_tensor *logits);
 /* As gd__model_backward (model.h): the gradients are added to m->params.grads. */
 gd_status gd__sage_backward(gd__sage *m, const gd_block *blocks, const gd__nn_tensor *dlogits,
                             gd__nn_tensor *dx);

@@ -470,18 +470,37 @@ fail:
 
 /* ---------------------------------------------------------------- stages */
 
-/* Write the labels of minibatch b's seeds to dst; count the labelled ones. */
-static void stage_labels(const gd__datapath *d, gd__pass *p, int64_t b, int64_t *dst) {
+/* Write the labels of minibatch b's seeds to dst; count the labelled ones (pass and set). */
+static void stage_labels(const gd__datapath *d, gd__pass *p, int64_t b, gd__batch_set *s,
+                         int64_t *dst) {
     int64_t lo, cnt;
     gd__pass_slice(p, b, &lo, &cnt);
+    s->labelled = 0;
     if (!d->label_view.data) {
         for (int64_t i = 0; i < cnt; i++) dst[i] = -1;
         return;
     }
     for (int64_t i = 0; i < cnt; i++) {
         dst[i] = int_at(&d->label_view, p->ids[lo + i]);
-        p->labelled += dst[i] >= 0;
+        s->labelled += dst[i] >= 0;
     }
+    p->labelled += s->labelled;
+}
+
+int64_t gd__datapath_global_labelled(const gd__datapath *d, const gd__pass *p, int64_t b) {
+    int64_t lo, cnt, labelled = 0;
+    gd__pass_global_slice(p, b, &lo, &cnt);
+    if (!d->label_view.data) return 0;
+    for (int64_t i = 0; i < cnt; i++) labelled += int_at(&d->label_view, p->ids[lo + i]) >= 0;
+    return labelled;
+}
+
+/* A rank without a share of minibatch b: an empty set, which the later stages pass over. */
+static void empty_set(gd__batch_set *s) {
+    memset(s->blocks, 0, sizeof s->blocks);
+    s->seeds = 0;
+    s->num_in = 0;
+    s->labelled = 0;
 }
 
 /* The set's blocks and input nodes: views of its sampled minibatch buffer. */
@@ -490,6 +509,7 @@ static gd_status set_views(const gd__datapath *d, gd__batch_set *s) {
     for (int l = 0; l < d->cfg.num_layers; l++)
         GD_CHECK(gd_minibatch_block(s->mb, l, &s->blocks[l]));
     GD_CHECK(gd_minibatch_input_nodes(s->mb, &s->in_ids, &s->num_in));
+    s->node_ids = s->in_ids;
 fail:
     return st;
 }
@@ -501,6 +521,10 @@ static gd_status cpu_sample(void *user, gd__pass *p, int64_t b, int set, void *s
     gd__batch_set *s = &d->sets[set];
     int64_t lo, cnt;
     gd__pass_slice(p, b, &lo, &cnt);
+    if (cnt == 0) {
+        empty_set(s);
+        return GD_OK;
+    }
     GD_CHECK(gd_sample(d->sampler, p->ids + lo, cnt, 0, p->epoch, b, NULL, s->mb));
     GD_CHECK(set_views(d, s));
     s->seeds = cnt;
@@ -514,8 +538,9 @@ static gd_status cpu_gather(void *user, gd__pass *p, int64_t b, int set, void *s
     gd_status st = GD_OK;
     gd__datapath *d = user;
     gd__batch_set *s = &d->sets[set];
+    if (s->seeds == 0) return GD_OK;
     GD_CHECK(gd_gather(d->gatherer, s->in_ids, s->num_in, 0, s->x.data, NULL));
-    stage_labels(d, p, b, s->labels);
+    stage_labels(d, p, b, s, s->labels);
 fail:
     (void)stream;
     return st;
@@ -529,6 +554,10 @@ static gd_status cuda_sample(void *user, gd__pass *p, int64_t b, int set, void *
     gd__batch_set *s = &d->sets[set];
     int64_t lo, cnt;
     gd__pass_slice(p, b, &lo, &cnt);
+    if (cnt == 0) {
+        empty_set(s);
+        return GD_OK;
+    }
     GD_CHECK(gd_sample(d->sampler, d->d_order + lo, cnt, 1, p->epoch, b, stream, s->mb));
     s->seeds = cnt;
 fail:
@@ -540,8 +569,9 @@ static gd_status cuda_gather(void *user, gd__pass *p, int64_t b, int set, void *
     gd_status st = GD_OK;
     gd__datapath *d = user;
     gd__batch_set *s = &d->sets[set];
+    if (s->seeds == 0) return GD_OK;
     GD_CHECK(set_views(d, s));
-    stage_labels(d, p, b, s->label_stage);
+    stage_labels(d, p, b, s, s->label_stage);
     GD_CHECK(gd_gather(d->gatherer, s->in_ids, s->num_in, 1, s->x.data, stream));
     GD_CHECK(gd__cuda_memcpy_async(s->labels, s->label_stage, (size_t)s->seeds * sizeof(int64_t),
                                    stream));
@@ -556,6 +586,10 @@ static gd_status host_sample(void *user, gd__pass *p, int64_t b, int set, void *
     gd__pass_slice(p, b, &lo, &cnt);
     d->sets[set].seeds = cnt;
     (void)stream;
+    if (cnt == 0) {
+        empty_set(&d->sets[set]);
+        return GD_OK;
+    }
     return gd_sample(d->sampler, p->ids + lo, cnt, 0, p->epoch, b, NULL, d->host_mb);
 }
 
@@ -568,7 +602,8 @@ static gd_status host_gather(void *user, gd__pass *p, int64_t b, int set, void *
     gd__datapath *d = user;
     gd__batch_set *s = &d->sets[set];
     const int64_t *ids;
-    /* Pack the blocks into the pinned staging; the device copy has the same layout. */
+    if (s->seeds == 0) return GD_OK;
+    /* Pack the blocks and the ids into the pinned staging; the device copy has the same layout. */
     size_t off = 0;
     for (int l = 0; l < d->cfg.num_layers; l++) {
         gd_block hb;
@@ -587,7 +622,14 @@ static gd_status host_gather(void *user, gd__pass *p, int64_t b, int set, void *
         off += (ip + ix + 15) & ~(size_t)15;
     }
     GD_CHECK(gd_minibatch_input_nodes(d->host_mb, &ids, &s->num_in));
-    stage_labels(d, p, b, s->label_stage);
+    const size_t id_bytes = (size_t)s->num_in * sizeof(int64_t);
+    GD_REQUIRE(off + id_bytes <= d->blk_bytes, GD_ERR_INTERNAL,
+               "trainer: the input ids of minibatch %lld do not fit their staging buffer",
+               (long long)b);
+    memcpy((char *)s->blk_stage + off, ids, id_bytes);
+    s->node_ids = (const int64_t *)((char *)s->blk_dev + off);
+    off += id_bytes;
+    stage_labels(d, p, b, s, s->label_stage);
     GD_CHECK(gd_gather(d->gatherer, ids, s->num_in, 0, s->x.data, stream));
     GD_CHECK(gd__cuda_memcpy_async(s->blk_dev, s->blk_stage, off, stream));
     GD_CHECK(gd__cuda_memcpy_async(s->labels, s->label_stage, (size_t)s->seeds * sizeof(int64_t),
@@ -636,9 +678,12 @@ gd_status gd__datapath_start_pass(gd__datapath *d, const int64_t *ids, int64_t n
     p->ids = ids;
     p->n = n;
     p->batch = d->batch;
+    p->rank = d->cfg.rank;
+    p->world = d->cfg.world > 1 ? d->cfg.world : 1;
+    p->global = d->batch * p->world;
     p->epoch = epoch;
     p->train = train;
-    p->batches = (n + d->batch - 1) / d->batch;
+    p->batches = (n + p->global - 1) / p->global;
 #ifdef GD_WITH_CUDA
     /* The seed order goes to the GPU once; the sampler reads its slices there. */
     if (d->cuda_sampler && n > 0)

@@ -35,7 +35,10 @@ typedef struct {
     gd_block blocks[GD_SAMPLER_MAX_LAYERS];
     int64_t num_in;        /* input nodes of the minibatch in the set */
     const int64_t *in_ids; /* their global ids (in the minibatch buffer) */
-    int64_t seeds;         /* its seeds */
+    int64_t seeds;         /* its seeds (0: this rank has no share of the global minibatch) */
+    int64_t labelled;      /* its seeds with a label */
+    /* The input nodes' ids on the nn backend's device (the model's dropout keys). */
+    const int64_t *node_ids;
 } gd__batch_set;
 
 /* What the data path is asked for. */
@@ -52,6 +55,7 @@ typedef struct {
     int depth;           /* buffer sets of the GPU modes (cpu: 1 unless sets_on_cpu) */
     int sets_on_cpu;     /* the cpu mode keeps `depth` sets too (the loader's caller holds them) */
     int labels_optional; /* the loader serves unlabelled data */
+    int rank, world;     /* data parallelism: this rank's share of each global minibatch */
     /* GPU bytes of the model the client adds, for the plan (NULL: none). */
     int64_t (*model_bytes)(void *user, int64_t max_degree, int64_t max_input_nodes);
     void *model_user;
@@ -147,6 +151,8 @@ gd_status gd__datapath_start_pass(gd__datapath *d, const int64_t *ids, int64_t n
 gd_status gd__datapath_check_errors(gd__datapath *d);
 /* Minibatches of a pass over the largest split (the size of per-pass logs). */
 int64_t gd__datapath_max_batches(const gd__datapath *d);
+/* The labelled seeds of global minibatch b of p (every rank's share), from host memory. */
+int64_t gd__datapath_global_labelled(const gd__datapath *d, const gd__pass *p, int64_t b);
 
 #ifdef __cplusplus
 }

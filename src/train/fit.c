@@ -376,7 +376,8 @@ gd_status gd_trainer_resume(gd_trainer_t *t, const char *dir) {
     char *ck = NULL, *bp = NULL;
     gd__checkpoint_meta saved, bm;
     GD_REQUIRE(t && dir, GD_ERR_INVALID_ARG, "gd_trainer_resume: NULL trainer or directory");
-    GD_CHECK(gd__run_dir_lock(&t->run_dir, dir));
+    /* Rank 0 holds the directory; the other ranks of a run only read its checkpoint. */
+    if (gd__trainer_rank(t->t) == 0) GD_CHECK(gd__run_dir_lock(&t->run_dir, dir));
     GD_CHECK(join(dir, ckpt_name, &ck));
     GD_CHECK(join(dir, best_name, &bp));
     params_changed(t);
@@ -396,7 +397,7 @@ gd_status gd_trainer_resume(gd_trainer_t *t, const char *dir) {
         t->have_best = bm.best_epoch == t->best_epoch;
     }
     /* The run in dir is now this trainer's: its next fit goes on with it. */
-    t->run_dir.owns_run = 1;
+    t->run_dir.owns_run = gd__trainer_rank(t->t) == 0;
 fail:
     gd_free(ck);
     gd_free(bp);
@@ -545,7 +546,8 @@ gd_status gd_trainer_fit(gd_trainer_t *t, const gd_fit_options *options, gd_fit_
         GD_CHECK(
             gd__info_out(result, &r, sizeof r, "gd_trainer_fit: result", "GD_FIT_RESULT_INIT"));
     GD_CHECK(check_fit(&o));
-    if (o.checkpoint_dir) {
+    /* With several ranks rank 0 writes the checkpoints; every rank resumes from them. */
+    if (o.checkpoint_dir && gd__trainer_rank(t->t) == 0) {
         GD_CHECK(ensure_dir(o.checkpoint_dir));
         GD_CHECK(join(o.checkpoint_dir, ckpt_name, &ck));
         GD_CHECK(join(o.checkpoint_dir, best_name, &bp));

@@ -184,6 +184,12 @@ gd_status gd__trainer_save(gd__trainer *t, const char *path, const gd__checkpoin
  */
 gd_status gd__trainer_resume(gd__trainer *t, const char *path, gd__checkpoint_meta *saved);
 
+/*
+ * This trainer's rank among the ranks training together (0 alone). Rank 0 writes the run's
+ * files (checkpoints, the best model); the others read a checkpoint to resume from.
+ */
+int gd__trainer_rank(const gd__trainer *t);
+
 /* Change cfg.max_batches (0: every minibatch), e.g. for a short warm-up epoch in a benchmark. */
 void gd__trainer_set_max_batches(gd__trainer *t, int64_t max_batches);
 

@@ -19,6 +19,7 @@
 
 #include "io/dataset.h"
 
+#include "core/comm.h"
 #include "core/context.h"
 #include "core/cuda.h"
 
@@ -161,8 +162,15 @@ static gd_status data_config(const gd_loader_options *o, gd__data_config *c) {
                "loader: a ring of %d buffer sets; use 2 to %d", o->depth, GD__PIPE_MAX_DEPTH);
     GD_REQUIRE(o->gpu_cache_bytes >= -1 && o->graph_cache_bytes >= -1 && o->gpu_mem_budget >= 0,
                GD_ERR_INVALID_ARG, "loader: a negative cache size or budget");
+    GD_REQUIRE(o->world_size >= 0 && (o->world_size == 0 || (o->rank >= 0 && o->rank < o->world_size)),
+               GD_ERR_INVALID_ARG,
+               "loader: rank %d of world_size %d; use a rank in [0, world_size) (world_size 0: "
+               "the context's)",
+               o->rank, o->world_size);
     GD__DATA_OPTIONS_COPY(c, o);
     memcpy(c->fanouts, o->fanouts, sizeof c->fanouts);
+    c->rank = o->rank;
+    c->world = o->world_size;
     c->sets_on_cpu = 1;
     c->labels_optional = 1;
 fail:
@@ -186,6 +194,11 @@ gd_status gd_loader_create(const gd_dataset_t *ds, const gd_loader_options *opti
     GD_REQUIRE(gd_dataset_feature_dim(ds) > 0, GD_ERR_INVALID_ARG,
                "loader: dataset '%s' has no node features", gd_dataset_name(ds));
     GD_CHECK(gd__context_acquire(o.context, &o.device, &ctx));
+    if (c.world == 0) {
+        /* The context's place among the ranks (0 of 1 without a communicator). */
+        c.rank = gd__comm_rank(gd__context_comm(ctx));
+        c.world = gd__comm_world(gd__context_comm(ctx));
+    }
     GD_ALLOC(l, sizeof *l, "the loader");
     memset(l, 0, sizeof *l);
     GD_REQUIRE(pthread_mutex_init(&l->mu, NULL) == 0, GD_ERR_INTERNAL,
@@ -250,7 +263,8 @@ void gd_loader_destroy(gd_loader_t *l) {
 
 /* Minibatches of an epoch: the short last one is dropped with drop_last. */
 static int64_t epoch_batches(const gd_loader_t *l) {
-    const int64_t n = l->d->split_n[l->split], bs = l->d->batch;
+    const int64_t n = l->d->split_n[l->split];
+    const int64_t bs = l->d->batch * (l->d->cfg.world > 1 ? l->d->cfg.world : 1);
     return l->o.drop_last ? n / bs : (n + bs - 1) / bs;
 }
 

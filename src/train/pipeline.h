@@ -33,22 +33,41 @@ extern "C" {
 /* Free fences of a set at most: streams a loader batch may be read on, each fenced. */
 #define GD__PIPE_MAX_FENCES 4
 
-/* A pass over seeds: a training epoch, an evaluation, or a loader epoch. */
+/*
+ * A pass over seeds: a training epoch, an evaluation, or a loader epoch. With several ranks
+ * (data parallelism), minibatch b of the pass is this rank's share of global minibatch b: the
+ * global minibatch is the seeds [b * global, (b + 1) * global) of ids, as one rank of batch
+ * `global` would take them, and rank r takes its seeds [r * batch, (r + 1) * batch), fewer or
+ * none at the end. Its draws are keyed by b, so they do not depend on the number of ranks.
+ */
 typedef struct {
     const int64_t *ids; /* host: the seeds in the order they are used */
     int64_t n;          /* seeds */
-    int64_t batch;      /* seeds per minibatch (the last one may be short) */
-    int64_t batches;    /* minibatches of the pass */
+    int64_t batch;      /* seeds per minibatch of this rank (the last one may be short) */
+    int64_t global;     /* seeds per global minibatch: batch * world */
+    int rank, world;    /* this rank among world (0 of 1: alone) */
+    int64_t batches;    /* minibatches of the pass (the same on every rank) */
     int64_t epoch;
     int train;                          /* training (backward, optimizer) or not */
     double stage_s[GD__PIPE_MAX_STAGES]; /* busy seconds of each stage (events or host clock) */
     int64_t labelled;                   /* seeds with a label, over the minibatches issued */
 } gd__pass;
 
-/* The seeds of minibatch b of p: p->ids + *lo, *count of them. */
+/* The seeds of global minibatch b of p: p->ids + *lo, *count of them. */
+static inline void gd__pass_global_slice(const gd__pass *p, int64_t b, int64_t *lo,
+                                         int64_t *count) {
+    *lo = b * p->global;
+    *count = p->n - *lo < p->global ? p->n - *lo : p->global;
+}
+
+/* This rank's seeds of minibatch b of p: p->ids + *lo, *count of them (possibly none). */
 static inline void gd__pass_slice(const gd__pass *p, int64_t b, int64_t *lo, int64_t *count) {
-    *lo = b * p->batch;
-    *count = p->n - *lo < p->batch ? p->n - *lo : p->batch;
+    int64_t glo, gcount;
+    gd__pass_global_slice(p, b, &glo, &gcount);
+    const int64_t start = (int64_t)p->rank * p->batch < gcount ? (int64_t)p->rank * p->batch
+                                                                : gcount;
+    *lo = glo + start;
+    *count = gcount - start < p->batch ? gcount - start : p->batch;
 }
 
 /*

@@ -14,6 +14,7 @@
  */
 #include "train/datapath.h"
 
+#include "core/comm.h"
 #include "core/context.h"
 #include "core/cuda.h"
 
@@ -25,8 +26,11 @@
 
 /* Philox domain of the per-minibatch dropout keys ("trDK"). */
 #define GD__TRAIN_RNG_DROPOUT 0x7472444bu
-/* The stages: the data path's two and the train stage. */
-enum { ST_SAMPLE, ST_GATHER, ST_TRAIN, ST_COUNT };
+/*
+ * The stages: the data path's two and the train stage; with several ranks the train stage stops
+ * after backward, and the gradients' all-reduce and the optimizer step follow as stages.
+ */
+enum { ST_SAMPLE, ST_GATHER, ST_TRAIN, ST_ALLREDUCE, ST_OPTIMIZE, ST_COUNT };
 
 static const char *const mode_names[GD__TRAIN_MODE_COUNT] = {"cpu", "all-gpu", "zero-copy",
                                                              "cpu-centric", "auto"};
@@ -61,6 +65,11 @@ struct gd__trainer {
     float *loss_log;       /* per minibatch of a pass (pinned in GPU modes) */
     int64_t *correct_log;
     int64_t log_cap;
+    /* Data parallelism (NULL: alone): the context's communicator and its stream. */
+    gd__comm *comm;
+    void *s_comm;
+    double *share_log; /* per minibatch: this rank's labelled seeds / the global minibatch's */
+    double *sums;      /* 2 * log_cap + 1: a pass's logs as the ranks sum them */
 };
 
 static double cpu_seconds(void) {
@@ -79,6 +88,11 @@ static void free_nn(gd__trainer *t, void *p) {
 void gd__trainer_destroy(gd__trainer *t) {
     if (!t) return;
     gd__pipe_destroy(t->pipe);
+#ifdef GD_WITH_CUDA
+    gd__cuda_stream_destroy(t->s_comm);
+#endif
+    gd_free(t->share_log);
+    gd_free(t->sums);
     if (t->ctx.be) (void)t->ctx.be->synchronize(&t->ctx);
     gd__model_destroy(t->model);
     /* The data path's buffers live on the nn backend: they go before it. */
@@ -173,18 +187,35 @@ static int64_t plan_model_bytes(void *user, int64_t max_degree, int64_t max_inpu
     return gd__model_bytes(&mc);
 }
 
-/* The train stage of minibatch b: see nn_step below. */
+/* The train stage of minibatch b (train_stage below), and with several ranks the next two. */
 static gd_status train_stage(void *user, gd__pass *p, int64_t b, int set, void *stream);
+static gd_status allreduce_stage(void *user, gd__pass *p, int64_t b, int set, void *stream);
+static gd_status optimize_stage(void *user, gd__pass *p, int64_t b, int set, void *stream);
 
-/* The data path's stages and the train stage, in one pipeline. */
+static void add_stage(gd__pipe_config *pc, const char *name, gd__stage_fn run, void *user,
+                      void *stream) {
+    gd__stage *s = &pc->stages[pc->num_stages++];
+    s->name = name;
+    s->run = run;
+    s->user = user;
+    s->stream = stream;
+}
+
+/*
+ * The data path's stages and the train stage, in one pipeline. With several ranks, the
+ * all-reduce runs on its own stream once backward has ended, and the optimizer step on the train
+ * stream after it: the next minibatch's forward (train stream) follows the step, and its sampling
+ * and gathering overlap the all-reduce.
+ */
 static gd_status make_pipe(gd__trainer *t) {
     gd__pipe_config pc;
     gd__datapath_pipe_config(t->d, &pc);
-    gd__stage *train = &pc.stages[pc.num_stages++];
-    train->name = "train";
-    train->run = train_stage;
-    train->user = t;
-    train->stream = t->d->gpu ? t->ctx.stream : NULL;
+    void *train_stream = t->d->gpu ? t->ctx.stream : NULL;
+    add_stage(&pc, "train", train_stage, t, train_stream);
+    if (t->comm) {
+        add_stage(&pc, "all-reduce", allreduce_stage, t, t->s_comm);
+        add_stage(&pc, "optimize", optimize_stage, t, train_stream);
+    }
     pc.last_stage_frees = 1;
     return gd__pipe_create(&pc, &t->pipe);
 }
@@ -290,6 +321,31 @@ fail:
     return st;
 }
 
+/*
+ * Data parallelism: the communicator must move the gradients where the nn backend keeps them
+ * (NCCL: GPU memory, the local reference: host memory), and gets its stream and the share log.
+ */
+static gd_status make_comm(gd__trainer *t) {
+    gd_status st = GD_OK;
+    if (!t->comm) return GD_OK;
+    const int on_device = gd__comm_on_device(t->comm);
+    GD_REQUIRE(on_device == t->d->gpu, GD_ERR_INVALID_ARG,
+               "trainer: rank %d of %d: --mode %s keeps the gradients in %s memory, but the "
+               "communicator sums %s memory: %s",
+               gd__comm_rank(t->comm), gd__comm_world(t->comm), mode_names[t->d->mode],
+               t->d->gpu ? "GPU" : "host", on_device ? "GPU" : "host",
+               on_device ? "several ranks train on GPUs; use a GPU mode (all-gpu, zero-copy, "
+                           "cpu-centric or auto)"
+                         : "a group of CPU ranks trains in cpu mode");
+    GD_ALLOC(t->share_log, (size_t)t->log_cap * sizeof(double), "the loss share log");
+    GD_ALLOC(t->sums, (size_t)(2 * t->log_cap + 1) * sizeof(double), "the pass sums");
+#ifdef GD_WITH_CUDA
+    if (on_device) GD_CHECK(gd__cuda_stream_create(t->cfg.device, &t->s_comm));
+#endif
+fail:
+    return st;
+}
+
 gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg,
                              gd__trainer **out) {
     gd_status st = GD_OK;
@@ -303,8 +359,11 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     memset(t, 0, sizeof *t);
     shape_from(t, ds, cfg);
     GD_CHECK(gd__context_acquire(cfg->context, &t->cfg.device, &ctx));
+    t->comm = gd__context_comm(ctx);
     gd__data_config dc;
     data_config(t, &dc);
+    dc.rank = gd__comm_rank(t->comm);
+    dc.world = gd__comm_world(t->comm);
     GD_CHECK(gd__datapath_create(ds, &dc, ctx, &t->ctx, &t->d));
     gd__context_unref(ctx);
     ctx = NULL;
@@ -324,6 +383,7 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     GD_CHECK(t->ctx.be->alloc(&t->ctx, sizeof(int64_t), (void **)&t->d_correct));
     GD_CHECK(gd__nn_tensor_alloc(&t->ctx, GD_DTYPE_FLOAT32, d->batch, d->num_classes, &t->dlogits));
     GD_CHECK(make_logs(t));
+    GD_CHECK(make_comm(t));
     GD_CHECK(gd__datapath_place_features(d));
     GD_CHECK(make_pipe(t));
 #ifdef GD_WITH_CUDA
@@ -389,8 +449,10 @@ static uint64_t dropout_seed(const gd__trainer *t, int64_t epoch, int64_t b) {
 
 /*
  * The train stage of minibatch b on its set: forward (with dropout when training), the correct
- * count, and for training the loss, backward and an Adam step. The loss and the count go to
- * the logs at b.
+ * count, and for training the loss, backward and (alone) an Adam step. The loss and the count go
+ * to the logs at b. With several ranks, the loss gradient is scaled by this rank's share of the
+ * global minibatch's labelled seeds, so that the sum over the ranks of their gradients is the
+ * gradient of the global minibatch's mean loss: what one GPU computes at the global batch size.
  */
 static gd_status train_stage(void *user, gd__pass *p, int64_t b, int set, void *stream) {
     gd_status st = GD_OK;
@@ -398,17 +460,32 @@ static gd_status train_stage(void *user, gd__pass *p, int64_t b, int set, void *
     gd__batch_set *s = &t->d->sets[set];
     gd__nn_tensor x = gd__nn_rows(&s->x, s->num_in), logits;
     gd_block *blocks = s->blocks;
+    gd__nn_params *params = gd__model_params(t->model);
+    double scale = 1.0;
     (void)stream; /* the nn backend's own stream: the pipeline gave it */
-    GD_CHECK(
-        gd__model_forward(t->model, blocks, &x, p->train, dropout_seed(t, p->epoch, b), &logits));
+    if (t->comm && p->train) {
+        const int64_t global = gd__datapath_global_labelled(t->d, p, b);
+        scale = global > 0 ? (double)s->labelled / (double)global : 0.0;
+        t->share_log[b] = scale;
+    }
+    if (s->seeds == 0) {
+        /* No share of this global minibatch: no loss, and zero gradients to the all-reduce. */
+        t->correct_log[b] = 0;
+        if (p->train) {
+            t->loss_log[b] = 0;
+            GD_CHECK(gd__nn_params_zero_grad(&t->ctx, params));
+        }
+        return GD_OK;
+    }
+    GD_CHECK(gd__model_forward(t->model, blocks, &x, s->node_ids, p->train,
+                               dropout_seed(t, p->epoch, b), &logits));
     GD_CHECK(gd__nn_accuracy(&t->ctx, &logits, s->labels, t->d_correct));
     if (p->train) {
         gd__nn_tensor dl = gd__nn_rows(&t->dlogits, s->seeds);
-        GD_CHECK(gd__nn_softmax_xent(&t->ctx, &logits, s->labels, 1.0, &t->loss, &dl));
-        gd__nn_params *params = gd__model_params(t->model);
+        GD_CHECK(gd__nn_softmax_xent(&t->ctx, &logits, s->labels, scale, &t->loss, &dl));
         GD_CHECK(gd__nn_params_zero_grad(&t->ctx, params));
         GD_CHECK(gd__model_backward(t->model, blocks, &dl, NULL));
-        GD_CHECK(gd__nn_params_adam(&t->ctx, params, &t->adam));
+        if (!t->comm) GD_CHECK(gd__nn_params_adam(&t->ctx, params, &t->adam));
     }
 #ifdef GD_WITH_CUDA
     if (t->d->gpu) {
@@ -426,6 +503,26 @@ fail:
     return st;
 }
 
+/* Several ranks: sum the flat gradient buffer over the ranks (one collective). */
+static gd_status allreduce_stage(void *user, gd__pass *p, int64_t b, int set, void *stream) {
+    gd__trainer *t = user;
+    gd__nn_params *params = gd__model_params(t->model);
+    (void)b;
+    (void)set;
+    if (!p->train) return GD_OK;
+    return gd__comm_allreduce_f32(t->comm, (float *)params->grads.data, params->numel, stream);
+}
+
+/* Several ranks: the Adam step with the summed gradients, the same on every rank. */
+static gd_status optimize_stage(void *user, gd__pass *p, int64_t b, int set, void *stream) {
+    gd__trainer *t = user;
+    (void)b;
+    (void)set;
+    (void)stream;
+    if (!p->train) return GD_OK;
+    return gd__nn_params_adam(&t->ctx, gd__model_params(t->model), &t->adam);
+}
+
 /* The loss of the latest minibatch before `issued` that has finished, without waiting. */
 static double latest_loss(gd__trainer *t, int64_t issued) {
     for (int64_t b = issued - 1; b >= 0 && b >= issued - t->d->depth; b--)
@@ -441,6 +538,31 @@ static gd_status report(gd__trainer *t, gd__pass *p, int64_t done) {
         return gd__error(GD_ERR_INTERRUPTED, "training interrupted at minibatch %lld of %lld",
                          (long long)done, (long long)p->batches);
     return GD_OK;
+}
+
+/*
+ * Several ranks: turn this rank's logs of pass p into the global minibatches' (every rank gets
+ * the same): the loss of global minibatch b is the sum of the ranks' mean losses weighted by
+ * their shares of its labelled seeds, the correct counts and the labelled seeds add up.
+ */
+static gd_status sum_over_ranks(gd__trainer *t, gd__pass *p) {
+    gd_status st = GD_OK;
+    const int64_t n = p->batches;
+    double *v = t->sums;
+    if (!t->comm) return GD_OK;
+    for (int64_t b = 0; b < n; b++) {
+        v[b] = p->train ? (double)t->loss_log[b] * t->share_log[b] : 0.0;
+        v[n + b] = (double)t->correct_log[b];
+    }
+    v[2 * n] = (double)p->labelled;
+    GD_CHECK(gd__comm_sum_host(t->comm, v, 2 * n + 1));
+    for (int64_t b = 0; b < n; b++) {
+        if (p->train) t->loss_log[b] = (float)v[b];
+        t->correct_log[b] = (int64_t)v[n + b];
+    }
+    p->labelled = (int64_t)v[2 * n];
+fail:
+    return st;
 }
 
 /* Every minibatch of a pass over ids[0..n) through the pipeline. */
@@ -461,6 +583,8 @@ static gd_status run_pass(gd__trainer *t, const int64_t *ids, int64_t n, int64_t
     GD_CHECK(st);
     GD_CHECK(gd__datapath_check_errors(t->d));
     GD_CHECK(gd__nn_check_errors(&t->ctx));
+    GD_CHECK(gd__comm_check(t->comm));
+    GD_CHECK(sum_over_ranks(t, p));
 fail:
     return st;
 }
@@ -572,9 +696,10 @@ void gd__trainer_checkpoint_meta(const gd__trainer *t, gd__checkpoint_meta *m) {
              (long long)gd_dataset_num_edges(t->d->ds), (long long)t->d->in_dim,
              (long long)t->d->num_classes);
     /* The mode is left out on purpose: every mode samples and trains the same way. */
+    /* The global batch: a run of N ranks at B / N each resumes one of any other rank count. */
     snprintf(m->config, sizeof m->config,
              "batch=%lld dropout=%g lr=%g weight_decay=%g mlp=%d max_batches=%lld",
-             (long long)t->cfg.batch_size, t->cfg.dropout, t->cfg.lr, t->cfg.weight_decay,
+             (long long)t->cfg.batch_size * gd__comm_world(t->comm), t->cfg.dropout, t->cfg.lr, t->cfg.weight_decay,
              t->cfg.mlp, (long long)t->cfg.max_batches);
 }
 
@@ -625,6 +750,10 @@ fail:
 gd_host_tensor_t *gd__trainer_registered_features(gd__trainer *t) {
     return t && t->d->features && gd_host_tensor_is_registered(t->d->features) ? t->d->features
                                                                                : NULL;
+}
+
+int gd__trainer_rank(const gd__trainer *t) {
+    return t ? gd__comm_rank(t->comm) : 0;
 }
 
 void gd__trainer_set_max_batches(gd__trainer *t, int64_t max_batches) {

@@ -1,0 +1,356 @@
+/*
+ * Data parallelism (issue 14, item 2): N ranks at batch B / N each train exactly what one rank
+ * at batch B trains. Global minibatch b has the seeds one rank would take; rank r samples its
+ * share with b as the key (draws keyed by node and hop, dropout by node id), scales its loss
+ * gradient by its share of the global minibatch's labelled seeds, and the ranks sum their
+ * gradients before one Adam step each. So the losses, accuracies and parameters agree with the
+ * one-rank run up to float summation order, for 2 and 3 ranks (3 does not divide the batch, and
+ * the last global minibatch leaves a rank without seeds); checkpoints written by one rank count
+ * resume on another; evaluation sums the ranks' shares; the loader's shards cover each global
+ * minibatch exactly once; a rank that stops makes the others fail with GD_ERR_COMM, never hang.
+ *
+ * The ranks are threads of this process. Without a GPU they train in cpu mode over the local
+ * communicator (the CPU reference of the all-reduce); with two or more GPUs the same runs go
+ * through NCCL in all-gpu and zero-copy mode, one GPU per rank.
+ */
+#include "test.h"
+
+#include "core/comm.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#define EPOCHS 3
+#define BATCH 240 /* tiny's train split is not a multiple of it: a short last minibatch */
+#define MAX_RANKS 4
+
+typedef struct {
+    const gd_dataset_t *ds;
+    gd_context_t *ctx;
+    const char *mode;
+    uint64_t seed;
+    int64_t batch;
+    int64_t epochs;
+    const char *ckdir; /* checkpoint directory (NULL: none) */
+    int resume;
+    gd_status st;
+    char err[512];
+    double loss[EPOCHS], train[EPOCHS], valid[EPOCHS];
+    int calls;
+    gd_fit_result r;
+    char model[4200]; /* where the rank saved its trained model ("": not saved) */
+} rank_run;
+
+static int on_epoch(void *user, const gd_epoch_stats *s) {
+    rank_run *a = user;
+    if (a->calls < EPOCHS) {
+        a->loss[a->calls] = s->loss;
+        a->train[a->calls] = s->train_acc;
+        a->valid[a->calls] = s->valid_acc;
+    }
+    a->calls++;
+    return 0;
+}
+
+static void *run_rank(void *arg) {
+    rank_run *a = arg;
+    gd_trainer_t *t = NULL;
+    gd_train_options o = GD_TRAIN_OPTIONS_INIT;
+    o.mode = a->mode;
+    o.fanouts[0] = 8;
+    o.fanouts[1] = 4;
+    o.batch_size = a->batch;
+    o.hidden = 32;
+    o.dropout = 0.3;
+    o.lr = 0.01;
+    o.seed = a->seed;
+    o.threads = 1;
+    o.context = a->ctx;
+    gd_fit_options f = GD_FIT_OPTIONS_INIT;
+    f.epochs = a->epochs;
+    f.on_epoch = on_epoch;
+    f.on_epoch_user = a;
+    f.exact_test = 0;
+    f.checkpoint_dir = a->ckdir;
+    f.resume = a->resume;
+    a->r = (gd_fit_result)GD_FIT_RESULT_INIT;
+    a->st = gd_trainer_create(a->ds, &o, &t);
+    if (a->st == GD_OK) a->st = gd_trainer_fit(t, &f, &a->r);
+    if (a->st == GD_OK && a->model[0]) a->st = gd_trainer_save(t, a->model);
+    if (a->st != GD_OK) snprintf(a->err, sizeof a->err, "%s", gd_last_error());
+    gd_trainer_destroy(t);
+    gd_context_destroy(a->ctx);
+    return NULL;
+}
+
+/* world ranks (threads) of a run; ctxs from a group (world > 1) or NULL (one rank alone). */
+static void run_world(rank_run *runs, int world, const gd_dataset_t *ds, const char *mode,
+                      const int *devices, uint64_t seed, int64_t global_batch, int64_t epochs,
+                      const char *ckdir, int resume, const char *tmp) {
+    gd_context_t *ctxs[MAX_RANKS] = {NULL};
+    pthread_t th[MAX_RANKS];
+    if (world > 1) {
+        T_OK(gd__context_create_group(world, devices, ctxs));
+    } else {
+        gd_context_options co = GD_CONTEXT_OPTIONS_INIT;
+        co.device = devices ? devices[0] : 0;
+        T_OK(gd_context_create(&co, &ctxs[0]));
+    }
+    for (int r = 0; r < world; r++) {
+        memset(&runs[r], 0, sizeof runs[r]);
+        runs[r] = (rank_run){.ds = ds,
+                             .ctx = ctxs[r],
+                             .mode = mode,
+                             .seed = seed,
+                             .batch = global_batch / world,
+                             .epochs = epochs,
+                             .ckdir = r == 0 || resume ? ckdir : NULL,
+                             .resume = resume};
+        if (tmp) snprintf(runs[r].model, sizeof runs[r].model, "%s/model-%d.gdc", tmp, r);
+        T_ASSERT(pthread_create(&th[r], NULL, run_rank, &runs[r]) == 0);
+    }
+    for (int r = 0; r < world; r++) {
+        T_ASSERT(pthread_join(th[r], NULL) == 0);
+        if (runs[r].st != GD_OK) fprintf(stderr, "rank %d failed: %s\n", r, runs[r].err);
+        T_EQ_INT(runs[r].st, GD_OK);
+    }
+}
+
+/* The whole content of a file (gd_malloc'd), its size in *n. */
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    T_ASSERT(f);
+    T_ASSERT(fseek(f, 0, SEEK_END) == 0);
+    const long size = ftell(f);
+    T_ASSERT(size > 0 && fseek(f, 0, SEEK_SET) == 0);
+    char *buf = gd_malloc((size_t)size);
+    T_ASSERT(buf && fread(buf, 1, (size_t)size, f) == (size_t)size);
+    fclose(f);
+    *n = (size_t)size;
+    return buf;
+}
+
+/* Every rank of `got` agrees with the one-rank run `ref` (epochs [from, to) of it). */
+static void same_as(const rank_run *ref, const rank_run *got, int world, int from, double tol,
+                    const char *what) {
+    for (int r = 0; r < world; r++) {
+        const rank_run *g = &got[r];
+        T_EQ_INT(g->calls, EPOCHS - from);
+        for (int i = 0; i < g->calls; i++) {
+            const int e = from + i;
+            fprintf(stderr, "%s rank %d epoch %d: loss %.7f (one rank %.7f) valid %.4f (%.4f)\n",
+                    what, r, e + 1, g->loss[i], ref->loss[e], g->valid[i], ref->valid[e]);
+            T_NEAR(g->loss[i], ref->loss[e], tol * ref->loss[e] + 1e-6);
+            T_NEAR(g->train[i], ref->train[e], 0.01);
+            T_NEAR(g->valid[i], ref->valid[e], 0.01);
+        }
+        /*
+         * Every rank ends with the same model, byte for byte: the same summed gradients and the
+         * same Adam step on each.
+         */
+        if (r > 0 && g->model[0]) {
+            size_t n0, n;
+            char *a = slurp(got[0].model, &n0), *b = slurp(g->model, &n);
+            T_ASSERT(n == n0 && memcmp(a, b, n) == 0);
+            gd_free(a);
+            gd_free(b);
+        }
+    }
+}
+
+/* One rank at BATCH against 2 and 3 ranks; checkpoints across rank counts. */
+static void equivalence(const gd_dataset_t *ds, const char *mode, const int *devices, int most,
+                        uint64_t seed, const char *tmp, double tol) {
+    rank_run one[1], many[MAX_RANKS], resumed[MAX_RANKS];
+    run_world(one, 1, ds, mode, devices, seed, BATCH, EPOCHS, NULL, 0, NULL);
+    for (int world = 2; world <= most; world++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s x%d", mode, world);
+        run_world(many, world, ds, mode, devices, seed, BATCH, EPOCHS, NULL, 0, tmp);
+        same_as(one, many, world, 0, tol, what);
+
+        /* world ranks train epoch 1 and checkpoint it; one rank goes on, and the reverse. */
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/ck-%s-%d", tmp, mode, world);
+        run_world(many, world, ds, mode, devices, seed, BATCH, 1, dir, 0, NULL);
+        run_world(resumed, 1, ds, mode, devices, seed, BATCH, EPOCHS, dir, 1, NULL);
+        T_EQ_INT(resumed[0].r.start_epoch, 1);
+        snprintf(what, sizeof what, "%s x%d -> x1", mode, world);
+        same_as(one, resumed, 1, 1, tol, what);
+
+        snprintf(dir, sizeof dir, "%s/ck-%s-1-%d", tmp, mode, world);
+        run_world(resumed, 1, ds, mode, devices, seed, BATCH, 1, dir, 0, NULL);
+        run_world(resumed, world, ds, mode, devices, seed, BATCH, EPOCHS, dir, 1, NULL);
+        snprintf(what, sizeof what, "%s x1 -> x%d", mode, world);
+        same_as(one, resumed, world, 1, tol, what);
+    }
+}
+
+/* The loader's shards of every global minibatch: disjoint, in order, covering it exactly. */
+static void loader_shards(const gd_dataset_t *ds, uint64_t seed) {
+    const int world = 3;
+    const int64_t per = 100;
+    gd_loader_options o = GD_LOADER_OPTIONS_INIT;
+    o.mode = "cpu";
+    o.batch_size = per * world;
+    o.seed = seed;
+    gd_loader_t *whole = NULL, *part[3] = {NULL};
+    T_OK(gd_loader_create(ds, &o, &whole));
+    o.batch_size = per;
+    o.world_size = world;
+    for (int r = 0; r < world; r++) {
+        o.rank = r;
+        T_OK(gd_loader_create(ds, &o, &part[r]));
+    }
+    gd_loader_info wi = GD_LOADER_INFO_INIT, pi = GD_LOADER_INFO_INIT;
+    T_OK(gd_loader_get_info(whole, &wi));
+    T_OK(gd_loader_get_info(part[0], &pi));
+    T_EQ_INT(pi.batches_per_epoch, wi.batches_per_epoch);
+    T_OK(gd_loader_start_epoch(whole, 2));
+    for (int r = 0; r < world; r++) T_OK(gd_loader_start_epoch(part[r], 2));
+    for (int64_t b = 0; b < wi.batches_per_epoch; b++) {
+        gd_batch_t *wb = NULL;
+        T_OK(gd_loader_next(whole, &wb));
+        gd_array_view wv;
+        T_OK(gd_batch_array(wb, GD_BATCH_INPUT_NODES, 0, &wv));
+        const int64_t *wids = wv.data;
+        gd_batch_info winfo = GD_BATCH_INFO_INIT;
+        T_OK(gd_batch_get_info(wb, &winfo));
+        int64_t at = 0;
+        for (int r = 0; r < world; r++) {
+            gd_batch_t *pb = NULL;
+            T_OK(gd_loader_next(part[r], &pb));
+            gd_batch_info info = GD_BATCH_INFO_INIT;
+            T_OK(gd_batch_get_info(pb, &info));
+            T_EQ_INT(info.index, b);
+            T_ASSERT(info.num_seeds <= per);
+            if (info.num_seeds > 0) {
+                gd_array_view v;
+                T_OK(gd_batch_array(pb, GD_BATCH_INPUT_NODES, 0, &v));
+                const int64_t *ids = v.data;
+                /* Its seeds are the next ones of the global minibatch's. */
+                for (int64_t i = 0; i < info.num_seeds; i++) T_EQ_INT(ids[i], wids[at + i]);
+            }
+            at += info.num_seeds;
+            gd_batch_release(pb);
+        }
+        T_EQ_INT(at, winfo.num_seeds);
+        gd_batch_release(wb);
+    }
+    gd_loader_destroy(whole);
+    for (int r = 0; r < world; r++) gd_loader_destroy(part[r]);
+    o.rank = 3;
+    T_FAILS(gd_loader_create(ds, &o, &part[0]), GD_ERR_INVALID_ARG, "rank 3 of world_size 3");
+}
+
+typedef struct {
+    gd__comm *c;
+    int stop_after; /* collectives before this rank leaves (-1: never) */
+    gd_status st;
+    char err[512];
+} comm_arg;
+
+static void *comm_rank(void *arg) {
+    comm_arg *a = arg;
+    double v[3];
+    for (int k = 0; k < 5; k++) {
+        if (k == a->stop_after) {
+            gd__comm_abort(a->c, "this rank failed on purpose");
+            break;
+        }
+        v[0] = gd__comm_rank(a->c) + 1;
+        v[1] = k;
+        v[2] = 0.5;
+        a->st = gd__comm_sum_host(a->c, v, 3);
+        if (a->st != GD_OK) {
+            snprintf(a->err, sizeof a->err, "%s", gd_last_error());
+            break;
+        }
+        const int w = gd__comm_world(a->c);
+        T_NEAR(v[0], w * (w + 1) / 2.0, 0);
+        T_NEAR(v[1], (double)k * w, 0);
+        T_NEAR(v[2], 0.5 * w, 0);
+    }
+    return NULL;
+}
+
+/*
+ * A rank that leaves makes the others fail with GD_ERR_COMM naming the cause, never hang: the
+ * local group passes the abort on at once; NCCL ranks (separate processes in a real run) see the
+ * collective that rank 1 never joins time out.
+ */
+static void failing_rank(const int *devices, int world, double timeout) {
+    gd__comm *comms[3];
+    pthread_t th[3];
+    comm_arg args[3];
+    T_OK(gd__comm_create_group(world, devices, timeout, comms));
+    for (int r = 0; r < world; r++) {
+        args[r] = (comm_arg){.c = comms[r], .stop_after = r == 1 ? 2 : -1};
+        T_ASSERT(pthread_create(&th[r], NULL, comm_rank, &args[r]) == 0);
+    }
+    const double t0 = gd__now();
+    for (int r = 0; r < world; r++) T_ASSERT(pthread_join(th[r], NULL) == 0);
+    const double waited = gd__now() - t0;
+    fprintf(stderr, "%s: the other ranks stopped after %.1f s\n", devices ? "nccl" : "local",
+            waited);
+    T_ASSERT(waited < timeout + 20);
+    for (int r = 0; r < world; r++) {
+        if (r == 1) continue;
+        T_EQ_INT(args[r].st, GD_ERR_COMM);
+        fprintf(stderr, "rank %d: %s\n", r, args[r].err);
+        T_ASSERT(strstr(args[r].err, devices ? "did not finish" : "failed on purpose"));
+    }
+    for (int r = 0; r < world; r++) gd__comm_destroy(comms[r]);
+}
+
+/* Refusals of the public API. */
+static void refusals(const gd_dataset_t *ds) {
+    gd_context_t *c = NULL;
+    gd_context_options co = GD_CONTEXT_OPTIONS_INIT;
+    co.world_size = 2;
+    T_FAILS(gd_context_create(&co, &c), GD_ERR_INVALID_ARG, "communicator id");
+    co.rank = 2;
+    T_FAILS(gd_context_create(&co, &c), GD_ERR_INVALID_ARG, "rank 2 of 2");
+    unsigned char id[GD_COMM_ID_BYTES];
+    if (!gd_comm_available())
+        T_FAILS(gd_comm_id_create(id), GD_ERR_UNSUPPORTED, "NCCL");
+    /* A CPU group cannot train in a GPU mode (its sums are host memory). */
+    if (gd_device_count() > 0) {
+        gd_context_t *g[2];
+        T_OK(gd__context_create_group(2, NULL, g));
+        gd_train_options o = GD_TRAIN_OPTIONS_INIT;
+        o.mode = "all-gpu";
+        o.context = g[0];
+        gd_trainer_t *t = NULL;
+        T_FAILS(gd_trainer_create(ds, &o, &t), GD_ERR_INVALID_ARG, "host memory");
+        gd_context_destroy(g[0]);
+        gd_context_destroy(g[1]);
+    }
+}
+
+int main(void) {
+    const uint64_t seed = t_seed();
+    char tmp[4096];
+    t_tmpdir(tmp, sizeof tmp);
+    gd_dataset_t *ds = t_tiny_dataset(seed);
+    refusals(ds);
+    loader_shards(ds, seed);
+    failing_rank(NULL, 3, 30);
+    equivalence(ds, "cpu", NULL, 3, seed, tmp, 1e-4);
+
+    const int gpus = gd_device_count();
+    if (gpus >= 2 && gd_comm_available()) {
+        int devices[MAX_RANKS] = {0, 1, 2, 3};
+        const int most = gpus < 3 ? gpus : 3;
+        failing_rank(devices, 2, 5);
+        equivalence(ds, "all-gpu", devices, most, seed, tmp, 2e-3);
+        equivalence(ds, "zero-copy", devices, most, seed, tmp, 2e-3);
+    } else {
+        fprintf(stderr, "%d GPU(s)%s: the NCCL runs need 2 GPUs and NCCL; skipped\n", gpus,
+                gd_comm_available() ? "" : ", no NCCL");
+    }
+    gd_dataset_close(ds);
+    t_rmtree(tmp);
+    return 0;
+}
