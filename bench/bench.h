@@ -41,6 +41,8 @@ int bench_epoch(int argc, char **argv);
 int bench_loader(int argc, char **argv);
 /* `graphdirect bench step` (bench_step.c). */
 int bench_step(int argc, char **argv);
+/* `graphdirect bench scale` (bench_scale.c). */
+int bench_scale(int argc, char **argv);
 
 /* ---- errors: print "graphdirect bench: ..." once, then the caller cleans up and fails */
 

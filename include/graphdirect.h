@@ -444,6 +444,13 @@ gd_status gd_context_default(int device, gd_context_t **out);
 void gd_context_destroy(gd_context_t *ctx);
 /* The GPU of the context (-1 for NULL). */
 int gd_context_device(const gd_context_t *ctx);
+/*
+ * n contexts of one process that train together, ctxs[r] for rank r, each used by its own thread:
+ * over NCCL on devices[0..n) (distinct GPUs), or, with devices NULL, CPU ranks summing through
+ * shared memory (cpu mode; the reference the GPU runs are tested against). Each is destroyed
+ * with gd_context_destroy, on its thread.
+ */
+gd_status gd_context_create_group(int n, const int *devices, gd_context_t **ctxs);
 /* 1 if this build can train on several GPUs (it has NCCL), else 0. */
 int gd_comm_available(void);
 /*
@@ -1155,6 +1162,7 @@ typedef struct {
     int improved;          /* 1: the best valid accuracy so far (its model is kept) */
     double best_valid;     /* the best valid accuracy so far (NaN: none) */
     int64_t best_epoch;    /* its epoch (-1: none) */
+    double allreduce_s;    /* several ranks: busy time of the gradients' all-reduce stage */
 } gd_epoch_stats;
 
 /*

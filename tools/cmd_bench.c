@@ -25,6 +25,8 @@ static const struct {
      "the public minibatch loader iterated from C (reference for the Python binding)"},
     {"step", bench_step,
      "one training step of the GNN on the CUDA nn backend (vs PyG: bench/pyg_step.py)"},
+    {"scale", bench_scale,
+     "data-parallel training on N GPUs vs 1 GPU, with DMA, peer and all-reduce ceilings"},
 };
 #define NUM_BENCHES ((int)(sizeof benches / sizeof benches[0]))
 

@@ -126,6 +126,19 @@ fail:
     return st;
 }
 
+gd_status gd_context_create_group(int n, const int *devices, gd_context_t **ctxs) {
+    if (!ctxs) return gd__error(GD_ERR_INVALID_ARG, "gd_context_create_group: ctxs is NULL");
+    if (devices)
+        for (int r = 0; r < n; r++)
+            for (int q = 0; q < r; q++)
+                if (devices[q] == devices[r])
+                    return gd__error(GD_ERR_INVALID_ARG,
+                                     "gd_context_create_group: GPU %d is named twice; give each "
+                                     "rank its own GPU",
+                                     devices[r]);
+    return gd__context_create_group(n, devices, ctxs);
+}
+
 gd__comm *gd__context_comm(const gd_context_t *ctx) {
     return ctx ? ctx->comm : NULL;
 }

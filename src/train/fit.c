@@ -458,6 +458,7 @@ static void epoch_stats(const gd_trainer_t *t, const gd__train_epoch_stats *es, 
     s->gather_s = es->gather_s;
     s->train_s = es->train_s;
     s->wait_s = es->wait_s;
+    s->allreduce_s = es->allreduce_s;
     s->cpu_core_s = es->cpu_core_s;
     s->gpu_mem_bytes = es->gpu_mem_bytes;
     s->improved = improved;

@@ -116,6 +116,7 @@ typedef struct {
      * time the training stage was not busy: waiting for data, or for the host.
      */
     double sample_s, gather_s, train_s, wait_s;
+    double allreduce_s;    /* several ranks: the all-reduce stage's busy time */
     double cpu_core_s;     /* CPU time of the process (user + system, all threads) */
     int64_t gpu_mem_bytes; /* GPU memory in use at the end (total - free; 0 without a GPU) */
 } gd__train_epoch_stats;

@@ -620,7 +620,8 @@ gd_status gd__trainer_epoch(gd__trainer *t, int64_t epoch, gd__train_epoch_stats
     stats->cpu_core_s = cpu_seconds() - cpu0;
     stats->sample_s = p.stage_s[ST_SAMPLE];
     stats->gather_s = p.stage_s[ST_GATHER];
-    stats->train_s = p.stage_s[ST_TRAIN];
+    stats->train_s = p.stage_s[ST_TRAIN] + (t->comm ? p.stage_s[ST_OPTIMIZE] : 0);
+    stats->allreduce_s = t->comm ? p.stage_s[ST_ALLREDUCE] : 0;
     if (d->gpu) {
         stats->wait_s = stats->seconds > stats->train_s ? stats->seconds - stats->train_s : 0;
 #ifdef GD_WITH_CUDA

@@ -1,0 +1,413 @@
+/*
+ * `graphdirect bench scale`: data-parallel training on several GPUs against one GPU, in one run
+ * (docs/multi_gpu.md, docs/bench.md). The ranks are threads of this process, one GPU each, in a
+ * context group (gd_context_create_group): the same trainer and NCCL all-reduce as separate
+ * processes use, started without a launcher. Measured:
+ *   - the ceilings, in the same run: host-to-GPU DMA per GPU alone and on every GPU at once,
+ *     peer copy between GPU 0 and GPU 1 (each way, both at once), and NCCL's all-reduce of the
+ *     model's gradients and of 64 MiB (bus bandwidth 2 (n - 1) / n * bytes / time);
+ *   - one GPU at the global batch B: a warm-up, then one timed epoch;
+ *   - n GPUs at B / n each (the same global minibatches): a warm-up, then one timed epoch; the
+ *     epoch time is the slowest rank's, with each rank's breakdown (sample / gather / train /
+ *     all-reduce / wait);
+ *   - the speed-up, and the all-reduce's share of the step.
+ * Every rank caches the hottest rows that fit its own budget (the `replicate` placement).
+ */
+#include "bench.h"
+#include "cli.h"
+#include "instrument/comm.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_GPUS 8
+static const char *const cmd = "bench scale";
+
+typedef struct {
+    bench_options opt;
+    int gpus;
+    const char *mode;
+    int64_t budget, warmup;
+    int layers, fanouts[GD_SAMPLER_MAX_LAYERS];
+} scale_bench;
+
+typedef struct {
+    const scale_bench *b;
+    const gd_dataset_t *ds;
+    gd_context_t *ctx; /* NULL: one GPU alone */
+    int device;
+    int64_t batch;
+    gd_status st;
+    char err[600];
+    double create_s, warm_loss;
+    gd_epoch_stats st_epoch;
+    gd_trainer_info info;
+    double ar_grad_s, ar_big_s; /* all-reduce ceilings (group runs) */
+} rank_job;
+
+static void help(void) {
+    printf("usage: graphdirect bench scale [options]\n\n"
+           "Data-parallel training on N GPUs against one GPU, side by side on one generated\n"
+           "dataset, with the ceilings measured in the same run: host DMA per GPU and on all\n"
+           "GPUs at once, peer copy between GPUs 0 and 1, NCCL all-reduce bus bandwidth.\n\n"
+           "options:\n"
+           "  --preset NAME        generated dataset (default products)\n"
+           "  --nodes N            nodes of the preset (default: the preset's)\n"
+           "  --gpus N             GPUs to train on (default: every visible one, >= 2)\n"
+           "  --mode M             zero-copy (default), all-gpu or cpu-centric\n"
+           "  --gpu-mem-budget S   GPU memory per GPU (e.g. 16G; default: what is free)\n"
+           "  --batch B            global seeds per minibatch (default 1024; B / N per GPU)\n"
+           "  --fanouts LIST       seeds first (default 15,10,5)\n"
+           "  --hidden H           hidden width (default 256)\n"
+           "  --warmup N           warm-up minibatches before each timed epoch (default 20)\n"
+           "  --threads N, --seed S, --json FILE, --commit C\n");
+}
+
+static int own_option(void *self, int c, const char *arg) {
+    scale_bench *b = self;
+    int64_t v;
+    switch (c) {
+    case 'n':
+        if (cli_parse_i64(arg, &v) || v < 2 || v > MAX_GPUS)
+            return cli_usage_error(cmd, "--gpus '%s' is not in 2..%d", arg, MAX_GPUS);
+        b->gpus = (int)v;
+        break;
+    case 'm':
+        if (strcmp(arg, "zero-copy") && strcmp(arg, "all-gpu") && strcmp(arg, "cpu-centric"))
+            return cli_usage_error(cmd, "--mode '%s': use zero-copy, all-gpu or cpu-centric", arg);
+        b->mode = arg;
+        break;
+    case 'B':
+        if (cli_parse_i64(arg, &v) || v < 0)
+            return cli_usage_error(cmd, "--gpu-mem-budget '%s' is not a size", arg);
+        b->budget = v;
+        break;
+    case 'w':
+        if (cli_parse_i64(arg, &v) || v < 1)
+            return cli_usage_error(cmd, "--warmup '%s' is not a positive count", arg);
+        b->warmup = v;
+        break;
+    case 'f':
+        if (bench_parse_fanouts(arg, 0, 1 << 20, 1, &b->fanouts, &b->layers, NULL))
+            return CLI_EXIT_USAGE;
+        break;
+    default:
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_options(scale_bench *b, int argc, char **argv) {
+    static const struct option long_opts[] = {BENCH_LONG("preset", PRESET),
+                                              BENCH_LONG("nodes", NODES),
+                                              {"gpus", required_argument, 0, 'n'},
+                                              {"mode", required_argument, 0, 'm'},
+                                              {"gpu-mem-budget", required_argument, 0, 'B'},
+                                              {"fanouts", required_argument, 0, 'f'},
+                                              {"warmup", required_argument, 0, 'w'},
+                                              BENCH_LONG("batch", BATCH),
+                                              BENCH_LONG("hidden", HIDDEN),
+                                              BENCH_LONG("threads", THREADS),
+                                              BENCH_LONG_END};
+    bench_options_init(&b->opt);
+    b->opt.preset = "products";
+    b->mode = "zero-copy";
+    b->warmup = 20;
+    if (bench_parse_fanouts("15,10,5", 0, 1 << 20, 1, &b->fanouts, &b->layers, NULL))
+        return CLI_EXIT_FAIL;
+    return bench_parse_options(&b->opt, cmd, argc, argv, long_opts, help, own_option, b);
+}
+
+static int keep_stats(void *user, const gd_epoch_stats *s) {
+    *(gd_epoch_stats *)user = *s;
+    return 0;
+}
+
+static gd_status one_epoch(gd_trainer_t *t, int64_t epoch, int64_t max_batches,
+                           gd_epoch_stats *out) {
+    gd_fit_options fo = GD_FIT_OPTIONS_INIT;
+    fo.epochs = epoch + 1;
+    fo.max_batches = max_batches;
+    fo.validate = fo.keep_best = fo.test = fo.exact_test = 0;
+    fo.on_epoch = keep_stats;
+    fo.on_epoch_user = out;
+    return gd_trainer_fit(t, &fo, NULL);
+}
+
+/* One rank (or the one-GPU run): build, warm up, time an epoch; in a group, the ceilings too. */
+static void *run_rank(void *arg) {
+    rank_job *j = arg;
+    const scale_bench *b = j->b;
+    gd_trainer_t *t = NULL;
+    gd_train_options o = GD_TRAIN_OPTIONS_INIT;
+    o.num_layers = b->layers;
+    memcpy(o.fanouts, b->fanouts, sizeof o.fanouts);
+    o.batch_size = j->batch;
+    o.hidden = b->opt.hidden;
+    o.seed = b->opt.seed;
+    o.threads = b->opt.threads;
+    o.mode = b->mode;
+    o.device = j->device;
+    o.context = j->ctx;
+    o.gpu_mem_budget = b->budget;
+    gd_epoch_stats warm;
+    double t0 = bench_now();
+    j->st = gd_trainer_create(j->ds, &o, &t);
+    j->create_s = bench_now() - t0;
+    j->info = (gd_trainer_info)GD_TRAINER_INFO_INIT;
+    if (j->st == GD_OK) j->st = gd_trainer_get_info(t, &j->info);
+    if (j->st == GD_OK && j->ctx) {
+        /* The all-reduce alone: the model's gradients, and 64 MiB for the bus bandwidth. */
+        j->st = gd_instrument_allreduce(j->ctx, j->info.num_params * 4, 50, &j->ar_grad_s);
+        if (j->st == GD_OK)
+            j->st = gd_instrument_allreduce(j->ctx, INT64_C(64) << 20, 20, &j->ar_big_s);
+    }
+    if (j->st == GD_OK) j->st = one_epoch(t, 0, b->warmup, &warm);
+    j->warm_loss = warm.loss;
+    if (j->st == GD_OK) j->st = one_epoch(t, 1, 0, &j->st_epoch);
+    if (j->st != GD_OK) snprintf(j->err, sizeof j->err, "%s", gd_last_error());
+    gd_trainer_destroy(t);
+    gd_context_destroy(j->ctx);
+    return NULL;
+}
+
+#ifdef GD_WITH_CUDA
+/* Host-to-GPU DMA of 256 MiB from pinned memory on each device of devs at once: GB/s total. */
+typedef struct {
+    int device;
+    void *host, *dev;
+    cudaStream_t s;
+} dma_lane;
+
+static int dma_gbs(const int *devs, int n, double *gbs) {
+    int rc = -1;
+    const size_t bytes = (size_t)256 << 20;
+    dma_lane lane[MAX_GPUS];
+    memset(lane, 0, sizeof lane);
+    for (int i = 0; i < n; i++) {
+        lane[i].device = devs[i];
+        BENCH_CUDA(cudaSetDevice(devs[i]));
+        BENCH_CUDA(cudaMallocHost(&lane[i].host, bytes));
+        memset(lane[i].host, 1, bytes);
+        BENCH_CUDA(cudaMalloc(&lane[i].dev, bytes));
+        BENCH_CUDA(cudaStreamCreateWithFlags(&lane[i].s, cudaStreamNonBlocking));
+        BENCH_CUDA(cudaMemcpyAsync(lane[i].dev, lane[i].host, bytes, cudaMemcpyHostToDevice,
+                                   lane[i].s));
+        BENCH_CUDA(cudaStreamSynchronize(lane[i].s));
+    }
+    const int reps = 5;
+    const double t0 = bench_now();
+    for (int r = 0; r < reps; r++)
+        for (int i = 0; i < n; i++)
+            BENCH_CUDA(cudaMemcpyAsync(lane[i].dev, lane[i].host, bytes, cudaMemcpyHostToDevice,
+                                       lane[i].s));
+    for (int i = 0; i < n; i++) BENCH_CUDA(cudaStreamSynchronize(lane[i].s));
+    *gbs = (double)bytes * reps * n / (bench_now() - t0) / 1e9;
+    rc = 0;
+fail:
+    for (int i = 0; i < n; i++) {
+        if (lane[i].s) (void)cudaStreamDestroy(lane[i].s);
+        if (lane[i].dev) (void)cudaFree(lane[i].dev);
+        if (lane[i].host) (void)cudaFreeHost(lane[i].host);
+    }
+    return rc;
+}
+
+/* Peer copy GPU a <-> GPU b of 256 MiB, both ways at once: GB/s each way. */
+static int peer_gbs(int a, int b, double *gbs) {
+    int rc = -1;
+    const size_t bytes = (size_t)256 << 20;
+    void *buf[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    cudaStream_t s[2] = {NULL, NULL};
+    const int dev[2] = {a, b};
+    int can = 0;
+    BENCH_CUDA(cudaDeviceCanAccessPeer(&can, a, b));
+    BENCH_REQUIRE(can, "GPUs %d and %d have no peer access: no peer-copy ceiling", a, b);
+    for (int i = 0; i < 2; i++) {
+        BENCH_CUDA(cudaSetDevice(dev[i]));
+        cudaError_t e = cudaDeviceEnablePeerAccess(dev[1 - i], 0);
+        if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) BENCH_CUDA(e);
+        (void)cudaGetLastError();
+        BENCH_CUDA(cudaMalloc(&buf[i][0], bytes));
+        BENCH_CUDA(cudaMalloc(&buf[i][1], bytes));
+        BENCH_CUDA(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
+    }
+    const int reps = 10;
+    double t0 = 0;
+    for (int r = -1; r < reps; r++) {
+        if (r == 0) {
+            for (int i = 0; i < 2; i++) BENCH_CUDA(cudaStreamSynchronize(s[i]));
+            t0 = bench_now();
+        }
+        for (int i = 0; i < 2; i++)
+            BENCH_CUDA(cudaMemcpyPeerAsync(buf[1 - i][1], dev[1 - i], buf[i][0], dev[i], bytes,
+                                           s[i]));
+    }
+    for (int i = 0; i < 2; i++) BENCH_CUDA(cudaStreamSynchronize(s[i]));
+    *gbs = (double)bytes * reps / (bench_now() - t0) / 1e9;
+    rc = 0;
+fail:
+    for (int i = 0; i < 2; i++) {
+        if (s[i]) (void)cudaStreamDestroy(s[i]);
+        if (buf[i][0]) (void)cudaFree(buf[i][0]);
+        if (buf[i][1]) (void)cudaFree(buf[i][1]);
+    }
+    return rc;
+}
+#endif
+
+static void print_rank(const char *label, const rank_job *j) {
+    const gd_epoch_stats *s = &j->st_epoch;
+    printf("%-12s %8lld %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f %10.5f  %s\n", label,
+           (long long)s->batches, s->seconds, s->sample_s, s->gather_s, s->train_s,
+           s->allreduce_s, s->wait_s, j->warm_loss, j->info.plan);
+}
+
+static int add_rank_json(cJSON *arr, const char *label, const rank_job *j) {
+    const gd_epoch_stats *s = &j->st_epoch;
+    cJSON *o = cJSON_CreateObject();
+    BENCH_JSON(o);
+    cJSON_AddItemToArray(arr, o);
+    BENCH_JSON(cJSON_AddStringToObject(o, "run", label));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "batch_per_gpu", (double)j->batch));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "batches", (double)s->batches));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "epoch_s", s->seconds));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "sample_s", s->sample_s));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "gather_s", s->gather_s));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "train_s", s->train_s));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "allreduce_s", s->allreduce_s));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "wait_s", s->wait_s));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "warm_loss", j->warm_loss));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "create_s", j->create_s));
+    BENCH_JSON(cJSON_AddStringToObject(o, "plan", j->info.plan));
+    return 0;
+fail:
+    return -1;
+}
+
+/* The n ranks of a group at batch / n each, in threads; 0 or -1 (message printed). */
+static int run_group(const scale_bench *b, const gd_dataset_t *ds, int n, rank_job *jobs) {
+    int rc = -1;
+    int devs[MAX_GPUS];
+    gd_context_t *ctxs[MAX_GPUS] = {NULL};
+    pthread_t th[MAX_GPUS];
+    for (int r = 0; r < n; r++) devs[r] = r;
+    BENCH_GD(gd_context_create_group(n, devs, ctxs), "creating the GPUs' communicator");
+    for (int r = 0; r < n; r++) {
+        jobs[r] = (rank_job){.b = b, .ds = ds, .ctx = ctxs[r], .device = r,
+                             .batch = b->opt.batch / n};
+        BENCH_REQUIRE(pthread_create(&th[r], NULL, run_rank, &jobs[r]) == 0,
+                      "cannot start the thread of rank %d", r);
+    }
+    rc = 0;
+    for (int r = 0; r < n; r++) {
+        pthread_join(th[r], NULL);
+        if (jobs[r].st != GD_OK) {
+            bench_error("rank %d of %d failed: %s", r, n, jobs[r].err);
+            rc = -1;
+        }
+    }
+fail:
+    return rc;
+}
+
+int bench_scale(int argc, char **argv) {
+    scale_bench b;
+    memset(&b, 0, sizeof b);
+    int rc = parse_options(&b, argc, argv);
+    if (rc >= 0) return rc;
+    rc = CLI_EXIT_FAIL;
+    gd_dataset_t *ds = NULL;
+    cJSON *root = NULL, *runs = NULL, *targets = NULL, *ceil = NULL;
+    rank_job one, jobs[MAX_GPUS];
+    memset(&one, 0, sizeof one);
+    const int visible = gd_device_count();
+    if (!b.gpus) b.gpus = visible < MAX_GPUS ? visible : MAX_GPUS;
+    BENCH_REQUIRE(gd_comm_available(), "this build has no NCCL: training on several GPUs is off");
+    BENCH_REQUIRE(visible >= 2 && b.gpus <= visible,
+                  "bench scale needs %d GPUs and %d are visible", b.gpus < 2 ? 2 : b.gpus,
+                  visible);
+    BENCH_REQUIRE(b.opt.batch % b.gpus == 0,
+                  "--batch %lld is not a multiple of %d GPUs: the global batch is split evenly",
+                  (long long)b.opt.batch, b.gpus);
+    if (b.opt.json_path && bench_json_probe(b.opt.json_path)) return CLI_EXIT_FAIL;
+    if (bench_json_header(&root, "scale", &b.opt, 1)) goto fail;
+    ceil = cJSON_AddObjectToObject(root, "ceilings");
+    BENCH_JSON(ceil);
+#ifdef GD_WITH_CUDA
+    {
+        int devs[MAX_GPUS];
+        double one_gbs = 0, all_gbs = 0, peer = 0;
+        for (int g = 0; g < b.gpus; g++) devs[g] = g;
+        if (dma_gbs(devs, 1, &one_gbs) || dma_gbs(devs, b.gpus, &all_gbs) ||
+            peer_gbs(0, 1, &peer))
+            goto fail;
+        printf("ceilings: host DMA %.1f GB/s on GPU 0 alone, %.1f GB/s on %d GPUs at once; peer "
+               "copy %.1f GB/s each way (GPUs 0 <-> 1)\n",
+               one_gbs, all_gbs, b.gpus, peer);
+        BENCH_JSON(cJSON_AddNumberToObject(ceil, "host_dma_gbs_one", one_gbs));
+        BENCH_JSON(cJSON_AddNumberToObject(ceil, "host_dma_gbs_all", all_gbs));
+        BENCH_JSON(cJSON_AddNumberToObject(ceil, "peer_copy_gbs", peer));
+    }
+#endif
+    fprintf(stderr, "scale: generating preset '%s' in memory\n", b.opt.preset);
+    gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
+    go.preset = b.opt.preset;
+    go.seed = b.opt.seed;
+    go.num_nodes = b.opt.nodes;
+    BENCH_GD(gd_generate(&go, &ds), "generating the dataset");
+    fprintf(stderr, "scale: %lld nodes, %lld edges, %lld features\n",
+            (long long)gd_dataset_num_nodes(ds), (long long)gd_dataset_num_edges(ds),
+            (long long)gd_dataset_feature_dim(ds));
+    runs = cJSON_AddArrayToObject(root, "results");
+    BENCH_JSON(runs);
+
+    printf("%-12s %8s %9s %8s %8s %8s %8s %8s %10s  %s\n", "run", "batches", "epoch_s", "sample",
+           "gather", "train", "allred", "wait", "warm_loss", "plan");
+    one = (rank_job){.b = &b, .ds = ds, .device = 0, .batch = b.opt.batch};
+    run_rank(&one);
+    BENCH_REQUIRE(one.st == GD_OK, "the one-GPU run failed: %s", one.err);
+    print_rank("1 gpu", &one);
+    if (add_rank_json(runs, "1 gpu", &one)) goto fail;
+    if (run_group(&b, ds, b.gpus, jobs)) goto fail;
+    double slowest = 0;
+    for (int r = 0; r < b.gpus; r++) {
+        char label[32];
+        snprintf(label, sizeof label, "%d gpus: r%d", b.gpus, r);
+        print_rank(label, &jobs[r]);
+        if (add_rank_json(runs, label, &jobs[r])) goto fail;
+        if (jobs[r].st_epoch.seconds > slowest) slowest = jobs[r].st_epoch.seconds;
+    }
+    BENCH_REQUIRE(fabs(one.warm_loss - jobs[0].warm_loss) <= 2e-3 * fabs(one.warm_loss) + 1e-4,
+                  "one GPU and %d GPUs disagree on the warm-up loss (%.6f vs %.6f): they must "
+                  "train the same global minibatches",
+                  b.gpus, one.warm_loss, jobs[0].warm_loss);
+    const double n = b.gpus, grad = (double)jobs[0].info.num_params * 4;
+    const double busbw = 2 * (n - 1) / n * (double)(INT64_C(64) << 20) / jobs[0].ar_big_s / 1e9;
+    const double step_ms = 1e3 * jobs[0].st_epoch.train_s / (double)jobs[0].st_epoch.batches;
+    printf("ceilings: NCCL all-reduce of the gradients (%.1f MB) %.1f us, of 64 MiB %.2f ms "
+           "(bus bandwidth %.1f GB/s)\n",
+           grad / 1e6, 1e6 * jobs[0].ar_grad_s, 1e3 * jobs[0].ar_big_s, busbw);
+    BENCH_JSON(cJSON_AddNumberToObject(ceil, "allreduce_grad_s", jobs[0].ar_grad_s));
+    BENCH_JSON(cJSON_AddNumberToObject(ceil, "allreduce_64MiB_s", jobs[0].ar_big_s));
+    BENCH_JSON(cJSON_AddNumberToObject(ceil, "allreduce_busbw_gbs", busbw));
+    const double speedup = one.st_epoch.seconds / slowest;
+    const double ar_share = 1e3 * jobs[0].ar_grad_s / step_ms;
+    printf("speed-up: %d GPUs %.3f s vs 1 GPU %.3f s = %.2fx; all-reduce alone / train step "
+           "(rank 0, %.2f ms) = %.3f\n",
+           b.gpus, slowest, one.st_epoch.seconds, speedup, step_ms, ar_share);
+    targets = cJSON_AddArrayToObject(root, "targets");
+    BENCH_JSON(targets);
+    bench_target(targets, "N-GPU speed-up over 1 GPU (products: >= 1.9 on 2)", speedup,
+                 0.95 * n, "x");
+    bench_target(targets, "train step / all-reduce alone (>= 10: the all-reduce adds <= 10 %)",
+                 1.0 / (ar_share > 0 ? ar_share : 1e-9), 10.0, "x");
+    if (b.opt.json_path && bench_json_write(b.opt.json_path, root)) goto fail;
+    rc = 0;
+fail:
+    cJSON_Delete(root);
+    gd_dataset_close(ds);
+    return rc;
+}
