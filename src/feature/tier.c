@@ -92,9 +92,8 @@ void gd__tier_store_destroy(gd__tier_store *s) {
  * taken and the slots they use. A row is taken when it is not empty, not taken already, and
  * fits the slots left. The callers have checked the rows' range.
  */
-static void assign_slots(const int64_t *offsets, const int64_t *rows, int64_t n,
-                         int64_t slots_left, unsigned char *bits, int64_t *slots, int64_t *count,
-                         int64_t *units) {
+static void assign_slots(const int64_t *offsets, const int64_t *rows, int64_t n, int64_t slots_left,
+                         unsigned char *bits, int64_t *slots, int64_t *count, int64_t *units) {
     int64_t taken = 0, used = 0;
     for (int64_t k = 0; k < n; k++) {
         const int64_t r = rows[k], u = gd__row_units(offsets, r);
@@ -134,8 +133,8 @@ gd_status gd__tier_cache_slots(const gd__row_shape *shape, const int64_t *rows, 
     GD_REQUIRE(shape && (slots || n == 0) && count && units, GD_ERR_INVALID_ARG,
                "tier cache slots: NULL shape or output");
     GD_REQUIRE(shape->rows >= 0 && shape->unit_bytes > 0, GD_ERR_INVALID_ARG,
-               "tier cache slots: a table of %lld rows of %lld-byte slots",
-               (long long)shape->rows, (long long)shape->unit_bytes);
+               "tier cache slots: a table of %lld rows of %lld-byte slots", (long long)shape->rows,
+               (long long)shape->unit_bytes);
     GD_CHECK(check_rows(shape, rows, n, budget));
     GD_ALLOC(bits, (size_t)((shape->rows + 7) / 8), "the slot assignment's record of its rows");
     memset(bits, 0, (size_t)((shape->rows + 7) / 8));
@@ -252,7 +251,7 @@ gd_status gd__tier_cache_build(gd__tier_store *s, const int64_t *candidates, int
                                int64_t budget) {
     gd_status st = GD_OK;
     /* A second build is refused before anything is touched: the first cache stays usable. */
-    if (s->cache.resident || s->loc)
+    if (s->cache.resident || s->loc || s->cache.num_peers)
         return gd__error(GD_ERR_INTERNAL, "tier store: its cache is built once");
     GD_CHECK(plan_local(s, candidates, n, budget));
     if (s->cache.count == 0) {
@@ -269,7 +268,7 @@ fail:
 gd_status gd__tier_cache_build_placed(gd__tier_store *s, const gd__tier_cache_rows *own,
                                       const gd__tier_cache_rows *peers, int num_peers) {
     gd_status st = GD_OK;
-    if (s->cache.resident || s->loc)
+    if (s->cache.resident || s->loc || s->cache.num_peers)
         return gd__error(GD_ERR_INTERNAL, "tier store: its cache is built once");
     GD_REQUIRE(own && num_peers >= 0 && num_peers <= GD__TIER_MAX_PEERS &&
                    (peers || num_peers == 0),
