@@ -15,9 +15,12 @@
  * and what builds without CUDA use) and a CUDA one (tier_cuda.cu). The GPU cache is a component
  * of the store: given the rows to cache, hottest first, and a byte budget, it assigns slots,
  * fills its memory from the tier below by that tier's read, and publishes the rows' new
- * locations with a device-side map update. docs/design.md ("The tier store") says how a dynamic
- * cache, an SSD tier and a peer-GPU tier fit in. This header is plain C; its inline functions
- * also compile as CUDA device code.
+ * locations with a device-side map update. On a host with several GPUs a cache can instead be
+ * built from a placement (which GPU caches which rows): a row that only other GPUs cache then
+ * maps to the peer tier, a slot of a peer's cache read over NVLink with the same loads; every GPU
+ * computes every peer's slots with the same pure rule, so only the caches' base pointers are
+ * exchanged. docs/design.md ("The tier store") says how a dynamic cache and an SSD tier fit in.
+ * This header is plain C; its inline functions also compile as CUDA device code.
  */
 #ifndef GD_FEATURE_TIER_H
 #define GD_FEATURE_TIER_H
@@ -38,7 +41,7 @@ typedef enum {
     GD__TIER_GPU_CACHE = 1, /* the hot rows again in GPU memory */
     GD__TIER_GPU = 2,       /* the whole table in GPU memory */
     GD__TIER_SSD = 3,       /* reserved: a pinned staging slot filled from a file */
-    GD__TIER_PEER = 4,      /* reserved: another GPU's memory, read over NVLink */
+    GD__TIER_PEER = 4,      /* another GPU's cache, read over NVLink (gd__loc_make_peer) */
     GD__TIER_COUNT = 5
 } gd__tier_code;
 
