@@ -247,27 +247,10 @@ fail:
     return st;
 }
 
-gd_status gd__tier_cache_build(gd__tier_store *s, const int64_t *candidates, int64_t n,
-                               int64_t budget) {
-    gd_status st = GD_OK;
-    /* A second build is refused before anything is touched: the first cache stays usable. */
-    if (s->cache.resident || s->loc || s->cache.num_peers)
-        return gd__error(GD_ERR_INTERNAL, "tier store: its cache is built once");
-    GD_CHECK(plan_local(s, candidates, n, budget));
-    if (s->cache.count == 0) {
-        cache_clear(s);
-        return GD_OK;
-    }
-    GD_CHECK(cache_publish(s));
-    return GD_OK;
-fail:
-    cache_clear(s);
-    return st;
-}
-
 gd_status gd__tier_cache_build_placed(gd__tier_store *s, const gd__tier_cache_rows *own,
                                       const gd__tier_cache_rows *peers, int num_peers) {
     gd_status st = GD_OK;
+    /* A second build is refused before anything is touched: the first cache stays usable. */
     if (s->cache.resident || s->loc || s->cache.num_peers)
         return gd__error(GD_ERR_INTERNAL, "tier store: its cache is built once");
     GD_REQUIRE(own && num_peers >= 0 && num_peers <= GD__TIER_MAX_PEERS &&
@@ -276,7 +259,7 @@ gd_status gd__tier_cache_build_placed(gd__tier_store *s, const gd__tier_cache_ro
                "tier store: a placed cache takes its own rows and 0 to %d peers, not %d%s",
                GD__TIER_MAX_PEERS, num_peers, own ? "" : " (own rows NULL)");
     GD_CHECK(plan_local(s, own->rows, own->count, own->budget));
-    GD_CHECK(plan_peers(s, peers, num_peers));
+    if (num_peers > 0) GD_CHECK(plan_peers(s, peers, num_peers));
     if (s->cache.count == 0 && s->cache.peer_count == 0) {
         /* Nothing to map: the store reads every row at home, and its peers may still install
          * (empty) caches, so their slot counts stay. */
@@ -292,6 +275,13 @@ gd_status gd__tier_cache_build_placed(gd__tier_store *s, const gd__tier_cache_ro
 fail:
     cache_clear(s);
     return st;
+}
+
+/* The hottest rows that fit: a placement of one GPU, without peers. */
+gd_status gd__tier_cache_build(gd__tier_store *s, const int64_t *candidates, int64_t n,
+                               int64_t budget) {
+    const gd__tier_cache_rows own = {candidates, n, budget};
+    return gd__tier_cache_build_placed(s, &own, NULL, 0);
 }
 
 gd_status gd__tier_store_set_peer(gd__tier_store *s, int peer, const void *base, int64_t units) {
