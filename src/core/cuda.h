@@ -1,7 +1,8 @@
 /*
- * The CUDA side of the core module, seen from C: device discovery and the GPU half of the
- * Philox cross-check. Implemented in device_cuda.cu when the toolkit is there; device.c gives
- * the CPU-only answers otherwise. Every CUDA call is checked; an error is read and cleared once.
+ * The CUDA side of the core module, seen from C: device discovery, the GPU half of the Philox
+ * cross-check, streams and memory for C code, and peer access between GPUs. Implemented in
+ * device_cuda.cu, stream_cuda.cu and ipc_cuda.cu when the toolkit is there; device.c gives the
+ * CPU-only answers otherwise. Every CUDA call is checked; an error is read and cleared once.
  */
 #ifndef GD_CORE_CUDA_H
 #define GD_CORE_CUDA_H
@@ -92,6 +93,35 @@ gd_status gd__cuda_malloc(int device, void **p, size_t bytes, const char *what);
 void gd__cuda_free(void *p);
 /* Release memory of gd__cuda_pinned_alloc. */
 void gd__cuda_host_free(void *p);
+
+/*
+ * Peer access and CUDA IPC between the GPUs of one host (ipc_cuda.cu), so that a GPU reads rows
+ * another GPU caches. Failures name both GPUs and the way out (--placement replicate).
+ */
+#define GD__CUDA_IPC_HANDLE_BYTES 64
+/* *yes = 1 if GPU device can read GPU peer's memory (NVLink or PCIe P2P), or device == peer. */
+gd_status gd__cuda_can_access_peer(int device, int peer, int *yes);
+/*
+ * Let GPU device read GPU peer's memory, in this process; access enabled before counts as
+ * success. GD_ERR_CUDA, naming both GPUs, where they have no peer access.
+ */
+gd_status gd__cuda_enable_peer_access(int device, int peer);
+/*
+ * The 64-byte CUDA IPC handle of ptr, a cudaMalloc buffer of GPU device (such as a tier store's
+ * cache.mem), for another process on this host to open. The buffer stays valid for the openers
+ * while its owner keeps it.
+ */
+gd_status gd__cuda_ipc_handle(int device, const void *ptr,
+                              unsigned char handle[GD__CUDA_IPC_HANDLE_BYTES]);
+/*
+ * Open another process's handle on GPU device (peer access enabled lazily): *ptr is the
+ * buffer's start as device addresses it. peer is the GPU that owns the buffer, as this process
+ * numbers it, for messages. A process cannot open its own handles (CUDA refuses).
+ */
+gd_status gd__cuda_ipc_open(int device, int peer,
+                            const unsigned char handle[GD__CUDA_IPC_HANDLE_BYTES], void **ptr);
+/* Close a mapping of gd__cuda_ipc_open (NULL: nothing to do). */
+gd_status gd__cuda_ipc_close(int device, void *ptr);
 #endif
 
 #ifdef __cplusplus

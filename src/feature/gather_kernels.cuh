@@ -14,7 +14,8 @@
  * with 16-byte stores; the first and last, shared with neighbouring rows, byte by byte.
  * The row's tier comes from the tier store (tier.h): without a location map every row is in
  * the store's home tier (pinned host memory for "zerocopy", GPU memory for "gpu"); with one,
- * one load of the map gives the tier and the slot, and only the base pointer changes. The naive
+ * one load of the map gives the tier and the slot, and only the base pointer changes (a peer
+ * GPU's cache too: its row is read with the same loads, over NVLink). The naive
  * kernel (one thread per element) is kept for comparison.
  */
 #ifndef GD_FEATURE_GATHER_KERNELS_CUH
@@ -113,12 +114,9 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
         /* With a location map, it says which tier holds the row and where; without, the row
          * is at its own index in the store's home tier. */
         unsigned long long base = home_base;
-        long long slot = id;
-        if (loc && load_ok) {
-            const long long l = __ldg(loc + id);
-            base = (unsigned long long)gd__tier_base(tiers, gd__loc_tier(l), NULL);
-            slot = gd__loc_slot(l);
-        }
+        int64_t slot = id;
+        if (loc && load_ok)
+            base = (unsigned long long)gd__tier_base_of(tiers, __ldg(loc + id), &slot, NULL);
 
         /*
          * Geometry of the row, all in byte addresses. Output word v (16-byte aligned, at

@@ -71,6 +71,8 @@ static void cache_clear(gd__tier_store *s) {
     gd_free(s->cache.rows);
     gd_free(s->cache.slots);
     gd_free(s->cache.resident);
+    gd_free(s->cache.peer_rows);
+    gd_free(s->cache.peer_locs);
     memset(&s->cache, 0, sizeof s->cache);
     memset(&s->tier[GD__TIER_GPU_CACHE], 0, sizeof s->tier[GD__TIER_GPU_CACHE]);
     s->loc = NULL;
@@ -85,23 +87,20 @@ void gd__tier_store_destroy(gd__tier_store *s) {
 }
 
 /*
- * One pass of the slot assignment over the candidates, with the resident bitmap clear at the
- * start: count (and, with rows non-NULL, record) the rows taken and the slots they use. A row
- * is taken when it is not empty, not taken already, and fits the slots left.
+ * The slot rule of tier.h over a bitmap of the rows taken so far (clear at the start):
+ * slots[k] = the first slot of rows[k] if it is taken, -1 if not; *count and *units = the rows
+ * taken and the slots they use. A row is taken when it is not empty, not taken already, and
+ * fits the slots left. The callers have checked the rows' range.
  */
-static void plan_pass(gd__tier_store *s, const int64_t *cand, int64_t n, int64_t slots_left,
-                      int64_t *rows, int64_t *slots, int64_t *count, int64_t *units) {
-    const int64_t *off = s->shape.offsets;
-    unsigned char *bits = s->cache.resident;
+static void assign_slots(const int64_t *offsets, const int64_t *rows, int64_t n, int64_t slots_left,
+                         unsigned char *bits, int64_t *slots, int64_t *count, int64_t *units) {
     int64_t taken = 0, used = 0;
-    for (int64_t k = 0; k < n && slots_left > 0; k++) {
-        const int64_t r = cand[k], u = gd__row_units(off, r);
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t r = rows[k], u = gd__row_units(offsets, r);
+        slots[k] = -1;
         if (u == 0 || u > slots_left || ((bits[r >> 3] >> (r & 7)) & 1)) continue;
         bits[r >> 3] |= (unsigned char)(1u << (r & 7));
-        if (rows) {
-            rows[taken] = r;
-            slots[taken] = used;
-        }
+        slots[k] = used;
         taken++;
         used += u;
         slots_left -= u;
@@ -110,55 +109,202 @@ static void plan_pass(gd__tier_store *s, const int64_t *cand, int64_t n, int64_t
     *units = used;
 }
 
-gd_status gd__tier_cache_build(gd__tier_store *s, const int64_t *candidates, int64_t n,
-                               int64_t budget) {
+static gd_status check_rows(const gd__row_shape *shape, const int64_t *rows, int64_t n,
+                            int64_t budget) {
     gd_status st = GD_OK;
-    const int64_t rows = s->shape.rows, bitmap = (rows + 7) / 8;
-    int64_t count = 0, units = 0;
-    GD_REQUIRE(!s->cache.resident && !s->loc, GD_ERR_INTERNAL,
-               "tier store: its cache is built once");
-    GD_REQUIRE(n >= 0 && budget >= 0 && (n == 0 || candidates), GD_ERR_INVALID_ARG,
+    GD_REQUIRE(n >= 0 && budget >= 0 && (n == 0 || rows), GD_ERR_INVALID_ARG,
                "tier store: %lld candidates, budget %lld bytes: pass the rows to cache and a "
                "budget of 0 or more",
                (long long)n, (long long)budget);
-    GD_REQUIRE(!variable_rows(&s->shape) || s->shape.offsets, GD_ERR_INVALID_ARG,
+    GD_REQUIRE(!variable_rows(shape) || shape->offsets, GD_ERR_INVALID_ARG,
                "tier store: planning a cache of variable rows needs their host offsets");
     for (int64_t k = 0; k < n; k++)
-        GD_REQUIRE(candidates[k] >= 0 && candidates[k] < rows, GD_ERR_RANGE,
+        GD_REQUIRE(rows[k] >= 0 && rows[k] < shape->rows, GD_ERR_RANGE,
                    "tier store: candidate %lld is row %lld, outside the table's rows [0, %lld)",
-                   (long long)k, (long long)candidates[k], (long long)rows);
-    s->cache.budget = budget;
-    GD_ALLOC(s->cache.resident, (size_t)bitmap, "the GPU cache's record of its rows");
-    memset(s->cache.resident, 0, (size_t)bitmap);
-    plan_pass(s, candidates, n, budget / s->shape.unit_bytes, NULL, NULL, &count, &units);
-    if (count == 0) {
-        cache_clear(s);
-        return GD_OK;
+                   (long long)k, (long long)rows[k], (long long)shape->rows);
+fail:
+    return st;
+}
+
+gd_status gd__tier_cache_slots(const gd__row_shape *shape, const int64_t *rows, int64_t n,
+                               int64_t budget, int64_t *slots, int64_t *count, int64_t *units) {
+    gd_status st = GD_OK;
+    unsigned char *bits = NULL;
+    GD_REQUIRE(shape && (slots || n == 0) && count && units, GD_ERR_INVALID_ARG,
+               "tier cache slots: NULL shape or output");
+    GD_REQUIRE(shape->rows >= 0 && shape->unit_bytes > 0, GD_ERR_INVALID_ARG,
+               "tier cache slots: a table of %lld rows of %lld-byte slots", (long long)shape->rows,
+               (long long)shape->unit_bytes);
+    GD_CHECK(check_rows(shape, rows, n, budget));
+    GD_ALLOC(bits, (size_t)((shape->rows + 7) / 8), "the slot assignment's record of its rows");
+    memset(bits, 0, (size_t)((shape->rows + 7) / 8));
+    assign_slots(shape->offsets, rows, n, budget / shape->unit_bytes, bits, slots, count, units);
+fail:
+    gd_free(bits);
+    return st;
+}
+
+/* The local part of a cache: which candidates get slots under the budget, recorded on the host. */
+static gd_status plan_local(gd__tier_store *s, const int64_t *cand, int64_t n, int64_t budget) {
+    gd_status st = GD_OK;
+    gd__tier_cache *c = &s->cache;
+    const size_t bitmap = (size_t)((s->shape.rows + 7) / 8);
+    int64_t *slots = NULL, count = 0, units = 0, k = 0;
+    GD_CHECK(check_rows(&s->shape, cand, n, budget));
+    c->budget = budget;
+    GD_ALLOC(c->resident, bitmap, "the GPU cache's record of its rows");
+    memset(c->resident, 0, bitmap);
+    GD_ALLOC(slots, (size_t)n * sizeof(int64_t), "the GPU cache's slot assignment");
+    assign_slots(s->shape.offsets, cand, n, budget / s->shape.unit_bytes, c->resident, slots,
+                 &count, &units);
+    GD_ALLOC(c->rows, (size_t)count * sizeof(int64_t), "the GPU cache's rows");
+    GD_ALLOC(c->slots, (size_t)count * sizeof(int64_t), "the GPU cache's slots");
+    for (int64_t i = 0; i < n; i++) {
+        if (slots[i] < 0) continue;
+        c->rows[k] = cand[i];
+        c->slots[k++] = slots[i];
     }
-    GD_ALLOC(s->cache.rows, (size_t)count * sizeof(int64_t), "the GPU cache's rows");
-    GD_ALLOC(s->cache.slots, (size_t)count * sizeof(int64_t), "the GPU cache's slots");
-    /* The second pass replays the first from a clear bitmap, now recording. */
-    memset(s->cache.resident, 0, (size_t)bitmap);
-    plan_pass(s, candidates, n, budget / s->shape.unit_bytes, s->cache.rows, s->cache.slots, &count,
-              &units);
-    s->cache.count = count;
-    s->cache.units = units;
-    s->map_bytes = rows * (int64_t)sizeof(int64_t);
+    c->count = count;
+    c->units = units;
+fail:
+    gd_free(slots);
+    return st;
+}
+
+/*
+ * The peers' part of a placed cache. Peer q's slots are what its own build gives its rows (the
+ * same rule on the same rows and budget, so no slot list crosses between GPUs); this store reads
+ * from q the rows q caches and it does not, each row from the first peer that holds it.
+ */
+static gd_status plan_peers(gd__tier_store *s, const gd__tier_cache_rows *peers, int num_peers) {
+    gd_status st = GD_OK;
+    gd__tier_cache *c = &s->cache;
+    const size_t bitmap = (size_t)((s->shape.rows + 7) / 8);
+    int64_t total = 0, most = 0, m = 0, *slots = NULL;
+    unsigned char *seen = NULL, *taken = NULL;
+    for (int q = 0; q < num_peers; q++) {
+        st = check_rows(&s->shape, peers[q].rows, peers[q].count, peers[q].budget);
+        if (st != GD_OK) {
+            gd__error_context(st, "the rows of peer %d", q);
+            goto fail;
+        }
+        total += peers[q].count;
+        most = peers[q].count > most ? peers[q].count : most;
+    }
+    GD_ALLOC(seen, bitmap, "the rows read from peers");
+    memcpy(seen, c->resident, bitmap);
+    GD_ALLOC(taken, bitmap, "a peer's record of its rows");
+    GD_ALLOC(slots, (size_t)most * sizeof(int64_t), "a peer's slot assignment");
+    GD_ALLOC(c->peer_rows, (size_t)total * sizeof(int64_t), "the rows read from peers");
+    GD_ALLOC(c->peer_locs, (size_t)total * sizeof(int64_t), "the peer locations");
+    c->num_peers = num_peers;
+    for (int q = 0; q < num_peers; q++) {
+        const gd__tier_cache_rows *p = &peers[q];
+        int64_t count = 0, units = 0;
+        memset(taken, 0, bitmap);
+        assign_slots(s->shape.offsets, p->rows, p->count, p->budget / s->shape.unit_bytes, taken,
+                     slots, &count, &units);
+        GD_REQUIRE(units - 1 <= GD__LOC_PEER_SLOT_MASK, GD_ERR_RANGE,
+                   "tier store: peer %d's cache of %lld slots exceeds the 2^48 slots of a peer "
+                   "location",
+                   q, (long long)units);
+        c->peer[q] = (gd__tier_peer){NULL, units, m, 0};
+        for (int64_t k = 0; k < p->count; k++) {
+            const int64_t r = p->rows[k];
+            if (slots[k] < 0 || ((seen[r >> 3] >> (r & 7)) & 1)) continue;
+            seen[r >> 3] |= (unsigned char)(1u << (r & 7));
+            c->peer_rows[m] = r;
+            c->peer_locs[m++] = gd__loc_make_peer(q, slots[k]);
+        }
+        c->peer[q].count = m - c->peer[q].first;
+    }
+    c->peer_count = m;
+fail:
+    gd_free(seen);
+    gd_free(taken);
+    gd_free(slots);
+    return st;
+}
+
+/* Allocate the map and the slots, fill them and publish the local rows (peers: on install). */
+static gd_status cache_publish(gd__tier_store *s) {
+    gd_status st = GD_OK;
+    const gd__tier_cache *c = &s->cache;
+    s->map_bytes = s->shape.rows * (int64_t)sizeof(int64_t);
     GD_CHECK(s->impl->cache_fill(s));
     s->tier[GD__TIER_GPU_CACHE] = (gd__tier){s->impl->cache_ops,
                                              tier_names[GD__TIER_GPU_CACHE],
                                              GD__TIER_GPU_CACHE,
-                                             s->cache.mem,
-                                             units,
-                                             units * s->shape.unit_bytes,
+                                             c->mem,
+                                             c->units,
+                                             c->units * s->shape.unit_bytes,
                                              s};
     GD_DEBUG("tier store: GPU cache of %lld rows, %lld slots (%lld of %lld budget bytes), "
-             "over the %s tier",
-             (long long)count, (long long)units, (long long)(units * s->shape.unit_bytes),
-             (long long)budget, tier_names[s->home]);
+             "over the %s tier, %lld rows from %d peers",
+             (long long)c->count, (long long)c->units, (long long)(c->units * s->shape.unit_bytes),
+             (long long)c->budget, tier_names[s->home], (long long)c->peer_count, c->num_peers);
+fail:
+    return st;
+}
+
+gd_status gd__tier_cache_build_placed(gd__tier_store *s, const gd__tier_cache_rows *own,
+                                      const gd__tier_cache_rows *peers, int num_peers) {
+    gd_status st = GD_OK;
+    /* A second build is refused before anything is touched: the first cache stays usable. */
+    if (s->cache.resident || s->loc || s->cache.num_peers)
+        return gd__error(GD_ERR_INTERNAL, "tier store: its cache is built once");
+    GD_REQUIRE(own && num_peers >= 0 && num_peers <= GD__TIER_MAX_PEERS &&
+                   (peers || num_peers == 0),
+               GD_ERR_INVALID_ARG,
+               "tier store: a placed cache takes its own rows and 0 to %d peers, not %d%s",
+               GD__TIER_MAX_PEERS, num_peers, own ? "" : " (own rows NULL)");
+    GD_CHECK(plan_local(s, own->rows, own->count, own->budget));
+    if (num_peers > 0) GD_CHECK(plan_peers(s, peers, num_peers));
+    if (s->cache.count == 0 && s->cache.peer_count == 0) {
+        /* Nothing to map: the store reads every row at home, and its peers may still install
+         * (empty) caches, so their slot counts stay. */
+        gd__tier_peer keep[GD__TIER_MAX_PEERS];
+        memcpy(keep, s->cache.peer, sizeof keep);
+        cache_clear(s);
+        memcpy(s->cache.peer, keep, sizeof keep);
+        s->cache.num_peers = num_peers;
+        return GD_OK;
+    }
+    GD_CHECK(cache_publish(s));
     return GD_OK;
 fail:
     cache_clear(s);
+    return st;
+}
+
+/* The hottest rows that fit: a placement of one GPU, without peers. */
+gd_status gd__tier_cache_build(gd__tier_store *s, const int64_t *candidates, int64_t n,
+                               int64_t budget) {
+    const gd__tier_cache_rows own = {candidates, n, budget};
+    return gd__tier_cache_build_placed(s, &own, NULL, 0);
+}
+
+gd_status gd__tier_store_set_peer(gd__tier_store *s, int peer, const void *base, int64_t units) {
+    gd_status st = GD_OK;
+    gd__tier_peer *p = NULL;
+    GD_REQUIRE(s && peer >= 0 && peer < s->cache.num_peers, GD_ERR_INVALID_ARG,
+               "tier store: peer %d is not one of the %d peers of its placed cache", peer,
+               s ? s->cache.num_peers : 0);
+    p = &s->cache.peer[peer];
+    GD_REQUIRE(units == p->units, GD_ERR_INVALID_ARG,
+               "tier store: peer %d's cache has %lld slots, but its placement gives it %lld: "
+               "every GPU must build its cache from the same placement and budgets",
+               peer, (long long)units, (long long)p->units);
+    GD_REQUIRE(base || units == 0, GD_ERR_INVALID_ARG,
+               "tier store: NULL base for peer %d's cache of %lld slots", peer, (long long)units);
+    GD_REQUIRE(!p->base, GD_ERR_INTERNAL, "tier store: peer %d is installed once", peer);
+    /* The base first, then the map: a reader that finds a peer location finds its base. A
+     * failed publish keeps the base, since some rows may already point at it. */
+    p->base = base;
+    if (p->count > 0)
+        GD_CHECK(s->impl->publish(s, s->cache.peer_rows + p->first, s->cache.peer_locs + p->first,
+                                  p->count));
+fail:
     return st;
 }
 
@@ -183,6 +329,11 @@ gd__tier_bases gd__tier_store_bases(const gd__tier_store *s) {
         if (!s->tier[c].ops) continue;
         b.base[c] = s->tier[c].base;
         b.units[c] = s->tier[c].units;
+    }
+    for (int q = 0; q < s->cache.num_peers; q++) {
+        if (!s->cache.peer[q].base) continue;
+        b.peer_base[q] = s->cache.peer[q].base;
+        b.peer_units[q] = s->cache.peer[q].units;
     }
     b.home = s->home;
     return b;
@@ -215,12 +366,14 @@ static gd_status cpu_read(const gd__tier *t, const int64_t *rows, const int64_t 
     if (!dst_slots && s->shape.offsets)
         return gd__error(GD_ERR_INVALID_ARG,
                          "tier read: variable rows need their destination slots");
+    const gd__tier_bases b = gd__tier_store_bases(s);
     for (int64_t i = 0; i < n; i++) {
         const int64_t loc = cpu_locate_row(t, rows[i]);
         if (loc == GD__LOC_NONE) continue;
-        const unsigned char *src = s->tier[gd__loc_tier(loc)].base;
+        int64_t slot = 0;
+        const unsigned char *src = gd__tier_base_of(b, loc, &slot, NULL);
         const int64_t to = dst_slots ? dst_slots[i] : i;
-        memcpy((unsigned char *)dst + (size_t)to * ub, src + (size_t)gd__loc_slot(loc) * ub,
+        memcpy((unsigned char *)dst + (size_t)to * ub, src + (size_t)slot * ub,
                (size_t)gd__row_units(s->shape.offsets, rows[i]) * ub);
     }
     return GD_OK;
@@ -231,6 +384,11 @@ static gd_status cpu_map_update(gd__tier_store *s, const int64_t *rows, const in
     for (int64_t i = 0; i < n; i++)
         if (rows[i] >= 0 && rows[i] < s->shape.rows) s->loc[rows[i]] = locs[i];
     return GD_OK;
+}
+
+static gd_status cpu_publish(gd__tier_store *s, const int64_t *rows, const int64_t *locs,
+                             int64_t n) {
+    return cpu_map_update(s, rows, locs, n, NULL);
 }
 
 static gd_status cpu_cache_fill(gd__tier_store *s) {
@@ -262,5 +420,5 @@ static void cpu_release(gd__tier_store *s) {
 static const gd__tier_ops cpu_ops = {cpu_locate, cpu_read};
 
 const gd__tier_impl gd__tier_cpu_impl = {
-    "cpu", &cpu_ops, &cpu_ops, cpu_cache_fill, cpu_map_update, cpu_release,
+    "cpu", &cpu_ops, &cpu_ops, cpu_cache_fill, cpu_map_update, cpu_publish, cpu_release,
 };

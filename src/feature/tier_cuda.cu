@@ -68,9 +68,9 @@ __global__ void __launch_bounds__(BLOCK)
         const int64_t r = ids[i];
         const int64_t loc = locate_row(map, code, offsets, rows, r);
         if (loc == GD__LOC_NONE) continue;
+        int64_t slot = 0;
         const unsigned char *src =
-            (const unsigned char *)gd__tier_base(tb, gd__loc_tier(loc), NULL) +
-            gd__loc_slot(loc) * unit_bytes;
+            (const unsigned char *)gd__tier_base_of(tb, loc, &slot, NULL) + slot * unit_bytes;
         unsigned char *to = dst + (dst_slots ? dst_slots[i] : i) * unit_bytes;
         warp_copy(src, to, (uint64_t)(gd__row_units(offsets, r) * unit_bytes), lane);
     }
@@ -196,7 +196,8 @@ static gd_status cuda_cache_fill(gd__tier_store *s) {
     for (int64_t k = 0; k < c->count; k++) locs[k] = gd__loc_make(GD__TIER_GPU_CACHE, c->slots[k]);
     GD_CUDA_CHECK(cudaMalloc((void **)&s->loc, map_bytes));
     GD_CUDA_CHECK(cudaMalloc(&s->cache.mem, mem_bytes));
-    GD_CUDA_CHECK(cudaMalloc((void **)&d_tmp, 3 * list_bytes));
+    /* A placed cache may hold no row itself (peers only): the lists are then empty. */
+    GD_CUDA_CHECK(cudaMalloc((void **)&d_tmp, list_bytes ? 3 * list_bytes : 16));
     GD_CUDA_CHECK(cudaMemcpy(d_tmp, c->rows, list_bytes, cudaMemcpyHostToDevice));
     GD_CUDA_CHECK(cudaMemcpy(d_tmp + c->count, c->slots, list_bytes, cudaMemcpyHostToDevice));
     GD_CUDA_CHECK(cudaMemcpy(d_tmp + 2 * c->count, locs, list_bytes, cudaMemcpyHostToDevice));
@@ -219,8 +220,35 @@ fail:
     return st;
 }
 
+/* The map update from host arrays, on the legacy stream and finished with the device. */
+static gd_status cuda_publish(gd__tier_store *s, const int64_t *rows, const int64_t *locs,
+                              int64_t n) {
+    gd_status st = GD_OK;
+    const size_t bytes = (size_t)n * sizeof(int64_t);
+    int64_t *d_tmp = NULL;
+    int prev = -1;
+    GD_CHECK(gd__cuda_enter_device(s->device, &prev));
+    GD_CUDA_CHECK(cudaMalloc((void **)&d_tmp, 2 * bytes + 16));
+    GD_CUDA_CHECK(cudaMemcpy(d_tmp, rows, bytes, cudaMemcpyHostToDevice));
+    GD_CUDA_CHECK(cudaMemcpy(d_tmp + n, locs, bytes, cudaMemcpyHostToDevice));
+    GD_CHECK(cuda_map_update(s, d_tmp, d_tmp + n, n, NULL));
+    GD_CUDA_CHECK(cudaDeviceSynchronize());
+    {
+        int64_t *done = d_tmp;
+        d_tmp = NULL;
+        GD_CUDA_CHECK(cudaFree(done));
+    }
+fail:
+    if (d_tmp) {
+        (void)cudaFree(d_tmp);
+        (void)cudaGetLastError();
+    }
+    gd__cuda_leave_device(s->device, prev);
+    return st;
+}
+
 static const gd__tier_ops cuda_ops = {cuda_locate, cuda_read};
 
 extern "C" const gd__tier_impl gd__tier_cuda_impl = {
-    "cuda", &cuda_ops, &cuda_ops, cuda_cache_fill, cuda_map_update, cuda_release,
+    "cuda", &cuda_ops, &cuda_ops, cuda_cache_fill, cuda_map_update, cuda_publish, cuda_release,
 };

@@ -180,12 +180,11 @@ __global__ void __launch_bounds__(BLOCK)
         const int off = bindptr[i];
         const int cnt = bindptr[i + 1] - off;
         if (cnt == 0) continue;
-        /* The list's tier: the GPU cache or the indices array (pinned or GPU memory). */
-        const long long loc = starts[t], deg = degs[t];
-        const int tier = gd__loc_tier(loc);
-        int64_t list_n = 0;
-        const IdxT *const list = (const IdxT *)gd__tier_base(tiers, tier, &list_n);
-        const long long start = gd__loc_slot(loc);
+        /* The list's tier: the GPU cache, a peer GPU's cache or the indices array (pinned or
+         * GPU memory). */
+        const long long deg = degs[t];
+        int64_t list_n = 0, start = 0;
+        const IdxT *const list = (const IdxT *)gd__tier_base_of(tiers, starts[t], &start, &list_n);
         long long *out = edge_ids + off;
         if (gd__sample_takes_all(deg, cnt, fanout, replace)) {
             read_list<G>(list, list_n, start, (long long)cnt, lane, out);

@@ -1,0 +1,132 @@
+/*
+ * Peer access and CUDA IPC between the GPUs of one host, for the `partition` placement of the
+ * hot rows (issue 14): a GPU reads the rows that another GPU caches with the same zero-copy loads
+ * as its own, through a mapping of the other GPU's cache buffer. Between processes (one per GPU)
+ * the owner exports its buffer as a 64-byte handle, the bootstrap carries the handle, and the
+ * reader opens it on its GPU; within one process the reader enables peer access and uses the
+ * pointer itself. These functions only make, open and close the mappings: which rows are read
+ * from which peer is the tier store's business (feature/tier.h). Every CUDA call is checked and
+ * its failure names both GPUs and what to do.
+ */
+#include "cuda.h"
+
+#include <cuda_runtime.h>
+#include <string.h>
+
+static_assert(sizeof(cudaIpcMemHandle_t) == GD__CUDA_IPC_HANDLE_BYTES,
+              "a CUDA IPC handle is the 64 bytes the bootstrap carries");
+
+/* What to do when two GPUs cannot read each other's memory. */
+#define NO_PEER_WAY_OUT "use --placement replicate"
+
+/* The error of a failed CUDA call, read and cleared once. */
+static cudaError_t take_error(cudaError_t ce) {
+    if (ce != cudaSuccess) (void)cudaGetLastError();
+    return ce;
+}
+
+extern "C" gd_status gd__cuda_can_access_peer(int device, int peer, int *yes) {
+    gd_status st = GD_OK;
+    int can = 0;
+    cudaError_t ce;
+    *yes = 0;
+    GD_CHECK(gd__cuda_check_device(device, "reading a peer GPU's memory", NO_PEER_WAY_OUT));
+    GD_CHECK(gd__cuda_check_device(peer, "reading a peer GPU's memory", NO_PEER_WAY_OUT));
+    /* A GPU reads its own memory: no peer access is involved. */
+    if (device == peer) {
+        *yes = 1;
+        return GD_OK;
+    }
+    ce = take_error(cudaDeviceCanAccessPeer(&can, device, peer));
+    GD_REQUIRE(ce == cudaSuccess, GD_ERR_CUDA,
+               "asking whether GPU %d can read GPU %d's memory failed: %s (%s); %s", device, peer,
+               cudaGetErrorString(ce), cudaGetErrorName(ce), NO_PEER_WAY_OUT);
+    *yes = can != 0;
+fail:
+    return st;
+}
+
+extern "C" gd_status gd__cuda_enable_peer_access(int device, int peer) {
+    gd_status st = GD_OK;
+    int can = 0, prev = -1;
+    cudaError_t ce;
+    GD_CHECK(gd__cuda_can_access_peer(device, peer, &can));
+    if (device == peer) return GD_OK;
+    GD_REQUIRE(can, GD_ERR_CUDA,
+               "GPUs %d and %d have no peer access (no NVLink/P2P between them): GPU %d cannot "
+               "read GPU %d's cache; %s",
+               device, peer, device, peer, NO_PEER_WAY_OUT);
+    GD_CHECK(gd__cuda_enter_device(device, &prev));
+    ce = take_error(cudaDeviceEnablePeerAccess(peer, 0));
+    /* Enabled earlier (by this process, or by opening a handle lazily): what was asked holds. */
+    GD_REQUIRE(ce == cudaSuccess || ce == cudaErrorPeerAccessAlreadyEnabled, GD_ERR_CUDA,
+               "enabling GPU %d's access to GPU %d's memory failed: %s (%s); %s", device, peer,
+               cudaGetErrorString(ce), cudaGetErrorName(ce), NO_PEER_WAY_OUT);
+fail:
+    gd__cuda_leave_device(device, prev);
+    return st;
+}
+
+extern "C" gd_status gd__cuda_ipc_handle(int device, const void *ptr,
+                                         unsigned char handle[GD__CUDA_IPC_HANDLE_BYTES]) {
+    gd_status st = GD_OK;
+    cudaIpcMemHandle_t h;
+    int prev = -1;
+    cudaError_t ce;
+    memset(handle, 0, GD__CUDA_IPC_HANDLE_BYTES);
+    GD_REQUIRE(ptr, GD_ERR_INVALID_ARG, "exporting a buffer of GPU %d to its peers: NULL buffer",
+               device);
+    GD_CHECK(gd__cuda_check_device(device, "exporting a cache to peer GPUs", NO_PEER_WAY_OUT));
+    GD_CHECK(gd__cuda_enter_device(device, &prev));
+    ce = take_error(cudaIpcGetMemHandle(&h, (void *)ptr));
+    GD_REQUIRE(ce == cudaSuccess, GD_ERR_CUDA,
+               "exporting buffer %p of GPU %d to its peers (cudaIpcGetMemHandle) failed: %s (%s): "
+               "only memory of cudaMalloc can be shared between processes; %s",
+               ptr, device, cudaGetErrorString(ce), cudaGetErrorName(ce), NO_PEER_WAY_OUT);
+    memcpy(handle, &h, GD__CUDA_IPC_HANDLE_BYTES);
+fail:
+    gd__cuda_leave_device(device, prev);
+    return st;
+}
+
+extern "C" gd_status gd__cuda_ipc_open(int device, int peer,
+                                       const unsigned char handle[GD__CUDA_IPC_HANDLE_BYTES],
+                                       void **ptr) {
+    gd_status st = GD_OK;
+    cudaIpcMemHandle_t h;
+    int prev = -1;
+    cudaError_t ce;
+    *ptr = NULL;
+    GD_CHECK(gd__cuda_check_device(device, "reading a peer GPU's cache", NO_PEER_WAY_OUT));
+    GD_CHECK(gd__cuda_enter_device(device, &prev));
+    memcpy(&h, handle, GD__CUDA_IPC_HANDLE_BYTES);
+    /* Lazy peer access: the mapping enables GPU device's access to the peer's memory itself. */
+    ce = take_error(cudaIpcOpenMemHandle(ptr, h, cudaIpcMemLazyEnablePeerAccess));
+    if (ce != cudaSuccess) *ptr = NULL;
+    GD_REQUIRE(ce == cudaSuccess, GD_ERR_CUDA,
+               "opening GPU %d's cache on GPU %d (cudaIpcOpenMemHandle) failed: %s (%s): the "
+               "handle must come from another process on this host that still holds the buffer, "
+               "each process must see both GPUs (CUDA_VISIBLE_DEVICES), and GPUs %d and %d need "
+               "peer access (NVLink/P2P); otherwise %s",
+               peer, device, cudaGetErrorString(ce), cudaGetErrorName(ce), device, peer,
+               NO_PEER_WAY_OUT);
+fail:
+    gd__cuda_leave_device(device, prev);
+    return st;
+}
+
+extern "C" gd_status gd__cuda_ipc_close(int device, void *ptr) {
+    gd_status st = GD_OK;
+    int prev = -1;
+    cudaError_t ce;
+    if (!ptr) return GD_OK;
+    GD_CHECK(gd__cuda_enter_device(device, &prev));
+    ce = take_error(cudaIpcCloseMemHandle(ptr));
+    GD_REQUIRE(ce == cudaSuccess, GD_ERR_CUDA,
+               "closing the mapping %p of a peer's cache on GPU %d (cudaIpcCloseMemHandle) "
+               "failed: %s (%s): it must be a pointer that gd__cuda_ipc_open returned",
+               ptr, device, cudaGetErrorString(ce), cudaGetErrorName(ce));
+fail:
+    gd__cuda_leave_device(device, prev);
+    return st;
+}
