@@ -64,6 +64,8 @@ void cli_progress_end(cli_progress *p);
 void cli_catch_stop_signals(void);
 /* 1 once SIGINT, SIGTERM or SIGHUP has been received. */
 int cli_interrupted(void);
+/* The flag behind cli_interrupted(), for a communicator's abort flag (gd_context_options). */
+volatile const int *cli_interrupt_flag(void);
 /* The exit code of a command stopped by that signal: 128 + its number (130 for SIGINT). */
 int cli_interrupted_exit(void);
 /*

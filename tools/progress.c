@@ -7,6 +7,7 @@
  * raise.
  */
 #include "cli.h"
+#include "launch.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +21,9 @@ static volatile sig_atomic_t got_signal;
 static void on_stop_signal(int sig) { got_signal = sig; }
 
 int cli_interrupted(void) { return got_signal != 0; }
+
+/* sig_atomic_t is int with glibc, so the flag is the int a communicator watches. */
+volatile const int *cli_interrupt_flag(void) { return &got_signal; }
 
 int cli_interrupted_exit(void) { return 128 + (got_signal ? (int)got_signal : SIGINT); }
 
@@ -154,6 +158,7 @@ void cli_progress_end(cli_progress *p) {
 int cli_progress_cb(void *user, const char *stage, uint64_t done, uint64_t total) {
     cli_progress *p = user;
     double now = cli_now();
+    if (cli_quiet()) return cli_interrupted(); /* a rank other than 0 of several GPUs */
     if (strncmp(p->stage, stage, sizeof p->stage - 1) != 0) {
         cli_progress_end(p);
         snprintf(p->stage, sizeof p->stage, "%s", stage);
