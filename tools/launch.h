@@ -54,7 +54,10 @@ int cli_rank_start(int argc, char **argv, const cli_gpus *g, const char *mode, c
  */
 gd_status cli_rank_context(const cli_rank *me, gd_context_t **out);
 
-/* At the end of a rank's command: MPI_Finalize (rc 0) or MPI_Abort (else). Returns rc. */
+/*
+ * At the end of a rank's command, under mpirun: MPI_Finalize (rc 0), MPI_Abort (a failure) or
+ * nothing (stopped by a signal). Returns rc.
+ */
 int cli_rank_end(cli_rank *me, int rc);
 
 /* 1 in the workers other than rank 0, which print no progress and no results. */

@@ -308,6 +308,11 @@ gd_status cli_rank_context(const cli_rank *me, gd_context_t **out) {
     return gd_context_create(&o, out);
 }
 
+/*
+ * Under mpirun: a rank that succeeded finalizes; one that failed aborts the job, so that no rank
+ * waits for it; one that was stopped by a signal just exits (mpirun is ending the job, and
+ * MPI_Finalize could wait for ranks that are gone).
+ */
 int cli_rank_end(cli_rank *me, int rc) {
 #ifdef GD_WITH_MPI
     if (me->mpi) {
@@ -315,7 +320,7 @@ int cli_rank_end(cli_rank *me, int rc) {
         fflush(NULL);
         if (rc == 0)
             MPI_Finalize();
-        else
+        else if (!cli_interrupted() || rc != cli_interrupted_exit())
             MPI_Abort(MPI_COMM_WORLD, rc);
     }
 #else
