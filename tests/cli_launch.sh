@@ -80,8 +80,8 @@ else
     grep -q "this build has no NCCL\|shows 0 GPUs" "$tmp/err" || { show; fail "no GPU"; }
 fi
 export GD_LAUNCH_SELFTEST=sleep
-CUDA_VISIBLE_DEVICES=0 run 1 "asks for GPU 1, but this machine shows 1 GPU (CUDA_VISIBLE_DEVICES=0)" \
-    train --gpus 2
+CUDA_VISIBLE_DEVICES=0 run 1 \
+    "asks for GPU 1, but this machine shows 1 GPU (CUDA_VISIBLE_DEVICES=0)" train --gpus 2
 run 1 "asks for GPU 5, but this machine shows 4 GPUs" train --gpus 0,5
 GD_LAUNCH_GRACE_S=soon run 1 "GD_LAUNCH_GRACE_S='soon' is not a number" train --gpus 2
 # Under mpirun, mpirun starts the ranks.
@@ -162,7 +162,8 @@ if [ "$mpi" = ON ] && command -v mpirun >/dev/null; then
         >"$tmp/out" 2>"$tmp/err"
     rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { show; fail "mpirun with a failing rank exited $rc"; }
-    grep -q "^rank 1: graphdirect: self-test failure" "$tmp/err" || { show; fail "mpirun: no message"; }
+    grep -q "^rank 1: graphdirect: self-test failure" "$tmp/err" \
+        || { show; fail "mpirun: no message"; }
     OMPI_COMM_WORLD_SIZE=2 run 2 "--gpus under mpirun" train --gpus 2
 else
     echo "mpirun or MPI in the build missing: the mpirun cases are skipped"

@@ -74,6 +74,8 @@ int cli_interrupted_exit(void);
  */
 void cli_guard_mapped(const char *dataset_dir);
 double cli_now(void);
+/* write(2) all of buf to fd, again after a signal; async-signal-safe. 0, or -1 (errno set). */
+int cli_write_all(int fd, const void *buf, size_t n);
 
 /*
  * The JSON-lines metrics file (tools/metrics_log.c; record format in docs/plot.md): one JSON

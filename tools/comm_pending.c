@@ -8,7 +8,9 @@
 
 #include <string.h>
 
-int gd_comm_available(void) { return 0; }
+int gd_comm_available(void) {
+    return 0;
+}
 
 gd_status gd_comm_id_create(unsigned char id[GD_COMM_ID_BYTES]) {
     memset(id, 0, GD_COMM_ID_BYTES);

@@ -57,8 +57,10 @@ static int parse_gpus(const char *text, cli_gpus *g) {
     g->count = 0;
     if (!strchr(text, ',')) {
         if (gpu_number(&p, &v) || *p || v < 1)
-            return cli_usage_error("train", "--gpus '%s' is neither a count of GPUs (1 or more) "
-                                            "nor a list of GPUs (e.g. 0,2)", text);
+            return cli_usage_error("train",
+                                   "--gpus '%s' is neither a count of GPUs (1 or more) "
+                                   "nor a list of GPUs (e.g. 0,2)",
+                                   text);
         if (v > CLI_MAX_GPUS)
             return cli_usage_error("train", "--gpus %d: at most %d GPUs", v, CLI_MAX_GPUS);
         for (int i = 0; i < v; i++) g->devices[i] = i;
@@ -136,8 +138,10 @@ static int grace_seconds(double *out) {
     errno = 0;
     const double v = strtod(text, &end);
     if (errno || *end || !(v >= 0 && v <= 86400)) {
-        fprintf(stderr, "graphdirect train: GD_LAUNCH_GRACE_S='%s' is not a number of seconds "
-                        "(0 to 86400)\n", text);
+        fprintf(stderr,
+                "graphdirect train: GD_LAUNCH_GRACE_S='%s' is not a number of seconds "
+                "(0 to 86400)\n",
+                text);
         return -1;
     }
     *out = v;
@@ -156,9 +160,10 @@ static int launch_check(const cli_gpus *g) {
     const int visible = visible_gpus(how, sizeof how);
     for (int i = 0; visible >= 0 && i < g->count; i++)
         if (g->devices[i] >= visible) {
-            fprintf(stderr, "graphdirect train: --gpus asks for GPU %d, but this machine shows "
-                            "%d GPU%s (%s)\n", g->devices[i], visible, visible == 1 ? "" : "s",
-                    how);
+            fprintf(stderr,
+                    "graphdirect train: --gpus asks for GPU %d, but this machine shows "
+                    "%d GPU%s (%s)\n",
+                    g->devices[i], visible, visible == 1 ? "" : "s", how);
             return CLI_EXIT_FAIL;
         }
     return 0;
@@ -182,7 +187,7 @@ typedef struct {
 } launch_run;
 
 /* The variables the launcher sets for a worker; a worker's environment has none of the outer. */
-static const char *const worker_vars[] = {"GD_RANK", "GD_WORLD_SIZE", "GD_LOCAL_RANK",
+static const char *const worker_vars[] = {"GD_RANK",   "GD_WORLD_SIZE",     "GD_LOCAL_RANK",
                                           "GD_DEVICE", "GD_COMM_ID_OUT_FD", "GD_COMM_ID_IN_FD"};
 #define NUM_WORKER_VARS ((int)(sizeof worker_vars / sizeof worker_vars[0]))
 
@@ -290,8 +295,7 @@ static int start_workers(launch_run *run, int argc, char **argv, const cli_gpus 
         else
             run->id_out[r] = theirs;
         if (gd_log_level_get() >= GD_LOG_INFO)
-            fprintf(stderr, "graphdirect: rank %d: pid %d, GPU %d\n", r, (int)pid,
-                    g->devices[r]);
+            fprintf(stderr, "graphdirect: rank %d: pid %d, GPU %d\n", r, (int)pid, g->devices[r]);
     }
     rc = 0;
 done:
@@ -394,17 +398,6 @@ static void reap(launch_run *run) {
     }
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n) {
-    while (n > 0) {
-        const ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 /*
  * Read what rank 0 wrote of the id; once complete, hand it to every other rank. A pipe that
  * ends early is rank 0 ending: reap() reports that.
@@ -423,7 +416,7 @@ static void relay_id(launch_run *run) {
     run->id_in = -1;
     /* A rank that is gone makes the write fail (EPIPE; SIGPIPE is ignored): reap() says why. */
     for (int r = 1; r < run->n; r++) {
-        if (run->id_out[r] >= 0) (void)write_all(run->id_out[r], run->id, sizeof run->id);
+        if (run->id_out[r] >= 0) (void)cli_write_all(run->id_out[r], run->id, sizeof run->id);
         if (run->id_out[r] >= 0) close(run->id_out[r]);
         run->id_out[r] = -1;
     }
@@ -450,8 +443,10 @@ static void watch(launch_run *run) {
         if (run->stopping && !run->killed && cli_now() > run->deadline) {
             for (int r = 0; r < run->n; r++)
                 if (run->pid[r] > 0)
-                    fprintf(stderr, "graphdirect: rank %d did not stop within %g s of being "
-                                    "asked; killing it\n", r, run->grace_s);
+                    fprintf(stderr,
+                            "graphdirect: rank %d did not stop within %g s of being "
+                            "asked; killing it\n",
+                            r, run->grace_s);
             kill_all(run);
         }
     }

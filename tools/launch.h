@@ -35,8 +35,8 @@ int cli_gpus_option(cli_gpus *g, const char *arg, char **argv, int optind);
 /* This process's place in a run: alone (world_size 1), or rank `rank` of `world_size`. */
 typedef struct {
     int rank, world_size, local_rank;
-    int device;     /* the GPU of this rank; -1 when alone */
-    int mpi;        /* 1: started by mpirun (MPI_Finalize or MPI_Abort at the end) */
+    int device; /* the GPU of this rank; -1 when alone */
+    int mpi;    /* 1: started by mpirun (MPI_Finalize or MPI_Abort at the end) */
     unsigned char comm_id[GD_COMM_ID_BYTES];
 } cli_rank;
 

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "launch.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,16 +48,20 @@ void cli_catch_stop_signals(void) {
 /* What the SIGBUS handler says: the dataset in use, when a command named one. */
 static char mapped_what[512];
 
-/* write(2) all of text to stderr, from a signal handler (no stdio there). */
-static void say(const char *text) {
-    size_t n = strlen(text);
+int cli_write_all(int fd, const void *buf, size_t n) {
+    const char *p = buf;
     while (n > 0) {
-        ssize_t put = write(STDERR_FILENO, text, n);
-        if (put <= 0) return;
-        text += put;
+        const ssize_t put = write(fd, p, n);
+        if (put < 0 && errno == EINTR) continue;
+        if (put <= 0) return -1;
+        p += put;
         n -= (size_t)put;
     }
+    return 0;
 }
+
+/* write(2) all of text to stderr, from a signal handler (no stdio there). */
+static void say(const char *text) { (void)cli_write_all(STDERR_FILENO, text, strlen(text)); }
 
 /*
  * SIGBUS is what a process gets when it touches a page of a mapped file that is no longer

@@ -45,17 +45,8 @@ static int quiet;
 static char prefix[32];
 static int line_start = 1;
 
-int cli_quiet(void) { return quiet; }
-
-static int put(const char *p, size_t n) {
-    while (n > 0) {
-        const ssize_t k = write(STDERR_FILENO, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
+int cli_quiet(void) {
+    return quiet;
 }
 
 /*
@@ -66,7 +57,8 @@ static ssize_t prefixed_write(void *cookie, const char *buf, size_t size) {
     size_t done = 0;
     (void)cookie;
     while (done < size) {
-        if (line_start && put(prefix, strlen(prefix))) return done ? (ssize_t)done : -1;
+        if (line_start && cli_write_all(STDERR_FILENO, prefix, strlen(prefix)))
+            return done ? (ssize_t)done : -1;
         line_start = 0;
         size_t k = 0;
         while (done + k < size && buf[done + k] != '\n' && buf[done + k] != '\r') k++;
@@ -74,7 +66,7 @@ static ssize_t prefixed_write(void *cookie, const char *buf, size_t size) {
             k++;
             line_start = 1;
         }
-        if (put(buf + done, k)) return done ? (ssize_t)done : -1;
+        if (cli_write_all(STDERR_FILENO, buf + done, k)) return done ? (ssize_t)done : -1;
         done += k;
     }
     return (ssize_t)size;
@@ -142,8 +134,10 @@ static int selftest(const char *what, const cli_rank *me) {
         signal(SIGHUP, SIG_IGN);
         return nap(60, 1);
     }
-    fprintf(stderr, "graphdirect: GD_LAUNCH_SELFTEST='%s' is not sleep[:S], fail:R, crash:R or "
-                    "stubborn\n", what);
+    fprintf(stderr,
+            "graphdirect: GD_LAUNCH_SELFTEST='%s' is not sleep[:S], fail:R, crash:R or "
+            "stubborn\n",
+            what);
     return CLI_EXIT_USAGE;
 }
 
@@ -187,9 +181,11 @@ static int relay_id(const cli_rank *me, int fd) {
             if (cli_interrupted()) {
                 rc = cli_interrupted_exit();
             } else {
-                fprintf(stderr, "graphdirect train: the launcher closed the pipe of the "
-                                "communicator id before the id went through (%s; another rank "
-                                "failed?)\n", k < 0 ? strerror(errno) : "end of file");
+                fprintf(stderr,
+                        "graphdirect train: the launcher closed the pipe of the "
+                        "communicator id before the id went through (%s; another rank "
+                        "failed?)\n",
+                        k < 0 ? strerror(errno) : "end of file");
                 rc = CLI_EXIT_FAIL;
             }
             break;
@@ -222,14 +218,17 @@ static int join_launcher(const cli_gpus *g, cli_rank *me) {
     me->world_size = world;
     become_rank(me);
     if (g->count > 1)
-        return cli_usage_error("train", "--gpus in a worker (GD_RANK=%d is set): the launcher "
-                                        "starts the ranks, a rank cannot start more", me->rank);
+        return cli_usage_error("train",
+                               "--gpus in a worker (GD_RANK=%d is set): the launcher "
+                               "starts the ranks, a rank cannot start more",
+                               me->rank);
     const char *name = me->rank == 0 ? "GD_COMM_ID_OUT_FD" : "GD_COMM_ID_IN_FD";
     const int has_fd = env_int(name, 0, INT_MAX, &fd);
     if (has_fd <= 0) {
         if (has_fd == 0)
-            fprintf(stderr, "graphdirect train: GD_RANK is set but %s is not: these variables "
-                            "are for the workers that `graphdirect train --gpus N` starts\n",
+            fprintf(stderr,
+                    "graphdirect train: GD_RANK is set but %s is not: these variables "
+                    "are for the workers that `graphdirect train --gpus N` starts\n",
                     name);
         return CLI_EXIT_FAIL;
     }
@@ -244,9 +243,11 @@ static int join_mpi(const cli_gpus *g, cli_rank *me, const char *size) {
                                         "leave out --gpus");
 #ifndef GD_WITH_MPI
     (void)me;
-    fprintf(stderr, "graphdirect train: started by mpirun (OMPI_COMM_WORLD_SIZE=%s), but this "
-                    "build has no MPI: install libopenmpi-dev and rebuild, or start the ranks "
-                    "of one host with --gpus N\n", size);
+    fprintf(stderr,
+            "graphdirect train: started by mpirun (OMPI_COMM_WORLD_SIZE=%s), but this "
+            "build has no MPI: install libopenmpi-dev and rebuild, or start the ranks "
+            "of one host with --gpus N\n",
+            size);
     return CLI_EXIT_FAIL;
 #else
     (void)size;
@@ -285,7 +286,8 @@ int cli_rank_start(int argc, char **argv, const cli_gpus *g, const char *mode, c
         rc = join_mpi(g, me, mpi_size);
         cli_catch_stop_signals();
     } else if (g->count > 1) {
-        if (cpu) return cli_usage_error("train", "--gpus trains on GPUs; --mode cpu runs on the CPU");
+        if (cpu)
+            return cli_usage_error("train", "--gpus trains on GPUs; --mode cpu runs on the CPU");
         return cli_launch(argc, argv, g);
     } else {
         return -1; /* alone */
