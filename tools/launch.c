@@ -278,13 +278,13 @@ static int start_workers(launch_run *run, int argc, char **argv, const cli_gpus 
         char **env = worker_env(r, g, mine);
         const pid_t pid = env ? fork() : -1;
         if (pid == 0) exec_worker(r, self, mine, cargv, env);
-        const int err = errno;
+        const int err = errno, no_env = env == NULL;
         free(env);
         close(mine);
         if (pid < 0) {
             close(theirs);
             fprintf(stderr, "graphdirect train: --gpus: cannot start rank %d: %s\n", r,
-                    env ? strerror(err) : "out of memory");
+                    no_env ? "out of memory" : strerror(err));
             goto done;
         }
         setpgid(pid, pid); /* also here: whichever of the two runs first */
@@ -365,12 +365,39 @@ static void kill_all(launch_run *run) {
     run->killed = 1;
 }
 
+/*
+ * Read what rank 0 wrote of the id; once complete, hand it to every other rank. A pipe that
+ * ends early is rank 0 ending: reap() reports that.
+ */
+static void relay_id(launch_run *run) {
+    const ssize_t k = read(run->id_in, run->id + run->id_got, sizeof run->id - run->id_got);
+    if (k < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (k <= 0) {
+        close(run->id_in);
+        run->id_in = -1;
+        return;
+    }
+    run->id_got += (size_t)k;
+    if (run->id_got < sizeof run->id) return;
+    close(run->id_in);
+    run->id_in = -1;
+    /* A rank that is gone makes the write fail (EPIPE; SIGPIPE is ignored): reap() says why. */
+    for (int r = 1; r < run->n; r++) {
+        if (run->id_out[r] >= 0) (void)cli_write_all(run->id_out[r], run->id, sizeof run->id);
+        if (run->id_out[r] >= 0) close(run->id_out[r]);
+        run->id_out[r] = -1;
+    }
+}
+
 /* A rank that just ended: report it when it is the first to fail. */
 static void ended(launch_run *run, int r, int status) {
     char how[64], buf[32];
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        /* Rank 0 ending with success before its id arrived would leave the others waiting. */
-        if (r != 0 || run->id_got == sizeof run->id || run->stopping) return;
+        /* Rank 0 ending with success before its id arrived would leave the others waiting. Its
+           end of the pipe is closed now, so what it wrote can be read without waiting. */
+        if (r != 0 || run->stopping) return;
+        while (run->id_in >= 0) relay_id(run);
+        if (run->id_got == sizeof run->id) return;
         snprintf(how, sizeof how, "it ended without handing over the communicator id");
     } else if (WIFEXITED(status)) {
         snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
@@ -395,30 +422,6 @@ static void reap(launch_run *run) {
                 run->live--;
                 ended(run, r, status);
             }
-    }
-}
-
-/*
- * Read what rank 0 wrote of the id; once complete, hand it to every other rank. A pipe that
- * ends early is rank 0 ending: reap() reports that.
- */
-static void relay_id(launch_run *run) {
-    const ssize_t k = read(run->id_in, run->id + run->id_got, sizeof run->id - run->id_got);
-    if (k < 0 && (errno == EINTR || errno == EAGAIN)) return;
-    if (k <= 0) {
-        close(run->id_in);
-        run->id_in = -1;
-        return;
-    }
-    run->id_got += (size_t)k;
-    if (run->id_got < sizeof run->id) return;
-    close(run->id_in);
-    run->id_in = -1;
-    /* A rank that is gone makes the write fail (EPIPE; SIGPIPE is ignored): reap() says why. */
-    for (int r = 1; r < run->n; r++) {
-        if (run->id_out[r] >= 0) (void)cli_write_all(run->id_out[r], run->id, sizeof run->id);
-        if (run->id_out[r] >= 0) close(run->id_out[r]);
-        run->id_out[r] = -1;
     }
 }
 
