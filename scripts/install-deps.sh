@@ -27,6 +27,10 @@ have_cmd clang || missing_deb+=(clang)
 # Optional: gnuplot draws the charts of `graphdirect plot`; without it that command says how to
 # install it and the positive cases of tests/plot_smoke.sh are skipped.
 have_cmd gnuplot || missing_deb+=(gnuplot-nox)
+# Optional: Open MPI lets `mpirun -np N graphdirect train ...` start the ranks of a multi-GPU run
+# (the tool alone links it); without it the build says so and `train --gpus N` still works.
+have_cmd mpicc || missing_deb+=(libopenmpi-dev)
+have_cmd mpirun || missing_deb+=(openmpi-bin)
 
 if [ ${#missing_deb[@]} -eq 0 ] && [ $need_numpy -eq 0 ]; then
     exit 0

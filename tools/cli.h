@@ -64,6 +64,8 @@ void cli_progress_end(cli_progress *p);
 void cli_catch_stop_signals(void);
 /* 1 once SIGINT, SIGTERM or SIGHUP has been received. */
 int cli_interrupted(void);
+/* The flag behind cli_interrupted(), for a communicator's abort flag (gd_context_options). */
+volatile const int *cli_interrupt_flag(void);
 /* The exit code of a command stopped by that signal: 128 + its number (130 for SIGINT). */
 int cli_interrupted_exit(void);
 /*
@@ -72,6 +74,8 @@ int cli_interrupted_exit(void);
  */
 void cli_guard_mapped(const char *dataset_dir);
 double cli_now(void);
+/* write(2) all of buf to fd, again after a signal; async-signal-safe. 0, or -1 (errno set). */
+int cli_write_all(int fd, const void *buf, size_t n);
 
 /*
  * The JSON-lines metrics file (tools/metrics_log.c; record format in docs/plot.md): one JSON

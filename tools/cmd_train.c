@@ -13,9 +13,12 @@
  *
  * The command is a client of the public trainer (gd_trainer_*): the run policy (best valid model,
  * checkpoints, resume, the exact test) is the library's gd_trainer_fit; this file parses the
- * command line and prints.
+ * command line and prints. With --gpus N (or under mpirun) one process trains on each GPU
+ * (tools/launch.h): each rank runs this same command with a context that joins the others, and
+ * only rank 0 prints the run and writes the metrics and the checkpoints.
  */
 #include "cli.h"
+#include "launch.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -45,6 +48,11 @@ static void help(void) {
            "                       cpu-centric  CPU sampler and gather, one copy, GPU training\n"
            "                       auto         picked from the memory each needs (default)\n"
            "  --device N         the GPU (default 0)\n"
+           "  --gpus N|LIST      train on N GPUs (0..N-1) or on the listed ones (e.g. 0,2):\n"
+           "                     one process per GPU, gradients summed with NCCL; --batch is\n"
+           "                     per GPU; rank 0 prints and writes the files; a rank that\n"
+           "                     fails stops them all (docs/multi_gpu.md). `mpirun -np N\n"
+           "                     graphdirect train ...` starts the ranks the same way\n"
            "  --gpu-cache SIZE   zero-copy: GPU memory for hot feature rows (e.g. 4G; default:\n"
            "                     what the GPU memory budget leaves)\n"
            "  --graph-cache SIZE zero-copy: GPU memory for hot neighbour lists (default: a\n"
@@ -130,6 +138,7 @@ typedef struct {
 static int on_progress(void *user, int64_t epoch, int64_t done, int64_t total, double loss) {
     train_progress *p = user;
     p->epoch = epoch + 1;
+    if (cli_quiet()) return cli_interrupted(); /* a rank other than 0 of several GPUs */
     const double now = cli_now(), el = now - p->start;
     const double rate = el > 0 ? (double)done / el : 0;
     const double eta = rate > 0 ? (double)(total - done) / rate : 0;
@@ -184,6 +193,7 @@ typedef struct {
     const char *metrics_path, *checkpoint_dir;
     int resume, full_test, overwrite;
     const char *dataset_label;
+    int writer; /* 1: writes the checkpoints (alone, or rank 0 of several GPUs) */
 } run_options;
 
 typedef struct {
@@ -274,8 +284,9 @@ static int on_epoch(void *user, const gd_epoch_stats *es) {
         return -1;
     }
     if (cli_interrupted()) {
-        fprintf(stderr, "graphdirect train: interrupted after epoch %lld\n",
-                (long long)es->epoch + 1);
+        if (!cli_quiet())
+            fprintf(stderr, "graphdirect train: interrupted after epoch %lld\n",
+                    (long long)es->epoch + 1);
         r->interrupted = 1;
         return -1;
     }
@@ -334,6 +345,15 @@ static int report_test(const gd_train_options *o, const gd_fit_result *fr, const
 }
 
 /*
+ * A failed step of training: its message and exit code. A rank whose communicator was aborted
+ * by its own stop signal was interrupted, which is no failure of its own.
+ */
+static int train_failed(const char *what, gd_status st) {
+    if (st == GD_ERR_COMM && cli_interrupted()) return cli_interrupted_exit();
+    return cli_fail(what, st);
+}
+
+/*
  * Train one model on ds through the public trainer, printing its description, every epoch and
  * the test accuracies. The MLP baseline keeps no checkpoint (it would replace the model's).
  * Returns 0 or the command's exit code (after printing why).
@@ -354,7 +374,7 @@ static int train_model(const gd_dataset_t *ds, const gd_train_options *o, int64_
     rep.prog.metrics = metrics;
     rep.metrics = metrics;
     gd_status st = gd_trainer_create(ds, o, &tr);
-    if (st != GD_OK) return cli_fail("creating the trainer", st);
+    if (st != GD_OK) return train_failed("creating the trainer", st);
     if ((st = gd_trainer_get_info(tr, &info)) != GD_OK ||
         (st = gd_model_get_info(info.model, &mi)) != GD_OK) {
         rc = cli_fail("creating the trainer", st);
@@ -372,7 +392,7 @@ static int train_model(const gd_dataset_t *ds, const gd_train_options *o, int64_
     if (dir && ro->resume) {
         if ((st = gd_trainer_resume(tr, dir)) != GD_OK ||
             (st = gd_trainer_get_info(tr, &info)) != GD_OK) {
-            rc = cli_fail("resuming", st);
+            rc = train_failed("resuming", st);
             goto done;
         }
         snprintf(path, sizeof path, "%s/checkpoint.gdc", dir);
@@ -380,7 +400,7 @@ static int train_model(const gd_dataset_t *ds, const gd_train_options *o, int64_
                (long long)info.epochs_done, (long long)info.adam_step);
     }
     fo.epochs = epochs;
-    fo.checkpoint_dir = dir;
+    fo.checkpoint_dir = ro->writer ? dir : NULL;
     fo.overwrite = ro->overwrite;
     /* The MLP's sampled inference (fanout 0) is already exact. */
     fo.exact_test = ro->full_test && !o->mlp;
@@ -396,9 +416,10 @@ static int train_model(const gd_dataset_t *ds, const gd_train_options *o, int64_
             rc = CLI_EXIT_FAIL;
         else if (rep.interrupted)
             rc = cli_interrupted_exit();
-        else if (st == GD_ERR_INTERRUPTED) {
-            fprintf(stderr, "graphdirect train: interrupted in epoch %lld\n",
-                    (long long)rep.prog.epoch);
+        else if (st == GD_ERR_INTERRUPTED || (st == GD_ERR_COMM && cli_interrupted())) {
+            if (!cli_quiet())
+                fprintf(stderr, "graphdirect train: interrupted in epoch %lld\n",
+                        (long long)rep.prog.epoch);
             rc = cli_interrupted_exit();
         } else {
             rc = cli_fail("training", st);
@@ -424,7 +445,8 @@ static int ensure_dir(const char *dir) {
                 dir);
         return -1;
     }
-    if (mkdir(dir, 0755) != 0) {
+    /* Another rank of the run may make it at the same moment. */
+    if (mkdir(dir, 0755) != 0 && !(errno == EEXIST && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))) {
         fprintf(stderr, "graphdirect train: cannot create the checkpoint directory '%s': %s\n", dir,
                 strerror(errno));
         return -1;
@@ -439,6 +461,8 @@ typedef struct {
     const char *preset, *dir;
     int64_t epochs;
     int layers, baseline, fanout_count, fanouts[GD_SAMPLER_MAX_LAYERS];
+    int device_given;
+    cli_gpus gpus;
 } train_args;
 
 /* The memory sizes among train's options: the GPU caches and the two memory budgets. */
@@ -547,6 +571,7 @@ static int train_option(train_args *a, int c, const char *arg) {
         if (cli_parse_i64(arg, &v) || v < 0 || v > 1024)
             return cli_usage_error("train", "--device '%s' is not a GPU number", arg);
         a->cfg.device = (int)v;
+        a->device_given = 1;
         break;
     case 'c':
     case 'g':
@@ -599,6 +624,7 @@ static int parse_train(int argc, char **argv, train_args *a) {
                                               {"seed", required_argument, 0, 's'},
                                               {"threads", required_argument, 0, 'j'},
                                               {"device", required_argument, 0, 'D'},
+                                              {"gpus", required_argument, 0, 'P'},
                                               {"gpu-cache", required_argument, 0, 'c'},
                                               {"graph-cache", required_argument, 0, 'g'},
                                               {"gpu-mem-budget", required_argument, 0, 'G'},
@@ -616,7 +642,7 @@ static int parse_train(int argc, char **argv, train_args *a) {
     memset(a, 0, sizeof *a);
     a->cfg = (gd_train_options)GD_TRAIN_OPTIONS_INIT;
     a->cfg.mode = "auto";
-    a->ro = (run_options){NULL, NULL, 0, 1, 0, NULL};
+    a->ro = (run_options){NULL, NULL, 0, 1, 0, NULL, 1};
     a->preset = "small";
     a->epochs = 5;
     a->baseline = 1;
@@ -626,13 +652,18 @@ static int parse_train(int argc, char **argv, train_args *a) {
             help();
             return 0;
         }
-        if ((rc = train_option(a, c, optarg)) != 0) return rc;
+        rc = c == 'P' ? cli_gpus_option(&a->gpus, optarg, argv, optind)
+                      : train_option(a, c, optarg);
+        if (rc != 0) return rc;
     }
     a->dir = optind < argc ? argv[optind++] : NULL;
     if (optind < argc) return cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
     if (a->fanout_count && a->layers && a->layers != a->fanout_count)
         return cli_usage_error("train", "--layers %d but --fanouts gives %d hops", a->layers,
                                a->fanout_count);
+    if (a->gpus.count > 1 && a->device_given)
+        return cli_usage_error("train", "--device names one GPU, --gpus several: give one of "
+                                        "them (e.g. --gpus 1,2)");
     if (a->ro.resume && !a->ro.checkpoint_dir)
         return cli_usage_error("train", "--resume needs --checkpoint DIR (where to resume from)");
     if (a->ro.overwrite && (a->ro.resume || !a->ro.checkpoint_dir))
@@ -649,10 +680,10 @@ static int parse_train(int argc, char **argv, train_args *a) {
     return -1;
 }
 
-int cmd_train(int argc, char **argv) {
-    train_args args;
-    int rc = parse_train(argc, argv, &args);
-    if (rc >= 0) return rc;
+/* The run of a parsed command line: the dataset, the model, then the baseline. */
+static int train_all(const train_args *args_in) {
+    const train_args args = *args_in;
+    int rc;
     const gd_train_options cfg = args.cfg;
     const run_options ro = args.ro;
     const char *dir = args.dir;
@@ -686,7 +717,8 @@ int cmd_train(int argc, char **argv) {
            (long long)gd_dataset_feature_dim(ds), (long long)gd_dataset_num_classes(ds),
            cli_now() - t0);
     rc = 0;
-    if (ro.metrics_path && cli_metrics_open(ro.metrics_path, ro.resume, &metrics)) rc = CLI_EXIT_FAIL;
+    if (ro.metrics_path && ro.writer && cli_metrics_open(ro.metrics_path, ro.resume, &metrics))
+        rc = CLI_EXIT_FAIL;
     if (rc == 0) rc = train_model(ds, &cfg, args.epochs, &ro, metrics, &gnn);
     if (rc == 0 && args.baseline && !cfg.mlp) {
         gd_train_options mlp_cfg = cfg;
@@ -710,4 +742,33 @@ int cmd_train(int argc, char **argv) {
     cli_metrics_close(metrics);
     gd_dataset_close(ds);
     return rc;
+}
+
+/*
+ * `train`: alone, or as the launcher of one rank per GPU (which returns once they are done), or
+ * as one of those ranks: it joins the others through a context made from its rank, the world
+ * size and the communicator id, and trains its share of every minibatch in it.
+ */
+int cmd_train(int argc, char **argv) {
+    train_args args;
+    cli_rank me;
+    gd_context_t *ctx = NULL;
+    int rc = parse_train(argc, argv, &args);
+    if (rc >= 0) return rc;
+    if ((rc = cli_rank_start(argc, argv, &args.gpus, args.cfg.mode, &me)) >= 0) return rc;
+    if (me.world_size > 1) {
+        gd_status st;
+        if (args.device_given)
+            rc = cli_usage_error("train", "--device with %d ranks: each rank trains on its own "
+                                          "GPU (GD_DEVICE, else its rank on the host)",
+                                 me.world_size);
+        else if ((st = cli_rank_context(&me, &ctx)) != GD_OK)
+            rc = train_failed("joining the other ranks", st);
+        args.cfg.context = ctx;
+        args.cfg.device = me.device;
+        args.ro.writer = me.rank == 0;
+    }
+    if (rc < 0) rc = train_all(&args);
+    gd_context_destroy(ctx);
+    return cli_rank_end(&me, rc);
 }

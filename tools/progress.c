@@ -7,7 +7,9 @@
  * raise.
  */
 #include "cli.h"
+#include "launch.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +22,9 @@ static volatile sig_atomic_t got_signal;
 static void on_stop_signal(int sig) { got_signal = sig; }
 
 int cli_interrupted(void) { return got_signal != 0; }
+
+/* sig_atomic_t is int with glibc, so the flag is the int a communicator watches. */
+volatile const int *cli_interrupt_flag(void) { return &got_signal; }
 
 int cli_interrupted_exit(void) { return 128 + (got_signal ? (int)got_signal : SIGINT); }
 
@@ -43,16 +48,20 @@ void cli_catch_stop_signals(void) {
 /* What the SIGBUS handler says: the dataset in use, when a command named one. */
 static char mapped_what[512];
 
-/* write(2) all of text to stderr, from a signal handler (no stdio there). */
-static void say(const char *text) {
-    size_t n = strlen(text);
+int cli_write_all(int fd, const void *buf, size_t n) {
+    const char *p = buf;
     while (n > 0) {
-        ssize_t put = write(STDERR_FILENO, text, n);
-        if (put <= 0) return;
-        text += put;
+        const ssize_t put = write(fd, p, n);
+        if (put < 0 && errno == EINTR) continue;
+        if (put <= 0) return -1;
+        p += put;
         n -= (size_t)put;
     }
+    return 0;
 }
+
+/* write(2) all of text to stderr, from a signal handler (no stdio there). */
+static void say(const char *text) { (void)cli_write_all(STDERR_FILENO, text, strlen(text)); }
 
 /*
  * SIGBUS is what a process gets when it touches a page of a mapped file that is no longer
@@ -154,6 +163,7 @@ void cli_progress_end(cli_progress *p) {
 int cli_progress_cb(void *user, const char *stage, uint64_t done, uint64_t total) {
     cli_progress *p = user;
     double now = cli_now();
+    if (cli_quiet()) return cli_interrupted(); /* a rank other than 0 of several GPUs */
     if (strncmp(p->stage, stage, sizeof p->stage - 1) != 0) {
         cli_progress_end(p);
         snprintf(p->stage, sizeof p->stage, "%s", stage);
