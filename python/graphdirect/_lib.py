@@ -90,6 +90,9 @@ FIELD_INPUT_NODES, FIELD_FEATURES, FIELD_LABELS, FIELD_INDPTR, FIELD_INDICES = r
 
 GD_SAMPLER_MAX_LAYERS = 8
 
+# The bytes of a communicator id (gd_comm_id_create), the same on every rank of a run.
+GD_COMM_ID_BYTES = 128
+
 # ----------------------------------------------------------------------------------- structs
 
 
@@ -356,6 +359,9 @@ _SIGNATURES = {
     "gd_context_default": (c_int, [c_int, POINTER(_vp)]),
     "gd_context_destroy": (None, [_vp]),
     "gd_context_get_info": (c_int, [_vp, POINTER(ContextInfo)]),
+    "gd_context_abort": (None, [_vp, c_char_p]),
+    "gd_comm_available": (c_int, []),
+    "gd_comm_id_create": (c_int, [POINTER(ctypes.c_ubyte * GD_COMM_ID_BYTES)]),
     "gd_trainer_create": (c_int, [_vp, POINTER(TrainOptions), POINTER(_vp)]),
     "gd_trainer_destroy": (None, [_vp]),
     "gd_trainer_get_info": (c_int, [_vp, POINTER(TrainerInfo)]),

@@ -163,7 +163,7 @@ class BindingTest(unittest.TestCase):
         d, e = graphdirect.Context.default(0), graphdirect.Context.default(0)
         self.assertEqual(d._handle(), e._handle())
         self.assertEqual(d.info(), dict(device=0, is_default=True, pinned_ranges=0,
-                                        pinned_bytes=0, pinned_users=0))
+                                        pinned_bytes=0, pinned_users=0, rank=0, world_size=1))
         with graphdirect.Context(0) as c:
             self.assertNotEqual(c._handle(), d._handle())
             self.assertFalse(c.info()["is_default"])
