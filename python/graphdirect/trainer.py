@@ -148,8 +148,9 @@ class Trainer(_lib.Closing):
         o.mlp = 1 if mlp else 0
         _context_handle(context, "graphdirect.Trainer")  # checked before a context is made
         _lib.need("gd_trainer_create")
-        context = self._own_context = _ranks_context(context, o.device, rank, world_size,
-                                                     comm_id, comm_timeout) or context
+        self._own_context = _ranks_context(context, o.device, rank, world_size, comm_id,
+                                           comm_timeout)
+        context = self._own_context or context
         o.context = _context_handle(context, "graphdirect.Trainer")
         out = ctypes.c_void_p()
         try:
