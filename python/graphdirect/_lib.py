@@ -42,6 +42,19 @@ def int_arg(value, who, name, lo, hi):
     return value
 
 
+def rank_args(rank, world_size, who):
+    """(rank, world_size), checked: world_size processes train together and rank is this
+    one's place among them."""
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or \
+            not 1 <= world_size <= INT_MAX:
+        raise ValueError("%s: world_size must be an integer >= 1 (the processes training "
+                         "together), not %r" % (who, world_size))
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
+        raise ValueError("%s: rank must be an integer in [0, world_size) = [0, %d), not %r"
+                         % (who, world_size, rank))
+    return rank, world_size
+
+
 class Closing:
     """`with` support and closing on collection for the classes that own a library handle (their
     close() frees it and may be called twice)."""

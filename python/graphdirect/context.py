@@ -65,14 +65,7 @@ def _comm_options(o, rank, world_size, comm_id, comm_timeout):
     """Fill the data-parallel fields of gd_context_options, checked; returns the id's buffer,
     which must live until gd_context_create returns."""
     who = "graphdirect.Context"
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or \
-            not 1 <= world_size <= _lib.INT_MAX:
-        raise ValueError("%s: world_size must be an integer >= 1 (the processes training "
-                         "together), not %r" % (who, world_size))
-    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
-        raise ValueError("%s: rank must be an integer in [0, world_size) = [0, %d), not %r"
-                         % (who, world_size, rank))
-    o.rank, o.world_size = rank, world_size
+    o.rank, o.world_size = _lib.rank_args(rank, world_size, who)
     if comm_timeout is not None:
         if isinstance(comm_timeout, bool) or not isinstance(comm_timeout, (int, float)) or \
                 not comm_timeout > 0:
@@ -118,10 +111,9 @@ class Context(_lib.Closing):
             _lib.need("gd_context_create")
             o = _lib.ContextOptions.new()
             o.device = device
-            # o points into id_buf, which must live until the call returns.
-            id_buf = _comm_options(o, rank, world_size, comm_id, comm_timeout)
+            # o points into this buffer, which must live until the call returns.
+            self._comm_id_buf = _comm_options(o, rank, world_size, comm_id, comm_timeout)
             check(lib.gd_context_create(ctypes.byref(o), ctypes.byref(out)))
-            del id_buf
         self._ptr = out.value
         self.device = device
         self.rank = 0 if _default else rank

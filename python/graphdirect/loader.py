@@ -402,7 +402,7 @@ def _context_handle(context, who):
     return context._handle()
 
 
-def _shard(rank, world_size, context):
+def _shard(rank, world_size):
     """(rank, world_size) for gd_loader_options, checked: (0, 0) asks for the context's."""
     if rank is None and world_size is None:
         return 0, 0
@@ -410,14 +410,7 @@ def _shard(rank, world_size, context):
         raise ValueError("graphdirect.Loader: rank=%r, world_size=%r: give both (this process's "
                          "rank among world_size processes) or neither (the context's, 0 of 1 "
                          "unless it has several ranks)" % (rank, world_size))
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or \
-            not 1 <= world_size <= _lib.INT_MAX:
-        raise ValueError("graphdirect.Loader: world_size must be an integer >= 1 (the number of "
-                         "processes training together), not %r" % (world_size,))
-    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
-        raise ValueError("graphdirect.Loader: rank must be an integer in [0, world_size) = "
-                         "[0, %d), not %r" % (world_size, rank))
-    return rank, world_size
+    return _lib.rank_args(rank, world_size, "graphdirect.Loader")
 
 
 def _place(opts, context):
@@ -508,7 +501,7 @@ class Loader(_lib.Closing):
         opts.gpu_mem_budget = 0 if budget < 0 else budget
         opts.gather_sms = _lib.text(gather_sms)
         opts.context = _context_handle(context, "graphdirect.Loader")
-        opts.rank, opts.world_size = _shard(rank, world_size, context)
+        opts.rank, opts.world_size = _shard(rank, world_size)
         _lib.need("gd_loader_create")
         out = ctypes.c_void_p()
         check(lib.gd_loader_create(dataset._ptr(), ctypes.byref(opts), ctypes.byref(out)))
