@@ -19,11 +19,15 @@ graphdirect.Trainer trains graphdirect's own models (GraphSAGE) with the same da
         result = t.fit(10, on_epoch=print, checkpoint="ckpt")
         print(result["test_acc"], t.evaluate("test", exact=True))
 
-See docs/python.md.
+Data parallelism with torch DDP: Loader(..., rank=r, world_size=n) gives each process its
+share of every global minibatch (examples/pyg_ddp.py); Trainer(..., rank=r, world_size=n,
+comm_id=graphdirect.comm_id() from rank 0) trains graphdirect's model over NCCL.
+
+See docs/python.md and docs/multi_gpu.md.
 """
 from ._dlpack import Array
 from ._lib import GraphdirectError
-from .context import Context
+from .context import Context, comm_available, comm_id, distributed_info
 from .dataset import Dataset, generate
 from .loader import Batch, Block, Loader
 from .trainer import Trainer, checkpoint_info
@@ -61,7 +65,8 @@ def last_error():
 
 
 __version__ = version()
-__all__ = ["Array", "Batch", "Block", "Dataset", "GraphdirectError", "Loader", "Trainer",
-           "checkpoint_info", "generate",
+__all__ = ["Array", "Batch", "Block", "Context", "Dataset", "GraphdirectError", "Loader",
+           "Trainer", "checkpoint_info", "comm_available", "comm_id", "distributed_info",
+           "generate",
            "version", "library_path", "has_cuda", "device_count", "status_string",
            "last_error"]

@@ -42,6 +42,19 @@ def int_arg(value, who, name, lo, hi):
     return value
 
 
+def rank_args(rank, world_size, who):
+    """(rank, world_size), checked: world_size processes train together and rank is this
+    one's place among them."""
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or \
+            not 1 <= world_size <= INT_MAX:
+        raise ValueError("%s: world_size must be an integer >= 1 (the processes training "
+                         "together), not %r" % (who, world_size))
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
+        raise ValueError("%s: rank must be an integer in [0, world_size) = [0, %d), not %r"
+                         % (who, world_size, rank))
+    return rank, world_size
+
+
 class Closing:
     """`with` support and closing on collection for the classes that own a library handle (their
     close() frees it and may be called twice)."""
@@ -89,6 +102,9 @@ SPLITS = {"train": 4, "valid": 5, "test": 6}
 FIELD_INPUT_NODES, FIELD_FEATURES, FIELD_LABELS, FIELD_INDPTR, FIELD_INDICES = range(5)
 
 GD_SAMPLER_MAX_LAYERS = 8
+
+# The bytes of a communicator id (gd_comm_id_create), the same on every rank of a run.
+GD_COMM_ID_BYTES = 128
 
 # ----------------------------------------------------------------------------------- structs
 
@@ -356,6 +372,9 @@ _SIGNATURES = {
     "gd_context_default": (c_int, [c_int, POINTER(_vp)]),
     "gd_context_destroy": (None, [_vp]),
     "gd_context_get_info": (c_int, [_vp, POINTER(ContextInfo)]),
+    "gd_context_abort": (None, [_vp, c_char_p]),
+    "gd_comm_available": (c_int, []),
+    "gd_comm_id_create": (c_int, [POINTER(ctypes.c_ubyte * GD_COMM_ID_BYTES)]),
     "gd_trainer_create": (c_int, [_vp, POINTER(TrainOptions), POINTER(_vp)]),
     "gd_trainer_destroy": (None, [_vp]),
     "gd_trainer_get_info": (c_int, [_vp, POINTER(TrainerInfo)]),

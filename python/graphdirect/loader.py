@@ -402,15 +402,45 @@ def _context_handle(context, who):
     return context._handle()
 
 
+def _shard(rank, world_size):
+    """(rank, world_size) for gd_loader_options, checked: (0, 0) asks for the context's."""
+    if rank is None and world_size is None:
+        return 0, 0
+    if rank is None or world_size is None:
+        raise ValueError("graphdirect.Loader: rank=%r, world_size=%r: give both (this process's "
+                         "rank among world_size processes) or neither (the context's, 0 of 1 "
+                         "unless it has several ranks)" % (rank, world_size))
+    return _lib.rank_args(rank, world_size, "graphdirect.Loader")
+
+
+def _place(opts, context):
+    """The rank and world size a created loader shards by: the options', or its context's."""
+    if opts.world_size:
+        return opts.rank, opts.world_size
+    if context is None:
+        return 0, 1  # a device's default context never has several ranks
+    return context.rank, context.world_size
+
+
 class Loader(_lib.Closing):
     """Minibatches of `dataset` for training with your own model.
 
     Loader(dataset, fanouts=[15, 10, 5], batch_size=1024, mode="zero-copy", gpu_cache="4G",
            shuffle=True, seed=0, device=0, split="train", drop_last=False, depth=3, threads=0,
-           graph_cache=None, gpu_mem_budget=None, gather_sms=None, context=None)
+           graph_cache=None, gpu_mem_budget=None, gather_sms=None, context=None, rank=None,
+           world_size=None)
 
     context: a graphdirect.Context (its device replaces `device`); loaders and trainers of one
     context share the registration of a zero-copy feature table.
+    rank, world_size: seed sharding for data parallelism (torch DDP, one process per GPU).
+    Minibatch b of an epoch is then this rank's share of global minibatch b, the
+    world_size * batch_size seeds that one loader of that batch size would give (shuffled and
+    drawn the same, whatever world_size): its seeds [rank * batch_size, (rank + 1) *
+    batch_size). Every rank sees the same number of minibatches; at the end of an epoch a rank
+    may get fewer seeds, or none: a batch with num_seeds == 0, whose arrays are empty (0 rows),
+    which a DDP step must still take (its loss is 0 with the model's graph, see
+    examples/pyg_ddp.py). Give both or neither; neither: the context's (0 of 1 unless it was
+    made with several ranks).
     fanouts: neighbours drawn per node, from the seeds outward (-1 = all); one layer each.
     mode: "cpu" (host memory, CPU threads), "all-gpu", "zero-copy" (graph and features in
     pinned host memory read by the GPU, hot rows cached in `gpu_cache` bytes of GPU memory) or
@@ -423,7 +453,7 @@ class Loader(_lib.Closing):
     def __init__(self, dataset, fanouts=(15, 10, 5), batch_size=1024, mode="zero-copy",
                  gpu_cache="4G", shuffle=True, seed=0, device=0, split="train",
                  drop_last=False, depth=3, threads=0, graph_cache=None, gpu_mem_budget=None,
-                 gather_sms=None, context=None):
+                 gather_sms=None, context=None, rank=None, world_size=None):
         self._ptr = None
         self._ring = None
         self._token = 0
@@ -471,6 +501,7 @@ class Loader(_lib.Closing):
         opts.gpu_mem_budget = 0 if budget < 0 else budget
         opts.gather_sms = _lib.text(gather_sms)
         opts.context = _context_handle(context, "graphdirect.Loader")
+        opts.rank, opts.world_size = _shard(rank, world_size)
         _lib.need("gd_loader_create")
         out = ctypes.c_void_p()
         check(lib.gd_loader_create(dataset._ptr(), ctypes.byref(opts), ctypes.byref(out)))
@@ -490,6 +521,8 @@ class Loader(_lib.Closing):
         self.plan = info.plan.decode("utf-8", "replace")
         self.fanouts = fanouts
         self.batch_size = int(batch_size)
+        self.rank, self.world_size = _place(opts, context)
+        self.global_batch_size = self.batch_size * self.world_size
         self._ring = _Ring(len(fanouts), info.on_device, info.device, info.feature_dim)
 
     # ------------------------------------------------------------------ lifetime
@@ -523,9 +556,11 @@ class Loader(_lib.Closing):
     def __repr__(self):
         if self._ptr is None:
             return "graphdirect.Loader(closed)"
-        return ("graphdirect.Loader(mode=%s, device=%s, fanouts=%s, batch_size=%d, "
+        shard = (", rank=%d, world_size=%d" % (self.rank, self.world_size)
+                 if self.world_size > 1 else "")
+        return ("graphdirect.Loader(mode=%s, device=%s, fanouts=%s, batch_size=%d%s, "
                 "batches_per_epoch=%d)" % (self.mode, self.device, self.fanouts,
-                                           self.batch_size, self.batches_per_epoch))
+                                           self.batch_size, shard, self.batches_per_epoch))
 
     # ----------------------------------------------------------------- iteration
 

@@ -59,13 +59,30 @@ def checkpoint_info(path):
             "config": info.config.decode("utf-8", "replace")}
 
 
+def _ranks_context(context, device, rank, world_size, comm_id, comm_timeout):
+    """The Context a Trainer makes itself from rank, world_size and comm_id (None when none of
+    them is given: the trainer then uses `context`, or its device's default one)."""
+    if rank is None and world_size is None and comm_id is None and comm_timeout is None:
+        return None
+    if context is not None:
+        raise ValueError("graphdirect.Trainer: give either context= or rank/world_size/comm_id "
+                         "(from which the trainer makes its context), not both")
+    if rank is None or world_size is None:
+        raise ValueError("graphdirect.Trainer: rank=%r, world_size=%r: give both (with comm_id "
+                         "when world_size > 1)" % (rank, world_size))
+    from .context import Context
+    return Context(device=device, rank=rank, world_size=world_size, comm_id=comm_id,
+                   comm_timeout=comm_timeout)
+
+
 class Trainer(_lib.Closing):
     """A model of graphdirect's trained on `dataset`.
 
     Trainer(dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024, hidden=128,
             dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0, device=0,
             gpu_cache=None, graph_cache=None, gpu_mem_budget=None, gather_sms=None, depth=3,
-            mlp=False, context=None, host_mem_budget=None)
+            mlp=False, context=None, host_mem_budget=None, rank=None, world_size=None,
+            comm_id=None, comm_timeout=None)
 
     mode: "cpu", "all-gpu", "zero-copy", "cpu-centric" or "auto" (docs/train.md). fanouts:
     neighbours drawn per node from the seeds outward (-1 = all), one layer each. mlp=True: the
@@ -73,13 +90,23 @@ class Trainer(_lib.Closing):
     the dataset (default: what is available, or GD_HOST_MEM_MB); a model and buffers that need
     more are refused here, naming both sizes. close() (or `with`) frees it; closing the dataset
     closes its trainers.
+
+    Data parallelism (one process per GPU, docs/multi_gpu.md): a trainer whose context has
+    world_size > 1 trains on this rank's share of every global minibatch of world_size *
+    batch_size seeds (batch_size is per rank) and all-reduces the gradients with NCCL, so N
+    ranks give the losses of one GPU at N times the batch. Pass such a graphdirect.Context as
+    `context`, or rank, world_size and comm_id (graphdirect.comm_id()'s bytes from rank 0; and
+    comm_timeout, in seconds) and the trainer makes that context on `device` itself (its
+    `context` attribute, closed with the trainer). Rank 0 writes the checkpoints.
     """
 
     def __init__(self, dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024,
                  hidden=128, dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0,
                  device=0, gpu_cache=None, graph_cache=None, gpu_mem_budget=None,
-                 gather_sms=None, depth=3, mlp=False, context=None, host_mem_budget=None):
+                 gather_sms=None, depth=3, mlp=False, context=None, host_mem_budget=None,
+                 rank=None, world_size=None, comm_id=None, comm_timeout=None):
         self._ptr = None
+        self._own_context = None
         from .dataset import Dataset
         if not isinstance(dataset, Dataset):
             raise TypeError("graphdirect.Trainer: dataset must be a graphdirect.Dataset, not %s"
@@ -119,16 +146,27 @@ class Trainer(_lib.Closing):
         o.gather_sms = _lib.text(gather_sms)
         o.depth = _lib.int_arg(depth, who, "depth", _lib.INT_MIN, _lib.INT_MAX)
         o.mlp = 1 if mlp else 0
-        o.context = _context_handle(context, "graphdirect.Trainer")
+        _context_handle(context, "graphdirect.Trainer")  # checked before a context is made
         _lib.need("gd_trainer_create")
+        self._own_context = _ranks_context(context, o.device, rank, world_size, comm_id,
+                                           comm_timeout)
+        context = self._own_context or context
+        o.context = _context_handle(context, "graphdirect.Trainer")
         out = ctypes.c_void_p()
-        check(lib.gd_trainer_create(dataset._ptr(), ctypes.byref(o), ctypes.byref(out)))
+        try:
+            check(lib.gd_trainer_create(dataset._ptr(), ctypes.byref(o), ctypes.byref(out)))
+        except BaseException:
+            self.close()
+            raise
         self._ptr = out.value
         # The C dataset must outlive the C trainer: hold its handle; the Dataset closes us.
         self._dataset_handle = dataset._handle
         dataset._loaders.add(self)
         self.fanouts = fanouts
         self.batch_size = int(batch_size)
+        self.context = context
+        self.rank = context.rank if context is not None else 0
+        self.world_size = context.world_size if context is not None else 1
 
     # ------------------------------------------------------------------ lifetime
 
@@ -148,6 +186,9 @@ class Trainer(_lib.Closing):
         if ptr:
             lib.gd_trainer_destroy(ptr)
         self._dataset_handle = None
+        own, self._own_context = self._own_context, None
+        if own is not None:
+            own.close()
 
     # ------------------------------------------------------------------ reports
 

@@ -106,6 +106,23 @@ def batch_digest(batch, to_np=np.from_dlpack):
     return b"".join(parts)
 
 
+def seeds_of(batch):
+    return np.from_dlpack(batch.input_nodes)[:batch.num_seeds].copy()
+
+
+def draws(batch, num_nodes):
+    """Per layer, (the destination nodes, every edge as dst * num_nodes + src, sorted), in
+    global ids."""
+    ids = np.from_dlpack(batch.input_nodes)
+    out = []
+    for blk in batch.blocks:
+        counts = np.diff(np.from_dlpack(blk.indptr)).astype(np.int64)
+        dst = np.repeat(ids[:blk.num_dst], counts)
+        src = ids[np.from_dlpack(blk.indices).astype(np.int64)]
+        out.append((ids[:blk.num_dst].copy(), np.sort(dst * num_nodes + src)))
+    return out
+
+
 def epoch_digests(loader, epoch=None):
     it = loader if epoch is None else loader.epoch(epoch)
     return [batch_digest(b) for b in it]
@@ -163,7 +180,7 @@ class BindingTest(unittest.TestCase):
         d, e = graphdirect.Context.default(0), graphdirect.Context.default(0)
         self.assertEqual(d._handle(), e._handle())
         self.assertEqual(d.info(), dict(device=0, is_default=True, pinned_ranges=0,
-                                        pinned_bytes=0, pinned_users=0))
+                                        pinned_bytes=0, pinned_users=0, rank=0, world_size=1))
         with graphdirect.Context(0) as c:
             self.assertNotEqual(c._handle(), d._handle())
             self.assertFalse(c.info()["is_default"])
@@ -657,6 +674,172 @@ class BindingTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             sp("s", True)
 
+
+    # ------------------------------------------------------------- data parallelism
+
+    def test_loader_shards_cover_each_global_minibatch(self):
+        # Rank r of w at batch B gives, for every minibatch b, seeds [r * B, (r + 1) * B) of
+        # global minibatch b of one loader at batch w * B, with the same neighbours drawn for
+        # every node. World 2 at 300 leaves rank 1 an empty last batch (6103 train seeds).
+        B, n = 300, self.ref.num_nodes
+        for w in (2, 3):
+            with self.loader(batch_size=w * B, seed=5) as whole:
+                self.assertEqual((whole.rank, whole.world_size, whole.global_batch_size),
+                                 (0, 1, w * B))
+                # The whole loader's batches are checked elsewhere; the ranks' are checked
+                # against the dataset in epoch 0 (check_batch is slow) and against the whole.
+                want = {e: [(seeds_of(b), draws(b, n)) for b in whole.epoch(e)]
+                        for e in (0, 1)}
+            for r in range(w):
+                with self.loader(batch_size=B, seed=5, rank=r, world_size=w) as l:
+                    self.assertEqual((l.rank, l.world_size, l.global_batch_size), (r, w, w * B))
+                    self.assertIn("rank=%d, world_size=%d" % (r, w), repr(l))
+                    self.assertEqual(len(l), len(want[0]))
+                    self.assertEqual(l.num_seeds, self.ref.split["train"].size)
+                    for e in (0, 1):
+                        got = 0
+                        for b in l.epoch(e):
+                            seeds, glob = want[e][b.index][0], want[e][b.index][1]
+                            mine = (self.ref.check_batch(self, b, [5, 3]) if e == 0
+                                    else seeds_of(b))
+                            np.testing.assert_array_equal(mine, seeds[r * B:(r + 1) * B])
+                            # Each node of the rank's blocks drew what it drew in the whole.
+                            for layer, ((nodes, keys), (gnodes, gkeys)) in enumerate(
+                                    zip(draws(b, n), glob)):
+                                self.assertTrue(np.isin(nodes, gnodes).all())
+                                np.testing.assert_array_equal(
+                                    keys, gkeys[np.isin(gkeys // n, nodes)],
+                                    "rank %d of %d, epoch %d, minibatch %d, layer %d"
+                                    % (r, w, e, b.index, layer))
+                            if b.num_seeds == 0:
+                                self.assertEqual(b.num_input, 0)
+                                self.assertEqual(np.from_dlpack(b.features).shape, (0, 32))
+                                self.assertEqual(np.from_dlpack(b.labels).shape, (0,))
+                                self.assertEqual([blk.sizes for blk in b.blocks], [(0, 0)] * 2)
+                            got += 1
+                        self.assertEqual(got, len(want[e]))
+        with self.loader(batch_size=B, rank=1, world_size=2) as l:
+            self.assertEqual([b.num_seeds for b in l][-1], 0)
+
+    def test_loader_shard_defaults_and_errors(self):
+        with self.loader(seed=2) as a, self.loader(seed=2, rank=0, world_size=1) as b:
+            self.assertEqual((a.rank, a.world_size, a.global_batch_size), (0, 1, 300))
+            self.assertNotIn("rank", repr(a))
+            self.assertEqual(epoch_digests(a), epoch_digests(b))
+        with graphdirect.Context(0) as ctx, self.loader(context=ctx) as l:
+            self.assertEqual((l.rank, l.world_size), (0, 1))  # the context's
+        for kw, bad in ((dict(rank=0), "world_size=None"), (dict(world_size=2), "rank=None"),
+                        (dict(rank=0, world_size=0), "0"), (dict(rank=0, world_size=-2), "-2"),
+                        (dict(rank=0, world_size=True), "True"),
+                        (dict(rank=0, world_size=2.0), "2.0"),
+                        (dict(rank=2, world_size=2), "2"), (dict(rank=-1, world_size=2), "-1"),
+                        (dict(rank="0", world_size=2), "'0'"),
+                        (dict(rank=0, world_size=2**31), str(2**31))):
+            with self.assertRaises(ValueError) as cm:
+                self.loader(**kw)
+            self.assertIn(bad, str(cm.exception), kw)
+            self.assertIn("graphdirect.Loader", str(cm.exception))
+
+    def test_comm_id(self):
+        # Never a communicator here: an id is only NCCL's unique id (no GPU is touched).
+        if graphdirect.comm_available():
+            cid = graphdirect.comm_id()
+            self.assertIsInstance(cid, bytes)
+            self.assertEqual(len(cid), 128)
+        else:
+            self.check_no_nccl()
+        # What a build without NCCL says, whatever this build is.
+        real = _lib.lib.gd_comm_available
+        _lib.lib.gd_comm_available = lambda: 0
+        try:
+            self.assertFalse(graphdirect.comm_available())
+            self.check_no_nccl()
+        finally:
+            _lib.lib.gd_comm_available = real
+
+    def check_no_nccl(self):
+        with self.assertRaises(graphdirect.GraphdirectError) as cm:
+            graphdirect.comm_id()
+        self.assertEqual(cm.exception.status_name, "GD_ERR_UNSUPPORTED")
+        self.assertIn("without NCCL", cm.exception.message)
+
+    def test_distributed_info(self):
+        env = {k: os.environ.pop(k) for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+               if k in os.environ}
+        try:
+            self.assertEqual(graphdirect.distributed_info(), (0, 1, 0))
+            os.environ.update(RANK="3", WORLD_SIZE="4", LOCAL_RANK="1")
+            self.assertEqual(graphdirect.distributed_info(), (3, 4, 1))
+        finally:
+            for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+                os.environ.pop(k, None)
+            os.environ.update(env)
+
+    def test_context_and_trainer_ranks(self):
+        # Every refusal comes before a communicator would be made (none is made here).
+        cid = b"\1" * 128
+        for kw, exc, bad in ((dict(world_size=2), ValueError, "comm_id"),
+                             (dict(world_size=2, comm_id=cid[:64]), ValueError, "64 bytes"),
+                             (dict(world_size=2, comm_id="x" * 128), TypeError, "str"),
+                             (dict(world_size=0), ValueError, "0"),
+                             (dict(rank=1, world_size=1), ValueError, "1"),
+                             (dict(rank=-1, world_size=2, comm_id=cid), ValueError, "-1"),
+                             (dict(world_size=2, comm_id=cid, comm_timeout=0), ValueError, "0"),
+                             (dict(comm_timeout="1s"), ValueError, "'1s'")):
+            with self.assertRaises(exc) as cm:
+                graphdirect.Context(0, **kw)
+            self.assertIn(bad, str(cm.exception), kw)
+            with self.assertRaises(exc) as cm:
+                self.trainer(**dict(dict(rank=0, world_size=1), **kw))
+            self.assertIn(bad, str(cm.exception), kw)
+        # One rank needs no id (torchrun with one process may pass one anyway).
+        with graphdirect.Context(0, rank=0, world_size=1, comm_id=cid, comm_timeout=5) as c:
+            self.assertEqual((c.info()["rank"], c.info()["world_size"]), (0, 1))
+            c.abort("no communicator: nothing to do")
+            self.assertEqual(repr(c), "graphdirect.Context(device=0)")
+            with self.assertRaises(ValueError):
+                self.trainer(context=c, rank=0, world_size=1)
+        with self.assertRaises(ValueError):
+            self.trainer(world_size=1)  # rank missing
+        with self.trainer(rank=0, world_size=1) as t:
+            ctx = t.context
+            self.assertIsInstance(ctx, graphdirect.Context)
+            self.assertEqual((t.rank, t.world_size, ctx.info()["world_size"]), (0, 1, 1))
+            t.fit(1, exact_test=False)
+        self.assertIn("closed", repr(ctx))  # the trainer's own context goes with it
+        with graphdirect.Context(0) as c:
+            with self.trainer(context=c) as t:
+                self.assertIs(t.context, c)
+                self.assertEqual((t.rank, t.world_size), (0, 1))
+            self.assertEqual(c.info()["world_size"], 1)  # the caller's context stays open
+
+    def test_pyg_ddp_example_under_torchrun(self):
+        # examples/pyg_ddp.py on 2 CPU ranks (gloo) at batch 300 gives the losses of 1 rank at
+        # batch 600: the loss normalisation is right, and rank 1's empty last batch is taken.
+        import importlib.util
+        for m in ("torch", "torch_geometric"):
+            if importlib.util.find_spec(m) is None:
+                self.skipTest("%s is not installed" % m)
+        script = os.path.join(HERE, "..", "..", "examples", "pyg_ddp.py")
+        env = dict(os.environ, GRAPHDIRECT_LIB=_lib.path, OMP_NUM_THREADS="1")
+
+        def run(n, batch):
+            p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                "--nproc_per_node=%d" % n, script, self.dir, "--device", "cpu",
+                                "--epochs", "2", "--batch", str(batch), "--dropout", "0",
+                                "--threads", "1"], env=env, capture_output=True, text=True,
+                               timeout=240)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            losses = [float(x) for x in re.findall(r"^epoch \d+: loss ([0-9.]+)", p.stdout,
+                                                   re.MULTILINE)]
+            self.assertEqual(len(losses), 2, p.stdout)
+            self.assertIn("%d ranks x %d seeds" % (n, batch), p.stdout)
+            return losses, re.search(r"test accuracy ([0-9.]+)", p.stdout).group(1)
+
+        two, one = run(2, 300), run(1, 600)
+        np.testing.assert_allclose(two[0], one[0], rtol=1e-4)
+        self.assertLess(two[0][1], two[0][0])
+        self.assertEqual(two[1], one[1])
 
     # ------------------------------------------------------------------------ trainer
 
