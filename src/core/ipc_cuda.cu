@@ -78,6 +78,19 @@ extern "C" gd_status gd__cuda_ipc_handle(int device, const void *ptr,
                device);
     GD_CHECK(gd__cuda_check_device(device, "exporting a cache to peer GPUs", NO_PEER_WAY_OUT));
     GD_CHECK(gd__cuda_enter_device(device, &prev));
+    {
+        /*
+         * Ask what the pointer is first: memory that is not the device's own allocation is
+         * refused here, without a failing CUDA call (which compute-sanitizer counts as an error).
+         */
+        cudaPointerAttributes a;
+        ce = take_error(cudaPointerGetAttributes(&a, ptr));
+        GD_REQUIRE(ce == cudaSuccess && a.type == cudaMemoryTypeDevice && a.device == device,
+                   GD_ERR_INVALID_ARG,
+                   "exporting buffer %p of GPU %d to its peers: it is not GPU %d's memory from "
+                   "cudaMalloc, and only that can be shared between processes; %s",
+                   ptr, device, device, NO_PEER_WAY_OUT);
+    }
     ce = take_error(cudaIpcGetMemHandle(&h, (void *)ptr));
     GD_REQUIRE(ce == cudaSuccess, GD_ERR_CUDA,
                "exporting buffer %p of GPU %d to its peers (cudaIpcGetMemHandle) failed: %s (%s): "
