@@ -447,3 +447,20 @@ int bench_exit_status(int rc) {
     }
     return rc;
 }
+
+/* The stats of the last epoch of a fit (its on_epoch callback). */
+static int keep_stats(void *user, const gd_epoch_stats *s) {
+    *(gd_epoch_stats *)user = *s;
+    return 0;
+}
+
+gd_status bench_one_epoch(gd_trainer_t *t, int64_t epoch, int64_t max_batches,
+                          gd_epoch_stats *out) {
+    gd_fit_options fo = GD_FIT_OPTIONS_INIT;
+    fo.epochs = epoch + 1;
+    fo.max_batches = max_batches;
+    fo.validate = fo.keep_best = fo.test = fo.exact_test = 0;
+    fo.on_epoch = keep_stats;
+    fo.on_epoch_user = out;
+    return gd_trainer_fit(t, &fo, NULL);
+}

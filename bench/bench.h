@@ -83,6 +83,15 @@ void bench_cuda_error(const char *call, cudaError_t ce);
 
 #endif
 
+/* ---- training */
+
+/*
+ * Epoch `epoch` of trainer t alone, of at most max_batches minibatches (0: all): no evaluation,
+ * no test; its stats into *out.
+ */
+gd_status bench_one_epoch(gd_trainer_t *t, int64_t epoch, int64_t max_batches,
+                          gd_epoch_stats *out);
+
 /* ---- time and machine */
 
 /* Monotonic seconds. */

@@ -250,24 +250,6 @@ static int parse_options(epoch_bench *b, int argc, char **argv) {
     return -1;
 }
 
-/* The stats of the last epoch of a fit (its on_epoch callback). */
-static int keep_stats(void *user, const gd_epoch_stats *s) {
-    *(gd_epoch_stats *)user = *s;
-    return 0;
-}
-
-/* Epoch `epoch` alone, of at most max_batches minibatches: no evaluation, no test. */
-static gd_status one_epoch(gd_trainer_t *t, int64_t epoch, int64_t max_batches,
-                           gd_epoch_stats *out) {
-    gd_fit_options fo = GD_FIT_OPTIONS_INIT;
-    fo.epochs = epoch + 1;
-    fo.max_batches = max_batches;
-    fo.validate = fo.keep_best = fo.test = fo.exact_test = 0;
-    fo.on_epoch = keep_stats;
-    fo.on_epoch_user = out;
-    return gd_trainer_fit(t, &fo, NULL);
-}
-
 /* Build the trainer of run r, warm it up, time one epoch. 0 or -1 (message printed). */
 static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec *r,
                     run_result *out) {
@@ -300,14 +282,14 @@ static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec
     fprintf(stderr, "epoch: %s: %s (%.1f s); warm-up of %lld minibatches\n", r->label,
             out->info.plan, out->create_s, (long long)b->warmup);
     gd_epoch_stats warm;
-    BENCH_GD(one_epoch(t, 0, b->warmup, &warm), "the warm-up epoch");
+    BENCH_GD(bench_one_epoch(t, 0, b->warmup, &warm), "the warm-up epoch");
     out->warm_loss = warm.loss;
     const int64_t all = (out->info.train_nodes + b->opt.batch - 1) / b->opt.batch;
     int64_t timed = b->max_batches ? b->max_batches : all;
     if (cpu) timed = b->cpu_batches < timed ? b->cpu_batches : timed;
     fprintf(stderr, "epoch: %s: timing %lld of %lld minibatches\n", r->label, (long long)timed,
             (long long)all);
-    BENCH_GD(one_epoch(t, 1, timed, &out->st), "the timed epoch");
+    BENCH_GD(bench_one_epoch(t, 1, timed, &out->st), "the timed epoch");
     out->scale = cpu ? (double)all / (double)out->st.batches : 1.0;
     out->done = 1;
     rc = 0;

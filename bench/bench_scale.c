@@ -120,22 +120,6 @@ static int parse_options(scale_bench *b, int argc, char **argv) {
     return bench_parse_options(&b->opt, cmd, argc, argv, long_opts, help, own_option, b);
 }
 
-static int keep_stats(void *user, const gd_epoch_stats *s) {
-    *(gd_epoch_stats *)user = *s;
-    return 0;
-}
-
-static gd_status one_epoch(gd_trainer_t *t, int64_t epoch, int64_t max_batches,
-                           gd_epoch_stats *out) {
-    gd_fit_options fo = GD_FIT_OPTIONS_INIT;
-    fo.epochs = epoch + 1;
-    fo.max_batches = max_batches;
-    fo.validate = fo.keep_best = fo.test = fo.exact_test = 0;
-    fo.on_epoch = keep_stats;
-    fo.on_epoch_user = out;
-    return gd_trainer_fit(t, &fo, NULL);
-}
-
 /* One rank (or the one-GPU run): build, warm up, time an epoch; in a group, the ceilings too. */
 static void *run_rank(void *arg) {
     rank_job *j = arg;
@@ -164,9 +148,9 @@ static void *run_rank(void *arg) {
         if (j->st == GD_OK)
             j->st = gd_instrument_allreduce(j->ctx, INT64_C(64) << 20, 20, &j->ar_big_s);
     }
-    if (j->st == GD_OK) j->st = one_epoch(t, 0, b->warmup, &warm);
+    if (j->st == GD_OK) j->st = bench_one_epoch(t, 0, b->warmup, &warm);
     j->warm_loss = warm.loss;
-    if (j->st == GD_OK) j->st = one_epoch(t, 1, 0, &j->st_epoch);
+    if (j->st == GD_OK) j->st = bench_one_epoch(t, 1, 0, &j->st_epoch);
     if (j->st != GD_OK) snprintf(j->err, sizeof j->err, "%s", gd_last_error());
     gd_trainer_destroy(t);
     gd_context_destroy(j->ctx);
