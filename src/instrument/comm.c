@@ -13,7 +13,10 @@
 gd_status gd_instrument_allreduce(gd_context_t *ctx, int64_t bytes, int iters, double *seconds) {
     gd_status st = GD_OK;
     gd__comm *c = gd__context_comm(ctx);
-    void *buf = NULL, *stream = NULL, *zeros = NULL;
+    void *zeros = NULL;
+#ifdef GD_WITH_CUDA
+    void *buf = NULL, *stream = NULL;
+#endif
     GD_REQUIRE(c && gd__comm_on_device(c) && bytes >= 4 && iters >= 1 && seconds,
                GD_ERR_INVALID_ARG,
                "all-reduce ceiling: needs a context of a GPU group, >= 4 bytes and >= 1 run");
