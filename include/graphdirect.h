@@ -1075,10 +1075,19 @@ typedef struct {
      * gd_trainer_plan), naming both sizes.
      */
     int64_t host_mem_budget;
+    /*
+     * Several ranks in zero-copy mode: where the hot feature rows live over the GPUs of the
+     * host. "replicate": every GPU caches the hottest rows its budget holds. "partition": the
+     * hottest rows, each cached once, split over the GPUs, which read each other's over
+     * NVLink. "auto" (NULL): the cost model of docs/multi_gpu.md, partly replicated, partly
+     * partitioned, from read costs measured at start-up. partition needs peer access between
+     * every pair of GPUs; auto falls back to replicate without it. One rank: ignored.
+     */
+    const char *placement;
 } gd_train_options;
 #define GD_TRAIN_OPTIONS_INIT                                                                      \
     {sizeof(gd_train_options), NULL, NULL, 2, {10, 5}, 1024, 128, 0.5, 3e-3, 0.0, 0, 0, 0, NULL, \
-     -1, -1, 0, NULL, 3, 0, 0}
+     -1, -1, 0, NULL, 3, 0, 0, NULL}
 void gd_train_options_init(gd_train_options *o);
 
 /* GD_OK if name is a training mode (cpu, all-gpu, zero-copy, cpu-centric, auto), else

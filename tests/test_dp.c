@@ -12,6 +12,12 @@
  * The ranks are threads of this process. Without a GPU they train in cpu mode over the local
  * communicator (the CPU reference of the all-reduce); with two or more GPUs the same runs go
  * through NCCL in all-gpu and zero-copy mode, one GPU per rank.
+ *
+ * Placements (issue 14, item 4): with one GPU, 2 and 3 zero-copy ranks share it over a staged
+ * group (the local sums, GPU buffers copied through host memory), their feature caches a third
+ * of the table each and placed replicate, partition or auto; partition and auto read the rows
+ * their peers cache from the peers' memory. Each trains what one rank trains, and the plan says
+ * which placement ran. With two GPUs the same runs go over NCCL.
  */
 #include "test.h"
 
@@ -33,6 +39,9 @@ typedef struct {
     int64_t batch;
     int64_t epochs;
     const char *ckdir; /* checkpoint directory (NULL: none) */
+    const char *placement;
+    int64_t gpu_cache; /* bytes (-1: the default) */
+    char plan[512];
     int resume;
     gd_status st;
     char err[512];
@@ -67,6 +76,8 @@ static void *run_rank(void *arg) {
     o.seed = a->seed;
     o.threads = 1;
     o.context = a->ctx;
+    o.placement = a->placement;
+    o.gpu_cache_bytes = a->gpu_cache ? a->gpu_cache : -1;
     gd_fit_options f = GD_FIT_OPTIONS_INIT;
     f.epochs = a->epochs;
     f.on_epoch = on_epoch;
@@ -76,6 +87,11 @@ static void *run_rank(void *arg) {
     f.resume = a->resume;
     a->r = (gd_fit_result)GD_FIT_RESULT_INIT;
     a->st = gd_trainer_create(a->ds, &o, &t);
+    if (a->st == GD_OK) {
+        gd_trainer_info info = GD_TRAINER_INFO_INIT;
+        a->st = gd_trainer_get_info(t, &info);
+        snprintf(a->plan, sizeof a->plan, "%s", info.plan);
+    }
     if (a->st == GD_OK) a->st = gd_trainer_fit(t, &f, &a->r);
     if (a->st == GD_OK && a->model[0]) a->st = gd_trainer_save(t, a->model);
     if (a->st != GD_OK) snprintf(a->err, sizeof a->err, "%s", gd_last_error());
@@ -84,29 +100,42 @@ static void *run_rank(void *arg) {
     return NULL;
 }
 
+/* How the ranks of a run are made and what they are asked beyond the common settings. */
+typedef struct {
+    const char *mode;
+    const int *devices; /* NULL: CPU ranks */
+    int staged;         /* a staged group (the ranks may share a GPU) instead of NCCL */
+    const char *placement;
+    int64_t gpu_cache;
+} world_spec;
+
 /* world ranks (threads) of a run; ctxs from a group (world > 1) or NULL (one rank alone). */
-static void run_world(rank_run *runs, int world, const gd_dataset_t *ds, const char *mode,
-                      const int *devices, uint64_t seed, int64_t global_batch, int64_t epochs,
-                      const char *ckdir, int resume, const char *tmp) {
+static void run_world(rank_run *runs, int world, const gd_dataset_t *ds, const world_spec *w,
+                      uint64_t seed, int64_t global_batch, int64_t epochs, const char *ckdir,
+                      int resume, const char *tmp) {
     gd_context_t *ctxs[MAX_RANKS] = {NULL};
     pthread_t th[MAX_RANKS];
-    if (world > 1) {
-        T_OK(gd__context_create_group(world, devices, ctxs));
+    if (world > 1 && w->staged) {
+        T_OK(gd__context_create_staged_group(world, w->devices, ctxs));
+    } else if (world > 1) {
+        T_OK(gd__context_create_group(world, w->devices, ctxs));
     } else {
         gd_context_options co = GD_CONTEXT_OPTIONS_INIT;
-        co.device = devices ? devices[0] : 0;
+        co.device = w->devices ? w->devices[0] : 0;
         T_OK(gd_context_create(&co, &ctxs[0]));
     }
     for (int r = 0; r < world; r++) {
         memset(&runs[r], 0, sizeof runs[r]);
         runs[r] = (rank_run){.ds = ds,
                              .ctx = ctxs[r],
-                             .mode = mode,
+                             .mode = w->mode,
                              .seed = seed,
                              .batch = global_batch / world,
                              .epochs = epochs,
                              .ckdir = r == 0 || resume ? ckdir : NULL,
-                             .resume = resume};
+                             .resume = resume,
+                             .placement = w->placement,
+                             .gpu_cache = w->gpu_cache};
         if (tmp) snprintf(runs[r].model, sizeof runs[r].model, "%s/model-%d.gdc", tmp, r);
         T_ASSERT(pthread_create(&th[r], NULL, run_rank, &runs[r]) == 0);
     }
@@ -160,30 +189,59 @@ static void same_as(const rank_run *ref, const rank_run *got, int world, int fro
 }
 
 /* One rank at BATCH against 2 and 3 ranks; checkpoints across rank counts. */
-static void equivalence(const gd_dataset_t *ds, const char *mode, const int *devices, int most,
-                        uint64_t seed, const char *tmp, double tol) {
+static void equivalence(const gd_dataset_t *ds, const world_spec *w, int most, uint64_t seed,
+                        const char *tmp, double tol) {
     rank_run one[1], many[MAX_RANKS], resumed[MAX_RANKS];
-    run_world(one, 1, ds, mode, devices, seed, BATCH, EPOCHS, NULL, 0, NULL);
+    run_world(one, 1, ds, w, seed, BATCH, EPOCHS, NULL, 0, NULL);
     for (int world = 2; world <= most; world++) {
         char what[64];
-        snprintf(what, sizeof what, "%s x%d", mode, world);
-        run_world(many, world, ds, mode, devices, seed, BATCH, EPOCHS, NULL, 0, tmp);
+        snprintf(what, sizeof what, "%s x%d", w->mode, world);
+        run_world(many, world, ds, w, seed, BATCH, EPOCHS, NULL, 0, tmp);
         same_as(one, many, world, 0, tol, what);
 
         /* world ranks train epoch 1 and checkpoint it; one rank goes on, and the reverse. */
         char dir[4200];
-        snprintf(dir, sizeof dir, "%s/ck-%s-%d", tmp, mode, world);
-        run_world(many, world, ds, mode, devices, seed, BATCH, 1, dir, 0, NULL);
-        run_world(resumed, 1, ds, mode, devices, seed, BATCH, EPOCHS, dir, 1, NULL);
+        snprintf(dir, sizeof dir, "%s/ck-%s-%d", tmp, w->mode, world);
+        run_world(many, world, ds, w, seed, BATCH, 1, dir, 0, NULL);
+        run_world(resumed, 1, ds, w, seed, BATCH, EPOCHS, dir, 1, NULL);
         T_EQ_INT(resumed[0].r.start_epoch, 1);
-        snprintf(what, sizeof what, "%s x%d -> x1", mode, world);
+        snprintf(what, sizeof what, "%s x%d -> x1", w->mode, world);
         same_as(one, resumed, 1, 1, tol, what);
 
-        snprintf(dir, sizeof dir, "%s/ck-%s-1-%d", tmp, mode, world);
-        run_world(resumed, 1, ds, mode, devices, seed, BATCH, 1, dir, 0, NULL);
-        run_world(resumed, world, ds, mode, devices, seed, BATCH, EPOCHS, dir, 1, NULL);
-        snprintf(what, sizeof what, "%s x1 -> x%d", mode, world);
+        snprintf(dir, sizeof dir, "%s/ck-%s-1-%d", tmp, w->mode, world);
+        run_world(resumed, 1, ds, w, seed, BATCH, 1, dir, 0, NULL);
+        run_world(resumed, world, ds, w, seed, BATCH, EPOCHS, dir, 1, NULL);
+        snprintf(what, sizeof what, "%s x1 -> x%d", w->mode, world);
         same_as(one, resumed, world, 1, tol, what);
+    }
+}
+
+/*
+ * Zero-copy ranks with feature caches of a third of the table each, under every placement:
+ * the same training as one rank, and the plan names the placement that ran (auto on GPUs that
+ * read each other: partly replicated, partly partitioned, never "replicate (...)").
+ */
+static void placements(const gd_dataset_t *ds, const int *devices, int staged, int most,
+                       uint64_t seed, double tol) {
+    static const char *const kinds[3] = {"replicate", "partition", "auto"};
+    const int64_t table = gd_dataset_num_nodes(ds) * gd_dataset_feature_dim(ds) * 4;
+    rank_run one[1], many[MAX_RANKS];
+    for (int k = 0; k < 3; k++) {
+        world_spec w = {"zero-copy", devices, staged, kinds[k], table / 3};
+        run_world(one, 1, ds, &w, seed, BATCH, EPOCHS, NULL, 0, NULL);
+        for (int world = 2; world <= most; world++) {
+            char what[64], want[64];
+            snprintf(what, sizeof what, "zero-copy %s x%d%s", kinds[k], world,
+                     staged ? " staged" : "");
+            run_world(many, world, ds, &w, seed, BATCH, EPOCHS, NULL, 0, NULL);
+            same_as(one, many, world, 0, tol, what);
+            snprintf(want, sizeof want, "placement %s over %d GPUs", kinds[k], world);
+            for (int r = 0; r < world; r++) {
+                fprintf(stderr, "%s rank %d plan: %s\n", what, r, many[r].plan);
+                if (k > 0) T_ASSERT(strstr(many[r].plan, want) != NULL);
+                if (k == 0) T_ASSERT(strstr(many[r].plan, "placement") == NULL);
+            }
+        }
     }
 }
 
@@ -337,15 +395,24 @@ int main(void) {
     refusals(ds);
     loader_shards(ds, seed);
     failing_rank(NULL, 3, 30);
-    equivalence(ds, "cpu", NULL, 3, seed, tmp, 1e-4);
+    const world_spec cpu = {"cpu", NULL, 0, NULL, 0};
+    equivalence(ds, &cpu, 3, seed, tmp, 1e-4);
 
     const int gpus = gd_device_count();
+    if (gpus >= 1) {
+        /* Every rank on GPU 0, summing through host memory. */
+        const int one_gpu[MAX_RANKS] = {0, 0, 0, 0};
+        placements(ds, one_gpu, 1, 3, seed, 2e-3);
+    }
     if (gpus >= 2 && gd_comm_available()) {
         int devices[MAX_RANKS] = {0, 1, 2, 3};
         const int most = gpus < 3 ? gpus : 3;
         failing_rank(devices, 2, 5);
-        equivalence(ds, "all-gpu", devices, most, seed, tmp, 2e-3);
-        equivalence(ds, "zero-copy", devices, most, seed, tmp, 2e-3);
+        const world_spec all_gpu = {"all-gpu", devices, 0, NULL, 0};
+        const world_spec zero_copy = {"zero-copy", devices, 0, NULL, 0};
+        equivalence(ds, &all_gpu, most, seed, tmp, 2e-3);
+        equivalence(ds, &zero_copy, most, seed, tmp, 2e-3);
+        placements(ds, devices, 0, most, seed, 2e-3);
     } else {
         fprintf(stderr, "%d GPU(s)%s: the NCCL runs need 2 GPUs and NCCL; skipped\n", gpus,
                 gd_comm_available() ? "" : ", no NCCL");

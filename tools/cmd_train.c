@@ -61,6 +61,10 @@ static void help(void) {
            "  --host-mem-budget SIZE host memory the run may take beyond the dataset (default:\n"
            "                     what is available, or GD_HOST_MEM_MB)\n"
            "  --gather-sms N     SMs the gather kernel may use, N or N%% (default: all)\n"
+           "  --placement P      several GPUs in zero-copy: where the hot feature rows live\n"
+           "                       replicate  every GPU caches the hottest rows it holds\n"
+           "                       partition  each hot row cached once, read over NVLink\n"
+           "                       auto       the cost model's mix of both (default)\n"
            "  --depth D          buffer sets in the pipeline ring (default 3)\n"
            "  --preset NAME      without DATASET_DIR: the preset to generate (default small;\n"
            "                     tiny answers in seconds)\n"
@@ -581,6 +585,12 @@ static int train_option(train_args *a, int c, const char *arg) {
     case 'S':
         a->cfg.gather_sms = arg;
         break;
+    case 'Q':
+        if (strcmp(arg, "replicate") && strcmp(arg, "partition") && strcmp(arg, "auto"))
+            return cli_usage_error("train", "--placement '%s' is none of replicate, partition, "
+                                   "auto", arg);
+        a->cfg.placement = arg;
+        break;
     case 'R':
         if (cli_parse_i64(arg, &v) || v < 2 || v > 8)
             return cli_usage_error("train", "--depth '%s' is not in 2..8", arg);
@@ -630,6 +640,7 @@ static int parse_train(int argc, char **argv, train_args *a) {
                                               {"gpu-mem-budget", required_argument, 0, 'G'},
                                               {"host-mem-budget", required_argument, 0, 'K'},
                                               {"gather-sms", required_argument, 0, 'S'},
+                                              {"placement", required_argument, 0, 'Q'},
                                               {"depth", required_argument, 0, 'R'},
                                               {"metrics", required_argument, 0, 'J'},
                                               {"checkpoint", required_argument, 0, 'C'},

@@ -6,6 +6,8 @@
  */
 #include "core/comm_impl.h"
 
+#include "core/cuda.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +141,8 @@ typedef struct {
     local_shared *sh;
     void *tmp; /* this rank's sums before they overwrite its buffer */
     size_t tmp_bytes;
+    void *stage; /* staged group: the GPU buffer's copy in host memory */
+    size_t stage_bytes;
 } local_rank;
 
 /*
@@ -184,13 +188,17 @@ static gd_status local_barrier(gd__comm *c) {
     return st;
 }
 
-static gd_status local_tmp(local_rank *lr, size_t bytes) {
-    if (bytes <= lr->tmp_bytes) return GD_OK;
-    void *p = gd_realloc(lr->tmp, bytes);
+static gd_status grow(void **buf, size_t *have, size_t bytes) {
+    if (bytes <= *have) return GD_OK;
+    void *p = gd_realloc(*buf, bytes);
     if (!p) return gd__error(GD_ERR_NO_MEMORY, "communicator: out of memory for %zu bytes", bytes);
-    lr->tmp = p;
-    lr->tmp_bytes = bytes;
+    *buf = p;
+    *have = bytes;
     return GD_OK;
+}
+
+static gd_status local_tmp(local_rank *lr, size_t bytes) {
+    return grow(&lr->tmp, &lr->tmp_bytes, bytes);
 }
 
 /*
@@ -241,6 +249,31 @@ static gd_status local_allreduce_f32(gd__comm *c, float *buf, int64_t n, void *s
     return local_exchange(c, buf, buf, (size_t)n * sizeof(float), sum_f32, n);
 }
 
+/*
+ * The staged group: GPU buffers copied to host memory, summed as the local group sums, and
+ * copied back, each copy finished before the next step. As slow as it sounds; it lets ranks
+ * share one GPU (which NCCL refuses), so that one GPU tests the multi-rank GPU paths, and its
+ * sums are the local group's, bit for bit.
+ */
+static gd_status staged_allreduce_f32(gd__comm *c, float *buf, int64_t n, void *stream) {
+    gd_status st = GD_OK;
+#ifdef GD_WITH_CUDA
+    local_rank *lr = c->impl;
+    const size_t bytes = (size_t)n * sizeof(float);
+    GD_CHECK(grow(&lr->stage, &lr->stage_bytes, bytes));
+    GD_CHECK(gd__cuda_memcpy_async(lr->stage, buf, bytes, stream));
+    GD_CHECK(gd__cuda_stream_sync(stream));
+    GD_CHECK(local_exchange(c, lr->stage, lr->stage, bytes, sum_f32, n));
+    GD_CHECK(gd__cuda_memcpy_async(buf, lr->stage, bytes, stream));
+    GD_CHECK(gd__cuda_stream_sync(stream));
+#else
+    (void)c, (void)buf, (void)n, (void)stream;
+    st = gd__error(GD_ERR_NO_DEVICE, "a staged communicator group: this build has no CUDA");
+#endif
+fail:
+    return st;
+}
+
 static gd_status local_sum_host(gd__comm *c, double *vals, int64_t n) {
     return local_exchange(c, vals, vals, (size_t)n * sizeof(double), sum_f64, n);
 }
@@ -273,6 +306,7 @@ static void local_destroy(gd__comm *c) {
         gd_free(sh);
     }
     gd_free(lr->tmp);
+    gd_free(lr->stage);
     gd_free(lr);
 }
 
@@ -287,7 +321,19 @@ static const gd__comm_ops local_ops = {
     .destroy = local_destroy,
 };
 
-static gd_status local_group(int world, double timeout_s, gd__comm **comms) {
+static const gd__comm_ops staged_ops = {
+    .name = "local-staged",
+    .on_device = 1,
+    .allreduce_f32 = staged_allreduce_f32,
+    .sum_host = local_sum_host,
+    .allgather_host = local_allgather_host,
+    .sync = NULL,
+    .abort = local_abort,
+    .destroy = local_destroy,
+};
+
+static gd_status local_group(int world, const gd__comm_ops *ops, double timeout_s,
+                             gd__comm **comms) {
     gd_status st = GD_OK;
     local_shared *sh = NULL;
     GD_ALLOC(sh, sizeof *sh, "a local communicator group");
@@ -303,7 +349,7 @@ static gd_status local_group(int world, double timeout_s, gd__comm **comms) {
         memset(lr, 0, sizeof *lr);
         lr->sh = sh;
         sh->refs++;
-        st = gd__comm_new(&local_ops, r, world, timeout_s, &comms[r]);
+        st = gd__comm_new(ops, r, world, timeout_s, &comms[r]);
         if (st != GD_OK) {
             sh->refs--;
             gd_free(lr);
@@ -345,12 +391,22 @@ gd_status gd__comm_create_group(int world, const int *devices, double timeout_s,
     GD_REQUIRE(world >= 2 && world <= LOCAL_MAX_RANKS, GD_ERR_INVALID_ARG,
                "communicator group: %d ranks; use 2 to %d", world, LOCAL_MAX_RANKS);
     for (int r = 0; r < world; r++) comms[r] = NULL;
-    if (!devices) return local_group(world, timeout_s, comms);
+    if (!devices) return local_group(world, &local_ops, timeout_s, comms);
 #ifdef GD_WITH_NCCL
     return gd__nccl_create_group(world, devices, timeout_s, comms);
 #else
     GD_CHECK(gd__comm_create(NULL, comms));
 #endif
+fail:
+    return st;
+}
+
+gd_status gd__comm_create_staged_group(int world, double timeout_s, gd__comm **comms) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(world >= 2 && world <= LOCAL_MAX_RANKS, GD_ERR_INVALID_ARG,
+               "communicator group: %d ranks; use 2 to %d", world, LOCAL_MAX_RANKS);
+    for (int r = 0; r < world; r++) comms[r] = NULL;
+    GD_CHECK(local_group(world, &staged_ops, timeout_s, comms));
 fail:
     return st;
 }

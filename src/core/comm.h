@@ -46,6 +46,11 @@ gd_status gd__comm_create(const gd__comm_config *cfg, gd__comm **out);
 gd_status gd__comm_create_group(int world, const int *devices, double timeout_s,
                                 gd__comm **comms);
 /* Finalizes (NCCL: flushes, watched) and frees; NULL is ignored. */
+/*
+ * A local group whose ranks keep their buffers in GPU memory (possibly all on one GPU): the
+ * all-reduce stages them through host memory. For tests of the multi-rank GPU paths on one GPU.
+ */
+gd_status gd__comm_create_staged_group(int world, double timeout_s, gd__comm **comms);
 void gd__comm_destroy(gd__comm *c);
 
 int gd__comm_rank(const gd__comm *c);
@@ -79,6 +84,8 @@ gd__comm *gd__context_comm(const gd_context_t *ctx);
  * tests, and the reference of data-parallel training without a GPU (devices NULL: cpu).
  */
 gd_status gd__context_create_group(int world, const int *devices, gd_context_t **ctxs);
+/* A context per device over a staged group (gd__comm_create_staged_group); devices may repeat. */
+gd_status gd__context_create_staged_group(int world, const int *devices, gd_context_t **ctxs);
 
 #ifdef __cplusplus
 }

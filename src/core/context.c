@@ -99,16 +99,21 @@ fail:
     return st;
 }
 
-gd_status gd__context_create_group(int world, const int *devices, gd_context_t **ctxs) {
+/* world contexts over a group: staged (GPU buffers through host memory) or not. */
+static gd_status create_group(int world, const int *devices, int staged, gd_context_t **ctxs) {
     gd_status st = GD_OK;
     gd__comm *comms[64] = {NULL};
     GD_REQUIRE(world >= 2 && world <= 64, GD_ERR_INVALID_ARG,
                "context group: %d ranks; use 2 to 64", world);
+    GD_REQUIRE(devices || !staged, GD_ERR_INVALID_ARG, "a staged context group needs GPUs");
     for (int r = 0; r < world; r++) {
         ctxs[r] = NULL;
         if (devices) GD_CHECK(check_device(devices[r], "context group"));
     }
-    GD_CHECK(gd__comm_create_group(world, devices, 0, comms));
+    if (staged)
+        GD_CHECK(gd__comm_create_staged_group(world, 0, comms));
+    else
+        GD_CHECK(gd__comm_create_group(world, devices, 0, comms));
     for (int r = 0; r < world; r++) {
         GD_CHECK(context_new(devices ? devices[r] : 0, &ctxs[r]));
         ctxs[r]->rank = r;
@@ -124,6 +129,14 @@ fail:
         ctxs[r] = NULL;
     }
     return st;
+}
+
+gd_status gd__context_create_group(int world, const int *devices, gd_context_t **ctxs) {
+    return create_group(world, devices, 0, ctxs);
+}
+
+gd_status gd__context_create_staged_group(int world, const int *devices, gd_context_t **ctxs) {
+    return create_group(world, devices, 1, ctxs);
 }
 
 gd_status gd_context_create_group(int n, const int *devices, gd_context_t **ctxs) {

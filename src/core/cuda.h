@@ -122,6 +122,13 @@ gd_status gd__cuda_ipc_open(int device, int peer,
                             const unsigned char handle[GD__CUDA_IPC_HANDLE_BYTES], void **ptr);
 /* Close a mapping of gd__cuda_ipc_open (NULL: nothing to do). */
 gd_status gd__cuda_ipc_close(int device, void *ptr);
+/*
+ * A GPU's PCI id ("0000:1b:00.0"), the name processes with different CUDA_VISIBLE_DEVICES agree
+ * on, and the ordinal this process gives the GPU of a PCI id (-1: not visible here).
+ */
+#define GD__CUDA_PCI_ID_BYTES 32
+gd_status gd__cuda_pci_id(int device, char id[GD__CUDA_PCI_ID_BYTES]);
+int gd__cuda_device_of_pci(const char *id);
 #endif
 
 #ifdef __cplusplus

@@ -143,3 +143,21 @@ fail:
     gd__cuda_leave_device(device, prev);
     return st;
 }
+
+extern "C" gd_status gd__cuda_pci_id(int device, char id[GD__CUDA_PCI_ID_BYTES]) {
+    gd_status st = GD_OK;
+    cudaError_t ce;
+    memset(id, 0, GD__CUDA_PCI_ID_BYTES);
+    GD_CHECK(gd__cuda_check_device(device, "naming a GPU to its peers", NO_PEER_WAY_OUT));
+    ce = take_error(cudaDeviceGetPCIBusId(id, GD__CUDA_PCI_ID_BYTES - 1, device));
+    GD_REQUIRE(ce == cudaSuccess, GD_ERR_CUDA, "reading GPU %d's PCI id failed: %s (%s)", device,
+               cudaGetErrorString(ce), cudaGetErrorName(ce));
+fail:
+    return st;
+}
+
+extern "C" int gd__cuda_device_of_pci(const char *id) {
+    int device = -1;
+    if (take_error(cudaDeviceGetByPCIBusId(&device, id)) != cudaSuccess) return -1;
+    return device;
+}

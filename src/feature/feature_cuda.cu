@@ -38,8 +38,7 @@ struct gd__cuda_gatherer {
     size_t sort_tmp_bytes;
     int end_bit; /* sort only the bits an in-range id can have */
     gd__dev_error *d_err;
-    gd__tier_bases tiers;     /* aligned modes: the store's tiers, as the kernel takes them */
-    const long long *loc;     /* ... and its location map (a cache only), or NULL */
+    const long long *loc;     /* aligned modes: the store's location map (a cache only), or NULL */
     cudaEvent_t done;         /* recorded after each call's last GPU operation */
     cudaEvent_t staging_free; /* recorded after the copy that last read pinned staging */
     cudaEvent_t to_green;     /* green context: the caller's stream hands over to it ... */
@@ -306,7 +305,17 @@ static gd_status make_store(gd_gatherer_t *g, gd__cuda_gatherer *c) {
     const int home = g->mode == GD_GATHER_GPU ? GD__TIER_GPU : GD__TIER_HOST;
     const long long R = t->row_bytes;
     GD_CHECK(gd__tier_store_create(&shape, g->device, home, c->src, t->rows, &g->store));
-    if (g->hot_count > 0) {
+    if (g->placed) {
+        st = gd__tier_cache_build_placed(g->store, &g->placed->own, g->placed->peers,
+                                         g->placed->num_peers);
+        if (st != GD_OK) {
+            gd__error_context(st, "building the GPU cache of %lld placed rows (%.1f MiB): lower "
+                                  "--gpu-cache to fit free GPU memory",
+                              (long long)g->placed->own.count,
+                              (double)g->placed->own.budget / 1048576.0);
+            goto fail;
+        }
+    } else if (g->hot_count > 0) {
         st = gd__tier_cache_build(g->store, g->hot_rows, g->hot_count, g->cache_budget);
         if (st != GD_OK) {
             gd__error_context(st,
@@ -320,7 +329,6 @@ static gd_status make_store(gd_gatherer_t *g, gd__cuda_gatherer *c) {
     g->info.cached_rows = g->store->cache.count;
     g->info.cache_bytes = g->store->cache.units * R;
     g->info.map_bytes = g->store->map_bytes;
-    c->tiers = gd__tier_store_bases(g->store);
     c->loc = (const long long *)g->store->loc;
     return GD_OK;
 fail:
@@ -613,7 +621,8 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
         const int groups_per_block = BLOCK_THREADS / c->group;
         const unsigned grid = grid_for((n + groups_per_block - 1) / groups_per_block, c->grid_cap);
         aligned_kernel(c->group, c->unroll)<<<grid, BLOCK_THREADS, 0, ks>>>(
-            c->tiers, c->loc, t->rows, t->row_bytes, dids, perm, n, (unsigned char *)out,
+            gd__tier_store_bases(g->store), c->loc, t->rows, t->row_bytes, dids, perm, n,
+            (unsigned char *)out,
             c->d_err);
         GD_CUDA_CHECK_LAUNCH();
     }

@@ -64,8 +64,9 @@ fail:
     return st;
 }
 
-gd_status gd_gatherer_create(gd_host_tensor_t *t, gd_context_t *context, gd_gather_mode mode,
-                             const gd_gatherer_options *options, gd_gatherer_t **out) {
+static gd_status create(gd_host_tensor_t *t, gd_context_t *context, gd_gather_mode mode,
+                        const gd_gatherer_options *options, const gd__gather_placed *placed,
+                        gd_gatherer_t **out) {
     gd_status st = GD_OK;
     gd_gatherer_t *g = NULL;
     gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
@@ -114,8 +115,10 @@ gd_status gd_gatherer_create(gd_host_tensor_t *t, gd_context_t *context, gd_gath
     GD_REQUIRE(o.cache_bytes >= 0, GD_ERR_INVALID_ARG,
                "gd_gatherer_create: negative cache_bytes %lld", (long long)o.cache_bytes);
     if (o.cache_bytes > 0) GD_CHECK(choose_hot_rows(g, &o));
+    g->placed = placed;
     g->info = (gd_gatherer_info)GD_GATHERER_INFO_INIT;
     GD_CHECK(gd__feature_backend_for(mode)->gatherer_init(g));
+    g->placed = NULL;
     gd_free(g->hot_rows);
     g->hot_rows = NULL;
     *out = g;
@@ -127,6 +130,37 @@ fail:
     }
     gd_free(g);
     return st;
+}
+
+gd_status gd_gatherer_create(gd_host_tensor_t *t, gd_context_t *context, gd_gather_mode mode,
+                             const gd_gatherer_options *options, gd_gatherer_t **out) {
+    return create(t, context, mode, options, NULL, out);
+}
+
+gd_status gd__gatherer_create_placed(gd_host_tensor_t *t, gd_context_t *context,
+                                     const gd_gatherer_options *options,
+                                     const gd__gather_placed *placed, gd_gatherer_t **out) {
+    if (!placed || (options && options->cache_bytes != 0))
+        return gd__error(GD_ERR_INVALID_ARG, "gd__gatherer_create_placed: %s",
+                         placed ? "the placement gives the cache, so cache_bytes must be 0"
+                                : "NULL placement");
+    return create(t, context, GD_GATHER_ZEROCOPY, options, placed, out);
+}
+
+const void *gd__gatherer_cache_mem(const gd_gatherer_t *g, int64_t *units) {
+    *units = g->store ? g->store->cache.units : 0;
+    return g->store ? g->store->cache.mem : NULL;
+}
+
+int64_t gd__gatherer_peer_units(const gd_gatherer_t *g, int peer) {
+    if (!g->store || peer < 0 || peer >= g->store->cache.num_peers) return 0;
+    return g->store->cache.peer[peer].count > 0 ? g->store->cache.peer[peer].units : 0;
+}
+
+gd_status gd__gatherer_set_peer(gd_gatherer_t *g, int peer, const void *base, int64_t units) {
+    if (!g->store)
+        return gd__error(GD_ERR_INVALID_ARG, "gd__gatherer_set_peer: the gatherer has no cache");
+    return gd__tier_store_set_peer(g->store, peer, base, units);
 }
 
 void gd_gatherer_destroy(gd_gatherer_t *g) {

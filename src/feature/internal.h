@@ -10,6 +10,7 @@
 #define GD_FEATURE_INTERNAL_H
 
 #include "core/internal.h"
+#include "placed.h"
 #include "tier.h"
 
 #ifdef __cplusplus
@@ -72,6 +73,8 @@ struct gd_gatherer {
     int64_t *hot_rows;        /* the rows to cache, hottest first; slot i holds hot_rows[i] */
     int64_t hot_count;        /* their number */
     int64_t cache_budget;     /* the cache's bytes (cache_bytes) */
+    /* A placed cache (placed.h) instead of the hot rows: valid only while the backend builds. */
+    const gd__gather_placed *placed;
     gd__tier_store *store;    /* aligned GPU modes: the table's tiers, the cache, the map */
     gd_gatherer_info info;    /* filled by the backend at init */
     gd__cuda_gatherer *cuda;  /* GPU modes: streams, events, device buffers */

@@ -9,6 +9,7 @@
 #include "core/context.h"
 #include "core/cuda.h"
 #include "core/hostmem.h"
+#include "core/peers.h"
 #include "io/dataset.h"
 
 #include <stdio.h>
@@ -50,6 +51,12 @@ void gd__datapath_destroy(gd__datapath *d) {
     if (d->s_gather) (void)gd__cuda_stream_sync(d->s_gather);
 #endif
     for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) destroy_set(d, &d->sets[i]);
+    if (d->peers) {
+        /* Every rank stops reading the others' caches before any rank frees its own. */
+        gd__peers_barrier(gd__context_comm(d->context));
+        gd__peers_close(d->peers);
+        gd_free(d->peers);
+    }
     gd_gatherer_destroy(d->gatherer);
     gd_host_tensor_destroy(d->features); /* its registration goes back to the context */
     gd_minibatch_destroy(d->host_mb);
@@ -208,6 +215,7 @@ fail:
 static gd_status make_gatherer(gd__datapath *d) {
     gd_status st = GD_OK;
     int64_t *scores = NULL;
+    int placed = 0;
     gd_gatherer_options go = GD_GATHERER_OPTIONS_INIT;
     go.threads = d->cfg.threads;
     go.max_ids = gd__max64(d->sinfo.max_input_nodes, 1);
@@ -242,12 +250,13 @@ static gd_status make_gatherer(gd__datapath *d) {
             GD_ALLOC(scores, (size_t)d->num_nodes * sizeof(int64_t), "the feature cache scores");
             GD_CHECK(gd_csc_degree_scores(d->num_nodes, ip.data, ix.data, ix.dtype, GD_DEGREE_OUT,
                                           scores));
+            GD_CHECK(gd__datapath_place_cache(d, &go, cache, scores, &placed));
             go.cache_bytes = cache;
             go.cache_scores = scores;
         }
     }
 #endif
-    GD_CHECK(gd_gatherer_create(d->features, d->context, gm, &go, &d->gatherer));
+    if (!placed) GD_CHECK(gd_gatherer_create(d->features, d->context, gm, &go, &d->gatherer));
     gd_gatherer_info gi = GD_GATHERER_INFO_INIT;
     GD_CHECK(gd_gatherer_get_info(d->gatherer, &gi));
     d->feature_cache_rows = gi.cached_rows;

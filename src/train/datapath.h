@@ -52,6 +52,7 @@ typedef struct {
     int64_t gpu_cache_bytes, graph_cache_bytes, gpu_mem_budget;
     int64_t host_mem_budget; /* host memory the run may take (0: GD_HOST_MEM_MB or available) */
     const char *gather_sms;
+    const char *placement; /* several ranks in zero-copy: replicate, partition, auto (NULL) */
     int depth;           /* buffer sets of the GPU modes (cpu: 1 unless sets_on_cpu) */
     int sets_on_cpu;     /* the cpu mode keeps `depth` sets too (the loader's caller holds them) */
     int labels_optional; /* the loader serves unlabelled data */
@@ -109,6 +110,8 @@ typedef struct {
     int64_t *order; /* the ids of a pass in the order they are used */
     int64_t gpu_bytes, free0, budget;
     int64_t feature_cache_rows, feature_cache_bytes, graph_cache_bytes;
+    /* Several ranks: the other ranks' feature caches this rank reads (NULL: none). */
+    struct gd__peer_view_s *peers;
 } gd__datapath;
 
 /*
@@ -126,6 +129,14 @@ void gd__datapath_nn_release(gd__nn_ctx *nn);
  * budget leaves once the client has allocated its own buffers (the model), so the client calls
  * this after them. Before it, the data stages cannot run.
  */
+/*
+ * Several ranks in zero-copy (placed.c): create d->gatherer with its cache of cache bytes placed
+ * over the group's GPUs by cfg.placement, from the rows' scores, and map the peers' caches.
+ * Collective. *placed = 0 (nothing created) when one GPU's hot-row cache serves: one rank,
+ * replicate, or auto where the GPUs cannot read each other's memory (the plan says why).
+ */
+gd_status gd__datapath_place_cache(gd__datapath *d, const gd_gatherer_options *go, int64_t cache,
+                                   const int64_t *scores, int *placed);
 gd_status gd__datapath_place_features(gd__datapath *d);
 /*
  * The plan a data path of cfg over ds would follow on GPU `device` now (its free memory, the

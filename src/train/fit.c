@@ -107,6 +107,7 @@ static gd_status train_config(const gd_train_options *o, gd_trainer_t *t, gd__tr
     c->device = o->device;
     c->context = o->context;
     c->host_mem_budget = o->host_mem_budget;
+    c->placement = o->placement;
     /* Every minibatch reaches forward_progress, which reports at the fit's own cadence. */
     c->progress = forward_progress;
     c->progress_user = t;

@@ -85,6 +85,11 @@ typedef struct {
     int64_t gpu_mem_budget;
     int64_t host_mem_budget; /* host memory the run may take (0: GD_HOST_MEM_MB or available) */
     const char *gather_sms; /* SMs the gather kernel may use ("N", "N%"; NULL: GD_GATHER_SMS) */
+    /*
+     * Several ranks in zero-copy: where the hot feature rows live over the GPUs, "replicate",
+     * "partition" or "auto" (NULL: auto; train/placement.h, docs/multi_gpu.md).
+     */
+    const char *placement;
     int depth;              /* GPU modes: buffer sets in the ring, >= 2 */
     int64_t max_batches;    /* stop a training epoch after this many minibatches (0: all) */
     gd__train_progress_fn progress;

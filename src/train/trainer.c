@@ -248,6 +248,7 @@ static void data_config(gd__trainer *t, gd__data_config *dc) {
     sampler_fanouts(cfg, dc->fanouts);
     dc->mode = cfg->mode;
     dc->host_mem_budget = cfg->host_mem_budget;
+    dc->placement = cfg->placement;
     dc->model_bytes = plan_model_bytes;
     dc->model_user = t;
 }
@@ -408,6 +409,16 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     *out = t;
     return GD_OK;
 fail:
+    /*
+     * The other ranks would wait at their next collective for this one: stop them now, with
+     * this rank's reason.
+     */
+    if (t && gd__comm_world(t->comm) > 1) {
+        char why[320];
+        snprintf(why, sizeof why, "rank %d could not create its trainer: %.280s",
+                 gd__comm_rank(t->comm), gd_last_error());
+        gd__comm_abort(t->comm, why);
+    }
     gd__context_unref(ctx);
     gd__trainer_destroy(t);
     return st;
