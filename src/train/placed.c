@@ -173,9 +173,9 @@ static void note(gd__datapath *d, const gd__placement *p, int rank, const char *
     int64_t only = 0;
     for (int64_t i = 0; i < p->num_candidates; i++) only += p->home[i] == rank;
     snprintf(d->plan.text + used, sizeof d->plan.text - used,
-             "; feature cache placement %s%s over %d GPUs (alpha %.3f): this GPU caches %lld "
+             "; feature cache placement %s over %d GPUs (alpha %.3f%s): this GPU caches %lld "
              "rows (%lld its share alone), expects %.0f%% of reads local, %.0f%% from peers",
-             gd__placement_names[p->kind], why, p->num_gpus, p->alpha, (long long)own,
+             gd__placement_names[p->kind], p->num_gpus, p->alpha, why, (long long)own,
              (long long)only, 100 * p->local_prob[rank], 100 * p->peer_prob[rank]);
 }
 
