@@ -11,7 +11,9 @@
  *     epoch time is the slowest rank's, with each rank's breakdown (sample / gather / train /
  *     all-reduce / wait);
  *   - the speed-up, and the all-reduce's share of the step.
- * Every rank caches the hottest rows that fit its own budget (the `replicate` placement).
+ * In zero-copy mode the n-GPU run is repeated for each placement of the hot feature rows
+ * (--placement; default replicate, partition and auto): every rank caching the hottest rows
+ * its budget holds, each hot row cached once over the GPUs, and the cost model's mix.
  */
 #include "bench.h"
 #include "cli.h"
@@ -23,7 +25,9 @@
 #include <string.h>
 
 #define MAX_GPUS 8
+#define MAX_PLACEMENTS 3
 static const char *const cmd = "bench scale";
+static const char *const placement_names[MAX_PLACEMENTS] = {"replicate", "partition", "auto"};
 
 typedef struct {
     bench_options opt;
@@ -31,6 +35,8 @@ typedef struct {
     const char *mode;
     int64_t budget, warmup;
     int layers, fanouts[GD_SAMPLER_MAX_LAYERS];
+    int num_placements;
+    const char *placements[MAX_PLACEMENTS];
 } scale_bench;
 
 typedef struct {
@@ -39,6 +45,7 @@ typedef struct {
     gd_context_t *ctx; /* NULL: one GPU alone */
     int device;
     int64_t batch;
+    const char *placement; /* NULL: the default (one GPU) */
     gd_status st;
     char err[600];
     double create_s, warm_loss;
@@ -62,7 +69,29 @@ static void help(void) {
            "  --fanouts LIST       seeds first (default 15,10,5)\n"
            "  --hidden H           hidden width (default 256)\n"
            "  --warmup N           warm-up minibatches before each timed epoch (default 20)\n"
+           "  --placement LIST     zero-copy: the placements of the hot feature rows to run,\n"
+           "                       from replicate,partition,auto (default: all three)\n"
            "  --threads N, --seed S, --json FILE, --commit C\n");
+}
+
+/* "replicate,auto": each a known placement, at most once. */
+static int parse_placements(scale_bench *b, const char *arg) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", arg);
+    b->num_placements = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        int k = 0;
+        while (k < MAX_PLACEMENTS && strcmp(tok, placement_names[k])) k++;
+        if (k == MAX_PLACEMENTS)
+            return cli_usage_error(cmd, "--placement '%s': use replicate, partition, auto", tok);
+        for (int i = 0; i < b->num_placements; i++)
+            if (b->placements[i] == placement_names[k])
+                return cli_usage_error(cmd, "--placement names '%s' twice", tok);
+        b->placements[b->num_placements++] = placement_names[k];
+    }
+    if (b->num_placements == 0) return cli_usage_error(cmd, "--placement '%s' is empty", arg);
+    return 0;
 }
 
 static int own_option(void *self, int c, const char *arg) {
@@ -93,6 +122,8 @@ static int own_option(void *self, int c, const char *arg) {
         if (bench_parse_fanouts(arg, 0, 1 << 20, 1, &b->fanouts, &b->layers, NULL))
             return CLI_EXIT_USAGE;
         break;
+    case 'p':
+        return parse_placements(b, arg);
     default:
         return -1;
     }
@@ -107,6 +138,7 @@ static int parse_options(scale_bench *b, int argc, char **argv) {
                                               {"gpu-mem-budget", required_argument, 0, 'B'},
                                               {"fanouts", required_argument, 0, 'f'},
                                               {"warmup", required_argument, 0, 'w'},
+                                              {"placement", required_argument, 0, 'p'},
                                               BENCH_LONG("batch", BATCH),
                                               BENCH_LONG("hidden", HIDDEN),
                                               BENCH_LONG("threads", THREADS),
@@ -115,6 +147,8 @@ static int parse_options(scale_bench *b, int argc, char **argv) {
     b->opt.preset = "products";
     b->mode = "zero-copy";
     b->warmup = 20;
+    b->num_placements = MAX_PLACEMENTS;
+    memcpy(b->placements, placement_names, sizeof b->placements);
     if (bench_parse_fanouts("15,10,5", 0, 1 << 20, 1, &b->fanouts, &b->layers, NULL))
         return CLI_EXIT_FAIL;
     return bench_parse_options(&b->opt, cmd, argc, argv, long_opts, help, own_option, b);
@@ -136,6 +170,7 @@ static void *run_rank(void *arg) {
     o.device = j->device;
     o.context = j->ctx;
     o.gpu_mem_budget = b->budget;
+    o.placement = j->placement;
     gd_epoch_stats warm;
     double t0 = bench_now();
     j->st = gd_trainer_create(j->ds, &o, &t);
@@ -255,6 +290,7 @@ static int add_rank_json(cJSON *arr, const char *label, const rank_job *j) {
     BENCH_JSON(o);
     cJSON_AddItemToArray(arr, o);
     BENCH_JSON(cJSON_AddStringToObject(o, "run", label));
+    if (j->placement) BENCH_JSON(cJSON_AddStringToObject(o, "placement", j->placement));
     BENCH_JSON(cJSON_AddNumberToObject(o, "batch_per_gpu", (double)j->batch));
     BENCH_JSON(cJSON_AddNumberToObject(o, "batches", (double)s->batches));
     BENCH_JSON(cJSON_AddNumberToObject(o, "epoch_s", s->seconds));
@@ -272,7 +308,8 @@ fail:
 }
 
 /* The n ranks of a group at batch / n each, in threads; 0 or -1 (message printed). */
-static int run_group(const scale_bench *b, const gd_dataset_t *ds, int n, rank_job *jobs) {
+static int run_group(const scale_bench *b, const gd_dataset_t *ds, int n, const char *placement,
+                     rank_job *jobs) {
     int rc = -1;
     int devs[MAX_GPUS];
     gd_context_t *ctxs[MAX_GPUS] = {NULL};
@@ -281,7 +318,7 @@ static int run_group(const scale_bench *b, const gd_dataset_t *ds, int n, rank_j
     BENCH_GD(gd_context_create_group(n, devs, ctxs), "creating the GPUs' communicator");
     for (int r = 0; r < n; r++) {
         jobs[r] = (rank_job){.b = b, .ds = ds, .ctx = ctxs[r], .device = r,
-                             .batch = b->opt.batch / n};
+                             .batch = b->opt.batch / n, .placement = placement};
         BENCH_REQUIRE(pthread_create(&th[r], NULL, run_rank, &jobs[r]) == 0,
                       "cannot start the thread of rank %d", r);
     }
@@ -293,6 +330,52 @@ static int run_group(const scale_bench *b, const gd_dataset_t *ds, int n, rank_j
             rc = -1;
         }
     }
+fail:
+    return rc;
+}
+
+/* The n-GPU run of one placement (NULL: the mode has none), against the one-GPU run. */
+static int run_placement(const scale_bench *b, const gd_dataset_t *ds, const rank_job *one,
+                         const char *placement, rank_job *jobs, cJSON *ceil, cJSON *runs,
+                         cJSON *targets) {
+    int rc = -1;
+    char label[64], what[160];
+    if (run_group(b, ds, b->gpus, placement, jobs)) goto fail;
+    double slowest = 0;
+    for (int r = 0; r < b->gpus; r++) {
+        snprintf(label, sizeof label, "%d gpus %s r%d", b->gpus, placement ? placement : "", r);
+        print_rank(label, &jobs[r]);
+        if (add_rank_json(runs, label, &jobs[r])) goto fail;
+        if (jobs[r].st_epoch.seconds > slowest) slowest = jobs[r].st_epoch.seconds;
+    }
+    BENCH_REQUIRE(fabs(one->warm_loss - jobs[0].warm_loss) <= 2e-3 * fabs(one->warm_loss) + 1e-4,
+                  "one GPU and %d GPUs disagree on the warm-up loss (%.6f vs %.6f): they must "
+                  "train the same global minibatches",
+                  b->gpus, one->warm_loss, jobs[0].warm_loss);
+    const double n = b->gpus, grad = (double)jobs[0].info.num_params * 4;
+    const double busbw = 2 * (n - 1) / n * (double)(INT64_C(64) << 20) / jobs[0].ar_big_s / 1e9;
+    const double step_ms = 1e3 * jobs[0].st_epoch.train_s / (double)jobs[0].st_epoch.batches;
+    printf("ceilings: NCCL all-reduce of the gradients (%.1f MB) %.1f us, of 64 MiB %.2f ms "
+           "(bus bandwidth %.1f GB/s)\n",
+           grad / 1e6, 1e6 * jobs[0].ar_grad_s, 1e3 * jobs[0].ar_big_s, busbw);
+    if (!cJSON_GetObjectItem(ceil, "allreduce_grad_s")) {
+        BENCH_JSON(cJSON_AddNumberToObject(ceil, "allreduce_grad_s", jobs[0].ar_grad_s));
+        BENCH_JSON(cJSON_AddNumberToObject(ceil, "allreduce_64MiB_s", jobs[0].ar_big_s));
+        BENCH_JSON(cJSON_AddNumberToObject(ceil, "allreduce_busbw_gbs", busbw));
+    }
+    const double speedup = one->st_epoch.seconds / slowest;
+    const double ar_share = 1e3 * jobs[0].ar_grad_s / step_ms;
+    printf("speed-up%s%s: %d GPUs %.3f s vs 1 GPU %.3f s = %.2fx; all-reduce alone / train step "
+           "(rank 0, %.2f ms) = %.3f\n",
+           placement ? ", " : "", placement ? placement : "", b->gpus, slowest,
+           one->st_epoch.seconds, speedup, step_ms, ar_share);
+    snprintf(what, sizeof what, "N-GPU speed-up over 1 GPU%s%s (products: >= 1.9 on 2)",
+             placement ? ", " : "", placement ? placement : "");
+    bench_target(targets, what, speedup, 0.95 * n, "x");
+    snprintf(what, sizeof what, "train step / all-reduce alone%s%s (>= 10: it adds <= 10 %%)",
+             placement ? ", " : "", placement ? placement : "");
+    bench_target(targets, what, 1.0 / (ar_share > 0 ? ar_share : 1e-9), 10.0, "x");
+    rc = 0;
 fail:
     return rc;
 }
@@ -355,39 +438,14 @@ int bench_scale(int argc, char **argv) {
     BENCH_REQUIRE(one.st == GD_OK, "the one-GPU run failed: %s", one.err);
     print_rank("1 gpu", &one);
     if (add_rank_json(runs, "1 gpu", &one)) goto fail;
-    if (run_group(&b, ds, b.gpus, jobs)) goto fail;
-    double slowest = 0;
-    for (int r = 0; r < b.gpus; r++) {
-        char label[32];
-        snprintf(label, sizeof label, "%d gpus: r%d", b.gpus, r);
-        print_rank(label, &jobs[r]);
-        if (add_rank_json(runs, label, &jobs[r])) goto fail;
-        if (jobs[r].st_epoch.seconds > slowest) slowest = jobs[r].st_epoch.seconds;
-    }
-    BENCH_REQUIRE(fabs(one.warm_loss - jobs[0].warm_loss) <= 2e-3 * fabs(one.warm_loss) + 1e-4,
-                  "one GPU and %d GPUs disagree on the warm-up loss (%.6f vs %.6f): they must "
-                  "train the same global minibatches",
-                  b.gpus, one.warm_loss, jobs[0].warm_loss);
-    const double n = b.gpus, grad = (double)jobs[0].info.num_params * 4;
-    const double busbw = 2 * (n - 1) / n * (double)(INT64_C(64) << 20) / jobs[0].ar_big_s / 1e9;
-    const double step_ms = 1e3 * jobs[0].st_epoch.train_s / (double)jobs[0].st_epoch.batches;
-    printf("ceilings: NCCL all-reduce of the gradients (%.1f MB) %.1f us, of 64 MiB %.2f ms "
-           "(bus bandwidth %.1f GB/s)\n",
-           grad / 1e6, 1e6 * jobs[0].ar_grad_s, 1e3 * jobs[0].ar_big_s, busbw);
-    BENCH_JSON(cJSON_AddNumberToObject(ceil, "allreduce_grad_s", jobs[0].ar_grad_s));
-    BENCH_JSON(cJSON_AddNumberToObject(ceil, "allreduce_64MiB_s", jobs[0].ar_big_s));
-    BENCH_JSON(cJSON_AddNumberToObject(ceil, "allreduce_busbw_gbs", busbw));
-    const double speedup = one.st_epoch.seconds / slowest;
-    const double ar_share = 1e3 * jobs[0].ar_grad_s / step_ms;
-    printf("speed-up: %d GPUs %.3f s vs 1 GPU %.3f s = %.2fx; all-reduce alone / train step "
-           "(rank 0, %.2f ms) = %.3f\n",
-           b.gpus, slowest, one.st_epoch.seconds, speedup, step_ms, ar_share);
     targets = cJSON_AddArrayToObject(root, "targets");
     BENCH_JSON(targets);
-    bench_target(targets, "N-GPU speed-up over 1 GPU (products: >= 1.9 on 2)", speedup,
-                 0.95 * n, "x");
-    bench_target(targets, "train step / all-reduce alone (>= 10: the all-reduce adds <= 10 %)",
-                 1.0 / (ar_share > 0 ? ar_share : 1e-9), 10.0, "x");
+    /* Placement only changes where the zero-copy gather reads cached rows. */
+    const int zero_copy = strcmp(b.mode, "zero-copy") == 0;
+    for (int k = 0; k < (zero_copy ? b.num_placements : 1); k++)
+        if (run_placement(&b, ds, &one, zero_copy ? b.placements[k] : NULL, jobs, ceil, runs,
+                          targets))
+            goto fail;
     if (b.opt.json_path && bench_json_write(b.opt.json_path, root)) goto fail;
     rc = 0;
 fail:
