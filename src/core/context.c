@@ -18,13 +18,24 @@ typedef struct {
     int64_t refs;             /* users (host tensors) of it */
 } pin_entry;
 
+/*
+ * The registry of registered host memory. A registration is portable (every GPU of the process
+ * reads it at the same address), so the contexts of a group, one per GPU of this process, share
+ * one registry: a table registered by one rank's trainer serves every rank, with no copy.
+ */
+typedef struct {
+    pthread_mutex_t mu;
+    int refs;        /* the contexts sharing it */
+    pin_entry *pins; /* num_pins entries, room for cap_pins (NULL when empty) */
+    int64_t num_pins, cap_pins;
+} registry;
+
 struct gd_context {
     int device;
     int refs; /* the creator's (until gd_context_destroy) + one per object using it */
     int is_default;
     pthread_mutex_t mu;
-    pin_entry *pins; /* the registry: num_pins entries, room for cap_pins (NULL when empty) */
-    int64_t num_pins, cap_pins;
+    registry *reg;
     /* Data-parallel training: this process's rank among world (1 = one process, no comm). */
     int rank, world;
     gd__comm *comm;
@@ -47,9 +58,42 @@ static gd_status context_new(int device, gd_context_t **out) {
     c->device = device;
     c->refs = 1;
     c->world = 1;
+    GD_ALLOC(c->reg, sizeof *c->reg, "a context's registry");
+    memset(c->reg, 0, sizeof *c->reg);
+    if (pthread_mutex_init(&c->reg->mu, NULL) != 0) {
+        gd_free(c->reg);
+        c->reg = NULL;
+        st = gd__error(GD_ERR_INTERNAL, "context: cannot create a mutex");
+        goto fail;
+    }
+    c->reg->refs = 1;
     *out = c;
+    return GD_OK;
 fail:
+    if (c) pthread_mutex_destroy(&c->mu);
+    gd_free(c);
     return st;
+}
+
+static void registry_unref(registry *r) {
+    if (!r) return;
+    pthread_mutex_lock(&r->mu);
+    const int last = --r->refs == 0;
+    pthread_mutex_unlock(&r->mu);
+    if (!last) return;
+    /* Every registration holds a context reference: the registry is empty (its array freed). */
+    pthread_mutex_destroy(&r->mu);
+    gd_free(r->pins);
+    gd_free(r);
+}
+
+/* ctx uses shared's registry from now on (ctx's own is empty: ctx is new). */
+static void share_registry(gd_context_t *ctx, gd_context_t *shared) {
+    registry_unref(ctx->reg);
+    pthread_mutex_lock(&shared->reg->mu);
+    shared->reg->refs++;
+    pthread_mutex_unlock(&shared->reg->mu);
+    ctx->reg = shared->reg;
 }
 
 /* GD_OK if device can have a context: 0 or more, and a visible GPU when there are any. */
@@ -116,6 +160,7 @@ static gd_status create_group(int world, const int *devices, int staged, gd_cont
         GD_CHECK(gd__comm_create_group(world, devices, 0, comms));
     for (int r = 0; r < world; r++) {
         GD_CHECK(context_new(devices ? devices[r] : 0, &ctxs[r]));
+        if (r > 0) share_registry(ctxs[r], ctxs[0]);
         ctxs[r]->rank = r;
         ctxs[r]->world = world;
         ctxs[r]->comm = comms[r];
@@ -186,9 +231,8 @@ void gd__context_unref(gd_context_t *ctx) {
     if (last && ctx->is_default) defaults[ctx->device] = NULL;
     if (ctx->is_default) pthread_mutex_unlock(&defaults_mu);
     if (!last) return;
-    /* Every registration holds a reference: the registry is empty (and its array freed). */
     pthread_mutex_destroy(&ctx->mu);
-    gd_free(ctx->pins);
+    registry_unref(ctx->reg);
     gd__comm_destroy(ctx->comm);
     gd_free(ctx);
 }
@@ -205,17 +249,18 @@ gd_status gd_context_get_info(const gd_context_t *ctx, gd_context_info *info) {
     if (!ctx || !info) return gd__error(GD_ERR_INVALID_ARG, "gd_context_get_info: NULL argument");
     gd_context_info i = GD_CONTEXT_INFO_INIT;
     gd_context_t *c = (gd_context_t *)ctx; /* the lock only */
-    pthread_mutex_lock(&c->mu);
     i.device = c->device;
     i.is_default = c->is_default;
     i.rank = c->rank;
     i.world_size = c->world;
-    i.pinned_ranges = c->num_pins;
-    for (int64_t k = 0; k < c->num_pins; k++) {
-        i.pinned_bytes += (int64_t)c->pins[k].holder->bytes;
-        i.pinned_users += c->pins[k].refs;
+    registry *r = c->reg;
+    pthread_mutex_lock(&r->mu);
+    i.pinned_ranges = r->num_pins;
+    for (int64_t k = 0; k < r->num_pins; k++) {
+        i.pinned_bytes += (int64_t)r->pins[k].holder->bytes;
+        i.pinned_users += r->pins[k].refs;
     }
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&r->mu);
     return gd__info_out(info, &i, sizeof i, "gd_context_get_info: info", "GD_CONTEXT_INFO_INIT");
 }
 
@@ -249,32 +294,33 @@ gd_status gd__context_pin(gd_context_t *ctx, const gd_host_tensor_t *t,
     gd_status st = GD_OK;
     gd_host_tensor_t *h = NULL;
     *holder = NULL;
-    pthread_mutex_lock(&ctx->mu);
-    for (int64_t k = 0; k < ctx->num_pins; k++) {
-        gd_host_tensor_t *e = ctx->pins[k].holder;
+    registry *r = ctx->reg;
+    pthread_mutex_lock(&r->mu);
+    for (int64_t k = 0; k < r->num_pins; k++) {
+        gd_host_tensor_t *e = r->pins[k].holder;
         if (e->data == t->data && e->bytes == t->bytes) {
-            ctx->pins[k].refs++;
+            r->pins[k].refs++;
             *holder = e;
             goto fail; /* found: nothing else to do */
         }
     }
-    if (ctx->num_pins == ctx->cap_pins) {
-        const int64_t cap = ctx->cap_pins ? 2 * ctx->cap_pins : 4;
-        pin_entry *grown = gd_realloc(ctx->pins, (size_t)cap * sizeof *grown);
+    if (r->num_pins == r->cap_pins) {
+        const int64_t cap = r->cap_pins ? 2 * r->cap_pins : 4;
+        pin_entry *grown = gd_realloc(r->pins, (size_t)cap * sizeof *grown);
         GD_REQUIRE(grown, GD_ERR_NO_MEMORY,
                    "registering host memory: out of memory for the context's registry");
-        ctx->pins = grown;
-        ctx->cap_pins = cap;
+        r->pins = grown;
+        r->cap_pins = cap;
     }
     GD_CHECK(gd__host_tensor_holder(t, &h));
     GD_CHECK(gd__feature_backend_for(GD_GATHER_ZEROCOPY)->tensor_register(h, ctx->device));
-    ctx->pins[ctx->num_pins].holder = h;
-    ctx->pins[ctx->num_pins].refs = 1;
-    ctx->num_pins++;
+    r->pins[r->num_pins].holder = h;
+    r->pins[r->num_pins].refs = 1;
+    r->num_pins++;
     *holder = h;
     h = NULL;
 fail:
-    pthread_mutex_unlock(&ctx->mu);
+    pthread_mutex_unlock(&r->mu);
     gd_host_tensor_destroy(h);
     return st;
 }
@@ -282,24 +328,25 @@ fail:
 gd_status gd__context_unpin(gd_context_t *ctx, gd_host_tensor_t *holder) {
     gd_status st = GD_OK;
     if (!holder) return GD_OK;
-    pthread_mutex_lock(&ctx->mu);
-    for (int64_t k = 0; k < ctx->num_pins; k++) {
-        if (ctx->pins[k].holder != holder) continue;
-        if (--ctx->pins[k].refs > 0) break;
+    registry *r = ctx->reg;
+    pthread_mutex_lock(&r->mu);
+    for (int64_t k = 0; k < r->num_pins; k++) {
+        if (r->pins[k].holder != holder) continue;
+        if (--r->pins[k].refs > 0) break;
         /*
          * The last user: unregister under the lock, so that nobody registers the range again
          * (and is refused by CUDA) before it is released.
          */
-        ctx->pins[k] = ctx->pins[--ctx->num_pins];
-        if (ctx->num_pins == 0) {
-            gd_free(ctx->pins);
-            ctx->pins = NULL;
-            ctx->cap_pins = 0;
+        r->pins[k] = r->pins[--r->num_pins];
+        if (r->num_pins == 0) {
+            gd_free(r->pins);
+            r->pins = NULL;
+            r->cap_pins = 0;
         }
         st = gd_host_tensor_unregister(holder);
         gd_host_tensor_destroy(holder);
         break;
     }
-    pthread_mutex_unlock(&ctx->mu);
+    pthread_mutex_unlock(&r->mu);
     return st;
 }

@@ -159,8 +159,11 @@ static gd_status in_place_or_copy(gd__datapath *d, gd_status (*place)(gd__datapa
     return place(d, 1);
 }
 
-/* The zero-copy features: the dataset's table (or a copy of it) registered through the context. */
-static gd_status pin_features(gd__datapath *d, int copy) {
+/*
+ * The zero-copy features: the dataset's table (or a copy of it) registered through the context;
+ * flags GD_HOST_TENSOR_READ_ONLY for a table used in place that is mapped read-only.
+ */
+static gd_status pin_features_as(gd__datapath *d, int copy, unsigned flags) {
     gd_status st = GD_OK;
     gd_array_view fv;
     GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_FEATURES, &fv));
@@ -172,11 +175,34 @@ static gd_status pin_features(gd__datapath *d, int copy) {
                (size_t)(fv.shape[0] * gd_host_tensor_row_bytes(d->features)));
     } else {
         GD_CHECK(
-            gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype, 0u, &d->features));
+            gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype, flags, &d->features));
     }
     GD_CHECK(gd_host_tensor_register(d->features, d->context));
 fail:
     return st;
+}
+
+static gd_status pin_features(gd__datapath *d, int copy) {
+    return pin_features_as(d, copy, 0u);
+}
+
+/*
+ * A table mapped read-only from the dataset's file is registered in place read-only: its pages
+ * are the page cache's, so the processes of a multi-GPU run each register the same memory for
+ * their GPU and none holds a copy. Where the GPU or the file system refuses (or another user
+ * registered the range outside the context), a copy is pinned and the log says why.
+ */
+static gd_status pin_read_only(gd__datapath *d) {
+    gd_status st = pin_features_as(d, 0, GD_HOST_TENSOR_READ_ONLY);
+    if (st == GD_OK) {
+        d->features_shared = 1;
+        return GD_OK;
+    }
+    GD_INFO("zero-copy: the dataset's features cannot be registered in place (%s): pinning a "
+            "copy",
+            gd_last_error());
+    gd_clear_error();
+    return pin_features(d, 1);
 }
 
 /* The features as a host tensor, registered for the GPU when the mode reads them zero-copy. */
@@ -188,11 +214,10 @@ static gd_status place_features(gd__datapath *d) {
                "trainer: dataset '%s' has %s features; training reads float32 features "
                "(regenerate or convert with float32)",
                gd_dataset_name(d->ds), gd_dtype_name(fv.dtype));
-    /* Page-locking a read-only file mapping is not portable: zero-copy pins a copy of it. */
     const int ro = d->ds->arrays[GD_ARRAY_FEATURES].store == GD__STORE_MAP_RO;
     if (d->mode == GD__TRAIN_ZERO_COPY)
         /* Shared with the other trainers and loaders of the context over the same table. */
-        GD_CHECK(ro ? pin_features(d, 1) : in_place_or_copy(d, pin_features));
+        GD_CHECK(ro ? pin_read_only(d) : in_place_or_copy(d, pin_features));
     else
         GD_CHECK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype,
                                       ro ? GD_HOST_TENSOR_READ_ONLY : 0u, &d->features));
@@ -264,12 +289,19 @@ static gd_status make_gatherer(gd__datapath *d) {
     if (d->mode == GD__TRAIN_ZERO_COPY) {
         const size_t used = strlen(d->plan.text);
         char a[32], b[32];
+        gd_array_view fv;
+        GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_FEATURES, &fv));
+        /* What this process holds in host memory of the table: nothing, or a pinned copy. */
+        const int copied = gd_host_tensor_data(d->features) != fv.data;
         snprintf(d->plan.text + used, sizeof d->plan.text - used,
                  "; GPU caches: neighbour lists %s, feature rows %s (%lld rows); gather on %d "
-                 "SMs%s",
+                 "SMs%s; host features %s",
                  gd__plan_gib(d->graph_cache_bytes, a, sizeof a),
                  gd__plan_gib(gi.cache_bytes, b, sizeof b), (long long)gi.cached_rows, gi.sms,
-                 gi.green_context ? " (green context)" : "");
+                 gi.green_context ? " (green context)" : "",
+                 copied ? "pinned as a copy"
+                 : d->features_shared ? "pinned in place (the file's pages, shared)"
+                                      : "pinned in place");
     }
 fail:
     gd_free(scores);

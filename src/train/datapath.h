@@ -112,6 +112,8 @@ typedef struct {
     int64_t feature_cache_rows, feature_cache_bytes, graph_cache_bytes;
     /* Several ranks: the other ranks' feature caches this rank reads (NULL: none). */
     struct gd__peer_view_s *peers;
+    /* zero-copy: the features are the dataset file's pages, registered in place read-only. */
+    int features_shared;
 } gd__datapath;
 
 /*
