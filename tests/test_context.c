@@ -9,6 +9,8 @@
  */
 #include "test.h"
 
+#include "core/comm.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,6 +219,63 @@ static void shared_registration(const gd_dataset_t *ds) {
     gd_context_destroy(c2);
 }
 
+/*
+ * The contexts of a group share one registry: loaders of two ranks over the same table use one
+ * registration (two users), where separate contexts would pin a copy each.
+ */
+static void group_registry(const gd_dataset_t *ds) {
+    gd_context_t *g[2];
+    const int gpu0[2] = {0, 0};
+    T_OK(gd__context_create_staged_group(2, gpu0, g));
+    gd_loader_options o = GD_LOADER_OPTIONS_INIT;
+    o.mode = "zero-copy";
+    o.batch_size = 500;
+    o.gpu_cache_bytes = 0;
+    gd_loader_t *l[2];
+    for (int r = 0; r < 2; r++) {
+        o.context = g[r];
+        T_OK(gd_loader_create(ds, &o, &l[r]));
+    }
+    gd_context_info i0 = GD_CONTEXT_INFO_INIT, i1 = GD_CONTEXT_INFO_INIT;
+    T_OK(gd_context_get_info(g[0], &i0));
+    T_OK(gd_context_get_info(g[1], &i1));
+    T_ASSERT(i0.pinned_ranges > 0);
+    T_EQ_INT(i1.pinned_ranges, i0.pinned_ranges);
+    T_EQ_INT(i1.pinned_bytes, i0.pinned_bytes);
+    T_EQ_INT(i0.pinned_users, 2 * i0.pinned_ranges);
+    gd_loader_destroy(l[0]);
+    expect_pins(g[1], i0.pinned_ranges, i0.pinned_bytes, i0.pinned_ranges);
+    gd_loader_destroy(l[1]);
+    expect_pins(g[0], 0, 0, 0);
+    gd_context_destroy(g[0]);
+    gd_context_destroy(g[1]);
+}
+
+/*
+ * A dataset opened from its directory is mapped read-only: zero-copy registers its features in
+ * place (the file's pages, one copy for every process), which the plan says.
+ */
+static void read_only_in_place(const gd_dataset_t *ds) {
+    char dir[4096], path[4200];
+    t_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/tiny", dir);
+    T_OK(gd_dataset_save(ds, path, 0));
+    gd_dataset_t *disk = NULL;
+    T_OK(gd_dataset_open(path, NULL, &disk));
+    gd_train_options o = GD_TRAIN_OPTIONS_INIT;
+    o.mode = "zero-copy";
+    o.batch_size = 256;
+    gd_trainer_t *t = NULL;
+    T_OK(gd_trainer_create(disk, &o, &t));
+    gd_trainer_info info = GD_TRAINER_INFO_INIT;
+    T_OK(gd_trainer_get_info(t, &info));
+    fprintf(stderr, "read-only dataset plan: %s\n", info.plan);
+    T_ASSERT(strstr(info.plan, "pinned in place (the file's pages, shared)") != NULL);
+    gd_trainer_destroy(t);
+    gd_dataset_close(disk);
+    t_rmtree(dir);
+}
+
 #ifdef GD_WITH_CUDA
 /* The input nodes of one minibatch of g's sampler (CUDA over a placed graph, else the CPU). */
 static int64_t sample_inputs(gd_graph_t *g, int cuda, int64_t *ids, int64_t cap) {
@@ -349,6 +408,8 @@ int main(void) {
     if (gd_device_count() > 0) {
         lifetimes(ds, "zero-copy");
         shared_registration(ds);
+        group_registry(ds);
+        read_only_in_place(ds);
 #ifdef GD_WITH_CUDA
         graph_and_gatherer_share();
 #endif
