@@ -90,7 +90,7 @@ static gd__ioeng_request random_request(uint64_t *rng, int64_t bytes, int64_t *d
  */
 static void check_batch(gd__ioeng *e, uint64_t *rng, int n, int64_t max_bytes) {
     gd__ioeng_request *reqs = calloc((size_t)n, sizeof *reqs);
-    int64_t cap = (int64_t)n * (max_bytes + 8192) + 8192, at = 0;
+    int64_t cap = ((int64_t)n * (max_bytes + 8192) + 8192 + 4095) / 4096 * 4096, at = 0;
     unsigned char *buf = aligned_alloc(4096, (size_t)cap);
     unsigned char *want = malloc((size_t)cap);
     T_ASSERT(reqs && buf && want);

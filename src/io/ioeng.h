@@ -65,13 +65,13 @@ typedef struct {
 /*
  * Test hooks (gd__ioeng_options.test_faults): the completion of a read is altered as if the
  * kernel had answered so, on every read of the batch, so that tests reach the retry paths
- * that real disks rarely take.
+ * that real disks rarely take. A failing read (EIO) is GD_FAULT_READ's fault injection: the
+ * n-th open or completed read of the process fails.
  */
 enum {
     GD__IOENG_TEST_SHORT = 1,     /* every read longer than a block returns half its bytes */
     GD__IOENG_TEST_EAGAIN = 2,    /* every read's first completion is -EAGAIN, its second -EINTR */
-    GD__IOENG_TEST_NO_DIRECT = 4, /* O_DIRECT is refused (EINVAL) at open, as tmpfs once did */
-    GD__IOENG_TEST_EIO = 8        /* the read of the last request of a batch fails with EIO */
+    GD__IOENG_TEST_NO_DIRECT = 4  /* O_DIRECT is refused (EINVAL) at open, as tmpfs once did */
 };
 
 typedef struct {
