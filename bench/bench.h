@@ -43,6 +43,8 @@ int bench_loader(int argc, char **argv);
 int bench_step(int argc, char **argv);
 /* `graphdirect bench scale` (bench_scale.c). */
 int bench_scale(int argc, char **argv);
+/* `graphdirect bench disk` (bench_disk.c). */
+int bench_disk(int argc, char **argv);
 
 /* ---- errors: print "graphdirect bench: ..." once, then the caller cleans up and fails */
 

@@ -20,6 +20,8 @@ have_header cjson/cJSON.h || missing_deb+=(libcjson-dev)
 have_header dlpack/dlpack.h || missing_deb+=(libdlpack-dev)
 # OpenBLAS gives the CPU training path its GEMM (without it the build uses a slower built-in loop).
 pkg-config --exists openblas 2>/dev/null || missing_deb+=(libopenblas-dev)
+# liburing: the SSD tier's I/O engine reads with io_uring (without it, with pread threads).
+pkg-config --exists liburing 2>/dev/null || missing_deb+=(liburing-dev)
 have_cmd python3 || missing_deb+=(python3)
 if have_cmd python3 && ! python3 -c 'import numpy' >/dev/null 2>&1; then need_numpy=1; fi
 # Optional: clang builds the libFuzzer targets; without it `make test` skips them and says so.

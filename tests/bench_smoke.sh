@@ -103,4 +103,25 @@ fi
 expect_rc 0 "$cli" bench loader --preset tiny --mode cpu --epochs 1 --batch 512
 grep -q "loader from C, mode cpu" "$tmp/out" || { cat "$tmp/out"; fail "bench loader"; }
 expect_rc 2 "$cli" bench loader --epochs 0
+# bench disk: usage errors, then a small generated file read at two depths on every backend
+# the build has; the file is removed, the JSON holds the points and the ceiling.
+expect_rc 2 "$cli" bench disk --backends io_uring,floppy
+grep -q "floppy" "$tmp/err" || fail "bad --backends not named"
+expect_rc 2 "$cli" bench disk --depths 0
+expect_rc 0 "$cli" bench disk --quick --dir "$tmp" --size 8Mi --read-size 512,4Ki \
+    --json "$tmp/disk.json"
+grep -q "ceiling" "$tmp/out" || { cat "$tmp/out"; fail "no bench disk ceiling"; }
+ls "$tmp" | grep -q "graphdirect-disk" && fail "bench disk left its file behind"
+if command -v python3 >/dev/null; then
+    python3 - "$tmp/disk.json" <<'PY' || fail "bench disk JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["benchmark"] == "disk" and d["parameters"]["generated"] is True, d
+pts = d["points"]
+assert {p["depth"] for p in pts} == {1, 32} and {p["read_bytes"] for p in pts} == {512, 4096}, pts
+assert all(p["iops"] > 0 and p["gbps"] > 0 for p in pts), pts
+assert "threads" in {p["backend"] for p in pts}, pts
+assert len(d["ceiling"]) == 2, d["ceiling"]
+PY
+fi
 echo "bench smoke: ok"

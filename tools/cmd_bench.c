@@ -27,6 +27,8 @@ static const struct {
      "one training step of the GNN on the CUDA nn backend (vs PyG: bench/pyg_step.py)"},
     {"scale", bench_scale,
      "data-parallel training on N GPUs vs 1 GPU, with DMA, peer and all-reduce ceilings"},
+    {"disk", bench_disk,
+     "raw random reads of a disk (the SSD tier's ceiling): IOPS and GB/s per queue depth"},
 };
 #define NUM_BENCHES ((int)(sizeof benches / sizeof benches[0]))
 

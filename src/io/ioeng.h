@@ -1,0 +1,160 @@
+/*
+ * The host I/O engine of the SSD tier (docs/feature_store.md, "The I/O engine"). Features larger
+ * than host memory stay in files; after sampling, the GPU lists the rows it misses, and this
+ * engine reads them from the files into pinned staging memory that the GPU then reads. It is a
+ * batch reader over one or several files (a feature table striped across disks): the caller
+ * hands it a batch of requests {file, offset, length, destination}, the engine keeps up to
+ * queue_depth reads in flight per instance until every request is complete, and the batch
+ * either succeeds with every byte in place or fails naming the file, the offset and the reason.
+ * A batch is never partly reported as success.
+ *
+ * Files are opened with O_DIRECT (no page cache, no page faults) when the file system allows
+ * it; when O_DIRECT is refused the file is read through the page cache and the log says so.
+ * O_DIRECT reads must start, end and land on multiples of the file's logical block. A request
+ * whose file offset, length and destination are all multiples of it is read straight into its
+ * destination; any other request is read as the covering aligned span into an engine-owned
+ * aligned bounce buffer, and the wanted bytes are copied out. The SSD tier should therefore ask
+ * for aligned rows into aligned staging (the dataset's feature data starts at a 4 KiB offset;
+ * 512 B and 4 KiB rows are aligned) so that no byte is copied or read twice; unaligned requests
+ * work, at the price of the copy and of the extra bytes of the span. Adjacent requests are not
+ * merged: one request is one read (or, through the bounce buffer, one read per 64 KiB of span).
+ *
+ * Two backends with the same semantics: io_uring (liburing; one ring and one thread per
+ * instance, queue_depth reads in flight on each), built when CMake finds liburing
+ * (GD_WITH_URING), and a pool of threads that each make one pread at a time (instances x
+ * queue_depth threads), which works everywhere. Short reads are continued where they stopped,
+ * EAGAIN and EINTR are retried, and anything else (EIO, a file that ends before the requested
+ * bytes) fails the batch with GD_ERR_IO.
+ *
+ * This header names only plain types and the public header's, so that the benchmark of the raw
+ * disk (bench/bench_disk.c) can drive the engine as the SSD tier does.
+ */
+#ifndef GD_IO_IOENG_H
+#define GD_IO_IOENG_H
+
+#include "graphdirect.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gd__ioeng gd__ioeng;
+
+typedef enum {
+    GD__IOENG_AUTO = 0,    /* io_uring when built and the kernel allows it, else threads */
+    GD__IOENG_URING = 1,   /* io_uring, or fail (GD_ERR_UNSUPPORTED) */
+    GD__IOENG_THREADS = 2, /* the pread thread pool */
+    GD__IOENG_BACKEND_COUNT = 3
+} gd__ioeng_backend;
+
+/* "auto", "io_uring", "threads"; NULL out of range. */
+const char *gd__ioeng_backend_name(gd__ioeng_backend backend);
+/* The backend named name, or -1. */
+int gd__ioeng_backend_parse(const char *name);
+
+/* One file of the table: its path and the byte where its data starts (request offsets count
+ * from there: a .npy file's data offset). */
+typedef struct {
+    const char *path;
+    int64_t data_offset;
+} gd__ioeng_file;
+
+/*
+ * Test hooks (gd__ioeng_options.test_faults): the completion of a read is altered as if the
+ * kernel had answered so, on every read of the batch, so that tests reach the retry paths
+ * that real disks rarely take. A failing read (EIO) is GD_FAULT_READ's fault injection: the
+ * n-th open or completed read of the process fails.
+ */
+enum {
+    GD__IOENG_TEST_SHORT = 1,     /* every read longer than a block returns half its bytes */
+    GD__IOENG_TEST_EAGAIN = 2,    /* every read's first completion is -EAGAIN, its second -EINTR */
+    GD__IOENG_TEST_NO_DIRECT = 4  /* O_DIRECT is refused (EINVAL) at open, as tmpfs once did */
+};
+
+typedef struct {
+    size_t size;
+    int queue_depth;           /* reads in flight per instance, 1..4096 (default 128) */
+    int instances;             /* io_uring rings (threads), 1..64 (default 1) */
+    gd__ioeng_backend backend; /* default auto */
+    int direct;                /* 1: O_DIRECT where allowed (default); 0: page cache */
+    int test_faults;           /* GD__IOENG_TEST_* bits; 0 outside tests */
+} gd__ioeng_options;
+#define GD__IOENG_OPTIONS_INIT {sizeof(gd__ioeng_options), 128, 1, GD__IOENG_AUTO, 1, 0}
+
+/* Most reads in flight per instance, instances, and threads of the thread backend. */
+#define GD__IOENG_MAX_DEPTH 4096
+#define GD__IOENG_MAX_INSTANCES 64
+#define GD__IOENG_MAX_THREADS 1024
+/* The largest read made through the bounce buffer (one slot of it). */
+#define GD__IOENG_BOUNCE_BYTES (64 * 1024)
+
+/*
+ * Open the engine over files[0..nfiles): every file is opened (a regular file or a block
+ * device), its size and logical block are read, and the backend's rings or threads are
+ * started. Fails with GD_ERR_NOT_FOUND / GD_ERR_IO naming an unopenable file, or
+ * GD_ERR_UNSUPPORTED when the io_uring backend was asked for and is not available (the message
+ * says why).
+ */
+gd_status gd__ioeng_open(const gd__ioeng_file *files, int nfiles, const gd__ioeng_options *opts,
+                         gd__ioeng **out);
+/* Close the files and stop the threads; waits for a batch still in flight. NULL is a no-op. */
+void gd__ioeng_close(gd__ioeng *e);
+
+/* The backend that runs (io_uring or threads, never auto). */
+gd__ioeng_backend gd__ioeng_backend_of(const gd__ioeng *e);
+/* File i's size in bytes at open (from its data offset on), logical block, and whether it is
+ * read with O_DIRECT. */
+int64_t gd__ioeng_file_size(const gd__ioeng *e, int file);
+int64_t gd__ioeng_file_block(const gd__ioeng *e, int file);
+int gd__ioeng_file_direct(const gd__ioeng *e, int file);
+
+/* One read: length bytes at offset (from the file's data offset) of file into dst. */
+typedef struct {
+    int32_t file;
+    int64_t offset;
+    int64_t length;
+    void *dst;
+} gd__ioeng_request;
+
+/*
+ * Start reading reqs[0..n): returns once the batch is handed to the engine's threads. The
+ * request array and every destination must stay untouched until gd__ioeng_wait returns. One
+ * batch at a time: a second submit before the wait fails with GD_ERR_INVALID_ARG. Requests are
+ * checked first (file index, offsets and lengths within the file's size at open, destination
+ * set); a bad one fails the submit, naming it, and nothing is read.
+ */
+gd_status gd__ioeng_submit(gd__ioeng *e, const gd__ioeng_request *reqs, int64_t n);
+/*
+ * Wait for the batch submitted last: GD_OK when every request is complete; otherwise the first
+ * error (GD_ERR_IO naming the file, the offset and the system's reason), after every read of the
+ * batch has ended, so that nothing writes to the destinations any more. GD_OK with no batch.
+ */
+gd_status gd__ioeng_wait(gd__ioeng *e);
+/* Submit and wait. */
+gd_status gd__ioeng_read(gd__ioeng *e, const gd__ioeng_request *reqs, int64_t n);
+
+/* Counters since open (or the last reset), summed over finished batches. */
+typedef struct {
+    size_t size;
+    int64_t batches;
+    int64_t requests;
+    int64_t bytes_requested; /* what the requests asked for */
+    int64_t bytes_read;      /* what the files gave: aligned spans, short reads, retries */
+    int64_t reads;           /* reads issued, retries included */
+    int64_t retries;         /* reads issued again after EAGAIN, EINTR or a short read */
+    int64_t bounced;         /* reads made through the bounce buffer */
+    double wait_s;           /* time callers spent in gd__ioeng_wait */
+} gd__ioeng_stats;
+#define GD__IOENG_STATS_INIT {sizeof(gd__ioeng_stats), 0, 0, 0, 0, 0, 0, 0, 0.0}
+
+void gd__ioeng_stats_get(gd__ioeng *e, gd__ioeng_stats *out);
+void gd__ioeng_stats_reset(gd__ioeng *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GD_IO_IOENG_H */
