@@ -8,7 +8,7 @@
 #   sample       graphdirect bench sample (JSON to $OUT/bench-sample.json)
 #   foundation   generate / CSC benchmarks of the foundation
 #   cmd:TEXT     run TEXT with bash (e.g. cmd:"GD_GATHER_SHAPE=8x8 build-device/graphdirect ...")
-# Carry: .deps (libcjson/zlib/dlpack headers, extracted Debian packages) and .data (cora).
+# Carry: .deps (libcjson/zlib/dlpack/liburing, extracted Debian packages) and .data (cora).
 set -uo pipefail
 commit=${1:-unknown}
 out=${OUT:-$PWD/device-out}
@@ -30,6 +30,14 @@ if [ ! -f /usr/include/zlib.h ]; then
     cmake_deps+=(-DZLIB_INCLUDE_DIR="$deps/usr/include" -DZLIB_LIBRARY="$zlib_so")
 fi
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# liburing (the SSD tier's io_uring engine) from the carried Debian packages when the machine
+# has none: a .pc file pointing at them.
+if ! pkg-config --exists liburing 2>/dev/null && [ -f "$deps/usr/include/liburing.h" ]; then
+    mkdir -p "$PWD/.deps/pc"
+    sed "s|^prefix=.*|prefix=$deps/usr|; s|^libdir=.*|libdir=$deps/usr/lib/x86_64-linux-gnu|; s|^includedir=.*|includedir=$deps/usr/include|" \
+        "$deps/usr/lib/x86_64-linux-gnu/pkgconfig/liburing.pc" > "$PWD/.deps/pc/liburing.pc"
+    export PKG_CONFIG_PATH="$PWD/.deps/pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+fi
 
 t0=$(date +%s)
 cmake -S . -B build-device -DCMAKE_BUILD_TYPE=Release -DGD_WITH_CUDA=ON \
