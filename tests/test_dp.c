@@ -395,8 +395,15 @@ int main(void) {
     refusals(ds);
     loader_shards(ds, seed);
     failing_rank(NULL, 3, 30);
+    /*
+     * Splitting a minibatch regroups the sums of the weight gradients (the GEMMs reduce over the
+     * seeds, and a multithreaded BLAS splits them by its own rule), and training amplifies the
+     * last-bit differences: on the 16-core H100 host a seed gave 2e-5 relative after epoch 1
+     * and 7e-4 after epoch 3. A wrong normalisation or a missing share moves the first epoch's
+     * loss by percents.
+     */
     const world_spec cpu = {"cpu", NULL, 0, NULL, 0};
-    equivalence(ds, &cpu, 3, seed, tmp, 1e-4);
+    equivalence(ds, &cpu, 3, seed, tmp, 2e-3);
 
     const int gpus = gd_device_count();
     if (gpus >= 1) {
