@@ -18,6 +18,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "instrument/comm.h"
+#include "instrument/tier_gather.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -334,6 +335,33 @@ fail:
     return rc;
 }
 
+/*
+ * The gather bandwidth of each tier on GPU 0 at the dataset's row width: its own cache, GPU 1's
+ * cache over NVLink, pinned host memory; and the peer rows against the peer copy measured
+ * before. 2M rows (their table in each place), 1M random ids a gather.
+ */
+static int tier_ceilings(const gd_dataset_t *ds, cJSON *ceil, cJSON *targets) {
+    int rc = -1;
+    gd_instrument_tier_gbs t;
+    const int64_t row_bytes = gd_dataset_feature_dim(ds) * 4;
+    BENCH_GD(gd_instrument_tier_gather(0, 1, INT64_C(2) << 20, row_bytes, INT64_C(1) << 20, 10,
+                                       &t),
+             "measuring the gather bandwidth of each tier");
+    printf("ceilings: gather of random %lld-byte rows on GPU 0: own cache %.1f GB/s, GPU 1's cache "
+           "%.1f GB/s, pinned host %.1f GB/s\n",
+           (long long)row_bytes, t.local_gbs, t.peer_gbs, t.host_gbs);
+    BENCH_JSON(cJSON_AddNumberToObject(ceil, "gather_local_gbs", t.local_gbs));
+    BENCH_JSON(cJSON_AddNumberToObject(ceil, "gather_peer_gbs", t.peer_gbs));
+    BENCH_JSON(cJSON_AddNumberToObject(ceil, "gather_host_gbs", t.host_gbs));
+    const cJSON *peer = cJSON_GetObjectItem(ceil, "peer_copy_gbs");
+    if (peer && peer->valuedouble > 0)
+        bench_target(targets, "peer rows gathered / peer copy (>= 0.85)",
+                     t.peer_gbs / peer->valuedouble, 0.85, "");
+    rc = 0;
+fail:
+    return rc;
+}
+
 /* The n-GPU run of one placement (NULL: the mode has none), against the one-GPU run. */
 static int run_placement(const scale_bench *b, const gd_dataset_t *ds, const rank_job *one,
                          const char *placement, rank_job *jobs, cJSON *ceil, cJSON *runs,
@@ -430,6 +458,9 @@ int bench_scale(int argc, char **argv) {
             (long long)gd_dataset_feature_dim(ds));
     runs = cJSON_AddArrayToObject(root, "results");
     BENCH_JSON(runs);
+    targets = cJSON_AddArrayToObject(root, "targets");
+    BENCH_JSON(targets);
+    if (tier_ceilings(ds, ceil, targets)) goto fail;
 
     printf("%-12s %8s %9s %8s %8s %8s %8s %8s %10s  %s\n", "run", "batches", "epoch_s", "sample",
            "gather", "train", "allred", "wait", "warm_loss", "plan");
@@ -438,8 +469,6 @@ int bench_scale(int argc, char **argv) {
     BENCH_REQUIRE(one.st == GD_OK, "the one-GPU run failed: %s", one.err);
     print_rank("1 gpu", &one);
     if (add_rank_json(runs, "1 gpu", &one)) goto fail;
-    targets = cJSON_AddArrayToObject(root, "targets");
-    BENCH_JSON(targets);
     /* Placement only changes where the zero-copy gather reads cached rows. */
     const int zero_copy = strcmp(b.mode, "zero-copy") == 0;
     for (int k = 0; k < (zero_copy ? b.num_placements : 1); k++)

@@ -18,6 +18,7 @@
 
 #ifdef GD_WITH_CUDA
 #include "core/cuda.h"
+#include "instrument/tier_gather.h"
 
 #include <sys/wait.h>
 #endif
@@ -670,6 +671,18 @@ int main(int argc, char **argv) {
         return GD_TEST_SKIP;
     }
     check_gpu(argv[0], &state);
+    /*
+     * bench scale's per-tier gather (own cache, a peer's cache, host) on random rows of random
+     * widths, every tier's rows checked against the table; GPU 1 is the peer where there is one.
+     */
+    for (int k = 0; k < 3; k++) {
+        const int64_t widths[3] = {512, 4, 1000};
+        gd_instrument_tier_gbs t;
+        const int64_t rows = 1000 + (int64_t)(t_rand(&state) % 5000);
+        T_OK(gd_instrument_tier_gather(0, gd_device_count() > 1 ? 1 : 0, rows, widths[k],
+                                       1 + (int64_t)(t_rand(&state) % 9000), 2, &t));
+        T_ASSERT(t.local_gbs > 0 && t.peer_gbs > 0 && t.host_gbs > 0);
+    }
     printf("the CUDA peer tier equals the CPU one, and a child process reads a cache over IPC\n");
     return 0;
 #else

@@ -256,8 +256,8 @@ static gd_status local_allreduce_f32(gd__comm *c, float *buf, int64_t n, void *s
  * sums are the local group's, bit for bit.
  */
 static gd_status staged_allreduce_f32(gd__comm *c, float *buf, int64_t n, void *stream) {
-    gd_status st = GD_OK;
 #ifdef GD_WITH_CUDA
+    gd_status st = GD_OK;
     local_rank *lr = c->impl;
     const size_t bytes = (size_t)n * sizeof(float);
     GD_CHECK(grow(&lr->stage, &lr->stage_bytes, bytes));
@@ -266,12 +266,12 @@ static gd_status staged_allreduce_f32(gd__comm *c, float *buf, int64_t n, void *
     GD_CHECK(local_exchange(c, lr->stage, lr->stage, bytes, sum_f32, n));
     GD_CHECK(gd__cuda_memcpy_async(buf, lr->stage, bytes, stream));
     GD_CHECK(gd__cuda_stream_sync(stream));
-#else
-    (void)c, (void)buf, (void)n, (void)stream;
-    st = gd__error(GD_ERR_NO_DEVICE, "a staged communicator group: this build has no CUDA");
-#endif
 fail:
     return st;
+#else
+    (void)c, (void)buf, (void)n, (void)stream;
+    return gd__error(GD_ERR_NO_DEVICE, "a staged communicator group: this build has no CUDA");
+#endif
 }
 
 static gd_status local_sum_host(gd__comm *c, double *vals, int64_t n) {

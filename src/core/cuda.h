@@ -86,6 +86,8 @@ int gd__cuda_event_done(void *event);
 gd_status gd__cuda_event_ms(void *start, void *end, float *ms);
 /* An asynchronous copy in any direction (cudaMemcpyDefault) queued on stream. */
 gd_status gd__cuda_memcpy_async(void *dst, const void *src, size_t bytes, void *stream);
+/* Set bytes of device memory at dst to value, queued on stream. */
+gd_status gd__cuda_memset_async(void *dst, int value, size_t bytes, void *stream);
 /* Free and total memory of device in bytes. */
 gd_status gd__cuda_mem_info(int device, int64_t *free_bytes, int64_t *total_bytes);
 /* Device memory of bytes on device for `what` (named in the out-of-memory message); free. */

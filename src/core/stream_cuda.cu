@@ -105,6 +105,14 @@ fail:
     return st;
 }
 
+extern "C" gd_status gd__cuda_memset_async(void *dst, int value, size_t bytes, void *stream) {
+    gd_status st = GD_OK;
+    if (bytes == 0) return GD_OK;
+    GD_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, (cudaStream_t)stream));
+fail:
+    return st;
+}
+
 extern "C" gd_status gd__cuda_mem_info(int device, int64_t *free_bytes, int64_t *total_bytes) {
     gd_status st = GD_OK;
     int prev = -1;
