@@ -126,6 +126,22 @@ int bench_options_finish(bench_options *o, const char *cmd, int argc, char **arg
  * (or an earlier --fanouts) as they were. Empty items and lists are refused rather than
  * skipped: "15,,5" is more likely a typo than two layers.
  */
+int bench_parse_names(const char *cmd, const char *option, const char *arg,
+                      const char *const *names, int count, int *out, int *n) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    *n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int k = 0;
+        while (k < count && strcmp(t, names[k]) != 0) k++;
+        if (k == count) return cli_usage_error(cmd, "%s: '%s' is not one of the choices", option, t);
+        for (int i = 0; i < *n; i++)
+            if (out[i] == k) return cli_usage_error(cmd, "%s names '%s' twice", option, t);
+        out[(*n)++] = k;
+    }
+    return *n ? 0 : cli_usage_error(cmd, "%s '%s' names none", option, arg);
+}
+
 int bench_parse_fanouts(const char *text, int lo, int hi, int max_lists,
                         int (*fanouts)[GD_SAMPLER_MAX_LAYERS], int *layers, int *lists) {
     enum { MAX_LISTS = 16 };

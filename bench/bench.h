@@ -188,6 +188,13 @@ int bench_options_finish(bench_options *o, const char *cmd, int argc, char **arg
  * layers[k], the number of lists to *lists (which may be NULL). 0 on success; -1 (message
  * printed, nothing written) otherwise.
  */
+/*
+ * A comma list of names among names[0..count) ("replicate,auto"): their indexes to out[0..*n),
+ * each at most once. 0, or CLI_EXIT_USAGE with the error printed for cmd's option.
+ */
+int bench_parse_names(const char *cmd, const char *option, const char *arg,
+                      const char *const *names, int count, int *out, int *n);
+
 int bench_parse_fanouts(const char *text, int lo, int hi, int max_lists,
                         int (*fanouts)[GD_SAMPLER_MAX_LAYERS], int *layers, int *lists);
 

@@ -74,16 +74,12 @@ static void help(void) {
 }
 
 static int parse_backends(disk_bench *b, const char *arg) {
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", arg);
-    b->nbackends = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int k = gd__ioeng_backend_parse(t);
-        if (k != GD__IOENG_URING && k != GD__IOENG_THREADS)
-            return cli_usage_error(cmd, "--backends: '%s' is neither io_uring nor threads", t);
-        if (b->nbackends < GD__IOENG_BACKEND_COUNT) b->backends[b->nbackends++] = k;
-    }
-    return b->nbackends ? 0 : cli_usage_error(cmd, "--backends '%s' names none", arg);
+    static const char *const names[2] = {"io_uring", "threads"};
+    static const int ids[2] = {GD__IOENG_URING, GD__IOENG_THREADS};
+    int idx[2];
+    int rc = bench_parse_names(cmd, "--backends", arg, names, 2, idx, &b->nbackends);
+    for (int i = 0; i < b->nbackends; i++) b->backends[i] = ids[idx[i]];
+    return rc;
 }
 
 static int own_option(void *self, int c, const char *arg) {

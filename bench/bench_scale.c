@@ -77,22 +77,11 @@ static void help(void) {
 
 /* "replicate,auto": each a known placement, at most once. */
 static int parse_placements(scale_bench *b, const char *arg) {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", arg);
-    b->num_placements = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        int k = 0;
-        while (k < MAX_PLACEMENTS && strcmp(tok, placement_names[k])) k++;
-        if (k == MAX_PLACEMENTS)
-            return cli_usage_error(cmd, "--placement '%s': use replicate, partition, auto", tok);
-        for (int i = 0; i < b->num_placements; i++)
-            if (b->placements[i] == placement_names[k])
-                return cli_usage_error(cmd, "--placement names '%s' twice", tok);
-        b->placements[b->num_placements++] = placement_names[k];
-    }
-    if (b->num_placements == 0) return cli_usage_error(cmd, "--placement '%s' is empty", arg);
-    return 0;
+    int idx[MAX_PLACEMENTS];
+    int rc = bench_parse_names(cmd, "--placement", arg, placement_names, MAX_PLACEMENTS, idx,
+                               &b->num_placements);
+    for (int i = 0; i < b->num_placements; i++) b->placements[i] = placement_names[idx[i]];
+    return rc;
 }
 
 static int own_option(void *self, int c, const char *arg) {
