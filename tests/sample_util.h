@@ -175,10 +175,51 @@ static inline uint64_t ref_draw(uint64_t key, int64_t v, int hop, int64_t j, uin
     return ((uint64_t)r.v[0] * n) >> 32; /* every test degree is below 2^32 */
 }
 
-/* The serial reference: Floyd's algorithm, then first-appearance local ids. */
-static inline host_mb reference(const graph *g, const int *fanouts, int L, int replace,
-                                uint64_t seed, int64_t epoch, int64_t batch, const int64_t *seeds,
-                                int64_t n) {
+static inline int ref_bit(const uint8_t *bitmap, int64_t u) {
+    return (bitmap[u / 8] >> (u % 8)) & 1;
+}
+
+/*
+ * The biased draws of docs/sampling.md ("Biased sampling"), restated naively: the list positions
+ * of each class still available, in list order, and at step j a draw over their total weight
+ * (factor per buffered entry, 1 per other) that picks, in the order buffered then other, the
+ * entry whose weight interval holds it; without replacement the entry is then removed.
+ */
+static inline void ref_biased_positions(const graph *g, const uint8_t *bitmap, int factor,
+                                        uint64_t key, int64_t v, int hop, int replace,
+                                        int64_t cnt, int64_t *pos) {
+    const int64_t s0 = g->indptr[v], deg = g->indptr[v + 1] - s0;
+    int64_t *cls[2], len[2] = {0, 0};
+    cls[0] = malloc(sizeof(int64_t) * (size_t)(deg + 1));
+    cls[1] = malloc(sizeof(int64_t) * (size_t)(deg + 1));
+    T_ASSERT(cls[0] && cls[1]);
+    for (int64_t p = 0; p < deg; p++) {
+        const int other = !ref_bit(bitmap, nbr(g, s0 + p));
+        cls[other][len[other]++] = p;
+    }
+    for (int64_t j = 0; j < cnt; j++) {
+        const uint64_t wb = (uint64_t)factor * (uint64_t)len[0];
+        const uint64_t r = ref_draw(key, v, hop, j, wb + (uint64_t)len[1]);
+        const int other = r >= wb;
+        const int64_t k = other ? (int64_t)(r - wb) : (int64_t)(r / (uint64_t)factor);
+        pos[j] = cls[other][k];
+        if (!replace) {
+            memmove(cls[other] + k, cls[other] + k + 1, sizeof(int64_t) * (size_t)(len[other] - k - 1));
+            len[other]--;
+        }
+    }
+    free(cls[0]);
+    free(cls[1]);
+}
+
+/*
+ * The serial reference: Floyd's algorithm (or, with a bitmap and a factor above 1, the biased
+ * draws), then first-appearance local ids.
+ */
+static inline host_mb reference_biased(const graph *g, const int *fanouts, int L, int replace,
+                                       const uint8_t *bitmap, int factor, uint64_t seed,
+                                       int64_t epoch, int64_t batch, const int64_t *seeds,
+                                       int64_t n) {
     host_mb h;
     memset(&h, 0, sizeof h);
     h.L = L;
@@ -206,8 +247,11 @@ static inline host_mb reference(const graph *g, const int *fanouts, int L, int r
                 T_ASSERT(edges);
             }
             int64_t *pos = edges + ne;
-            for (int64_t j = 0; j < cnt; j++) {
-                if (f < 0 || (!replace && cnt == deg))
+            const int all = f < 0 || (!replace && cnt == deg);
+            if (!all && cnt > 0 && factor > 1)
+                ref_biased_positions(g, bitmap, factor, key, v, hop, replace, cnt, pos);
+            for (int64_t j = 0; j < cnt && (all || factor <= 1); j++) {
+                if (all)
                     pos[j] = j;
                 else if (replace)
                     pos[j] = (int64_t)ref_draw(key, v, hop, j, (uint64_t)deg);
@@ -251,6 +295,12 @@ static inline host_mb reference(const graph *g, const int *fanouts, int L, int r
     h.num_nodes = nn;
     free(local);
     return h;
+}
+
+static inline host_mb reference(const graph *g, const int *fanouts, int L, int replace,
+                                uint64_t seed, int64_t epoch, int64_t batch, const int64_t *seeds,
+                                int64_t n) {
+    return reference_biased(g, fanouts, L, replace, NULL, 1, seed, epoch, batch, seeds, n);
 }
 
 /* ------------------------------------------------------------------ invariants */

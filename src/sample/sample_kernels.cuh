@@ -255,6 +255,87 @@ __global__ void __launch_bounds__(BLOCK)
     }
 }
 
+/* The position of the n-th (from 0) set bit of mask, which has more than n set bits. */
+__device__ __forceinline__ int nth_set_bit(unsigned mask, int n) {
+    for (int k = 0; k < n; k++) mask &= mask - 1;
+    return __ffs((int)mask) - 1;
+}
+
+/* Whether entry p (< deg) of a list is a buffered node (bit set in the sampler's bitmap). */
+template <typename IdxT>
+__device__ __forceinline__ bool entry_buffered(const unsigned char *__restrict__ bitmap,
+                                               const IdxT *__restrict__ at, long long p) {
+    return gd__bias_bit(bitmap, (int64_t)__ldg(at + p)) != 0;
+}
+
+/*
+ * Biased (locality-aware) sampling, docs/sampling.md "Biased sampling": the neighbours of
+ * frontier node i by one warp, the statement of sample_node_biased in sample_cpu.c. The group at
+ * schedule slot t takes node i = order[t] (order NULL: i = t) and its list start and degree from
+ * slot t, as sample_kernel does. Lists taken whole are read as there. Otherwise the warp counts
+ * the buffered entries of the list (a ballot per 32 entries), lane 0 runs the draws
+ * (gd__bias_draws, the same code as the CPU's) into pos_scratch, with the node's part of
+ * edge_ids as its sorted scratch, and a second pass over the list, 32 entries at a time, gives
+ * every draw its entry: the ballots of the buffered and of the other entries of a chunk say
+ * which ranks of each class it holds, and the lane of draw j reads the entry whose rank is j's.
+ * Control flow depends only on the node, so it is uniform within the warp; the sync after the
+ * draws orders lane 0's writes before the other lanes read the codes and overwrite the scratch.
+ */
+template <typename IdxT>
+__global__ void __launch_bounds__(BLOCK)
+    bias_sample_kernel(unsigned long long key, unsigned hop, int fanout, int replace,
+                       long long factor, const unsigned char *__restrict__ bitmap,
+                       const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
+                       const int *__restrict__ order, const long long *__restrict__ starts,
+                       const long long *__restrict__ degs, const int *__restrict__ bindptr,
+                       gd__tier_bases tiers, long long *edge_ids, long long *pos_scratch) {
+    const cg::thread_block_tile<32> tile = cg::tiled_partition<32>(cg::this_thread_block());
+    const int lane = (int)tile.thread_rank();
+    const long long nf = *nf_ptr;
+    const long long groups = (long long)gridDim.x * (blockDim.x / 32);
+    for (long long t = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; t < nf;
+         t += groups) {
+        const long long i = order ? (long long)order[t] : t;
+        const int off = bindptr[i];
+        const int cnt = bindptr[i + 1] - off;
+        if (cnt == 0) continue;
+        const long long deg = degs[t];
+        int64_t list_n = 0, start = 0;
+        const IdxT *const list = (const IdxT *)gd__tier_base_of(tiers, starts[t], &start, &list_n);
+        const IdxT *const at = list + start;
+        long long *out = edge_ids + off;
+        if (gd__sample_takes_all(deg, cnt, fanout, replace)) {
+            read_list<32>(list, list_n, start, (long long)cnt, lane, out);
+            continue;
+        }
+        long long c = 0;
+        for (long long b = 0; b < deg; b += 32)
+            c += __popc(tile.ballot(b + lane < deg && entry_buffered(bitmap, at, b + lane)));
+        int64_t *const codes = reinterpret_cast<int64_t *>(pos_scratch + off);
+        if (lane == 0)
+            gd__bias_draws(key, hop, replace, factor, nodes[i], deg, c, cnt, codes,
+                           replace ? NULL : reinterpret_cast<int64_t *>(out));
+        tile.sync();
+        /* Ranks below rb (buffered) and ro (others) lie in the chunks already passed. */
+        long long rb = 0, ro = 0;
+        for (long long b = 0; b < deg; b += 32) {
+            const bool in = b + lane < deg;
+            const bool buf = in && entry_buffered(bitmap, at, b + lane);
+            const unsigned mb = tile.ballot(buf), mo = tile.ballot(in && !buf);
+            const int nb = __popc(mb), no = __popc(mo);
+            for (int j = lane; j < cnt; j += 32) {
+                const long long code = (long long)codes[j];
+                const bool is_buf = code < GD__BIAS_OTHER;
+                const long long r = is_buf ? code - rb : code - GD__BIAS_OTHER - ro;
+                if (r >= 0 && r < (is_buf ? nb : no))
+                    out[j] = (long long)__ldg(at + b + nth_set_bit(is_buf ? mb : mo, (int)r));
+            }
+            rb += nb;
+            ro += no;
+        }
+    }
+}
+
 /* The slot of key, inserting it if absent (the table never fills: load <= 1/2). */
 __device__ __forceinline__ unsigned long long
 table_insert(unsigned long long *keys, unsigned long long mask, unsigned long long key) {
