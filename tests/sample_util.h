@@ -186,8 +186,8 @@ static inline int ref_bit(const uint8_t *bitmap, int64_t u) {
  * entry whose weight interval holds it; without replacement the entry is then removed.
  */
 static inline void ref_biased_positions(const graph *g, const uint8_t *bitmap, int factor,
-                                        uint64_t key, int64_t v, int hop, int replace,
-                                        int64_t cnt, int64_t *pos) {
+                                        uint64_t key, int64_t v, int hop, int replace, int64_t cnt,
+                                        int64_t *pos) {
     const int64_t s0 = g->indptr[v], deg = g->indptr[v + 1] - s0;
     int64_t *cls[2], len[2] = {0, 0};
     cls[0] = malloc(sizeof(int64_t) * (size_t)(deg + 1));
@@ -204,7 +204,8 @@ static inline void ref_biased_positions(const graph *g, const uint8_t *bitmap, i
         const int64_t k = other ? (int64_t)(r - wb) : (int64_t)(r / (uint64_t)factor);
         pos[j] = cls[other][k];
         if (!replace) {
-            memmove(cls[other] + k, cls[other] + k + 1, sizeof(int64_t) * (size_t)(len[other] - k - 1));
+            memmove(cls[other] + k, cls[other] + k + 1,
+                    sizeof(int64_t) * (size_t)(len[other] - k - 1));
             len[other]--;
         }
     }

@@ -65,10 +65,10 @@ static void check_reference(uint64_t *state) {
                 uint8_t *bitmap = make_bitmap(state, g.n, dens);
                 const uint64_t seed = t_rand(state);
                 const int64_t max_batch = n > 3000 ? 500 : 200;
-                gd_sampler_t *s1 = make_biased(gg, fs, GD_SAMPLER_CPU, max_batch, replace, seed,
-                                               1, bitmap, factor);
-                gd_sampler_t *s4 = make_biased(gg, fs, GD_SAMPLER_CPU, max_batch, replace, seed,
-                                               4, bitmap, factor);
+                gd_sampler_t *s1 = make_biased(gg, fs, GD_SAMPLER_CPU, max_batch, replace, seed, 1,
+                                               bitmap, factor);
+                gd_sampler_t *s4 = make_biased(gg, fs, GD_SAMPLER_CPU, max_batch, replace, seed, 4,
+                                               bitmap, factor);
                 gd_minibatch_t *m1, *m4;
                 T_OK(gd_minibatch_create(s1, &m1));
                 T_OK(gd_minibatch_create(s4, &m4));
@@ -283,8 +283,7 @@ static void check_distribution(void) {
             T_FAIL_("buffered neighbours are not drawn at the factor's rate: chi2 %.2f",
                     two_chi2[1]);
         if (!(two_chi2[0] > thr2 && two_chi2[2] > thr2))
-            T_FAIL_("the test cannot tell factor %d from %d or %d", factor, factor - 1,
-                    factor + 1);
+            T_FAIL_("the test cannot tell factor %d from %d or %d", factor, factor - 1, factor + 1);
         free(count);
         free(expect);
         free(buf);

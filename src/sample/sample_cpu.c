@@ -76,13 +76,12 @@ static int64_t lower_bound(const int64_t *sorted, int64_t n, int64_t x) {
  * looks its code up among the sorted ones and reads its entry. Biased sampling reads the whole
  * list, O(degree) per node, where uniform draws read O(fanout) entries.
  */
-static void sample_node_biased(const void *indices, int is32, const gd_sampler_t *s,
-                               uint64_t key, uint32_t hop, int64_t v, int64_t start, int64_t deg,
-                               int64_t cnt, int64_t *out, int64_t *codes, int64_t *pos) {
+static void sample_node_biased(const void *indices, int is32, const gd_sampler_t *s, uint64_t key,
+                               uint32_t hop, int64_t v, int64_t start, int64_t deg, int64_t cnt,
+                               int64_t *out, int64_t *codes, int64_t *pos) {
     const uint8_t *bitmap = s->bias_bitmap;
     int64_t c = 0;
-    for (int64_t p = 0; p < deg; p++)
-        c += gd__bias_bit(bitmap, index_at(indices, is32, start + p));
+    for (int64_t p = 0; p < deg; p++) c += gd__bias_bit(bitmap, index_at(indices, is32, start + p));
     gd__bias_draws(key, hop, s->replace, s->bias_factor, v, deg, c, cnt, codes, out);
     /* The sorted codes: the buffered ones in [0, nb), the others in [nb, cnt). */
     int64_t nb = 0;

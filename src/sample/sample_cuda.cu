@@ -408,11 +408,10 @@ static void launch_sample(unsigned grid, cudaStream_t stream, int is32, unsigned
 }
 
 /* The biased sampling kernel (one warp per node) in place of sample_kernel. */
-static void launch_bias_sample(unsigned grid, cudaStream_t stream, int is32,
-                               unsigned long long key, unsigned hop, int fanout,
-                               const gd_sampler_t *s, const long long *nodes,
-                               const long long *nf_ptr, const gd__cuda_sampler *c,
-                               const int *order, const int *bindptr) {
+static void launch_bias_sample(unsigned grid, cudaStream_t stream, int is32, unsigned long long key,
+                               unsigned hop, int fanout, const gd_sampler_t *s,
+                               const long long *nodes, const long long *nf_ptr,
+                               const gd__cuda_sampler *c, const int *order, const int *bindptr) {
     if (is32)
         bias_sample_kernel<int><<<grid, BLOCK, 0, stream>>>(
             key, hop, fanout, s->replace, s->bias_factor, c->d_bitmap, nodes, nf_ptr, order,
