@@ -5,7 +5,8 @@
  * same contract (docs/sampling.md): the same draws, Floyd's algorithm in the same order, and
  * local ids given by first appearance. Each hop runs:
  *   count     each destination node's degree and number of neighbours -> block indptr;
- *   sample    per node, in parallel: read only the drawn entries of its list;
+ *   sample    per node, in parallel: read only the drawn entries of its list (biased sampling,
+ *             sample_node_biased, reads the whole list: see gd__bias_draws);
  *   relabel   one pass over a hash map in first-appearance order (one thread, or a small
  *             hop), or, with several threads, the GPU's order-free method: every position
  *             (destination nodes, then edges) inserts its node id with an atomic minimum of

@@ -19,6 +19,7 @@
  *             clears the whole worst-case table)
  *   sample    a group of 8, 16 or 32 lanes (by fanout) per node: the draws of Floyd's
  *             algorithm in parallel, resolved in order with ballots, then the reads in parallel
+ *             (biased sampling: bias_sample_kernel, a warp per node reading its whole list)
  *   relabel   open-addressing hash table (atomicCAS on keys), sized for the hop's actual
  *             positions, holding each node's smallest position (atomicMin); a scan over "this
  *             position holds its node's minimum" (first appearances, computed inside the scan)
