@@ -3,8 +3,9 @@
  * neighbour whose bit is set in the sampler's bitmap is bias_factor times as likely to be drawn.
  *   - on fresh random graphs (isolated nodes, hubs, int32 and int64 indices) and fresh random
  *     bitmaps (sparse, dense, empty, full), with and without replacement, the CPU sampler with 1
- *     and 4 threads equals an independent naive statement of the biased draws (sample_util.h)
- *     bit for bit, and every block keeps the invariants: real in-neighbours, no duplicates
+ *     and 4 threads equals an independent naive statement of the biased draws bit for bit
+ *     (check_cpu_sampler and reference_biased in sample_util.h, as test_sample runs them for the
+ *     uniform draws), and every block keeps the invariants: real in-neighbours, no duplicates
  *     without replacement, a list no longer than the fanout taken whole in list order;
  *   - bias_factor 1 (and 0, the default) with a bitmap equals the uniform sampler exactly;
  *   - the draws follow the weights: chi-square over the first draw of a 200-neighbour node, over
@@ -20,95 +21,6 @@
 #include "sample_util.h"
 
 #include <stddef.h>
-
-/* A bitmap of n nodes with each bit set with probability permille / 1000. */
-static uint8_t *make_bitmap(uint64_t *state, int64_t n, int permille) {
-    uint8_t *b = calloc((size_t)(n + 7) / 8 + 1, 1);
-    T_ASSERT(b);
-    for (int64_t v = 0; v < n; v++)
-        if ((int)(t_rand(state) % 1000) < permille) b[v / 8] |= (uint8_t)(1u << (v % 8));
-    return b;
-}
-
-static gd_sampler_t *make_biased(gd_graph_t *gg, const fanout_set *fs, gd_sampler_backend be,
-                                 int64_t max_batch, int replace, uint64_t seed, int threads,
-                                 const uint8_t *bitmap, int factor) {
-    gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
-    o.backend = be;
-    o.max_batch = max_batch;
-    o.replace = replace;
-    o.seed = seed;
-    o.threads = threads;
-    o.bias_bitmap = bitmap;
-    o.bias_factor = factor;
-    gd_sampler_t *s = NULL;
-    T_OK(gd_sampler_create(gg, fs->fanouts, fs->L, &o, &s));
-    return s;
-}
-
-static const int densities[] = {0, 1000, 100, 500, 900};
-static const int factors[] = {2, 3, 7, 64};
-
-static void check_reference(uint64_t *state) {
-    for (int gi = 0; gi < 4; gi++) {
-        const gd_dtype dt = gi % 2 ? GD_DTYPE_INT64 : GD_DTYPE_INT32;
-        const int64_t n = gi < 2 ? 2003 : 20001;
-        graph g = make_graph(state, n, gi < 2 ? 12 : 20, dt);
-        gd_graph_t *gg = NULL;
-        T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, NULL, &gg));
-        for (int fi = 0; fi < NUM_FANOUT_SETS; fi++) {
-            const fanout_set *fs = &fanout_sets[fi];
-            if (n > 3000 && fi != 1 && fi != 3) continue; /* large graph: the big hops only */
-            for (int replace = 0; replace < 2; replace++) {
-                const int dens = densities[t_rand(state) % 5];
-                const int factor = factors[t_rand(state) % 4];
-                uint8_t *bitmap = make_bitmap(state, g.n, dens);
-                const uint64_t seed = t_rand(state);
-                const int64_t max_batch = n > 3000 ? 500 : 200;
-                gd_sampler_t *s1 = make_biased(gg, fs, GD_SAMPLER_CPU, max_batch, replace, seed, 1,
-                                               bitmap, factor);
-                gd_sampler_t *s4 = make_biased(gg, fs, GD_SAMPLER_CPU, max_batch, replace, seed, 4,
-                                               bitmap, factor);
-                gd_minibatch_t *m1, *m4;
-                T_OK(gd_minibatch_create(s1, &m1));
-                T_OK(gd_minibatch_create(s4, &m4));
-                int64_t *seeds = malloc(sizeof(int64_t) * (size_t)max_batch);
-                T_ASSERT(seeds);
-                const int64_t sizes[2] = {max_batch,
-                                          1 + (int64_t)(t_rand(state) % (uint64_t)max_batch)};
-                for (int k = 0; k < 2; k++) {
-                    const int64_t nb = sizes[k], epoch = (int64_t)(t_rand(state) % 5),
-                                  batch = (int64_t)(t_rand(state) % 1000);
-                    make_seeds(state, g.n, nb, seeds);
-                    T_OK(gd_sample(s1, seeds, nb, 0, epoch, batch, NULL, m1));
-                    T_OK(gd_sample(s4, seeds, nb, 0, epoch, batch, NULL, m4));
-                    host_mb a = to_host(m1), b = to_host(m4);
-                    host_mb r = reference_biased(&g, fs->fanouts, fs->L, replace, bitmap, factor,
-                                                 seed, epoch, batch, seeds, nb);
-                    char what[160];
-                    snprintf(what, sizeof what,
-                             "reference vs biased CPU, 1 and 4 threads (fanouts set %d, replace "
-                             "%d, factor %d, density %d/1000)",
-                             fi, replace, factor, dens);
-                    check_invariants(&g, &a, fs->fanouts, replace, seeds, nb);
-                    expect_equal(&r, &a, what);
-                    expect_equal(&r, &b, what);
-                    host_mb_free(&a);
-                    host_mb_free(&b);
-                    host_mb_free(&r);
-                }
-                free(seeds);
-                free(bitmap);
-                gd_minibatch_destroy(m1);
-                gd_minibatch_destroy(m4);
-                gd_sampler_destroy(s1);
-                gd_sampler_destroy(s4);
-            }
-        }
-        gd_graph_destroy(gg);
-        free_graph(&g);
-    }
-}
 
 /* Factor 1 (or 0, the default) with a bitmap is the uniform sampler, draw for draw. */
 static void check_factor_one(uint64_t *state) {
@@ -406,7 +318,7 @@ int main(void) {
     check_api(&state);
     check_factor_one(&state);
     check_distribution();
-    check_reference(&state);
+    check_cpu_sampler(&state, 1);
     check_faults(&state);
     t_check_no_leaks();
     printf("biased sampling checks passed\n");

@@ -13,32 +13,6 @@
 
 #ifdef GD_WITH_CUDA
 static const int sort_modes[3] = {GD__SORT_AUTO, GD__SORT_NEVER, GD__SORT_ALWAYS};
-static const int densities[] = {0, 1000, 100, 500, 900};
-static const int factors[] = {2, 3, 7, 64};
-
-static uint8_t *make_bitmap(uint64_t *state, int64_t n, int permille) {
-    uint8_t *b = calloc((size_t)(n + 7) / 8 + 1, 1);
-    T_ASSERT(b);
-    for (int64_t v = 0; v < n; v++)
-        if ((int)(t_rand(state) % 1000) < permille) b[v / 8] |= (uint8_t)(1u << (v % 8));
-    return b;
-}
-
-static gd_sampler_t *make_biased(gd_graph_t *gg, const fanout_set *fs, gd_sampler_backend be,
-                                 int64_t max_batch, int replace, uint64_t seed,
-                                 const uint8_t *bitmap, int factor) {
-    gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
-    o.backend = be;
-    o.max_batch = max_batch;
-    o.replace = replace;
-    o.seed = seed;
-    o.threads = 2;
-    o.bias_bitmap = bitmap;
-    o.bias_factor = factor;
-    gd_sampler_t *s = NULL;
-    T_OK(gd_sampler_create(gg, fs->fanouts, fs->L, &o, &s));
-    return s;
-}
 
 /* One placement of the graph: indptr, indices, and a list cache of a third of indices or none. */
 typedef struct {
@@ -113,15 +87,15 @@ static void check_gpu_biased(uint64_t *state, cudaStream_t stream) {
                 const fanout_set *fs = &fanout_sets[fi];
                 if (n > 4001 && fi != 0 && fi != 3) continue;
                 for (int replace = 0; replace < 2; replace++) {
-                    const int dens = densities[t_rand(state) % 5];
-                    const int factor = factors[t_rand(state) % 4];
+                    const int dens = bias_densities[t_rand(state) % 5];
+                    const int factor = bias_factors[t_rand(state) % 4];
                     uint8_t *bitmap = make_bitmap(state, g.n, dens);
                     const uint64_t seed = t_rand(state);
                     const int64_t max_batch = n > 4001 ? 1024 : 300;
                     gd_sampler_t *sc = make_biased(host_graph, fs, GD_SAMPLER_CPU, max_batch,
-                                                   replace, seed, bitmap, factor);
+                                                   replace, seed, 2, bitmap, factor);
                     gd_sampler_t *sg = make_biased(dg, fs, GD_SAMPLER_CUDA, max_batch, replace,
-                                                   seed, bitmap, factor);
+                                                   seed, 0, bitmap, factor);
                     sg->sort_reads = sort_modes[turn++ % 3];
                     char what[256];
                     snprintf(what, sizeof what,

@@ -149,6 +149,38 @@ __device__ __forceinline__ void read_list(const IdxT *__restrict__ indices, long
 }
 
 /*
+ * The node at schedule slot t of a sample kernel: frontier node i = order[t] (order NULL: i = t),
+ * its neighbours' offset and count in the block, and, from slot t, its degree and its list. A list
+ * lives in the hot-list cache, a peer GPU's cache or indices (pinned or GPU memory), as the tier
+ * of its location says (feature/tier.h); only the base pointer differs. A node with no neighbours
+ * to take (cnt 0) gets no list.
+ */
+struct slot_node {
+    long long i, deg;
+    int off, cnt;
+    int64_t list_n, start; /* entries of the list's tier, and where the list starts in it */
+    const void *list;      /* the tier's base */
+};
+
+__device__ __forceinline__ slot_node node_at_slot(long long t, const int *__restrict__ order,
+                                                  const int *__restrict__ bindptr,
+                                                  const long long *__restrict__ starts,
+                                                  const long long *__restrict__ degs,
+                                                  gd__tier_bases tiers) {
+    slot_node n;
+    n.i = order ? (long long)order[t] : t;
+    n.off = bindptr[n.i];
+    n.cnt = bindptr[n.i + 1] - n.off;
+    n.deg = 0;
+    n.list_n = n.start = 0;
+    n.list = NULL;
+    if (n.cnt == 0) return n;
+    n.deg = degs[t];
+    n.list = gd__tier_base_of(tiers, starts[t], &n.start, &n.list_n);
+    return n;
+}
+
+/*
  * The neighbours of frontier node i, by a group of G lanes; the group at schedule slot t takes
  * node i = order[t] (order NULL: i = t) and its list start and degree from slot t (see sample_node
  * in sample_cpu.c for the sequential statement of the same draws). Control flow depends only on the
@@ -176,15 +208,11 @@ __global__ void __launch_bounds__(BLOCK)
     const long long groups = (long long)gridDim.x * (blockDim.x / G);
     for (long long t = (long long)blockIdx.x * (blockDim.x / G) + threadIdx.x / G; t < nf;
          t += groups) {
-        const long long i = order ? (long long)order[t] : t;
-        const int off = bindptr[i];
-        const int cnt = bindptr[i + 1] - off;
+        const slot_node nd = node_at_slot(t, order, bindptr, starts, degs, tiers);
+        const long long i = nd.i, deg = nd.deg, start = nd.start, list_n = nd.list_n;
+        const int off = nd.off, cnt = nd.cnt;
         if (cnt == 0) continue;
-        /* The list's tier: the GPU cache, a peer GPU's cache or the indices array (pinned or
-         * GPU memory). */
-        const long long deg = degs[t];
-        int64_t list_n = 0, start = 0;
-        const IdxT *const list = (const IdxT *)gd__tier_base_of(tiers, starts[t], &start, &list_n);
+        const IdxT *const list = (const IdxT *)nd.list;
         long long *out = edge_ids + off;
         if (gd__sample_takes_all(deg, cnt, fanout, replace)) {
             read_list<G>(list, list_n, start, (long long)cnt, lane, out);
@@ -295,25 +323,23 @@ __global__ void __launch_bounds__(BLOCK)
     const long long groups = (long long)gridDim.x * (blockDim.x / 32);
     for (long long t = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; t < nf;
          t += groups) {
-        const long long i = order ? (long long)order[t] : t;
-        const int off = bindptr[i];
-        const int cnt = bindptr[i + 1] - off;
+        const slot_node nd = node_at_slot(t, order, bindptr, starts, degs, tiers);
+        const long long deg = nd.deg;
+        const int cnt = nd.cnt;
         if (cnt == 0) continue;
-        const long long deg = degs[t];
-        int64_t list_n = 0, start = 0;
-        const IdxT *const list = (const IdxT *)gd__tier_base_of(tiers, starts[t], &start, &list_n);
-        const IdxT *const at = list + start;
-        long long *out = edge_ids + off;
+        const IdxT *const list = (const IdxT *)nd.list;
+        const IdxT *const at = list + nd.start;
+        long long *out = edge_ids + nd.off;
         if (gd__sample_takes_all(deg, cnt, fanout, replace)) {
-            read_list<32>(list, list_n, start, (long long)cnt, lane, out);
+            read_list<32>(list, nd.list_n, nd.start, (long long)cnt, lane, out);
             continue;
         }
         long long c = 0;
         for (long long b = 0; b < deg; b += 32)
             c += __popc(tile.ballot(b + lane < deg && entry_buffered(bitmap, at, b + lane)));
-        int64_t *const codes = reinterpret_cast<int64_t *>(pos_scratch + off);
+        int64_t *const codes = reinterpret_cast<int64_t *>(pos_scratch + nd.off);
         if (lane == 0)
-            gd__bias_draws(key, hop, replace, factor, nodes[i], deg, c, cnt, codes,
+            gd__bias_draws(key, hop, replace, factor, nodes[nd.i], deg, c, cnt, codes,
                            replace ? NULL : reinterpret_cast<int64_t *>(out));
         tile.sync();
         /* Ranks below rb (buffered) and ro (others) lie in the chunks already passed. */
