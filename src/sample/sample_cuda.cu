@@ -321,6 +321,7 @@ static gd_status cuda_sampler_init(gd_sampler_t *s) {
         GD_CUDA_CHECK(cudaMalloc((void **)&c->d_bitmap, bytes ? bytes : 1));
         if (bytes)
             GD_CUDA_CHECK(cudaMemcpy(c->d_bitmap, s->bias_bitmap, bytes, cudaMemcpyHostToDevice));
+        s->scratch_bytes += (int64_t)bytes;
     }
     GD_CUDA_CHECK(cudaDeviceSynchronize());
     gd__cuda_leave_device(device, prev);
