@@ -774,8 +774,21 @@ typedef struct {
      * is for benchmarks and tests that compare the schedules; the default picks by placement.
      */
     int sort_reads;
+    /*
+     * Locality-aware sampling (docs/sampling.md, "Biased sampling"): a neighbour whose bit is set
+     * in bias_bitmap (bit v of byte v / 8, least significant bit first, one bit per node: the
+     * rows the GPU's feature cache holds) is bias_factor times as likely to be drawn as one whose
+     * bit is clear. bias_factor 0 or 1: off (uniform draws, the bitmap is ignored); 2 to
+     * GD_SAMPLER_MAX_BIAS needs the bitmap, host memory of (num_nodes + 7) / 8 bytes, which
+     * gd_sampler_create copies (to GPU memory for a CUDA sampler): the caller may free it then.
+     * Deterministic and equal on every backend, but every list of a frontier node is read whole.
+     */
+    const uint8_t *bias_bitmap;
+    int bias_factor;
 } gd_sampler_options;
-#define GD_SAMPLER_OPTIONS_INIT {sizeof(gd_sampler_options), GD_SAMPLER_CPU, 0, 0, 0, 0, 0}
+#define GD_SAMPLER_OPTIONS_INIT {sizeof(gd_sampler_options), GD_SAMPLER_CPU, 0, 0, 0, 0, 0, NULL, 0}
+/* The largest bias_factor: buffered neighbours at most this many times as likely. */
+#define GD_SAMPLER_MAX_BIAS 65536
 
 /*
  * The CUDA sampler's read schedules. AUTO sorts the frontier of every hop after the first by

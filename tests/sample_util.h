@@ -175,10 +175,52 @@ static inline uint64_t ref_draw(uint64_t key, int64_t v, int hop, int64_t j, uin
     return ((uint64_t)r.v[0] * n) >> 32; /* every test degree is below 2^32 */
 }
 
-/* The serial reference: Floyd's algorithm, then first-appearance local ids. */
-static inline host_mb reference(const graph *g, const int *fanouts, int L, int replace,
-                                uint64_t seed, int64_t epoch, int64_t batch, const int64_t *seeds,
-                                int64_t n) {
+static inline int ref_bit(const uint8_t *bitmap, int64_t u) {
+    return (bitmap[u / 8] >> (u % 8)) & 1;
+}
+
+/*
+ * The biased draws of docs/sampling.md ("Biased sampling"), restated naively: the list positions
+ * of each class still available, in list order, and at step j a draw over their total weight
+ * (factor per buffered entry, 1 per other) that picks, in the order buffered then other, the
+ * entry whose weight interval holds it; without replacement the entry is then removed.
+ */
+static inline void ref_biased_positions(const graph *g, const uint8_t *bitmap, int factor,
+                                        uint64_t key, int64_t v, int hop, int replace, int64_t cnt,
+                                        int64_t *pos) {
+    const int64_t s0 = g->indptr[v], deg = g->indptr[v + 1] - s0;
+    int64_t *cls[2], len[2] = {0, 0};
+    cls[0] = malloc(sizeof(int64_t) * (size_t)(deg + 1));
+    cls[1] = malloc(sizeof(int64_t) * (size_t)(deg + 1));
+    T_ASSERT(cls[0] && cls[1]);
+    for (int64_t p = 0; p < deg; p++) {
+        const int other = !ref_bit(bitmap, nbr(g, s0 + p));
+        cls[other][len[other]++] = p;
+    }
+    for (int64_t j = 0; j < cnt; j++) {
+        const uint64_t wb = (uint64_t)factor * (uint64_t)len[0];
+        const uint64_t r = ref_draw(key, v, hop, j, wb + (uint64_t)len[1]);
+        const int other = r >= wb;
+        const int64_t k = other ? (int64_t)(r - wb) : (int64_t)(r / (uint64_t)factor);
+        pos[j] = cls[other][k];
+        if (!replace) {
+            memmove(cls[other] + k, cls[other] + k + 1,
+                    sizeof(int64_t) * (size_t)(len[other] - k - 1));
+            len[other]--;
+        }
+    }
+    free(cls[0]);
+    free(cls[1]);
+}
+
+/*
+ * The serial reference: Floyd's algorithm (or, with a bitmap and a factor above 1, the biased
+ * draws), then first-appearance local ids.
+ */
+static inline host_mb reference_biased(const graph *g, const int *fanouts, int L, int replace,
+                                       const uint8_t *bitmap, int factor, uint64_t seed,
+                                       int64_t epoch, int64_t batch, const int64_t *seeds,
+                                       int64_t n) {
     host_mb h;
     memset(&h, 0, sizeof h);
     h.L = L;
@@ -206,8 +248,11 @@ static inline host_mb reference(const graph *g, const int *fanouts, int L, int r
                 T_ASSERT(edges);
             }
             int64_t *pos = edges + ne;
-            for (int64_t j = 0; j < cnt; j++) {
-                if (f < 0 || (!replace && cnt == deg))
+            const int all = f < 0 || (!replace && cnt == deg);
+            if (!all && cnt > 0 && factor > 1)
+                ref_biased_positions(g, bitmap, factor, key, v, hop, replace, cnt, pos);
+            for (int64_t j = 0; j < cnt && (all || factor <= 1); j++) {
+                if (all)
                     pos[j] = j;
                 else if (replace)
                     pos[j] = (int64_t)ref_draw(key, v, hop, j, (uint64_t)deg);
@@ -251,6 +296,12 @@ static inline host_mb reference(const graph *g, const int *fanouts, int L, int r
     h.num_nodes = nn;
     free(local);
     return h;
+}
+
+static inline host_mb reference(const graph *g, const int *fanouts, int L, int replace,
+                                uint64_t seed, int64_t epoch, int64_t batch, const int64_t *seeds,
+                                int64_t n) {
+    return reference_biased(g, fanouts, L, replace, NULL, 1, seed, epoch, batch, seeds, n);
 }
 
 /* ------------------------------------------------------------------ invariants */
@@ -338,18 +389,126 @@ static const fanout_set fanout_sets[] = {
 };
 #define NUM_FANOUT_SETS ((int)(sizeof fanout_sets / sizeof fanout_sets[0]))
 
-static inline gd_sampler_t *make_sampler(gd_graph_t *gg, const fanout_set *fs,
-                                         gd_sampler_backend be, int64_t max_batch, int replace,
-                                         uint64_t seed, int threads) {
+/* A sampler with biased draws: bitmap and factor as gd_sampler_options' bias fields. */
+static inline gd_sampler_t *make_biased(gd_graph_t *gg, const fanout_set *fs,
+                                        gd_sampler_backend be, int64_t max_batch, int replace,
+                                        uint64_t seed, int threads, const uint8_t *bitmap,
+                                        int factor) {
     gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
     o.backend = be;
     o.max_batch = max_batch;
     o.replace = replace;
     o.seed = seed;
     o.threads = threads;
+    o.bias_bitmap = bitmap;
+    o.bias_factor = factor;
     gd_sampler_t *s = NULL;
     T_OK(gd_sampler_create(gg, fs->fanouts, fs->L, &o, &s));
     return s;
 }
+
+static inline gd_sampler_t *make_sampler(gd_graph_t *gg, const fanout_set *fs,
+                                         gd_sampler_backend be, int64_t max_batch, int replace,
+                                         uint64_t seed, int threads) {
+    return make_biased(gg, fs, be, max_batch, replace, seed, threads, NULL, 0);
+}
+
+/* A bitmap of n nodes (one bit per node) with each bit set with probability permille / 1000. */
+static inline uint8_t *make_bitmap(uint64_t *state, int64_t n, int permille) {
+    uint8_t *b = calloc((size_t)(n + 7) / 8 + 1, 1);
+    T_ASSERT(b);
+    for (int64_t v = 0; v < n; v++)
+        if ((int)(t_rand(state) % 1000) < permille) b[v / 8] |= (uint8_t)(1u << (v % 8));
+    return b;
+}
+
+/* Bitmap densities (per mille) and factors the biased sampler tests draw from. */
+static const int bias_densities[] = {0, 1000, 100, 500, 900};
+static const int bias_factors[] = {2, 3, 7, 64};
+
+/*
+ * The CPU sampler against the reference: on random graphs (int32 and int64 indices), every fanout
+ * set, with and without replacement, samplers with 1 and 4 threads (the serial and the parallel
+ * relabelling) sample full, single-seed and random-size minibatches, which must keep the block
+ * invariants and equal the reference bit for bit; another minibatch index draws other neighbours.
+ * biased: each configuration with a random bitmap and factor (test_sample_bias), else uniform.
+ */
+static inline void check_cpu_sampler(uint64_t *state, int biased) {
+    for (int gi = 0; gi < 4; gi++) {
+        const gd_dtype dt = gi % 2 ? GD_DTYPE_INT64 : GD_DTYPE_INT32;
+        const int64_t n = gi < 2 ? 3000 : 30000;
+        graph g = make_graph(state, n, gi < 2 ? 12 : 20, dt);
+        gd_graph_t *gg = NULL;
+        T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, NULL, &gg));
+        for (int fi = 0; fi < NUM_FANOUT_SETS; fi++) {
+            const fanout_set *fs = &fanout_sets[fi];
+            if (n > 3000 && fi != 1 && fi != 3) continue; /* large graph: the big hops only */
+            for (int replace = 0; replace < 2; replace++) {
+                const int dens = bias_densities[t_rand(state) % 5];
+                const int factor = biased ? bias_factors[t_rand(state) % 4] : 0;
+                uint8_t *bitmap = biased ? make_bitmap(state, g.n, dens) : NULL;
+                const uint64_t seed = t_rand(state);
+                const int64_t max_batch = n > 3000 ? 700 : 200;
+                gd_sampler_t *s1 = make_biased(gg, fs, GD_SAMPLER_CPU, max_batch, replace, seed, 1,
+                                               bitmap, factor);
+                gd_sampler_t *s4 = make_biased(gg, fs, GD_SAMPLER_CPU, max_batch, replace, seed, 4,
+                                               bitmap, factor);
+                char what[2][160];
+                for (int th = 0; th < 2; th++)
+                    snprintf(what[th], sizeof what[th],
+                             "reference vs CPU (%d thread%s, fanouts set %d, replace %d, factor "
+                             "%d, bitmap density %d/1000)",
+                             th ? 4 : 1, th ? "s" : "", fi, replace, factor, biased ? dens : 0);
+                gd_minibatch_t *m1, *m4;
+                T_OK(gd_minibatch_create(s1, &m1));
+                T_OK(gd_minibatch_create(s4, &m4));
+                int64_t *seeds = malloc(sizeof(int64_t) * (size_t)max_batch);
+                T_ASSERT(seeds);
+                const int64_t sizes[3] = {max_batch, 1,
+                                          1 + (int64_t)(t_rand(state) % (uint64_t)max_batch)};
+                for (int k = 0; k < 3; k++) {
+                    const int64_t nb = sizes[k], epoch = (int64_t)(t_rand(state) % 5),
+                                  batch = (int64_t)(t_rand(state) % 1000);
+                    make_seeds(state, g.n, nb, seeds);
+                    T_OK(gd_sample(s1, seeds, nb, 0, epoch, batch, NULL, m1));
+                    T_OK(gd_sample(s4, seeds, nb, 0, epoch, batch, NULL, m4));
+                    host_mb a = to_host(m1), b = to_host(m4);
+                    host_mb r = reference_biased(&g, fs->fanouts, fs->L, replace, bitmap, factor,
+                                                 seed, epoch, batch, seeds, nb);
+                    check_invariants(&g, &a, fs->fanouts, replace, seeds, nb);
+                    expect_equal(&r, &a, what[0]);
+                    expect_equal(&r, &b, what[1]);
+                    host_mb_free(&a);
+                    host_mb_free(&b);
+                    host_mb_free(&r);
+                }
+                /* Another minibatch index draws other neighbours (a node of high degree). */
+                seeds[0] = 0;
+                T_OK(gd_sample(s1, seeds, 1, 0, 0, 0, NULL, m1));
+                host_mb a = to_host(m1);
+                T_OK(gd_sample(s1, seeds, 1, 0, 0, 1, NULL, m1));
+                host_mb b = to_host(m1);
+                const int64_t deg0 = g.indptr[1] - g.indptr[0];
+                if (fs->fanouts[0] > 0 && deg0 > 4 * fs->fanouts[0] && a.b[a.L - 1].num_edges > 0) {
+                    int same = a.b[a.L - 1].num_edges == b.b[b.L - 1].num_edges;
+                    for (int64_t e = 0; same && e < a.b[a.L - 1].num_edges; e++)
+                        same = a.nodes[a.indices[a.L - 1][e]] == b.nodes[b.indices[b.L - 1][e]];
+                    T_ASSERT(!same);
+                }
+                host_mb_free(&a);
+                host_mb_free(&b);
+                free(seeds);
+                free(bitmap);
+                gd_minibatch_destroy(m1);
+                gd_minibatch_destroy(m4);
+                gd_sampler_destroy(s1);
+                gd_sampler_destroy(s4);
+            }
+        }
+        gd_graph_destroy(gg);
+        free_graph(&g);
+    }
+}
+
 
 #endif

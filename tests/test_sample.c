@@ -21,73 +21,6 @@
 #include "sample/read_plan.h"
 #include "sample_util.h"
 
-static void check_cpu_sampler(uint64_t *state) {
-    for (int gi = 0; gi < 4; gi++) {
-        const gd_dtype dt = gi % 2 ? GD_DTYPE_INT64 : GD_DTYPE_INT32;
-        const int64_t n = gi < 2 ? 3000 : 30000;
-        graph g = make_graph(state, n, gi < 2 ? 12 : 20, dt);
-        gd_graph_t *gg = NULL;
-        T_OK(gd_graph_create(g.n, g.indptr, g.indices, g.dtype, NULL, &gg));
-        for (int fi = 0; fi < NUM_FANOUT_SETS; fi++) {
-            const fanout_set *fs = &fanout_sets[fi];
-            if (n > 3000 && fi != 1 && fi != 3) continue; /* large graph: the big hops only */
-            for (int replace = 0; replace < 2; replace++) {
-                const uint64_t seed = t_rand(state);
-                const int64_t max_batch = n > 3000 ? 700 : 200;
-                gd_sampler_t *s1 =
-                    make_sampler(gg, fs, GD_SAMPLER_CPU, max_batch, replace, seed, 1);
-                gd_sampler_t *s4 =
-                    make_sampler(gg, fs, GD_SAMPLER_CPU, max_batch, replace, seed, 4);
-                gd_minibatch_t *m1, *m4;
-                T_OK(gd_minibatch_create(s1, &m1));
-                T_OK(gd_minibatch_create(s4, &m4));
-                int64_t *seeds = malloc(sizeof(int64_t) * (size_t)max_batch);
-                T_ASSERT(seeds);
-                const int64_t sizes[3] = {max_batch, 1,
-                                          1 + (int64_t)(t_rand(state) % (uint64_t)max_batch)};
-                for (int k = 0; k < 3; k++) {
-                    const int64_t nb = sizes[k], epoch = (int64_t)(t_rand(state) % 5),
-                                  batch = (int64_t)(t_rand(state) % 1000);
-                    make_seeds(state, g.n, nb, seeds);
-                    T_OK(gd_sample(s1, seeds, nb, 0, epoch, batch, NULL, m1));
-                    T_OK(gd_sample(s4, seeds, nb, 0, epoch, batch, NULL, m4));
-                    host_mb a = to_host(m1), b = to_host(m4);
-                    host_mb r =
-                        reference(&g, fs->fanouts, fs->L, replace, seed, epoch, batch, seeds, nb);
-                    check_invariants(&g, &a, fs->fanouts, replace, seeds, nb);
-                    expect_equal(&r, &a, "reference vs CPU (1 thread)");
-                    expect_equal(&r, &b, "reference vs CPU (4 threads)");
-                    host_mb_free(&a);
-                    host_mb_free(&b);
-                    host_mb_free(&r);
-                }
-                /* Another minibatch index draws other neighbours (a node of high degree). */
-                seeds[0] = 0;
-                T_OK(gd_sample(s1, seeds, 1, 0, 0, 0, NULL, m1));
-                host_mb a = to_host(m1);
-                T_OK(gd_sample(s1, seeds, 1, 0, 0, 1, NULL, m1));
-                host_mb b = to_host(m1);
-                const int64_t deg0 = g.indptr[1] - g.indptr[0];
-                if (fs->fanouts[0] > 0 && deg0 > 4 * fs->fanouts[0] && a.b[a.L - 1].num_edges > 0) {
-                    int same = a.b[a.L - 1].num_edges == b.b[b.L - 1].num_edges;
-                    for (int64_t e = 0; same && e < a.b[a.L - 1].num_edges; e++)
-                        same = a.nodes[a.indices[a.L - 1][e]] == b.nodes[b.indices[b.L - 1][e]];
-                    T_ASSERT(!same);
-                }
-                host_mb_free(&a);
-                host_mb_free(&b);
-                free(seeds);
-                gd_minibatch_destroy(m1);
-                gd_minibatch_destroy(m4);
-                gd_sampler_destroy(s1);
-                gd_sampler_destroy(s4);
-            }
-        }
-        gd_graph_destroy(gg);
-        free_graph(&g);
-    }
-}
-
 /* ------------------------------------------------------------------ uniformity */
 
 /* A graph where node 0 has in-neighbours 1..deg and nothing else has any. */
@@ -501,7 +434,7 @@ int main(void) {
     check_api_errors(&state);
     check_seed_batches(&state);
     check_uniformity(&state);
-    check_cpu_sampler(&state);
+    check_cpu_sampler(&state, 0);
     check_read_plan(&state);
     check_faults(&state);
     t_check_no_leaks();

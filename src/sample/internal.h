@@ -47,6 +47,10 @@ struct gd_sampler {
      * option; tests and the benchmark set it to compare the two schedules, which give the same
      * minibatch. */
     int sort_reads;
+    /* Locality-aware sampling (gd__bias_draws): the factor (1: off) and the library's host copy
+     * of the caller's bitmap of buffered nodes, (num_nodes + 7) / 8 bytes (NULL when off). */
+    int bias_factor;
+    uint8_t *bias_bitmap;
     void *cpu;                     /* CPU backend scratch */
     struct gd__cuda_sampler *cuda; /* CUDA backend state */
 };
@@ -163,6 +167,69 @@ GD_HOST_DEVICE uint64_t gd__sample_hash(uint64_t k) {
  */
 void gd__sample_positions(uint64_t key, uint32_t hop, int replace, int64_t v, int64_t deg,
                           int64_t cnt, int64_t *out);
+
+/* ---- locality-aware (biased) sampling: docs/sampling.md, "Biased sampling" */
+
+/* Whether node u's bit is set in a bitmap of one bit per node (bit u % 8 of byte u / 8). */
+GD_HOST_DEVICE int gd__bias_bit(const uint8_t *bitmap, int64_t u) {
+    return (bitmap[u >> 3] >> (u & 7)) & 1;
+}
+
+/*
+ * A drawn neighbour, before its list position is known: its class (buffered, bit set, or not)
+ * and its rank within the class in list order. Buffered ones are coded as the rank, the others
+ * as GD__BIAS_OTHER + rank, so the codes of one class are contiguous and sort by rank.
+ */
+#define GD__BIAS_OTHER ((int64_t)1 << 62)
+
+/*
+ * The cnt draws of node v of hop `hop` from a list of deg entries of which c are buffered, when
+ * the list is not taken whole (cnt < deg without replacement, deg > 0 with). Buffered entries
+ * weigh `factor`, the others 1. Step j (j = 0 .. cnt-1) draws r = draw(j, W) with W the weight
+ * of the entries still available: factor * cb + ub, cb and ub the buffered and other entries
+ * left (with replacement, always c and deg - c). r < factor * cb picks the buffered entry of
+ * rank r / factor among those left, else the other entry of rank r - factor * cb among those
+ * left; so each step picks an available entry with probability proportional to its weight.
+ * Without replacement, a rank among those left becomes a rank among all of its class by
+ * stepping over the taken ranks of the class at or below it, in increasing order; taken[0..j)
+ * holds the codes taken so far, sorted. out[j] gets step j's code (GD__BIAS_OTHER above): the
+ * draws in draw order. With replacement taken may be NULL (it is kept sorted when given). Only
+ * integer arithmetic, and the same code on the CPU and the GPU: both get the same codes.
+ */
+GD_HOST_DEVICE void gd__bias_draws(uint64_t key, uint32_t hop, int replace, int64_t factor,
+                                   int64_t v, int64_t deg, int64_t c, int64_t cnt, int64_t *out,
+                                   int64_t *taken) {
+    int64_t cb = c, ub = deg - c;
+    for (int64_t j = 0; j < cnt; j++) {
+        const int64_t wb = factor * cb;
+        const int64_t r =
+            (int64_t)gd__sample_draw(key, (uint64_t)v, hop, (uint32_t)j, (uint64_t)(wb + ub));
+        const int buffered = r < wb;
+        int64_t code = buffered ? r / factor : GD__BIAS_OTHER + (r - wb);
+        int64_t q = 0;
+        if (!replace) {
+            /* Skip the other class's codes below this class, then step over the taken ranks at
+             * or below the code: afterwards taken[q] is the first taken code above it. */
+            const int64_t lo = buffered ? 0 : GD__BIAS_OTHER;
+            while (q < j && taken[q] < lo) q++;
+            while (q < j && taken[q] <= code) {
+                code++;
+                q++;
+            }
+            if (buffered)
+                cb--;
+            else
+                ub--;
+        } else if (taken) {
+            while (q < j && taken[q] <= code) q++;
+        }
+        if (taken) {
+            for (int64_t x = j; x > q; x--) taken[x] = taken[x - 1];
+            taken[q] = code;
+        }
+        out[j] = code;
+    }
+}
 
 /* ---- shared helpers (sampler.c) */
 

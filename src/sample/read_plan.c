@@ -70,6 +70,10 @@ gd_status gd__read_plan_add(gd__read_plan *p, const gd_sampler_t *s, const gd_mi
                "gd__read_plan_add: the minibatch must be one sampled by this CPU sampler");
     GD_REQUIRE(g->h_indptr && g->h_indices, GD_ERR_INVALID_ARG,
                "gd__read_plan_add: the graph's arrays must be in host or pinned memory");
+    GD_REQUIRE(s->bias_factor == 1, GD_ERR_INVALID_ARG,
+               "gd__read_plan_add: the plan follows the uniform draws; this sampler's are biased "
+               "(bias_factor %d), which read every list whole",
+               s->bias_factor);
     if (p->minibatches == 0 && p->num_items == 0) {
         p->num_nodes = g->num_nodes;
         p->num_edges = g->num_edges;

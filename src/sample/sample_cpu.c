@@ -5,7 +5,8 @@
  * same contract (docs/sampling.md): the same draws, Floyd's algorithm in the same order, and
  * local ids given by first appearance. Each hop runs:
  *   count     each destination node's degree and number of neighbours -> block indptr;
- *   sample    per node, in parallel: read only the drawn entries of its list;
+ *   sample    per node, in parallel: read only the drawn entries of its list (biased sampling,
+ *             sample_node_biased, reads the whole list: see gd__bias_draws);
  *   relabel   one pass over a hash map in first-appearance order (one thread, or a small
  *             hop), or, with several threads, the GPU's order-free method: every position
  *             (destination nodes, then edges) inserts its node id with an atomic minimum of
@@ -28,6 +29,8 @@ typedef struct {
     int32_t *vals;          /* local id (one thread) or smallest position (several) */
     int32_t *slots;         /* table slot of every position */
     int32_t *scan;          /* first-appearance marks, then their prefix sum */
+    int64_t *bias_codes;    /* biased sampling only: per edge, the draw's code, then position */
+    int64_t *bias_pos;      /* ... and the list position of the sorted codes */
 } cpu_scratch;
 
 static inline int64_t index_at(const void *indices, int is32, int64_t p) {
@@ -53,18 +56,68 @@ void gd__sample_positions(uint64_t key, uint32_t hop, int replace, int64_t v, in
     }
 }
 
+/* The index of the first of the n sorted values at or above x (here always equal to x). */
+static int64_t lower_bound(const int64_t *sorted, int64_t n, int64_t x) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/*
+ * The cnt neighbours of node v with biased draws (gd__bias_draws; the list is not taken whole):
+ * one pass over the list counts its buffered entries; the draws give codes[j] (class and rank in
+ * the class) in draw order and out[0..cnt) the same codes sorted; a second pass, in which the
+ * ranks of each class grow, finds the list position of every sorted code (pos); then each draw
+ * looks its code up among the sorted ones and reads its entry. Biased sampling reads the whole
+ * list, O(degree) per node, where uniform draws read O(fanout) entries.
+ */
+static void sample_node_biased(const void *indices, int is32, const gd_sampler_t *s, uint64_t key,
+                               uint32_t hop, int64_t v, int64_t start, int64_t deg, int64_t cnt,
+                               int64_t *out, int64_t *codes, int64_t *pos) {
+    const uint8_t *bitmap = s->bias_bitmap;
+    int64_t c = 0;
+    for (int64_t p = 0; p < deg; p++) c += gd__bias_bit(bitmap, index_at(indices, is32, start + p));
+    gd__bias_draws(key, hop, s->replace, s->bias_factor, v, deg, c, cnt, codes, out);
+    /* The sorted codes: the buffered ones in [0, nb), the others in [nb, cnt). */
+    int64_t nb = 0;
+    while (nb < cnt && out[nb] < GD__BIAS_OTHER) nb++;
+    int64_t qb = 0, qo = nb, rb = 0, ro = GD__BIAS_OTHER;
+    for (int64_t p = 0; p < deg && (qb < nb || qo < cnt); p++) {
+        if (gd__bias_bit(bitmap, index_at(indices, is32, start + p))) {
+            for (; qb < nb && out[qb] == rb; qb++) pos[qb] = p;
+            rb++;
+        } else {
+            for (; qo < cnt && out[qo] == ro; qo++) pos[qo] = p;
+            ro++;
+        }
+    }
+    for (int64_t j = 0; j < cnt; j++) codes[j] = pos[lower_bound(out, cnt, codes[j])];
+    for (int64_t j = 0; j < cnt; j++) out[j] = index_at(indices, is32, start + codes[j]);
+}
+
 /*
  * The neighbours of one destination node v (degree deg, list at start) into out[0..cnt): all of
  * them in list order when the list is taken whole, else the entries at the positions of
- * gd__sample_positions, in draw order. The positions are kept in out until the reads replace
- * them.
+ * gd__sample_positions (or of the biased draws, with codes and pos their scratch), in draw
+ * order. The positions are kept in out until the reads replace them.
  */
-static void sample_node(const void *indices, int is32, uint64_t key, uint32_t hop, int fanout,
-                        int replace, int64_t v, int64_t start, int64_t deg, int64_t cnt,
-                        int64_t *out) {
+static void sample_node(const void *indices, int is32, const gd_sampler_t *s, uint64_t key,
+                        uint32_t hop, int fanout, int64_t v, int64_t start, int64_t deg,
+                        int64_t cnt, int64_t *out, int64_t *codes, int64_t *pos) {
+    const int replace = s->replace;
     if (cnt == 0) return;
     if (gd__sample_takes_all(deg, cnt, fanout, replace)) {
         for (int64_t j = 0; j < cnt; j++) out[j] = index_at(indices, is32, start + j);
+        return;
+    }
+    if (s->bias_factor > 1) {
+        sample_node_biased(indices, is32, s, key, hop, v, start, deg, cnt, out, codes, pos);
         return;
     }
     gd__sample_positions(key, hop, replace, v, deg, cnt, out);
@@ -196,9 +249,13 @@ static gd_status cpu_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, in
         for (int64_t i = 0; i < nf; i++) bptr[i + 1] += bptr[i];
         const int64_t ne = bptr[nf];
 #pragma omp parallel for num_threads(par) schedule(dynamic, 64)
-        for (int64_t i = 0; i < nf; i++)
-            sample_node(indices, is32, key, (uint32_t)h, fanout, s->replace, mb->nodes[i],
-                        c->starts[i], c->degs[i], bptr[i + 1] - bptr[i], c->edge_ids + bptr[i]);
+        for (int64_t i = 0; i < nf; i++) {
+            const int64_t off = bptr[i];
+            const int biased = s->bias_factor > 1;
+            sample_node(indices, is32, s, key, (uint32_t)h, fanout, mb->nodes[i], c->starts[i],
+                        c->degs[i], bptr[i + 1] - off, c->edge_ids + off,
+                        biased ? c->bias_codes + off : NULL, biased ? c->bias_pos + off : NULL);
+        }
         int64_t cap = 64;
         while (cap < 2 * (nf + ne)) cap <<= 1;
         if (cap > s->table_cap[h]) cap = s->table_cap[h];
@@ -233,6 +290,8 @@ static void cpu_sampler_release(gd_sampler_t *s) {
     gd_free(c->vals);
     gd_free(c->slots);
     gd_free(c->scan);
+    gd_free(c->bias_codes);
+    gd_free(c->bias_pos);
     gd_free(c);
     s->cpu = NULL;
 }
@@ -254,6 +313,11 @@ static gd_status cpu_sampler_init(gd_sampler_t *s) {
     GD_ALLOC(c->slots, p * sizeof(int32_t), "the sampler's table slots");
     GD_ALLOC(c->scan, (p + 1) * sizeof(int32_t), "the sampler's prefix sums");
     s->scratch_bytes = (int64_t)(d * 16 + e * 8 + t * 12 + p * 8 + 4);
+    if (s->bias_factor > 1) {
+        GD_ALLOC(c->bias_codes, e * sizeof(int64_t), "the biased sampler's draw codes");
+        GD_ALLOC(c->bias_pos, e * sizeof(int64_t), "the biased sampler's list positions");
+        s->scratch_bytes += (int64_t)(e * 16);
+    }
     return GD_OK;
 fail:
     cpu_sampler_release(s);

@@ -19,6 +19,7 @@
  *             clears the whole worst-case table)
  *   sample    a group of 8, 16 or 32 lanes (by fanout) per node: the draws of Floyd's
  *             algorithm in parallel, resolved in order with ballots, then the reads in parallel
+ *             (biased sampling: bias_sample_kernel, a warp per node reading its whole list)
  *   relabel   open-addressing hash table (atomicCAS on keys), sized for the hop's actual
  *             positions, holding each node's smallest position (atomicMin); a scan over "this
  *             position holds its node's minimum" (first appearances, computed inside the scan)
@@ -104,6 +105,9 @@ struct gd__cuda_sampler {
     int *d_order[2];
     void *d_sort_tmp;
     size_t sort_tmp_bytes;
+    /* Biased sampling: the sampler's bitmap of buffered nodes, copied to GPU memory at create
+     * time (NULL when off). */
+    unsigned char *d_bitmap;
 };
 
 struct gd__cuda_minibatch {
@@ -147,6 +151,7 @@ static void cuda_sampler_release(gd_sampler_t *s) {
         if (c->events >= 2) (void)cudaEventDestroy(c->staging_free);
         if (c->d_base) (void)cudaFree(c->d_base);
         if (c->d_err) (void)cudaFree(c->d_err);
+        if (c->d_bitmap) (void)cudaFree(c->d_bitmap);
         if (c->h_seeds) (void)cudaFreeHost(c->h_seeds);
         (void)cudaGetLastError();
         gd__cuda_leave_device(s->graph->device, prev);
@@ -311,6 +316,13 @@ static gd_status cuda_sampler_init(gd_sampler_t *s) {
     GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof(gd__dev_error)));
     GD_CHECK(pinned_alloc((void **)&c->h_seeds, (size_t)s->max_dst[0] * sizeof(long long),
                           "the sampler's seed staging buffer"));
+    if (s->bias_factor > 1) {
+        const size_t bytes = (size_t)(s->graph->num_nodes + 7) / 8;
+        GD_CUDA_CHECK(cudaMalloc((void **)&c->d_bitmap, bytes ? bytes : 1));
+        if (bytes)
+            GD_CUDA_CHECK(cudaMemcpy(c->d_bitmap, s->bias_bitmap, bytes, cudaMemcpyHostToDevice));
+        s->scratch_bytes += (int64_t)bytes;
+    }
     GD_CUDA_CHECK(cudaDeviceSynchronize());
     gd__cuda_leave_device(device, prev);
     return GD_OK;
@@ -395,6 +407,21 @@ static void launch_sample(unsigned grid, cudaStream_t stream, int is32, unsigned
         sample_kernel<G, long long><<<grid, BLOCK, 0, stream>>>(
             key, hop, fanout, replace, nodes, nf_ptr, order, c->d_starts, c->d_degs, bindptr,
             c->tiers, c->d_edge_ids, c->d_pos);
+}
+
+/* The biased sampling kernel (one warp per node) in place of sample_kernel. */
+static void launch_bias_sample(unsigned grid, cudaStream_t stream, int is32, unsigned long long key,
+                               unsigned hop, int fanout, const gd_sampler_t *s,
+                               const long long *nodes, const long long *nf_ptr,
+                               const gd__cuda_sampler *c, const int *order, const int *bindptr) {
+    if (is32)
+        bias_sample_kernel<int><<<grid, BLOCK, 0, stream>>>(
+            key, hop, fanout, s->replace, s->bias_factor, c->d_bitmap, nodes, nf_ptr, order,
+            c->d_starts, c->d_degs, bindptr, c->tiers, c->d_edge_ids, c->d_pos);
+    else
+        bias_sample_kernel<long long><<<grid, BLOCK, 0, stream>>>(
+            key, hop, fanout, s->replace, s->bias_factor, c->d_bitmap, nodes, nf_ptr, order,
+            c->d_starts, c->d_degs, bindptr, c->tiers, c->d_edge_ids, c->d_pos);
 }
 
 /*
@@ -496,7 +523,11 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
         /* From here on a failure may leave the table partly filled. */
         queued = 1;
         GD_CHECK(scan(c, (const int *)c->d_counts, bindptr, nf_max + 1, stream));
-        {
+        if (s->bias_factor > 1) {
+            launch_bias_sample(grid_for(nf_max * 32, c->grid_cap), stream, is32, key, (unsigned)h,
+                               fanout, s, nodes, nf_ptr, c, order, bindptr);
+            GD_CUDA_CHECK_LAUNCH();
+        } else {
             const int G = gd__sample_group_lanes(fanout);
             const unsigned grid = grid_for(nf_max * G, c->sample_cap[G == 32 ? 2 : G == 16]);
             if (G == 32)

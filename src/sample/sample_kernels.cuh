@@ -149,6 +149,38 @@ __device__ __forceinline__ void read_list(const IdxT *__restrict__ indices, long
 }
 
 /*
+ * The node at schedule slot t of a sample kernel: frontier node i = order[t] (order NULL: i = t),
+ * its neighbours' offset and count in the block, and, from slot t, its degree and its list. A list
+ * lives in the hot-list cache, a peer GPU's cache or indices (pinned or GPU memory), as the tier
+ * of its location says (feature/tier.h); only the base pointer differs. A node with no neighbours
+ * to take (cnt 0) gets no list.
+ */
+struct slot_node {
+    long long i, deg;
+    int off, cnt;
+    int64_t list_n, start; /* entries of the list's tier, and where the list starts in it */
+    const void *list;      /* the tier's base */
+};
+
+__device__ __forceinline__ slot_node node_at_slot(long long t, const int *__restrict__ order,
+                                                  const int *__restrict__ bindptr,
+                                                  const long long *__restrict__ starts,
+                                                  const long long *__restrict__ degs,
+                                                  gd__tier_bases tiers) {
+    slot_node n;
+    n.i = order ? (long long)order[t] : t;
+    n.off = bindptr[n.i];
+    n.cnt = bindptr[n.i + 1] - n.off;
+    n.deg = 0;
+    n.list_n = n.start = 0;
+    n.list = NULL;
+    if (n.cnt == 0) return n;
+    n.deg = degs[t];
+    n.list = gd__tier_base_of(tiers, starts[t], &n.start, &n.list_n);
+    return n;
+}
+
+/*
  * The neighbours of frontier node i, by a group of G lanes; the group at schedule slot t takes
  * node i = order[t] (order NULL: i = t) and its list start and degree from slot t (see sample_node
  * in sample_cpu.c for the sequential statement of the same draws). Control flow depends only on the
@@ -176,15 +208,11 @@ __global__ void __launch_bounds__(BLOCK)
     const long long groups = (long long)gridDim.x * (blockDim.x / G);
     for (long long t = (long long)blockIdx.x * (blockDim.x / G) + threadIdx.x / G; t < nf;
          t += groups) {
-        const long long i = order ? (long long)order[t] : t;
-        const int off = bindptr[i];
-        const int cnt = bindptr[i + 1] - off;
+        const slot_node nd = node_at_slot(t, order, bindptr, starts, degs, tiers);
+        const long long i = nd.i, deg = nd.deg, start = nd.start, list_n = nd.list_n;
+        const int off = nd.off, cnt = nd.cnt;
         if (cnt == 0) continue;
-        /* The list's tier: the GPU cache, a peer GPU's cache or the indices array (pinned or
-         * GPU memory). */
-        const long long deg = degs[t];
-        int64_t list_n = 0, start = 0;
-        const IdxT *const list = (const IdxT *)gd__tier_base_of(tiers, starts[t], &start, &list_n);
+        const IdxT *const list = (const IdxT *)nd.list;
         long long *out = edge_ids + off;
         if (gd__sample_takes_all(deg, cnt, fanout, replace)) {
             read_list<G>(list, list_n, start, (long long)cnt, lane, out);
@@ -252,6 +280,85 @@ __global__ void __launch_bounds__(BLOCK)
         for (int j = lane; j < cnt; j += G)
             out[j] = whole ? (long long)win[pos[j]] : (long long)__ldg(list + start + pos[j]);
         if (whole) tile.sync();
+    }
+}
+
+/* The position of the n-th (from 0) set bit of mask, which has more than n set bits. */
+__device__ __forceinline__ int nth_set_bit(unsigned mask, int n) {
+    for (int k = 0; k < n; k++) mask &= mask - 1;
+    return __ffs((int)mask) - 1;
+}
+
+/* Whether entry p (< deg) of a list is a buffered node (bit set in the sampler's bitmap). */
+template <typename IdxT>
+__device__ __forceinline__ bool entry_buffered(const unsigned char *__restrict__ bitmap,
+                                               const IdxT *__restrict__ at, long long p) {
+    return gd__bias_bit(bitmap, (int64_t)__ldg(at + p)) != 0;
+}
+
+/*
+ * Biased (locality-aware) sampling, docs/sampling.md "Biased sampling": the neighbours of
+ * frontier node i by one warp, the statement of sample_node_biased in sample_cpu.c. The group at
+ * schedule slot t takes node i = order[t] (order NULL: i = t) and its list start and degree from
+ * slot t, as sample_kernel does. Lists taken whole are read as there. Otherwise the warp counts
+ * the buffered entries of the list (a ballot per 32 entries), lane 0 runs the draws
+ * (gd__bias_draws, the same code as the CPU's) into pos_scratch, with the node's part of
+ * edge_ids as its sorted scratch, and a second pass over the list, 32 entries at a time, gives
+ * every draw its entry: the ballots of the buffered and of the other entries of a chunk say
+ * which ranks of each class it holds, and the lane of draw j reads the entry whose rank is j's.
+ * Control flow depends only on the node, so it is uniform within the warp; the sync after the
+ * draws orders lane 0's writes before the other lanes read the codes and overwrite the scratch.
+ */
+template <typename IdxT>
+__global__ void __launch_bounds__(BLOCK)
+    bias_sample_kernel(unsigned long long key, unsigned hop, int fanout, int replace,
+                       long long factor, const unsigned char *__restrict__ bitmap,
+                       const long long *__restrict__ nodes, const long long *__restrict__ nf_ptr,
+                       const int *__restrict__ order, const long long *__restrict__ starts,
+                       const long long *__restrict__ degs, const int *__restrict__ bindptr,
+                       gd__tier_bases tiers, long long *edge_ids, long long *pos_scratch) {
+    const cg::thread_block_tile<32> tile = cg::tiled_partition<32>(cg::this_thread_block());
+    const int lane = (int)tile.thread_rank();
+    const long long nf = *nf_ptr;
+    const long long groups = (long long)gridDim.x * (blockDim.x / 32);
+    for (long long t = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; t < nf;
+         t += groups) {
+        const slot_node nd = node_at_slot(t, order, bindptr, starts, degs, tiers);
+        const long long deg = nd.deg;
+        const int cnt = nd.cnt;
+        if (cnt == 0) continue;
+        const IdxT *const list = (const IdxT *)nd.list;
+        const IdxT *const at = list + nd.start;
+        long long *out = edge_ids + nd.off;
+        if (gd__sample_takes_all(deg, cnt, fanout, replace)) {
+            read_list<32>(list, nd.list_n, nd.start, (long long)cnt, lane, out);
+            continue;
+        }
+        long long c = 0;
+        for (long long b = 0; b < deg; b += 32)
+            c += __popc(tile.ballot(b + lane < deg && entry_buffered(bitmap, at, b + lane)));
+        int64_t *const codes = reinterpret_cast<int64_t *>(pos_scratch + nd.off);
+        if (lane == 0)
+            gd__bias_draws(key, hop, replace, factor, nodes[nd.i], deg, c, cnt, codes,
+                           replace ? NULL : reinterpret_cast<int64_t *>(out));
+        tile.sync();
+        /* Ranks below rb (buffered) and ro (others) lie in the chunks already passed. */
+        long long rb = 0, ro = 0;
+        for (long long b = 0; b < deg; b += 32) {
+            const bool in = b + lane < deg;
+            const bool buf = in && entry_buffered(bitmap, at, b + lane);
+            const unsigned mb = tile.ballot(buf), mo = tile.ballot(in && !buf);
+            const int nb = __popc(mb), no = __popc(mo);
+            for (int j = lane; j < cnt; j += 32) {
+                const long long code = (long long)codes[j];
+                const bool is_buf = code < GD__BIAS_OTHER;
+                const long long r = is_buf ? code - rb : code - GD__BIAS_OTHER - ro;
+                if (r >= 0 && r < (is_buf ? nb : no))
+                    out[j] = (long long)__ldg(at + b + nth_set_bit(is_buf ? mb : mo, (int)r));
+            }
+            rb += nb;
+            ro += no;
+        }
     }
 }
 

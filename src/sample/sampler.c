@@ -132,6 +132,13 @@ gd_status gd_sampler_create(gd_graph_t *g, const int *fanouts, int num_layers,
                "gd_sampler_create: sort_reads %d is not a gd_sample_reads (0 auto, -1 frontier "
                "order, 1 sorted)",
                o.sort_reads);
+    GD_REQUIRE(o.bias_factor >= 0 && o.bias_factor <= GD_SAMPLER_MAX_BIAS, GD_ERR_INVALID_ARG,
+               "gd_sampler_create: bias_factor %d: use 1 (uniform sampling; 0 means 1) to %d",
+               o.bias_factor, GD_SAMPLER_MAX_BIAS);
+    GD_REQUIRE(o.bias_factor <= 1 || o.bias_bitmap, GD_ERR_INVALID_ARG,
+               "gd_sampler_create: bias_factor %d needs bias_bitmap, one bit per node of the "
+               "nodes to favour (the rows the GPU's feature cache holds)",
+               o.bias_factor);
     if (o.backend == GD_SAMPLER_CPU)
         GD_REQUIRE(g->h_indptr && g->h_indices, GD_ERR_INVALID_ARG,
                    "the CPU sampler reads the graph from host memory, but its %s "
@@ -156,6 +163,14 @@ gd_status gd_sampler_create(gd_graph_t *g, const int *fanouts, int num_layers,
     s->seed = o.seed;
     s->threads = o.threads ? o.threads : gd__num_threads();
     s->sort_reads = o.sort_reads;
+    s->bias_factor = o.bias_factor > 1 ? o.bias_factor : 1;
+    if (s->bias_factor > 1) {
+        /* A copy, so that the caller may reuse its bitmap (the CUDA backend copies it again,
+         * to GPU memory). */
+        const size_t bytes = (size_t)(g->num_nodes + 7) / 8;
+        GD_ALLOC(s->bias_bitmap, bytes, "the sampler's bitmap of buffered nodes");
+        if (bytes) memcpy(s->bias_bitmap, o.bias_bitmap, bytes);
+    }
     GD_CHECK(plan_sizes(s));
     GD_CHECK(gd__sample_backend_for(s->backend)->sampler_init(s));
     GD_DEBUG("sampler %s: %d hops, batch %lld, %lld input nodes at most, %zu "
@@ -166,6 +181,7 @@ gd_status gd_sampler_create(gd_graph_t *g, const int *fanouts, int num_layers,
     *out = s;
     return GD_OK;
 fail:
+    if (s) gd_free(s->bias_bitmap);
     gd_free(s);
     return st;
 }
@@ -173,6 +189,7 @@ fail:
 void gd_sampler_destroy(gd_sampler_t *s) {
     if (!s) return;
     gd__sample_backend_for(s->backend)->sampler_release(s);
+    gd_free(s->bias_bitmap);
     gd_free(s);
 }
 
