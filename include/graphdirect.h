@@ -1097,10 +1097,18 @@ typedef struct {
      * every pair of GPUs; auto falls back to replicate without it. One rank: ignored.
      */
     const char *placement;
+    /*
+     * Locality-aware sampling in training (zero-copy with a feature cache; docs/sampling.md):
+     * a neighbour whose row is in GPU memory is drawn `locality` times as likely as one read
+     * from host memory. 0 (default): off, uniform draws. 2..GD_SAMPLER_MAX_BIAS: that factor.
+     * -1: adapted after each epoch to its gather / train time ratio (uniform in the first).
+     * It changes the distribution the model trains on; evaluation always samples uniformly.
+     */
+    int locality;
 } gd_train_options;
 #define GD_TRAIN_OPTIONS_INIT                                                                      \
     {sizeof(gd_train_options), NULL, NULL, 2, {10, 5}, 1024, 128, 0.5, 3e-3, 0.0, 0, 0, 0, NULL, \
-     -1, -1, 0, NULL, 3, 0, 0, NULL}
+     -1, -1, 0, NULL, 3, 0, 0, NULL, 0}
 void gd_train_options_init(gd_train_options *o);
 
 /* GD_OK if name is a training mode (cpu, all-gpu, zero-copy, cpu-centric, auto), else

@@ -65,6 +65,9 @@ static void help(void) {
            "                       replicate  every GPU caches the hottest rows it holds\n"
            "                       partition  each hot row cached once, read over NVLink\n"
            "                       auto       the cost model's mix of both (default)\n"
+           "  --locality K|auto  zero-copy: draw neighbours whose rows are in GPU memory K\n"
+           "                     times as likely (auto: K adapted each epoch to the gather /\n"
+           "                     train time; default off). Changes what the model trains on\n"
            "  --depth D          buffer sets in the pipeline ring (default 3)\n"
            "  --preset NAME      without DATASET_DIR: the preset to generate (default small;\n"
            "                     tiny answers in seconds)\n"
@@ -585,6 +588,16 @@ static int train_option(train_args *a, int c, const char *arg) {
     case 'S':
         a->cfg.gather_sms = arg;
         break;
+    case 'Y':
+        if (strcmp(arg, "auto") == 0) {
+            a->cfg.locality = -1;
+            break;
+        }
+        if (cli_parse_i64(arg, &v) || v < 2 || v > GD_SAMPLER_MAX_BIAS)
+            return cli_usage_error("train", "--locality '%s' is not auto or a factor from 2 to %d",
+                                   arg, GD_SAMPLER_MAX_BIAS);
+        a->cfg.locality = (int)v;
+        break;
     case 'Q':
         if (strcmp(arg, "replicate") && strcmp(arg, "partition") && strcmp(arg, "auto"))
             return cli_usage_error("train", "--placement '%s' is none of replicate, partition, "
@@ -641,6 +654,7 @@ static int parse_train(int argc, char **argv, train_args *a) {
                                               {"host-mem-budget", required_argument, 0, 'K'},
                                               {"gather-sms", required_argument, 0, 'S'},
                                               {"placement", required_argument, 0, 'Q'},
+                                              {"locality", required_argument, 0, 'Y'},
                                               {"depth", required_argument, 0, 'R'},
                                               {"metrics", required_argument, 0, 'J'},
                                               {"checkpoint", required_argument, 0, 'C'},

@@ -82,7 +82,7 @@ class Trainer(_lib.Closing):
             dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0, device=0,
             gpu_cache=None, graph_cache=None, gpu_mem_budget=None, gather_sms=None, depth=3,
             mlp=False, context=None, host_mem_budget=None, rank=None, world_size=None,
-            comm_id=None, comm_timeout=None, placement=None)
+            comm_id=None, comm_timeout=None, placement=None, locality=0)
 
     mode: "cpu", "all-gpu", "zero-copy", "cpu-centric" or "auto" (docs/train.md). fanouts:
     neighbours drawn per node from the seeds outward (-1 = all), one layer each. mlp=True: the
@@ -99,14 +99,16 @@ class Trainer(_lib.Closing):
     comm_timeout, in seconds) and the trainer makes that context on `device` itself (its
     `context` attribute, closed with the trainer). Rank 0 writes the checkpoints. placement:
     where zero-copy ranks cache the hot feature rows, "replicate", "partition" or "auto" (the
-    default; docs/multi_gpu.md).
+    default; docs/multi_gpu.md). locality: locality-aware sampling in zero-copy training, 0 (off),
+    a factor >= 2 by which rows in GPU memory are favoured, or "auto" (adapted each epoch).
     """
 
     def __init__(self, dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024,
                  hidden=128, dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0,
                  device=0, gpu_cache=None, graph_cache=None, gpu_mem_budget=None,
                  gather_sms=None, depth=3, mlp=False, context=None, host_mem_budget=None,
-                 rank=None, world_size=None, comm_id=None, comm_timeout=None, placement=None):
+                 rank=None, world_size=None, comm_id=None, comm_timeout=None, placement=None,
+                 locality=0):
         self._ptr = None
         self._own_context = None
         from .dataset import Dataset
@@ -149,6 +151,8 @@ class Trainer(_lib.Closing):
         o.depth = _lib.int_arg(depth, who, "depth", _lib.INT_MIN, _lib.INT_MAX)
         o.mlp = 1 if mlp else 0
         o.placement = _lib.text(placement)
+        o.locality = -1 if locality == "auto" else _lib.int_arg(locality, who, "locality",
+                                                                  _lib.INT_MIN, _lib.INT_MAX)
         _context_handle(context, "graphdirect.Trainer")  # checked before a context is made
         _lib.need("gd_trainer_create")
         self._own_context = _ranks_context(context, o.device, rank, world_size, comm_id,

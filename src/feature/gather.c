@@ -152,6 +152,13 @@ const void *gd__gatherer_cache_mem(const gd_gatherer_t *g, int64_t *units) {
     return g->store ? g->store->cache.mem : NULL;
 }
 
+int gd__gatherer_in_gpu_memory(const gd_gatherer_t *g, int64_t id) {
+    if (gd_gatherer_is_cached(g, id)) return 1;
+    const gd__tier_cache *c = g->store ? &g->store->cache : NULL;
+    if (!c || !c->in_gpu) return 0;
+    return (c->in_gpu[id / 8] >> (id % 8)) & 1;
+}
+
 int64_t gd__gatherer_peer_units(const gd_gatherer_t *g, int peer) {
     if (!g->store || peer < 0 || peer >= g->store->cache.num_peers) return 0;
     return g->store->cache.peer[peer].count > 0 ? g->store->cache.peer[peer].units : 0;

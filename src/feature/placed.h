@@ -36,6 +36,9 @@ gd_status gd__gatherer_create_placed(gd_host_tensor_t *t, gd_context_t *context,
 /* Slot 0 of g's cache in its GPU's memory (NULL: it caches nothing), and its slots. */
 const void *gd__gatherer_cache_mem(const gd_gatherer_t *g, int64_t *units);
 
+/* 1 if row id is in g's cache or in a peer cache g reads (installed or not), else 0. */
+int gd__gatherer_in_gpu_memory(const gd_gatherer_t *g, int64_t id);
+
 /* The slots peer q's cache has under the placement (0: g reads nothing from it). */
 int64_t gd__gatherer_peer_units(const gd_gatherer_t *g, int peer);
 

@@ -73,6 +73,7 @@ static void cache_clear(gd__tier_store *s) {
     gd_free(s->cache.resident);
     gd_free(s->cache.peer_rows);
     gd_free(s->cache.peer_locs);
+    gd_free(s->cache.in_gpu);
     memset(&s->cache, 0, sizeof s->cache);
     memset(&s->tier[GD__TIER_GPU_CACHE], 0, sizeof s->tier[GD__TIER_GPU_CACHE]);
     s->loc = NULL;
@@ -219,6 +220,8 @@ static gd_status plan_peers(gd__tier_store *s, const gd__tier_cache_rows *peers,
         c->peer[q].count = m - c->peer[q].first;
     }
     c->peer_count = m;
+    c->in_gpu = seen;
+    seen = NULL;
 fail:
     gd_free(seen);
     gd_free(taken);

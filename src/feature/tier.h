@@ -265,6 +265,7 @@ typedef struct {
     gd__tier_peer peer[GD__TIER_MAX_PEERS];
     int64_t peer_count;
     int64_t *peer_rows, *peer_locs;
+    unsigned char *in_gpu; /* placed: one bit per row, held here or by a peer (host memory) */
 } gd__tier_cache;
 
 /* ---- the store */

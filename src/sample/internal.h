@@ -248,7 +248,18 @@ typedef struct {
                         uint64_t key, void *stream, gd_minibatch_t *mb);
     gd_status (*minibatch_wait)(gd_minibatch_t *mb);
     gd_status (*check_errors)(gd_sampler_t *s);
+    /* s->bias_factor / bias_bitmap changed (gd__sampler_set_bias): the backend's scratch and
+     * its copy of the bitmap follow. */
+    gd_status (*bias_update)(gd_sampler_t *s);
 } gd__sample_backend;
+
+/*
+ * Change the locality-aware bias of s after creation (the trainer sets it once its feature cache
+ * exists, and the adaptive factor between epochs): factor 0 or 1 turns it off, 2 to
+ * GD_SAMPLER_MAX_BIAS needs bitmap (one bit per node, copied; NULL keeps the current one). Call
+ * it only when no sampling of s is in flight.
+ */
+gd_status gd__sampler_set_bias(gd_sampler_t *s, const uint8_t *bitmap, int factor);
 
 extern const gd__sample_backend gd__sample_cpu_backend;
 #ifdef GD_WITH_CUDA

@@ -296,6 +296,19 @@ static void cpu_sampler_release(gd_sampler_t *s) {
     s->cpu = NULL;
 }
 
+/* The biased draws' scratch, once a factor above 1 asks for it (kept when the bias goes off). */
+static gd_status cpu_bias_update(gd_sampler_t *s) {
+    gd_status st = GD_OK;
+    cpu_scratch *c = s->cpu;
+    const size_t e = (size_t)s->max_edges_all;
+    if (s->bias_factor <= 1 || c->bias_codes) return GD_OK;
+    GD_ALLOC(c->bias_codes, e * sizeof(int64_t), "the biased sampler's draw codes");
+    GD_ALLOC(c->bias_pos, e * sizeof(int64_t), "the biased sampler's list positions");
+    s->scratch_bytes += (int64_t)(e * 16);
+fail:
+    return st;
+}
+
 static gd_status cpu_sampler_init(gd_sampler_t *s) {
     gd_status st = GD_OK;
     cpu_scratch *c = NULL;
@@ -313,11 +326,7 @@ static gd_status cpu_sampler_init(gd_sampler_t *s) {
     GD_ALLOC(c->slots, p * sizeof(int32_t), "the sampler's table slots");
     GD_ALLOC(c->scan, (p + 1) * sizeof(int32_t), "the sampler's prefix sums");
     s->scratch_bytes = (int64_t)(d * 16 + e * 8 + t * 12 + p * 8 + 4);
-    if (s->bias_factor > 1) {
-        GD_ALLOC(c->bias_codes, e * sizeof(int64_t), "the biased sampler's draw codes");
-        GD_ALLOC(c->bias_pos, e * sizeof(int64_t), "the biased sampler's list positions");
-        s->scratch_bytes += (int64_t)(e * 16);
-    }
+    GD_CHECK(cpu_bias_update(s));
     return GD_OK;
 fail:
     cpu_sampler_release(s);
@@ -350,4 +359,5 @@ const gd__sample_backend gd__sample_cpu_backend = {
     cpu_sample,
     cpu_minibatch_wait,
     cpu_check_errors,
+    cpu_bias_update,
 };

@@ -228,6 +228,31 @@ static cudaError_t sort_bytes(const gd__cuda_sampler *c, long long items, size_t
                                            c->end_bit, (cudaStream_t)0);
 }
 
+/* The bitmap of the biased draws in GPU memory (allocated once a factor above 1 asks for it). */
+static gd_status copy_bitmap(gd_sampler_t *s, gd__cuda_sampler *c) {
+    gd_status st = GD_OK;
+    const size_t bytes = (size_t)(s->graph->num_nodes + 7) / 8;
+    if (s->bias_factor <= 1) return GD_OK;
+    if (!c->d_bitmap) {
+        GD_CUDA_CHECK(cudaMalloc((void **)&c->d_bitmap, bytes ? bytes : 1));
+        s->scratch_bytes += (int64_t)bytes;
+    }
+    if (bytes)
+        GD_CUDA_CHECK(cudaMemcpy(c->d_bitmap, s->bias_bitmap, bytes, cudaMemcpyHostToDevice));
+fail:
+    return st;
+}
+
+static gd_status cuda_bias_update(gd_sampler_t *s) {
+    gd_status st = GD_OK;
+    int prev = -1;
+    GD_CHECK(gd__cuda_enter_device(s->graph->device, &prev));
+    st = copy_bitmap(s, s->cuda);
+    gd__cuda_leave_device(s->graph->device, prev);
+fail:
+    return st;
+}
+
 static gd_status cuda_sampler_init(gd_sampler_t *s) {
     gd_status st = GD_OK;
     gd__cuda_sampler *c = NULL;
@@ -316,13 +341,7 @@ static gd_status cuda_sampler_init(gd_sampler_t *s) {
     GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof(gd__dev_error)));
     GD_CHECK(pinned_alloc((void **)&c->h_seeds, (size_t)s->max_dst[0] * sizeof(long long),
                           "the sampler's seed staging buffer"));
-    if (s->bias_factor > 1) {
-        const size_t bytes = (size_t)(s->graph->num_nodes + 7) / 8;
-        GD_CUDA_CHECK(cudaMalloc((void **)&c->d_bitmap, bytes ? bytes : 1));
-        if (bytes)
-            GD_CUDA_CHECK(cudaMemcpy(c->d_bitmap, s->bias_bitmap, bytes, cudaMemcpyHostToDevice));
-        s->scratch_bytes += (int64_t)bytes;
-    }
+    GD_CHECK(copy_bitmap(s, c));
     GD_CUDA_CHECK(cudaDeviceSynchronize());
     gd__cuda_leave_device(device, prev);
     return GD_OK;
@@ -593,4 +612,5 @@ extern "C" const gd__sample_backend gd__sample_cuda_backend = {
     cuda_sample,
     cuda_minibatch_wait,
     cuda_check_errors,
+    cuda_bias_update,
 };

@@ -186,6 +186,24 @@ fail:
     return st;
 }
 
+gd_status gd__sampler_set_bias(gd_sampler_t *s, const uint8_t *bitmap, int factor) {
+    gd_status st = GD_OK;
+    const size_t bytes = (size_t)(s->graph->num_nodes + 7) / 8;
+    GD_REQUIRE(factor >= 0 && factor <= GD_SAMPLER_MAX_BIAS, GD_ERR_INVALID_ARG,
+               "sampler bias: factor %d: use 1 (uniform sampling; 0 means 1) to %d", factor,
+               GD_SAMPLER_MAX_BIAS);
+    GD_REQUIRE(factor <= 1 || bitmap || s->bias_bitmap, GD_ERR_INVALID_ARG,
+               "sampler bias: factor %d needs a bitmap of the buffered nodes", factor);
+    if (bitmap) {
+        if (!s->bias_bitmap) GD_ALLOC(s->bias_bitmap, bytes ? bytes : 1, "the sampler's bitmap");
+        if (bytes) memcpy(s->bias_bitmap, bitmap, bytes);
+    }
+    s->bias_factor = factor > 1 ? factor : 1;
+    GD_CHECK(gd__sample_backend_for(s->backend)->bias_update(s));
+fail:
+    return st;
+}
+
 void gd_sampler_destroy(gd_sampler_t *s) {
     if (!s) return;
     gd__sample_backend_for(s->backend)->sampler_release(s);

@@ -505,6 +505,7 @@ gd_status gd__datapath_place_features(gd__datapath *d) {
     gd_status st = GD_OK;
     GD_CHECK(place_features(d));
     GD_CHECK(make_gatherer(d));
+    GD_CHECK(gd__datapath_locality_init(d));
 fail:
     return st;
 }
@@ -715,6 +716,7 @@ void gd__datapath_pipe_config(gd__datapath *d, gd__pipe_config *pc) {
 gd_status gd__datapath_start_pass(gd__datapath *d, const int64_t *ids, int64_t n, int64_t epoch,
                                   int train, gd__pass *p) {
     gd_status st = GD_OK;
+    GD_CHECK(gd__datapath_locality_pass(d, train));
     memset(p, 0, sizeof *p);
     p->ids = ids;
     p->n = n;
@@ -729,8 +731,8 @@ gd_status gd__datapath_start_pass(gd__datapath *d, const int64_t *ids, int64_t n
     /* The seed order goes to the GPU once; the sampler reads its slices there. */
     if (d->cuda_sampler && n > 0)
         GD_CHECK(gd__cuda_memcpy_async(d->d_order, ids, (size_t)n * sizeof(int64_t), d->s_sample));
-fail:
 #endif
+fail:
     return st;
 }
 

@@ -53,6 +53,7 @@ typedef struct {
     int64_t host_mem_budget; /* host memory the run may take (0: GD_HOST_MEM_MB or available) */
     const char *gather_sms;
     const char *placement; /* several ranks in zero-copy: replicate, partition, auto (NULL) */
+    int locality;          /* locality-aware sampling: 0 off, a factor >= 2, GD__LOCALITY_AUTO */
     int depth;           /* buffer sets of the GPU modes (cpu: 1 unless sets_on_cpu) */
     int sets_on_cpu;     /* the cpu mode keeps `depth` sets too (the loader's caller holds them) */
     int labels_optional; /* the loader serves unlabelled data */
@@ -114,6 +115,7 @@ typedef struct {
     struct gd__peer_view_s *peers;
     /* zero-copy: the features are the dataset file's pages, registered in place read-only. */
     int features_shared;
+    int locality_factor; /* training passes' bias factor (1: uniform; locality.c) */
 } gd__datapath;
 
 /*
@@ -131,6 +133,20 @@ void gd__datapath_nn_release(gd__nn_ctx *nn);
  * budget leaves once the client has allocated its own buffers (the model), so the client calls
  * this after them. Before it, the data stages cannot run.
  */
+/* gd__data_config.locality: the factor adapted after each epoch (locality.c). */
+#define GD__LOCALITY_AUTO (-1)
+
+/*
+ * Locality-aware sampling (locality.c). _init, once the gatherer exists: the bitmap of the rows
+ * in GPU memory to the sampler (an error outside zero-copy with a cache). _pass, at the start of
+ * every pass: the bias on for training passes, off for evaluation. _adapt, after a training
+ * epoch: auto's next factor from that epoch's gather and train times (returned; 0 when the
+ * factor is not adapted).
+ */
+gd_status gd__datapath_locality_init(gd__datapath *d);
+gd_status gd__datapath_locality_pass(gd__datapath *d, int train);
+int gd__datapath_locality_adapt(gd__datapath *d, double gather_s, double train_s);
+
 /*
  * Several ranks in zero-copy (placed.c): create d->gatherer with its cache of cache bytes placed
  * over the group's GPUs by cfg.placement, from the rows' scores, and map the peers' caches.

@@ -108,6 +108,7 @@ static gd_status train_config(const gd_train_options *o, gd_trainer_t *t, gd__tr
     c->context = o->context;
     c->host_mem_budget = o->host_mem_budget;
     c->placement = o->placement;
+    c->locality = o->locality;
     /* Every minibatch reaches forward_progress, which reports at the fit's own cadence. */
     c->progress = forward_progress;
     c->progress_user = t;
@@ -484,6 +485,12 @@ static gd_status fit_epoch(gd_trainer_t *t, const gd_fit_options *o, int64_t e, 
     GD_CHECK(gd__dataset_check_unchanged(t->ds));
     GD_CHECK(gd__trainer_epoch(t->t, e, &es));
     GD_CHECK(gd__dataset_check_unchanged(t->ds));
+    const int k = gd__trainer_locality_adapt(t->t, es.gather_s, es.train_s);
+    if (k > 0) {
+        GD_INFO("locality-aware sampling: gather %.2f s, train %.2f s in epoch %lld: factor %d "
+                "next",
+                es.gather_s, es.train_s, (long long)e + 1, k);
+    }
     t->epochs_done = e + 1;
     if (o->validate) {
         GD_CHECK(gd__trainer_evaluate(t->t, GD_ARRAY_VALID_IDX, &valid, NULL));

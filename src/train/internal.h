@@ -90,6 +90,8 @@ typedef struct {
      * "partition" or "auto" (NULL: auto; train/placement.h, docs/multi_gpu.md).
      */
     const char *placement;
+    /* Locality-aware sampling in training passes: 0 off, a factor >= 2, -1 auto (locality.c). */
+    int locality;
     int depth;              /* GPU modes: buffer sets in the ring, >= 2 */
     int64_t max_batches;    /* stop a training epoch after this many minibatches (0: all) */
     gd__train_progress_fn progress;
@@ -195,6 +197,9 @@ gd_status gd__trainer_resume(gd__trainer *t, const char *path, gd__checkpoint_me
  * files (checkpoints, the best model); the others read a checkpoint to resume from.
  */
 int gd__trainer_rank(const gd__trainer *t);
+/* --locality auto: the next training epoch's factor from this one's gather and train times
+ * (0: not adapted). */
+int gd__trainer_locality_adapt(gd__trainer *t, double gather_s, double train_s);
 
 /* Change cfg.max_batches (0: every minibatch), e.g. for a short warm-up epoch in a benchmark. */
 void gd__trainer_set_max_batches(gd__trainer *t, int64_t max_batches);

@@ -249,6 +249,7 @@ static void data_config(gd__trainer *t, gd__data_config *dc) {
     dc->mode = cfg->mode;
     dc->host_mem_budget = cfg->host_mem_budget;
     dc->placement = cfg->placement;
+    dc->locality = cfg->locality;
     dc->model_bytes = plan_model_bytes;
     dc->model_user = t;
 }
@@ -770,4 +771,8 @@ int gd__trainer_rank(const gd__trainer *t) {
 
 void gd__trainer_set_max_batches(gd__trainer *t, int64_t max_batches) {
     if (t && max_batches >= 0) t->cfg.max_batches = max_batches;
+}
+
+int gd__trainer_locality_adapt(gd__trainer *t, double gather_s, double train_s) {
+    return gd__datapath_locality_adapt(t->d, gather_s, train_s);
 }
