@@ -10,6 +10,7 @@
 #include "core/cuda.h"
 #include "core/hostmem.h"
 #include "core/peers.h"
+#include "feature/widen.h"
 #include "io/dataset.h"
 
 #include <stdio.h>
@@ -32,6 +33,7 @@ static void destroy_set(gd__datapath *d, gd__batch_set *s) {
     if (d->nn) {
         gd__nn_tensor_free(d->nn, &s->x);
         if (s->labels) d->nn->be->release(d->nn, s->labels);
+        if (s->x_half) d->nn->be->release(d->nn, s->x_half);
     }
     memset(s, 0, sizeof *s);
 }
@@ -112,6 +114,7 @@ static gd_status plan_input(gd__datapath *d, int have_gpu, gd__plan_input *in) {
     in->num_nodes = d->num_nodes;
     in->num_edges = gi.num_edges;
     in->row_bytes = d->in_dim * (int64_t)gd_dtype_size(fv.dtype);
+    in->feature_dtype = fv.dtype;
     in->index_bytes = gi.num_nodes < (INT64_C(1) << 31) ? 4 : 8;
     in->mode = d->cfg.mode;
     in->gpu_cache_bytes = d->cfg.gpu_cache_bytes;
@@ -134,7 +137,9 @@ static gd_status plan_input(gd__datapath *d, int have_gpu, gd__plan_input *in) {
     const int64_t model = d->cfg.model_bytes ? d->cfg.model_bytes(d->cfg.model_user, gi.max_degree,
                                                                   si.max_input_nodes)
                                              : 0;
-    const int64_t set = si.minibatch_bytes + si.max_input_nodes * d->in_dim * 4 + d->batch * 8;
+    /* A half table's GPU sets hold the rows twice: as gathered (2 bytes) and widened (4). */
+    const int64_t x_bytes = (gd__widen_dtype(fv.dtype) && have_gpu ? 6 : 4) * d->in_dim;
+    const int64_t set = si.minibatch_bytes + si.max_input_nodes * x_bytes + d->batch * 8;
     /* The host side, for the plan's host check; the GPU side only where a GPU mode can run. */
     in->host_model_bytes = model;
     in->host_batch_bytes = d->cfg.depth * set;
@@ -210,9 +215,10 @@ static gd_status place_features(gd__datapath *d) {
     gd_status st = GD_OK;
     gd_array_view fv;
     GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_FEATURES, &fv));
-    GD_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,
-               "trainer: dataset '%s' has %s features; training reads float32 features "
-               "(regenerate or convert with float32)",
+    /* Half tables are stored and gathered as they are and widened per minibatch (widen.h). */
+    GD_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32 || gd__widen_dtype(fv.dtype), GD_ERR_UNSUPPORTED,
+               "trainer: dataset '%s' has %s features; training reads float32, float16 or "
+               "bfloat16 features (regenerate or convert with --dtype)",
                gd_dataset_name(d->ds), gd_dtype_name(fv.dtype));
     const int ro = d->ds->arrays[GD_ARRAY_FEATURES].store == GD__STORE_MAP_RO;
     if (d->mode == GD__TRAIN_ZERO_COPY)
@@ -341,6 +347,9 @@ static gd_status make_sets(gd__datapath *d) {
         GD_CHECK(gd__nn_tensor_alloc(d->nn, GD_DTYPE_FLOAT32, d->sinfo.max_input_nodes, d->in_dim,
                                      &s->x));
         GD_CHECK(d->nn->be->alloc(d->nn, (size_t)d->batch * sizeof(int64_t), (void **)&s->labels));
+        if (d->gpu && gd__widen_dtype(d->feature_dtype))
+            GD_CHECK(d->nn->be->alloc(d->nn, (size_t)(d->sinfo.max_input_nodes * d->in_dim) * 2,
+                                      &s->x_half));
         if (d->mode != GD__TRAIN_CPU_CENTRIC) GD_CHECK(gd_minibatch_create(d->sampler, &s->mb));
 #ifdef GD_WITH_CUDA
         if (d->gpu)
@@ -448,6 +457,9 @@ gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg
     d->in_dim = gd_dataset_feature_dim(ds);
     d->num_classes = gd_dataset_num_classes(ds);
     d->batch = gd__min64(cfg->batch_size, d->num_nodes);
+    gd_array_view fv;
+    GD_CHECK(gd_dataset_array(ds, GD_ARRAY_FEATURES, &fv));
+    d->feature_dtype = fv.dtype;
 
     /* The splits and the labels. */
     for (int i = 0; i < 3; i++)
@@ -575,13 +587,33 @@ fail:
     return st;
 }
 
+/*
+ * Gather the rows of ids into the set's x. A half table's rows are widened to float32: in the
+ * "cpu" gather itself, or (GPU modes) gathered into the set's half staging and widened there by
+ * a kernel on the same stream, so the event that ends the stage covers both.
+ */
+static gd_status gather_rows(gd__datapath *d, gd__batch_set *s, const int64_t *ids,
+                             int ids_on_device, void *stream) {
+    gd_status st = GD_OK;
+    if (!gd__widen_dtype(d->feature_dtype))
+        return gd_gather(d->gatherer, ids, s->num_in, ids_on_device, s->x.data, stream);
+    if (!d->gpu) return gd__gather_widen(d->gatherer, ids, s->num_in, s->x.data);
+#ifdef GD_WITH_CUDA
+    GD_CHECK(gd_gather(d->gatherer, ids, s->num_in, ids_on_device, s->x_half, stream));
+    GD_CHECK(gd__widen_cuda(gd_context_device(d->context), s->x_half, d->feature_dtype,
+                            s->num_in * d->in_dim, s->x.data, stream));
+fail:
+#endif
+    return st;
+}
+
 /* cpu: gather the rows and the labels of the set's minibatch, on the host. */
 static gd_status cpu_gather(void *user, gd__pass *p, int64_t b, int set, void *stream) {
     gd_status st = GD_OK;
     gd__datapath *d = user;
     gd__batch_set *s = &d->sets[set];
     if (s->seeds == 0) return GD_OK;
-    GD_CHECK(gd_gather(d->gatherer, s->in_ids, s->num_in, 0, s->x.data, NULL));
+    GD_CHECK(gather_rows(d, s, s->in_ids, 0, NULL));
     stage_labels(d, p, b, s, s->labels);
 fail:
     (void)stream;
@@ -614,7 +646,7 @@ static gd_status cuda_gather(void *user, gd__pass *p, int64_t b, int set, void *
     if (s->seeds == 0) return GD_OK;
     GD_CHECK(set_views(d, s));
     stage_labels(d, p, b, s, s->label_stage);
-    GD_CHECK(gd_gather(d->gatherer, s->in_ids, s->num_in, 1, s->x.data, stream));
+    GD_CHECK(gather_rows(d, s, s->in_ids, 1, stream));
     GD_CHECK(gd__cuda_memcpy_async(s->labels, s->label_stage, (size_t)s->seeds * sizeof(int64_t),
                                    stream));
 fail:
@@ -672,7 +704,7 @@ static gd_status host_gather(void *user, gd__pass *p, int64_t b, int set, void *
     s->node_ids = (const int64_t *)((char *)s->blk_dev + off);
     off += id_bytes;
     stage_labels(d, p, b, s, s->label_stage);
-    GD_CHECK(gd_gather(d->gatherer, ids, s->num_in, 0, s->x.data, stream));
+    GD_CHECK(gather_rows(d, s, ids, 0, stream));
     GD_CHECK(gd__cuda_memcpy_async(s->blk_dev, s->blk_stage, off, stream));
     GD_CHECK(gd__cuda_memcpy_async(s->labels, s->label_stage, (size_t)s->seeds * sizeof(int64_t),
                                    stream));

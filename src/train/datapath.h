@@ -28,6 +28,8 @@ extern "C" {
 typedef struct {
     gd_minibatch_t *mb;   /* CUDA sampler and cpu mode: the set's minibatch buffer */
     gd__nn_tensor x;      /* the gathered rows, on the nn backend's device */
+    /* GPU modes over a half table: the rows as gathered, before the widening into x. */
+    void *x_half;
     int64_t *labels;      /* the seeds' labels, nn backend memory (-1: unlabelled) */
     int64_t *label_stage; /* GPU modes: pinned staging of the labels */
     void *blk_dev;        /* cpu-centric: the blocks in GPU memory ... */
@@ -100,6 +102,7 @@ typedef struct {
     gd_minibatch_t *host_mb;    /* cpu-centric: the CPU sampler's output */
     /* Adopted from the dataset, or (zero-copy) it or a copy registered through the context. */
     gd_host_tensor_t *features;
+    gd_dtype feature_dtype; /* the table's: float32, or float16 / bfloat16 widened for x */
     gd_gatherer_t *gatherer;
     gd__batch_set sets[GD__PIPE_MAX_DEPTH];
     size_t blk_bytes;          /* cpu-centric: bytes of a blocks copy */

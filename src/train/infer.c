@@ -27,6 +27,7 @@
 
 #include "core/context.h"
 #include "feature/internal.h"
+#include "feature/widen.h"
 #ifdef GD_WITH_CUDA
 #include "core/cuda.h"
 #endif
@@ -74,6 +75,9 @@ typedef struct {
     void *event;
     float *logits_host;
     int64_t device_bytes;
+    /* A half table's features widened to float32 (owned; page-aligned for pinning), else NULL. */
+    gd_host_tensor_t *widened_t;
+    float *widened;
 } infer_state;
 
 /*
@@ -184,6 +188,7 @@ static void state_release(infer_state *s) {
     if (s->gpu) (void)gd__cuda_stream_sync(s->ctx->stream);
 #endif
     for (int i = 0; i < 3; i++) table_release(s, &s->tab[i]);
+    gd_host_tensor_destroy(s->widened_t); /* after the tables: one may have pinned it */
     gd__nn_tensor_free(s->ctx, &s->agg);
     gd__nn_tensor_free(s->ctx, &s->self);
     gd__nn_tensor_free(s->ctx, &s->out);
@@ -193,6 +198,30 @@ static void state_release(infer_state *s) {
     if (s->logits_host) gd__cuda_host_free(s->logits_host);
     if (s->event) gd__cuda_event_destroy(s->event);
 #endif
+}
+
+/*
+ * A half table widened once into a float32 copy that inference owns: every layer-wise pass
+ * reads each row about (degree + 1) times, so one conversion up front is cheaper than one per
+ * read, and the aggregation kernels stay float32. It costs the float32 table in host memory
+ * (docs/train.md).
+ */
+static gd_status widen_features(infer_state *s, const gd_array_view *fv, const float **features) {
+    gd_status st = GD_OK;
+    const int64_t cols = fv->shape[1];
+    st = gd_host_tensor_create(s->n, cols, GD_DTYPE_FLOAT32, 0, &s->widened_t);
+    if (st != GD_OK) {
+        gd__error_context(st, "inference: the float32 copy of the %s features", gd_dtype_name(fv->dtype));
+        goto fail;
+    }
+    s->widened = gd_host_tensor_data(s->widened_t);
+    const uint16_t *src = fv->data;
+#pragma omp parallel for num_threads(s->threads) schedule(static)
+    for (int64_t r = 0; r < s->n; r++)
+        gd__widen_cpu(src + r * cols, fv->dtype, cols, s->widened + r * cols);
+    *features = s->widened;
+fail:
+    return st;
 }
 
 /* The arrays of ds that inference reads, checked against the model. */
@@ -212,9 +241,9 @@ static gd_status load_dataset(infer_state *s, const gd_dataset_t *ds, const floa
                "inference: dataset '%s' has indptr of %s x %lld, expected int64 x %lld",
                gd_dataset_name(ds), gd_dtype_name(ip.dtype), (long long)ip.shape[0],
                (long long)(s->n + 1));
-    GD_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,
-               "inference: dataset '%s' has %s features; inference reads float32 features "
-               "(regenerate or convert with float32)",
+    GD_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32 || gd__widen_dtype(fv.dtype), GD_ERR_UNSUPPORTED,
+               "inference: dataset '%s' has %s features; inference reads float32, float16 or "
+               "bfloat16 features (regenerate or convert with --dtype)",
                gd_dataset_name(ds), gd_dtype_name(fv.dtype));
     GD_REQUIRE(fv.ndim == 2 && fv.shape[0] == s->n && fv.shape[1] == s->dims[0], GD_ERR_INVALID_ARG,
                "inference: dataset '%s' has %lld x %lld features but the model reads %lld "
@@ -233,6 +262,7 @@ static gd_status load_dataset(infer_state *s, const gd_dataset_t *ds, const floa
     }
     s->index_size = gd_dtype_size(s->index_dtype);
     *features = fv.data;
+    if (gd__widen_dtype(fv.dtype)) GD_CHECK(widen_features(s, &fv, features));
 fail:
     return st;
 }
@@ -357,7 +387,8 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
     if (ip.features_on_gpu) {
         GD_CHECK(table_on_device(s, &s->tab[0], s->dims[0], features));
     } else {
-        gd_host_tensor_t *given = o->features;
+        /* A registered half table is not what inference reads: its widened copy is pinned. */
+        gd_host_tensor_t *given = s->widened ? NULL : o->features;
         if (given) {
             GD_REQUIRE(gd_host_tensor_is_registered(given) && given->reg_device == s->ctx->device &&
                            gd_host_tensor_dtype(given) == GD_DTYPE_FLOAT32 &&

@@ -95,6 +95,18 @@ fail:
     return st;
 }
 
+/*
+ * The features' row, naming a half table's dtype: its bytes are the table's real ones, and the
+ * caches hold rows of that size (twice the rows of a float32 table at the same budget).
+ */
+static const char *features_name(const gd__plan_input *in) {
+    switch (in->feature_dtype) {
+    case GD_DTYPE_FLOAT16: return "features (float16)";
+    case GD_DTYPE_BFLOAT16: return "features (bfloat16)";
+    default: return "features";
+    }
+}
+
 gd_status gd__plan_make(const gd__plan_input *in, gd__plan *p) {
     gd_status st = GD_OK;
     char a[32], b[32];
@@ -122,7 +134,7 @@ gd_status gd__plan_make(const gd__plan_input *in, gd__plan *p) {
         p->indptr = p->indices = GD_PLACE_GPU;
         row(p, "indptr", "gpu", indptr);
         row(p, "indices", "gpu", lists);
-        row(p, "features", "gpu", feat);
+        row(p, features_name(in), "gpu", feat);
         break;
     case GD__TRAIN_ZERO_COPY: {
         p->indptr = GD_PLACE_GPU;
@@ -140,14 +152,14 @@ gd_status gd__plan_make(const gd__plan_input *in, gd__plan *p) {
         row(p, "indptr", "gpu", indptr);
         row(p, "indices", "pinned host", lists);
         row(p, "neighbour-list cache", "gpu cache", cache);
-        row(p, "features", "pinned host", feat);
+        row(p, features_name(in), "pinned host", feat);
         row(p, "feature cache", "gpu cache", in->gpu_cache_bytes);
         break;
     }
     default: /* cpu, cpu-centric: the CPU reads both from host memory */
         row(p, "indptr", "host", indptr);
         row(p, "indices", "host", lists);
-        row(p, "features", p->mode == GD__TRAIN_CPU ? "host" : "host (gathered into pinned)", feat);
+        row(p, features_name(in), p->mode == GD__TRAIN_CPU ? "host" : "host (gathered into pinned)", feat);
         break;
     }
     if (p->mode != GD__TRAIN_CPU) row(p, "minibatch buffers and model", "gpu", in->fixed_bytes);

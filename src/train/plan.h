@@ -24,6 +24,7 @@ typedef struct {
     int64_t num_nodes, num_edges;
     int64_t row_bytes;     /* one feature row */
     int64_t feature_dtype_bytes;
+    gd_dtype feature_dtype; /* the table's (0: float32); the plan names a half one */
     int64_t index_bytes;   /* an entry of indices as a GPU copy holds it (4 when ids fit) */
     /* The data path: what every GPU mode allocates (ring, sampler scratch, model, reserve). */
     int64_t fixed_bytes;
