@@ -139,8 +139,10 @@ done
 
 # A worker that ignores the signal is killed once the grace period is over.
 start env GD_LAUNCH_SELFTEST=stubborn GD_LAUNCH_GRACE_S=1 "$cli" train --gpus 2
-wait_for "rank 1: pid"
-sleep 0.5
+# Both workers ignore the signals before it comes (under load a worker can take seconds to
+# start, and the default action of SIGTERM would kill it before it ignores anything).
+wait_for "rank 1: self-test: ignoring"
+wait_for "rank 0: self-test: ignoring"
 kill -TERM $pid
 finish
 [ $rc -eq 143 ] || { show; fail "stubborn workers: the launcher exited $rc, not 143"; }

@@ -132,6 +132,9 @@ static int selftest(const char *what, const cli_rank *me) {
         signal(SIGINT, SIG_IGN);
         signal(SIGTERM, SIG_IGN);
         signal(SIGHUP, SIG_IGN);
+        /* The test sends its signal only after this line: sooner, the default action kills. */
+        fprintf(stderr, "graphdirect: rank %d: self-test: ignoring SIGINT, SIGTERM and SIGHUP\n",
+                me->rank);
         return nap(60, 1);
     }
     fprintf(stderr,
