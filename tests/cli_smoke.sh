@@ -26,6 +26,13 @@ expect_rc 2 "$cli" frobnicate
 expect_rc 2 "$cli" generate --nodes -5
 grep -q "nodes" "$tmp/err" || fail "bad --nodes message"
 expect_rc 2 "$cli" convert
+# Several GPUs' options: named choices, and locality-aware sampling only where rows are cached.
+expect_rc 2 "$cli" train --placement everywhere
+grep -q "replicate, partition" "$tmp/err" || fail "bad --placement message"
+expect_rc 2 "$cli" train --locality 1
+grep -q "factor from 2" "$tmp/err" || fail "bad --locality message"
+expect_rc 1 "$cli" train --preset tiny --mode cpu --epochs 1 --locality 4
+grep -q "zero-copy" "$tmp/err" || fail "--locality in cpu mode: no message naming zero-copy"
 expect_rc 0 "$cli" info --params
 grep -q GD_LOG_LEVEL "$tmp/out" || fail "info --params"
 # Regression, "write errors on stdout are ignored (info > /dev/full exits 0)": a failed write of

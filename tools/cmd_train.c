@@ -504,6 +504,28 @@ static int size_option(train_args *a, int c, const char *arg) {
 }
 
 /* One option (getopt's c and its argument) into a: 0, or the exit code of a usage error. */
+/* --placement and --locality: where the hot rows live, and the sampler's bias toward them. */
+static int multi_gpu_option(train_args *a, int c, const char *arg) {
+    int64_t v;
+    if (c == 'Q') {
+        if (strcmp(arg, "replicate") && strcmp(arg, "partition") && strcmp(arg, "auto"))
+            return cli_usage_error("train", "--placement '%s' is none of replicate, partition, "
+                                            "auto",
+                                   arg);
+        a->cfg.placement = arg;
+        return 0;
+    }
+    if (strcmp(arg, "auto") == 0) {
+        a->cfg.locality = -1;
+        return 0;
+    }
+    if (cli_parse_i64(arg, &v) || v < 2 || v > GD_SAMPLER_MAX_BIAS)
+        return cli_usage_error("train", "--locality '%s' is not auto or a factor from 2 to %d",
+                               arg, GD_SAMPLER_MAX_BIAS);
+    a->cfg.locality = (int)v;
+    return 0;
+}
+
 static int train_option(train_args *a, int c, const char *arg) {
     int64_t v;
     double x;
@@ -588,22 +610,9 @@ static int train_option(train_args *a, int c, const char *arg) {
     case 'S':
         a->cfg.gather_sms = arg;
         break;
-    case 'Y':
-        if (strcmp(arg, "auto") == 0) {
-            a->cfg.locality = -1;
-            break;
-        }
-        if (cli_parse_i64(arg, &v) || v < 2 || v > GD_SAMPLER_MAX_BIAS)
-            return cli_usage_error("train", "--locality '%s' is not auto or a factor from 2 to %d",
-                                   arg, GD_SAMPLER_MAX_BIAS);
-        a->cfg.locality = (int)v;
-        break;
     case 'Q':
-        if (strcmp(arg, "replicate") && strcmp(arg, "partition") && strcmp(arg, "auto"))
-            return cli_usage_error("train", "--placement '%s' is none of replicate, partition, "
-                                   "auto", arg);
-        a->cfg.placement = arg;
-        break;
+    case 'Y':
+        return multi_gpu_option(a, c, arg);
     case 'R':
         if (cli_parse_i64(arg, &v) || v < 2 || v > 8)
             return cli_usage_error("train", "--depth '%s' is not in 2..8", arg);
