@@ -658,12 +658,12 @@ static gd_status host_sample(void *user, gd__pass *p, int64_t b, int set, void *
     gd__datapath *d = user;
     int64_t lo, cnt;
     gd__pass_slice(p, b, &lo, &cnt);
-    d->sets[set].seeds = cnt;
     (void)stream;
     if (cnt == 0) {
         empty_set(&d->sets[set]);
         return GD_OK;
     }
+    d->sets[set].seeds = cnt;
     return gd_sample(d->sampler, p->ids + lo, cnt, 0, p->epoch, b, NULL, d->host_mb);
 }
 
