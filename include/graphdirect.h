@@ -451,6 +451,15 @@ int gd_context_device(const gd_context_t *ctx);
  * with gd_context_destroy, on its thread.
  */
 gd_status gd_context_create_group(int n, const int *devices, gd_context_t **ctxs);
+/*
+ * ctx uses with's registry of registered host memory from now on, so that a table registered
+ * through either (a trainer's, a loader's or gd_host_tensor_register's) is page-locked once and
+ * shared, and stays registered while any user of either context holds it. CUDA registers host
+ * memory once per process for every GPU, so contexts of different GPUs may share. ctx must hold
+ * no registration yet; call it before ctx is used by other threads. Keeping one registration
+ * of a large table alive across trainers saves its page-locking (tens of seconds for 50 GB).
+ */
+gd_status gd_context_share_registry(gd_context_t *ctx, gd_context_t *with);
 /* 1 if this build can train on several GPUs (it has NCCL), else 0. */
 int gd_comm_available(void);
 /*

@@ -252,6 +252,54 @@ static void group_registry(const gd_dataset_t *ds) {
 }
 
 /*
+ * gd_context_share_registry: a table registered through a keeper context stays registered while
+ * trainers-to-be come and go on other contexts (of this GPU here) that share its registry; a
+ * context that holds a registration already is refused.
+ */
+static void share_registry(const gd_dataset_t *ds) {
+    gd_context_t *keeper, *c;
+    T_OK(gd_context_create(NULL, &keeper));
+    gd_array_view fv;
+    T_OK(gd_dataset_array(ds, GD_ARRAY_FEATURES, &fv));
+    gd_host_tensor_t *kept;
+    T_OK(gd_host_tensor_adopt(fv.data, fv.shape[0], fv.shape[1], fv.dtype, 0u, &kept));
+    T_OK(gd_host_tensor_register(kept, keeper));
+    const int64_t table = fv.shape[0] * fv.shape[1] * 4;
+    gd_loader_options o = GD_LOADER_OPTIONS_INIT;
+    o.mode = "zero-copy";
+    o.batch_size = 500;
+    o.gpu_cache_bytes = 0;
+    for (int round = 0; round < 2; round++) {
+        T_OK(gd_context_create(NULL, &c));
+        T_OK(gd_context_share_registry(c, keeper));
+        T_OK(gd_context_share_registry(c, keeper)); /* again: nothing to do */
+        o.context = c;
+        gd_loader_t *l;
+        T_OK(gd_loader_create(ds, &o, &l));
+        gd_context_info i = GD_CONTEXT_INFO_INIT;
+        T_OK(gd_context_get_info(c, &i));
+        /* The table is the keeper's registration, now with a second user. */
+        T_ASSERT(i.pinned_ranges >= 1 && i.pinned_bytes >= table);
+        T_ASSERT(drain(l, round) > 0);
+        gd_loader_destroy(l);
+        gd_context_destroy(c);
+        expect_pins(keeper, 1, table, 1); /* held by the keeper alone again */
+    }
+    /* A context holding a registration cannot change registries. */
+    T_OK(gd_context_create(NULL, &c));
+    o.context = c;
+    gd_loader_t *l;
+    T_OK(gd_loader_create(ds, &o, &l));
+    T_FAILS(gd_context_share_registry(c, keeper), GD_ERR_INVALID_ARG, "registered range");
+    T_FAILS(gd_context_share_registry(NULL, keeper), GD_ERR_INVALID_ARG, "NULL");
+    gd_loader_destroy(l);
+    gd_context_destroy(c);
+    gd_host_tensor_destroy(kept);
+    expect_pins(keeper, 0, 0, 0);
+    gd_context_destroy(keeper);
+}
+
+/*
  * A dataset opened from its directory is mapped read-only: zero-copy registers its features in
  * place (the file's pages, one copy for every process), which the plan says.
  */
@@ -409,6 +457,7 @@ int main(void) {
         lifetimes(ds, "zero-copy");
         shared_registration(ds);
         group_registry(ds);
+        share_registry(ds);
         read_only_in_place(ds);
 #ifdef GD_WITH_CUDA
         graph_and_gatherer_share();

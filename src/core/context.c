@@ -197,6 +197,22 @@ gd_status gd_context_create_group(int n, const int *devices, gd_context_t **ctxs
     return gd__context_create_group(n, devices, ctxs);
 }
 
+gd_status gd_context_share_registry(gd_context_t *ctx, gd_context_t *with) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(ctx && with, GD_ERR_INVALID_ARG, "gd_context_share_registry: NULL context");
+    if (ctx->reg == with->reg) return GD_OK;
+    pthread_mutex_lock(&ctx->reg->mu);
+    const int64_t held = ctx->reg->num_pins;
+    pthread_mutex_unlock(&ctx->reg->mu);
+    GD_REQUIRE(held == 0, GD_ERR_INVALID_ARG,
+               "gd_context_share_registry: the context holds %lld registered range(s) already; "
+               "share registries before registering anything through it",
+               (long long)held);
+    share_registry(ctx, with);
+fail:
+    return st;
+}
+
 gd__comm *gd__context_comm(const gd_context_t *ctx) {
     return ctx ? ctx->comm : NULL;
 }

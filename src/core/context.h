@@ -10,7 +10,8 @@
  *
  * Objects created without a context (NULL) use a default context: one per device per process,
  * reference-counted, the way the CUDA runtime has one primary context per device. Two explicit
- * contexts never share anything.
+ * contexts share nothing, unless gd_context_share_registry joins their registries (the contexts
+ * of a group share one from the start).
  */
 #ifndef GD_CORE_CONTEXT_H
 #define GD_CORE_CONTEXT_H
