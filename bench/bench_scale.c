@@ -43,7 +43,8 @@ typedef struct {
 typedef struct {
     const scale_bench *b;
     const gd_dataset_t *ds;
-    gd_context_t *ctx; /* NULL: one GPU alone */
+    gd_context_t *ctx; /* the rank's context (the thread destroys it) */
+    int group;         /* 1: a rank of a group (the all-reduce ceilings are measured) */
     int device;
     int64_t batch;
     const char *placement; /* NULL: the default (one GPU) */
@@ -167,7 +168,7 @@ static void *run_rank(void *arg) {
     j->create_s = bench_now() - t0;
     j->info = (gd_trainer_info)GD_TRAINER_INFO_INIT;
     if (j->st == GD_OK) j->st = gd_trainer_get_info(t, &j->info);
-    if (j->st == GD_OK && j->ctx) {
+    if (j->st == GD_OK && j->group) {
         /* The all-reduce alone: the model's gradients, and 64 MiB for the bus bandwidth. */
         j->st = gd_instrument_allreduce(j->ctx, j->info.num_params * 4, 50, &j->ar_grad_s);
         if (j->st == GD_OK)
@@ -310,7 +311,7 @@ static int run_group(const scale_bench *b, const gd_dataset_t *ds, int n, const 
         BENCH_GD(gd_context_share_registry(ctxs[r], keeper), "sharing the registered table");
     int started = 0;
     for (int r = 0; r < n; r++) {
-        jobs[r] = (rank_job){.b = b, .ds = ds, .ctx = ctxs[r], .device = r,
+        jobs[r] = (rank_job){.b = b, .ds = ds, .ctx = ctxs[r], .group = 1, .device = r,
                              .batch = b->opt.batch / n, .placement = placement};
         if (pthread_create(&th[r], NULL, run_rank, &jobs[r]) != 0) {
             bench_error("cannot start the thread of rank %d", r);

@@ -4,8 +4,9 @@
 # Usage: bash bench/multigpu-device.sh COMMIT STEP...
 #   probe          GPUs, their links (nvidia-smi topo -m), NCCL, MPI, memory
 #   tests          test_dp (NCCL on 2-3 GPUs), test_tier_peer, test_context, cli_launch
-#   launch         train --gpus 1/2/N on a generated small dataset (losses compared), mpirun -np 2,
-#                  a rank killed with SIGKILL and a rank out of memory (the others stop, no hang)
+#   launch         train --gpus 1/2/4 on a generated small dataset (losses compared), mpirun -np 2
+#   failures       a rank killed with SIGKILL, a rank out of GPU memory, Ctrl-C to the launcher:
+#                  every rank stops, no hang
 #   scale:N:ARGS   graphdirect bench scale --gpus N ARGS, JSON to $OUT/scale-N-<k>.json
 #   cmd:TEXT       run TEXT with bash
 # Carry: .deps and .data, as for bench/run-device.sh.
@@ -40,7 +41,7 @@ step_probe() {
 
 step_tests() {
     (cd build-device && timeout 400 ctest --output-on-failure --timeout 300 \
-        -R '^(test_dp|test_tier_peer|test_context|cli_launch)$') | tee "$out/ctest-multi.log"
+        -R "^(${1:-test_dp|test_tier_peer|test_context|cli_launch})\$") | tee -a "$out/ctest-multi.log"
 }
 
 # The losses of every epoch of a train run's output ("epoch N ... loss X").
@@ -64,20 +65,24 @@ step_launch() {
         $cli "${common[@]}" --batch 512 >"$out/launch-mpi.txt" 2>&1
     echo "mpirun -np 2 (batch 512): rc $? $(losses "$out/launch-mpi.txt")"
     tail -5 "$out/launch-2.txt"
+}
+
+step_failures() {
     # A rank killed with SIGKILL in the middle of training: the launcher stops the other.
     $cli generate --preset products --seed 3 --out /tmp/gd-products --overwrite </dev/null \
         >/dev/null || return 1
-    local t0=$(date +%s)
-    timeout 300 $cli train /tmp/gd-products --gpus 2 --epochs 50 --no-baseline \
-        >"$out/launch-kill.txt" 2>&1 &
-    local launcher=$!
-    sleep 25
-    local victim=$(pgrep -f "graphdirect train /tmp/gd-products" | grep -v "^$launcher$" | tail -1)
-    echo "killing worker $victim"
+    local t0 launcher victim
+    $cli train /tmp/gd-products --gpus 2 --epochs 2000 --no-baseline >"$out/launch-kill.txt" 2>&1 &
+    launcher=$!
+    sleep 12
+    victim=$(pgrep -P "$launcher" | tail -1)
+    echo "launcher $launcher, workers $(pgrep -P "$launcher" | tr '\n' ' '); killing $victim"
+    t0=$(date +%s)
     kill -9 "$victim"
     wait $launcher
-    echo "killed rank: launcher rc $? after $(( $(date +%s) - t0 )) s"
-    grep -E "rank|failed|stopping" "$out/launch-kill.txt" | tail -6
+    echo "killed rank: launcher rc $? after $(( $(date +%s) - t0 )) s; workers left: \
+$(pgrep -fc "graphdirect train /tmp/gd-products")"
+    grep -E "rank .*(failed|killed|stopp)|graphdirect:" "$out/launch-kill.txt" | tail -6
     # A rank out of GPU memory: another process holds nearly all of GPU 1 first.
     python3 -c "import torch, time
 f, _ = torch.cuda.mem_get_info(1)
@@ -93,15 +98,15 @@ time.sleep(90)" &
     kill $hog 2>/dev/null; wait $hog 2>/dev/null
     grep -E "rank|failed|stopping|memory" "$out/launch-oom.txt" | tail -6
     # Ctrl-C (SIGINT to the launcher) stops every rank.
-    timeout 300 $cli train /tmp/gd-products --gpus 2 --epochs 50 --no-baseline \
-        >"$out/launch-int.txt" 2>&1 &
+    $cli train /tmp/gd-products --gpus 2 --epochs 2000 --no-baseline >"$out/launch-int.txt" 2>&1 &
     launcher=$!
-    sleep 25
+    sleep 12
     kill -INT $launcher
     t0=$(date +%s)
     wait $launcher
     echo "SIGINT: launcher rc $? after $(( $(date +%s) - t0 )) s; workers left: \
 $(pgrep -fc "graphdirect train /tmp/gd-products")"
+    tail -3 "$out/launch-int.txt"
 }
 
 step_scale() {
@@ -119,7 +124,9 @@ for s in "$@"; do
     case "$s" in
     probe) step_probe ;;
     tests) step_tests ;;
+    tests:*) step_tests "${s#tests:}" ;;
     launch) step_launch ;;
+    failures) step_failures ;;
     scale:*)
         rest=${s#scale:}
         n=${rest%%:*}
