@@ -114,8 +114,9 @@ step_scale() {
     shift
     k=$((k + 1))
     echo "== bench scale --gpus $n $*"
-    timeout 590 $cli bench scale --gpus "$n" --commit "$commit" --json "$out/scale-$n-$k.json" "$@" \
-        2>&1 | grep -v "^generate:"
+    timeout "${GD_SCALE_TIMEOUT:-590}" stdbuf -oL $cli bench scale --gpus "$n" --commit "$commit" \
+        --json "$out/scale-$n-$k.json" "$@" \
+        2>&1 | grep --line-buffered -v "^generate:"
 }
 
 for s in "$@"; do

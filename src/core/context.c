@@ -6,6 +6,7 @@
  */
 #include "core/context.h"
 #include "core/comm.h"
+#include "core/cuda.h"
 
 #include "feature/internal.h"
 
@@ -158,6 +159,10 @@ static gd_status create_group(int world, const int *devices, int staged, gd_cont
         GD_CHECK(gd__comm_create_staged_group(world, 0, comms));
     else
         GD_CHECK(gd__comm_create_group(world, devices, 0, comms));
+#ifdef GD_WITH_CUDA
+    /* Peer access now, before any rank's collective can keep a GPU busy (ipc_cuda.cu). */
+    if (devices && gd_device_count() > 0) gd__cuda_enable_peer_group(devices, world);
+#endif
     for (int r = 0; r < world; r++) {
         GD_CHECK(context_new(devices ? devices[r] : 0, &ctxs[r]));
         if (r > 0) share_registry(ctxs[r], ctxs[0]);

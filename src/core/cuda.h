@@ -109,6 +109,12 @@ gd_status gd__cuda_can_access_peer(int device, int peer, int *yes);
  */
 gd_status gd__cuda_enable_peer_access(int device, int peer);
 /*
+ * Enable every pair of devices[0..n) that has peer access (the rest are left for
+ * gd__cuda_enable_peer_access to refuse where needed). An in-process group calls it when it is
+ * made: enabling waits for the peer GPU's work, which must not be a collective in flight.
+ */
+void gd__cuda_enable_peer_group(const int *devices, int n);
+/*
  * The 64-byte CUDA IPC handle of ptr, a cudaMalloc buffer of GPU device (such as a tier store's
  * cache.mem), for another process on this host to open. The buffer stays valid for the openers
  * while its owner keeps it.

@@ -11,6 +11,7 @@
 #include "cuda.h"
 
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <string.h>
 
 static_assert(sizeof(cudaIpcMemHandle_t) == GD__CUDA_IPC_HANDLE_BYTES,
@@ -46,12 +47,49 @@ fail:
     return st;
 }
 
+/*
+ * The (device, peer) pairs this process has enabled. cudaDeviceEnablePeerAccess waits for work on
+ * the peer GPU: called by one rank of an in-process group while another rank's NCCL kernel on
+ * that GPU waits for this rank, it never returns. So a group enables its pairs when it is made
+ * (gd__cuda_enable_peer_group), before any collective, and later calls find them here.
+ */
+#define PEER_TABLE 64
+static unsigned char peer_enabled[PEER_TABLE][PEER_TABLE];
+static pthread_mutex_t peer_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int peer_known(int device, int peer) {
+    if (device < 0 || peer < 0 || device >= PEER_TABLE || peer >= PEER_TABLE) return 0;
+    pthread_mutex_lock(&peer_mu);
+    const int known = peer_enabled[device][peer];
+    pthread_mutex_unlock(&peer_mu);
+    return known;
+}
+
+static void peer_remember(int device, int peer) {
+    if (device < 0 || peer < 0 || device >= PEER_TABLE || peer >= PEER_TABLE) return;
+    pthread_mutex_lock(&peer_mu);
+    peer_enabled[device][peer] = 1;
+    pthread_mutex_unlock(&peer_mu);
+}
+
+extern "C" void gd__cuda_enable_peer_group(const int *devices, int n) {
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+            int can = 0;
+            if (devices[a] == devices[b] || peer_known(devices[a], devices[b])) continue;
+            if (gd__cuda_can_access_peer(devices[a], devices[b], &can) == GD_OK && can)
+                (void)gd__cuda_enable_peer_access(devices[a], devices[b]);
+        }
+    /* A pair without peer access is refused, with its reason, where it is needed. */
+    gd_clear_error();
+}
+
 extern "C" gd_status gd__cuda_enable_peer_access(int device, int peer) {
     gd_status st = GD_OK;
     int can = 0, prev = -1;
     cudaError_t ce;
+    if (device == peer || peer_known(device, peer)) return GD_OK;
     GD_CHECK(gd__cuda_can_access_peer(device, peer, &can));
-    if (device == peer) return GD_OK;
     GD_REQUIRE(can, GD_ERR_CUDA,
                "GPUs %d and %d have no peer access (no NVLink/P2P between them): GPU %d cannot "
                "read GPU %d's cache; %s",
@@ -62,6 +100,7 @@ extern "C" gd_status gd__cuda_enable_peer_access(int device, int peer) {
     GD_REQUIRE(ce == cudaSuccess || ce == cudaErrorPeerAccessAlreadyEnabled, GD_ERR_CUDA,
                "enabling GPU %d's access to GPU %d's memory failed: %s (%s); %s", device, peer,
                cudaGetErrorString(ce), cudaGetErrorName(ce), NO_PEER_WAY_OUT);
+    peer_remember(device, peer);
 fail:
     gd__cuda_leave_device(device, prev);
     return st;
