@@ -7,6 +7,10 @@
 #   launch         train --gpus 1/2/4 on a generated small dataset (losses compared), mpirun -np 2
 #   failures       a rank killed with SIGKILL, a rank out of GPU memory, Ctrl-C to the launcher:
 #                  every rank stops, no hang
+#   ddp            examples/pyg_ddp.py under torchrun: 2 NCCL ranks at B/2 against 1 rank at B
+#   locality       --locality off / 4 / auto on products, one GPU, an eighth of the rows cached
+#   cli-scale      train --gpus 1/2/4 on products (processes, as users run it): epoch times
+#   step           bench step --breakdown at batch 1024, 512 and 256 (one GPU)
 #   scale:N:ARGS   graphdirect bench scale --gpus N ARGS, JSON to $OUT/scale-N-<k>.json
 #   cmd:TEXT       run TEXT with bash
 # Carry: .deps and .data, as for bench/run-device.sh.
@@ -109,6 +113,60 @@ $(pgrep -fc "graphdirect train /tmp/gd-products")"
     tail -3 "$out/launch-int.txt"
 }
 
+# PyG + DDP on graphdirect loaders under torchrun, NCCL: 2 ranks at B/2 against 1 at B.
+step_ddp() {
+    local d=/tmp/gd-small
+    [ -d $d ] || $cli generate --preset small --seed 3 --out $d --overwrite </dev/null >/dev/null
+    export GRAPHDIRECT_LIB=$PWD/build-device/libgraphdirect.so.0
+    local args=(examples/pyg_ddp.py $d --epochs 3 --dropout 0 --fanouts 10,5)
+    timeout 200 torchrun --nproc_per_node=1 "${args[@]}" --batch 1024 >"$out/ddp-1.txt" 2>&1
+    echo "torchrun 1 rank (batch 1024): rc $?"
+    grep -E "^epoch|^test" "$out/ddp-1.txt"
+    timeout 200 torchrun --nproc_per_node=2 "${args[@]}" --batch 512 >"$out/ddp-2.txt" 2>&1
+    echo "torchrun 2 ranks (batch 512 each): rc $?"
+    grep -E "^epoch|^test" "$out/ddp-2.txt"
+}
+
+# Locality-aware sampling against the default sampler on the same data (one GPU, zero-copy with
+# a feature cache of an eighth of the table, so that the bias has rows to favour).
+step_locality() {
+    local d=/tmp/gd-products
+    [ -d $d ] || $cli generate --preset products --seed 3 --out $d --overwrite </dev/null >/dev/null
+    for loc in off 4 auto; do
+        local extra=()
+        [ $loc = off ] || extra=(--locality $loc)
+        timeout 200 $cli train $d --mode zero-copy --gpu-cache 128M --epochs 8 --no-baseline \
+            --seed 7 "${extra[@]}" >"$out/locality-$loc.txt" 2>&1
+        echo "locality $loc: rc $? $(grep -E "^best valid" "$out/locality-$loc.txt")"
+        grep -E "^epoch +8 " "$out/locality-$loc.txt"
+    done
+}
+
+# The training step's op breakdown at the per-GPU batches of 1, 2 and 4 GPUs (one GPU).
+step_step() {
+    for b in 1024 512 256; do
+        timeout 120 $cli bench step --batch $b --breakdown --json "$out/step-$b.json" \
+            --commit "$commit" 2>&1 | grep -v "^generate:" | tail -22
+    done
+}
+
+# The user's path: train --gpus N (one process per GPU) against one GPU on products, the model
+# and batch of bench scale (fanouts 15,10,5, hidden 256, global batch 1024); epochs 2-6 timed.
+epoch_times() { grep -oE "^epoch +[0-9]+ .* [0-9.]+ s \(" "$1" | tail -5 | grep -oE "[0-9.]+ s \(" | tr -d 's(' | tr '\n' ' '; }
+step_cli_scale() {
+    local d=/tmp/gd-products
+    [ -d $d ] || $cli generate --preset products --seed 3 --out $d --overwrite </dev/null >/dev/null
+    local common=(train $d --mode zero-copy --epochs 6 --no-baseline --no-full-test --fanouts 15,10,5
+                  --hidden 256 --seed 5)
+    for n in 1 2 4; do
+        [ "$n" -le "$ngpu" ] || continue
+        local g=(--gpus $n)
+        [ $n = 1 ] && g=()
+        timeout 200 $cli "${common[@]}" --batch $((1024 / n)) "${g[@]}" >"$out/cli-scale-$n.txt" 2>&1
+        echo "train --gpus $n (batch $((1024 / n)) each): rc $? epochs 2-6: $(epoch_times "$out/cli-scale-$n.txt")"
+    done
+}
+
 step_scale() {
     local n=$1
     shift
@@ -128,6 +186,10 @@ for s in "$@"; do
     tests:*) step_tests "${s#tests:}" ;;
     launch) step_launch ;;
     failures) step_failures ;;
+    ddp) step_ddp ;;
+    locality) step_locality ;;
+    step) step_step ;;
+    cli-scale) step_cli_scale ;;
     scale:*)
         rest=${s#scale:}
         n=${rest%%:*}
