@@ -5,6 +5,11 @@
  * invariants (capacities, no row twice on a GPU, homes and lists agree, the cost recomputed from
  * the copy counts), auto against replicate, partition and the cost model's optimum, and the
  * corner cases (one GPU, no capacity, fewer candidates than a cache holds, free or slow peers).
+ * Sized candidates (neighbour lists, capacities in bytes): random sizes, ranked exactly, by a
+ * rounded ratio or not at all; every GPU's sizes fit its capacity and match `used`, replicate is
+ * the first-fit rule, partition holds each candidate at most once and leaves out none that would
+ * still fit a GPU, auto is never above replicate or partition (and is the optimum on two GPUs of
+ * equal capacities with equal sizes), and sizes of one unit place as rows do.
  */
 #include "test.h"
 #include "train/placement.h"
@@ -330,23 +335,234 @@ static void bad_inputs(void) {
     T_EQ_INT(gd__name_index(gd__placement_names, 3, "partition"), GD__PLACEMENT_PARTITION);
 }
 
-/* Every allocation of a placement fails cleanly, with nothing left allocated. */
+/* Every allocation of a placement (of rows, then of sized candidates) fails cleanly, with
+ * nothing left allocated. */
 static void fault_walk(void) {
     double prob[4] = {0.4, 0.3, 0.2, 0.1};
+    int64_t size[4] = {3, 1, 2, 1};
     gd__placement_input in = {.num_candidates = 4, .prob = prob, .num_gpus = 3};
     in.rows_per_gpu = 2;
     in.costs = (gd__placement_costs){0, 1, 10};
-    for (int64_t k = 1;; k++) {
-        gd__placement pl;
-        gd_fault_set(GD_FAULT_ALLOC, k);
-        gd_status st = gd__placement_compute(&in, GD__PLACEMENT_AUTO, &pl);
-        gd_fault_set(GD_FAULT_ALLOC, 0);
-        gd__placement_free(&pl);
-        t_check_no_leaks();
-        if (st == GD_OK) break;
-        T_EQ_INT(st, GD_ERR_NO_MEMORY);
-        T_ASSERT(k < 10);
+    for (int sized = 0; sized < 2; sized++) {
+        in.size = sized ? size : NULL;
+        for (int64_t k = 1;; k++) {
+            gd__placement pl;
+            gd_fault_set(GD_FAULT_ALLOC, k);
+            gd_status st = gd__placement_compute(&in, GD__PLACEMENT_AUTO, &pl);
+            gd_fault_set(GD_FAULT_ALLOC, 0);
+            gd__placement_free(&pl);
+            t_check_no_leaks();
+            if (st == GD_OK) break;
+            T_EQ_INT(st, GD_ERR_NO_MEMORY);
+            T_ASSERT(k < 10);
+        }
     }
+}
+
+/* ------------------------------------------------------------ sized candidates */
+
+static int64_t sizes[MAX_N];
+static double sized_prob[MAX_N];
+
+/* The units candidate i takes (1 without sizes). */
+static int64_t units_of(const gd__placement_input *in, int64_t i) {
+    return in->size ? in->size[i] : 1;
+}
+
+typedef struct {
+    double key;
+    int64_t size;
+    double prob;
+} sized_item;
+
+static int better_first(const void *a, const void *b) {
+    const sized_item *x = a, *y = b;
+    return (x->key < y->key) - (x->key > y->key);
+}
+
+/*
+ * Random sized candidates (in sized_prob, sizes and row_ids) on 1 to 16 GPUs: sizes all one
+ * value, small, or mostly small with a few of thousands of units; ranked best first by
+ * prob / size exactly, by the ratio rounded to a few levels (as the list cache's integer scores
+ * round it), or in a random order.
+ */
+static gd__placement_input random_sized(uint64_t *s) {
+    static double p[MAX_N];
+    static sized_item items[MAX_N];
+    const int64_t n = 1 + (int64_t)(t_rand(s) % MAX_N);
+    const int shape = (int)(t_rand(s) % 3), order = (int)(t_rand(s) % 3);
+    const int64_t same = 1 + (int64_t)(t_rand(s) % 8);
+    random_probs(s, n, (int)(t_rand(s) % 3), p);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t z = shape == 0   ? same
+                    : shape == 1 ? 1 + (int64_t)(t_rand(s) % 16)
+                                 : 1 + (int64_t)(t_rand(s) % 4);
+        if (shape == 2 && t_rand(s) % 50 == 0) z = 1 + (int64_t)(t_rand(s) % 4096);
+        const double ratio = p[i] / (double)z;
+        const double key = order == 0 ? ratio : order == 1 ? floor(ratio * 64 * n) : urand(s);
+        items[i] = (sized_item){key, z, p[i]};
+    }
+    qsort(items, (size_t)n, sizeof *items, better_first);
+    for (int64_t i = 0; i < n; i++) {
+        sizes[i] = items[i].size;
+        sized_prob[i] = items[i].prob;
+    }
+    random_rows(s, n);
+    gd__placement_input in = {.num_candidates = n, .prob = sized_prob, .rows = row_ids};
+    in.size = sizes;
+    in.num_gpus = 1 + (int)(t_rand(s) % GD__PLACEMENT_MAX_GPUS);
+    return in;
+}
+
+/* Each GPU's units equal `used` and fit its capacity; room[g] = the units it has left. */
+static void check_sizes(const gd__placement_input *in, const gd__placement *pl, int64_t *room) {
+    for (int g = 0; g < in->num_gpus; g++) {
+        int64_t units = 0;
+        for (int64_t k = pl->offset[g]; k < pl->offset[g + 1]; k++)
+            units += units_of(in, cand_of[pl->rows[k]]);
+        T_EQ_INT(pl->used[g], units);
+        T_ASSERT(units <= cap_of(in, g));
+        room[g] = cap_of(in, g) - units;
+    }
+}
+
+/* replicate: GPU g holds what first fit, in the candidates' order, gives it. */
+static void check_replicate_sized(const gd__placement_input *in, const gd__placement *pl) {
+    for (int g = 0; g < in->num_gpus; g++) {
+        int64_t room = cap_of(in, g);
+        for (int64_t i = 0; i < in->num_candidates; i++) {
+            const int take = units_of(in, i) <= room;
+            if (take) room -= units_of(in, i);
+            T_EQ_INT(pl->holders[i] >> g & 1, take);
+        }
+    }
+}
+
+/* partition: each candidate at most once, and none left out that would still fit a GPU. */
+static void check_partition_sized(const gd__placement_input *in, const gd__placement *pl,
+                                  const int64_t *room) {
+    for (int64_t i = 0; i < in->num_candidates; i++) {
+        T_ASSERT(__builtin_popcount(pl->holders[i]) <= 1);
+        if (pl->holders[i]) continue;
+        for (int g = 0; g < in->num_gpus; g++) T_ASSERT(units_of(in, i) > room[g]);
+    }
+}
+
+static void sized_case(uint64_t *s) {
+    static int64_t caps[GD__PLACEMENT_MAX_GPUS];
+    int64_t room[GD__PLACEMENT_MAX_GPUS];
+    gd__placement_input in = random_sized(s);
+    int64_t total = 0;
+    for (int64_t i = 0; i < in.num_candidates; i++) total += sizes[i];
+    in.rows_per_gpu = (int64_t)(t_rand(s) % (uint64_t)(total + total / 4 + 1));
+    if (t_rand(s) % 3 == 0) in.rows_per_gpu /= in.num_gpus;
+    if (t_rand(s) % 4 == 3) {
+        for (int g = 0; g < in.num_gpus; g++)
+            caps[g] = (int64_t)(t_rand(s) % (uint64_t)(in.rows_per_gpu + 1));
+        in.capacity = caps;
+    }
+    in.costs = random_costs(s);
+    gd__placement rep = place(&in, GD__PLACEMENT_REPLICATE);
+    gd__placement part = place(&in, GD__PLACEMENT_PARTITION);
+    gd__placement aut = place(&in, GD__PLACEMENT_AUTO);
+    const gd__placement *all[3] = {&rep, &part, &aut};
+    for (int k = 0; k < 3; k++) {
+        check_invariants(&in, all[k]);
+        check_sizes(&in, all[k], room);
+        if (k == 1) check_partition_sized(&in, &part, room);
+    }
+    check_replicate_sized(&in, &rep);
+    const double best = rep.cost < part.cost ? rep.cost : part.cost;
+    if (!(aut.cost <= best + 1e-12))
+        T_FAIL_("sized auto %.17g above min(replicate %.17g, partition %.17g): n %lld, G %d, "
+                "K %lld",
+                aut.cost, rep.cost, part.cost, (long long)in.num_candidates, in.num_gpus,
+                (long long)in.rows_per_gpu);
+    gd__placement_free(&rep);
+    gd__placement_free(&part);
+    gd__placement_free(&aut);
+}
+
+/*
+ * Two GPUs of equal capacity and candidates of one size that divides it: whole candidates fill
+ * the caches as divisible ones would, and sized auto finds the model's optimum (a replicated
+ * prefix, then each candidate once). Sizes of one unit place as rows do under replicate and
+ * partition.
+ */
+static void sized_against_rows(uint64_t *s) {
+    static int64_t ones[MAX_N];
+    gd__placement_input rows = random_input(s);
+    const int64_t n = rows.num_candidates, z = 1 + (int64_t)(t_rand(s) % 5);
+    rows.num_gpus = 2;
+    rows.rows_per_gpu = (int64_t)(t_rand(s) % (uint64_t)(n + 1));
+    rows.costs = random_costs(s);
+    for (int64_t i = 0; i < n; i++) sizes[i] = z;
+    gd__placement_input sized = rows;
+    sized.size = sizes;
+    sized.rows_per_gpu = rows.rows_per_gpu * z;
+    gd__placement aut = place(&sized, GD__PLACEMENT_AUTO);
+    check_invariants(&sized, &aut);
+    T_NEAR(aut.cost, optimum_cost(&rows), 1e-9 * (1 + rows.costs.host));
+    gd__placement_free(&aut);
+
+    rows.num_gpus = 1 + (int)(t_rand(s) % GD__PLACEMENT_MAX_GPUS);
+    for (int64_t i = 0; i < n; i++) ones[i] = 1;
+    sized = rows;
+    sized.size = ones;
+    for (int k = 0; k < 2; k++) {
+        gd__placement a = place(&rows, (gd__placement_kind)k);
+        gd__placement b = place(&sized, (gd__placement_kind)k);
+        same_masks(&a, &b);
+        for (int g = 0; g < rows.num_gpus; g++) T_EQ_INT(a.used[g], a.offset[g + 1] - a.offset[g]);
+        gd__placement_free(&a);
+        gd__placement_free(&b);
+    }
+}
+
+/*
+ * Worked by hand: G = 2 of 6 units each, costs 0 / 1 / 2 (A = 3, B = 1, alpha 1/3), six lists of
+ * 2 units. Replicate holds lists 0-2 twice (E = 0.28 * 2 = 0.56), partition all six once
+ * (0.96 / 2 + 0.04 * 2 = 0.56). The model rates the prefix r = 1 best (savings 1.6 + 3 * 0.5 =
+ * 3.1 against 2.88 for r = 3), so list 0 is held twice and lists 1-4 once, balanced by their
+ * probabilities: E = 0.5 / 2 + 0.1 * 2 = 0.45. Then first fit: a list of 4 units that no longer
+ * fits is passed over, and a smaller one behind it still fills the space.
+ */
+static void sized_worked_example(void) {
+    double prob[6] = {0.4, 0.2, 0.12, 0.1, 0.08, 0.06};
+    int64_t size[6] = {2, 2, 2, 2, 2, 2};
+    gd__placement_input in = {.num_candidates = 6, .prob = prob, .size = size, .num_gpus = 2};
+    in.rows_per_gpu = 6;
+    in.costs = (gd__placement_costs){0, 1, 2};
+    gd__placement rep = place(&in, GD__PLACEMENT_REPLICATE);
+    gd__placement part = place(&in, GD__PLACEMENT_PARTITION);
+    gd__placement aut = place(&in, GD__PLACEMENT_AUTO);
+    T_NEAR(rep.cost, 0.56, 1e-12);
+    T_NEAR(part.cost, 0.56, 1e-12);
+    T_NEAR(aut.cost, 0.45, 1e-12);
+    const uint32_t want[6] = {3, 1, 2, 2, 1, 0};
+    for (int i = 0; i < 6; i++) T_EQ_INT(aut.holders[i], want[i]);
+    T_EQ_INT(aut.used[0], 6);
+    T_EQ_INT(aut.used[1], 6);
+    gd__placement_free(&rep);
+    gd__placement_free(&part);
+    gd__placement_free(&aut);
+
+    double p2[3] = {0.5, 0.2, 0.1};
+    int64_t s2[3] = {2, 4, 2};
+    in = (gd__placement_input){.num_candidates = 3, .prob = p2, .size = s2, .num_gpus = 2};
+    in.rows_per_gpu = 5;
+    in.costs = (gd__placement_costs){0, 1, 2};
+    rep = place(&in, GD__PLACEMENT_REPLICATE);
+    T_EQ_INT(rep.holders[0], 3);
+    T_EQ_INT(rep.holders[1], 0);
+    T_EQ_INT(rep.holders[2], 3);
+    T_EQ_INT(rep.used[0], 4);
+    gd__placement_free(&rep);
+
+    /* Sizes need not follow the probabilities' order, but a size below 1 is refused. */
+    s2[1] = 0;
+    T_FAILS(gd__placement_compute(&in, GD__PLACEMENT_AUTO, &aut), GD_ERR_INVALID_ARG, "size 0");
+    gd__placement_free(&aut);
 }
 
 int main(void) {
@@ -357,6 +573,9 @@ int main(void) {
     edge_cases(&s);
     for (int r = 0; r < 200; r++) random_case(&s, r % 4 == 3);
     for (int r = 0; r < 50; r++) extreme_costs(&s);
+    sized_worked_example();
+    for (int r = 0; r < 200; r++) sized_case(&s);
+    for (int r = 0; r < 50; r++) sized_against_rows(&s);
     t_check_no_leaks();
     return 0;
 }

@@ -10,7 +10,9 @@
  * the candidates). The expected cost of one access is therefore
  *     E = (1/G) * sum_g sum_r p(r) * cost(g, r) + (1 - sum_r p(r)) * C_host,
  * which depends only on each row's number of copies c(r): a row with c >= 1 copies contributes
- * p(r) * (c * C_local + (G - c) * C_peer) / G, a row with none p(r) * C_host.
+ * p(r) * (c * C_local + (G - c) * C_peer) / G, a row with none p(r) * C_host. Sized candidates
+ * (neighbour lists) follow the same model, p(r) then being the list's share of the read cost;
+ * only the capacities count their sizes.
  */
 #include "train/placement.h"
 
@@ -70,6 +72,10 @@ static int64_t capacity_of(const gd__placement_input *in, int g) {
     return in->capacity ? in->capacity[g] : in->rows_per_gpu;
 }
 
+static int64_t size_of(const gd__placement_input *in, int64_t i) {
+    return in->size ? in->size[i] : 1;
+}
+
 static gd_status check_input(const gd__placement_input *in, gd__placement_kind kind) {
     gd_status st = GD_OK;
     const gd__placement_costs *c = &in->costs;
@@ -97,10 +103,14 @@ static gd_status check_input(const gd__placement_input *in, gd__placement_kind k
         GD_REQUIRE(isfinite(p) && p >= 0, GD_ERR_INVALID_ARG,
                    "placement: candidate %lld has probability %g; it must be finite and >= 0",
                    (long long)i, p);
-        GD_REQUIRE(i == 0 || p <= in->prob[i - 1], GD_ERR_INVALID_ARG,
+        GD_REQUIRE(in->size || i == 0 || p <= in->prob[i - 1], GD_ERR_INVALID_ARG,
                    "placement: candidate %lld has probability %g above candidate %lld's %g; "
                    "candidates must come hottest first",
                    (long long)i, p, (long long)(i - 1), in->prob[i - 1]);
+        GD_REQUIRE(!in->size || in->size[i] >= 1, GD_ERR_INVALID_ARG,
+                   "placement: candidate %lld has size %lld; a sized candidate takes at least 1 "
+                   "unit (leave empty lists out)",
+                   (long long)i, (long long)(in->size ? in->size[i] : 1));
         sum += p;
     }
     GD_REQUIRE(sum <= 1 + 1e-9, GD_ERR_INVALID_ARG,
@@ -121,33 +131,42 @@ static int least_loaded(const double *mass, uint32_t allowed) {
     return best;
 }
 
-/* replicate: GPU g caches the hottest capacity[g] candidates (the same K hottest for equal K). */
-static void place_replicate(const gd__placement_input *in, uint32_t *holders) {
-    for (int g = 0; g < in->num_gpus; g++) {
-        int64_t top =
-            capacity_of(in, g) < in->num_candidates ? capacity_of(in, g) : in->num_candidates;
-        for (int64_t i = 0; i < top; i++) holders[i] |= 1u << g;
-    }
-}
-
 /*
- * partition: the hottest sum-of-capacities candidates, each on one GPU, handed out hottest first
- * to the GPU with room whose rows add up to the least probability, so that every GPU serves about
- * the same share of the peer reads.
+ * The replicate rule over the candidates [0, r), then the partition rule over [r, N): r = N is
+ * replicate, r = 0 partition, and in between the shape in which auto ends. The replicate rule:
+ * each GPU takes the candidates in order while they fit its capacity (rows: the hottest
+ * capacity[g]; a sized one that does not fit is passed over, so smaller ones behind it still fill
+ * the space, as the tier store's slot rule does). The partition rule: each later candidate goes
+ * once to the GPU with room for it whose rows held by it alone add up to the least probability,
+ * so that every GPU serves about the same share of the peer reads; one that fits no GPU is
+ * passed over. holders starts all zero.
  */
-static void place_partition(const gd__placement_input *in, uint32_t *holders) {
+static void layout(const gd__placement_input *in, int64_t r, uint32_t *holders) {
     double mass[GD__PLACEMENT_MAX_GPUS] = {0};
     int64_t room[GD__PLACEMENT_MAX_GPUS];
     uint32_t open = 0;
     for (int g = 0; g < in->num_gpus; g++) {
         room[g] = capacity_of(in, g);
+        for (int64_t i = 0; i < r && room[g] > 0; i++) {
+            if (size_of(in, i) > room[g]) continue;
+            holders[i] |= 1u << g;
+            room[g] -= size_of(in, i);
+        }
         if (room[g] > 0) open |= 1u << g;
     }
-    for (int64_t i = 0; i < in->num_candidates && open; i++) {
-        int g = least_loaded(mass, open);
+    for (int64_t i = 0; i < r; i++)
+        if (__builtin_popcount(holders[i]) == 1) mass[__builtin_ctz(holders[i])] += in->prob[i];
+    for (int64_t i = r; i < in->num_candidates && open; i++) {
+        const int64_t u = size_of(in, i);
+        uint32_t fits = 0;
+        for (uint32_t m = open; m; m &= m - 1)
+            if (room[__builtin_ctz(m)] >= u) fits |= m & -m;
+        if (!fits) continue;
+        const int g = least_loaded(mass, fits);
         holders[i] = 1u << g;
         mass[g] += in->prob[i];
-        if (--room[g] == 0) open &= ~(1u << g);
+        room[g] -= u;
+        if (room[g] == 0) open &= ~(1u << g);
     }
 }
 
@@ -174,7 +193,7 @@ static void place_auto(const gd__placement_input *in, double alpha, uint32_t *ho
     const double *p = in->prob;
     double mass[GD__PLACEMENT_MAX_GPUS] = {0};
     int64_t top = 0;
-    place_replicate(in, holders);
+    layout(in, in->num_candidates, holders);
     for (int g = 0; g < in->num_gpus; g++)
         if (capacity_of(in, g) > top) top = capacity_of(in, g);
     if (top > in->num_candidates) top = in->num_candidates;
@@ -194,6 +213,99 @@ static void place_auto(const gd__placement_input *in, double alpha, uint32_t *ho
     }
 }
 
+/* The model's expected cost of one access under the holder masks (see the top of the file). */
+static double expected_cost(const gd__placement_input *in, const uint32_t *holders) {
+    const gd__placement_costs *c = &in->costs;
+    const int G = in->num_gpus;
+    double cost = 0, cached = 0;
+    for (int64_t i = 0; i < in->num_candidates; i++) {
+        const int k = __builtin_popcount(holders[i]);
+        if (k == 0) continue;
+        cached += in->prob[i];
+        cost += in->prob[i] * (k * c->local + (G - k) * c->peer);
+    }
+    return cost / G + (1 - cached) * c->host;
+}
+
+/* How many GPUs hold the first `units` units of the candidates whole (capacity >= units). */
+static int gpus_holding(const gd__placement_input *in, int64_t units) {
+    int k = 0;
+    for (int g = 0; g < in->num_gpus; g++) k += capacity_of(in, g) >= units;
+    return k;
+}
+
+/*
+ * The replicated prefix r of auto for sized candidates, by the model with the sizes taken as
+ * divisible: GPU g holds min(S(r), K_g) units of the prefix [0, r) (S: the prefix's units, K_g:
+ * g's capacity), so candidate i < r has c_i = #{g : K_g >= S(i + 1)} copies and saves
+ * p(i) * (A + (c_i - 1) * B) / G against the host (A and B as for place_auto); the units left
+ * over, T - sum_g min(S(r), K_g) of the total capacity T, hold the next candidates [r, m) once,
+ * each saving p(i) * A / G. r runs from the longest prefix that one GPU holds down to 0; since
+ * S(r) plus the units left over never shrinks as r falls, m only grows, and one pass of O(N * G)
+ * rates every r. The best r keeps Algorithm 1's stopping rule per unit: the last candidate taken
+ * once is worth about alpha times the coldest replica per unit. Ties keep the longer prefix.
+ */
+static int64_t model_prefix(const gd__placement_input *in, double a, double b) {
+    const int64_t n = in->num_candidates;
+    int64_t most = 0, total = 0, r = 0, sr = 0;
+    double q = 0; /* the prefix's savings (times G) */
+    for (int g = 0; g < in->num_gpus; g++) {
+        most = capacity_of(in, g) > most ? capacity_of(in, g) : most;
+        total += capacity_of(in, g);
+    }
+    for (; r < n && sr + size_of(in, r) <= most; r++) {
+        sr += size_of(in, r);
+        q += in->prob[r] * (a + (gpus_holding(in, sr) - 1) * b);
+    }
+    int64_t m = r, sm = sr, best_r = r;
+    double seg = 0, best = -1; /* seg: the probability of [r, m) */
+    for (;; r--) {
+        int64_t used = 0;
+        for (int g = 0; g < in->num_gpus; g++)
+            used += sr < capacity_of(in, g) ? sr : capacity_of(in, g);
+        for (; m < n && sm - sr + size_of(in, m) <= total - used; m++) {
+            seg += in->prob[m];
+            sm += size_of(in, m);
+        }
+        if (q + a * seg > best) {
+            best = q + a * seg;
+            best_r = r;
+        }
+        if (r == 0) break;
+        /* Candidate r - 1 leaves the prefix for the once-held part. */
+        q -= in->prob[r - 1] * (a + (gpus_holding(in, sr) - 1) * b);
+        sr -= size_of(in, r - 1);
+        seg += in->prob[r - 1];
+    }
+    return best_r;
+}
+
+/*
+ * auto for sized candidates (neighbour lists). place_auto swaps one replica for one new row of
+ * the same size; lists differ in size, so here the state that walk ends in, a replicated prefix
+ * and then each candidate once, is searched for directly: the prefix r from model_prefix, laid
+ * out whole by layout(r). Whole lists fill the caches less tightly than the divisible model
+ * assumes, so the result is whichever of layout(r), replicate and partition has the least
+ * expected cost (ties keep layout(r)): never worse than either. scratch: N masks.
+ */
+static void place_auto_sized(const gd__placement_input *in, uint32_t *holders, uint32_t *scratch) {
+    const gd__placement_costs *c = &in->costs;
+    const double b = c->peer - c->local, a = in->num_gpus * (c->host - c->peer) + b;
+    const int64_t n = in->num_candidates, r = model_prefix(in, a, b), other[2] = {n, 0};
+    layout(in, r, holders);
+    double best = expected_cost(in, holders);
+    for (int k = 0; k < 2; k++) {
+        if (other[k] == r) continue;
+        memset(scratch, 0, (size_t)n * sizeof(uint32_t));
+        layout(in, other[k], scratch);
+        const double cost = expected_cost(in, scratch);
+        if (cost < best) {
+            best = cost;
+            memcpy(holders, scratch, (size_t)n * sizeof(uint32_t));
+        }
+    }
+}
+
 /* The GPUs' row lists, the homes, the hit probabilities and the expected cost, from the masks. */
 static gd_status finish(const gd__placement_input *in, gd__placement *out) {
     gd_status st = GD_OK;
@@ -209,6 +321,7 @@ static gd_status finish(const gd__placement_input *in, gd__placement *out) {
         if (m) cached += in->prob[i];
         for (; m; m &= m - 1) {
             count[__builtin_ctz(m)]++;
+            out->used[__builtin_ctz(m)] += size_of(in, i);
             out->local_prob[__builtin_ctz(m)] += in->prob[i];
         }
     }
@@ -235,6 +348,7 @@ fail:
 gd_status gd__placement_compute(const gd__placement_input *in, gd__placement_kind kind,
                                 gd__placement *out) {
     gd_status st = GD_OK;
+    uint32_t *scratch = NULL;
     memset(out, 0, sizeof *out);
     GD_CHECK(check_input(in, kind));
     out->kind = kind;
@@ -245,14 +359,19 @@ gd_status gd__placement_compute(const gd__placement_input *in, gd__placement_kin
     GD_ALLOC(out->holders, n * sizeof(uint32_t), "the placement's holder masks");
     GD_ALLOC(out->home, n * sizeof(int32_t), "the placement's homes");
     memset(out->holders, 0, n * sizeof(uint32_t));
-    if (kind == GD__PLACEMENT_REPLICATE)
-        place_replicate(in, out->holders);
-    else if (kind == GD__PLACEMENT_PARTITION)
-        place_partition(in, out->holders);
-    else
+    if (kind == GD__PLACEMENT_REPLICATE) {
+        layout(in, in->num_candidates, out->holders);
+    } else if (kind == GD__PLACEMENT_PARTITION) {
+        layout(in, 0, out->holders);
+    } else if (in->size) {
+        GD_ALLOC(scratch, n * sizeof(uint32_t), "the placement's trial masks");
+        place_auto_sized(in, out->holders, scratch);
+    } else {
         place_auto(in, out->alpha, out->holders);
+    }
     GD_CHECK(finish(in, out));
 fail:
+    gd_free(scratch);
     return st;
 }
 

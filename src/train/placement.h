@@ -8,6 +8,11 @@
  * its Algorithm 1: partly replicated, partly partitioned). The plan turns the result into its rows
  * ("gpu cache (replicated)", "gpu cache (partition of rank g)", "peer gpu"); nothing here touches
  * a GPU, so tests check it on any machine.
+ *
+ * The candidates are fixed-size rows (feature rows: capacities in rows) or weighted items of
+ * their own sizes (neighbour lists: sizes and capacities in bytes). A list cannot be split over
+ * two GPUs, so sized candidates are placed whole: each GPU takes them in the order given while
+ * they fit (one that does not fit is passed over, as the tier store's slot rule does).
  */
 #ifndef GD_TRAIN_PLACEMENT_H
 #define GD_TRAIN_PLACEMENT_H
@@ -53,7 +58,15 @@ typedef struct {
     int64_t num_candidates;
     const double *prob;
     const int64_t *rows;
-    /* The GPUs (1..GD__PLACEMENT_MAX_GPUS) and their cache capacities in rows. */
+    /*
+     * Sized candidates (NULL: every candidate is one unit, a row): size[i] >= 1 is candidate i's
+     * size in the unit of the capacities (bytes for neighbour lists), and prob[i] its share of
+     * the read cost. They come best first by prob[i] / size[i] as the caller ranks them; the
+     * order is not checked (a ranking by a rounded ratio, as the one-GPU list cache's, is fine),
+     * since the placements' guarantees below hold for any order.
+     */
+    const int64_t *size;
+    /* The GPUs (1..GD__PLACEMENT_MAX_GPUS) and their cache capacities in rows (or size units). */
     int num_gpus;
     const int64_t *capacity; /* capacity[g] per GPU; NULL: every GPU holds rows_per_gpu */
     int64_t rows_per_gpu;
@@ -73,6 +86,8 @@ typedef struct {
     uint32_t *holders;
     /* Per GPU g: the probability an access of g finds its row in g's cache, in a peer's cache. */
     double local_prob[GD__PLACEMENT_MAX_GPUS], peer_prob[GD__PLACEMENT_MAX_GPUS];
+    /* Per GPU g: the capacity its rows take (rows, or the sum of their sizes). */
+    int64_t used[GD__PLACEMENT_MAX_GPUS];
     /* auto's swap threshold (see gd__placement_alpha), and the model's expected read cost of one
      * access, averaged over the GPUs (each GPU makes the same share of the accesses). */
     double alpha;
@@ -82,8 +97,11 @@ typedef struct {
 /*
  * Compute a placement into *out (which the caller frees with gd__placement_free, also after a
  * failure). Inputs outside the model (a probability that rises, costs out of order, more than
- * GD__PLACEMENT_MAX_GPUS GPUs, a negative capacity) fail with GD_ERR_INVALID_ARG naming the value.
- * Time O((N + sum of capacities) * G), no sort.
+ * GD__PLACEMENT_MAX_GPUS GPUs, a negative capacity, a size below 1) fail with GD_ERR_INVALID_ARG
+ * naming the value. Every GPU's rows fit its capacity and a GPU holds a candidate at most once;
+ * partition holds every candidate at most once; auto's expected cost is at most replicate's and
+ * partition's. Time O((N + sum of capacities) * G) for rows, O(N * G) for sized candidates; no
+ * sort.
  */
 gd_status gd__placement_compute(const gd__placement_input *in, gd__placement_kind kind,
                                 gd__placement *out);
