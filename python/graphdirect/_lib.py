@@ -374,6 +374,7 @@ _SIGNATURES = {
     "gd_context_destroy": (None, [_vp]),
     "gd_context_get_info": (c_int, [_vp, POINTER(ContextInfo)]),
     "gd_context_abort": (None, [_vp, c_char_p]),
+    "gd_context_share_registry": (c_int, [_vp, _vp]),
     "gd_comm_available": (c_int, []),
     "gd_comm_id_create": (c_int, [POINTER(ctypes.c_ubyte * GD_COMM_ID_BYTES)]),
     "gd_trainer_create": (c_int, [_vp, POINTER(TrainOptions), POINTER(_vp)]),

@@ -135,6 +135,17 @@ class Context(_lib.Closing):
                     pinned_ranges=i.pinned_ranges, pinned_bytes=i.pinned_bytes,
                     pinned_users=i.pinned_users, rank=i.rank, world_size=i.world_size)
 
+    def share_registry(self, other):
+        """Use `other`'s registry of registered host memory from now on (a Context of any GPU
+        of this process): a table page-locked through either is locked once and stays locked
+        while a user of either holds it, so loaders and trainers made one after another over a
+        large table do not lock it again. This context must not hold a registration yet."""
+        if not isinstance(other, Context):
+            raise TypeError("graphdirect.Context.share_registry: other must be a Context, not %s"
+                            % type(other).__name__)
+        _lib.need("gd_context_share_registry")
+        check(lib.gd_context_share_registry(self._handle(), other._handle()))
+
     def abort(self, why=None):
         """Abort the context's communicator (nothing without one): collectives in flight stop,
         and every rank's wait on them fails with GraphdirectError (GD_ERR_COMM) naming `why`.

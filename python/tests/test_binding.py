@@ -188,6 +188,13 @@ class BindingTest(unittest.TestCase):
         e.close()
         with self.assertRaises(graphdirect.GraphdirectError):
             graphdirect.Context.default(-1)
+        # share_registry: checked arguments; a context joins another's (empty) registry.
+        with graphdirect.Context(0) as a, graphdirect.Context(0) as b:
+            with self.assertRaises(TypeError):
+                a.share_registry("b")
+            a.share_registry(b)
+            a.share_registry(b)  # again: nothing to do
+            self.assertEqual(a.info()["pinned_ranges"], b.info()["pinned_ranges"])
 
     def test_version_and_library(self):
         self.assertRegex(graphdirect.version(), r"^\d+\.\d+\.\d+$")
