@@ -1,5 +1,10 @@
 /*
- * Neighbour sampler, GPU side (exits 77 without a GPU). The CUDA sampler with the graph in GPU
+ * Neighbour sampler, GPU side (exits 77 without a GPU, after the CPU checks of placed list
+ * caches). A graph's hot-list cache placed over 2 and 3 stores that read each other's lists
+ * (train/placed.c's steps: gd__graph_list_candidates, gd__placement_compute,
+ * gd__graph_cache_place, gd__graph_set_peer) samples exactly as the plain graph: CPU stores read
+ * by the CPU sampler everywhere, CUDA stores (pinned graphs on the GPUs, sharing one where there
+ * is one) read by the CUDA sampler on a GPU. The CUDA sampler with the graph in GPU
  * memory, in pinned host memory read over UVA, and split between the two (int32 and int64 indices,
  * narrowed or not), from host and from device seeds, two buffers queued back to back on a
  * non-blocking stream, outputs poisoned first, is compared bit for bit with the CPU sampler on
@@ -14,6 +19,11 @@
  */
 #include "sample/read_plan.h"
 #include "sample_util.h"
+#include "train/placement.h"
+
+#ifdef GD_WITH_CUDA
+#include "core/cuda.h"
+#endif
 
 #ifdef GD_WITH_CUDA
 /* ------------------------------------------------------------------ GPU checks */
@@ -645,13 +655,287 @@ static void check_gpu_faults(uint64_t *state) {
 }
 #endif
 
+/* ------------------------------------------- a list cache placed over several stores (CPU, GPU) */
+
+#define PLACED_MAX 3
+
+static double unit_rand(uint64_t *s) {
+    return (double)(t_rand(s) >> 11) * 0x1.0p-53;
+}
+
+/* Per graph g: the tier a list v should be read from, as tier.h's placed build promises. */
+static int expected_tier(const gd__placement *p, const int64_t *cand_of, int g, int64_t v,
+                         int *peer) {
+    const int64_t i = cand_of[v];
+    *peer = -1;
+    if (i < 0 || p->holders[i] == 0) return GD__TIER_HOST;
+    if (p->holders[i] >> g & 1) return GD__TIER_GPU_CACHE;
+    *peer = __builtin_ctz(p->holders[i]); /* the first peer that holds it */
+    return GD__TIER_PEER;
+}
+
+/* Graph g's map agrees with the placement; returns the lists it reads from peers. */
+static int64_t check_placed_map(const graph *gr, gd_graph_t *dg, const gd__placement *p,
+                                const int64_t *cand_of, int g, int cuda) {
+    const int64_t *map = NULL;
+    int64_t *copy = NULL, from_peers = 0;
+    if (dg->store && dg->store->loc) {
+        map = dg->store->loc;
+#ifdef GD_WITH_CUDA
+        if (cuda) {
+            copy = malloc(sizeof(int64_t) * (size_t)gr->n);
+            T_ASSERT(copy);
+            CU(cudaMemcpy(copy, map, sizeof(int64_t) * (size_t)gr->n, cudaMemcpyDeviceToHost));
+            map = copy;
+        }
+#endif
+    }
+    T_ASSERT(cuda || !map || dg->store->device < 0);
+    for (int64_t v = 0; v < gr->n; v++) {
+        if (gr->indptr[v + 1] == gr->indptr[v]) continue;
+        int peer;
+        const int tier = expected_tier(p, cand_of, g, v, &peer);
+        const int64_t loc = map ? map[v] : gd__loc_make(GD__TIER_HOST, gr->indptr[v]);
+        T_EQ_INT(gd__loc_tier(loc), tier);
+        T_EQ_INT(gd_graph_is_cached(dg, v), tier == GD__TIER_GPU_CACHE);
+        if (tier == GD__TIER_HOST) T_EQ_INT(loc, gr->indptr[v]);
+        if (tier == GD__TIER_PEER) T_EQ_INT(gd__loc_peer(loc), peer);
+        from_peers += tier == GD__TIER_PEER;
+    }
+    free(copy);
+    return from_peers;
+}
+
+/*
+ * Poison, in graph g's own copy of the lists, every list that a cache (its own or a peer's)
+ * serves, so that a sampler reading one at home instead draws ids out of range.
+ */
+static void poison_cached(const graph *gr, gd_graph_t *dg, const gd__placement *p,
+                          const int64_t *cand_of, int g) {
+    const int is32 = dg->indices_dtype == GD_DTYPE_INT32;
+    for (int64_t v = 0; v < gr->n; v++) {
+        int peer;
+        if (expected_tier(p, cand_of, g, v, &peer) == GD__TIER_HOST) continue;
+        for (int64_t k = gr->indptr[v]; k < gr->indptr[v + 1]; k++) {
+            if (is32)
+                ((int32_t *)dg->h_indices)[k] = (int32_t)(gr->n + 7);
+            else
+                ((int64_t *)dg->h_indices)[k] = gr->n + 7;
+        }
+    }
+}
+
+/*
+ * G graphs over gr's lists, each over its own copy of them: host graphs (CPU stores) over
+ * copies[g], or pinned graphs (a library copy) on the contexts' GPUs.
+ */
+static void make_placed_graphs(const graph *gr, int G, int cuda, gd_context_t **ctx,
+                               uint64_t *state, void **copies, gd_graph_t **out) {
+    const size_t bytes = gd_dtype_size(gr->dtype) * (size_t)(gr->e + 1);
+    for (int g = 0; g < G; g++) {
+        gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
+        copies[g] = NULL;
+        if (!cuda) {
+            copies[g] = malloc(bytes);
+            T_ASSERT(copies[g]);
+            memcpy(copies[g], gr->indices, bytes);
+        } else {
+            go.context = ctx[g];
+            go.indptr_placement = GD_PLACE_GPU;
+            go.indices_placement = GD_PLACE_PINNED;
+            go.copy_host = 1;
+            /* Now and then a one-GPU cache first, which the placed one replaces. */
+            go.gpu_cache_bytes = t_rand(state) % 2 ? 0 : (int64_t)(t_rand(state) % 20000);
+        }
+        T_OK(gd_graph_create(gr->n, gr->indptr, copies[g] ? copies[g] : gr->indices, gr->dtype, &go,
+                             &out[g]));
+    }
+}
+
+/*
+ * One random placement of gr's lists over G graphs (the ranks' candidates, weights and sizes from
+ * gd__graph_list_candidates, the placement of the given kind), each graph built with its share
+ * (gd__graph_cache_place) and the others installed as its peers (gd__graph_set_peer); *p is the
+ * placement, cand_of[v] the candidate of list v (-1: none). Returns the lists read from peers.
+ */
+static int64_t place_graphs(uint64_t *state, const graph *gr, gd_graph_t **dg, int G,
+                            gd__placement_kind kind, int cuda, gd__placement *p, int64_t *cand_of) {
+    const int64_t n = gr->n;
+    const int64_t es = (int64_t)gd_dtype_size(dg[0]->indices_dtype);
+    int64_t *outdeg = malloc(sizeof(int64_t) * (size_t)n),
+            *rows = malloc(sizeof(int64_t) * (size_t)n);
+    int64_t *size = malloc(sizeof(int64_t) * (size_t)n), cap[PLACED_MAX], total = 0, count = 0;
+    double *prob = malloc(sizeof(double) * (size_t)n);
+    T_ASSERT(outdeg && rows && size && prob);
+    T_OK(gd_csc_degree_scores(n, gr->indptr, gr->indices, gr->dtype, GD_DEGREE_OUT, outdeg));
+    /* Caches of a few lists up to more than the graph, in whole entries, now and then none. */
+    const int64_t all = gr->e * es, each = (int64_t)(t_rand(state) % (uint64_t)(all / 2 + 1));
+    for (int g = 0; g < G; g++) {
+        cap[g] = t_rand(state) % 4 == 0 ? (int64_t)(t_rand(state) % (uint64_t)(all + 1)) : each;
+        cap[g] = cap[g] / es * es;
+        total += cap[g];
+    }
+    T_OK(gd__graph_list_candidates(dg[0], gr->indptr, outdeg, 2 * total, rows, prob, size, &count));
+    gd__placement_input in = {.num_candidates = count, .prob = prob, .rows = rows, .size = size};
+    in.num_gpus = G;
+    in.capacity = cap;
+    in.costs = (gd__placement_costs){0.1, 0.2 + unit_rand(state), 2 + unit_rand(state)};
+    T_OK(gd__placement_compute(&in, kind, p));
+    for (int64_t v = 0; v < n; v++) cand_of[v] = -1;
+    for (int64_t i = 0; i < count; i++) cand_of[rows[i]] = i;
+    for (int g = 0; g < G; g++) {
+        gd__tier_cache_rows lists[PLACED_MAX];
+        for (int q = 0; q < G; q++)
+            lists[q] = (gd__tier_cache_rows){p->rows + p->offset[q],
+                                             p->offset[q + 1] - p->offset[q], cap[q]};
+        const gd__tier_cache_rows own = lists[g];
+        lists[g] = (gd__tier_cache_rows){NULL, 0, 0};
+        T_OK(gd__graph_cache_place(dg[g], gr->indptr, &own, lists, G));
+        gd_graph_info info = GD_GRAPH_INFO_INIT;
+        T_OK(gd_graph_get_info(dg[g], &info));
+        T_EQ_INT(info.cache_bytes, p->used[g]);
+        T_EQ_INT(info.cache_nodes, p->offset[g + 1] - p->offset[g]);
+    }
+    for (int g = 0; g < G; g++)
+        for (int q = 0; q < G; q++) {
+            const int64_t need = gd__graph_peer_units(dg[g], q);
+            int64_t units = 0;
+            const void *mem = gd__graph_cache_mem(dg[q], &units);
+            if (q == g || need == 0) continue;
+            T_EQ_INT(units, need);
+            T_OK(gd__graph_set_peer(dg[g], q, mem, need));
+        }
+    int64_t from_peers = 0;
+    for (int g = 0; g < G; g++) {
+        from_peers += check_placed_map(gr, dg[g], p, cand_of, g, cuda);
+        poison_cached(gr, dg[g], p, cand_of, g);
+    }
+    free(outdeg);
+    free(rows);
+    free(size);
+    free(prob);
+    return from_peers;
+}
+
+/* Every placed graph's sampler draws exactly what the CPU sampler over the plain graph draws. */
+static void sample_placed(uint64_t *state, const graph *gr, gd_graph_t *plain, gd_graph_t **dg,
+                          int G, int cuda, const char *what) {
+    static const fanout_set sets[] = {{3, {15, 10, 5}}, {2, {-1, 3}}, {2, {24, 9}}};
+    const int64_t max_batch = 256;
+    int64_t *seeds = malloc(sizeof(int64_t) * (size_t)max_batch);
+    T_ASSERT(seeds);
+    for (int fi = 0; fi < 3; fi++) {
+        const int replace = (int)(t_rand(state) % 2);
+        const uint64_t seed = t_rand(state);
+        gd_sampler_t *ref =
+            make_sampler(plain, &sets[fi], GD_SAMPLER_CPU, max_batch, replace, seed, 1);
+        gd_minibatch_t *mr;
+        T_OK(gd_minibatch_create(ref, &mr));
+        for (int g = 0; g < G; g++) {
+            gd_sampler_t *s =
+                make_sampler(dg[g], &sets[fi], cuda ? GD_SAMPLER_CUDA : GD_SAMPLER_CPU, max_batch,
+                             replace, seed, 1 + g % 2);
+            gd_minibatch_t *mb;
+            T_OK(gd_minibatch_create(s, &mb));
+            for (int b = 0; b < 3; b++) {
+                const int64_t nb = 1 + (int64_t)(t_rand(state) % (uint64_t)max_batch);
+                const int64_t epoch = (int64_t)(t_rand(state) % 4), batch = b;
+                make_seeds(state, gr->n, nb, seeds);
+                T_OK(gd_sample(ref, seeds, nb, 0, epoch, batch, NULL, mr));
+                T_OK(gd_sample(s, seeds, nb, 0, epoch, batch, NULL, mb));
+                host_mb want = to_host(mr), got = to_host(mb);
+                char text[160];
+                snprintf(text, sizeof text, "%s: graph %d of %d, fanouts %d, replace %d", what, g,
+                         G, fi, replace);
+                expect_equal(&want, &got, text);
+                host_mb_free(&want);
+                host_mb_free(&got);
+            }
+            T_OK(gd_sampler_check_errors(s));
+            gd_minibatch_destroy(mb);
+            gd_sampler_destroy(s);
+        }
+        gd_minibatch_destroy(mr);
+        gd_sampler_destroy(ref);
+    }
+    free(seeds);
+}
+
+/*
+ * Lists placed over 2 and 3 stores under replicate, partition and auto: host graphs whose CPU
+ * stores the CPU sampler reads through their maps, or (cuda) pinned graphs with CUDA stores on
+ * `devices` GPUs (round robin: several may share one) read by the CUDA sampler. Every map sends a
+ * list to its own cache, else to the first peer caching it, else home; each graph's own copy of
+ * the lists that caches serve is then poisoned, and every sampler must still draw exactly what
+ * the unplaced CPU sampler draws. partition must read some lists from peers.
+ */
+static void check_placed_lists(uint64_t *state, int cuda, int devices) {
+    gd_context_t *ctx[PLACED_MAX] = {NULL};
+    int64_t peer_reads = 0;
+    for (int g = 0; cuda && g < PLACED_MAX; g++) {
+        gd_context_options co = GD_CONTEXT_OPTIONS_INIT;
+        co.device = g % devices;
+        T_OK(gd_context_create(&co, &ctx[g]));
+    }
+    for (int round = 0; round < 12; round++) {
+        const gd_dtype dt = round % 2 ? GD_DTYPE_INT64 : GD_DTYPE_INT32;
+        const int64_t n = 500 + (int64_t)(t_rand(state) % 3000);
+        graph gr = make_graph(state, n, 4 + (int)(t_rand(state) % 10), dt);
+        const int G = 2 + (round / 2) % 2;
+        const gd__placement_kind kind = (gd__placement_kind)(round % 3);
+        gd_graph_t *plain, *dg[PLACED_MAX];
+        void *copies[PLACED_MAX];
+        gd__placement p;
+        int64_t *cand_of = malloc(sizeof(int64_t) * (size_t)n);
+        T_ASSERT(cand_of);
+        T_OK(gd_graph_create(gr.n, gr.indptr, gr.indices, gr.dtype, NULL, &plain));
+        make_placed_graphs(&gr, G, cuda, ctx, state, copies, dg);
+        const int64_t from_peers = place_graphs(state, &gr, dg, G, kind, cuda, &p, cand_of);
+        if (kind == GD__PLACEMENT_PARTITION) peer_reads += from_peers;
+        char what[96];
+        snprintf(what, sizeof what, "%s lists placed %s over %d stores", cuda ? "CUDA" : "CPU",
+                 gd__placement_names[kind], G);
+        sample_placed(state, &gr, plain, dg, G, cuda, what);
+        gd__placement_free(&p);
+        for (int g = 0; g < G; g++) {
+            gd_graph_destroy(dg[g]);
+            free(copies[g]);
+        }
+        gd_graph_destroy(plain);
+        free(cand_of);
+        free_graph(&gr);
+    }
+    T_ASSERT(peer_reads > 0);
+    for (int g = 0; g < PLACED_MAX; g++) gd_context_destroy(ctx[g]);
+    fprintf(stderr, "%s: lists placed over several stores sample as the plain graph\n",
+            cuda ? "CUDA" : "CPU");
+}
+
+#ifdef GD_WITH_CUDA
+/* The GPUs the placed graphs spread over: all (up to 3) where every pair has peer access. */
+static int placed_devices(void) {
+    const int n = gd_device_count() < PLACED_MAX ? gd_device_count() : PLACED_MAX;
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+            int yes = 0;
+            T_OK(gd__cuda_can_access_peer(a, b, &yes));
+            if (!yes) return 1;
+        }
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) T_OK(gd__cuda_enable_peer_access(a, b));
+    return n;
+}
+#endif
+
 int main(void) {
+    uint64_t state = t_seed();
+    check_placed_lists(&state, 0, 1);
 #ifdef GD_WITH_CUDA
     if (gd_device_count() == 0) {
         fprintf(stderr, "no GPU: the CUDA sampler checks are skipped\n");
         return GD_TEST_SKIP;
     }
-    uint64_t state = t_seed();
+    check_placed_lists(&state, 1, placed_devices());
     cudaStream_t stream;
     CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     check_gpu_sampler(&state, stream);

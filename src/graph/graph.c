@@ -13,6 +13,7 @@
 #include "internal.h"
 
 #include "core/context.h"
+#include "core/peers.h"
 #include "feature/internal.h"
 #include "io/dataset.h"
 
@@ -172,41 +173,77 @@ static gd_status make_store(gd_graph_t *g, const int64_t *indptr) {
  * The hot neighbour-list GPU cache (docs/sampling.md, "Hot neighbour lists in GPU memory"). A
  * node's list is read once each time the node is in a frontier, and a node joins the frontiers
  * about as often as it is drawn as someone's neighbour: its out-degree. Each read of a list costs
- * PCIe requests: one per 128-byte line plus one when it is read whole (short lists), about the
- * fanout when its entries are read one by one (long lists), so CACHE_TYPICAL_FANOUT at most. The
- * lists are ranked by requests saved per cached byte, out-degree x requests / list bytes, best
- * first, and handed to the store's cache, which takes them whole while they fit the budget (one
- * that does not fit is skipped, so smaller ones behind it still fill the space), packs them in
- * that order and publishes their locations in the map. Only where the CUDA sampler reads
- * changes; the CPU sampler keeps reading the host arrays.
+ * PCIe requests (gd__graph_list_requests). The lists are ranked by requests saved per cached
+ * byte, out-degree x requests / list bytes, best first, and handed to the store's cache, which
+ * takes them whole while they fit the budget (one that does not fit is skipped, so smaller ones
+ * behind it still fill the space), packs them in that order and publishes their locations in the
+ * map. Only where the CUDA sampler reads changes; the CPU sampler keeps reading the host arrays.
  */
-#define CACHE_TYPICAL_FANOUT 10
+gd_status gd__graph_rank_lists(const gd_graph_t *g, const int64_t *indptr, int64_t *score,
+                               int64_t *rows, int64_t *count) {
+    const int64_t es = (int64_t)gd_dtype_size(g->indices_dtype);
+    for (int64_t v = 0; v < g->num_nodes; v++) {
+        const int64_t d = indptr[v + 1] - indptr[v];
+        score[v] = d > 0 ? score[v] * gd__graph_list_requests(d, es) * 4096 / (d * es) : 0;
+    }
+    return gd_hot_rows_select(score, g->num_nodes, g->num_nodes, rows, count);
+}
+
+gd_status gd__graph_list_candidates(const gd_graph_t *g, const int64_t *indptr,
+                                    const int64_t *outdeg, int64_t bytes, int64_t *rows,
+                                    double *prob, int64_t *size, int64_t *count) {
+    gd_status st = GD_OK;
+    const int64_t n = g->num_nodes, es = (int64_t)gd_dtype_size(g->indices_dtype);
+    int64_t *score = NULL, ranked = 0, taken = 0, sum = 0;
+    double total = 0;
+    *count = 0;
+    GD_ALLOC(score, (size_t)n * sizeof(int64_t), "the list ranking's scores");
+    memcpy(score, outdeg, (size_t)n * sizeof(int64_t));
+    GD_CHECK(gd__graph_rank_lists(g, indptr, score, rows, &ranked));
+    for (int64_t v = 0; v < n; v++) {
+        const int64_t d = indptr[v + 1] - indptr[v];
+        total += (double)(outdeg[v] * gd__graph_list_requests(d, es));
+    }
+    /* rows is read ahead of where it is written: taken <= k. */
+    for (int64_t k = 0; k < ranked && sum < bytes; k++) {
+        const int64_t v = rows[k], d = indptr[v + 1] - indptr[v];
+        if (d == 0 || outdeg[v] == 0) continue;
+        rows[taken] = v;
+        size[taken] = d * es;
+        prob[taken++] = (double)(outdeg[v] * gd__graph_list_requests(d, es)) / total;
+        sum += d * es;
+    }
+    *count = taken;
+fail:
+    gd_free(score);
+    return st;
+}
+
+/* g's views of its store's cache once it is built, and the GPU memory they take. */
+static void cache_views(gd_graph_t *g) {
+    const gd__tier_store *s = g->store;
+    const int gpu = s->device >= 0;
+    g->d_loc = gpu ? s->loc : NULL;
+    g->d_cache = gpu ? s->cache.mem : NULL;
+    g->cache_nodes = s->cache.count;
+    g->cache_edges = s->cache.units;
+    g->cache_bytes = g->cache_edges * (int64_t)gd_dtype_size(g->indices_dtype);
+    if (gpu && s->loc) g->device_bytes += s->map_bytes + g->cache_bytes;
+}
 
 static gd_status build_cache(gd_graph_t *g, const int64_t *indptr, int64_t budget) {
     gd_status st = GD_OK;
     const int64_t n = g->num_nodes;
-    const int64_t es = (int64_t)gd_dtype_size(g->indices_dtype);
     int64_t *scores = NULL, *rows = NULL, count = 0;
     GD_REQUIRE(g->store, GD_ERR_INTERNAL, "the GPU neighbour-list cache needs the graph's store");
     GD_ALLOC(scores, (size_t)n * sizeof(int64_t), "the GPU cache's node scores");
     GD_ALLOC(rows, (size_t)n * sizeof(int64_t), "the GPU cache's node ranking");
     GD_CHECK(
         gd_csc_degree_scores(n, indptr, g->h_indices, g->indices_dtype, GD_DEGREE_OUT, scores));
-    /* Rank by PCIe requests saved per cached byte (see above). */
-    for (int64_t v = 0; v < n; v++) {
-        const int64_t d = indptr[v + 1] - indptr[v], lines = (d * es + 127) / 128;
-        const int64_t requests =
-            1 + lines < CACHE_TYPICAL_FANOUT ? 1 + lines : CACHE_TYPICAL_FANOUT;
-        scores[v] = d > 0 ? scores[v] * requests * 4096 / (d * es) : 0;
-    }
-    GD_CHECK(gd_hot_rows_select(scores, n, n, rows, &count));
+    GD_CHECK(gd__graph_rank_lists(g, indptr, scores, rows, &count));
     GD_CHECK(gd__tier_cache_build(g->store, rows, count, budget));
-    g->d_loc = g->store->loc;
-    g->d_cache = g->store->cache.mem;
-    g->cache_nodes = g->store->cache.count;
-    g->cache_edges = g->store->cache.units;
-    g->cache_bytes = g->cache_edges * es;
-    if (g->cache_nodes > 0) g->device_bytes += g->store->map_bytes + g->cache_bytes;
+    g->cache_budget = budget;
+    cache_views(g);
     GD_DEBUG("graph: GPU cache of %lld lists, %lld entries (%lld of %lld budget bytes)",
              (long long)g->cache_nodes, (long long)g->cache_edges, (long long)g->cache_bytes,
              (long long)budget);
@@ -216,8 +253,82 @@ fail:
     return st;
 }
 
+/* Drop g's list cache (and the store that holds it), so that a placed one replaces it. */
+static void drop_cache(gd_graph_t *g) {
+    if (g->store && g->store->device >= 0 && g->store->loc)
+        g->device_bytes -= g->store->map_bytes + g->cache_bytes;
+    gd__tier_store_destroy(g->store);
+    g->store = NULL;
+    g->d_loc = NULL;
+    g->d_cache = NULL;
+    g->cache_nodes = g->cache_edges = g->cache_bytes = g->cache_budget = 0;
+}
+
+gd_status gd__graph_cache_place(gd_graph_t *g, const int64_t *indptr,
+                                const gd__tier_cache_rows *own, const gd__tier_cache_rows *peers,
+                                int num_peers) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(g && indptr && own, GD_ERR_INVALID_ARG, "placed list cache: NULL %s",
+               !g        ? "graph"
+               : !indptr ? "indptr"
+                         : "own lists");
+    GD_REQUIRE(!g->peers, GD_ERR_INTERNAL,
+               "placed list cache: the graph's cache is shared already");
+    const int gpu = g->d_indptr && g->d_indices;
+    GD_REQUIRE(gpu ? g->indices_place == GD_PLACE_PINNED : g->h_indptr && g->h_indices,
+               GD_ERR_INVALID_ARG,
+               "placed list cache: the graph's indices are in %s memory; a list cache needs them "
+               "pinned (or a host graph, for the CPU reference)",
+               gd_placement_name(g->indices_place));
+    drop_cache(g);
+    if (gpu) {
+        GD_CHECK(make_store(g, indptr));
+    } else {
+        /* The CPU store reads the offsets while the graph lives: the graph's own indptr. */
+        const gd__row_shape shape = {g->num_nodes, (int64_t)gd_dtype_size(g->indices_dtype),
+                                     g->h_indptr, NULL};
+        GD_CHECK(gd__tier_store_create(&shape, -1, GD__TIER_HOST, g->h_indices, g->num_edges,
+                                       &g->store));
+    }
+    GD_CHECK(gd__tier_cache_build_placed(g->store, own, peers, num_peers));
+    g->cache_budget = own->budget;
+    cache_views(g);
+    GD_DEBUG("graph: placed cache of %lld lists, %lld entries (budget %lld bytes), %lld lists "
+             "from %d peers",
+             (long long)g->cache_nodes, (long long)g->cache_edges, (long long)own->budget,
+             (long long)g->store->cache.peer_count, num_peers);
+fail:
+    return st;
+}
+
+const void *gd__graph_cache_mem(const gd_graph_t *g, int64_t *units) {
+    *units = g && g->store ? g->store->cache.units : 0;
+    return g && g->store ? g->store->cache.mem : NULL;
+}
+
+int64_t gd__graph_peer_units(const gd_graph_t *g, int peer) {
+    if (!g || !g->store || peer < 0 || peer >= g->store->cache.num_peers) return 0;
+    return g->store->cache.peer[peer].count > 0 ? g->store->cache.peer[peer].units : 0;
+}
+
+gd_status gd__graph_set_peer(gd_graph_t *g, int peer, const void *base, int64_t units) {
+    if (!g || !g->store)
+        return gd__error(GD_ERR_INTERNAL, "graph: a peer's list cache without a placed cache");
+    return gd__tier_store_set_peer(g->store, peer, base, units);
+}
+
+void gd__graph_keep_peers(gd_graph_t *g, gd__peer_view *view) {
+    g->peers = view;
+}
+
 void gd_graph_destroy(gd_graph_t *g) {
     if (!g) return;
+    if (g->peers) {
+        /* Every rank stops reading the others' list caches before any rank frees its own. */
+        gd__peers_barrier(gd__context_comm(g->context));
+        gd__peers_close(g->peers);
+        gd_free(g->peers);
+    }
     gd__tier_store_destroy(g->store);
     if (g->dev_indptr || g->dev_indices) backend()->release(g);
     gd_host_tensor_destroy(g->pin_indptr);
@@ -377,7 +488,7 @@ fail:
 }
 
 int gd_graph_is_cached(const gd_graph_t *g, int64_t node) {
-    if (!g || node < 0 || node >= g->num_nodes || !g->d_loc) return 0;
+    if (!g || node < 0 || node >= g->num_nodes) return 0;
     return gd__tier_cache_holds(g->store, node);
 }
 

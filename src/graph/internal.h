@@ -18,6 +18,8 @@
 extern "C" {
 #endif
 
+struct gd__peer_view_s; /* core/peers.h */
+
 struct gd_graph {
     int64_t num_nodes, num_edges, max_degree;
     gd_dtype indices_dtype; /* as stored */
@@ -53,10 +55,77 @@ struct gd_graph {
     const int64_t *d_loc;
     const void *d_cache;
     int64_t cache_nodes, cache_edges, cache_bytes;
+    int64_t cache_budget; /* the bytes the list cache was given */
+    /*
+     * A list cache placed over the GPUs of a group (gd__graph_cache_place) whose memory the other
+     * ranks read: their caches as this GPU addresses them (gd__graph_keep_peers), closed by
+     * gd_graph_destroy after a barrier of the context's communicator. NULL otherwise.
+     */
+    struct gd__peer_view_s *peers;
 };
 
 /* The slot of a list location is its entry offset into the tier's array (tier.h). */
 #define GD__LOC_OFFSET_MASK GD__LOC_SLOT_MASK
+
+/* ---- the hot neighbour-list cache (graph.c; docs/sampling.md) */
+
+/*
+ * The PCIe requests of one read of a list of d entries of es bytes: one per 128-byte line plus
+ * one when it is read whole (short lists), about the fanout when its entries are read one by one
+ * (long lists), so GD__GRAPH_TYPICAL_FANOUT at most.
+ */
+#define GD__GRAPH_TYPICAL_FANOUT 10
+
+static inline int64_t gd__graph_list_requests(int64_t d, int64_t es) {
+    const int64_t lines = (d * es + 127) / 128;
+    return 1 + lines < GD__GRAPH_TYPICAL_FANOUT ? 1 + lines : GD__GRAPH_TYPICAL_FANOUT;
+}
+
+/*
+ * The ranking of the lists for the cache, best first: score[v] holds v's out-degree on entry
+ * (how often v joins a frontier) and on return out-degree x requests / list bytes (times 4096,
+ * 0 for an empty list), the requests a cached byte saves; rows[0 .. *count) are every node by
+ * that score, ties by id (gd_hot_rows_select). indptr: the host indptr. A list's share of the
+ * list-read requests, what a placement over several GPUs weighs it by, is out-degree x requests.
+ */
+gd_status gd__graph_rank_lists(const gd_graph_t *g, const int64_t *indptr, int64_t *score,
+                               int64_t *rows, int64_t *count);
+
+/*
+ * The candidates of a list cache placed over several GPUs (train/placed.c, train/placement.h's
+ * sized candidates): the lists in gd__graph_rank_lists's order that are read at all (out-degree
+ * and entries above 0), until their bytes reach `bytes` (colder ones could only fill gaps), into
+ * rows[0 .. *count) with size[i] = the list's bytes and prob[i] = its share of every list's
+ * requests (out-degree x requests over their sum for all nodes). outdeg: the out-degrees; the
+ * three outputs have room for every node. Every GPU computes the same candidates.
+ */
+gd_status gd__graph_list_candidates(const gd_graph_t *g, const int64_t *indptr,
+                                    const int64_t *outdeg, int64_t bytes, int64_t *rows,
+                                    double *prob, int64_t *size, int64_t *count);
+
+/*
+ * Rebuild g's list cache from a placement over the GPUs of a group (train/placed.c): own are the
+ * lists this GPU caches, peers[q] those peer q caches (tier.h's gd__tier_cache_build_placed; the
+ * budgets in bytes). The old cache is freed first. Lists only peers cache stay home until
+ * gd__graph_set_peer installs the peer. A graph whose lists GPU kernels read (pinned indices)
+ * gets a CUDA store; a host graph a CPU store, whose lists (in host memory, the peers' too) the
+ * CPU sampler then reads through the map: the reference of the tests. indptr: the host indptr.
+ */
+gd_status gd__graph_cache_place(gd_graph_t *g, const int64_t *indptr,
+                                const gd__tier_cache_rows *own, const gd__tier_cache_rows *peers,
+                                int num_peers);
+/* Slot 0 of g's list cache (NULL: it caches nothing) and its slots (entries). */
+const void *gd__graph_cache_mem(const gd_graph_t *g, int64_t *units);
+/* The slots peer q's list cache has under the placement (0: g reads no list from it). */
+int64_t gd__graph_peer_units(const gd_graph_t *g, int peer);
+/* Install peer q's list cache (base as g's device addresses it): gd__tier_store_set_peer. */
+gd_status gd__graph_set_peer(gd_graph_t *g, int peer, const void *base, int64_t units);
+/*
+ * g takes view (gd_malloc'd, the ranks' list caches mapped by gd__peers_share): gd_graph_destroy
+ * waits for every rank of the context's communicator (gd__peers_barrier) before it closes the
+ * view and frees the cache the others read.
+ */
+void gd__graph_keep_peers(gd_graph_t *g, struct gd__peer_view_s *view);
 
 /* ---- CSC helpers shared by csc.c and degree.c */
 

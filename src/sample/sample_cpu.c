@@ -1,9 +1,10 @@
 /*
  * The CPU sampler: CPU threads draw the neighbours and relabel them, reading the graph from
- * host memory. It is the CPU-centric baseline of the benchmark, the sampler of machines
- * without a GPU, and the oracle the CUDA sampler is compared with bit for bit. It follows the
- * same contract (docs/sampling.md): the same draws, Floyd's algorithm in the same order, and
- * local ids given by first appearance. Each hop runs:
+ * host memory (through the map of a host graph's placed list cache, list_bases, when the tests
+ * build one as the reference of a GPU's). It is the CPU-centric baseline of the benchmark, the
+ * sampler of machines without a GPU, and the oracle the CUDA sampler is compared with bit for
+ * bit. It follows the same contract (docs/sampling.md): the same draws, Floyd's algorithm in the
+ * same order, and local ids given by first appearance. Each hop runs:
  *   count     each destination node's degree and number of neighbours -> block indptr;
  *   sample    per node, in parallel: read only the drawn entries of its list (biased sampling,
  *             sample_node_biased, reads the whole list: see gd__bias_draws);
@@ -221,13 +222,32 @@ static gd_status relabel_parallel(cpu_scratch *c, uint64_t mask, int64_t *nodes,
     return GD_OK;
 }
 
+/*
+ * Where the CPU sampler reads the lists: the host indices, each list at indptr[v] (a location of
+ * the host tier); or, for a host graph whose list cache was placed over several stores
+ * (gd__graph_cache_place: the CPU reference of a placed GPU cache), each list where the store's
+ * map says, in its cache, a peer's cache or home, through gd__tier_base_of as the kernels read.
+ */
+static gd__tier_bases list_bases(const gd_graph_t *g, const int64_t **map) {
+    gd__tier_bases b;
+    *map = NULL;
+    if (g->store && g->store->device < 0 && g->store->loc) {
+        *map = g->store->loc;
+        return gd__tier_store_bases(g->store);
+    }
+    memset(&b, 0, sizeof b);
+    b.base[GD__TIER_HOST] = g->h_indices;
+    b.units[GD__TIER_HOST] = g->num_edges;
+    return b;
+}
+
 static gd_status cpu_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, int seeds_on_device,
                             uint64_t key, void *stream, gd_minibatch_t *mb) {
     gd_status st = GD_OK;
     cpu_scratch *c = s->cpu;
     const gd_graph_t *g = s->graph;
-    const int64_t *indptr = g->h_indptr;
-    const void *indices = g->h_indices;
+    const int64_t *indptr = g->h_indptr, *map;
+    const gd__tier_bases tiers = list_bases(g, &map);
     const int is32 = g->indices_dtype == GD_DTYPE_INT32;
     const int threads = s->threads;
     if (n > 0) memcpy(mb->nodes, seeds, (size_t)n * sizeof(int64_t));
@@ -241,7 +261,7 @@ static gd_status cpu_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, in
 #pragma omp parallel for num_threads(par) schedule(static)
         for (int64_t i = 0; i < nf; i++) {
             const int64_t v = mb->nodes[i];
-            c->starts[i] = indptr[v];
+            c->starts[i] = map ? map[v] : gd__loc_make(GD__TIER_HOST, indptr[v]);
             c->degs[i] = indptr[v + 1] - indptr[v];
             bptr[i + 1] = (int32_t)gd__sample_count(c->degs[i], fanout, s->replace);
         }
@@ -252,9 +272,11 @@ static gd_status cpu_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, in
         for (int64_t i = 0; i < nf; i++) {
             const int64_t off = bptr[i];
             const int biased = s->bias_factor > 1;
-            sample_node(indices, is32, s, key, (uint32_t)h, fanout, mb->nodes[i], c->starts[i],
-                        c->degs[i], bptr[i + 1] - off, c->edge_ids + off,
-                        biased ? c->bias_codes + off : NULL, biased ? c->bias_pos + off : NULL);
+            int64_t start = 0;
+            const void *list = gd__tier_base_of(tiers, c->starts[i], &start, NULL);
+            sample_node(list, is32, s, key, (uint32_t)h, fanout, mb->nodes[i], start, c->degs[i],
+                        bptr[i + 1] - off, c->edge_ids + off, biased ? c->bias_codes + off : NULL,
+                        biased ? c->bias_pos + off : NULL);
         }
         int64_t cap = 64;
         while (cap < 2 * (nf + ne)) cap <<= 1;

@@ -494,6 +494,9 @@ static gd_status cuda_sample(gd_sampler_t *s, const int64_t *seeds, int64_t n, i
     long long *nodes = (long long *)mb->nodes;
     long long *sizes = m->d_sizes;
     int prev = -1, queued = 0;
+    /* Where the lists are, taken at every call: a list cache placed over a group's GPUs is
+     * rebuilt, and its peers installed, after the sampler is made (train/placed.c). */
+    c->tiers = gd__tier_store_bases(g->store);
     GD_CHECK(gd__cuda_enter_device(g->device, &prev));
     /* The scratch buffers are shared by every call: order this call after the previous one. */
     GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->done, 0));
