@@ -15,9 +15,10 @@
  *
  * Placements (issue 14, item 4): with one GPU, 2 and 3 zero-copy ranks share it over a staged
  * group (the local sums, GPU buffers copied through host memory), their feature caches a third
- * of the table each and placed replicate, partition or auto; partition and auto read the rows
- * their peers cache from the peers' memory. Each trains what one rank trains, and the plan says
- * which placement ran. With two GPUs the same runs go over NCCL.
+ * of the table each and their neighbour-list caches a third of the lists each, both placed
+ * replicate, partition or auto; partition and auto read the rows and lists their peers cache
+ * from the peers' memory. Each trains what one rank trains, and the plan says which placement
+ * ran, for the features and for the lists. With two GPUs the same runs go over NCCL.
  */
 #include "test.h"
 
@@ -41,7 +42,8 @@ typedef struct {
     int64_t epochs;
     const char *ckdir; /* checkpoint directory (NULL: none) */
     const char *placement;
-    int64_t gpu_cache; /* bytes (-1: the default) */
+    int64_t gpu_cache;   /* bytes (-1: the default) */
+    int64_t graph_cache; /* neighbour-list cache bytes (0: the default) */
     char plan[512];
     int resume;
     gd_status st;
@@ -79,6 +81,7 @@ static void *run_rank(void *arg) {
     o.context = a->ctx;
     o.placement = a->placement;
     o.gpu_cache_bytes = a->gpu_cache ? a->gpu_cache : -1;
+    o.graph_cache_bytes = a->graph_cache ? a->graph_cache : -1;
     gd_fit_options f = GD_FIT_OPTIONS_INIT;
     f.epochs = a->epochs;
     f.on_epoch = on_epoch;
@@ -108,6 +111,7 @@ typedef struct {
     int staged;         /* a staged group (the ranks may share a GPU) instead of NCCL */
     const char *placement;
     int64_t gpu_cache;
+    int64_t graph_cache;
 } world_spec;
 
 /* world ranks (threads) of a run; ctxs from a group (world > 1) or NULL (one rank alone). */
@@ -137,7 +141,8 @@ static void run_world(rank_run *runs, int world, const gd_dataset_t *ds, const w
                              .ckdir = r == 0 || resume ? ckdir : NULL,
                              .resume = resume,
                              .placement = w->placement,
-                             .gpu_cache = w->gpu_cache};
+                             .gpu_cache = w->gpu_cache,
+                             .graph_cache = w->graph_cache};
         if (tmp) snprintf(runs[r].model, sizeof runs[r].model, "%s/model-%d.gdc", tmp, r);
         T_ASSERT(pthread_create(&th[r], NULL, run_rank, &runs[r]) == 0);
     }
@@ -223,28 +228,36 @@ static void equivalence(const gd_dataset_t *ds, const world_spec *w, int most, u
 }
 
 /*
- * Zero-copy ranks with feature caches of a third of the table each, under every placement:
- * the same training as one rank, and the plan names the placement that ran (auto on GPUs that
- * read each other: partly replicated, partly partitioned, never "replicate (...)").
+ * Zero-copy ranks with feature caches of a third of the table each and neighbour-list caches of
+ * a third of the lists each, under every placement: the same training as one rank, and the plan
+ * names the placement that ran for both caches (auto on GPUs that read each other: partly
+ * replicated, partly partitioned, never "replicate (...)").
  */
 static void placements(const gd_dataset_t *ds, const int *devices, int staged, int most,
                        uint64_t seed, double tol) {
     static const char *const kinds[3] = {"replicate", "partition", "auto"};
     const int64_t table = gd_dataset_num_nodes(ds) * gd_dataset_feature_dim(ds) * 4;
+    /* int32 entries: a third of the lists (less if they are stored as int64). */
+    const int64_t lists = gd_dataset_num_edges(ds) * 4;
     rank_run one[1], many[MAX_RANKS];
     for (int k = 0; k < 3; k++) {
-        world_spec w = {"zero-copy", devices, staged, kinds[k], table / 3};
+        world_spec w = {"zero-copy", devices, staged, kinds[k], table / 3, lists / 3};
         run_world(one, 1, ds, &w, seed, BATCH, EPOCHS, NULL, 0, NULL);
         for (int world = 2; world <= most; world++) {
-            char what[64], want[64];
+            char what[64], want[64], lists_want[96];
             snprintf(what, sizeof what, "zero-copy %s x%d%s", kinds[k], world,
                      staged ? " staged" : "");
             run_world(many, world, ds, &w, seed, BATCH, EPOCHS, NULL, 0, NULL);
             same_as(one, many, world, 0, tol, what);
             snprintf(want, sizeof want, "placement %s over %d GPUs", kinds[k], world);
+            snprintf(lists_want, sizeof lists_want,
+                     "neighbour-list cache placement %s: this GPU "
+                     "caches",
+                     kinds[k]);
             for (int r = 0; r < world; r++) {
                 fprintf(stderr, "%s rank %d plan: %s\n", what, r, many[r].plan);
                 if (k > 0) T_ASSERT(strstr(many[r].plan, want) != NULL);
+                if (k > 0) T_ASSERT(strstr(many[r].plan, lists_want) != NULL);
                 if (k == 0) T_ASSERT(strstr(many[r].plan, "placement") == NULL);
             }
         }
@@ -408,7 +421,7 @@ int main(void) {
      * and 7e-4 after epoch 3. A wrong normalisation or a missing share moves the first epoch's
      * loss by percents.
      */
-    const world_spec cpu = {"cpu", NULL, 0, NULL, 0};
+    const world_spec cpu = {"cpu", NULL, 0, NULL, 0, 0};
     equivalence(ds, &cpu, 3, seed, tmp, 2e-3);
 
     const int gpus = gd_device_count();
@@ -428,8 +441,8 @@ int main(void) {
         int most = want && atoi(want) == 3 ? 3 : 2;
         if (most > gpus) most = gpus;
         failing_rank(devices, 2, 5);
-        const world_spec all_gpu = {"all-gpu", devices, 0, NULL, 0};
-        const world_spec zero_copy = {"zero-copy", devices, 0, NULL, 0};
+        const world_spec all_gpu = {"all-gpu", devices, 0, NULL, 0, 0};
+        const world_spec zero_copy = {"zero-copy", devices, 0, NULL, 0, 0};
         equivalence(ds, &all_gpu, most, seed, tmp, 2e-3);
         equivalence(ds, &zero_copy, most, seed, tmp, 2e-3);
         placements(ds, devices, 0, most, seed, 2e-3);

@@ -4,6 +4,11 @@
  * rank computes the same placement (train/placement.h) from what all ranks agree on (their
  * capacities, the read costs measured here, the scores of the same dataset), builds its cache
  * with its own rows, and maps the others' caches to read theirs over NVLink (core/peers.h).
+ * The neighbour-list cache of the graph follows in the same call, with the same kind and costs:
+ * the lists are sized candidates (bytes), ranked and weighed as the one-GPU list cache ranks
+ * them (graph/internal.h), the graph rebuilds its cache from its share (gd__graph_cache_place)
+ * and reads the others' lists from their memory; the graph keeps the mappings and, at exit,
+ * waits for every rank before it frees the cache they read.
  *
  * The read costs are seconds per byte of three copies of the same size, timed on each rank and
  * averaged over the ranks: from the rank's pinned feature table to its GPU (C_host), from the
@@ -16,6 +21,7 @@
 #include "core/cuda.h"
 #include "core/peers.h"
 #include "feature/placed.h"
+#include "graph/internal.h"
 #include "train/placement.h"
 
 #include <stdio.h>
@@ -179,6 +185,107 @@ static void note(gd__datapath *d, const gd__placement *p, int rank, const char *
              (long long)only, 100 * p->local_prob[rank], 100 * p->peer_prob[rank]);
 }
 
+/* ---- the neighbour-list cache */
+
+/* Share the graph's list cache and install each peer's that it reads (install_peers' steps). */
+static gd_status share_lists(gd__datapath *d, gd__comm *c) {
+    gd_status st = GD_OK, local = GD_OK;
+    gd_graph_t *g = d->graph;
+    gd__peer_view *view = NULL;
+    int64_t units = 0;
+    const void *mem = gd__graph_cache_mem(g, &units);
+    GD_ALLOC(view, sizeof *view, "the peers' list cache mappings");
+    memset(view, 0, sizeof *view);
+    st = gd__peers_share(c, gd_context_device(d->context), mem, units, view);
+    /* Kept also after a failure: the graph closes what was mapped, after every rank stopped. */
+    gd__graph_keep_peers(g, view);
+    GD_CHECK(st);
+    for (int q = 0; q < view->world && local == GD_OK; q++) {
+        const int64_t need = gd__graph_peer_units(g, q);
+        if (q == view->rank || need == 0) continue;
+        if (view->units[q] != need || !view->ptr[q])
+            local = gd__error(GD_ERR_INTERNAL,
+                              "rank %d expected a neighbour-list cache of %lld entries from rank "
+                              "%d, which has %lld: the ranks computed different placements",
+                              view->rank, (long long)need, q, (long long)view->units[q]);
+        else
+            local = gd__graph_set_peer(g, q, view->ptr[q], need);
+    }
+    /* Every rank must have its peers before any samples from them. */
+    GD_CHECK(gd__peers_agree(c, local, "to install its peers' neighbour-list caches"));
+fail:
+    return st;
+}
+
+/* The plan's line for the lists: what this rank holds and the model's share of its reads. */
+static void note_lists(gd__datapath *d, const gd__placement *p, int rank) {
+    const size_t used = strlen(d->plan.text);
+    int64_t only = 0;
+    for (int64_t i = 0; i < p->num_candidates; i++) only += p->home[i] == rank;
+    snprintf(d->plan.text + used, sizeof d->plan.text - used,
+             "; neighbour-list cache placement %s: this GPU caches %lld lists (%lld alone), "
+             "expects %.0f%% of list reads local, %.0f%% from peers",
+             gd__placement_names[p->kind], (long long)(p->offset[rank + 1] - p->offset[rank]),
+             (long long)only, 100 * p->local_prob[rank], 100 * p->peer_prob[rank]);
+}
+
+/*
+ * Place the graph's list cache over the group like the feature cache (collective): the ranks'
+ * budgets in whole entries (0 where the lists are not pinned: such a rank reads them all from
+ * GPU memory and caches none), the lists as sized candidates up to twice the total, the same
+ * kind and costs. Nothing changes where no rank has a list cache.
+ */
+static gd_status place_lists(gd__datapath *d, gd__comm *c, gd__placement_kind kind,
+                             const gd__placement_costs *costs, const int64_t *outdeg) {
+    gd_status st = GD_OK, local = GD_OK;
+    gd_graph_t *g = d->graph;
+    const int world = gd__comm_world(c), rank = gd__comm_rank(c);
+    const int64_t es = (int64_t)gd_dtype_size(g->indices_dtype);
+    const int can = g->store && g->indices_place == GD_PLACE_PINNED;
+    int64_t mine = can ? g->cache_budget / es * es : 0, *cap = NULL, *rows = NULL, *size = NULL;
+    int64_t total = 0, n = 0;
+    double *prob = NULL;
+    gd__placement p;
+    gd__tier_cache_rows lists[GD__PLACEMENT_MAX_GPUS];
+    gd_array_view ip;
+    memset(&p, 0, sizeof p);
+    GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDPTR, &ip));
+    GD_ALLOC(cap, sizeof(int64_t) * (size_t)world, "the ranks' list cache capacities");
+    GD_CHECK(gd__comm_allgather_host(c, &mine, cap, (int64_t)sizeof mine));
+    for (int q = 0; q < world; q++) total += cap[q];
+    if (total == 0) goto fail;
+    const size_t nn = (size_t)gd__max64(d->num_nodes, 1);
+    GD_ALLOC(rows, nn * sizeof(int64_t), "the list cache's candidates");
+    GD_ALLOC(size, nn * sizeof(int64_t), "the candidates' sizes");
+    GD_ALLOC(prob, nn * sizeof(double), "the candidates' shares of the reads");
+    GD_CHECK(gd__graph_list_candidates(g, ip.data, outdeg, 2 * total, rows, prob, size, &n));
+    const gd__placement_input in = {.num_candidates = n,
+                                    .prob = prob,
+                                    .rows = rows,
+                                    .size = size,
+                                    .num_gpus = world,
+                                    .capacity = cap,
+                                    .costs = *costs};
+    GD_CHECK(gd__placement_compute(&in, kind, &p));
+    for (int q = 0; q < world; q++)
+        lists[q] =
+            (gd__tier_cache_rows){p.rows + p.offset[q], p.offset[q + 1] - p.offset[q], cap[q]};
+    const gd__tier_cache_rows own = lists[rank];
+    lists[rank] = (gd__tier_cache_rows){NULL, 0, 0};
+    if (can) local = gd__graph_cache_place(g, ip.data, &own, lists, world);
+    GD_CHECK(gd__peers_agree(c, local, "to build its placed neighbour-list cache"));
+    GD_CHECK(share_lists(d, c));
+    d->graph_cache_bytes = g->cache_bytes;
+    note_lists(d, &p, rank);
+fail:
+    gd__placement_free(&p);
+    gd_free(cap);
+    gd_free(rows);
+    gd_free(size);
+    gd_free(prob);
+    return st;
+}
+
 gd_status gd__datapath_place_cache(gd__datapath *d, const gd_gatherer_options *go,
                                    int64_t cache, const int64_t *scores, int *placed) {
     gd_status st = GD_OK;
@@ -206,7 +313,7 @@ gd_status gd__datapath_place_cache(gd__datapath *d, const gd_gatherer_options *g
     if (!all) {
         const size_t used = strlen(d->plan.text);
         snprintf(d->plan.text + used, sizeof d->plan.text - used,
-                 "; feature cache placement auto: replicate (%s)", why);
+                 "; feature and neighbour-list cache placement auto: replicate (%s)", why);
         return GD_OK;
     }
     const int64_t row_bytes = gd_host_tensor_row_bytes(d->features);
@@ -229,6 +336,7 @@ gd_status gd__datapath_place_cache(gd__datapath *d, const gd_gatherer_options *g
     GD_CHECK(install_peers(d, c));
     snprintf(why, sizeof why, ", C_peer/C_host %.2f", in.costs.peer / in.costs.host);
     note(d, &p, rank, why);
+    GD_CHECK(place_lists(d, c, kind, &in.costs, scores));
     GD_INFO("rank %d: %s", rank, d->plan.text);
     *placed = 1;
 fail:
