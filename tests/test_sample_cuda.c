@@ -731,12 +731,12 @@ static void poison_cached(const graph *gr, gd_graph_t *dg, const gd__placement *
  */
 static void make_placed_graphs(const graph *gr, int G, int cuda, gd_context_t **ctx,
                                uint64_t *state, void **copies, gd_graph_t **out) {
-    const size_t bytes = gd_dtype_size(gr->dtype) * (size_t)(gr->e + 1);
+    const size_t bytes = gd_dtype_size(gr->dtype) * (size_t)gr->e;
     for (int g = 0; g < G; g++) {
         gd_graph_options go = GD_GRAPH_OPTIONS_INIT;
         copies[g] = NULL;
         if (!cuda) {
-            copies[g] = malloc(bytes);
+            copies[g] = malloc(bytes + 1);
             T_ASSERT(copies[g]);
             memcpy(copies[g], gr->indices, bytes);
         } else {
