@@ -10,6 +10,9 @@
  */
 #include "test.h"
 
+#include "core/philox.h"
+#include "train/datapath.h"
+
 #include <stdio.h>
 
 #define EPOCHS 3
@@ -65,8 +68,46 @@ static void refusals(const gd_dataset_t *ds) {
     T_FAILS(gd_trainer_create(ds, &o, &t), GD_ERR_INVALID_ARG, "locality");
 }
 
+/*
+ * The rule of --locality auto (gd__locality_next), on random times: a uniform epoch picks
+ * clamp(round(2 gather / train), 1, 16); a biased epoch no faster than the fastest uniform one
+ * settles on uniform sampling for good; a faster one keeps adapting.
+ */
+static void auto_rule(uint64_t seed) {
+    gd__locality_auto s = {1, 0, 0};
+    T_EQ_INT(gd__locality_next(&s, 0.06, 0.06, 0.14), 2); /* the H100 products run's epoch 1 */
+    T_EQ_INT(gd__locality_next(&s, 0.06, 0.04, 0.20), 1); /* slower than 0.14 s: settled */
+    T_ASSERT(s.settled);
+    T_EQ_INT(gd__locality_next(&s, 1.0, 0.01, 0.01), 1); /* stays uniform */
+    gd__locality_auto q = {1, 0, 0};
+    T_EQ_INT(gd__locality_next(&q, 0.0, 1.0, 1.0), 1); /* gather-light: uniform, not settled */
+    T_EQ_INT(gd__locality_next(&q, 3.0, 1.0, 0.9), 6); /* the fastest uniform epoch: 0.9 s */
+    T_EQ_INT(gd__locality_next(&q, 2.0, 1.0, 0.8), 4); /* biased and faster: adapts */
+    T_EQ_INT(gd__locality_next(&q, 100.0, 1.0, 0.7), 16);
+    T_EQ_INT(gd__locality_next(&q, 1.0, 0.0, 0.6), 1); /* no train time: uniform */
+    T_ASSERT(!q.settled);
+    gd_philox_ctr k = gd_philox(seed, 0, 0, 0, 0);
+    uint64_t x = ((uint64_t)k.v[1] << 32) | k.v[0];
+    for (int i = 0; i < 1000; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        const double g = (double)(x >> 40) / (1 << 20);
+        const double t = (double)((x >> 16) & 0xffffff) / (1 << 20);
+        const double e = 0.1 + (double)(x & 0xffff) / 65536.0;
+        gd__locality_auto before = q;
+        const int f = gd__locality_next(&q, g, t, e);
+        T_ASSERT(f >= 1 && f <= 16 && f == q.factor);
+        if (before.settled) T_EQ_INT(f, 1);
+        if (before.factor > 1 && before.best_uniform_s > 0 && e >= before.best_uniform_s)
+            T_ASSERT(q.settled && f == 1);
+        if (before.factor == 1)
+            T_ASSERT(q.best_uniform_s <= e &&
+                     (before.best_uniform_s <= 0 || q.best_uniform_s <= before.best_uniform_s));
+    }
+}
+
 int main(void) {
-    (void)t_seed();
+    const uint64_t seed = t_seed();
+    auto_rule(seed);
     gd_dataset_t *ds = t_tiny_dataset(5);
     refusals(ds);
     if (gd_device_count() == 0) {

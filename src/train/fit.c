@@ -485,11 +485,11 @@ static gd_status fit_epoch(gd_trainer_t *t, const gd_fit_options *o, int64_t e, 
     GD_CHECK(gd__dataset_check_unchanged(t->ds));
     GD_CHECK(gd__trainer_epoch(t->t, e, &es));
     GD_CHECK(gd__dataset_check_unchanged(t->ds));
-    const int k = gd__trainer_locality_adapt(t->t, es.gather_s, es.train_s);
+    const int k = gd__trainer_locality_adapt(t->t, es.gather_s, es.train_s, es.seconds);
     if (k > 0) {
-        GD_INFO("locality-aware sampling: gather %.2f s, train %.2f s in epoch %lld: factor %d "
-                "next",
-                es.gather_s, es.train_s, (long long)e + 1, k);
+        GD_INFO("locality-aware sampling: epoch %lld took %.2f s (gather %.2f s, train %.2f s): "
+                "factor %d next",
+                (long long)e + 1, es.seconds, es.gather_s, es.train_s, k);
     }
     t->epochs_done = e + 1;
     if (o->validate) {

@@ -197,9 +197,9 @@ gd_status gd__trainer_resume(gd__trainer *t, const char *path, gd__checkpoint_me
  * files (checkpoints, the best model); the others read a checkpoint to resume from.
  */
 int gd__trainer_rank(const gd__trainer *t);
-/* --locality auto: the next training epoch's factor from this one's gather and train times
- * (0: not adapted). */
-int gd__trainer_locality_adapt(gd__trainer *t, double gather_s, double train_s);
+/* --locality auto: the next training epoch's factor from this one's gather, train and epoch
+ * times (0: not adapted; gd__locality_next). */
+int gd__trainer_locality_adapt(gd__trainer *t, double gather_s, double train_s, double epoch_s);
 
 /* Change cfg.max_batches (0: every minibatch), e.g. for a short warm-up epoch in a benchmark. */
 void gd__trainer_set_max_batches(gd__trainer *t, int64_t max_batches);

@@ -6,7 +6,9 @@
  * is off by default; it applies to training passes only, and evaluation samples uniformly.
  * k is fixed (--locality K) or adapted after each epoch (--locality auto) to the ratio of data
  * movement to compute that the epoch measured: k = clamp(round(2 * gather_s / train_s), 1, 16),
- * so a pipeline whose gather takes under half its training time samples uniformly.
+ * so a pipeline whose gather takes under half its training time samples uniformly; and once a
+ * biased epoch is no faster than the fastest uniform one, auto samples uniformly for the rest
+ * of the run (gd__locality_next).
  */
 #include "train/datapath.h"
 
@@ -64,10 +66,24 @@ gd_status gd__datapath_locality_pass(gd__datapath *d, int train) {
     return gd__sampler_set_bias(d->sampler, NULL, want);
 }
 
-int gd__datapath_locality_adapt(gd__datapath *d, double gather_s, double train_s) {
-    if (d->cfg.locality != GD__LOCALITY_AUTO) return 0;
+int gd__locality_next(gd__locality_auto *s, double gather_s, double train_s, double epoch_s) {
+    const int ran = s->factor < 1 ? 1 : s->factor;
+    if (ran == 1 && epoch_s > 0 && (s->best_uniform_s <= 0 || epoch_s < s->best_uniform_s))
+        s->best_uniform_s = epoch_s;
+    if (ran > 1 && s->best_uniform_s > 0 && !(epoch_s < s->best_uniform_s)) s->settled = 1;
+    if (s->settled) {
+        s->factor = 1;
+        return 1;
+    }
     const double r = train_s > 0 ? 2 * gather_s / train_s : 1;
     const double k = isfinite(r) ? floor(r + 0.5) : 1;
-    d->locality_factor = k < 1 ? 1 : k > AUTO_MAX_FACTOR ? AUTO_MAX_FACTOR : (int)k;
+    s->factor = k < 1 ? 1 : k > AUTO_MAX_FACTOR ? AUTO_MAX_FACTOR : (int)k;
+    return s->factor;
+}
+
+int gd__datapath_locality_adapt(gd__datapath *d, double gather_s, double train_s, double epoch_s) {
+    if (d->cfg.locality != GD__LOCALITY_AUTO) return 0;
+    d->locality_auto.factor = d->locality_factor;
+    d->locality_factor = gd__locality_next(&d->locality_auto, gather_s, train_s, epoch_s);
     return d->locality_factor;
 }

@@ -773,6 +773,6 @@ void gd__trainer_set_max_batches(gd__trainer *t, int64_t max_batches) {
     if (t && max_batches >= 0) t->cfg.max_batches = max_batches;
 }
 
-int gd__trainer_locality_adapt(gd__trainer *t, double gather_s, double train_s) {
-    return gd__datapath_locality_adapt(t->d, gather_s, train_s);
+int gd__trainer_locality_adapt(gd__trainer *t, double gather_s, double train_s, double epoch_s) {
+    return gd__datapath_locality_adapt(t->d, gather_s, train_s, epoch_s);
 }
