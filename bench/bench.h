@@ -45,6 +45,8 @@ int bench_step(int argc, char **argv);
 int bench_scale(int argc, char **argv);
 /* `graphdirect bench disk` (bench_disk.c). */
 int bench_disk(int argc, char **argv);
+/* `graphdirect bench dyncache` (bench_dyncache.c). */
+int bench_dyncache(int argc, char **argv);
 
 /* ---- errors: print "graphdirect bench: ..." once, then the caller cleans up and fails */
 

@@ -124,4 +124,25 @@ assert "threads" in {p["backend"] for p in pts}, pts
 assert len(d["ceiling"]) == 2, d["ceiling"]
 PY
 fi
+# bench dyncache: usage errors, then a quick replay with every policy and three windows.
+expect_rc 2 "$cli" bench dyncache --policies clock,lru
+grep -q "lru" "$tmp/err" || fail "bad --policies not named"
+expect_rc 2 "$cli" bench dyncache --cache 1.5
+expect_rc 0 "$cli" bench dyncache --quick --windows 0,2,8 --json "$tmp/dyncache.json"
+grep -q "window 8 / no window" "$tmp/out" || { cat "$tmp/out"; fail "no bench dyncache target"; }
+if command -v python3 >/dev/null; then
+    python3 - "$tmp/dyncache.json" <<'PY' || fail "bench dyncache JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["benchmark"] == "dyncache" and d["minibatches"] == 40, d
+runs = d["results"]
+assert [(r["policy"], r["window"]) for r in runs] == \
+    [(p, w) for p in ("clock", "sieve", "random") for w in (0, 2, 8)], runs
+for r in runs:
+    assert r["lookups"] > 0 and 0 <= r["hit_rate"] <= 1 and 0 <= r["bypass_rate"] <= 1, r
+    assert len(r["first_minibatch_hit_rates"]) == 20, r
+    assert (r["window_rows_max"] > 0) == (r["window"] > 0), r
+assert len(d["targets"]) == 3, d["targets"]
+PY
+fi
 echo "bench smoke: ok"

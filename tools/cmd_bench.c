@@ -29,6 +29,8 @@ static const struct {
      "data-parallel training on N GPUs vs 1 GPU, with DMA, peer and all-reduce ceilings"},
     {"disk", bench_disk,
      "raw random reads of a disk (the SSD tier's ceiling): IOPS and GB/s per queue depth"},
+    {"dyncache", bench_dyncache,
+     "the SSD tier's dynamic cache: hit rate per eviction policy and window depth"},
 };
 #define NUM_BENCHES ((int)(sizeof benches / sizeof benches[0]))
 

@@ -263,9 +263,13 @@ gd_status gd__dyncache_acquire(gd__dyncache *c, const int64_t *rows, int64_t n, 
         c->bit[k] = 1; /* referenced (clock), visited (sieve) */
         c->users[k]++;
     }
+    /* Within one call no slot becomes evictable again: after the first miss without a slot,
+     * the rest bypass without another search. */
+    int exhausted = 0;
     for (int64_t i = 0; i < n; i++) {
         if (slots[i] >= 0) continue;
-        const int64_t row = rows[i], k = take_slot(c);
+        const int64_t row = rows[i], k = exhausted ? -1 : take_slot(c);
+        exhausted = k < 0;
         if (k < 0) {
             (*bypasses)++;
             c->stats.bypasses++;
