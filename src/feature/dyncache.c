@@ -290,19 +290,47 @@ fail:
     return st;
 }
 
+static gd_status check_fills(const gd__dyncache *c, const gd__dyncache_fill *fills, int64_t n,
+                             const char *who);
+
 gd_status gd__dyncache_filled(gd__dyncache *c, const gd__dyncache_fill *fills, int64_t n) {
     gd_status st = GD_OK;
+    GD_CHECK(check_fills(c, fills, n, "filled"));
+    for (int64_t i = 0; i < n; i++) c->state[fills[i].slot] = GD__SLOT_VALID;
+fail:
+    return st;
+}
+
+/* fills[0..n) are slots being filled with their rows (nothing is changed otherwise). */
+static gd_status check_fills(const gd__dyncache *c, const gd__dyncache_fill *fills, int64_t n,
+                             const char *who) {
+    gd_status st = GD_OK;
     GD_REQUIRE(c && (fills || n == 0) && n >= 0, GD_ERR_INVALID_ARG,
-               "dynamic cache filled: NULL argument or %lld fills", (long long)n);
+               "dynamic cache %s: NULL argument or %lld fills", who, (long long)n);
     for (int64_t i = 0; i < n; i++) {
         const int64_t k = fills[i].slot;
         GD_REQUIRE(k >= 0 && k < c->num_slots && c->state[k] == GD__SLOT_FILLING &&
                        c->row_of[k] == fills[i].row,
                    GD_ERR_INVALID_ARG,
-                   "dynamic cache filled: slot %lld is not being filled with row %lld",
+                   "dynamic cache %s: slot %lld is not being filled with row %lld", who,
                    (long long)k, (long long)fills[i].row);
     }
-    for (int64_t i = 0; i < n; i++) c->state[fills[i].slot] = GD__SLOT_VALID;
+fail:
+    return st;
+}
+
+gd_status gd__dyncache_cancel(gd__dyncache *c, const gd__dyncache_fill *fills, int64_t n) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_fills(c, fills, n, "cancel"));
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t k = fills[i].slot;
+        c->slot_of[fills[i].row] = -1;
+        c->row_of[k] = -1;
+        c->state[k] = GD__SLOT_FREE;
+        c->users[k] = 0; /* any later hit on it came while it was filling: it fails too */
+        if (c->policy == GD__EVICT_SIEVE) queue_remove(c, k);
+        c->free_slots[c->num_free++] = k;
+    }
 fail:
     return st;
 }

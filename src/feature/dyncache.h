@@ -80,6 +80,12 @@ gd_status gd__dyncache_withdraw(gd__dyncache *c, const int64_t *rows, int64_t n)
  */
 gd_status gd__dyncache_acquire(gd__dyncache *c, const int64_t *rows, int64_t n, int64_t *slots,
                                gd__dyncache_fill *fills, int64_t *num_fills, int64_t *bypasses);
+/*
+ * The reads of fills failed: their slots go back to FREE (their rows uncached, their users
+ * released), so that no minibatch ever reads what a failed read left in them. A minibatch that
+ * hit one of them while it was filling must fail as well (the run stops on a failed read).
+ */
+gd_status gd__dyncache_cancel(gd__dyncache *c, const gd__dyncache_fill *fills, int64_t n);
 /* The reads of fills landed: their slots become VALID. */
 gd_status gd__dyncache_filled(gd__dyncache *c, const gd__dyncache_fill *fills, int64_t n);
 /* The minibatch that acquired slots (as acquire gave them; -1 is skipped) is done reading. */
