@@ -18,6 +18,7 @@
  * the sum.
  */
 #include "sample/read_plan.h"
+#include "peer_util.h"
 #include "sample_util.h"
 #include "train/placement.h"
 
@@ -911,22 +912,6 @@ static void check_placed_lists(uint64_t *state, int cuda, int devices) {
             cuda ? "CUDA" : "CPU");
 }
 
-#ifdef GD_WITH_CUDA
-/* The GPUs the placed graphs spread over: all (up to 3) where every pair has peer access. */
-static int placed_devices(void) {
-    const int n = gd_device_count() < PLACED_MAX ? gd_device_count() : PLACED_MAX;
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++) {
-            int yes = 0;
-            T_OK(gd__cuda_can_access_peer(a, b, &yes));
-            if (!yes) return 1;
-        }
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++) T_OK(gd__cuda_enable_peer_access(a, b));
-    return n;
-}
-#endif
-
 int main(void) {
     uint64_t state = t_seed();
     check_placed_lists(&state, 0, 1);
@@ -935,7 +920,7 @@ int main(void) {
         fprintf(stderr, "no GPU: the CUDA sampler checks are skipped\n");
         return GD_TEST_SKIP;
     }
-    check_placed_lists(&state, 1, placed_devices());
+    check_placed_lists(&state, 1, t_peer_devices(PLACED_MAX));
     cudaStream_t stream;
     CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     check_gpu_sampler(&state, stream);

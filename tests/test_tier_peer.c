@@ -14,6 +14,7 @@
  * gd__cuda_ipc_handle is opened by a child process (this program run again) with
  * gd__cuda_ipc_open, installed as its store's peer and read back whole.
  */
+#include "peer_util.h"
 #include "tier_util.h"
 
 #ifdef GD_WITH_CUDA
@@ -492,20 +493,6 @@ static void compare_placed(uint64_t *state, int variable, int gpus, int devices)
     free_table(&t);
 }
 
-/* The GPUs the placed stores spread over: all of them if every pair has peer access. */
-static int peer_devices(void) {
-    const int n = gd_device_count() < MAX_GPUS ? gd_device_count() : MAX_GPUS;
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++) {
-            int yes = 0;
-            T_OK(gd__cuda_can_access_peer(a, b, &yes));
-            if (!yes) return 1;
-        }
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++) T_OK(gd__cuda_enable_peer_access(a, b));
-    return n;
-}
-
 static void check_peer_access(void) {
     const int n = gd_device_count();
     int yes = 0;
@@ -646,7 +633,7 @@ static void check_ipc(const char *self, uint64_t *state) {
 
 static void check_gpu(const char *self, uint64_t *state) {
     check_peer_access();
-    const int devices = peer_devices();
+    const int devices = t_peer_devices(MAX_GPUS);
     fprintf(stderr, "placed CUDA stores on %d GPU(s)\n", devices);
     for (int round = 0; round < 24; round++)
         compare_placed(state, round % 2, 2 + (round / 2) % 2, devices);
