@@ -26,7 +26,7 @@ struct gd__dyncache {
     int32_t *users;    /* per slot: minibatches acquired and not released */
     uint8_t *bit;      /* per slot: clock's reference bit, sieve's visited bit */
     int64_t *free_slots, num_free;
-    int64_t hand; /* clock: the next slot to look at */
+    int64_t hand; /* clock (and random's fallback sweep): the next slot to look at */
     /* sieve: the cached slots, newest (head) to oldest (tail); its hand (-1: at the tail). */
     int64_t *prev, *next, head, tail, sieve_hand;
     gd__dyncache_stats stats;
@@ -208,10 +208,13 @@ static int64_t random_victim(gd__dyncache *c) {
         const int64_t k = (int64_t)(x % (uint64_t)c->num_slots);
         if (evictable(c, k)) return k;
     }
-    /* Few evictable slots: the first one from a random start. */
-    const int64_t start = (int64_t)(c->draws++ % (uint64_t)c->num_slots);
+    /*
+     * Few evictable slots: the next one after where the last such search stopped (a sweep that
+     * does not start over, so that the searches of a crowded cache stay linear overall).
+     */
     for (int64_t i = 0; i < c->num_slots; i++) {
-        const int64_t k = (start + i) % c->num_slots;
+        const int64_t k = c->hand;
+        c->hand = (c->hand + 1) % c->num_slots;
         if (evictable(c, k)) return k;
     }
     return -1;
