@@ -163,19 +163,28 @@ static gd__placement_input random_input(uint64_t *s) {
     return in;
 }
 
+/*
+ * Random budgets for in (of `total` units of candidates): a per-GPU capacity up to 1.25 x total
+ * (a third of the time divided by the GPUs), unequal capacities below it in caps when asked,
+ * and random costs.
+ */
+static void random_budgets(uint64_t *s, gd__placement_input *in, int64_t total, int unequal,
+                           int64_t *caps) {
+    in->rows_per_gpu = (int64_t)(t_rand(s) % (uint64_t)(total + total / 4 + 1));
+    if (t_rand(s) % 3 == 0) in->rows_per_gpu /= in->num_gpus;
+    if (unequal) {
+        for (int g = 0; g < in->num_gpus; g++)
+            caps[g] = (int64_t)(t_rand(s) % (uint64_t)(in->rows_per_gpu + 1));
+        in->capacity = caps;
+    }
+    in->costs = random_costs(s);
+}
+
 /* One random case: the three placements, their invariants, and auto's cost against the others. */
 static void random_case(uint64_t *s, int unequal) {
     static int64_t caps[GD__PLACEMENT_MAX_GPUS];
     gd__placement_input in = random_input(s);
-    const int64_t n = in.num_candidates;
-    in.rows_per_gpu = (int64_t)(t_rand(s) % (uint64_t)(n + n / 4 + 1));
-    if (t_rand(s) % 3 == 0) in.rows_per_gpu /= in.num_gpus;
-    if (unequal) {
-        for (int g = 0; g < in.num_gpus; g++)
-            caps[g] = (int64_t)(t_rand(s) % (uint64_t)(in.rows_per_gpu + 1));
-        in.capacity = caps;
-    }
-    in.costs = random_costs(s);
+    random_budgets(s, &in, in.num_candidates, unequal, caps);
     gd__placement rep = place(&in, GD__PLACEMENT_REPLICATE);
     gd__placement part = place(&in, GD__PLACEMENT_PARTITION);
     gd__placement aut = place(&in, GD__PLACEMENT_AUTO);
@@ -188,7 +197,7 @@ static void random_case(uint64_t *s, int unequal) {
     if (!(aut.cost <= best + 1e-12))
         T_FAIL_("auto %.17g above min(replicate %.17g, partition %.17g): n %lld, G %d, K %lld, "
                 "costs %g %g %g",
-                aut.cost, rep.cost, part.cost, (long long)n, in.num_gpus,
+                aut.cost, rep.cost, part.cost, (long long)in.num_candidates, in.num_gpus,
                 (long long)in.rows_per_gpu, in.costs.local, in.costs.peer, in.costs.host);
     if (!unequal) T_NEAR(aut.cost, optimum_cost(&in), 1e-9 * (1 + in.costs.host));
     gd__placement_free(&rep);
@@ -454,14 +463,7 @@ static void sized_case(uint64_t *s) {
     gd__placement_input in = random_sized(s);
     int64_t total = 0;
     for (int64_t i = 0; i < in.num_candidates; i++) total += sizes[i];
-    in.rows_per_gpu = (int64_t)(t_rand(s) % (uint64_t)(total + total / 4 + 1));
-    if (t_rand(s) % 3 == 0) in.rows_per_gpu /= in.num_gpus;
-    if (t_rand(s) % 4 == 3) {
-        for (int g = 0; g < in.num_gpus; g++)
-            caps[g] = (int64_t)(t_rand(s) % (uint64_t)(in.rows_per_gpu + 1));
-        in.capacity = caps;
-    }
-    in.costs = random_costs(s);
+    random_budgets(s, &in, total, t_rand(s) % 4 == 3, caps);
     gd__placement rep = place(&in, GD__PLACEMENT_REPLICATE);
     gd__placement part = place(&in, GD__PLACEMENT_PARTITION);
     gd__placement aut = place(&in, GD__PLACEMENT_AUTO);
