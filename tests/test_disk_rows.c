@@ -101,7 +101,8 @@ static void failures(uint64_t *rng) {
     T_OK(gd__disk_rows_open(&c, &d));
     unsigned char out[MAX_IDS * 512];
     int64_t ids[MAX_IDS];
-    const int64_t n = draw(rng, ids);
+    const int64_t n = 32; /* rows not cached yet: 32 reads, the second of which fails */
+    for (int64_t i = 0; i < n; i++) ids[i] = (int64_t)(t_rand(rng) % (ROWS / n)) * n + i;
     gd_fault_set(GD_FAULT_READ, 2);
     T_FAILS(gd__disk_rows_gather(d, ids, n, out), GD_ERR_IO, "features.bin");
     gd_fault_set(GD_FAULT_READ, 0);
