@@ -307,7 +307,7 @@ static int run_group(const scale_bench *b, const gd_dataset_t *ds, int n, const 
     pthread_t th[MAX_GPUS];
     for (int r = 0; r < n; r++) devs[r] = r;
     BENCH_GD(gd_context_create_group(n, devs, ctxs), "creating the GPUs' communicator");
-    for (int r = 0; r < n; r++)
+    for (int r = 0; r < n && keeper; r++)
         BENCH_GD(gd_context_share_registry(ctxs[r], keeper), "sharing the registered table");
     int started = 0;
     for (int r = 0; r < n; r++) {
@@ -540,7 +540,8 @@ int bench_scale(int argc, char **argv) {
      * contexts share the keeper's registry, which holds the registrations (papers: 57 GB of
      * features, over a minute to lock, and 6.5 GB of lists).
      */
-    if (strcmp(b.mode, "zero-copy") == 0 && keep_tables(ds, &keeper, kept)) goto fail;
+    const int zero_copy = strcmp(b.mode, "zero-copy") == 0;
+    if (zero_copy && keep_tables(ds, &keeper, kept)) goto fail;
     if (run_one(&b, ds, keeper, b.opt.batch, "1 gpu", &one, runs)) goto fail;
     /*
      * The ceiling of the N-GPU epoch without communication: each rank must run one minibatch of
@@ -561,7 +562,6 @@ int bench_scale(int argc, char **argv) {
     BENCH_JSON(cJSON_AddNumberToObject(ceil, "ideal_n_gpu_epoch_s", ideal));
     BENCH_JSON(cJSON_AddNumberToObject(ceil, "speedup_ceiling", one.st_epoch.seconds / ideal));
     /* Placement only changes where the zero-copy gather reads cached rows. */
-    const int zero_copy = strcmp(b.mode, "zero-copy") == 0;
     for (int k = 0; k < (zero_copy ? b.num_placements : 1); k++)
         if (run_placement(&b, ds, &one, ideal, zero_copy ? b.placements[k] : NULL, keeper, jobs,
                           ceil, runs, targets))
