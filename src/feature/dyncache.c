@@ -293,17 +293,6 @@ fail:
     return st;
 }
 
-static gd_status check_fills(const gd__dyncache *c, const gd__dyncache_fill *fills, int64_t n,
-                             const char *who);
-
-gd_status gd__dyncache_filled(gd__dyncache *c, const gd__dyncache_fill *fills, int64_t n) {
-    gd_status st = GD_OK;
-    GD_CHECK(check_fills(c, fills, n, "filled"));
-    for (int64_t i = 0; i < n; i++) c->state[fills[i].slot] = GD__SLOT_VALID;
-fail:
-    return st;
-}
-
 /* fills[0..n) are slots being filled with their rows (nothing is changed otherwise). */
 static gd_status check_fills(const gd__dyncache *c, const gd__dyncache_fill *fills, int64_t n,
                              const char *who) {
@@ -318,6 +307,14 @@ static gd_status check_fills(const gd__dyncache *c, const gd__dyncache_fill *fil
                    "dynamic cache %s: slot %lld is not being filled with row %lld", who,
                    (long long)k, (long long)fills[i].row);
     }
+fail:
+    return st;
+}
+
+gd_status gd__dyncache_filled(gd__dyncache *c, const gd__dyncache_fill *fills, int64_t n) {
+    gd_status st = GD_OK;
+    GD_CHECK(check_fills(c, fills, n, "filled"));
+    for (int64_t i = 0; i < n; i++) c->state[fills[i].slot] = GD__SLOT_VALID;
 fail:
     return st;
 }
