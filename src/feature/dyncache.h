@@ -96,6 +96,8 @@ int64_t gd__dyncache_slot_of(const gd__dyncache *c, int64_t row);
 int64_t gd__dyncache_row_of(const gd__dyncache *c, int64_t slot);
 gd__slot_state gd__dyncache_state(const gd__dyncache *c, int64_t slot);
 int32_t gd__dyncache_users(const gd__dyncache *c, int64_t slot);
+/* The slot's policy bit: clock's reference bit, sieve's visited bit (0 outside the slots). */
+int gd__dyncache_bit(const gd__dyncache *c, int64_t slot);
 /* Whether row has a pending announcement (window buffering holds it). */
 int gd__dyncache_protected(const gd__dyncache *c, int64_t row);
 gd__dyncache_stats gd__dyncache_get_stats(const gd__dyncache *c);
