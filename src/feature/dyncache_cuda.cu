@@ -50,18 +50,18 @@ __global__ void lookup_kernel(gd__dync c, const int64_t *rows, int64_t n, int64_
     const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     const bool active = i < n;
     int64_t k = -1;
-    bool ok = false;
+    bool disk = false;
     if (active) {
         const int64_t row = rows[i];
-        ok = row >= 0 && row < c.s->num_rows;
-        if (!ok)
-            gd__dev_error_record(err, ERR_ROW_RANGE, i, row, c.s->num_rows);
-        else
-            k = gd__dync_hit(&c, row);
+        const bool ok = row >= 0 && row < c.s->num_rows;
+        if (!ok) gd__dev_error_record(err, ERR_ROW_RANGE, i, row, c.s->num_rows);
+        /* With a map, rows of other tiers are not the cache's: neither hits nor misses. */
+        disk = ok && (!c.loc || gd__loc_tier(c.loc[row]) == GD__TIER_SSD);
+        if (disk) k = gd__dync_hit(&c, row);
         slots[i] = k;
-        flags[i] = ok && k < 0;
+        flags[i] = disk && k < 0;
     }
-    const unsigned looked = __ballot_sync(0xffffffffu, active && ok);
+    const unsigned looked = __ballot_sync(0xffffffffu, disk);
     const unsigned hit = __ballot_sync(0xffffffffu, k >= 0);
     if ((threadIdx.x & 31) == 0 && looked) {
         atomicAdd((unsigned long long *)&c.s->stats.lookups, (unsigned long long)__popc(looked));
@@ -416,6 +416,20 @@ gd_status gd__dyncache_gpu_check_errors(gd__dyncache_gpu *c, void *stream) {
         return gd__error(GD_ERR_INVALID_ARG,
                          "dynamic GPU cache: row %lld has no announcement to withdraw", e.v[1]);
     }
+fail:
+    gd__cuda_leave_device(c->cfg.device, prev);
+    return st;
+}
+
+gd_status gd__dyncache_gpu_stats(gd__dyncache_gpu *c, void *stream, gd__dyncache_stats *out) {
+    gd_status st = GD_OK;
+    int prev = -1;
+    gd__dync_scalars sc;
+    GD_CHECK(gd__cuda_enter_device(c->cfg.device, &prev));
+    GD_CUDA_CHECK(cudaMemcpyAsync(&sc, c->c.s, sizeof sc, cudaMemcpyDeviceToHost,
+                                  (cudaStream_t)stream));
+    GD_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)stream));
+    *out = sc.stats;
 fail:
     gd__cuda_leave_device(c->cfg.device, prev);
     return st;

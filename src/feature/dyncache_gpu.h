@@ -52,7 +52,8 @@ gd_status gd__dyncache_gpu_create(const gd__dyncache_gpu_config *cfg, gd__dyncac
 void gd__dyncache_gpu_destroy(gd__dyncache_gpu *c);
 
 /*
- * Lookup of rows[0..n) (device memory): slots[i] = the hit's slot or -1; the misses' positions
+ * Lookup of rows[0..n) (device memory): slots[i] = the hit's slot or -1 (with a map, also for
+ * a row of another tier, which is neither a hit nor a miss); the misses' positions
  * i in order into miss_pos[0..m), their rows into miss_rows[0..m), m into *num_misses. slots
  * and miss_pos in device memory; miss_rows and num_misses in device memory or mapped pinned
  * memory (which the host reads once an event after this call has completed).
@@ -85,6 +86,9 @@ gd_status gd__dyncache_gpu_withdraw(gd__dyncache_gpu *c, const int64_t *rows, in
  * count past its bounds), after the work queued on stream: GD_ERR_RANGE / GD_ERR_INTERNAL.
  */
 gd_status gd__dyncache_gpu_check_errors(gd__dyncache_gpu *c, void *stream);
+
+/* The statistics, after the work queued on stream. */
+gd_status gd__dyncache_gpu_stats(gd__dyncache_gpu *c, void *stream, gd__dyncache_stats *out);
 
 /* The whole state, copied to host memory after the work queued on stream (tests). */
 typedef struct {
