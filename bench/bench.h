@@ -47,6 +47,8 @@ int bench_scale(int argc, char **argv);
 int bench_disk(int argc, char **argv);
 /* `graphdirect bench dyncache` (bench_dyncache.c). */
 int bench_dyncache(int argc, char **argv);
+/* `bench ssd`: the SSD tier's fetch path (bench_ssd.c). */
+int bench_ssd(int argc, char **argv);
 
 /* ---- errors: print "graphdirect bench: ..." once, then the caller cleans up and fails */
 

@@ -145,4 +145,24 @@ for r in runs:
 assert len(d["targets"]) == 3, d["targets"]
 PY
 fi
+# bench ssd: usage errors, then a quick run (the ceiling on any machine, the disk tier's gathers
+# with every policy where there is a GPU).
+expect_rc 2 "$cli" bench ssd --policies clock,lru
+expect_rc 2 "$cli" bench ssd --host 2
+expect_rc 0 "$cli" bench ssd --quick --dir "$tmp/ssd" --json "$tmp/ssd.json"
+grep -q "^ceiling: " "$tmp/out" || { cat "$tmp/out"; fail "no bench ssd ceiling"; }
+if command -v python3 >/dev/null; then
+    python3 - "$tmp/ssd.json" <<'PY' || fail "bench ssd JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["benchmark"] == "ssd" and d["minibatches"] == 8 and d["ceiling_gbs"] > 0, d
+runs = d["results"]
+if runs:  # a GPU: every policy gathered every minibatch
+    assert [r["policy"] for r in runs] == ["clock", "sieve", "random"], runs
+    for r in runs:
+        assert r["rows"] == d["rows_per_minibatch"] * 8 and 0 <= r["hit_rate"] <= 1, r
+        assert r["fetch_gbs"] > 0 and r["bytes_read_per_useful_byte"] >= 1, r
+    assert len(d["targets"]) == 2, d["targets"]
+PY
+fi
 echo "bench smoke: ok"

@@ -31,6 +31,8 @@ static const struct {
      "raw random reads of a disk (the SSD tier's ceiling): IOPS and GB/s per queue depth"},
     {"dyncache", bench_dyncache,
      "the SSD tier's dynamic cache: hit rate per eviction policy and window depth"},
+    {"ssd", bench_ssd,
+     "the SSD tier's fetch path on a GPU: rows from disk vs the disk's raw random reads"},
 };
 #define NUM_BENCHES ((int)(sizeof benches / sizeof benches[0]))
 

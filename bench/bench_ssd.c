@@ -1,0 +1,440 @@
+/*
+ * `graphdirect bench ssd`: the SSD tier's fetch path on a GPU (issue 16, item 8, the part built
+ * so far). A dataset with IGB-shaped rows is generated into a directory on disk once (its
+ * features.npy is the table the tier reads); the sampler draws training minibatches; each is
+ * gathered through the disk tier (src/feature/disk_tier.h: the GPU lists its misses, the I/O
+ * engine reads them with O_DIRECT into pinned staging, the GPU places them in its dynamic cache
+ * and gathers the rest). Measured in the same run: the raw random-read bandwidth of the file at
+ * the row size with the same engine and queue depth (the ceiling); then, per eviction policy,
+ * the fetch bandwidth of the uncached rows (their bytes over the engine's read time) and its
+ * ratio to the ceiling, the bytes read per useful byte, the hit rate, and the bandwidth of each
+ * of the first minibatches from a cold cache (GIDS's Figure 9). Window buffering's effect on the
+ * hit rate is `bench dyncache`'s (the same rules on the same minibatches); the epoch comparisons
+ * of item 8 need training from disk, which is not built yet.
+ */
+#include "bench.h"
+#include "cli.h"
+#include "io/ioeng.h"
+
+#ifdef GD_WITH_CUDA
+#include "feature/disk_tier.h"
+#endif
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_POLICIES 3
+#define FIRST 20
+
+static const char cmd[] = "bench ssd";
+static const char *const policy_names[MAX_POLICIES] = {"clock", "sieve", "random"};
+
+typedef struct {
+    bench_options opt;
+    const char *dir;
+    int layers, fanouts[GD_SAMPLER_MAX_LAYERS];
+    int64_t batches, depth;
+    double cache_frac, host_frac;
+    int num_policies;
+    const char *policies[MAX_POLICIES];
+} ssd_bench;
+
+static void help(void) {
+    printf("usage: graphdirect bench ssd [options]\n\n"
+           "The SSD tier's fetch path on a GPU: minibatches gathered from a features file on\n"
+           "disk through the dynamic GPU cache, against the disk's raw random-read bandwidth\n"
+           "at the row size (same engine, same queue depth) measured in the same run.\n\n"
+           "options:\n"
+           "  --preset NAME      generated dataset (default igb-small: 1M nodes, 4 KiB rows)\n"
+           "  --dir DIR          where the dataset is (generated there when absent; default\n"
+           "                     /tmp/graphdirect-ssd-PRESET)\n"
+           "  --batch B          seeds per minibatch (default 256)\n"
+           "  --fanouts LIST     seeds first (default 10,5)\n"
+           "  --batches N        minibatches per policy (default 40)\n"
+           "  --cache F          GPU cache slots as a fraction of the rows (default 0.05)\n"
+           "  --host F           rows in the pinned host buffer, a fraction (default 0)\n"
+           "  --depth N          reads in flight (default 128)\n"
+           "  --policies LIST    from clock,sieve,random (default all three)\n"
+           "  --quick            a smoke test: preset tiny, 8 minibatches\n"
+           "  --threads N, --device D, --seed S, --json FILE, --commit C\n");
+}
+
+static int own_option(void *self, int c, const char *arg) {
+    ssd_bench *b = self;
+    int n, idx[MAX_POLICIES];
+    switch (c) {
+    case 'D':
+        b->dir = arg;
+        return 0;
+    case 'f':
+        return bench_parse_fanouts(arg, 0, 1 << 20, 1, &b->fanouts, &b->layers, NULL)
+                   ? CLI_EXIT_USAGE
+                   : 0;
+    case 'n':
+        if (bench_parse_list("--batches", arg, &b->batches, 1, &n) || b->batches < 1 ||
+            b->batches > (1 << 20))
+            return cli_usage_error(cmd, "--batches '%s' is not in 1..2^20", arg);
+        return 0;
+    case 'q':
+        if (bench_parse_list("--depth", arg, &b->depth, 1, &n) || b->depth < 1 ||
+            b->depth > GD__IOENG_MAX_DEPTH)
+            return cli_usage_error(cmd, "--depth '%s' is not in 1..%d", arg, GD__IOENG_MAX_DEPTH);
+        return 0;
+    case 'c':
+        if (cli_parse_double(arg, &b->cache_frac) || !(b->cache_frac >= 0 && b->cache_frac <= 1))
+            return cli_usage_error(cmd, "--cache '%s' is not a fraction in [0, 1]", arg);
+        return 0;
+    case 'H':
+        if (cli_parse_double(arg, &b->host_frac) || !(b->host_frac >= 0 && b->host_frac <= 1))
+            return cli_usage_error(cmd, "--host '%s' is not a fraction in [0, 1]", arg);
+        return 0;
+    case 'p':
+        if (bench_parse_names(cmd, "--policies", arg, policy_names, MAX_POLICIES, idx,
+                              &b->num_policies))
+            return CLI_EXIT_USAGE;
+        for (int i = 0; i < b->num_policies; i++) b->policies[i] = policy_names[idx[i]];
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+static int parse_options(ssd_bench *b, int argc, char **argv) {
+    static const struct option long_opts[] = {BENCH_LONG("preset", PRESET),
+                                              BENCH_LONG("nodes", NODES),
+                                              BENCH_LONG("batch", BATCH),
+                                              {"dir", required_argument, 0, 'D'},
+                                              {"fanouts", required_argument, 0, 'f'},
+                                              {"batches", required_argument, 0, 'n'},
+                                              {"cache", required_argument, 0, 'c'},
+                                              {"host", required_argument, 0, 'H'},
+                                              {"depth", required_argument, 0, 'q'},
+                                              {"policies", required_argument, 0, 'p'},
+                                              BENCH_FLAG("quick", QUICK),
+                                              BENCH_LONG("threads", THREADS),
+                                              BENCH_LONG_END};
+    bench_options_init(&b->opt);
+    b->opt.preset = "igb-small";
+    b->opt.batch = 256;
+    b->batches = 40;
+    b->depth = 128;
+    b->cache_frac = 0.05;
+    b->num_policies = MAX_POLICIES;
+    memcpy(b->policies, policy_names, sizeof b->policies);
+    if (bench_parse_fanouts("10,5", 0, 1 << 20, 1, &b->fanouts, &b->layers, NULL))
+        return CLI_EXIT_FAIL;
+    int rc = bench_parse_options(&b->opt, cmd, argc, argv, long_opts, help, own_option, b);
+    if (rc < 0 && b->opt.quick) {
+        b->opt.preset = "tiny";
+        b->batches = 8;
+    }
+    return rc;
+}
+
+/* The dataset in dir: opened when there, else generated there first. */
+static int open_dataset(const ssd_bench *b, const char *dir, gd_dataset_t **ds) {
+    int rc = -1;
+    struct stat sb;
+    char meta[4200];
+    snprintf(meta, sizeof meta, "%s/meta.json", dir);
+    if (stat(meta, &sb) == 0) {
+        gd_dataset_open_options oo = GD_DATASET_OPEN_OPTIONS_INIT;
+        oo.validate_graph = 0; /* sizes only: the benchmark reads the features itself */
+        BENCH_GD(gd_dataset_open(dir, &oo, ds), "opening the benchmark's dataset");
+        fprintf(stderr, "ssd: dataset %s (already there)\n", dir);
+        return 0;
+    }
+    gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
+    cli_progress prog;
+    go.preset = b->opt.preset;
+    go.seed = b->opt.seed;
+    go.num_nodes = b->opt.nodes;
+    go.out_dir = dir;
+    go.overwrite = 1;
+    cli_progress_init(&prog);
+    go.progress = cli_progress_cb;
+    go.progress_user = &prog;
+    fprintf(stderr, "ssd: generating preset '%s' into %s\n", b->opt.preset, dir);
+    const double t0 = bench_now();
+    gd_status st = gd_generate(&go, ds);
+    cli_progress_end(&prog);
+    BENCH_GD(st, "generating the benchmark's dataset");
+    fprintf(stderr, "ssd: generated in %.1f s\n", bench_now() - t0);
+    rc = 0;
+fail:
+    return rc;
+}
+
+static int sample(const ssd_bench *b, gd_dataset_t *ds, bench_batches *mbs) {
+    int rc = -1;
+    gd_array_view ip, ix, tr;
+    bench_graph g = {0};
+    BENCH_GD(gd_dataset_array(ds, GD_ARRAY_INDPTR, &ip), "reading indptr");
+    BENCH_GD(gd_dataset_array(ds, GD_ARRAY_INDICES, &ix), "reading indices");
+    g.num_nodes = gd_dataset_num_nodes(ds);
+    g.indptr = ip.data;
+    g.indices = ix.data;
+    g.indices_dtype = ix.dtype;
+    if (gd_dataset_array(ds, GD_ARRAY_TRAIN_IDX, &tr) == GD_OK && tr.shape[0] > 0) {
+        g.train = tr.data;
+        g.train_dtype = tr.dtype;
+        g.train_count = tr.shape[0];
+    }
+    if (bench_sample_batches(&g, (int)b->batches, b->opt.batch, b->fanouts, b->layers, b->opt.seed,
+                             b->opt.threads, mbs))
+        goto fail;
+    rc = 0;
+fail:
+    return rc;
+}
+
+/*
+ * The ceiling: random reads of whole rows of the file, as many as the minibatches' rows (at
+ * least 20000), at the queue depth the tier uses, with the same engine: bytes per second.
+ */
+static int ceiling(const ssd_bench *b, const char *path, int64_t offset, int64_t rows, int64_t rb,
+                   int64_t count, double *gbs) {
+    int rc = -1;
+    gd__ioeng *e = NULL;
+    gd__ioeng_request *reqs = NULL;
+    unsigned char *buf = NULL, *dst;
+    gd__ioeng_options o = GD__IOENG_OPTIONS_INIT;
+    const gd__ioeng_file f = {path, offset};
+    o.queue_depth = (int)b->depth;
+    count = count < 20000 ? 20000 : count;
+    if (count > rows) count = rows;
+    BENCH_GD(gd__ioeng_open(&f, 1, &o, &e), "opening the features file");
+    reqs = calloc((size_t)count, sizeof *reqs);
+    buf = malloc((size_t)(count * rb) + 4096);
+    BENCH_REQUIRE(reqs && buf, "out of memory for %lld reads", (long long)count);
+    dst = (unsigned char *)(((uintptr_t)buf + 4095) & ~(uintptr_t)4095);
+    int64_t *ids = malloc((size_t)count * sizeof *ids);
+    BENCH_REQUIRE(ids, "out of memory for %lld ids", (long long)count);
+    bench_random_ids(ids, count, count, rows, b->opt.seed + 99, b->opt.threads);
+    for (int64_t i = 0; i < count; i++)
+        reqs[i] = (gd__ioeng_request){0, ids[i] * rb, rb, dst + i * rb};
+    free(ids);
+    const double t0 = bench_now();
+    BENCH_GD(gd__ioeng_read(e, reqs, count), "reading the features file");
+    *gbs = (double)(count * rb) / (bench_now() - t0) / 1e9;
+    printf("ceiling: %lld random %lld-byte rows at queue depth %lld (%s, %s): %.3f GB/s, %.0f "
+           "reads/s\n",
+           (long long)count, (long long)rb, (long long)b->depth,
+           gd__ioeng_backend_name(gd__ioeng_backend_of(e)),
+           gd__ioeng_file_direct(e, 0) ? "O_DIRECT" : "page cache", *gbs, *gbs * 1e9 / (double)rb);
+    rc = 0;
+fail:
+    free(buf);
+    free(reqs);
+    gd__ioeng_close(e);
+    return rc;
+}
+
+#ifdef GD_WITH_CUDA
+/* The host buffer's rows: the highest in-degrees (the sampler's hottest rows), count of them. */
+static int host_rows(gd_dataset_t *ds, int64_t count, int64_t **out) {
+    int rc = -1;
+    gd_array_view ip;
+    *out = NULL;
+    if (count == 0) return 0;
+    BENCH_GD(gd_dataset_array(ds, GD_ARRAY_INDPTR, &ip), "reading indptr");
+    const int64_t n = gd_dataset_num_nodes(ds);
+    int64_t *keys = malloc((size_t)n * sizeof *keys);
+    BENCH_REQUIRE(keys, "out of memory for %lld degrees", (long long)n);
+    /* Degree in the high bits, the row in the low 32 (rows < 2^32), sorted descending. */
+    for (int64_t v = 0; v < n; v++) {
+        const int64_t d = ip.dtype == GD_DTYPE_INT64
+                              ? ((const int64_t *)ip.data)[v + 1] - ((const int64_t *)ip.data)[v]
+                              : ((const int32_t *)ip.data)[v + 1] - ((const int32_t *)ip.data)[v];
+        keys[v] = (d << 32) | v;
+    }
+    gd__sort_i64(keys, n);
+    for (int64_t i = 0; i < count; i++) keys[i] = keys[n - 1 - i] & 0xffffffffLL;
+    *out = keys;
+    rc = 0;
+fail:
+    return rc;
+}
+
+/* One policy: every minibatch gathered through a fresh tier; print and record. */
+static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__disk_tier_config *c,
+                      double ceil_gbs, cJSON *runs, cJSON *targets) {
+    int rc = -1;
+    gd__disk_tier *t = NULL;
+    cudaStream_t s = NULL;
+    int64_t *d_ids = NULL, max = 0;
+    void *d_out = NULL;
+    double per[FIRST];
+    gd__disk_tier_stats st, prev;
+    for (int i = 0; i < mbs->count; i++) max = gd__max64(max, mbs->offsets[i + 1] - mbs->offsets[i]);
+    gd__disk_tier_config cfg = *c;
+    cfg.max_rows = max;
+    BENCH_GD(gd__disk_tier_open(&cfg, &t), "opening the disk tier");
+    BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    BENCH_CUDA(cudaMalloc((void **)&d_ids, (size_t)max * sizeof(int64_t)));
+    BENCH_CUDA(cudaMalloc(&d_out, (size_t)(max * cfg.row_bytes)));
+    memset(&prev, 0, sizeof prev);
+    const double t0 = bench_now();
+    for (int i = 0; i < mbs->count; i++) {
+        const int64_t lo = mbs->offsets[i], n = mbs->offsets[i + 1] - lo;
+        const double t1 = bench_now();
+        BENCH_CUDA(cudaMemcpyAsync(d_ids, mbs->ids + lo, (size_t)n * sizeof(int64_t),
+                                   cudaMemcpyHostToDevice, s));
+        BENCH_GD(gd__disk_tier_gather(t, d_ids, n, d_out, s), "gathering from disk");
+        BENCH_CUDA(cudaStreamSynchronize(s));
+        if (i < FIRST) {
+            BENCH_GD(gd__disk_tier_get_stats(t, s, &st), "reading the tier's counts");
+            per[i] = (double)(st.bytes_useful - prev.bytes_useful) / (bench_now() - t1) / 1e9;
+            prev = st;
+        }
+    }
+    const double secs = bench_now() - t0;
+    BENCH_GD(gd__disk_tier_check_errors(t, s), "the disk tier's kernels");
+    BENCH_GD(gd__disk_tier_get_stats(t, s, &st), "reading the tier's counts");
+    const double fetch = st.read_s > 0 ? (double)st.bytes_useful / st.read_s / 1e9 : 0;
+    const double lookups = st.cache.lookups ? (double)st.cache.lookups : 1;
+    const int64_t host_bytes = cfg.host_count * cfg.row_bytes;
+    const double amp = st.bytes_useful > 0 ? (double)(st.bytes_read - host_bytes) /
+                                                 (double)st.bytes_useful
+                                           : 0;
+    const int first = mbs->count < FIRST ? mbs->count : FIRST;
+    printf("%-7s %7.4f %8.4f %10.3f %8.3f %7.3f %8.2f   ", gd__evict_names[cfg.policy],
+           (double)st.cache.hits / lookups, (double)st.cache.bypasses / lookups, fetch,
+           ceil_gbs > 0 ? fetch / ceil_gbs : 0, amp, secs);
+    for (int i = 0; i < first; i += 4) printf("%s%.3f", i ? " " : "", per[i]);
+    printf("\n");
+    cJSON *o = cJSON_CreateObject();
+    BENCH_JSON(o);
+    cJSON_AddItemToArray(runs, o);
+    BENCH_JSON(cJSON_AddStringToObject(o, "policy", gd__evict_names[cfg.policy]));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "hit_rate", (double)st.cache.hits / lookups));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "bypass_rate", (double)st.cache.bypasses / lookups));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "rows", (double)st.rows));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "host_buffer_rows", (double)st.host_rows));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "fetch_gbs", fetch));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "fetch_over_ceiling", ceil_gbs > 0 ? fetch / ceil_gbs : 0));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "bytes_read_per_useful_byte", amp));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "read_s", st.read_s));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "total_s", secs));
+    cJSON *cold = cJSON_AddArrayToObject(o, "first_minibatch_fetch_gbs");
+    BENCH_JSON(cold);
+    for (int i = 0; i < first; i++) {
+        cJSON *v = cJSON_CreateNumber(per[i]);
+        BENCH_JSON(v);
+        cJSON_AddItemToArray(cold, v);
+    }
+    if (cfg.policy == GD__EVICT_CLOCK) {
+        char what[128];
+        snprintf(what, sizeof what, "uncached rows fetched / raw random reads of %lld B (>= %s)",
+                 (long long)cfg.row_bytes, cfg.row_bytes >= 4096 ? "0.95" : "0.90");
+        bench_target(targets, what, ceil_gbs > 0 ? fetch / ceil_gbs : 0,
+                     cfg.row_bytes >= 4096 ? 0.95 : 0.90, "x");
+        bench_target(targets, "useful bytes / bytes read (>= 1 / 1.05)", amp > 0 ? 1 / amp : 0,
+                     1 / 1.05, "x");
+    }
+    rc = 0;
+fail:
+    if (d_ids) cudaFree(d_ids);
+    if (d_out) cudaFree(d_out);
+    if (s) cudaStreamDestroy(s);
+    gd__disk_tier_close(t);
+    return rc;
+}
+#endif
+
+int bench_ssd(int argc, char **argv) {
+    ssd_bench b;
+    memset(&b, 0, sizeof b);
+    int rc = parse_options(&b, argc, argv);
+    if (rc >= 0) return rc;
+    rc = CLI_EXIT_FAIL;
+    const double t_start = bench_now();
+    gd_dataset_t *ds = NULL;
+    bench_batches mbs = {0};
+    cJSON *root = NULL, *runs = NULL, *targets = NULL;
+    char dir[4096], path[4200];
+    gd_npy_info info;
+    double ceil_gbs = 0;
+    int64_t *hot = NULL;
+    if (b.opt.json_path && bench_json_probe(b.opt.json_path)) return CLI_EXIT_FAIL;
+    int have_gpu = 0;
+#ifdef GD_WITH_CUDA
+    {
+        int gpus = 0;
+        have_gpu = cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0;
+        (void)cudaGetLastError();
+    }
+#endif
+    if (bench_json_header(&root, "ssd", &b.opt, have_gpu)) goto fail;
+    if (b.dir)
+        snprintf(dir, sizeof dir, "%s", b.dir);
+    else
+        snprintf(dir, sizeof dir, "/tmp/graphdirect-ssd-%s", b.opt.preset);
+    if (open_dataset(&b, dir, &ds)) goto fail;
+    snprintf(path, sizeof path, "%s/features.npy", dir);
+    BENCH_GD(gd_npy_read_info(path, &info), "reading the features' header");
+    BENCH_REQUIRE(info.ndim == 2, "%s is not a 2-D table", path);
+    const int64_t rows = info.shape[0], rb = info.shape[1] * (int64_t)gd_dtype_size(info.dtype);
+    if (sample(&b, ds, &mbs)) goto fail;
+    const int64_t total = mbs.offsets[mbs.count];
+    printf("%lld rows of %lld bytes (%.2f GiB, %s), %d minibatches of %.0f rows on average\n",
+           (long long)rows, (long long)rb, (double)(rows * rb) / 1073741824.0, path, mbs.count,
+           (double)total / mbs.count);
+    if (ceiling(&b, path, info.data_offset, rows, rb, total, &ceil_gbs)) goto fail;
+    BENCH_JSON(cJSON_AddStringToObject(root, "preset", b.opt.preset));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "rows", (double)rows));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "row_bytes", (double)rb));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "minibatches", mbs.count));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "rows_per_minibatch", (double)total / mbs.count));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "queue_depth", (double)b.depth));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "ceiling_gbs", ceil_gbs));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "cache_fraction", b.cache_frac));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "host_fraction", b.host_frac));
+    runs = cJSON_AddArrayToObject(root, "results");
+    targets = cJSON_AddArrayToObject(root, "targets");
+    BENCH_JSON(runs && targets);
+#ifdef GD_WITH_CUDA
+    {
+        if (!have_gpu) {
+            printf("no GPU: the disk tier's gathers are skipped (the ceiling above is measured)\n");
+        } else {
+            const int64_t H = (int64_t)(b.host_frac * (double)rows);
+            if (host_rows(ds, H, &hot)) goto fail;
+            gd__disk_tier_config c;
+            memset(&c, 0, sizeof c);
+            c.path = path;
+            c.data_offset = info.data_offset;
+            c.rows = rows;
+            c.row_bytes = rb;
+            c.device = b.opt.device;
+            c.host_rows = hot;
+            c.host_count = H;
+            c.gpu_slots = (int64_t)(b.cache_frac * (double)rows);
+            c.seed = b.opt.seed;
+            c.io = (gd__ioeng_options)GD__IOENG_OPTIONS_INIT;
+            c.io.queue_depth = (int)b.depth;
+            printf("GPU cache of %lld rows, host buffer of %lld rows\n\n", (long long)c.gpu_slots,
+                   (long long)H);
+            printf("%-7s %7s %8s %10s %8s %7s %8s   %s\n", "policy", "hit", "bypass", "fetch GB/s",
+                   "/ceiling", "read/use", "secs", "cold fetch GB/s, minibatches 1, 5, 9, ...");
+            for (int p = 0; p < b.num_policies; p++) {
+                c.policy = (gd__evict_policy)gd__name_index(gd__evict_names, GD__EVICT_COUNT,
+                                                            b.policies[p]);
+                if (run_policy(&b, &mbs, &c, ceil_gbs, runs, targets)) goto fail;
+            }
+        }
+    }
+#else
+    printf("built without CUDA: the disk tier's gathers are skipped (the ceiling above is "
+           "measured)\n");
+#endif
+    if (bench_run_done(&b.opt, root, "ssd", t_start)) goto fail;
+    rc = 0;
+fail:
+    free(hot);
+    bench_batches_free(&mbs);
+    cJSON_Delete(root);
+    gd_dataset_close(ds);
+    return bench_exit_status(rc);
+}
