@@ -305,6 +305,8 @@ typedef struct {
     int64_t max_len;  /* the longest minibatch */
 } bench_batches;
 
+/* The graph of ds (its indptr, indices and training split) as g; 0, or -1 (message printed). */
+int bench_graph_of(gd_dataset_t *ds, bench_graph *g);
 /* Sample count minibatches; 0 on success, -1 (message printed). */
 int bench_sample_batches(const bench_graph *g, int count, int64_t batch_size, const int *fanouts,
                          int layers, uint64_t seed, int threads, bench_batches *out);

@@ -142,8 +142,7 @@ static int parse_options(dyn_bench *b, int argc, char **argv) {
 /* The graph of the preset (no features) and the replayed minibatches' ids. */
 static int sample(const dyn_bench *b, gd_dataset_t **ds, bench_batches *mbs) {
     int rc = -1;
-    gd_array_view ip, ix, tr;
-    bench_graph g = {0};
+    bench_graph g;
     cli_progress prog;
     gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
     go.preset = b->opt.preset;
@@ -157,17 +156,7 @@ static int sample(const dyn_bench *b, gd_dataset_t **ds, bench_batches *mbs) {
     gd_status st = gd_generate(&go, ds);
     cli_progress_end(&prog);
     BENCH_GD(st, "generating the benchmark's graph");
-    BENCH_GD(gd_dataset_array(*ds, GD_ARRAY_INDPTR, &ip), "reading indptr");
-    BENCH_GD(gd_dataset_array(*ds, GD_ARRAY_INDICES, &ix), "reading indices");
-    g.num_nodes = gd_dataset_num_nodes(*ds);
-    g.indptr = ip.data;
-    g.indices = ix.data;
-    g.indices_dtype = ix.dtype;
-    if (gd_dataset_array(*ds, GD_ARRAY_TRAIN_IDX, &tr) == GD_OK && tr.shape[0] > 0) {
-        g.train = tr.data;
-        g.train_dtype = tr.dtype;
-        g.train_count = tr.shape[0];
-    }
+    if (bench_graph_of(*ds, &g)) goto fail;
     const double t0 = bench_now();
     if (bench_sample_batches(&g, (int)b->batches, b->opt.batch, b->fanouts, b->layers, b->opt.seed,
                              b->opt.threads, mbs))

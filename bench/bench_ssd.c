@@ -167,26 +167,10 @@ fail:
 }
 
 static int sample(const ssd_bench *b, gd_dataset_t *ds, bench_batches *mbs) {
-    int rc = -1;
-    gd_array_view ip, ix, tr;
-    bench_graph g = {0};
-    BENCH_GD(gd_dataset_array(ds, GD_ARRAY_INDPTR, &ip), "reading indptr");
-    BENCH_GD(gd_dataset_array(ds, GD_ARRAY_INDICES, &ix), "reading indices");
-    g.num_nodes = gd_dataset_num_nodes(ds);
-    g.indptr = ip.data;
-    g.indices = ix.data;
-    g.indices_dtype = ix.dtype;
-    if (gd_dataset_array(ds, GD_ARRAY_TRAIN_IDX, &tr) == GD_OK && tr.shape[0] > 0) {
-        g.train = tr.data;
-        g.train_dtype = tr.dtype;
-        g.train_count = tr.shape[0];
-    }
-    if (bench_sample_batches(&g, (int)b->batches, b->opt.batch, b->fanouts, b->layers, b->opt.seed,
-                             b->opt.threads, mbs))
-        goto fail;
-    rc = 0;
-fail:
-    return rc;
+    bench_graph g;
+    if (bench_graph_of(ds, &g)) return -1;
+    return bench_sample_batches(&g, (int)b->batches, b->opt.batch, b->fanouts, b->layers,
+                                b->opt.seed, b->opt.threads, mbs);
 }
 
 /*
@@ -263,11 +247,11 @@ static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__di
     int rc = -1;
     gd__disk_tier *t = NULL;
     cudaStream_t s = NULL;
-    int64_t *d_ids = NULL, max = 0;
+    int64_t *d_ids = NULL;
+    const int64_t max = mbs->max_len;
     void *d_out = NULL;
     double per[FIRST];
     gd__disk_tier_stats st, prev;
-    for (int i = 0; i < mbs->count; i++) max = gd__max64(max, mbs->offsets[i + 1] - mbs->offsets[i]);
     gd__disk_tier_config cfg = *c;
     cfg.max_rows = max;
     BENCH_GD(gd__disk_tier_open(&cfg, &t), "opening the disk tier");

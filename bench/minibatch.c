@@ -15,6 +15,26 @@ void bench_batches_free(bench_batches *b) {
     memset(b, 0, sizeof *b);
 }
 
+int bench_graph_of(gd_dataset_t *ds, bench_graph *g) {
+    int rc = -1;
+    gd_array_view ip, ix, tr;
+    memset(g, 0, sizeof *g);
+    BENCH_GD(gd_dataset_array(ds, GD_ARRAY_INDPTR, &ip), "reading indptr");
+    BENCH_GD(gd_dataset_array(ds, GD_ARRAY_INDICES, &ix), "reading indices");
+    g->num_nodes = gd_dataset_num_nodes(ds);
+    g->indptr = ip.data;
+    g->indices = ix.data;
+    g->indices_dtype = ix.dtype;
+    if (gd_dataset_array(ds, GD_ARRAY_TRAIN_IDX, &tr) == GD_OK && tr.shape[0] > 0) {
+        g->train = tr.data;
+        g->train_dtype = tr.dtype;
+        g->train_count = tr.shape[0];
+    }
+    rc = 0;
+fail:
+    return rc;
+}
+
 int bench_sample_batches(const bench_graph *g, int count, int64_t batch_size,
                          const int *fanouts, int layers, uint64_t seed, int threads,
                          bench_batches *out) {
