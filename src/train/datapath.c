@@ -10,8 +10,12 @@
 #include "core/cuda.h"
 #include "core/hostmem.h"
 #include "core/peers.h"
+#include "feature/disk_rows.h"
 #include "feature/widen.h"
 #include "io/dataset.h"
+#ifdef GD_WITH_CUDA
+#include "feature/disk_tier.h"
+#endif
 
 #include <stdio.h>
 #include <string.h>
@@ -60,6 +64,10 @@ void gd__datapath_destroy(gd__datapath *d) {
         gd_free(d->peers);
     }
     gd_gatherer_destroy(d->gatherer);
+#ifdef GD_WITH_CUDA
+    gd__disk_tier_close(d->disk);
+#endif
+    gd__disk_rows_close(d->disk_rows);
     gd_host_tensor_destroy(d->features); /* its registration goes back to the context */
     gd_minibatch_destroy(d->host_mb);
     gd_sampler_destroy(d->sampler);
@@ -143,6 +151,10 @@ static gd_status plan_input(gd__datapath *d, int have_gpu, gd__plan_input *in) {
     /* The host side, for the plan's host check; the GPU side only where a GPU mode can run. */
     in->host_model_bytes = model;
     in->host_batch_bytes = d->cfg.depth * set;
+    /* The SSD tier reads the dataset's features.npy where it is a file (not built in memory). */
+    in->features_file = d->ds->arrays[GD_ARRAY_FEATURES].store == GD__STORE_MAP_RO &&
+                        d->ds->arrays[GD_ARRAY_FEATURES].path != NULL;
+    in->max_input_rows = si.max_input_nodes;
     if (have_gpu && d->cfg.mode != GD__TRAIN_CPU)
         in->fixed_bytes =
             d->cfg.depth * set + 2 * si.minibatch_bytes + model + GD__PLAN_GPU_RESERVE;
@@ -221,6 +233,7 @@ static gd_status place_features(gd__datapath *d) {
                "bfloat16 features (regenerate or convert with --dtype)",
                gd_dataset_name(d->ds), gd_dtype_name(fv.dtype));
     const int ro = d->ds->arrays[GD_ARRAY_FEATURES].store == GD__STORE_MAP_RO;
+    if (d->plan.features_on_disk) return GD_OK; /* read from the file (make_disk_source) */
     if (d->mode == GD__TRAIN_ZERO_COPY)
         /* Shared with the other trainers and loaders of the context over the same table. */
         GD_CHECK(ro ? pin_read_only(d) : in_place_or_copy(d, pin_features));
@@ -242,11 +255,123 @@ fail:
 }
 #endif
 
+/* The rows of the k highest out-degrees (how often sampling reaches them), hottest first. */
+static gd_status hottest_rows(const gd__datapath *d, int64_t k, int64_t **out, int64_t *count) {
+    gd_status st = GD_OK;
+    int64_t *scores = NULL, *rows = NULL;
+    gd_array_view ip, ix;
+    *out = NULL;
+    *count = 0;
+    if (k <= 0) return GD_OK;
+    GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDPTR, &ip));
+    GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDICES, &ix));
+    GD_ALLOC(scores, (size_t)d->num_nodes * sizeof(int64_t), "the hot rows' scores");
+    GD_ALLOC(rows, (size_t)k * sizeof(int64_t), "the hot rows");
+    GD_CHECK(gd_csc_degree_scores(d->num_nodes, ip.data, ix.data, ix.dtype, GD_DEGREE_OUT, scores));
+    GD_CHECK(gd_hot_rows_select(scores, d->num_nodes, k, rows, count));
+    *out = rows;
+    rows = NULL;
+fail:
+    gd_free(rows);
+    gd_free(scores);
+    return st;
+}
+
+/*
+ * The features on disk (the SSD tier, docs/feature_store.md): on a GPU, the disk tier (the
+ * plan's hottest rows in a pinned host buffer, a dynamic GPU cache in what the budget leaves,
+ * misses read by the I/O engine); in cpu mode, the rows through a dynamic host cache of the
+ * plan's rows. The eviction policy is GD_DISK_EVICT's.
+ */
+static gd_status make_disk_source(gd__datapath *d) {
+    gd_status st = GD_OK;
+    int64_t *hot = NULL, hot_count = 0;
+    gd_npy_info info;
+    const char *policy_name = NULL;
+    const gd__array *fa = &d->ds->arrays[GD_ARRAY_FEATURES];
+    const int64_t rb = d->in_dim * (int64_t)gd_dtype_size(d->feature_dtype);
+    GD_REQUIRE(d->cfg.world <= 1, GD_ERR_UNSUPPORTED,
+               "the features of '%s' exceed the host memory budget, and reading them from disk "
+               "on several GPUs is not built yet: train on one GPU, or raise --host-mem-budget "
+               "(GD_HOST_MEM_MB) so that the table is pinned",
+               gd_dataset_name(d->ds));
+    GD_REQUIRE(!d->cfg.locality, GD_ERR_UNSUPPORTED,
+               "--locality: the features of '%s' are read from disk, where the GPU cache changes "
+               "during the epoch; locality-aware sampling favours a fixed cache: leave it off",
+               gd_dataset_name(d->ds));
+    GD_CHECK(gd_npy_read_info(fa->path, &info));
+    GD_CHECK(gd_param_get("GD_DISK_EVICT", &policy_name));
+    const int policy = gd__name_index(gd__evict_names, GD__EVICT_COUNT, policy_name);
+    GD_REQUIRE(policy >= 0, GD_ERR_INVALID_ARG,
+               "GD_DISK_EVICT=%s: the eviction policy is clock, sieve or random", policy_name);
+    gd__ioeng_options io = GD__IOENG_OPTIONS_INIT;
+    const size_t used = strlen(d->plan.text);
+    char a[32], b[32];
+    if (!d->gpu) {
+        gd__disk_rows_config c;
+        memset(&c, 0, sizeof c);
+        c.path = fa->path;
+        c.data_offset = info.data_offset;
+        c.rows = d->num_nodes;
+        c.row_bytes = rb;
+        c.cache_rows = d->plan.host_buffer_rows;
+        c.policy = (gd__evict_policy)policy;
+        c.io = io;
+        GD_CHECK(gd__disk_rows_open(&c, &d->disk_rows));
+        snprintf(d->plan.text + used, sizeof d->plan.text - used,
+                 "; host cache of %lld rows (%s, %s)", (long long)c.cache_rows,
+                 gd__plan_gib(c.cache_rows * rb, a, sizeof a), policy_name);
+        return GD_OK;
+    }
+#ifdef GD_WITH_CUDA
+    {
+        int64_t cache = d->plan.feature_cache_bytes, gpu_used;
+        const int64_t table = d->num_nodes * rb, max_in = gd__max64(d->sinfo.max_input_nodes, 1);
+        if (cache < 0) {
+            /* What the budget leaves, less the location map and the tier's per-minibatch arrays. */
+            GD_CHECK(used_gpu(d, &gpu_used));
+            cache = d->budget - gpu_used - GD__PLAN_GPU_RESERVE - 8 * d->num_nodes - 16 * max_in;
+            cache = cache < 0 ? 0 : gd__min64(cache, table);
+        }
+        GD_CHECK(hottest_rows(d, d->plan.host_buffer_rows, &hot, &hot_count));
+        gd__disk_tier_config c;
+        memset(&c, 0, sizeof c);
+        c.path = fa->path;
+        c.data_offset = info.data_offset;
+        c.rows = d->num_nodes;
+        c.row_bytes = rb;
+        c.device = gd_context_device(d->context);
+        c.host_rows = hot;
+        c.host_count = hot_count;
+        c.gpu_slots = cache / rb;
+        c.policy = (gd__evict_policy)policy;
+        c.seed = d->cfg.seed;
+        c.max_rows = max_in;
+        c.io = io;
+        GD_CHECK(gd__disk_tier_open(&c, &d->disk));
+        d->feature_cache_rows = c.gpu_slots;
+        d->feature_cache_bytes = c.gpu_slots * rb;
+        snprintf(d->plan.text + used, sizeof d->plan.text - used,
+                 "; host buffer of %lld rows (%s), dynamic GPU cache of %lld rows (%s, %s)",
+                 (long long)hot_count, gd__plan_gib(hot_count * rb, a, sizeof a),
+                 (long long)c.gpu_slots, gd__plan_gib(c.gpu_slots * rb, b, sizeof b),
+                 policy_name);
+    }
+#else
+    (void)b;
+    GD_REQUIRE(0, GD_ERR_NO_DEVICE, "the features on disk for a GPU need a CUDA build");
+#endif
+fail:
+    gd_free(hot);
+    return st;
+}
+
 /* The gatherer of the mode; zero-copy sizes its cache from what the budget leaves. */
 static gd_status make_gatherer(gd__datapath *d) {
     gd_status st = GD_OK;
     int64_t *scores = NULL;
     int placed = 0;
+    if (d->plan.features_on_disk) return make_disk_source(d);
     gd_gatherer_options go = GD_GATHERER_OPTIONS_INIT;
     go.threads = d->cfg.threads;
     go.max_ids = gd__max64(d->sinfo.max_input_nodes, 1);
@@ -347,7 +472,7 @@ static gd_status make_sets(gd__datapath *d) {
         GD_CHECK(gd__nn_tensor_alloc(d->nn, GD_DTYPE_FLOAT32, d->sinfo.max_input_nodes, d->in_dim,
                                      &s->x));
         GD_CHECK(d->nn->be->alloc(d->nn, (size_t)d->batch * sizeof(int64_t), (void **)&s->labels));
-        if (d->gpu && gd__widen_dtype(d->feature_dtype))
+        if ((d->gpu || d->plan.features_on_disk) && gd__widen_dtype(d->feature_dtype))
             GD_CHECK(d->nn->be->alloc(d->nn, (size_t)(d->sinfo.max_input_nodes * d->in_dim) * 2,
                                       &s->x_half));
         if (d->mode != GD__TRAIN_CPU_CENTRIC) GD_CHECK(gd_minibatch_create(d->sampler, &s->mb));
@@ -595,8 +720,24 @@ fail:
 static gd_status gather_rows(gd__datapath *d, gd__batch_set *s, const int64_t *ids,
                              int ids_on_device, void *stream) {
     gd_status st = GD_OK;
-    if (!gd__widen_dtype(d->feature_dtype))
-        return gd_gather(d->gatherer, ids, s->num_in, ids_on_device, s->x.data, stream);
+    const int half = gd__widen_dtype(d->feature_dtype);
+    if (d->disk_rows) {
+        /* cpu mode from disk: the rows (half ones widened after) into the set. */
+        GD_CHECK(gd__disk_rows_gather(d->disk_rows, ids, s->num_in, half ? s->x_half : s->x.data));
+        if (half) gd__widen_cpu(s->x_half, d->feature_dtype, s->num_in * d->in_dim, s->x.data);
+        return GD_OK;
+    }
+#ifdef GD_WITH_CUDA
+    if (d->disk) {
+        GD_CHECK(gd__disk_tier_gather(d->disk, ids, s->num_in, half ? s->x_half : s->x.data,
+                                      stream));
+        if (half)
+            GD_CHECK(gd__widen_cuda(gd_context_device(d->context), s->x_half, d->feature_dtype,
+                                    s->num_in * d->in_dim, s->x.data, stream));
+        return GD_OK;
+    }
+#endif
+    if (!half) return gd_gather(d->gatherer, ids, s->num_in, ids_on_device, s->x.data, stream);
     if (!d->gpu) return gd__gather_widen(d->gatherer, ids, s->num_in, s->x.data);
 #ifdef GD_WITH_CUDA
     GD_CHECK(gd_gather(d->gatherer, ids, s->num_in, ids_on_device, s->x_half, stream));
@@ -771,7 +912,10 @@ fail:
 gd_status gd__datapath_check_errors(gd__datapath *d) {
     gd_status st = GD_OK;
     if (d->cuda_sampler) GD_CHECK(gd_sampler_check_errors(d->sampler));
-    GD_CHECK(gd_gatherer_check_errors(d->gatherer));
+#ifdef GD_WITH_CUDA
+    if (d->disk) return gd__disk_tier_check_errors(d->disk, d->s_gather);
+#endif
+    if (d->gatherer) GD_CHECK(gd_gatherer_check_errors(d->gatherer));
 fail:
     return st;
 }

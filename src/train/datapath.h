@@ -28,7 +28,7 @@ extern "C" {
 typedef struct {
     gd_minibatch_t *mb;   /* CUDA sampler and cpu mode: the set's minibatch buffer */
     gd__nn_tensor x;      /* the gathered rows, on the nn backend's device */
-    /* GPU modes over a half table: the rows as gathered, before the widening into x. */
+    /* GPU modes (and cpu from disk) over a half table: the rows as gathered, before widening. */
     void *x_half;
     int64_t *labels;      /* the seeds' labels, nn backend memory (-1: unlabelled) */
     int64_t *label_stage; /* GPU modes: pinned staging of the labels */
@@ -125,6 +125,12 @@ typedef struct {
     struct gd__peer_view_s *peers;
     /* zero-copy: the features are the dataset file's pages, registered in place read-only. */
     int features_shared;
+    /*
+     * The features on disk (plan.features_on_disk): the GPU's disk tier (zero-copy), or the
+     * CPU's rows through a host cache (cpu mode); d->features is then NULL.
+     */
+    struct gd__disk_tier *disk;
+    struct gd__disk_rows *disk_rows;
     int locality_factor;             /* training passes' bias factor (1: uniform; locality.c) */
     gd__locality_auto locality_auto; /* --locality auto's state (locality.c) */
 } gd__datapath;

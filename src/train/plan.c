@@ -107,6 +107,44 @@ static const char *features_name(const gd__plan_input *in) {
     }
 }
 
+/* A plan row's `where` and its structure, replaced (the SSD tier moves the features' row). */
+static void move_row(gd__plan *p, const char *structure_prefix, const char *where) {
+    for (int i = 0; i < p->num_rows; i++)
+        if (strncmp(p->rows[i].structure, structure_prefix, strlen(structure_prefix)) == 0)
+            p->rows[i].where = where;
+}
+
+/*
+ * The SSD tier (issue 16): the table stays in its file, read with O_DIRECT by the I/O engine;
+ * the host budget holds the hottest rows (less, on a GPU, the pinned staging of one
+ * minibatch's rows); a GPU mode caches rows dynamically in what its budget leaves.
+ */
+static void plan_disk(const gd__plan_input *in, int64_t feat, gd__plan *p) {
+    char a[32], b[32];
+    const int gpu = p->mode == GD__TRAIN_ZERO_COPY;
+    p->features_on_disk = 1;
+    p->staging_bytes = gpu ? gd__max64(in->max_input_rows, 1) * in->row_bytes + 4096 : 0;
+    const int64_t room = in->host_budget - p->staging_bytes - p->host_bytes;
+    p->host_buffer_rows = room > 0 ? gd__min64(room / in->row_bytes, in->num_nodes) : 0;
+    p->host_bytes += p->staging_bytes + p->host_buffer_rows * in->row_bytes;
+    move_row(p, "features", "disk (read with O_DIRECT)");
+    row(p, gpu ? "feature host buffer (hottest)" : "feature host cache (dynamic)",
+        gpu ? "pinned host" : "host", p->host_buffer_rows * in->row_bytes);
+    if (gpu) {
+        row(p, "disk staging (one minibatch)", "pinned host", p->staging_bytes);
+        move_row(p, "feature cache", "gpu cache (dynamic)");
+    }
+    const size_t used = strlen(p->text);
+    snprintf(p->text + used, sizeof p->text - used,
+             "; features on disk: the table (%s) exceeds the %s of %s, so %s and the rest "
+             "is read from the file with O_DIRECT",
+             gd__plan_gib(feat, a, sizeof a), gd__plan_gib(in->host_budget, b, sizeof b),
+             in->host_source ? in->host_source : "host memory",
+             gpu ? "the hottest rows stay in a pinned host buffer, the GPU caches rows "
+                   "dynamically,"
+                 : "the rows pass through a dynamic host cache");
+}
+
 gd_status gd__plan_make(const gd__plan_input *in, gd__plan *p) {
     gd_status st = GD_OK;
     char a[32], b[32];
@@ -115,8 +153,10 @@ gd_status gd__plan_make(const gd__plan_input *in, gd__plan *p) {
     const int64_t graph = indptr + lists, feat = in->num_nodes * in->row_bytes;
     p->indptr = p->indices = GD_PLACE_HOST;
     p->feature_cache_bytes = 0;
+    /* A table larger than the host budget stays in its file (the SSD tier), when it is one. */
+    const int disk = in->features_file && in->host_budget > 0 && feat > in->host_budget;
     if (in->mode == GD__TRAIN_AUTO) {
-        pick(in, graph, indptr, feat, p);
+        pick(in, graph, indptr, disk ? gd__min64(feat, in->host_budget) : feat, p);
     } else {
         p->mode = in->mode;
         snprintf(p->text, sizeof p->text, "mode %s (as asked)", gd__train_mode_name(in->mode));
@@ -169,6 +209,8 @@ gd_status gd__plan_make(const gd__plan_input *in, gd__plan *p) {
         if (strncmp(p->rows[i].where, "gpu", 3) == 0 && p->rows[i].bytes > 0)
             p->gpu_bytes += p->rows[i].bytes;
     GD_CHECK(plan_host(in, p));
+    if (disk && (p->mode == GD__TRAIN_ZERO_COPY || p->mode == GD__TRAIN_CPU))
+        plan_disk(in, feat, p);
 fail:
     return st;
 }

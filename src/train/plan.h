@@ -47,6 +47,12 @@ typedef struct {
     int64_t host_batch_bytes; /* the minibatch buffers of the modes that fill them on the CPU */
     int64_t host_budget;
     const char *host_source; /* where host_budget comes from, for the message */
+    /*
+     * The SSD tier: the features are a file the I/O engine can read (a dataset directory's
+     * features.npy), and the rows of the largest minibatch (its staging in pinned memory).
+     */
+    int features_file;
+    int64_t max_input_rows;
 } gd__plan_input;
 
 typedef struct {
@@ -65,6 +71,14 @@ typedef struct {
     int64_t budget, gpu_free;     /* the input's: the GPU memory budget, what was free */
     int64_t gpu_bytes;            /* GPU memory of the rows known at planning (caches "what is
                                      left" excluded) */
+    /*
+     * The features on disk (zero-copy and cpu, when the table exceeds the host memory budget
+     * and is a file): host_buffer_rows of the hottest rows in host memory (pinned for the GPU,
+     * the CPU path's dynamic cache in cpu mode), staging_bytes of pinned staging for a
+     * minibatch's misses (GPU), the rest read from the file.
+     */
+    int features_on_disk;
+    int64_t host_buffer_rows, staging_bytes;
     int num_rows;
     gd__plan_row rows[GD__PLAN_MAX_ROWS];
 } gd__plan;
