@@ -4,7 +4,8 @@
  * without a GPU; all-gpu when everything fits; zero-copy when the features and lists may be
  * page-locked (a quarter of what the budget leaves to the neighbour lists, at most all of
  * them); cpu-centric otherwise; an asked all-gpu over budget refused with the sizes; a row per
- * structure and tier; exact inference's tables in GPU memory while they fit.
+ * structure and tier; exact inference's tables in GPU memory while they fit; the features on
+ * disk when they exceed the host budget.
  */
 #include "test.h"
 #include "train/plan.h"
@@ -87,6 +88,56 @@ static void infer_plan(uint64_t *state) {
             T_ASSERT(ip.gpu_bytes <= in.budget || ip.chunk_rows == reserve);
         }
         T_EQ_INT(ip.gpu_bytes, used - reserve * unit + ip.chunk_rows * unit);
+    }
+}
+
+/*
+ * Issue 16, the SSD tier: a table larger than the host budget stays in its file when it is one
+ * (never for a table built in memory); zero-copy then pins the hottest rows the budget holds
+ * less one minibatch's staging and caches rows dynamically on the GPU; cpu keeps a host cache
+ * of what the model and its buffers leave. Random budgets below the table.
+ */
+static void disk_plan(uint64_t *state) {
+    const int64_t feat = INT64_C(400) * 1000000;
+    gd__plan p;
+    char text[2048];
+    for (int k = 0; k < 20; k++) {
+        gd__plan_input in = base();
+        in.mode = k % 2 ? GD__TRAIN_ZERO_COPY : GD__TRAIN_CPU;
+        in.budget = INT64_C(8) << 30;
+        in.features_file = 1;
+        in.max_input_rows = 1 + (int64_t)(t_rand(state) % 100000);
+        in.host_model_bytes = 1 << 20;
+        in.host_batch_bytes = 1 << 24;
+        in.host_source = "the host memory budget asked";
+        in.host_budget = (INT64_C(1) << 28) + (int64_t)(t_rand(state) % (uint64_t)(feat >> 3));
+        T_OK(gd__plan_make(&in, &p));
+        T_EQ_INT(p.features_on_disk, 1);
+        T_EQ_STR(row(&p, "features")->where, "disk (read with O_DIRECT)");
+        T_ASSERT(strstr(p.text, "features on disk") != NULL);
+        const int gpu = in.mode == GD__TRAIN_ZERO_COPY;
+        const int64_t others = gpu ? 0 : in.host_model_bytes + in.host_batch_bytes;
+        T_EQ_INT(p.staging_bytes, gpu ? in.max_input_rows * in.row_bytes + 4096 : 0);
+        T_EQ_INT(p.host_buffer_rows, (in.host_budget - p.staging_bytes - others) / in.row_bytes);
+        T_ASSERT(p.host_bytes <= in.host_budget);
+        const gd__plan_row *b =
+            row(&p, gpu ? "feature host buffer (hottest)" : "feature host cache (dynamic)");
+        T_ASSERT(b != NULL);
+        T_EQ_INT(b->bytes, p.host_buffer_rows * in.row_bytes);
+        if (gpu) {
+            T_EQ_STR(row(&p, "feature cache")->where, "gpu cache (dynamic)");
+            T_EQ_STR(row(&p, "disk staging (one minibatch)")->where, "pinned host");
+        }
+        gd__plan_table(&p, text, sizeof text);
+        T_ASSERT(strstr(text, "disk (read with O_DIRECT)") != NULL);
+        /* The table fits the budget, or is no file: in memory as before. */
+        in.host_budget = feat;
+        T_OK(gd__plan_make(&in, &p));
+        T_EQ_INT(p.features_on_disk, 0);
+        in.host_budget = feat - 1;
+        in.features_file = 0;
+        T_OK(gd__plan_make(&in, &p));
+        T_EQ_INT(p.features_on_disk, 0);
     }
 }
 
@@ -197,6 +248,7 @@ int main(void) {
     /* An unknown budget (<= 0) checks nothing. */
     in.host_budget = 0;
     T_OK(gd__plan_make(&in, &p));
+    disk_plan(&state);
     infer_plan(&state);
     t_check_no_leaks();
     return 0;
