@@ -20,9 +20,11 @@
 #include "feature/disk_tier.h"
 #endif
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_POLICIES 3
 #define FIRST 20
@@ -38,6 +40,8 @@ typedef struct {
     double cache_frac, host_frac;
     int num_policies;
     const char *policies[MAX_POLICIES];
+    int64_t epoch_batches; /* minibatches of each timed epoch (0: no epochs) */
+    double epoch_host;     /* the host buffer of the "disk" epoch, a fraction of the rows */
 } ssd_bench;
 
 static void help(void) {
@@ -56,6 +60,10 @@ static void help(void) {
            "  --host F           rows in the pinned host buffer, a fraction (default 0)\n"
            "  --depth N          reads in flight (default 128)\n"
            "  --policies LIST    from clock,sieve,random (default all three)\n"
+           "  --epoch-batches N  minibatches of each timed epoch: from disk, in pinned host\n"
+           "                     memory, the mmap baseline cold and warm (default 30; 0: none)\n"
+           "  --epoch-host F     host buffer of the second disk epoch, a fraction of the rows\n"
+           "                     (default 0.4)\n"
            "  --quick            a smoke test: preset tiny, 8 minibatches\n"
            "  --threads N, --device D, --seed S, --json FILE, --commit C\n");
 }
@@ -89,6 +97,15 @@ static int own_option(void *self, int c, const char *arg) {
         if (cli_parse_double(arg, &b->host_frac) || !(b->host_frac >= 0 && b->host_frac <= 1))
             return cli_usage_error(cmd, "--host '%s' is not a fraction in [0, 1]", arg);
         return 0;
+    case 'E':
+        if (bench_parse_list("--epoch-batches", arg, &b->epoch_batches, 1, &n) ||
+            b->epoch_batches < 0 || b->epoch_batches > (1 << 20))
+            return cli_usage_error(cmd, "--epoch-batches '%s' is not in 0..2^20", arg);
+        return 0;
+    case 'F':
+        if (cli_parse_double(arg, &b->epoch_host) || !(b->epoch_host >= 0 && b->epoch_host < 1))
+            return cli_usage_error(cmd, "--epoch-host '%s' is not a fraction in [0, 1)", arg);
+        return 0;
     case 'p':
         if (bench_parse_names(cmd, "--policies", arg, policy_names, MAX_POLICIES, idx,
                               &b->num_policies))
@@ -111,6 +128,8 @@ static int parse_options(ssd_bench *b, int argc, char **argv) {
                                               {"host", required_argument, 0, 'H'},
                                               {"depth", required_argument, 0, 'q'},
                                               {"policies", required_argument, 0, 'p'},
+                                              {"epoch-batches", required_argument, 0, 'E'},
+                                              {"epoch-host", required_argument, 0, 'F'},
                                               BENCH_FLAG("quick", QUICK),
                                               BENCH_LONG("threads", THREADS),
                                               BENCH_LONG_END};
@@ -120,6 +139,8 @@ static int parse_options(ssd_bench *b, int argc, char **argv) {
     b->batches = 40;
     b->depth = 128;
     b->cache_frac = 0.05;
+    b->epoch_batches = 30;
+    b->epoch_host = 0.4;
     b->num_policies = MAX_POLICIES;
     memcpy(b->policies, policy_names, sizeof b->policies);
     if (bench_parse_fanouts("10,5", 0, 1 << 20, 1, &b->fanouts, &b->layers, NULL))
@@ -128,6 +149,7 @@ static int parse_options(ssd_bench *b, int argc, char **argv) {
     if (rc < 0 && b->opt.quick) {
         b->opt.preset = "tiny";
         b->batches = 8;
+        b->epoch_batches = 4;
     }
     return rc;
 }
@@ -327,6 +349,125 @@ fail:
 }
 #endif
 
+#ifdef GD_WITH_CUDA
+/*
+ * The page cache of path: dropped (cold: the mmap baseline then reads the disk, as after
+ * `echo 1 > /proc/sys/vm/drop_caches`, for this file alone and without root), or filled by
+ * reading the whole file (warm).
+ */
+static int page_cache(const char *path, int warm) {
+    int rc = -1, fd = open(path, O_RDONLY);
+    char *buf = NULL;
+    BENCH_REQUIRE(fd >= 0, "cannot open %s", path);
+    if (warm) {
+        buf = malloc(1 << 22);
+        BENCH_REQUIRE(buf, "out of memory reading %s", path);
+        while (read(fd, buf, 1 << 22) > 0) {
+        }
+    } else {
+        (void)fdatasync(fd); /* pages written by the generator are clean before they drop */
+        BENCH_REQUIRE(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0,
+                      "posix_fadvise(DONTNEED) on %s failed", path);
+    }
+    rc = 0;
+fail:
+    free(buf);
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
+typedef struct {
+    const char *label, *mode;
+    int64_t host_budget; /* 0: none (the table in memory) */
+    int cache;           /* -1: no page-cache step; 0: cold; 1: warm */
+} epoch_run;
+
+/* One timed epoch of epoch_batches minibatches after a warm-up of 3; seconds per minibatch. */
+static int run_epoch(const ssd_bench *b, const gd_dataset_t *ds, const char *path,
+                     int64_t cache_bytes, const epoch_run *r, cJSON *runs, double *per_mb) {
+    int rc = -1;
+    gd_trainer_t *t = NULL;
+    gd_train_options o = GD_TRAIN_OPTIONS_INIT;
+    gd_epoch_stats st;
+    o.mode = r->mode;
+    o.num_layers = b->layers;
+    memcpy(o.fanouts, b->fanouts, sizeof o.fanouts);
+    o.batch_size = b->opt.batch;
+    o.seed = b->opt.seed;
+    o.threads = b->opt.threads;
+    o.device = b->opt.device;
+    o.gpu_cache_bytes = strcmp(r->mode, "zero-copy") == 0 ? cache_bytes : 0;
+    o.host_mem_budget = r->host_budget;
+    BENCH_GD(gd_trainer_create(ds, &o, &t), r->label);
+    gd_trainer_info info = GD_TRAINER_INFO_INIT;
+    BENCH_GD(gd_trainer_get_info(t, &info), r->label);
+    BENCH_GD(bench_one_epoch(t, 0, 3, &st), "the warm-up minibatches");
+    if (r->cache >= 0 && page_cache(path, r->cache)) goto fail;
+    BENCH_GD(bench_one_epoch(t, 1, b->epoch_batches, &st), "the timed epoch");
+    *per_mb = st.seconds / (double)(st.batches ? st.batches : 1);
+    printf("%-28s %9.4f %9.3f %9.3f %9.3f   %s\n", r->label, *per_mb, st.sample_s, st.gather_s,
+           st.train_s, info.plan);
+    cJSON *j = cJSON_CreateObject();
+    BENCH_JSON(j);
+    cJSON_AddItemToArray(runs, j);
+    BENCH_JSON(cJSON_AddStringToObject(j, "run", r->label));
+    BENCH_JSON(cJSON_AddStringToObject(j, "mode", r->mode));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "host_budget", (double)r->host_budget));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "minibatches", (double)st.batches));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "seconds_per_minibatch", *per_mb));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "sample_s", st.sample_s));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "gather_s", st.gather_s));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "train_s", st.train_s));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "cpu_core_s", st.cpu_core_s));
+    BENCH_JSON(cJSON_AddStringToObject(j, "plan", info.plan));
+    rc = 0;
+fail:
+    gd_trainer_destroy(t);
+    return rc;
+}
+
+/*
+ * The epochs of item 8: from disk (no host buffer, and a host buffer of --epoch-host of the
+ * rows), in pinned host memory (zero-copy, the table in memory), and the mmap baseline
+ * (cpu-centric: CPU threads gather from the mapped file) from a cold and a warm page cache;
+ * the GPU modes with the same GPU cache. Times per minibatch over the same minibatches.
+ */
+static int run_epochs(const ssd_bench *b, const gd_dataset_t *ds, const char *path, int64_t rows,
+                      int64_t rb, cJSON *root, cJSON *targets) {
+    int rc = -1;
+    const int64_t table = rows * rb, cache = (int64_t)(b->cache_frac * (double)table);
+    /* The pinned staging of one minibatch (its most input rows) is part of the host budget. */
+    int64_t most = b->opt.batch, level = b->opt.batch;
+    for (int l = 0; l < b->layers; l++) most += level *= b->fanouts[l];
+    const int64_t staging = gd__min64(most, rows) * rb + 4096 + (1 << 20);
+    char label[64];
+    snprintf(label, sizeof label, "disk, host buffer %.0f%%", b->epoch_host * 100);
+    const epoch_run r[5] = {
+        {"in pinned host memory", "zero-copy", 0, -1},
+        {"disk, no host buffer", "zero-copy", staging, -1},
+        {label, "zero-copy", staging + (int64_t)(b->epoch_host * (double)table), -1},
+        {"mmap baseline, cold", "cpu-centric", 0, 0},
+        {"mmap baseline, warm", "cpu-centric", 0, 1},
+    };
+    double s[5] = {0};
+    cJSON *runs = cJSON_AddArrayToObject(root, "epochs");
+    BENCH_JSON(runs);
+    printf("\nepochs: %lld minibatches each after 3 of warm-up; GPU cache %.3g of the rows\n",
+           (long long)b->epoch_batches, b->cache_frac);
+    printf("%-28s %9s %9s %9s %9s   %s\n", "run", "s/minibatch", "sample", "gather", "train",
+           "plan");
+    for (int i = 0; i < 5; i++)
+        if (run_epoch(b, ds, path, cache, &r[i], runs, &s[i])) goto fail;
+    bench_target(targets, "mmap baseline epoch (cold) / epoch from disk (>= 10)",
+                 s[1] > 0 ? s[3] / s[1] : 0, 10, "x");
+    bench_target(targets, "pinned-memory epoch / disk epoch with the host buffer (>= 1 / 1.15)",
+                 s[2] > 0 ? s[0] / s[2] : 0, 1 / 1.15, "x");
+    rc = 0;
+fail:
+    return rc;
+}
+#endif
+
 int bench_ssd(int argc, char **argv) {
     ssd_bench b;
     memset(&b, 0, sizeof b);
@@ -407,6 +548,9 @@ int bench_ssd(int argc, char **argv) {
                                                             b.policies[p]);
                 if (run_policy(&b, &mbs, &c, ceil_gbs, runs, targets)) goto fail;
             }
+            if (b.epoch_batches > 0 &&
+                run_epochs(&b, ds, path, rows, rb, root, targets))
+                goto fail;
         }
     }
 #else
