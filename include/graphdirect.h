@@ -946,10 +946,15 @@ typedef struct {
      */
     int rank;
     int world_size;
+    /*
+     * Host memory the loader may take (0: GD_HOST_MEM_MB, else what is available). A feature
+     * table larger than it is read from its file (the SSD tier; docs/feature_store.md).
+     */
+    int64_t host_mem_budget;
 } gd_loader_options;
 #define GD_LOADER_OPTIONS_INIT                                                                     \
     {sizeof(gd_loader_options), NULL, 2, {10, 5}, 1024, GD_ARRAY_TRAIN_IDX, 1, 0, 0, 0, 0, 3, -1, -1, \
-     0, NULL, NULL, 0, 0}
+     0, NULL, NULL, 0, 0, 0}
 void gd_loader_options_init(gd_loader_options *o);
 
 /*

@@ -2,10 +2,15 @@
  * Training with the features on disk (issue 16, items 1-4; the SSD tier): a dataset generated
  * into a directory (its features.npy is the file) trains with a host memory budget below the
  * table's size, and nothing else changed. The plan says the features stay on disk, with the host
- * cache (cpu) or the host buffer and the dynamic GPU cache (zero-copy); the losses of every
- * epoch and the test accuracies equal those of the same run with the table in memory, since
- * the rows gathered are the same bytes: bit for bit in cpu mode, within float tolerance on a GPU
- * (its atomics). float32 and bfloat16 tables, each eviction policy in cpu mode. Refusals:
+ * cache (cpu) or the host buffer and the dynamic GPU cache (zero-copy).
+ *   - The loader's minibatches from disk equal those from memory bit for bit (x, every row),
+ *     over several epochs, so that the GPU cache has filled, evicted and bypassed: the data.
+ *   - cpu mode: the losses of every epoch and the test accuracies are equal bit for bit.
+ *   - zero-copy: GPU training is not bit-reproducible (its atomics: two runs of the same
+ *     in-memory training on the H100 differed by 1.6e-4 in the first epoch's loss of the
+ *     bfloat16 set and by 0.02 in the second's), so the first epoch's loss is compared within
+ *     1e-3 and the exact test accuracy within 0.02.
+ * float32 and bfloat16 tables, each eviction policy in cpu mode. Refusals: an unknown policy,
  * locality-aware sampling over a cache that changes. Without a GPU the cpu part runs and the
  * GPU part is skipped (the test passes: cpu is a full path of its own).
  */
@@ -13,6 +18,10 @@
 
 #include <stdio.h>
 #include <string.h>
+
+#ifdef GD_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #define NODES 20000
 #define NODES_HALF 60000 /* the half table needs more rows to outweigh the float32 buffers */
@@ -86,7 +95,7 @@ static run_result train(const gd_dataset_t *ds, const gd_train_options *o) {
 }
 
 /* In memory, then with a host budget of half the table: same losses, the plan says disk. */
-static void compare(const gd_dataset_t *ds, const char *mode, int64_t table_bytes, double tol,
+static void compare(const gd_dataset_t *ds, const char *mode, int64_t table_bytes, int gpu,
                     const char *what) {
     const gd_train_options mem = options(mode, 0);
     const gd_train_options disk = options(mode, table_bytes * 3 / 4);
@@ -99,13 +108,95 @@ static void compare(const gd_dataset_t *ds, const char *mode, int64_t table_byte
     for (int e = 0; e < EPOCHS; e++) {
         fprintf(stderr, "%-28s epoch %d: loss %.9f in memory, %.9f from disk\n", what, e,
                 a.loss[e], b.loss[e]);
-        T_NEAR(b.loss[e], a.loss[e], tol);
+        if (!gpu || e == 0) T_NEAR(b.loss[e], a.loss[e], gpu ? 1e-3 : 0);
     }
-    T_NEAR(b.sampled, a.sampled, tol);
-    T_NEAR(b.exact, a.exact, tol);
+    T_NEAR(b.sampled, a.sampled, gpu ? 0.02 : 0);
+    T_NEAR(b.exact, a.exact, gpu ? 0.02 : 0);
     T_ASSERT(a.exact > 0.5);
     fprintf(stderr, "%s: test %.4f sampled, %.4f exact; plan from disk: %s\n", what, b.sampled,
             b.exact, b.plan);
+}
+
+/* The x of a loader batch, in host memory. */
+static float *batch_x(gd_batch_t *b, int64_t *n, void *stream) {
+    gd_batch_info bi = GD_BATCH_INFO_INIT;
+    gd_array_view v;
+    T_OK(gd_batch_get_info(b, &bi));
+    T_OK(gd_batch_wait(b, stream));
+    T_OK(gd_batch_array(b, GD_BATCH_FEATURES, 0, &v));
+    const size_t bytes = (size_t)(v.shape[0] * v.shape[1]) * sizeof(float);
+    float *x = malloc(bytes ? bytes : 1);
+    T_ASSERT(x != NULL);
+    *n = v.shape[0];
+    if (!bi.on_device) {
+        memcpy(x, v.data, bytes);
+        return x;
+    }
+#ifdef GD_WITH_CUDA
+    CU(cudaMemcpyAsync(x, v.data, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)stream));
+    CU(cudaStreamSynchronize((cudaStream_t)stream));
+#endif
+    return x;
+}
+
+/*
+ * Loaders from memory and from disk (a host budget of 3/4 of the table) over the same seeds:
+ * every minibatch's rows equal, bit for bit, for three epochs (the disk one's GPU cache is 1/8
+ * of the table, so rows are evicted and refilled).
+ */
+static void loader_same(const gd_dataset_t *ds, const char *mode, int64_t table_bytes,
+                        const char *what) {
+    gd_loader_options o = GD_LOADER_OPTIONS_INIT;
+    o.mode = mode;
+    o.fanouts[0] = 4;
+    o.fanouts[1] = 4;
+    o.batch_size = 128;
+    o.seed = 3;
+    gd_loader_t *mem = NULL, *disk = NULL;
+    T_OK(gd_loader_create(ds, &o, &mem));
+    o.host_mem_budget = table_bytes * 3 / 4;
+    if (strcmp(mode, "zero-copy") == 0) o.gpu_cache_bytes = table_bytes / 8;
+    T_OK(gd_loader_create(ds, &o, &disk));
+    gd_loader_info li = GD_LOADER_INFO_INIT;
+    T_OK(gd_loader_get_info(disk, &li));
+    if (!strstr(li.plan, "features on disk"))
+        T_FAIL_("%s: the loader under 3/4 of the table does not read from disk:\n%s", what,
+                li.plan);
+    void *stream = NULL;
+#ifdef GD_WITH_CUDA
+    if (li.on_device) CU(cudaStreamCreateWithFlags((cudaStream_t *)&stream, cudaStreamNonBlocking));
+#endif
+    int64_t batches = 0, rows = 0;
+    for (int e = 0; e < 3; e++) {
+        T_OK(gd_loader_start_epoch(mem, e));
+        T_OK(gd_loader_start_epoch(disk, e));
+        for (;;) {
+            gd_batch_t *a = NULL, *b = NULL;
+            T_OK(gd_loader_next(mem, &a));
+            T_OK(gd_loader_next(disk, &b));
+            T_EQ_INT(a == NULL, b == NULL);
+            if (!a) break;
+            int64_t na, nb;
+            float *xa = batch_x(a, &na, stream), *xb = batch_x(b, &nb, stream);
+            T_EQ_INT(na, nb);
+            if (memcmp(xa, xb, (size_t)(na * DIM) * sizeof(float)) != 0)
+                T_FAIL_("%s: epoch %d, minibatch %lld: the rows from disk differ from memory",
+                        what, e, (long long)batches);
+            free(xa);
+            free(xb);
+            gd_batch_release(a);
+            gd_batch_release(b);
+            batches++;
+            rows += na;
+        }
+    }
+    fprintf(stderr, "%s: loader from disk = from memory, %lld minibatches, %lld rows\n", what,
+            (long long)batches, (long long)rows);
+#ifdef GD_WITH_CUDA
+    if (stream) CU(cudaStreamDestroy((cudaStream_t)stream));
+#endif
+    gd_loader_destroy(disk);
+    gd_loader_destroy(mem);
 }
 
 int main(void) {
@@ -134,11 +225,14 @@ int main(void) {
     }
     T_OK(gd_param_set("GD_DISK_EVICT", NULL));
     compare(ds16, "cpu", t16, 0, "cpu bfloat16");
+    loader_same(ds32, "cpu", t32, "cpu float32");
 
     if (gd_device_count() > 0) {
         /* zero-copy: host buffer + dynamic GPU cache + the file, against the pinned table. */
-        compare(ds32, "zero-copy", t32, 1e-3, "zero-copy float32");
-        compare(ds16, "zero-copy", t16, 1e-3, "zero-copy bfloat16");
+        loader_same(ds32, "zero-copy", t32, "zero-copy float32");
+        loader_same(ds16, "zero-copy", t16, "zero-copy bfloat16");
+        compare(ds32, "zero-copy", t32, 1, "zero-copy float32");
+        compare(ds16, "zero-copy", t16, 1, "zero-copy bfloat16");
         gd_train_options o = options("zero-copy", t32 * 3 / 4);
         o.locality = 4;
         gd_trainer_t *t = NULL;

@@ -168,7 +168,7 @@ class LoaderOptions(_Sized):  # gd_loader_options, GD_LOADER_OPTIONS_INIT
                 ("device", c_int), ("threads", c_int), ("depth", c_int),
                 ("gpu_cache_bytes", c_int64), ("graph_cache_bytes", c_int64),
                 ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("context", c_void_p),
-                ("rank", c_int), ("world_size", c_int)]
+                ("rank", c_int), ("world_size", c_int), ("host_mem_budget", c_int64)]
     _init_ = "gd_loader_options_init"
 
 

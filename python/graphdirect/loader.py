@@ -428,7 +428,7 @@ class Loader(_lib.Closing):
     Loader(dataset, fanouts=[15, 10, 5], batch_size=1024, mode="zero-copy", gpu_cache="4G",
            shuffle=True, seed=0, device=0, split="train", drop_last=False, depth=3, threads=0,
            graph_cache=None, gpu_mem_budget=None, gather_sms=None, context=None, rank=None,
-           world_size=None)
+           world_size=None, host_mem_budget=None)
 
     context: a graphdirect.Context (its device replaces `device`); loaders and trainers of one
     context share the registration of a zero-copy feature table.
@@ -445,6 +445,8 @@ class Loader(_lib.Closing):
     mode: "cpu" (host memory, CPU threads), "all-gpu", "zero-copy" (graph and features in
     pinned host memory read by the GPU, hot rows cached in `gpu_cache` bytes of GPU memory) or
     "auto". split: "train", "valid" or "test" seeds. depth: buffer sets in the ring (2..8).
+    host_mem_budget: host memory the loader may take ("64G"; None: GD_HOST_MEM_MB or what is
+    available); a feature table larger than it is read from its file (the SSD tier).
 
     `for batch in loader:` runs the next epoch (0, 1, 2, ...); `loader.epoch(n)` runs epoch n.
     The shuffle and the draws are functions of (seed, epoch). close() (or `with`) frees it.
@@ -453,7 +455,8 @@ class Loader(_lib.Closing):
     def __init__(self, dataset, fanouts=(15, 10, 5), batch_size=1024, mode="zero-copy",
                  gpu_cache="4G", shuffle=True, seed=0, device=0, split="train",
                  drop_last=False, depth=3, threads=0, graph_cache=None, gpu_mem_budget=None,
-                 gather_sms=None, context=None, rank=None, world_size=None):
+                 gather_sms=None, context=None, rank=None, world_size=None,
+                 host_mem_budget=None):
         self._ptr = None
         self._ring = None
         self._token = 0
@@ -499,6 +502,8 @@ class Loader(_lib.Closing):
         opts.graph_cache_bytes = parse_size(graph_cache, "graphdirect.Loader: graph_cache")
         budget = parse_size(gpu_mem_budget, "graphdirect.Loader: gpu_mem_budget")
         opts.gpu_mem_budget = 0 if budget < 0 else budget
+        budget = parse_size(host_mem_budget, "graphdirect.Loader: host_mem_budget")
+        opts.host_mem_budget = 0 if budget < 0 else budget
         opts.gather_sms = _lib.text(gather_sms)
         opts.context = _context_handle(context, "graphdirect.Loader")
         opts.rank, opts.world_size = _shard(rank, world_size)

@@ -167,8 +167,10 @@ static gd_status data_config(const gd_loader_options *o, gd__data_config *c) {
                "loader: rank %d of world_size %d; use a rank in [0, world_size) (world_size 0: "
                "the context's)",
                o->rank, o->world_size);
+    GD_REQUIRE(o->host_mem_budget >= 0, GD_ERR_INVALID_ARG, "loader: a negative host budget");
     GD__DATA_OPTIONS_COPY(c, o);
     memcpy(c->fanouts, o->fanouts, sizeof c->fanouts);
+    c->host_mem_budget = o->host_mem_budget;
     c->rank = o->rank;
     c->world = o->world_size;
     c->sets_on_cpu = 1;
