@@ -11,6 +11,7 @@
  * memory, prints the time and edges per second, and checks the graph.
  */
 #include "core/internal.h"
+#include "io/dataset.h"
 #include "test.h"
 
 #include <dirent.h>
@@ -502,6 +503,17 @@ int main(void) {
     T_OK(gd_generate(&o, &d));
     T_ASSERT(d);
     same_bytes(a, d, "in memory vs on disk (as built)");
+    /*
+     * Regression, "a GPU mode over the dataset gd_generate just wrote failed to page-lock its
+     * arrays" (bench ssd on the H100): the finished dataset maps its published files read-only,
+     * as gd_dataset_open does, not through the build's writable mappings.
+     */
+    for (int i = 0; i < GD_ARRAY_COUNT; i++) {
+        const gd__array *arr = &d->arrays[i];
+        if (arr->store == GD__STORE_NONE) continue;
+        T_EQ_INT(arr->store, GD__STORE_MAP_RO);
+        T_ASSERT(arr->path && strncmp(arr->path, dir, strlen(dir)) == 0);
+    }
     gd_dataset_close(d);
     gd_dataset_open_options oo = GD_DATASET_OPEN_OPTIONS_INIT;
     T_OK(gd_dataset_open(dir, &oo, &d));

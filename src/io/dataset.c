@@ -581,7 +581,9 @@ fail:
 
 gd_status gd__dataset_finish(gd_dataset_t *ds, int validate_graph) {
     gd_status st = GD_OK;
-    char *path = NULL;
+    char *path = NULL, *final_name[GD_ARRAY_COUNT] = {NULL};
+    gd__array ro[GD_ARRAY_COUNT];
+    memset(ro, 0, sizeof ro);
     GD_REQUIRE(ds, GD_ERR_INVALID_ARG, "gd__dataset_finish: ds must not be NULL");
     GD_REQUIRE(!ds->finished, GD_ERR_INVALID_ARG, "dataset '%s' is already finished", ds->name);
     const gd__array *ip = &ds->arrays[GD_ARRAY_INDPTR], *ix = &ds->arrays[GD_ARRAY_INDICES];
@@ -604,12 +606,45 @@ gd_status gd__dataset_finish(gd_dataset_t *ds, int validate_graph) {
         path = gd__path_join(ds->build_dir, "meta.json");
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming '%s/meta.json'", ds->build_dir);
         GD_CHECK(gd__meta_write(path, ds));
+        /*
+         * The finished dataset reads its files as an opened one does: read-only mappings of
+         * its files. The writable mappings of the build are file-backed shared memory, which
+         * CUDA refuses to page-lock, so a GPU mode over the dataset that gd_generate or
+         * gd_convert had just returned failed to register its arrays in place. Everything that
+         * can fail (the mappings, the final names) happens before the directory is published;
+         * the mappings survive its rename, and only their names change after it.
+         */
+        for (int i = 0; i < GD_ARRAY_COUNT; i++) {
+            if (ds->arrays[i].store != GD__STORE_MAP_RW) continue;
+            const char *file = gd__meta_default_file((gd_array_id)i);
+            gd_free(path);
+            path = gd__path_join(ds->build_dir, file);
+            GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'",
+                       ds->build_dir);
+            GD_CHECK(gd__npy_map(path, &ro[i]));
+            final_name[i] = gd__path_join(ds->dir, file);
+            GD_REQUIRE(final_name[i], GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'",
+                       ds->dir);
+        }
         GD_CHECK(publish_dir(ds->build_dir, ds->dir, ds->overwrite));
         gd_free(ds->build_dir);
         ds->build_dir = NULL;
+        for (int i = 0; i < GD_ARRAY_COUNT; i++) {
+            if (ro[i].store != GD__STORE_MAP_RO) continue;
+            gd__array_release(&ds->arrays[i]);
+            gd_free(ro[i].path);
+            ro[i].path = final_name[i];
+            final_name[i] = NULL;
+            ds->arrays[i] = ro[i];
+            memset(&ro[i], 0, sizeof ro[i]);
+        }
     }
     ds->finished = 1;
 fail:
+    for (int i = 0; i < GD_ARRAY_COUNT; i++) {
+        gd__array_release(&ro[i]);
+        gd_free(final_name[i]);
+    }
     gd_free(path);
     return st;
 }
