@@ -255,6 +255,7 @@ fail:
 }
 #endif
 
+#ifdef GD_WITH_CUDA
 /* The rows of the k highest out-degrees (how often sampling reaches them), hottest first. */
 static gd_status hottest_rows(const gd__datapath *d, int64_t k, int64_t **out, int64_t *count) {
     gd_status st = GD_OK;
@@ -277,6 +278,8 @@ fail:
     return st;
 }
 
+#endif
+
 /*
  * The features on disk (the SSD tier, docs/feature_store.md): on a GPU, the disk tier (the
  * plan's hottest rows in a pinned host buffer, a dynamic GPU cache in what the budget leaves,
@@ -285,7 +288,7 @@ fail:
  */
 static gd_status make_disk_source(gd__datapath *d) {
     gd_status st = GD_OK;
-    int64_t *hot = NULL, hot_count = 0;
+    int64_t *hot = NULL; /* the host buffer's rows (GPU) */
     gd_npy_info info;
     const char *policy_name = NULL;
     const gd__array *fa = &d->ds->arrays[GD_ARRAY_FEATURES];
@@ -325,7 +328,7 @@ static gd_status make_disk_source(gd__datapath *d) {
     }
 #ifdef GD_WITH_CUDA
     {
-        int64_t cache = d->plan.feature_cache_bytes, gpu_used;
+        int64_t hot_count = 0, cache = d->plan.feature_cache_bytes, gpu_used;
         const int64_t table = d->num_nodes * rb, max_in = gd__max64(d->sinfo.max_input_nodes, 1);
         if (cache < 0) {
             /* What the budget leaves, less the location map and the tier's per-minibatch arrays. */
@@ -725,26 +728,26 @@ static gd_status gather_rows(gd__datapath *d, gd__batch_set *s, const int64_t *i
         /* cpu mode from disk: the rows (half ones widened after) into the set. */
         GD_CHECK(gd__disk_rows_gather(d->disk_rows, ids, s->num_in, half ? s->x_half : s->x.data));
         if (half) gd__widen_cpu(s->x_half, d->feature_dtype, s->num_in * d->in_dim, s->x.data);
-        return GD_OK;
-    }
+    } else if (!half) {
 #ifdef GD_WITH_CUDA
-    if (d->disk) {
-        GD_CHECK(gd__disk_tier_gather(d->disk, ids, s->num_in, half ? s->x_half : s->x.data,
-                                      stream));
-        if (half)
-            GD_CHECK(gd__widen_cuda(gd_context_device(d->context), s->x_half, d->feature_dtype,
-                                    s->num_in * d->in_dim, s->x.data, stream));
-        return GD_OK;
-    }
+        if (d->disk)
+            GD_CHECK(gd__disk_tier_gather(d->disk, ids, s->num_in, s->x.data, stream));
+        else
 #endif
-    if (!half) return gd_gather(d->gatherer, ids, s->num_in, ids_on_device, s->x.data, stream);
-    if (!d->gpu) return gd__gather_widen(d->gatherer, ids, s->num_in, s->x.data);
+            GD_CHECK(gd_gather(d->gatherer, ids, s->num_in, ids_on_device, s->x.data, stream));
+    } else if (!d->gpu) {
+        GD_CHECK(gd__gather_widen(d->gatherer, ids, s->num_in, s->x.data));
+    } else {
 #ifdef GD_WITH_CUDA
-    GD_CHECK(gd_gather(d->gatherer, ids, s->num_in, ids_on_device, s->x_half, stream));
-    GD_CHECK(gd__widen_cuda(gd_context_device(d->context), s->x_half, d->feature_dtype,
-                            s->num_in * d->in_dim, s->x.data, stream));
+        if (d->disk)
+            GD_CHECK(gd__disk_tier_gather(d->disk, ids, s->num_in, s->x_half, stream));
+        else
+            GD_CHECK(gd_gather(d->gatherer, ids, s->num_in, ids_on_device, s->x_half, stream));
+        GD_CHECK(gd__widen_cuda(gd_context_device(d->context), s->x_half, d->feature_dtype,
+                                s->num_in * d->in_dim, s->x.data, stream));
+#endif
+    }
 fail:
-#endif
     return st;
 }
 
