@@ -231,6 +231,24 @@ static int parse_one(const char *text, int64_t *out) {
     return cli_parse_i64(text, out) == 0 && *out >= 1 ? 0 : -1;
 }
 
+int bench_parse_windows(const char *cmd, const char *arg, int64_t most, int64_t *out, int max,
+                        int *count) {
+    char buf[256];
+    *count = 0;
+    if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf)
+        return cli_usage_error(cmd, "--windows '%s' is too long", arg);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        int64_t v;
+        if (*count == max || cli_parse_i64(tok, &v) || v < 0 || v > most)
+            return cli_usage_error(cmd, "--windows '%s': give up to %d depths in 0..%lld", arg,
+                                   max, (long long)most);
+        out[(*count)++] = v;
+    }
+    if (*count == 0) return cli_usage_error(cmd, "--windows '%s' names no depth", arg);
+    return 0;
+}
+
 int bench_parse_list(const char *option, const char *text, int64_t *out, int max, int *count) {
     char item[64];
     int n = 0;

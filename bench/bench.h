@@ -209,6 +209,12 @@ int bench_parse_fanouts(const char *text, int lo, int hi, int max_lists,
  * max positive values: 0 on success, -1 (message printed, naming option) otherwise.
  */
 int bench_parse_list(const char *option, const char *text, int64_t *out, int max, int *count);
+/*
+ * "0,4,8": up to max window depths in 0..most for the command cmd's --windows (0, no window, is
+ * allowed, which bench_parse_list refuses); 0, or the usage exit status after one message.
+ */
+int bench_parse_windows(const char *cmd, const char *arg, int64_t most, int64_t *out, int max,
+                        int *count);
 /* A count in binary units when it is one: "8Ki", "1Mi", else the plain number. */
 const char *bench_count_text(int64_t n, char *buf, size_t size);
 

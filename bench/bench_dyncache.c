@@ -53,24 +53,6 @@ static void help(void) {
            "  --threads N, --seed S, --json FILE, --commit C\n");
 }
 
-/* "0,4,8": window depths in 0..256 (0 is no window, which bench_parse_list would refuse). */
-static int parse_windows(dyn_bench *b, const char *arg) {
-    char buf[256];
-    b->num_windows = 0;
-    if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf)
-        return cli_usage_error(cmd, "--windows '%s' is too long", arg);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        int64_t v;
-        if (b->num_windows == MAX_WINDOWS || cli_parse_i64(tok, &v) || v < 0 || v > 256)
-            return cli_usage_error(cmd, "--windows '%s': give up to %d depths in 0..256", arg,
-                                   MAX_WINDOWS);
-        b->windows[b->num_windows++] = v;
-    }
-    if (b->num_windows == 0) return cli_usage_error(cmd, "--windows '%s' names no depth", arg);
-    return 0;
-}
-
 static int own_option(void *self, int c, const char *arg) {
     dyn_bench *b = self;
     int n, idx[MAX_POLICIES];
@@ -94,7 +76,7 @@ static int own_option(void *self, int c, const char *arg) {
             return cli_usage_error(cmd, "--cache '%s' is not a fraction in [0, 1]", arg);
         return 0;
     case 'w':
-        return parse_windows(b, arg);
+        return bench_parse_windows(cmd, arg, 256, b->windows, MAX_WINDOWS, &b->num_windows);
     case 'p':
         if (bench_parse_names(cmd, "--policies", arg, policy_names, MAX_POLICIES, idx,
                               &b->num_policies))

@@ -40,6 +40,8 @@ typedef struct {
     double cache_frac, host_frac;
     int num_policies;
     const char *policies[MAX_POLICIES];
+    int64_t windows[4];    /* window depths of the replay */
+    int num_windows;
     int64_t epoch_batches; /* minibatches of each timed epoch (0: no epochs) */
     double epoch_host;     /* the host buffer of the "disk" epoch, a fraction of the rows */
 } ssd_bench;
@@ -60,6 +62,7 @@ static void help(void) {
            "  --host F           rows in the pinned host buffer, a fraction (default 0)\n"
            "  --depth N          reads in flight (default 128)\n"
            "  --policies LIST    from clock,sieve,random (default all three)\n"
+           "  --windows LIST     window depths of the replay, up to 4 (default 0,4,8)\n"
            "  --epoch-batches N  minibatches of each timed epoch: from disk, in pinned host\n"
            "                     memory, the mmap baseline cold and warm (default 30; 0: none)\n"
            "  --epoch-host F     host buffer of the second disk epoch, a fraction of the rows\n"
@@ -97,6 +100,8 @@ static int own_option(void *self, int c, const char *arg) {
         if (cli_parse_double(arg, &b->host_frac) || !(b->host_frac >= 0 && b->host_frac <= 1))
             return cli_usage_error(cmd, "--host '%s' is not a fraction in [0, 1]", arg);
         return 0;
+    case 'W':
+        return bench_parse_windows(cmd, arg, 64, b->windows, 4, &b->num_windows);
     case 'E':
         if (bench_parse_list("--epoch-batches", arg, &b->epoch_batches, 1, &n) ||
             b->epoch_batches < 0 || b->epoch_batches > (1 << 20))
@@ -128,6 +133,7 @@ static int parse_options(ssd_bench *b, int argc, char **argv) {
                                               {"host", required_argument, 0, 'H'},
                                               {"depth", required_argument, 0, 'q'},
                                               {"policies", required_argument, 0, 'p'},
+                                              {"windows", required_argument, 0, 'W'},
                                               {"epoch-batches", required_argument, 0, 'E'},
                                               {"epoch-host", required_argument, 0, 'F'},
                                               BENCH_FLAG("quick", QUICK),
@@ -140,6 +146,8 @@ static int parse_options(ssd_bench *b, int argc, char **argv) {
     b->depth = 128;
     b->cache_frac = 0.05;
     b->epoch_batches = 30;
+    b->num_windows = 3;
+    b->windows[0] = 0, b->windows[1] = 4, b->windows[2] = 8;
     b->epoch_host = 0.4;
     b->num_policies = MAX_POLICIES;
     memcpy(b->policies, policy_names, sizeof b->policies);
@@ -183,13 +191,6 @@ static int open_dataset(const ssd_bench *b, const char *dir, gd_dataset_t **ds) 
     cli_progress_end(&prog);
     BENCH_GD(st, "generating the benchmark's dataset");
     fprintf(stderr, "ssd: generated in %.1f s\n", bench_now() - t0);
-    /* Reopened as a user opens it: its arrays read-only mappings of the files, which the GPU
-     * modes register in place (the generator's own mappings are writable). */
-    gd_dataset_close(*ds);
-    *ds = NULL;
-    gd_dataset_open_options oo = GD_DATASET_OPEN_OPTIONS_INIT;
-    oo.validate_graph = 0;
-    BENCH_GD(gd_dataset_open(dir, &oo, ds), "opening the benchmark's dataset");
     rc = 0;
 fail:
     return rc;
@@ -271,30 +272,54 @@ fail:
 }
 
 /* One policy: every minibatch gathered through a fresh tier; print and record. */
+/*
+ * One policy at one window depth: every minibatch gathered through a fresh tier, minibatch
+ * i + window announced before minibatch i withdraws and gathers (as the pipeline does with
+ * GD_DISK_WINDOW); print and record. *hit gets the hit rate.
+ */
 static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__disk_tier_config *c,
-                      double ceil_gbs, cJSON *runs, cJSON *targets) {
+                      int window, double ceil_gbs, cJSON *runs, cJSON *targets, double *hit) {
     int rc = -1;
     gd__disk_tier *t = NULL;
     cudaStream_t s = NULL;
     int64_t *d_ids = NULL;
-    const int64_t max = mbs->max_len;
+    const int64_t max = mbs->max_len, slots = window + 1;
     void *d_out = NULL;
     double per[FIRST];
     gd__disk_tier_stats st, prev;
     gd__disk_tier_config cfg = *c;
     cfg.max_rows = max;
+    cfg.window = window > 0;
     BENCH_GD(gd__disk_tier_open(&cfg, &t), "opening the disk tier");
     BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    BENCH_CUDA(cudaMalloc((void **)&d_ids, (size_t)max * sizeof(int64_t)));
+    /* A ring of window + 1 minibatches' ids in GPU memory: the one gathered and those ahead. */
+    BENCH_CUDA(cudaMalloc((void **)&d_ids, (size_t)(slots * max) * sizeof(int64_t)));
     BENCH_CUDA(cudaMalloc(&d_out, (size_t)(max * cfg.row_bytes)));
     memset(&prev, 0, sizeof prev);
+#define RING(i) (d_ids + ((i) % slots) * max)
+#define LEN(i) (mbs->offsets[(i) + 1] - mbs->offsets[i])
+    for (int i = 0; i < window && i < mbs->count; i++) {
+        BENCH_CUDA(cudaMemcpyAsync(RING(i), mbs->ids + mbs->offsets[i],
+                                   (size_t)LEN(i) * sizeof(int64_t), cudaMemcpyHostToDevice, s));
+        BENCH_GD(gd__disk_tier_announce(t, RING(i), LEN(i), s), "announcing a minibatch");
+    }
     const double t0 = bench_now();
     for (int i = 0; i < mbs->count; i++) {
-        const int64_t lo = mbs->offsets[i], n = mbs->offsets[i + 1] - lo;
+        const int64_t n = LEN(i);
         const double t1 = bench_now();
-        BENCH_CUDA(cudaMemcpyAsync(d_ids, mbs->ids + lo, (size_t)n * sizeof(int64_t),
-                                   cudaMemcpyHostToDevice, s));
-        BENCH_GD(gd__disk_tier_gather(t, d_ids, n, d_out, s), "gathering from disk");
+        if (window > 0 && i + window < mbs->count) {
+            const int a = i + window;
+            BENCH_CUDA(cudaMemcpyAsync(RING(a), mbs->ids + mbs->offsets[a],
+                                       (size_t)LEN(a) * sizeof(int64_t), cudaMemcpyHostToDevice,
+                                       s));
+            BENCH_GD(gd__disk_tier_announce(t, RING(a), LEN(a), s), "announcing a minibatch");
+        }
+        if (window == 0)
+            BENCH_CUDA(cudaMemcpyAsync(RING(i), mbs->ids + mbs->offsets[i],
+                                       (size_t)n * sizeof(int64_t), cudaMemcpyHostToDevice, s));
+        else
+            BENCH_GD(gd__disk_tier_withdraw(t, RING(i), n, s), "withdrawing a minibatch");
+        BENCH_GD(gd__disk_tier_gather(t, RING(i), n, d_out, s), "gathering from disk");
         BENCH_CUDA(cudaStreamSynchronize(s));
         if (i < FIRST) {
             BENCH_GD(gd__disk_tier_get_stats(t, s, &st), "reading the tier's counts");
@@ -311,9 +336,12 @@ static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__di
     const double amp = st.bytes_useful > 0 ? (double)(st.bytes_read - host_bytes) /
                                                  (double)st.bytes_useful
                                            : 0;
+#undef RING
+#undef LEN
     const int first = mbs->count < FIRST ? mbs->count : FIRST;
-    printf("%-7s %7.4f %8.4f %10.3f %8.3f %7.3f %8.2f   ", gd__evict_names[cfg.policy],
-           (double)st.cache.hits / lookups, (double)st.cache.bypasses / lookups, fetch,
+    *hit = (double)st.cache.hits / lookups;
+    printf("%-7s %6d %7.4f %8.4f %10.3f %8.3f %7.3f %8.2f   ", gd__evict_names[cfg.policy],
+           window, (double)st.cache.hits / lookups, (double)st.cache.bypasses / lookups, fetch,
            ceil_gbs > 0 ? fetch / ceil_gbs : 0, amp, secs);
     for (int i = 0; i < first; i += 4) printf("%s%.3f", i ? " " : "", per[i]);
     printf("\n");
@@ -321,6 +349,7 @@ static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__di
     BENCH_JSON(o);
     cJSON_AddItemToArray(runs, o);
     BENCH_JSON(cJSON_AddStringToObject(o, "policy", gd__evict_names[cfg.policy]));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "window", window));
     BENCH_JSON(cJSON_AddNumberToObject(o, "hit_rate", (double)st.cache.hits / lookups));
     BENCH_JSON(cJSON_AddNumberToObject(o, "bypass_rate", (double)st.cache.bypasses / lookups));
     BENCH_JSON(cJSON_AddNumberToObject(o, "rows", (double)st.rows));
@@ -337,7 +366,7 @@ static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__di
         BENCH_JSON(v);
         cJSON_AddItemToArray(cold, v);
     }
-    if (cfg.policy == GD__EVICT_CLOCK) {
+    if (cfg.policy == GD__EVICT_CLOCK && window == 0) {
         char what[128];
         snprintf(what, sizeof what, "uncached rows fetched / raw random reads of %lld B (>= %s)",
                  (long long)cfg.row_bytes, cfg.row_bytes >= 4096 ? "0.95" : "0.90");
@@ -548,12 +577,27 @@ int bench_ssd(int argc, char **argv) {
             c.io.queue_depth = (int)b.depth;
             printf("GPU cache of %lld rows, host buffer of %lld rows\n\n", (long long)c.gpu_slots,
                    (long long)H);
-            printf("%-7s %7s %8s %10s %8s %7s %8s   %s\n", "policy", "hit", "bypass", "fetch GB/s",
-                   "/ceiling", "read/use", "secs", "cold fetch GB/s, minibatches 1, 5, 9, ...");
+            printf("%-7s %6s %7s %8s %10s %8s %7s %8s   %s\n", "policy", "window", "hit",
+                   "bypass", "fetch GB/s", "/ceiling", "read/use", "secs",
+                   "cold fetch GB/s, minibatches 1, 5, 9, ...");
             for (int p = 0; p < b.num_policies; p++) {
                 c.policy = (gd__evict_policy)gd__name_index(gd__evict_names, GD__EVICT_COUNT,
                                                             b.policies[p]);
-                if (run_policy(&b, &mbs, &c, ceil_gbs, runs, targets)) goto fail;
+                double hit0 = 0;
+                for (int w = 0; w < b.num_windows; w++) {
+                    double hit;
+                    if (run_policy(&b, &mbs, &c, (int)b.windows[w], ceil_gbs, runs, targets,
+                                   &hit))
+                        goto fail;
+                    if (b.windows[w] == 0) hit0 = hit;
+                    if (b.windows[w] == 8 && hit0 > 0) {
+                        char what[96];
+                        snprintf(what, sizeof what,
+                                 "%s: GPU cache hit rate at window 8 / no window (>= 1.5)",
+                                 b.policies[p]);
+                        bench_target(targets, what, hit / hit0, 1.5, "x");
+                    }
+                }
             }
             if (b.epoch_batches > 0 &&
                 run_epochs(&b, ds, path, rows, rb, root, targets))

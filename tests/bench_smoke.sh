@@ -149,6 +149,7 @@ fi
 # with every policy where there is a GPU).
 expect_rc 2 "$cli" bench ssd --policies clock,lru
 expect_rc 2 "$cli" bench ssd --host 2
+expect_rc 2 "$cli" bench ssd --windows 0,99
 expect_rc 0 "$cli" bench ssd --quick --dir "$tmp/ssd" --json "$tmp/ssd.json"
 grep -q "^ceiling: " "$tmp/out" || { cat "$tmp/out"; fail "no bench ssd ceiling"; }
 if command -v python3 >/dev/null; then
@@ -157,12 +158,15 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["benchmark"] == "ssd" and d["minibatches"] == 8 and d["ceiling_gbs"] > 0, d
 runs = d["results"]
-if runs:  # a GPU: every policy gathered every minibatch
-    assert [r["policy"] for r in runs] == ["clock", "sieve", "random"], runs
+if runs:  # a GPU: every policy and window gathered every minibatch, then the epochs ran
+    assert [(r["policy"], r["window"]) for r in runs] == \
+        [(p, w) for p in ("clock", "sieve", "random") for w in (0, 4, 8)], runs
     for r in runs:
         assert r["rows"] == d["rows_per_minibatch"] * 8 and 0 <= r["hit_rate"] <= 1, r
         assert r["fetch_gbs"] > 0 and r["bytes_read_per_useful_byte"] >= 1, r
-    assert len(d["targets"]) == 2, d["targets"]
+    assert [e["run"] for e in d["epochs"]][0] == "in pinned host memory", d["epochs"]
+    assert len(d["epochs"]) == 5 and all(e["seconds_per_minibatch"] > 0 for e in d["epochs"])
+    assert len(d["targets"]) == 7, d["targets"]
 PY
 fi
 echo "bench smoke: ok"

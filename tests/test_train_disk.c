@@ -10,8 +10,9 @@
  *     in-memory training on the H100 differed by 1.6e-4 in the first epoch's loss of the
  *     bfloat16 set and by 0.02 in the second's), so the first epoch's loss is compared within
  *     1e-3 and the exact test accuracy within 0.02.
- * float32 and bfloat16 tables, each eviction policy in cpu mode. Refusals: an unknown policy,
- * locality-aware sampling over a cache that changes. Without a GPU the cpu part runs and the
+ * float32 and bfloat16 tables, each eviction policy in cpu mode, window buffering (GD_DISK_WINDOW)
+ * on the GPU. Refusals: an unknown policy, a window out of range, locality-aware sampling over a
+ * cache that changes. Without a GPU the cpu part runs and the
  * GPU part is skipped (the test passes: cpu is a full path of its own).
  */
 #include "test.h"
@@ -233,6 +234,17 @@ int main(void) {
         loader_same(ds16, "zero-copy", t16, "zero-copy bfloat16");
         compare(ds32, "zero-copy", t32, 1, "zero-copy float32");
         compare(ds16, "zero-copy", t16, 1, "zero-copy bfloat16");
+        /* Window buffering: the minibatches sampled ahead announce their rows; same data. */
+        T_OK(gd_param_set("GD_DISK_WINDOW", "2"));
+        loader_same(ds32, "zero-copy", t32, "zero-copy float32, window 2");
+        compare(ds32, "zero-copy", t32, 1, "zero-copy float32, window 2");
+        T_OK(gd_param_set("GD_DISK_WINDOW", "99"));
+        {
+            const gd_train_options o = options("zero-copy", t32 * 3 / 4);
+            gd_trainer_t *t = NULL;
+            T_FAILS(gd_trainer_create(ds32, &o, &t), GD_ERR_INVALID_ARG, "GD_DISK_WINDOW");
+        }
+        T_OK(gd_param_set("GD_DISK_WINDOW", NULL));
         gd_train_options o = options("zero-copy", t32 * 3 / 4);
         o.locality = 4;
         gd_trainer_t *t = NULL;

@@ -42,6 +42,7 @@ typedef struct {
     gd__evict_policy policy;
     uint64_t seed;
     int64_t max_rows; /* rows of one gather at most */
+    int window;       /* 1: window buffering (gd__disk_tier_announce / _withdraw) */
     gd__ioeng_options io;
 } gd__disk_tier_config;
 
@@ -70,6 +71,13 @@ void gd__disk_tier_close(gd__disk_tier *t);
  */
 gd_status gd__disk_tier_gather(gd__disk_tier *t, const int64_t *ids, int64_t n, void *out,
                                void *stream);
+/*
+ * Window buffering (dyncache.h): the rows ids[0..n) (device memory, distinct) of a minibatch
+ * sampled ahead are announced, on stream, so that the cache keeps those it holds until the
+ * minibatch withdraws them, just before its own gather. A tier opened with window = 1 only.
+ */
+gd_status gd__disk_tier_announce(gd__disk_tier *t, const int64_t *ids, int64_t n, void *stream);
+gd_status gd__disk_tier_withdraw(gd__disk_tier *t, const int64_t *ids, int64_t n, void *stream);
 /* Errors its kernels recorded (an id out of range), after the work queued on stream. */
 gd_status gd__disk_tier_check_errors(gd__disk_tier *t, void *stream);
 /* The counts so far (waits for the work queued on stream, for the cache's). */

@@ -261,6 +261,7 @@ gd_status gd__disk_tier_open(const gd__disk_tier_config *cfg, gd__disk_tier **ou
     dcfg.seed = cfg->seed;
     dcfg.loc = t->d_loc;
     dcfg.max_rows = M;
+    dcfg.window = cfg->window;
     GD_CHECK(gd__dyncache_gpu_create(&dcfg, &t->dc));
     GD_CUDA_CHECK(cudaEventCreateWithFlags(&t->looked, cudaEventDisableTiming));
     GD_CUDA_CHECK(cudaEventCreateWithFlags(&t->staged, cudaEventDisableTiming));
@@ -343,6 +344,14 @@ gd_status gd__disk_tier_gather(gd__disk_tier *t, const int64_t *ids, int64_t n, 
 fail:
     gd__cuda_leave_device(t->cfg.device, prev);
     return st;
+}
+
+gd_status gd__disk_tier_announce(gd__disk_tier *t, const int64_t *ids, int64_t n, void *stream) {
+    return gd__dyncache_gpu_announce(t->dc, ids, n, stream);
+}
+
+gd_status gd__disk_tier_withdraw(gd__disk_tier *t, const int64_t *ids, int64_t n, void *stream) {
+    return gd__dyncache_gpu_withdraw(t->dc, ids, n, stream);
 }
 
 gd_status gd__disk_tier_check_errors(gd__disk_tier *t, void *stream) {

@@ -351,14 +351,29 @@ static gd_status make_disk_source(gd__datapath *d) {
         c.seed = d->cfg.seed;
         c.max_rows = max_in;
         c.io = io;
+        {
+            int64_t w = 0;
+            GD_CHECK(gd_param_get_int("GD_DISK_WINDOW", &w));
+            GD_REQUIRE(w >= 0 && w <= GD__PIPE_MAX_DEPTH, GD_ERR_INVALID_ARG,
+                       "GD_DISK_WINDOW=%lld: give 0 (off) to %d minibatches ahead", (long long)w,
+                       GD__PIPE_MAX_DEPTH);
+            /* Only depth - 1 minibatches are ever sampled ahead of the one being gathered. */
+            d->window = (int)gd__min64(w, d->depth - 1);
+            if (d->window < w)
+                GD_INFO("GD_DISK_WINDOW=%lld: %d minibatches are sampled ahead at depth %d; "
+                        "window %d",
+                        (long long)w, d->depth - 1, d->depth, d->window);
+            c.window = d->window > 0;
+        }
         GD_CHECK(gd__disk_tier_open(&c, &d->disk));
         d->feature_cache_rows = c.gpu_slots;
         d->feature_cache_bytes = c.gpu_slots * rb;
         snprintf(d->plan.text + used, sizeof d->plan.text - used,
-                 "; host buffer of %lld rows (%s), dynamic GPU cache of %lld rows (%s, %s)",
+                 "; host buffer of %lld rows (%s), dynamic GPU cache of %lld rows (%s, %s, "
+                 "window %d)",
                  (long long)hot_count, gd__plan_gib(hot_count * rb, a, sizeof a),
                  (long long)c.gpu_slots, gd__plan_gib(c.gpu_slots * rb, b, sizeof b),
-                 policy_name);
+                 policy_name, d->window);
     }
 #else
     (void)b;
@@ -580,6 +595,7 @@ gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg
     memset(d, 0, sizeof *d);
     d->cfg = *cfg;
     d->ds = ds;
+    for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) d->sampled[i] = d->announced[i] = -1;
     d->context = gd__context_ref(context);
     d->num_nodes = gd_dataset_num_nodes(ds);
     d->in_dim = gd_dataset_feature_dim(ds);
@@ -778,6 +794,45 @@ static gd_status cuda_sample(void *user, gd__pass *p, int64_t b, int set, void *
     }
     GD_CHECK(gd_sample(d->sampler, d->d_order + lo, cnt, 1, p->epoch, b, stream, s->mb));
     s->seeds = cnt;
+    d->sampled[set] = b;
+fail:
+    return st;
+}
+
+/*
+ * Window buffering (GD_DISK_WINDOW), before minibatch b's gather from the disk tier: b
+ * withdraws its announcement, and the minibatches b + 1 .. b + window already sampled announce
+ * their rows (the host waits for their sizes, as it does for b's), so that the GPU cache keeps
+ * the rows they will read. All on the gather stream, in the order the gathers run.
+ */
+static gd_status window_step(gd__datapath *d, int64_t b, int set, void *stream) {
+    gd_status st = GD_OK;
+    gd__batch_set *s = &d->sets[set];
+    if (d->announced[set] == b) {
+        GD_CHECK(gd__disk_tier_withdraw(d->disk, s->in_ids, s->num_in, stream));
+        d->announced[set] = -1;
+    }
+    for (int64_t m = b + 1; m <= b + d->window; m++) {
+        const int ms = (int)(m % d->depth);
+        gd__batch_set *sm = &d->sets[ms];
+        if (d->sampled[ms] != m || d->announced[ms] == m || sm->seeds == 0) continue;
+        GD_CHECK(set_views(d, sm));
+        GD_CHECK(gd__disk_tier_announce(d->disk, sm->in_ids, sm->num_in, stream));
+        d->announced[ms] = m;
+    }
+fail:
+    return st;
+}
+
+/* A new pass: what the last one announced and never gathered is withdrawn. */
+static gd_status window_reset(gd__datapath *d) {
+    gd_status st = GD_OK;
+    for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) {
+        if (d->window > 0 && d->announced[i] >= 0)
+            GD_CHECK(gd__disk_tier_withdraw(d->disk, d->sets[i].in_ids, d->sets[i].num_in,
+                                            d->s_gather));
+        d->announced[i] = d->sampled[i] = -1;
+    }
 fail:
     return st;
 }
@@ -789,6 +844,7 @@ static gd_status cuda_gather(void *user, gd__pass *p, int64_t b, int set, void *
     gd__batch_set *s = &d->sets[set];
     if (s->seeds == 0) return GD_OK;
     GD_CHECK(set_views(d, s));
+    if (d->disk && d->window > 0) GD_CHECK(window_step(d, b, set, stream));
     stage_labels(d, p, b, s, s->label_stage);
     GD_CHECK(gather_rows(d, s, s->in_ids, 1, stream));
     GD_CHECK(gd__cuda_memcpy_async(s->labels, s->label_stage, (size_t)s->seeds * sizeof(int64_t),
@@ -893,6 +949,9 @@ gd_status gd__datapath_start_pass(gd__datapath *d, const int64_t *ids, int64_t n
                                   int train, gd__pass *p) {
     gd_status st = GD_OK;
     GD_CHECK(gd__datapath_locality_pass(d, train));
+#ifdef GD_WITH_CUDA
+    if (d->disk) GD_CHECK(window_reset(d));
+#endif
     memset(p, 0, sizeof *p);
     p->ids = ids;
     p->n = n;

@@ -131,6 +131,13 @@ typedef struct {
      */
     struct gd__disk_tier *disk;
     struct gd__disk_rows *disk_rows;
+    /*
+     * Window buffering of the disk tier's GPU cache (GD_DISK_WINDOW): minibatches sampled
+     * ahead announce their rows. Per set: the minibatch sampled into it and the one whose
+     * rows it announced (-1: none), within the current pass.
+     */
+    int window;
+    int64_t sampled[GD__PIPE_MAX_DEPTH], announced[GD__PIPE_MAX_DEPTH];
     int locality_factor;             /* training passes' bias factor (1: uniform; locality.c) */
     gd__locality_auto locality_auto; /* --locality auto's state (locality.c) */
 } gd__datapath;
