@@ -319,6 +319,43 @@ static void test_faults(gd__ioeng_backend backend) {
     free(buf);
 }
 
+/*
+ * The queue depth of Little's law: the rule on hand-made rates (the smallest depth within 5 %
+ * of the best; a plateau; a rate that falls at depth), and the probe on a real file with each
+ * backend: a probed depth, a rate for each depth it read at, and its refusals.
+ */
+static void test_depth(gd__ioeng_backend backend) {
+    const int depths[6] = {1, 4, 16, 64, 256, 1024};
+    const double rising[6] = {10, 35, 90, 96, 99, 100}, falling[6] = {10, 50, 80, 60, 40, 30},
+                 flat[6] = {100, 100, 100, 100, 100, 100};
+    T_EQ_INT(gd__ioeng_pick_depth(depths, rising, 6), 64);
+    T_EQ_INT(gd__ioeng_pick_depth(depths, falling, 6), 16);
+    T_EQ_INT(gd__ioeng_pick_depth(depths, flat, 6), 1);
+    T_EQ_INT(gd__ioeng_pick_depth(depths, rising, 1), 1);
+    gd__ioeng_options o = GD__IOENG_OPTIONS_INIT;
+    o.backend = backend;
+    o.instances = 2; /* the thread backend then stops before 2 x 1024 threads */
+    int depth = 0;
+    double rates[GD__IOENG_PROBE_DEPTHS];
+    T_OK(gd__ioeng_probe_depth(paths[1], data_offsets[1], 4096, &o, 0.05, 7, &depth, rates));
+    int probed = 0, found = 0;
+    for (int k = 0; k < GD__IOENG_PROBE_DEPTHS; k++) {
+        if (rates[k] <= 0) continue;
+        probed++;
+        found |= depths[k] == depth;
+    }
+    T_ASSERT(probed >= 1 && found);
+    /* The thread backend stops where it would need more than its threads. */
+    if (backend == GD__IOENG_THREADS) T_EQ_INT(rates[GD__IOENG_PROBE_DEPTHS - 1] > 0, 0);
+    fprintf(stderr, "  depth probe (%s): depth %d of %d probed\n", gd__ioeng_backend_name(backend),
+            depth, probed);
+    T_FAILS(gd__ioeng_probe_depth(paths[1], data_offsets[1], 0, &o, 0.05, 7, &depth, NULL),
+            GD_ERR_INVALID_ARG, "size");
+    T_FAILS(gd__ioeng_probe_depth(paths[1], data_offsets[1], sizes[1] + 4096, &o, 0.05, 7, &depth,
+                                  NULL),
+            GD_ERR_INVALID_ARG, "too few");
+}
+
 int main(void) {
     uint64_t rng = t_seed();
     t_tmpdir(dir, sizeof dir);
@@ -341,6 +378,7 @@ int main(void) {
         test_no_direct(b, &rng);
         test_truncated(b);
         test_faults(b);
+        test_depth(b);
     }
     test_unreadable();
     test_bad_arguments();

@@ -113,7 +113,7 @@ static void disk_plan(uint64_t *state) {
         in.host_budget = (INT64_C(1) << 28) + (int64_t)(t_rand(state) % (uint64_t)(feat >> 3));
         T_OK(gd__plan_make(&in, &p));
         T_EQ_INT(p.features_on_disk, 1);
-        T_EQ_STR(row(&p, "features")->where, "disk (read with O_DIRECT)");
+        T_EQ_STR(row(&p, "features")->where, "disk (the I/O engine)");
         T_ASSERT(strstr(p.text, "features on disk") != NULL);
         const int gpu = in.mode == GD__TRAIN_ZERO_COPY;
         const int64_t others = gpu ? 0 : in.host_model_bytes + in.host_batch_bytes;
@@ -129,7 +129,7 @@ static void disk_plan(uint64_t *state) {
             T_EQ_STR(row(&p, "disk staging (one minibatch)")->where, "pinned host");
         }
         gd__plan_table(&p, text, sizeof text);
-        T_ASSERT(strstr(text, "disk (read with O_DIRECT)") != NULL);
+        T_ASSERT(strstr(text, "disk (the I/O engine)") != NULL);
         /* The table fits the budget, or is no file: in memory as before. */
         in.host_budget = feat;
         T_OK(gd__plan_make(&in, &p));

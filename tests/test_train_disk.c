@@ -11,8 +11,8 @@
  *     bfloat16 set and by 0.02 in the second's), so the first epoch's loss is compared within
  *     1e-3 and the exact test accuracy within 0.02.
  * float32 and bfloat16 tables, each eviction policy in cpu mode, window buffering (GD_DISK_WINDOW)
- * on the GPU. Refusals: an unknown policy, a window out of range, locality-aware sampling over a
- * cache that changes. Without a GPU the cpu part runs and the
+ * on the GPU, the reads' depth probed (GD_DISK_DEPTH=auto) or given. Refusals: an unknown policy,
+ * a depth or a window out of range, locality-aware sampling over a cache that changes. Without a GPU the cpu part runs and the
  * GPU part is skipped (the test passes: cpu is a full path of its own).
  */
 #include "test.h"
@@ -217,7 +217,16 @@ int main(void) {
         T_OK(gd_param_set("GD_DISK_EVICT", policies[p]));
         snprintf(what, sizeof what, "cpu float32 (%s)", policies[p]);
         compare(ds32, "cpu", t32, 0, what);
+        /* The first runs probe the depth (auto); the others read at a given one. */
+        T_OK(gd_param_set("GD_DISK_DEPTH", "32"));
     }
+    T_OK(gd_param_set("GD_DISK_DEPTH", "0"));
+    {
+        const gd_train_options o = options("cpu", t32 * 3 / 4);
+        gd_trainer_t *t = NULL;
+        T_FAILS(gd_trainer_create(ds32, &o, &t), GD_ERR_INVALID_ARG, "GD_DISK_DEPTH");
+    }
+    T_OK(gd_param_set("GD_DISK_DEPTH", "32"));
     T_OK(gd_param_set("GD_DISK_EVICT", "lru"));
     {
         const gd_train_options o = options("cpu", t32 * 3 / 4);
@@ -252,6 +261,7 @@ int main(void) {
     } else {
         fprintf(stderr, "no GPU: the zero-copy part is skipped\n");
     }
+    T_OK(gd_param_set("GD_DISK_DEPTH", NULL));
     gd_dataset_close(ds32);
     gd_dataset_close(ds16);
     t_rmtree(dir);

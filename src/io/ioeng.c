@@ -13,6 +13,8 @@
 #define _GNU_SOURCE
 #include "io/ioeng_impl.h"
 
+#include "core/philox.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -611,4 +613,77 @@ void gd__ioeng_stats_reset(gd__ioeng *e) {
     pthread_mutex_lock(&e->mu);
     e->stats = (gd__ioeng_stats)GD__IOENG_STATS_INIT;
     pthread_mutex_unlock(&e->mu);
+}
+
+/* ---- the depth probe (Little's law) */
+
+int gd__ioeng_pick_depth(const int *depths, const double *rates, int n) {
+    double best = 0;
+    for (int i = 0; i < n; i++) best = rates[i] > best ? rates[i] : best;
+    for (int i = 0; i < n; i++)
+        if (rates[i] >= 0.95 * best) return depths[i];
+    return n > 0 ? depths[n - 1] : 1;
+}
+
+gd_status gd__ioeng_probe_depth(const char *path, int64_t data_offset, int64_t read_bytes,
+                                const gd__ioeng_options *opts, double budget_s, uint64_t seed,
+                                int *depth, double *rates) {
+    static const int depths[GD__IOENG_PROBE_DEPTHS] = {1, 4, 16, 64, 256, 1024};
+    gd_status st = GD_OK;
+    gd__ioeng *e = NULL;
+    gd__ioeng_request *reqs = NULL;
+    unsigned char *buf = NULL;
+    double measured[GD__IOENG_PROBE_DEPTHS] = {0};
+    const gd__ioeng_file f = {path, data_offset};
+    gd__ioeng_options o = opts ? *opts : (gd__ioeng_options)GD__IOENG_OPTIONS_INIT;
+    GD_REQUIRE(read_bytes > 0 && depth && budget_s >= 0, GD_ERR_INVALID_ARG,
+               "I/O engine probe: %lld-byte reads; give a size > 0", (long long)read_bytes);
+    const int64_t span = (read_bytes + 4095) / 4096 * 4096;
+    /* Four reads per slot of the deepest queue, within 64 MiB of buffer. */
+    int64_t most = 4 * depths[GD__IOENG_PROBE_DEPTHS - 1];
+    if (most * span > ((int64_t)64 << 20)) most = gd__max64(4, ((int64_t)64 << 20) / span);
+    GD_ALLOC(reqs, (size_t)most * sizeof *reqs, "the depth probe's reads");
+    GD_ALLOC(buf, (size_t)(most * span + 4096), "the depth probe's buffer");
+    unsigned char *dst = (unsigned char *)(((uintptr_t)buf + 4095) & ~(uintptr_t)4095);
+    uint64_t draw = 0;
+    for (int k = 0; k < GD__IOENG_PROBE_DEPTHS; k++) {
+        o.queue_depth = depths[k];
+        /* The thread backend runs instances x depth threads: stop where it would refuse. */
+        if (o.backend == GD__IOENG_THREADS &&
+            (int64_t)o.instances * o.queue_depth > GD__IOENG_MAX_THREADS)
+            break;
+        GD_CHECK(gd__ioeng_open(&f, 1, &o, &e));
+        const int64_t size = gd__ioeng_file_size(e, 0), block = gd__ioeng_file_block(e, 0);
+        const int64_t places = (size - span) / block;
+        GD_REQUIRE(places > 0, GD_ERR_INVALID_ARG,
+                   "I/O engine probe: '%s' holds %lld bytes, too few for reads of %lld",
+                   path, (long long)size, (long long)span);
+        const int64_t n = gd__min64(4 * depths[k], most);
+        int64_t done = 0;
+        const double t0 = gd__now();
+        do {
+            for (int64_t i = 0; i < n; i++) {
+                const gd_philox_ctr r = gd_philox(seed, (uint32_t)draw, (uint32_t)(draw >> 32),
+                                                  0, 0x70726f62u /* "prob" */);
+                draw++;
+                const uint64_t x = ((uint64_t)r.v[1] << 32) | r.v[0];
+                reqs[i] = (gd__ioeng_request){0, (int64_t)(x % (uint64_t)places) * block, span,
+                                              dst + i * span};
+            }
+            GD_CHECK(gd__ioeng_read(e, reqs, n));
+            done += n;
+        } while (gd__now() - t0 < budget_s / GD__IOENG_PROBE_DEPTHS);
+        measured[k] = (double)done / (gd__now() - t0);
+        gd__ioeng_close(e);
+        e = NULL;
+    }
+    int tried = 0;
+    while (tried < GD__IOENG_PROBE_DEPTHS && measured[tried] > 0) tried++;
+    *depth = gd__ioeng_pick_depth(depths, measured, tried);
+    if (rates) memcpy(rates, measured, sizeof measured);
+fail:
+    gd__ioeng_close(e);
+    gd_free(buf);
+    gd_free(reqs);
+    return st;
 }

@@ -153,6 +153,25 @@ typedef struct {
 void gd__ioeng_stats_get(gd__ioeng *e, gd__ioeng_stats *out);
 void gd__ioeng_stats_reset(gd__ioeng *e);
 
+/*
+ * The queue depth to read with (issue 16, item 3, Little's law): reads in flight = throughput
+ * x latency, so the depth that reaches 95 % of the device's peak rate is what the engine needs,
+ * and more only adds latency. The rule, pure: of the depths probed (increasing) and the reads
+ * per second measured at each, the smallest depth whose rate is >= 0.95 of the highest.
+ */
+int gd__ioeng_pick_depth(const int *depths, const double *rates, int n);
+#define GD__IOENG_PROBE_DEPTHS 6
+/*
+ * Measure it on file (path, data_offset), reading random aligned spans of read_bytes with the
+ * backend and instances of opts at the depths 1, 4, 16, 64, 256 and 1024 (each about
+ * budget_s / 6 seconds, at least 4 x depth reads), and pick by the rule above. rates (room for
+ * GD__IOENG_PROBE_DEPTHS, optional) gets each depth's reads per second. The reads go through
+ * the page cache when O_DIRECT is refused, as the engine's do.
+ */
+gd_status gd__ioeng_probe_depth(const char *path, int64_t data_offset, int64_t read_bytes,
+                                const gd__ioeng_options *opts, double budget_s, uint64_t seed,
+                                int *depth, double *rates);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,6 +18,7 @@
 #endif
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int64_t int_at(const gd_array_view *v, int64_t i) {
@@ -281,6 +282,32 @@ fail:
 #endif
 
 /*
+ * The I/O engine's depth for the table's file: GD_DISK_DEPTH, or (auto) the depth probed on
+ * the file at the row size (Little's law, gd__ioeng_probe_depth).
+ */
+static gd_status disk_depth(const char *path, int64_t offset, int64_t rb, gd__ioeng_options *io) {
+    gd_status st = GD_OK;
+    const char *text = NULL;
+    GD_CHECK(gd_param_get("GD_DISK_DEPTH", &text));
+    if (strcmp(text, "auto") == 0) {
+        double rates[GD__IOENG_PROBE_DEPTHS];
+        GD_CHECK(gd__ioeng_probe_depth(path, offset, rb, io, 0.6, 1, &io->queue_depth, rates));
+        GD_INFO("features on disk: %d reads in flight (probed on '%s': %.0f / %.0f / %.0f / %.0f "
+                "/ %.0f / %.0f reads/s at depths 1 / 4 / 16 / 64 / 256 / 1024)",
+                io->queue_depth, path, rates[0], rates[1], rates[2], rates[3], rates[4], rates[5]);
+        return GD_OK;
+    }
+    char *end = NULL;
+    const long v = strtol(text, &end, 10);
+    GD_REQUIRE(end != text && *end == '\0' && v >= 1 && v <= GD__IOENG_MAX_DEPTH,
+               GD_ERR_INVALID_ARG, "GD_DISK_DEPTH=%s: give auto or a depth from 1 to %d", text,
+               GD__IOENG_MAX_DEPTH);
+    io->queue_depth = (int)v;
+fail:
+    return st;
+}
+
+/*
  * The features on disk (the SSD tier, docs/feature_store.md): on a GPU, the disk tier (the
  * plan's hottest rows in a pinned host buffer, a dynamic GPU cache in what the budget leaves,
  * misses read by the I/O engine); in cpu mode, the rows through a dynamic host cache of the
@@ -308,6 +335,7 @@ static gd_status make_disk_source(gd__datapath *d) {
     GD_REQUIRE(policy >= 0, GD_ERR_INVALID_ARG,
                "GD_DISK_EVICT=%s: the eviction policy is clock, sieve or random", policy_name);
     gd__ioeng_options io = GD__IOENG_OPTIONS_INIT;
+    GD_CHECK(disk_depth(fa->path, info.data_offset, rb, &io));
     const size_t used = strlen(d->plan.text);
     char a[32], b[32];
     if (!d->gpu) {
@@ -322,8 +350,8 @@ static gd_status make_disk_source(gd__datapath *d) {
         c.io = io;
         GD_CHECK(gd__disk_rows_open(&c, &d->disk_rows));
         snprintf(d->plan.text + used, sizeof d->plan.text - used,
-                 "; host cache of %lld rows (%s, %s)", (long long)c.cache_rows,
-                 gd__plan_gib(c.cache_rows * rb, a, sizeof a), policy_name);
+                 "; host cache of %lld rows (%s, %s), %d reads in flight", (long long)c.cache_rows,
+                 gd__plan_gib(c.cache_rows * rb, a, sizeof a), policy_name, io.queue_depth);
         return GD_OK;
     }
 #ifdef GD_WITH_CUDA
@@ -370,10 +398,10 @@ static gd_status make_disk_source(gd__datapath *d) {
         d->feature_cache_bytes = c.gpu_slots * rb;
         snprintf(d->plan.text + used, sizeof d->plan.text - used,
                  "; host buffer of %lld rows (%s), dynamic GPU cache of %lld rows (%s, %s, "
-                 "window %d)",
+                 "window %d), %d reads in flight",
                  (long long)hot_count, gd__plan_gib(hot_count * rb, a, sizeof a),
                  (long long)c.gpu_slots, gd__plan_gib(c.gpu_slots * rb, b, sizeof b),
-                 policy_name, d->window);
+                 policy_name, d->window, io.queue_depth);
     }
 #else
     (void)b;

@@ -127,7 +127,7 @@ static void plan_disk(const gd__plan_input *in, int64_t feat, gd__plan *p) {
     const int64_t room = in->host_budget - p->staging_bytes - p->host_bytes;
     p->host_buffer_rows = room > 0 ? gd__min64(room / in->row_bytes, in->num_nodes) : 0;
     p->host_bytes += p->staging_bytes + p->host_buffer_rows * in->row_bytes;
-    move_row(p, "features", "disk (read with O_DIRECT)");
+    move_row(p, "features", "disk (the I/O engine)");
     row(p, gpu ? "feature host buffer (hottest)" : "feature host cache (dynamic)",
         gpu ? "pinned host" : "host", p->host_buffer_rows * in->row_bytes);
     if (gpu) {
@@ -137,7 +137,7 @@ static void plan_disk(const gd__plan_input *in, int64_t feat, gd__plan *p) {
     const size_t used = strlen(p->text);
     snprintf(p->text + used, sizeof p->text - used,
              "; features on disk: the table (%s) exceeds the %s of %s, so %s and the rest "
-             "is read from the file with O_DIRECT",
+             "is read from the file (O_DIRECT where the file system allows it)",
              gd__plan_gib(feat, a, sizeof a), gd__plan_gib(in->host_budget, b, sizeof b),
              in->host_source ? in->host_source : "host memory",
              gpu ? "the hottest rows stay in a pinned host buffer, the GPU caches rows "
