@@ -374,7 +374,8 @@ static gd_status make_disk_source(gd__datapath *d) {
         c.device = gd_context_device(d->context);
         c.host_rows = hot;
         c.host_count = hot_count;
-        c.gpu_slots = cache / rb;
+        /* A slot holds its row and the cache's state of it (dyncache_impl.h: 38 bytes). */
+        c.gpu_slots = gd__min64(cache / (rb + 40), d->num_nodes);
         c.policy = (gd__evict_policy)policy;
         c.seed = d->cfg.seed;
         c.max_rows = max_in;
