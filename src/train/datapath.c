@@ -362,7 +362,7 @@ static gd_status make_disk_source(gd__datapath *d) {
             /* What the budget leaves, less the location map and the tier's per-minibatch arrays. */
             GD_CHECK(used_gpu(d, &gpu_used));
             cache = d->budget - gpu_used - GD__PLAN_GPU_RESERVE - 8 * d->num_nodes - 16 * max_in;
-            cache = cache < 0 ? 0 : gd__min64(cache, table);
+            cache = cache < 0 ? 0 : gd__min64(cache, table + 40 * d->num_nodes);
         }
         GD_CHECK(hottest_rows(d, d->plan.host_buffer_rows, &hot, &hot_count));
         gd__disk_tier_config c;
