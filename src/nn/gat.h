@@ -1,0 +1,63 @@
+/*
+ * The graph attention ops (issue 17, item 1: GAT with the semantics of PyG's GATConv), as CPU
+ * references over float32 and float64: the float64 instance is the oracle of the
+ * finite-difference checks (tests/test_gat_ops.c), the float32 one the CPU training path and,
+ * once the CUDA kernels exist, their oracle. One layer of H heads of F features, on a sampled
+ * block (CSC over the destinations; the destinations are the first num_dst sources):
+ *
+ *   h            = x W                                  (a GEMM, the caller's: num_src x H*F)
+ *   ssrc[v, k]   = sum_f h[v, kF + f] a_src[k, f]      gd__gat_node_scores
+ *   sdst[d, k]   = sum_f h[d, kF + f] a_dst[k, f]
+ *   z(e, k)      = LeakyReLU(ssrc[src(e), k] + sdst[d, k], slope)  for the edges of d and its
+ *                  self loop (PyG adds one per node; the block's own edges are kept as sampled)
+ *   alpha(., k)  = softmax of z over each destination's edges       gd__gat_edge_softmax
+ *   out[d, kF+f] = sum_e alpha(e, k) h[src(e), kF + f]            gd__gat_aggregate
+ *   mean         = the heads averaged (the last layer)             gd__gat_head_mean
+ *
+ * alpha has num_edges + num_dst rows of H: edge e at row e, destination d's self loop at row
+ * num_edges + d. Attention dropout is the nn module's dropout applied to alpha between the
+ * softmax and the aggregation. Each op has its backward; backwards accumulate into the
+ * gradients they produce (dh, dssrc, dsdst, da_src, da_dst) except dalpha, which they write.
+ * Reductions are carried in double in both instances.
+ */
+#ifndef GD_NN_GAT_H
+#define GD_NN_GAT_H
+
+#include "nn/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+gd_status gd__gat_node_scores_cpu(const gd__nn_tensor *h, const gd__nn_tensor *a_src,
+                                  const gd__nn_tensor *a_dst, int64_t num_dst,
+                                  gd__nn_tensor *ssrc, gd__nn_tensor *sdst);
+gd_status gd__gat_node_scores_backward_cpu(const gd__nn_tensor *h, const gd__nn_tensor *a_src,
+                                           const gd__nn_tensor *a_dst, int64_t num_dst,
+                                           const gd__nn_tensor *dssrc, const gd__nn_tensor *dsdst,
+                                           gd__nn_tensor *dh, gd__nn_tensor *da_src,
+                                           gd__nn_tensor *da_dst);
+
+gd_status gd__gat_edge_softmax_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
+                                   const gd__nn_tensor *sdst, double slope, gd__nn_tensor *alpha);
+gd_status gd__gat_edge_softmax_backward_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
+                                            const gd__nn_tensor *sdst, double slope,
+                                            const gd__nn_tensor *alpha,
+                                            const gd__nn_tensor *dalpha, gd__nn_tensor *dssrc,
+                                            gd__nn_tensor *dsdst);
+
+gd_status gd__gat_aggregate_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
+                                const gd__nn_tensor *h, gd__nn_tensor *out);
+gd_status gd__gat_aggregate_backward_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
+                                         const gd__nn_tensor *h, const gd__nn_tensor *dout,
+                                         gd__nn_tensor *dalpha, gd__nn_tensor *dh);
+
+gd_status gd__gat_head_mean_cpu(const gd__nn_tensor *x, int64_t heads, gd__nn_tensor *out);
+gd_status gd__gat_head_mean_backward_cpu(const gd__nn_tensor *dout, int64_t heads,
+                                         gd__nn_tensor *dx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GD_NN_GAT_H */

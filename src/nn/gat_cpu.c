@@ -1,0 +1,232 @@
+/*
+ * The graph attention ops on the CPU (gat.h): shape and dtype checks, then the bodies of
+ * gat_cpu_impl.h for float32 or float64.
+ */
+#include "nn/gat.h"
+
+#include <math.h>
+
+#define NN_IMPL "nn/gat_cpu_impl.h"
+#include "nn/each_dtype.h"
+#undef NN_IMPL
+
+/* The tensors share one float dtype (float32 or float64) and live in host memory. */
+static gd_status same_kind(const char *op, const gd__nn_tensor *const *t, int n) {
+    for (int i = 0; i < n; i++) {
+        if (!t[i] || !t[i]->data)
+            return gd__error(GD_ERR_INVALID_ARG, "%s: tensor %d is missing", op, i);
+        if (t[i]->device != GD__NN_HOST)
+            return gd__error(GD_ERR_INVALID_ARG, "%s: tensor %d is not in host memory", op, i);
+        if (t[i]->dtype != t[0]->dtype ||
+            (t[0]->dtype != GD_DTYPE_FLOAT32 && t[0]->dtype != GD_DTYPE_FLOAT64))
+            return gd__error(GD_ERR_INVALID_ARG,
+                             "%s: tensors must all be float32 or all float64 (tensor %d is %s)",
+                             op, i, gd_dtype_name(t[i]->dtype));
+    }
+    return GD_OK;
+}
+
+static gd_status shape(const char *op, const char *name, const gd__nn_tensor *t, int64_t rows,
+                       int64_t cols) {
+    if (t->rows == rows && t->cols == cols) return GD_OK;
+    return gd__error(GD_ERR_INVALID_ARG, "%s: %s is %lld x %lld, expected %lld x %lld", op, name,
+                     (long long)t->rows, (long long)t->cols, (long long)rows, (long long)cols);
+}
+
+#define F64(t) ((t)->dtype == GD_DTYPE_FLOAT64)
+
+gd_status gd__gat_node_scores_cpu(const gd__nn_tensor *h, const gd__nn_tensor *a_src,
+                                  const gd__nn_tensor *a_dst, int64_t num_dst,
+                                  gd__nn_tensor *ssrc, gd__nn_tensor *sdst) {
+    gd_status st = GD_OK;
+    static const char op[] = "gat node scores";
+    const gd__nn_tensor *all[] = {h, a_src, a_dst, ssrc, sdst};
+    GD_CHECK(same_kind(op, all, 5));
+    const int64_t H = a_src->rows, F = a_src->cols;
+    GD_REQUIRE(num_dst >= 0 && num_dst <= h->rows, GD_ERR_INVALID_ARG,
+               "%s: %lld destinations of %lld sources", op, (long long)num_dst,
+               (long long)h->rows);
+    GD_CHECK(shape(op, "h", h, h->rows, H * F));
+    GD_CHECK(shape(op, "a_dst", a_dst, H, F));
+    GD_CHECK(shape(op, "ssrc", ssrc, h->rows, H));
+    GD_CHECK(shape(op, "sdst", sdst, num_dst, H));
+    if (F64(h))
+        gat_scores_f64(h->data, a_src->data, a_dst->data, h->rows, num_dst, H, F, ssrc->data,
+                       sdst->data);
+    else
+        gat_scores_f32(h->data, a_src->data, a_dst->data, h->rows, num_dst, H, F, ssrc->data,
+                       sdst->data);
+fail:
+    return st;
+}
+
+gd_status gd__gat_node_scores_backward_cpu(const gd__nn_tensor *h, const gd__nn_tensor *a_src,
+                                           const gd__nn_tensor *a_dst, int64_t num_dst,
+                                           const gd__nn_tensor *dssrc, const gd__nn_tensor *dsdst,
+                                           gd__nn_tensor *dh, gd__nn_tensor *da_src,
+                                           gd__nn_tensor *da_dst) {
+    gd_status st = GD_OK;
+    static const char op[] = "gat node scores backward";
+    const gd__nn_tensor *all[] = {h, a_src, a_dst, dssrc, dsdst, dh, da_src, da_dst};
+    GD_CHECK(same_kind(op, all, 8));
+    const int64_t H = a_src->rows, F = a_src->cols;
+    GD_REQUIRE(num_dst >= 0 && num_dst <= h->rows, GD_ERR_INVALID_ARG,
+               "%s: %lld destinations of %lld sources", op, (long long)num_dst,
+               (long long)h->rows);
+    GD_CHECK(shape(op, "h", h, h->rows, H * F));
+    GD_CHECK(shape(op, "a_dst", a_dst, H, F));
+    GD_CHECK(shape(op, "dssrc", dssrc, h->rows, H));
+    GD_CHECK(shape(op, "dsdst", dsdst, num_dst, H));
+    GD_CHECK(shape(op, "dh", dh, h->rows, H * F));
+    GD_CHECK(shape(op, "da_src", da_src, H, F));
+    GD_CHECK(shape(op, "da_dst", da_dst, H, F));
+    if (F64(h))
+        gat_scores_backward_f64(h->data, a_src->data, a_dst->data, h->rows, num_dst, H, F,
+                                dssrc->data, dsdst->data, dh->data, da_src->data, da_dst->data);
+    else
+        gat_scores_backward_f32(h->data, a_src->data, a_dst->data, h->rows, num_dst, H, F,
+                                dssrc->data, dsdst->data, dh->data, da_src->data, da_dst->data);
+fail:
+    return st;
+}
+
+/* The block's edges point at sources in [0, num_src), and its destinations are sources. */
+static gd_status check_block(const char *op, const gd_block *blk, int64_t num_src) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(blk && blk->indptr && (blk->indices || blk->num_edges == 0) &&
+                   blk->num_dst <= num_src && blk->num_dst >= 0,
+               GD_ERR_INVALID_ARG, "%s: a block of %lld destinations over %lld sources", op,
+               blk ? (long long)blk->num_dst : -1LL, (long long)num_src);
+    GD_REQUIRE(blk->indptr[0] == 0 && blk->indptr[blk->num_dst] == blk->num_edges,
+               GD_ERR_INVALID_ARG, "%s: indptr does not span the block's %lld edges", op,
+               (long long)blk->num_edges);
+    for (int64_t e = 0; e < blk->num_edges; e++)
+        GD_REQUIRE(blk->indices[e] >= 0 && blk->indices[e] < num_src, GD_ERR_RANGE,
+                   "%s: edge %lld reads source %d of %lld", op, (long long)e, blk->indices[e],
+                   (long long)num_src);
+fail:
+    return st;
+}
+
+gd_status gd__gat_edge_softmax_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
+                                   const gd__nn_tensor *sdst, double slope, gd__nn_tensor *alpha) {
+    gd_status st = GD_OK;
+    static const char op[] = "gat edge softmax";
+    const gd__nn_tensor *all[] = {ssrc, sdst, alpha};
+    GD_CHECK(same_kind(op, all, 3));
+    const int64_t H = ssrc->cols;
+    GD_CHECK(check_block(op, blk, ssrc->rows));
+    GD_CHECK(shape(op, "sdst", sdst, blk->num_dst, H));
+    GD_CHECK(shape(op, "alpha", alpha, blk->num_edges + blk->num_dst, H));
+    if (F64(ssrc))
+        gat_softmax_f64(blk, ssrc->data, sdst->data, slope, H, alpha->data);
+    else
+        gat_softmax_f32(blk, ssrc->data, sdst->data, slope, H, alpha->data);
+fail:
+    return st;
+}
+
+gd_status gd__gat_edge_softmax_backward_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
+                                            const gd__nn_tensor *sdst, double slope,
+                                            const gd__nn_tensor *alpha,
+                                            const gd__nn_tensor *dalpha, gd__nn_tensor *dssrc,
+                                            gd__nn_tensor *dsdst) {
+    gd_status st = GD_OK;
+    static const char op[] = "gat edge softmax backward";
+    const gd__nn_tensor *all[] = {ssrc, sdst, alpha, dalpha, dssrc, dsdst};
+    GD_CHECK(same_kind(op, all, 6));
+    const int64_t H = ssrc->cols, rows = blk ? blk->num_edges + blk->num_dst : 0;
+    GD_CHECK(check_block(op, blk, ssrc->rows));
+    GD_CHECK(shape(op, "sdst", sdst, blk->num_dst, H));
+    GD_CHECK(shape(op, "alpha", alpha, rows, H));
+    GD_CHECK(shape(op, "dalpha", dalpha, rows, H));
+    GD_CHECK(shape(op, "dssrc", dssrc, ssrc->rows, H));
+    GD_CHECK(shape(op, "dsdst", dsdst, blk->num_dst, H));
+    if (F64(ssrc))
+        gat_softmax_backward_f64(blk, ssrc->data, sdst->data, slope, H, alpha->data, dalpha->data,
+                                 dssrc->data, dsdst->data);
+    else
+        gat_softmax_backward_f32(blk, ssrc->data, sdst->data, slope, H, alpha->data, dalpha->data,
+                                 dssrc->data, dsdst->data);
+fail:
+    return st;
+}
+
+gd_status gd__gat_aggregate_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
+                                const gd__nn_tensor *h, gd__nn_tensor *out) {
+    gd_status st = GD_OK;
+    static const char op[] = "gat aggregate";
+    const gd__nn_tensor *all[] = {alpha, h, out};
+    GD_CHECK(same_kind(op, all, 3));
+    const int64_t H = alpha->cols;
+    GD_REQUIRE(H > 0 && h->cols % H == 0, GD_ERR_INVALID_ARG,
+               "%s: h has %lld columns, not a multiple of %lld heads", op, (long long)h->cols,
+               (long long)H);
+    GD_CHECK(check_block(op, blk, h->rows));
+    GD_CHECK(shape(op, "alpha", alpha, blk->num_edges + blk->num_dst, H));
+    GD_CHECK(shape(op, "out", out, blk->num_dst, h->cols));
+    if (F64(h))
+        gat_aggregate_f64(blk, alpha->data, h->data, H, h->cols / H, out->data);
+    else
+        gat_aggregate_f32(blk, alpha->data, h->data, H, h->cols / H, out->data);
+fail:
+    return st;
+}
+
+gd_status gd__gat_aggregate_backward_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
+                                         const gd__nn_tensor *h, const gd__nn_tensor *dout,
+                                         gd__nn_tensor *dalpha, gd__nn_tensor *dh) {
+    gd_status st = GD_OK;
+    static const char op[] = "gat aggregate backward";
+    const gd__nn_tensor *all[] = {alpha, h, dout, dalpha, dh};
+    GD_CHECK(same_kind(op, all, 5));
+    const int64_t H = alpha->cols;
+    GD_REQUIRE(H > 0 && h->cols % H == 0, GD_ERR_INVALID_ARG,
+               "%s: h has %lld columns, not a multiple of %lld heads", op, (long long)h->cols,
+               (long long)H);
+    GD_CHECK(check_block(op, blk, h->rows));
+    GD_CHECK(shape(op, "alpha", alpha, blk->num_edges + blk->num_dst, H));
+    GD_CHECK(shape(op, "dout", dout, blk->num_dst, h->cols));
+    GD_CHECK(shape(op, "dalpha", dalpha, alpha->rows, H));
+    GD_CHECK(shape(op, "dh", dh, h->rows, h->cols));
+    if (F64(h))
+        gat_aggregate_backward_f64(blk, alpha->data, h->data, H, h->cols / H, dout->data,
+                                   dalpha->data, dh->data);
+    else
+        gat_aggregate_backward_f32(blk, alpha->data, h->data, H, h->cols / H, dout->data,
+                                   dalpha->data, dh->data);
+fail:
+    return st;
+}
+
+gd_status gd__gat_head_mean_cpu(const gd__nn_tensor *x, int64_t heads, gd__nn_tensor *out) {
+    gd_status st = GD_OK;
+    static const char op[] = "gat head mean";
+    const gd__nn_tensor *all[] = {x, out};
+    GD_CHECK(same_kind(op, all, 2));
+    GD_REQUIRE(heads > 0 && x->cols % heads == 0, GD_ERR_INVALID_ARG,
+               "%s: %lld columns are not %lld heads", op, (long long)x->cols, (long long)heads);
+    GD_CHECK(shape(op, "out", out, x->rows, x->cols / heads));
+    if (F64(x))
+        gat_head_mean_f64(x->data, x->rows, heads, x->cols / heads, out->data);
+    else
+        gat_head_mean_f32(x->data, x->rows, heads, x->cols / heads, out->data);
+fail:
+    return st;
+}
+
+gd_status gd__gat_head_mean_backward_cpu(const gd__nn_tensor *dout, int64_t heads,
+                                         gd__nn_tensor *dx) {
+    gd_status st = GD_OK;
+    static const char op[] = "gat head mean backward";
+    const gd__nn_tensor *all[] = {dout, dx};
+    GD_CHECK(same_kind(op, all, 2));
+    GD_REQUIRE(heads > 0, GD_ERR_INVALID_ARG, "%s: %lld heads", op, (long long)heads);
+    GD_CHECK(shape(op, "dx", dx, dout->rows, dout->cols * heads));
+    if (F64(dout))
+        gat_head_mean_backward_f64(dout->data, dout->rows, heads, dout->cols, dx->data);
+    else
+        gat_head_mean_backward_f32(dout->data, dout->rows, heads, dout->cols, dx->data);
+fail:
+    return st;
+}
