@@ -136,8 +136,8 @@ static void round_trip(uint64_t *rng) {
     fd("da_dst", adst, H * F, dad);
 
     /* float32 against float64, forward. */
-    float h32[S * H * F], as32[H * F], ad32[H * F], ss32[S * H], sd32[D * H],
-        al32[(MAX_E + D) * H], ag32[D * H * F], o32[D * F];
+    float h32[S * H * F], as32[H * F], ad32[H * F], ss32[S * H], sd32[D * H], al32[(MAX_E + D) * H],
+        ag32[D * H * F], o32[D * F];
     for (int i = 0; i < S * H * F; i++) h32[i] = (float)hbuf[i];
     for (int i = 0; i < H * F; i++) as32[i] = (float)asrc[i], ad32[i] = (float)adst[i];
     gd__nn_tensor th = gd__nn_view(h32, GD_DTYPE_FLOAT32, GD__NN_HOST, S, H * F),

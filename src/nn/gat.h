@@ -30,8 +30,8 @@ extern "C" {
 #endif
 
 gd_status gd__gat_node_scores_cpu(const gd__nn_tensor *h, const gd__nn_tensor *a_src,
-                                  const gd__nn_tensor *a_dst, int64_t num_dst,
-                                  gd__nn_tensor *ssrc, gd__nn_tensor *sdst);
+                                  const gd__nn_tensor *a_dst, int64_t num_dst, gd__nn_tensor *ssrc,
+                                  gd__nn_tensor *sdst);
 gd_status gd__gat_node_scores_backward_cpu(const gd__nn_tensor *h, const gd__nn_tensor *a_src,
                                            const gd__nn_tensor *a_dst, int64_t num_dst,
                                            const gd__nn_tensor *dssrc, const gd__nn_tensor *dsdst,
@@ -42,9 +42,8 @@ gd_status gd__gat_edge_softmax_cpu(const gd_block *blk, const gd__nn_tensor *ssr
                                    const gd__nn_tensor *sdst, double slope, gd__nn_tensor *alpha);
 gd_status gd__gat_edge_softmax_backward_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
                                             const gd__nn_tensor *sdst, double slope,
-                                            const gd__nn_tensor *alpha,
-                                            const gd__nn_tensor *dalpha, gd__nn_tensor *dssrc,
-                                            gd__nn_tensor *dsdst);
+                                            const gd__nn_tensor *alpha, const gd__nn_tensor *dalpha,
+                                            gd__nn_tensor *dssrc, gd__nn_tensor *dsdst);
 
 gd_status gd__gat_aggregate_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
                                 const gd__nn_tensor *h, gd__nn_tensor *out);
@@ -55,6 +54,73 @@ gd_status gd__gat_aggregate_backward_cpu(const gd_block *blk, const gd__nn_tenso
 gd_status gd__gat_head_mean_cpu(const gd__nn_tensor *x, int64_t heads, gd__nn_tensor *out);
 gd_status gd__gat_head_mean_backward_cpu(const gd__nn_tensor *dout, int64_t heads,
                                          gd__nn_tensor *dx);
+
+/*
+ * The argument checks of each op, shared by the CPU entry points and the CUDA ones: one float
+ * dtype, every tensor on `device` (GD__NN_HOST: host memory), the shapes above, and, for a
+ * block in host memory, its edges within the sources.
+ */
+gd_status gd__gat_node_scores_check(int device, const gd__nn_tensor *h, const gd__nn_tensor *a_src,
+                                    const gd__nn_tensor *a_dst, int64_t num_dst,
+                                    gd__nn_tensor *ssrc, gd__nn_tensor *sdst);
+gd_status gd__gat_node_scores_backward_check(int device, const gd__nn_tensor *h,
+                                             const gd__nn_tensor *a_src, const gd__nn_tensor *a_dst,
+                                             int64_t num_dst, const gd__nn_tensor *dssrc,
+                                             const gd__nn_tensor *dsdst, gd__nn_tensor *dh,
+                                             gd__nn_tensor *da_src, gd__nn_tensor *da_dst);
+gd_status gd__gat_edge_softmax_check(int device, const gd_block *blk, const gd__nn_tensor *ssrc,
+                                     const gd__nn_tensor *sdst, double slope, gd__nn_tensor *alpha);
+gd_status gd__gat_edge_softmax_backward_check(int device, const gd_block *blk,
+                                              const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                              double slope, const gd__nn_tensor *alpha,
+                                              const gd__nn_tensor *dalpha, gd__nn_tensor *dssrc,
+                                              gd__nn_tensor *dsdst);
+gd_status gd__gat_aggregate_check(int device, const gd_block *blk, const gd__nn_tensor *alpha,
+                                  const gd__nn_tensor *h, gd__nn_tensor *out);
+gd_status gd__gat_aggregate_backward_check(int device, const gd_block *blk,
+                                           const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                           const gd__nn_tensor *dout, gd__nn_tensor *dalpha,
+                                           gd__nn_tensor *dh);
+gd_status gd__gat_head_mean_check(int device, const gd__nn_tensor *x, int64_t heads,
+                                  gd__nn_tensor *out);
+gd_status gd__gat_head_mean_backward_check(int device, const gd__nn_tensor *dout, int64_t heads,
+                                           gd__nn_tensor *dx);
+
+#ifdef GD_WITH_CUDA
+/*
+ * The same ops on a GPU, float32, queued on the CUDA nn context's stream (ctx from
+ * gd__nn_cuda_ctx_create; every tensor and the block's arrays in its device's memory). The
+ * backwards scatter with atomic adds, so their sums are not bit-reproducible; the forwards sum
+ * in the CPU's order. tests/test_gat_cuda.c compares them with the CPU reference.
+ */
+gd_status gd__gat_node_scores_cuda(const gd__nn_ctx *ctx, const gd__nn_tensor *h,
+                                   const gd__nn_tensor *a_src, const gd__nn_tensor *a_dst,
+                                   int64_t num_dst, gd__nn_tensor *ssrc, gd__nn_tensor *sdst);
+gd_status gd__gat_node_scores_backward_cuda(const gd__nn_ctx *ctx, const gd__nn_tensor *h,
+                                            const gd__nn_tensor *a_src, const gd__nn_tensor *a_dst,
+                                            int64_t num_dst, const gd__nn_tensor *dssrc,
+                                            const gd__nn_tensor *dsdst, gd__nn_tensor *dh,
+                                            gd__nn_tensor *da_src, gd__nn_tensor *da_dst);
+gd_status gd__gat_edge_softmax_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                    const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                    double slope, gd__nn_tensor *alpha);
+gd_status gd__gat_edge_softmax_backward_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                             const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                             double slope, const gd__nn_tensor *alpha,
+                                             const gd__nn_tensor *dalpha, gd__nn_tensor *dssrc,
+                                             gd__nn_tensor *dsdst);
+gd_status gd__gat_aggregate_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                 const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                 gd__nn_tensor *out);
+gd_status gd__gat_aggregate_backward_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                          const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                          const gd__nn_tensor *dout, gd__nn_tensor *dalpha,
+                                          gd__nn_tensor *dh);
+gd_status gd__gat_head_mean_cuda(const gd__nn_ctx *ctx, const gd__nn_tensor *x, int64_t heads,
+                                 gd__nn_tensor *out);
+gd_status gd__gat_head_mean_backward_cuda(const gd__nn_ctx *ctx, const gd__nn_tensor *dout,
+                                          int64_t heads, gd__nn_tensor *dx);
+#endif
 
 #ifdef __cplusplus
 }

@@ -10,18 +10,22 @@
 #include "nn/each_dtype.h"
 #undef NN_IMPL
 
-/* The tensors share one float dtype (float32 or float64) and live in host memory. */
-static gd_status same_kind(const char *op, const gd__nn_tensor *const *t, int n) {
+/*
+ * The tensors share one float dtype (float32 or float64) and live on `device` (GD__NN_HOST:
+ * host memory). The checks below are the CPU entry points' and the CUDA ones' (gat_cuda.cu).
+ */
+static gd_status same_kind(const char *op, int device, const gd__nn_tensor *const *t, int n) {
     for (int i = 0; i < n; i++) {
         if (!t[i] || !t[i]->data)
             return gd__error(GD_ERR_INVALID_ARG, "%s: tensor %d is missing", op, i);
-        if (t[i]->device != GD__NN_HOST)
-            return gd__error(GD_ERR_INVALID_ARG, "%s: tensor %d is not in host memory", op, i);
+        if (t[i]->device != device)
+            return gd__error(GD_ERR_INVALID_ARG, "%s: tensor %d is not in the memory of %s", op, i,
+                             device == GD__NN_HOST ? "the host" : "the op's GPU");
         if (t[i]->dtype != t[0]->dtype ||
             (t[0]->dtype != GD_DTYPE_FLOAT32 && t[0]->dtype != GD_DTYPE_FLOAT64))
             return gd__error(GD_ERR_INVALID_ARG,
-                             "%s: tensors must all be float32 or all float64 (tensor %d is %s)",
-                             op, i, gd_dtype_name(t[i]->dtype));
+                             "%s: tensors must all be float32 or all float64 (tensor %d is %s)", op,
+                             i, gd_dtype_name(t[i]->dtype));
     }
     return GD_OK;
 }
@@ -35,21 +39,30 @@ static gd_status shape(const char *op, const char *name, const gd__nn_tensor *t,
 
 #define F64(t) ((t)->dtype == GD_DTYPE_FLOAT64)
 
-gd_status gd__gat_node_scores_cpu(const gd__nn_tensor *h, const gd__nn_tensor *a_src,
-                                  const gd__nn_tensor *a_dst, int64_t num_dst,
-                                  gd__nn_tensor *ssrc, gd__nn_tensor *sdst) {
+gd_status gd__gat_node_scores_check(int device, const gd__nn_tensor *h, const gd__nn_tensor *a_src,
+                                    const gd__nn_tensor *a_dst, int64_t num_dst,
+                                    gd__nn_tensor *ssrc, gd__nn_tensor *sdst) {
     gd_status st = GD_OK;
     static const char op[] = "gat node scores";
     const gd__nn_tensor *all[] = {h, a_src, a_dst, ssrc, sdst};
-    GD_CHECK(same_kind(op, all, 5));
+    GD_CHECK(same_kind(op, device, all, 5));
     const int64_t H = a_src->rows, F = a_src->cols;
     GD_REQUIRE(num_dst >= 0 && num_dst <= h->rows, GD_ERR_INVALID_ARG,
-               "%s: %lld destinations of %lld sources", op, (long long)num_dst,
-               (long long)h->rows);
+               "%s: %lld destinations of %lld sources", op, (long long)num_dst, (long long)h->rows);
     GD_CHECK(shape(op, "h", h, h->rows, H * F));
     GD_CHECK(shape(op, "a_dst", a_dst, H, F));
     GD_CHECK(shape(op, "ssrc", ssrc, h->rows, H));
     GD_CHECK(shape(op, "sdst", sdst, num_dst, H));
+fail:
+    return st;
+}
+
+gd_status gd__gat_node_scores_cpu(const gd__nn_tensor *h, const gd__nn_tensor *a_src,
+                                  const gd__nn_tensor *a_dst, int64_t num_dst, gd__nn_tensor *ssrc,
+                                  gd__nn_tensor *sdst) {
+    gd_status st = GD_OK;
+    GD_CHECK(gd__gat_node_scores_check(GD__NN_HOST, h, a_src, a_dst, num_dst, ssrc, sdst));
+    const int64_t H = a_src->rows, F = a_src->cols;
     if (F64(h))
         gat_scores_f64(h->data, a_src->data, a_dst->data, h->rows, num_dst, H, F, ssrc->data,
                        sdst->data);
@@ -60,19 +73,18 @@ fail:
     return st;
 }
 
-gd_status gd__gat_node_scores_backward_cpu(const gd__nn_tensor *h, const gd__nn_tensor *a_src,
-                                           const gd__nn_tensor *a_dst, int64_t num_dst,
-                                           const gd__nn_tensor *dssrc, const gd__nn_tensor *dsdst,
-                                           gd__nn_tensor *dh, gd__nn_tensor *da_src,
-                                           gd__nn_tensor *da_dst) {
+gd_status gd__gat_node_scores_backward_check(int device, const gd__nn_tensor *h,
+                                             const gd__nn_tensor *a_src, const gd__nn_tensor *a_dst,
+                                             int64_t num_dst, const gd__nn_tensor *dssrc,
+                                             const gd__nn_tensor *dsdst, gd__nn_tensor *dh,
+                                             gd__nn_tensor *da_src, gd__nn_tensor *da_dst) {
     gd_status st = GD_OK;
     static const char op[] = "gat node scores backward";
     const gd__nn_tensor *all[] = {h, a_src, a_dst, dssrc, dsdst, dh, da_src, da_dst};
-    GD_CHECK(same_kind(op, all, 8));
+    GD_CHECK(same_kind(op, device, all, 8));
     const int64_t H = a_src->rows, F = a_src->cols;
     GD_REQUIRE(num_dst >= 0 && num_dst <= h->rows, GD_ERR_INVALID_ARG,
-               "%s: %lld destinations of %lld sources", op, (long long)num_dst,
-               (long long)h->rows);
+               "%s: %lld destinations of %lld sources", op, (long long)num_dst, (long long)h->rows);
     GD_CHECK(shape(op, "h", h, h->rows, H * F));
     GD_CHECK(shape(op, "a_dst", a_dst, H, F));
     GD_CHECK(shape(op, "dssrc", dssrc, h->rows, H));
@@ -80,6 +92,19 @@ gd_status gd__gat_node_scores_backward_cpu(const gd__nn_tensor *h, const gd__nn_
     GD_CHECK(shape(op, "dh", dh, h->rows, H * F));
     GD_CHECK(shape(op, "da_src", da_src, H, F));
     GD_CHECK(shape(op, "da_dst", da_dst, H, F));
+fail:
+    return st;
+}
+
+gd_status gd__gat_node_scores_backward_cpu(const gd__nn_tensor *h, const gd__nn_tensor *a_src,
+                                           const gd__nn_tensor *a_dst, int64_t num_dst,
+                                           const gd__nn_tensor *dssrc, const gd__nn_tensor *dsdst,
+                                           gd__nn_tensor *dh, gd__nn_tensor *da_src,
+                                           gd__nn_tensor *da_dst) {
+    gd_status st = GD_OK;
+    GD_CHECK(gd__gat_node_scores_backward_check(GD__NN_HOST, h, a_src, a_dst, num_dst, dssrc, dsdst,
+                                                dh, da_src, da_dst));
+    const int64_t H = a_src->rows, F = a_src->cols;
     if (F64(h))
         gat_scores_backward_f64(h->data, a_src->data, a_dst->data, h->rows, num_dst, H, F,
                                 dssrc->data, dsdst->data, dh->data, da_src->data, da_dst->data);
@@ -90,13 +115,17 @@ fail:
     return st;
 }
 
-/* The block's edges point at sources in [0, num_src), and its destinations are sources. */
-static gd_status check_block(const char *op, const gd_block *blk, int64_t num_src) {
+/*
+ * The block's destinations are sources and (host memory only: a device block's arrays are not
+ * read here; the kernels skip an edge past the sources) its edges point at sources.
+ */
+static gd_status check_block(const char *op, const gd_block *blk, int64_t num_src, int device) {
     gd_status st = GD_OK;
     GD_REQUIRE(blk && blk->indptr && (blk->indices || blk->num_edges == 0) &&
                    blk->num_dst <= num_src && blk->num_dst >= 0,
                GD_ERR_INVALID_ARG, "%s: a block of %lld destinations over %lld sources", op,
                blk ? (long long)blk->num_dst : -1LL, (long long)num_src);
+    if (device != GD__NN_HOST) return GD_OK;
     GD_REQUIRE(blk->indptr[0] == 0 && blk->indptr[blk->num_dst] == blk->num_edges,
                GD_ERR_INVALID_ARG, "%s: indptr does not span the block's %lld edges", op,
                (long long)blk->num_edges);
@@ -108,16 +137,26 @@ fail:
     return st;
 }
 
-gd_status gd__gat_edge_softmax_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
-                                   const gd__nn_tensor *sdst, double slope, gd__nn_tensor *alpha) {
+gd_status gd__gat_edge_softmax_check(int device, const gd_block *blk, const gd__nn_tensor *ssrc,
+                                     const gd__nn_tensor *sdst, double slope,
+                                     gd__nn_tensor *alpha) {
     gd_status st = GD_OK;
     static const char op[] = "gat edge softmax";
     const gd__nn_tensor *all[] = {ssrc, sdst, alpha};
-    GD_CHECK(same_kind(op, all, 3));
+    GD_CHECK(same_kind(op, device, all, 3));
     const int64_t H = ssrc->cols;
-    GD_CHECK(check_block(op, blk, ssrc->rows));
+    GD_CHECK(check_block(op, blk, ssrc->rows, device));
     GD_CHECK(shape(op, "sdst", sdst, blk->num_dst, H));
     GD_CHECK(shape(op, "alpha", alpha, blk->num_edges + blk->num_dst, H));
+fail:
+    return st;
+}
+
+gd_status gd__gat_edge_softmax_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
+                                   const gd__nn_tensor *sdst, double slope, gd__nn_tensor *alpha) {
+    gd_status st = GD_OK;
+    GD_CHECK(gd__gat_edge_softmax_check(GD__NN_HOST, blk, ssrc, sdst, slope, alpha));
+    const int64_t H = ssrc->cols;
     if (F64(ssrc))
         gat_softmax_f64(blk, ssrc->data, sdst->data, slope, H, alpha->data);
     else
@@ -126,22 +165,34 @@ fail:
     return st;
 }
 
-gd_status gd__gat_edge_softmax_backward_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
-                                            const gd__nn_tensor *sdst, double slope,
-                                            const gd__nn_tensor *alpha,
-                                            const gd__nn_tensor *dalpha, gd__nn_tensor *dssrc,
-                                            gd__nn_tensor *dsdst) {
+gd_status gd__gat_edge_softmax_backward_check(int device, const gd_block *blk,
+                                              const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                              double slope, const gd__nn_tensor *alpha,
+                                              const gd__nn_tensor *dalpha, gd__nn_tensor *dssrc,
+                                              gd__nn_tensor *dsdst) {
     gd_status st = GD_OK;
     static const char op[] = "gat edge softmax backward";
     const gd__nn_tensor *all[] = {ssrc, sdst, alpha, dalpha, dssrc, dsdst};
-    GD_CHECK(same_kind(op, all, 6));
+    GD_CHECK(same_kind(op, device, all, 6));
     const int64_t H = ssrc->cols, rows = blk ? blk->num_edges + blk->num_dst : 0;
-    GD_CHECK(check_block(op, blk, ssrc->rows));
+    GD_CHECK(check_block(op, blk, ssrc->rows, device));
     GD_CHECK(shape(op, "sdst", sdst, blk->num_dst, H));
     GD_CHECK(shape(op, "alpha", alpha, rows, H));
     GD_CHECK(shape(op, "dalpha", dalpha, rows, H));
     GD_CHECK(shape(op, "dssrc", dssrc, ssrc->rows, H));
     GD_CHECK(shape(op, "dsdst", dsdst, blk->num_dst, H));
+fail:
+    return st;
+}
+
+gd_status gd__gat_edge_softmax_backward_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
+                                            const gd__nn_tensor *sdst, double slope,
+                                            const gd__nn_tensor *alpha, const gd__nn_tensor *dalpha,
+                                            gd__nn_tensor *dssrc, gd__nn_tensor *dsdst) {
+    gd_status st = GD_OK;
+    GD_CHECK(gd__gat_edge_softmax_backward_check(GD__NN_HOST, blk, ssrc, sdst, slope, alpha, dalpha,
+                                                 dssrc, dsdst));
+    const int64_t H = ssrc->cols;
     if (F64(ssrc))
         gat_softmax_backward_f64(blk, ssrc->data, sdst->data, slope, H, alpha->data, dalpha->data,
                                  dssrc->data, dsdst->data);
@@ -152,19 +203,28 @@ fail:
     return st;
 }
 
-gd_status gd__gat_aggregate_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
-                                const gd__nn_tensor *h, gd__nn_tensor *out) {
+gd_status gd__gat_aggregate_check(int device, const gd_block *blk, const gd__nn_tensor *alpha,
+                                  const gd__nn_tensor *h, gd__nn_tensor *out) {
     gd_status st = GD_OK;
     static const char op[] = "gat aggregate";
     const gd__nn_tensor *all[] = {alpha, h, out};
-    GD_CHECK(same_kind(op, all, 3));
+    GD_CHECK(same_kind(op, device, all, 3));
     const int64_t H = alpha->cols;
     GD_REQUIRE(H > 0 && h->cols % H == 0, GD_ERR_INVALID_ARG,
                "%s: h has %lld columns, not a multiple of %lld heads", op, (long long)h->cols,
                (long long)H);
-    GD_CHECK(check_block(op, blk, h->rows));
+    GD_CHECK(check_block(op, blk, h->rows, device));
     GD_CHECK(shape(op, "alpha", alpha, blk->num_edges + blk->num_dst, H));
     GD_CHECK(shape(op, "out", out, blk->num_dst, h->cols));
+fail:
+    return st;
+}
+
+gd_status gd__gat_aggregate_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
+                                const gd__nn_tensor *h, gd__nn_tensor *out) {
+    gd_status st = GD_OK;
+    GD_CHECK(gd__gat_aggregate_check(GD__NN_HOST, blk, alpha, h, out));
+    const int64_t H = alpha->cols;
     if (F64(h))
         gat_aggregate_f64(blk, alpha->data, h->data, H, h->cols / H, out->data);
     else
@@ -173,22 +233,33 @@ fail:
     return st;
 }
 
-gd_status gd__gat_aggregate_backward_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
-                                         const gd__nn_tensor *h, const gd__nn_tensor *dout,
-                                         gd__nn_tensor *dalpha, gd__nn_tensor *dh) {
+gd_status gd__gat_aggregate_backward_check(int device, const gd_block *blk,
+                                           const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                           const gd__nn_tensor *dout, gd__nn_tensor *dalpha,
+                                           gd__nn_tensor *dh) {
     gd_status st = GD_OK;
     static const char op[] = "gat aggregate backward";
     const gd__nn_tensor *all[] = {alpha, h, dout, dalpha, dh};
-    GD_CHECK(same_kind(op, all, 5));
+    GD_CHECK(same_kind(op, device, all, 5));
     const int64_t H = alpha->cols;
     GD_REQUIRE(H > 0 && h->cols % H == 0, GD_ERR_INVALID_ARG,
                "%s: h has %lld columns, not a multiple of %lld heads", op, (long long)h->cols,
                (long long)H);
-    GD_CHECK(check_block(op, blk, h->rows));
+    GD_CHECK(check_block(op, blk, h->rows, device));
     GD_CHECK(shape(op, "alpha", alpha, blk->num_edges + blk->num_dst, H));
     GD_CHECK(shape(op, "dout", dout, blk->num_dst, h->cols));
     GD_CHECK(shape(op, "dalpha", dalpha, alpha->rows, H));
     GD_CHECK(shape(op, "dh", dh, h->rows, h->cols));
+fail:
+    return st;
+}
+
+gd_status gd__gat_aggregate_backward_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
+                                         const gd__nn_tensor *h, const gd__nn_tensor *dout,
+                                         gd__nn_tensor *dalpha, gd__nn_tensor *dh) {
+    gd_status st = GD_OK;
+    GD_CHECK(gd__gat_aggregate_backward_check(GD__NN_HOST, blk, alpha, h, dout, dalpha, dh));
+    const int64_t H = alpha->cols;
     if (F64(h))
         gat_aggregate_backward_f64(blk, alpha->data, h->data, H, h->cols / H, dout->data,
                                    dalpha->data, dh->data);
@@ -199,14 +270,22 @@ fail:
     return st;
 }
 
-gd_status gd__gat_head_mean_cpu(const gd__nn_tensor *x, int64_t heads, gd__nn_tensor *out) {
+gd_status gd__gat_head_mean_check(int device, const gd__nn_tensor *x, int64_t heads,
+                                  gd__nn_tensor *out) {
     gd_status st = GD_OK;
     static const char op[] = "gat head mean";
     const gd__nn_tensor *all[] = {x, out};
-    GD_CHECK(same_kind(op, all, 2));
+    GD_CHECK(same_kind(op, device, all, 2));
     GD_REQUIRE(heads > 0 && x->cols % heads == 0, GD_ERR_INVALID_ARG,
                "%s: %lld columns are not %lld heads", op, (long long)x->cols, (long long)heads);
     GD_CHECK(shape(op, "out", out, x->rows, x->cols / heads));
+fail:
+    return st;
+}
+
+gd_status gd__gat_head_mean_cpu(const gd__nn_tensor *x, int64_t heads, gd__nn_tensor *out) {
+    gd_status st = GD_OK;
+    GD_CHECK(gd__gat_head_mean_check(GD__NN_HOST, x, heads, out));
     if (F64(x))
         gat_head_mean_f64(x->data, x->rows, heads, x->cols / heads, out->data);
     else
@@ -215,14 +294,22 @@ fail:
     return st;
 }
 
-gd_status gd__gat_head_mean_backward_cpu(const gd__nn_tensor *dout, int64_t heads,
-                                         gd__nn_tensor *dx) {
+gd_status gd__gat_head_mean_backward_check(int device, const gd__nn_tensor *dout, int64_t heads,
+                                           gd__nn_tensor *dx) {
     gd_status st = GD_OK;
     static const char op[] = "gat head mean backward";
     const gd__nn_tensor *all[] = {dout, dx};
-    GD_CHECK(same_kind(op, all, 2));
+    GD_CHECK(same_kind(op, device, all, 2));
     GD_REQUIRE(heads > 0, GD_ERR_INVALID_ARG, "%s: %lld heads", op, (long long)heads);
     GD_CHECK(shape(op, "dx", dx, dout->rows, dout->cols * heads));
+fail:
+    return st;
+}
+
+gd_status gd__gat_head_mean_backward_cpu(const gd__nn_tensor *dout, int64_t heads,
+                                         gd__nn_tensor *dx) {
+    gd_status st = GD_OK;
+    GD_CHECK(gd__gat_head_mean_backward_check(GD__NN_HOST, dout, heads, dx));
     if (F64(dout))
         gat_head_mean_backward_f64(dout->data, dout->rows, heads, dout->cols, dx->data);
     else
