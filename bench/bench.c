@@ -231,6 +231,14 @@ static int parse_one(const char *text, int64_t *out) {
     return cli_parse_i64(text, out) == 0 && *out >= 1 ? 0 : -1;
 }
 
+int bench_parse_policies(const char *cmd, const char *arg, const char **out, int *count) {
+    static const char *const names[3] = {"clock", "sieve", "random"};
+    int idx[3];
+    if (bench_parse_names(cmd, "--policies", arg, names, 3, idx, count)) return CLI_EXIT_USAGE;
+    for (int i = 0; i < *count; i++) out[i] = names[idx[i]];
+    return 0;
+}
+
 int bench_parse_windows(const char *cmd, const char *arg, int64_t most, int64_t *out, int max,
                         int *count) {
     char buf[256];

@@ -215,6 +215,8 @@ int bench_parse_list(const char *option, const char *text, int64_t *out, int max
  */
 int bench_parse_windows(const char *cmd, const char *arg, int64_t most, int64_t *out, int max,
                         int *count);
+/* "clock,sieve": the eviction policies named (of clock, sieve, random) for --policies. */
+int bench_parse_policies(const char *cmd, const char *arg, const char **out, int *count);
 /* A count in binary units when it is one: "8Ki", "1Mi", else the plain number. */
 const char *bench_count_text(int64_t n, char *buf, size_t size);
 

@@ -55,7 +55,7 @@ static void help(void) {
 
 static int own_option(void *self, int c, const char *arg) {
     dyn_bench *b = self;
-    int n, idx[MAX_POLICIES];
+    int n;
     switch (c) {
     case 'f':
         return bench_parse_fanouts(arg, 0, 1 << 20, 1, &b->fanouts, &b->layers, NULL)
@@ -78,11 +78,7 @@ static int own_option(void *self, int c, const char *arg) {
     case 'w':
         return bench_parse_windows(cmd, arg, 256, b->windows, MAX_WINDOWS, &b->num_windows);
     case 'p':
-        if (bench_parse_names(cmd, "--policies", arg, policy_names, MAX_POLICIES, idx,
-                              &b->num_policies))
-            return CLI_EXIT_USAGE;
-        for (int i = 0; i < b->num_policies; i++) b->policies[i] = policy_names[idx[i]];
-        return 0;
+        return bench_parse_policies(cmd, arg, b->policies, &b->num_policies);
     default:
         return -1;
     }

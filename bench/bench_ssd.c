@@ -73,7 +73,7 @@ static void help(void) {
 
 static int own_option(void *self, int c, const char *arg) {
     ssd_bench *b = self;
-    int n, idx[MAX_POLICIES];
+    int n;
     switch (c) {
     case 'D':
         b->dir = arg;
@@ -112,11 +112,7 @@ static int own_option(void *self, int c, const char *arg) {
             return cli_usage_error(cmd, "--epoch-host '%s' is not a fraction in [0, 1)", arg);
         return 0;
     case 'p':
-        if (bench_parse_names(cmd, "--policies", arg, policy_names, MAX_POLICIES, idx,
-                              &b->num_policies))
-            return CLI_EXIT_USAGE;
-        for (int i = 0; i < b->num_policies; i++) b->policies[i] = policy_names[idx[i]];
-        return 0;
+        return bench_parse_policies(cmd, arg, b->policies, &b->num_policies);
     default:
         return -1;
     }
