@@ -196,6 +196,12 @@ int bench_parse_fanouts(const char *text, int lo, int hi, int max_lists,
     return 0;
 }
 
+double bench_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 double bench_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

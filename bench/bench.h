@@ -102,6 +102,8 @@ gd_status bench_one_epoch(gd_trainer_t *t, int64_t epoch, int64_t max_batches,
 
 /* Monotonic seconds. */
 double bench_now(void);
+/* CPU seconds of the whole process (every thread) so far. */
+double bench_cpu_seconds(void);
 /* Online CPUs (at least 1). */
 int bench_cpus(void);
 /* "2026-11-21T22:40:43Z" (UTC) into buf. */

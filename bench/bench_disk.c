@@ -218,12 +218,6 @@ typedef struct {
     double seconds, cpu_s;
 } disk_point;
 
-static double cpu_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The next batch: n reads of p->read_bytes at random offsets aligned to the read size (or to
  * the block, for a read size that is not a multiple of it). */
 static void draw_batch(gd__ioeng_request *reqs, int64_t n, const disk_point *p, int64_t size,
@@ -252,14 +246,14 @@ static int measure(const disk_bench *b, gd__ioeng *e, disk_point *p, unsigned ch
     draw_batch(reqs, n, p, size, align, dst, slots, &counter, b->opt.seed);
     BENCH_GD(gd__ioeng_read(e, reqs, n), "the warm-up reads");
     gd__ioeng_stats_reset(e);
-    const double t0 = bench_now(), c0 = cpu_seconds();
+    const double t0 = bench_now(), c0 = bench_cpu_seconds();
     do {
         BENCH_REQUIRE(!cli_interrupted(), "interrupted");
         draw_batch(reqs, n, p, size, align, dst, slots, &counter, b->opt.seed);
         BENCH_GD(gd__ioeng_read(e, reqs, n), "reading the disk");
     } while (bench_now() - t0 < b->seconds);
     p->seconds = bench_now() - t0;
-    p->cpu_s = cpu_seconds() - c0;
+    p->cpu_s = bench_cpu_seconds() - c0;
     gd__ioeng_stats s = GD__IOENG_STATS_INIT;
     gd__ioeng_stats_get(e, &s);
     p->reads = s.requests;

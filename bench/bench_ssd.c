@@ -40,6 +40,7 @@ typedef struct {
     double cache_frac, host_frac;
     int num_policies;
     const char *policies[MAX_POLICIES];
+    int64_t feature_dim;   /* of the generated dataset (0: the preset's) */
     int64_t windows[4];    /* window depths of the replay */
     int num_windows;
     int64_t epoch_batches; /* minibatches of each timed epoch (0: no epochs) */
@@ -54,7 +55,9 @@ static void help(void) {
            "options:\n"
            "  --preset NAME      generated dataset (default igb-small: 1M nodes, 4 KiB rows)\n"
            "  --dir DIR          where the dataset is (generated there when absent; default\n"
-           "                     /tmp/graphdirect-ssd-PRESET)\n"
+           "                     /tmp/graphdirect-ssd-PRESET[-DIM])\n"
+           "  --feature-dim N    features per row of the generated dataset (default: the\n"
+           "                     preset's; 128 gives igb-small 512-byte rows)\n"
            "  --batch B          seeds per minibatch (default 256)\n"
            "  --fanouts LIST     seeds first (default 10,5)\n"
            "  --batches N        minibatches per policy (default 40)\n"
@@ -77,6 +80,11 @@ static int own_option(void *self, int c, const char *arg) {
     switch (c) {
     case 'D':
         b->dir = arg;
+        return 0;
+    case 'M':
+        if (bench_parse_list("--feature-dim", arg, &b->feature_dim, 1, &n) ||
+            b->feature_dim < 1 || b->feature_dim > (1 << 16))
+            return cli_usage_error(cmd, "--feature-dim '%s' is not in 1..65536", arg);
         return 0;
     case 'f':
         return bench_parse_fanouts(arg, 0, 1 << 20, 1, &b->fanouts, &b->layers, NULL)
@@ -123,6 +131,7 @@ static int parse_options(ssd_bench *b, int argc, char **argv) {
                                               BENCH_LONG("nodes", NODES),
                                               BENCH_LONG("batch", BATCH),
                                               {"dir", required_argument, 0, 'D'},
+                                              {"feature-dim", required_argument, 0, 'M'},
                                               {"fanouts", required_argument, 0, 'f'},
                                               {"batches", required_argument, 0, 'n'},
                                               {"cache", required_argument, 0, 'c'},
@@ -176,6 +185,7 @@ static int open_dataset(const ssd_bench *b, const char *dir, gd_dataset_t **ds) 
     go.preset = b->opt.preset;
     go.seed = b->opt.seed;
     go.num_nodes = b->opt.nodes;
+    go.feature_dim = b->feature_dim;
     go.out_dir = dir;
     go.overwrite = 1;
     cli_progress_init(&prog);
@@ -299,7 +309,7 @@ static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__di
                                    (size_t)LEN(i) * sizeof(int64_t), cudaMemcpyHostToDevice, s));
         BENCH_GD(gd__disk_tier_announce(t, RING(i), LEN(i), s), "announcing a minibatch");
     }
-    const double t0 = bench_now();
+    const double t0 = bench_now(), c0 = bench_cpu_seconds();
     for (int i = 0; i < mbs->count; i++) {
         const int64_t n = LEN(i);
         const double t1 = bench_now();
@@ -323,7 +333,7 @@ static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__di
             prev = st;
         }
     }
-    const double secs = bench_now() - t0;
+    const double secs = bench_now() - t0, cores = (bench_cpu_seconds() - c0) / secs;
     BENCH_GD(gd__disk_tier_check_errors(t, s), "the disk tier's kernels");
     BENCH_GD(gd__disk_tier_get_stats(t, s, &st), "reading the tier's counts");
     const double fetch = st.read_s > 0 ? (double)st.bytes_useful / st.read_s / 1e9 : 0;
@@ -336,9 +346,9 @@ static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__di
 #undef LEN
     const int first = mbs->count < FIRST ? mbs->count : FIRST;
     *hit = (double)st.cache.hits / lookups;
-    printf("%-7s %6d %7.4f %8.4f %10.3f %8.3f %7.3f %8.2f   ", gd__evict_names[cfg.policy],
+    printf("%-7s %6d %7.4f %8.4f %10.3f %8.3f %7.3f %8.2f %6.2f   ", gd__evict_names[cfg.policy],
            window, (double)st.cache.hits / lookups, (double)st.cache.bypasses / lookups, fetch,
-           ceil_gbs > 0 ? fetch / ceil_gbs : 0, amp, secs);
+           ceil_gbs > 0 ? fetch / ceil_gbs : 0, amp, secs, cores);
     for (int i = 0; i < first; i += 4) printf("%s%.3f", i ? " " : "", per[i]);
     printf("\n");
     cJSON *o = cJSON_CreateObject();
@@ -355,6 +365,7 @@ static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__di
     BENCH_JSON(cJSON_AddNumberToObject(o, "bytes_read_per_useful_byte", amp));
     BENCH_JSON(cJSON_AddNumberToObject(o, "read_s", st.read_s));
     BENCH_JSON(cJSON_AddNumberToObject(o, "total_s", secs));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "host_cpu_cores", cores));
     cJSON *cold = cJSON_AddArrayToObject(o, "first_minibatch_fetch_gbs");
     BENCH_JSON(cold);
     for (int i = 0; i < first; i++) {
@@ -370,6 +381,9 @@ static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__di
                      cfg.row_bytes >= 4096 ? 0.95 : 0.90, "x");
         bench_target(targets, "useful bytes / bytes read (>= 1 / 1.05)", amp > 0 ? 1 / amp : 0,
                      1 / 1.05, "x");
+        /* The process's CPU time over the replay: the engine's threads and everything else. */
+        bench_target(targets, "2 / host CPU cores while fetching (>= 1: at most 2 cores)",
+                     cores > 0 ? 2 / cores : 0, 1, "x");
     }
     rc = 0;
 fail:
@@ -527,7 +541,8 @@ int bench_ssd(int argc, char **argv) {
     if (b.dir)
         snprintf(dir, sizeof dir, "%s", b.dir);
     else
-        snprintf(dir, sizeof dir, "/tmp/graphdirect-ssd-%s", b.opt.preset);
+        snprintf(dir, sizeof dir, "/tmp/graphdirect-ssd-%s%s%.0lld", b.opt.preset,
+                 b.feature_dim ? "-" : "", (long long)b.feature_dim);
     if (open_dataset(&b, dir, &ds)) goto fail;
     snprintf(path, sizeof path, "%s/features.npy", dir);
     BENCH_GD(gd_npy_read_info(path, &info), "reading the features' header");
@@ -573,8 +588,8 @@ int bench_ssd(int argc, char **argv) {
             c.io.queue_depth = (int)b.depth;
             printf("GPU cache of %lld rows, host buffer of %lld rows\n\n", (long long)c.gpu_slots,
                    (long long)H);
-            printf("%-7s %6s %7s %8s %10s %8s %7s %8s   %s\n", "policy", "window", "hit",
-                   "bypass", "fetch GB/s", "/ceiling", "read/use", "secs",
+            printf("%-7s %6s %7s %8s %10s %8s %7s %8s %6s   %s\n", "policy", "window", "hit",
+                   "bypass", "fetch GB/s", "/ceiling", "read/use", "secs", "cores",
                    "cold fetch GB/s, minibatches 1, 5, 9, ...");
             for (int p = 0; p < b.num_policies; p++) {
                 c.policy = (gd__evict_policy)gd__name_index(gd__evict_names, GD__EVICT_COUNT,

@@ -150,6 +150,7 @@ fi
 expect_rc 2 "$cli" bench ssd --policies clock,lru
 expect_rc 2 "$cli" bench ssd --host 2
 expect_rc 2 "$cli" bench ssd --windows 0,99
+expect_rc 2 "$cli" bench ssd --feature-dim 0
 expect_rc 0 "$cli" bench ssd --quick --dir "$tmp/ssd" --json "$tmp/ssd.json"
 grep -q "^ceiling: " "$tmp/out" || { cat "$tmp/out"; fail "no bench ssd ceiling"; }
 if command -v python3 >/dev/null; then
@@ -166,7 +167,7 @@ if runs:  # a GPU: every policy and window gathered every minibatch, then the ep
         assert r["fetch_gbs"] > 0 and r["bytes_read_per_useful_byte"] >= 1, r
     assert [e["run"] for e in d["epochs"]][0] == "in pinned host memory", d["epochs"]
     assert len(d["epochs"]) == 5 and all(e["seconds_per_minibatch"] > 0 for e in d["epochs"])
-    assert len(d["targets"]) == 7, d["targets"]
+    assert len(d["targets"]) == 8, d["targets"]
 PY
 fi
 echo "bench smoke: ok"
