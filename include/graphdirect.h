@@ -1119,10 +1119,12 @@ typedef struct {
      * It changes the distribution the model trains on; evaluation always samples uniformly.
      */
     int locality;
+    /* model "gat": attention heads (0: 1); hidden layers are heads x hidden wide. */
+    int heads;
 } gd_train_options;
 #define GD_TRAIN_OPTIONS_INIT                                                                      \
     {sizeof(gd_train_options), NULL, NULL, 2, {10, 5}, 1024, 128, 0.5, 3e-3, 0.0, 0, 0, 0, NULL, \
-     -1, -1, 0, NULL, 3, 0, 0, NULL, 0}
+     -1, -1, 0, NULL, 3, 0, 0, NULL, 0, 0}
 void gd_train_options_init(gd_train_options *o);
 
 /* GD_OK if name is a training mode (cpu, all-gpu, zero-copy, cpu-centric, auto), else

@@ -32,15 +32,15 @@ static gd__gat_config config(const chain *c, int heads, int64_t in, int64_t hidd
                              double dropout, double attn, gd_dtype dtype) {
     gd__gat_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.base.num_layers = c->layers;
-    cfg.base.in_dim = in;
-    cfg.base.hidden_dim = hidden;
-    cfg.base.num_classes = classes;
-    cfg.base.dropout = dropout;
-    cfg.base.dtype = dtype;
+    cfg.num_layers = c->layers;
+    cfg.in_dim = in;
+    cfg.hidden_dim = hidden;
+    cfg.num_classes = classes;
+    cfg.dropout = dropout;
+    cfg.dtype = dtype;
     cfg.heads = heads;
     cfg.attn_dropout = attn;
-    for (int l = 0; l <= c->layers; l++) cfg.base.max_nodes[l] = c->nodes[l] + 2;
+    for (int l = 0; l <= c->layers; l++) cfg.max_nodes[l] = c->nodes[l] + 2;
     for (int l = 0; l < c->layers; l++) cfg.max_edges[l] = c->blocks[l].num_edges + 3;
     return cfg;
 }
@@ -117,7 +117,7 @@ static void check_model(uint64_t *state, int layers, int heads) {
 
     /* float32 against float64, evaluation mode, same parameters. */
     gd__gat_config c32 = cfg;
-    c32.base.dtype = GD_DTYPE_FLOAT32;
+    c32.dtype = GD_DTYPE_FLOAT32;
     gd__gat_model *m32;
     T_OK(gd__gat_model_create(&ctx, &c32, 1, &m32));
     for (int64_t i = 0; i < m->params.numel; i++)

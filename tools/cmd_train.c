@@ -79,7 +79,9 @@ static void help(void) {
            "                     the fanouts are 10,5,5,...)\n"
            "  --mlp              the baseline without the graph (and no second baseline)\n"
            "  --no-baseline      do not train the MLP baseline after %s\n"
-           "  --hidden H         hidden width (default 128)\n"
+           "  --model NAME       sage (GraphSAGE, default) or gat (PyG's GATConv)\n"
+           "  --heads N          gat: attention heads (default 1); hidden layers are N x H wide\n"
+           "  --hidden H         hidden width (default 128; gat: per head)\n"
            "  --dropout P        dropout after hidden layers (default 0.5)\n"
            "  --lr X             Adam learning rate (default 0.003)\n"
            "  --weight-decay X   Adam L2 weight decay (default 0)\n"
@@ -409,8 +411,9 @@ static int train_model(const gd_dataset_t *ds, const gd_train_options *o, int64_
     fo.epochs = epochs;
     fo.checkpoint_dir = ro->writer ? dir : NULL;
     fo.overwrite = ro->overwrite;
-    /* The MLP's sampled inference (fanout 0) is already exact. */
-    fo.exact_test = ro->full_test && !o->mlp;
+    /* The MLP's sampled inference (fanout 0) is already exact; a kind without a layer-wise
+     * form (gat, for now) has no exact test. */
+    fo.exact_test = ro->full_test && !o->mlp && mi.exact_inference;
     fo.on_epoch = on_epoch;
     fo.on_epoch_user = &rep;
     fo.progress = on_progress;
@@ -566,6 +569,14 @@ static int train_option(train_args *a, int c, const char *arg) {
     case 'B':
         a->baseline = 0;
         break;
+    case 'N':
+        a->cfg.model = arg;
+        break;
+    case 'A':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > 64)
+            return cli_usage_error("train", "--heads '%s' is not in 1..64", arg);
+        a->cfg.heads = (int)v;
+        break;
     case 'H':
         if (cli_parse_i64(arg, &v) || v < 1 || v > 65536)
             return cli_usage_error("train", "--hidden '%s' is not a positive width", arg);
@@ -650,6 +661,8 @@ static int parse_train(int argc, char **argv, train_args *a) {
                                               {"mlp", no_argument, 0, 'M'},
                                               {"no-baseline", no_argument, 0, 'B'},
                                               {"hidden", required_argument, 0, 'H'},
+                                              {"model", required_argument, 0, 'N'},
+                                              {"heads", required_argument, 0, 'A'},
                                               {"dropout", required_argument, 0, 'd'},
                                               {"lr", required_argument, 0, 'l'},
                                               {"weight-decay", required_argument, 0, 'w'},

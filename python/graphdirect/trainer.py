@@ -101,6 +101,8 @@ class Trainer(_lib.Closing):
     where zero-copy ranks cache the hot feature rows, "replicate", "partition" or "auto" (the
     default; docs/multi_gpu.md). locality: locality-aware sampling in zero-copy training, 0 (off),
     a factor >= 2 by which rows in GPU memory are favoured, or "auto" (adapted each epoch).
+    model: "sage" (GraphSAGE) or "gat" (PyG's GATConv, `heads` attention heads, hidden layers
+    heads x hidden wide; no exact test yet: test_exact is NaN).
     """
 
     def __init__(self, dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024,
@@ -108,7 +110,7 @@ class Trainer(_lib.Closing):
                  device=0, gpu_cache=None, graph_cache=None, gpu_mem_budget=None,
                  gather_sms=None, depth=3, mlp=False, context=None, host_mem_budget=None,
                  rank=None, world_size=None, comm_id=None, comm_timeout=None, placement=None,
-                 locality=0):
+                 locality=0, heads=1):
         self._ptr = None
         self._own_context = None
         from .dataset import Dataset
@@ -118,6 +120,7 @@ class Trainer(_lib.Closing):
         o = _lib.TrainOptions.new()
         o.mode = _lib.text(mode)
         o.model = _lib.text(model)
+        o.heads = _lib.int_arg(heads, "graphdirect.Trainer", "heads", 1, 64)
         fanouts = list(fanouts)
         if not 1 <= len(fanouts) <= _lib.GD_SAMPLER_MAX_LAYERS:
             raise ValueError("graphdirect.Trainer: %d fanouts; give 1 to %d (one per layer)"

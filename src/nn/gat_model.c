@@ -24,7 +24,7 @@ static gd__nn_tensor shaped(const gd__nn_tensor *buf, int64_t rows, int64_t cols
 void gd__gat_model_destroy(gd__gat_model *m) {
     if (!m) return;
     const gd__nn_ctx *ctx = &m->ctx;
-    for (int l = 0; l < m->cfg.base.num_layers; l++) {
+    for (int l = 0; l < m->cfg.num_layers; l++) {
         gd__nn_tensor *const t[] = {&m->p[l],      &m->ssrc[l], &m->sdst[l], &m->alpha[l],
                                     &m->alphad[l], &m->agg[l],  &m->z[l]};
         for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) gd__nn_tensor_free(ctx, t[i]);
@@ -43,8 +43,8 @@ gd_status gd__gat_model_create(const gd__nn_ctx *ctx, const gd__gat_config *cfg,
     GD_REQUIRE(ctx && ctx->be && cfg && out, GD_ERR_INVALID_ARG,
                "GAT: ctx, config and out must be given");
     *out = NULL;
-    const gd__model_config *c = &cfg->base;
-    const int L = c->num_layers, H = cfg->heads;
+    const gd__model_config *c = cfg;
+    const int L = c->num_layers, H = cfg->heads > 0 ? cfg->heads : 1;
     GD_REQUIRE(L >= 1 && L <= GD__MODEL_MAX_LAYERS, GD_ERR_INVALID_ARG, "GAT: %d layers (1 to %d)",
                L, GD__MODEL_MAX_LAYERS);
     GD_REQUIRE(H >= 1 && H <= 64, GD_ERR_INVALID_ARG, "GAT: %d heads (1 to 64)", H);
@@ -63,6 +63,7 @@ gd_status gd__gat_model_create(const gd__nn_ctx *ctx, const gd__gat_config *cfg,
     m = gd_calloc(1, sizeof *m);
     GD_REQUIRE(m, GD_ERR_NO_MEMORY, "out of memory allocating a GAT model");
     m->cfg = *cfg;
+    m->cfg.heads = H;
     m->ctx = *ctx;
     m->params.dtype = c->dtype;
     int64_t cap_p = 1, cap_agg = 1, cap_alpha = 1, cap_s = 1, cap_d = 1, cap_h = 1;
@@ -109,16 +110,16 @@ fail:
 static gd_status check_blocks(const gd__gat_model *m, const gd_block *blocks) {
     gd_status st = GD_OK;
     GD_REQUIRE(blocks, GD_ERR_INVALID_ARG, "GAT: blocks is NULL");
-    for (int l = 0; l < m->cfg.base.num_layers; l++) {
+    for (int l = 0; l < m->cfg.num_layers; l++) {
         const gd_block *b = &blocks[l];
-        GD_REQUIRE(b->num_src <= m->cfg.base.max_nodes[l] &&
-                       b->num_dst <= m->cfg.base.max_nodes[l + 1] &&
+        GD_REQUIRE(b->num_src <= m->cfg.max_nodes[l] &&
+                       b->num_dst <= m->cfg.max_nodes[l + 1] &&
                        b->num_edges <= m->cfg.max_edges[l],
                    GD_ERR_RANGE,
                    "GAT: block %d has %lld sources, %lld destinations and %lld edges, more than "
                    "the model was sized for (%lld, %lld, %lld)",
                    l, (long long)b->num_src, (long long)b->num_dst, (long long)b->num_edges,
-                   (long long)m->cfg.base.max_nodes[l], (long long)m->cfg.base.max_nodes[l + 1],
+                   (long long)m->cfg.max_nodes[l], (long long)m->cfg.max_nodes[l + 1],
                    (long long)m->cfg.max_edges[l]);
         GD_REQUIRE(l == 0 || b->num_src == blocks[l - 1].num_dst, GD_ERR_INVALID_ARG,
                    "GAT: block %d has %lld sources but block %d has %lld destinations", l,
@@ -139,8 +140,8 @@ gd_status gd__gat_model_forward(gd__gat_model *m, const gd_block *blocks, const 
                (long long)x->rows, (long long)x->cols, (long long)blocks[0].num_src,
                (long long)m->in[0]);
     const gd__nn_ctx *ctx = &m->ctx;
-    const int L = m->cfg.base.num_layers, H = m->cfg.heads;
-    const double p = m->cfg.base.dropout, pa = m->cfg.attn_dropout;
+    const int L = m->cfg.num_layers, H = m->cfg.heads;
+    const double p = m->cfg.dropout, pa = m->cfg.attn_dropout;
     m->input = NULL;
     gd__nn_tensor h = gd__nn_rows(x, blocks[0].num_src);
     for (int l = 0; l < L; l++) {
@@ -194,7 +195,7 @@ gd_status gd__gat_model_backward(gd__gat_model *m, const gd_block *blocks,
     GD_REQUIRE(m && dlogits, GD_ERR_INVALID_ARG, "GAT backward: model and dlogits needed");
     GD_REQUIRE(m->input, GD_ERR_INVALID_ARG, "GAT backward: no forward pass to go back through");
     GD_CHECK(check_blocks(m, blocks));
-    const int L = m->cfg.base.num_layers, H = m->cfg.heads;
+    const int L = m->cfg.num_layers, H = m->cfg.heads;
     for (int l = 0; l <= L; l++)
         GD_REQUIRE(m->rows[l] == (l < L ? blocks[l].num_src : blocks[L - 1].num_dst),
                    GD_ERR_INVALID_ARG,
@@ -204,7 +205,7 @@ gd_status gd__gat_model_backward(gd__gat_model *m, const gd_block *blocks,
                (long long)dlogits->rows, (long long)dlogits->cols, (long long)m->rows[L],
                (long long)m->out[L - 1]);
     const gd__nn_ctx *ctx = &m->ctx;
-    const double p = m->cfg.base.dropout, pa = m->cfg.attn_dropout;
+    const double p = m->cfg.dropout, pa = m->cfg.attn_dropout;
     const int attn = m->train && pa > 0;
     gd__nn_tensor dz = *dlogits; /* the gradient of z_l (the logits for the last layer) */
     for (int l = L - 1; l >= 0; l--) {
@@ -269,3 +270,82 @@ gd_status gd__gat_model_backward(gd__gat_model *m, const gd_block *blocks,
 fail:
     return st;
 }
+
+/* ------------------------------------------------------- the model interface */
+
+/* The nodes as every kind, and the edges: a hop's destinations times its capped fanout. */
+static void gat_capacity(const gd__model_shape *s, gd__model_config *cfg) {
+    gd__model_node_capacity(s, cfg);
+    const int L = s->num_layers;
+    for (int h = 0; h < L; h++) {
+        const int64_t f = s->fanouts[h];
+        const int64_t k = f < 0 ? s->max_degree : f < s->max_degree ? f : s->max_degree;
+        int64_t e;
+        if (gd__mul_overflow_i64(cfg->max_nodes[L - h], k, &e)) e = INT64_MAX / 2;
+        cfg->max_edges[L - 1 - h] = e;
+    }
+}
+
+/* Device bytes of a model of cfg: the flat buffers and the saved activations (an estimate). */
+static int64_t gat_bytes(const gd__model_config *cfg) {
+    const int L = cfg->num_layers, H = cfg->heads > 0 ? cfg->heads : 1;
+    int64_t params = 0, act = 0, scratch = 0;
+    for (int l = 0; l < L; l++) {
+        const int64_t f = l < L - 1 ? cfg->hidden_dim : cfg->num_classes;
+        const int64_t in = l == 0 ? cfg->in_dim : H * cfg->hidden_dim;
+        const int64_t ns = cfg->max_nodes[l], nd = cfg->max_nodes[l + 1];
+        const int64_t ne = cfg->max_edges[l] + nd;
+        params += in * H * f + 2 * H * f + H * f + 4 * GD__NN_PARAM_ALIGN;
+        act += ns * H * f + ns * H + nd * H + 2 * ne * H + nd * H * f + nd * f;
+        scratch = gd__max64(scratch, ns * H * f + nd * H * f + ne * H + ns * H + nd * H +
+                                         2 * ns * in);
+    }
+    return 4 * (4 * params + act + scratch);
+}
+
+static gd_status gat_create_i(const gd__nn_ctx *ctx, const gd__model_config *cfg,
+                              uint64_t init_seed, void **context) {
+    gd__gat_model *m = NULL;
+    gd_status st = gd__gat_model_create(ctx, cfg, init_seed, &m);
+    *context = m;
+    return st;
+}
+
+static void gat_destroy_i(void *context) {
+    gd__gat_model_destroy(context);
+}
+
+static gd_status gat_forward_i(void *context, const gd_block *blocks, const gd__nn_tensor *x,
+                               const int64_t *node_ids, int train, uint64_t dropout_seed,
+                               gd__nn_tensor *logits) {
+    return gd__gat_model_forward(context, blocks, x, node_ids, train, dropout_seed, logits);
+}
+
+static gd_status gat_backward_i(void *context, const gd_block *blocks,
+                                const gd__nn_tensor *dlogits, gd__nn_tensor *dx) {
+    return gd__gat_model_backward(context, blocks, dlogits, dx);
+}
+
+static gd__nn_params *gat_params_i(void *context) {
+    return &((gd__gat_model *)context)->params;
+}
+
+static void gat_set_backend_i(void *context, const gd__nn_backend *be) {
+    ((gd__gat_model *)context)->ctx.be = be;
+}
+
+const gd__model_i gd__gat_model_i = {
+    .name = "gat",
+    .label = "gat",
+    .title = "GAT",
+    .description = "GAT (PyG's GATConv: multi-head attention)",
+    .capacity = gat_capacity,
+    .bytes = gat_bytes,
+    .create = gat_create_i,
+    .destroy = gat_destroy_i,
+    .forward = gat_forward_i,
+    .backward = gat_backward_i,
+    .params = gat_params_i,
+    .set_backend = gat_set_backend_i,
+    .layer_combine = NULL,
+};

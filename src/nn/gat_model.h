@@ -12,8 +12,8 @@
  * GATConv(hidden, heads=H) gives), the last F = num_classes. The parameters live in one flat
  * buffer: W, a_src, a_dst, b for each layer. Every buffer is sized at create from the node and
  * edge capacities; forward and backward allocate nothing. The ops run on the CPU reference or
- * the GPU kernels of gat.h by the context's backend. Not yet a kind of the model interface
- * (model.h): its registration, `--model gat`, checkpoints and exact inference come next.
+ * the GPU kernels of gat.h by the context's backend. It is the kind "gat" of the model
+ * interface (model.h); it has no layer-wise exact inference yet.
  */
 #ifndef GD_NN_GAT_MODEL_H
 #define GD_NN_GAT_MODEL_H
@@ -25,12 +25,11 @@
 extern "C" {
 #endif
 
-typedef struct {
-    gd__model_config base;
-    int heads;
-    double attn_dropout;                     /* on alpha, training only, in [0, 1) */
-    int64_t max_edges[GD__MODEL_MAX_LAYERS]; /* most sampled edges of block l */
-} gd__gat_config;
+/* GAT reads the common config and its heads, attention dropout and edge capacities. */
+typedef gd__model_config gd__gat_config;
+
+/* GAT's table of the model interface (registered in model.c). */
+extern const gd__model_i gd__gat_model_i;
 
 typedef struct {
     gd__gat_config cfg;

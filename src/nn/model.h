@@ -26,7 +26,7 @@ extern "C" {
 #define GD__MODEL_MAX_LAYERS 8
 
 /* The kinds of model. The first is the default: zeroed configs and old checkpoints mean it. */
-typedef enum { GD__MODEL_SAGE = 0, GD__MODEL_KIND_COUNT = 1 } gd__model_kind;
+typedef enum { GD__MODEL_SAGE = 0, GD__MODEL_GAT = 1, GD__MODEL_KIND_COUNT = 2 } gd__model_kind;
 #define GD__MODEL_DEFAULT GD__MODEL_SAGE
 
 typedef struct {
@@ -43,6 +43,11 @@ typedef struct {
      * destination nodes of the last layer (the batch size). Every buffer is sized from these.
      */
     int64_t max_nodes[GD__MODEL_MAX_LAYERS + 1];
+    /* GAT: attention heads (0 means 1), the dropout on the attention weights, and the most
+     * sampled edges of block l (set by the kind's capacity). Other kinds ignore them. */
+    int heads;
+    double attn_dropout;
+    int64_t max_edges[GD__MODEL_MAX_LAYERS];
 } gd__model_config;
 
 /* The shape of the minibatches a model will see, from which gd__model_capacity sizes it. */

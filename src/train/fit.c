@@ -101,6 +101,9 @@ static gd_status train_config(const gd_train_options *o, gd_trainer_t *t, gd__tr
     memcpy(c->fanouts, o->fanouts, sizeof c->fanouts);
     c->mlp = o->mlp != 0;
     c->hidden_dim = o->hidden;
+    GD_REQUIRE(o->heads >= 0 && o->heads <= 64, GD_ERR_INVALID_ARG,
+               "trainer: %d attention heads; use 1 to 64 (0: 1)", o->heads);
+    c->heads = o->heads;
     c->dropout = o->dropout;
     c->lr = o->lr;
     c->weight_decay = o->weight_decay;
@@ -526,7 +529,8 @@ static gd_status fit_end(gd_trainer_t *t, const gd_fit_options *o, gd_fit_result
     }
     if (o->test || (o->exact_test && t->mlp))
         GD_CHECK(gd_trainer_evaluate(t, GD_ARRAY_TEST_IDX, 0, &r->test_acc, &r->test_count));
-    if (o->exact_test) {
+    /* A kind without a layer-wise form (gat, for now) has no exact test: test_exact stays NaN. */
+    if (o->exact_test && (t->mlp || gd__model_has_layer_combine(gd__trainer_model(t->t)))) {
         const double t0 = gd__now();
         if (t->mlp)
             r->test_exact = r->test_acc;

@@ -170,6 +170,7 @@ static void model_config(const gd__trainer *t, int64_t max_degree, int64_t max_i
     sampler_fanouts(&t->cfg, fanouts);
     *mc = gd__model_config_make(t->cfg.model, t->cfg.num_layers, t->in_dim, t->cfg.hidden_dim,
                                 t->num_classes, t->cfg.dropout, GD_DTYPE_FLOAT32);
+    mc->heads = t->cfg.heads;
     const gd__model_shape shape = {.num_layers = t->cfg.num_layers,
                                    .fanouts = fanouts,
                                    .batch = t->batch,
