@@ -148,28 +148,8 @@ static void check_model(uint64_t *state, int layers) {
     char what[64];
     snprintf(what, sizeof what, "%d-layer GraphSAGE parameters", layers);
     {
-        const double h = 1e-6;
-        double worst = 0;
-        gd__nn_tensor *targets[2] = {&m->params.params, &x};
-        const gd__nn_tensor *analytic[2] = {&grads, &dx};
-        for (int t = 0; t < 2; t++) {
-            for (int64_t i = 0; i < gd__nn_numel(targets[t]); i++) {
-                const double v = t_get(targets[t], i);
-                t_set(targets[t], i, v + h);
-                const double fp = model_loss(&k);
-                t_set(targets[t], i, v - h);
-                const double fm = model_loss(&k);
-                t_set(targets[t], i, v);
-                const double num = (fp - fm) / (2 * h),
-                             err = t_grad_err(t_get(analytic[t], i), num);
-                if (err > worst) worst = err;
-                if (err > 1e-6)
-                    T_FAIL_("%d layers: gradient of %s element %lld: analytic %.10g, finite "
-                            "difference %.10g",
-                            layers, t ? "input" : "parameter", (long long)i, t_get(analytic[t], i),
-                            num);
-            }
-        }
+        const double worst =
+            t_fd_model(what, model_loss, &k, &m->params.params, &grads, &x, &dx, 1e-6);
         fprintf(stderr, "%s and input: %lld + %lld elements, worst relative error %.2e\n", what,
                 (long long)m->params.numel, (long long)gd__nn_numel(&x), worst);
     }

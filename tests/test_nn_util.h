@@ -85,4 +85,34 @@ static inline double t_grad_err(double a, double n) {
     return fabs(a - n) / (s > 1.0 ? s : 1.0);
 }
 
+/*
+ * A model's gradients against central finite differences (h = 1e-6): every element of the flat
+ * parameters (analytic: grads) and of the input x (analytic: dx) is moved up and down, the
+ * scalar loss(user) evaluated each time, and the relative error must stay below tol. what
+ * names the model in a failure. Returns the worst error.
+ */
+static inline double t_fd_model(const char *what, double (*loss)(void *), void *user,
+                                gd__nn_tensor *params, const gd__nn_tensor *grads,
+                                gd__nn_tensor *x, const gd__nn_tensor *dx, double tol) {
+    const double h = 1e-6;
+    double worst = 0;
+    gd__nn_tensor *targets[2] = {params, x};
+    const gd__nn_tensor *analytic[2] = {grads, dx};
+    for (int t = 0; t < 2; t++)
+        for (int64_t i = 0; i < gd__nn_numel(targets[t]); i++) {
+            const double v = t_get(targets[t], i);
+            t_set(targets[t], i, v + h);
+            const double fp = loss(user);
+            t_set(targets[t], i, v - h);
+            const double fm = loss(user);
+            t_set(targets[t], i, v);
+            const double num = (fp - fm) / (2 * h), err = t_grad_err(t_get(analytic[t], i), num);
+            if (err > worst) worst = err;
+            if (err > tol)
+                T_FAIL_("%s: gradient of %s element %lld: analytic %.10g, finite difference %.10g",
+                        what, t ? "input" : "parameter", (long long)i, t_get(analytic[t], i), num);
+        }
+    return worst;
+}
+
 #endif
