@@ -40,8 +40,8 @@ typedef struct {
     double cache_frac, host_frac;
     int num_policies;
     const char *policies[MAX_POLICIES];
-    int64_t feature_dim;   /* of the generated dataset (0: the preset's) */
-    int64_t windows[4];    /* window depths of the replay */
+    int64_t feature_dim; /* of the generated dataset (0: the preset's) */
+    int64_t windows[4];  /* window depths of the replay */
     int num_windows;
     int64_t epoch_batches; /* minibatches of each timed epoch (0: no epochs) */
     double epoch_host;     /* the host buffer of the "disk" epoch, a fraction of the rows */
@@ -82,8 +82,8 @@ static int own_option(void *self, int c, const char *arg) {
         b->dir = arg;
         return 0;
     case 'M':
-        if (bench_parse_list("--feature-dim", arg, &b->feature_dim, 1, &n) ||
-            b->feature_dim < 1 || b->feature_dim > (1 << 16))
+        if (bench_parse_list("--feature-dim", arg, &b->feature_dim, 1, &n) || b->feature_dim < 1 ||
+            b->feature_dim > (1 << 16))
             return cli_usage_error(cmd, "--feature-dim '%s' is not in 1..65536", arg);
         return 0;
     case 'f':
@@ -339,9 +339,8 @@ static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__di
     const double fetch = st.read_s > 0 ? (double)st.bytes_useful / st.read_s / 1e9 : 0;
     const double lookups = st.cache.lookups ? (double)st.cache.lookups : 1;
     const int64_t host_bytes = cfg.host_count * cfg.row_bytes;
-    const double amp = st.bytes_useful > 0 ? (double)(st.bytes_read - host_bytes) /
-                                                 (double)st.bytes_useful
-                                           : 0;
+    const double amp =
+        st.bytes_useful > 0 ? (double)(st.bytes_read - host_bytes) / (double)st.bytes_useful : 0;
 #undef RING
 #undef LEN
     const int first = mbs->count < FIRST ? mbs->count : FIRST;
@@ -361,7 +360,8 @@ static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__di
     BENCH_JSON(cJSON_AddNumberToObject(o, "rows", (double)st.rows));
     BENCH_JSON(cJSON_AddNumberToObject(o, "host_buffer_rows", (double)st.host_rows));
     BENCH_JSON(cJSON_AddNumberToObject(o, "fetch_gbs", fetch));
-    BENCH_JSON(cJSON_AddNumberToObject(o, "fetch_over_ceiling", ceil_gbs > 0 ? fetch / ceil_gbs : 0));
+    BENCH_JSON(
+        cJSON_AddNumberToObject(o, "fetch_over_ceiling", ceil_gbs > 0 ? fetch / ceil_gbs : 0));
     BENCH_JSON(cJSON_AddNumberToObject(o, "bytes_read_per_useful_byte", amp));
     BENCH_JSON(cJSON_AddNumberToObject(o, "read_s", st.read_s));
     BENCH_JSON(cJSON_AddNumberToObject(o, "total_s", secs));
@@ -597,8 +597,7 @@ int bench_ssd(int argc, char **argv) {
                 double hit0 = 0;
                 for (int w = 0; w < b.num_windows; w++) {
                     double hit;
-                    if (run_policy(&b, &mbs, &c, (int)b.windows[w], ceil_gbs, runs, targets,
-                                   &hit))
+                    if (run_policy(&b, &mbs, &c, (int)b.windows[w], ceil_gbs, runs, targets, &hit))
                         goto fail;
                     if (b.windows[w] == 0) hit0 = hit;
                     if (b.windows[w] == 8 && hit0 > 0) {
@@ -610,9 +609,7 @@ int bench_ssd(int argc, char **argv) {
                     }
                 }
             }
-            if (b.epoch_batches > 0 &&
-                run_epochs(&b, ds, path, rows, rb, root, targets))
-                goto fail;
+            if (b.epoch_batches > 0 && run_epochs(&b, ds, path, rows, rb, root, targets)) goto fail;
         }
     }
 #else

@@ -79,8 +79,8 @@ static void check_out(const int64_t *ids, int64_t n, const unsigned char *out, i
                       const char *what) {
     for (int64_t i = 0; i < n; i++)
         if (memcmp(out + i * rb, table + ids[i] * rb, (size_t)rb) != 0)
-            T_FAIL_("%s: row %lld (position %lld of %lld, %lld bytes) differs from the file",
-                    what, (long long)ids[i], (long long)i, (long long)n, (long long)rb);
+            T_FAIL_("%s: row %lld (position %lld of %lld, %lld bytes) differs from the file", what,
+                    (long long)ids[i], (long long)i, (long long)n, (long long)rb);
 }
 
 static void gathers(uint64_t *rng, int64_t rb, gd__evict_policy p) {
@@ -174,8 +174,7 @@ static void gathers(uint64_t *rng, int64_t rb, gd__evict_policy p) {
         CU(cudaMemcpyAsync(d_ids, far, sizeof far, cudaMemcpyHostToDevice, s));
         T_OK(gd__disk_tier_gather(t, d_ids, 2, d_out, s));
         T_FAILS(gd__disk_tier_check_errors(t, s), GD_ERR_RANGE, "outside");
-        T_FAILS(gd__disk_tier_gather(t, d_ids, MAX_N + 1, d_out, s), GD_ERR_INVALID_ARG,
-                "at most");
+        T_FAILS(gd__disk_tier_gather(t, d_ids, MAX_N + 1, d_out, s), GD_ERR_INVALID_ARG, "at most");
     }
     CU(cudaFree(d_ids));
     CU(cudaFree(d_out));

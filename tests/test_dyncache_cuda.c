@@ -74,8 +74,7 @@ typedef struct {
     int pinned;
 } dev_bufs;
 
-static void pipeline(gd__evict_policy policy, int window, int use_loc, int pinned,
-                     uint64_t seed) {
+static void pipeline(gd__evict_policy policy, int window, int use_loc, int pinned, uint64_t seed) {
     static int64_t rows[MINIBATCHES][BATCH], slots[MINIBATCHES][BATCH];
     static uint8_t mark[ROWS];
     int64_t n[MINIBATCHES];
@@ -106,13 +105,13 @@ static void pipeline(gd__evict_policy policy, int window, int use_loc, int pinne
         CU(cudaMalloc((void **)&m_num, sizeof(int64_t)));
     }
     CU(cudaMemcpy(d_rows, rows, sizeof rows, cudaMemcpyHostToDevice));
-    gd__dyncache_gpu_config cfg = {0,    ROWS,  SLOTS, policy, seed, use_loc ? d_loc : NULL,
+    gd__dyncache_gpu_config cfg = {0,          ROWS, SLOTS, policy, seed, use_loc ? d_loc : NULL,
                                    window > 0, BATCH};
     gd__dyncache_gpu *g;
     T_OK(gd__dyncache_gpu_create(&cfg, &g));
 
-#define DROWS(b) (d_rows + (int64_t)(b) * BATCH)
-#define DSLOTS(b) (d_slots + (int64_t)(b) * BATCH)
+#define DROWS(b) (d_rows + (int64_t)(b)*BATCH)
+#define DSLOTS(b) (d_slots + (int64_t)(b)*BATCH)
     for (int b = 0; b < window && b < MINIBATCHES; b++) {
         T_OK(gd__dyncache_announce(ref, rows[b], n[b]));
         T_OK(gd__dyncache_gpu_announce(g, DROWS(b), n[b], s));
@@ -132,8 +131,7 @@ static void pipeline(gd__evict_policy policy, int window, int use_loc, int pinne
         CU(cudaMemsetAsync(DSLOTS(b), 0xff, BATCH * sizeof(int64_t), s));
         T_OK(gd__dyncache_gpu_lookup(g, DROWS(b), n[b], DSLOTS(b), d_miss_pos, m_rows, m_num, s));
         T_OK(gd__dyncache_gpu_place(g, DROWS(b), DSLOTS(b), d_miss_pos, m_num, s));
-        CU(cudaMemcpyAsync(gslots, DSLOTS(b), BATCH * sizeof(int64_t), cudaMemcpyDeviceToHost,
-                           s));
+        CU(cudaMemcpyAsync(gslots, DSLOTS(b), BATCH * sizeof(int64_t), cudaMemcpyDeviceToHost, s));
         CU(cudaMemcpyAsync(&num, m_num, sizeof num, cudaMemcpyDefault, s));
         CU(cudaMemcpyAsync(miss_rows, m_rows, BATCH * sizeof(int64_t), cudaMemcpyDefault, s));
         CU(cudaStreamSynchronize(s));
@@ -166,8 +164,8 @@ static void pipeline(gd__evict_policy policy, int window, int use_loc, int pinne
                 for (int64_t i = 0; i < n[b]; i++)
                     if (slots[b][i] == fills[q].slot && rows[b][i] == fills[q].row)
                         slots[b][i] = -1;
-            CU(cudaMemcpyAsync(DSLOTS(b), slots[b], BATCH * sizeof(int64_t),
-                               cudaMemcpyHostToDevice, s));
+            CU(cudaMemcpyAsync(DSLOTS(b), slots[b], BATCH * sizeof(int64_t), cudaMemcpyHostToDevice,
+                               s));
         } else {
             T_OK(gd__dyncache_filled(ref, fills, nf));
             T_OK(gd__dyncache_gpu_filled(g, DSLOTS(b), d_miss_pos, m_num, s));

@@ -12,8 +12,9 @@
  *     1e-3 and the exact test accuracy within 0.02.
  * float32 and bfloat16 tables, each eviction policy in cpu mode, window buffering (GD_DISK_WINDOW)
  * on the GPU, the reads' depth probed (GD_DISK_DEPTH=auto) or given. Refusals: an unknown policy,
- * a depth or a window out of range, locality-aware sampling over a cache that changes. Without a GPU the cpu part runs and the
- * GPU part is skipped (the test passes: cpu is a full path of its own).
+ * a depth or a window out of range, locality-aware sampling over a cache that changes. Without a
+ * GPU the cpu part runs and the GPU part is skipped (the test passes: cpu is a full path of its
+ * own).
  */
 #include "test.h"
 
@@ -107,8 +108,8 @@ static void compare(const gd_dataset_t *ds, const char *mode, int64_t table_byte
         T_FAIL_("%s under a budget of 3/4 of the table: the plan does not say disk:\n%s", what,
                 b.plan);
     for (int e = 0; e < EPOCHS; e++) {
-        fprintf(stderr, "%-28s epoch %d: loss %.9f in memory, %.9f from disk\n", what, e,
-                a.loss[e], b.loss[e]);
+        fprintf(stderr, "%-28s epoch %d: loss %.9f in memory, %.9f from disk\n", what, e, a.loss[e],
+                b.loss[e]);
         if (!gpu || e == 0) T_NEAR(b.loss[e], a.loss[e], gpu ? 1e-3 : 0);
     }
     T_NEAR(b.sampled, a.sampled, gpu ? 0.02 : 0);
@@ -181,8 +182,8 @@ static void loader_same(const gd_dataset_t *ds, const char *mode, int64_t table_
             float *xa = batch_x(a, &na, stream), *xb = batch_x(b, &nb, stream);
             T_EQ_INT(na, nb);
             if (memcmp(xa, xb, (size_t)(na * DIM) * sizeof(float)) != 0)
-                T_FAIL_("%s: epoch %d, minibatch %lld: the rows from disk differ from memory",
-                        what, e, (long long)batches);
+                T_FAIL_("%s: epoch %d, minibatch %lld: the rows from disk differ from memory", what,
+                        e, (long long)batches);
             free(xa);
             free(xb);
             gd_batch_release(a);

@@ -48,7 +48,7 @@ typedef struct {
 
 typedef struct {
     int64_t gathers, rows;
-    int64_t host_rows; /* rows read from the pinned host buffer */
+    int64_t host_rows;        /* rows read from the pinned host buffer */
     gd__dyncache_stats cache; /* the disk rows: lookups, hits, fills, evictions, bypasses */
     int64_t bytes_read;       /* what the file gave (aligned spans included) */
     int64_t bytes_useful;     /* the misses' rows */

@@ -170,8 +170,7 @@ static gd_status fill_host_buffer(gd__disk_tier *t, const int64_t *rows) {
     gd__sort_i64(sorted, H);
     for (int64_t i = 1; i < H; i++)
         GD_REQUIRE(sorted[i] != sorted[i - 1], GD_ERR_INVALID_ARG,
-                   "disk tier: row %lld is listed twice for the host buffer",
-                   (long long)sorted[i]);
+                   "disk tier: row %lld is listed twice for the host buffer", (long long)sorted[i]);
     for (int64_t lo = 0; lo < H; lo += B) {
         const int64_t n = H - lo < B ? H - lo : B;
         for (int64_t i = 0; i < n; i++)
@@ -286,8 +285,8 @@ gd_status gd__disk_tier_gather(gd__disk_tier *t, const int64_t *ids, int64_t n, 
     unsigned char *staging = NULL;
     double t0;
     GD_REQUIRE(n >= 0 && n <= t->cfg.max_rows && (ids || n == 0) && (out || n == 0),
-               GD_ERR_INVALID_ARG, "disk tier: a gather of %lld rows (at most %lld)",
-               (long long)n, (long long)t->cfg.max_rows);
+               GD_ERR_INVALID_ARG, "disk tier: a gather of %lld rows (at most %lld)", (long long)n,
+               (long long)t->cfg.max_rows);
     GD_CHECK(gd__cuda_enter_device(t->cfg.device, &prev));
     if (n == 0) goto fail; /* nothing to do: st is GD_OK */
     staging = (unsigned char *)(((uintptr_t)t->staging + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
@@ -326,16 +325,16 @@ gd_status gd__disk_tier_gather(gd__disk_tier *t, const int64_t *ids, int64_t n, 
     /* 3. Rows into their slots (or the output), the slots valid, every other row gathered. */
     if (m > 0) {
         copy_in_kernel<<<warp_grid(m), BLOCK, 0, s>>>(staging, t->cache, (unsigned char *)out,
-                                                       t->d_slots, t->d_miss_pos, m, rb,
-                                                       wide_rows(t));
+                                                      t->d_slots, t->d_miss_pos, m, rb,
+                                                      wide_rows(t));
         GD_CUDA_CHECK_LAUNCH();
     }
     GD_CUDA_CHECK(cudaEventRecord(t->staged, s));
     t->staged_pending = 1;
     GD_CHECK(gd__dyncache_gpu_filled(t->dc, t->d_slots, t->d_miss_pos, t->h_num, s));
     gather_kernel<<<warp_grid(n), BLOCK, 0, s>>>(t->d_loc, ids, t->d_slots, n, t->cfg.rows,
-                                                  t->host_buf, t->cache, (unsigned char *)out, rb,
-                                                  wide_rows(t), t->d_err);
+                                                 t->host_buf, t->cache, (unsigned char *)out, rb,
+                                                 wide_rows(t), t->d_err);
     GD_CUDA_CHECK_LAUNCH();
     GD_CHECK(gd__dyncache_gpu_release(t->dc, t->d_slots, n, s));
     t->stats.gathers++;

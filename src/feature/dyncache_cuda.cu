@@ -186,10 +186,9 @@ void gd__dyncache_gpu_destroy(gd__dyncache_gpu *c) {
     if (!c) return;
     int prev = -1;
     if (gd__cuda_enter_device(c->cfg.device, &prev) != GD_OK) gd_clear_error();
-    void *const mem[] = {c->c.s,         c->own_slot_of, c->c.pending, c->c.row_of,
-                         c->c.state,     c->c.users,     c->c.bit,     c->c.free_slots,
-                         c->c.prev,      c->c.next,      c->flags,     c->pos,
-                         c->scan_tmp,    c->d_err};
+    void *const mem[] = {c->c.s,     c->own_slot_of, c->c.pending,    c->c.row_of, c->c.state,
+                         c->c.users, c->c.bit,       c->c.free_slots, c->c.prev,   c->c.next,
+                         c->flags,   c->pos,         c->scan_tmp,     c->d_err};
     for (size_t i = 0; i < sizeof mem / sizeof mem[0]; i++)
         if (mem[i]) cudaFree(mem[i]);
     (void)cudaGetLastError();
@@ -261,8 +260,8 @@ gd_status gd__dyncache_gpu_create(const gd__dyncache_gpu_config *cfg, gd__dyncac
     }
     GD_CUDA_CHECK(alloc_n(&c->flags, M));
     GD_CUDA_CHECK(alloc_n(&c->pos, M));
-    GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(NULL, c->scan_bytes, (const int *)NULL,
-                                                (int *)NULL, (int)(M > 0 ? M : 1)));
+    GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(NULL, c->scan_bytes, (const int *)NULL, (int *)NULL,
+                                                (int)(M > 0 ? M : 1)));
     GD_CUDA_CHECK(cudaMalloc(&c->scan_tmp, c->scan_bytes ? c->scan_bytes : 16));
     GD_CUDA_CHECK(cudaMalloc((void **)&c->d_err, sizeof(gd__dev_error)));
     GD_CUDA_CHECK(cudaMemset(c->d_err, 0, sizeof(gd__dev_error)));
@@ -295,8 +294,8 @@ gd_status gd__dyncache_gpu_lookup(gd__dyncache_gpu *c, const int64_t *rows, int6
         size_t bytes = c->scan_bytes;
         GD_CUDA_CHECK(
             cub::DeviceScan::ExclusiveSum(c->scan_tmp, bytes, c->flags, c->pos, (int)n, s));
-        compact_kernel<<<grid_for(n), BLOCK, 0, s>>>(rows, c->flags, c->pos, n, miss_pos,
-                                                      miss_rows, num_misses);
+        compact_kernel<<<grid_for(n), BLOCK, 0, s>>>(rows, c->flags, c->pos, n, miss_pos, miss_rows,
+                                                     num_misses);
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:
@@ -305,8 +304,7 @@ fail:
 }
 
 gd_status gd__dyncache_gpu_place(gd__dyncache_gpu *c, const int64_t *rows, int64_t *slots,
-                                 const int64_t *miss_pos, const int64_t *num_misses,
-                                 void *stream) {
+                                 const int64_t *miss_pos, const int64_t *num_misses, void *stream) {
     gd_status st = GD_OK;
     int prev = -1;
     GD_CHECK(gd__cuda_enter_device(c->cfg.device, &prev));
@@ -400,8 +398,8 @@ gd_status gd__dyncache_gpu_check_errors(gd__dyncache_gpu *c, void *stream) {
     switch (e.kind) {
     case ERR_ROW_RANGE:
         return gd__error(GD_ERR_RANGE,
-                         "dynamic GPU cache: row %lld (position %lld) is outside [0, %lld)",
-                         e.v[1], e.v[0], e.v[2]);
+                         "dynamic GPU cache: row %lld (position %lld) is outside [0, %lld)", e.v[1],
+                         e.v[0], e.v[2]);
     case ERR_RELEASE:
         return gd__error(GD_ERR_INTERNAL,
                          "dynamic GPU cache: release of slot %lld (position %lld), which is not "
@@ -426,8 +424,8 @@ gd_status gd__dyncache_gpu_stats(gd__dyncache_gpu *c, void *stream, gd__dyncache
     int prev = -1;
     gd__dync_scalars sc;
     GD_CHECK(gd__cuda_enter_device(c->cfg.device, &prev));
-    GD_CUDA_CHECK(cudaMemcpyAsync(&sc, c->c.s, sizeof sc, cudaMemcpyDeviceToHost,
-                                  (cudaStream_t)stream));
+    GD_CUDA_CHECK(
+        cudaMemcpyAsync(&sc, c->c.s, sizeof sc, cudaMemcpyDeviceToHost, (cudaStream_t)stream));
     GD_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)stream));
     *out = sc.stats;
 fail:
@@ -470,19 +468,19 @@ gd_status gd__dyncache_gpu_snapshot_take(gd__dyncache_gpu *c, void *stream,
         slots_of_loc_kernel<<<grid_for(R), BLOCK>>>(c->c, d_slots, R);
         GD_CUDA_CHECK_LAUNCH();
     }
-    GD_CUDA_CHECK(cudaMemcpy(out->slot_of, d_slots, (size_t)R * sizeof(int64_t),
-                             cudaMemcpyDeviceToHost));
+    GD_CUDA_CHECK(
+        cudaMemcpy(out->slot_of, d_slots, (size_t)R * sizeof(int64_t), cudaMemcpyDeviceToHost));
     if (c->c.pending)
         GD_CUDA_CHECK(cudaMemcpy(out->pending, c->c.pending, (size_t)R * sizeof(uint16_t),
                                  cudaMemcpyDeviceToHost));
     else
         memset(out->pending, 0, r * sizeof *out->pending);
-    GD_CUDA_CHECK(cudaMemcpy(out->row_of, c->c.row_of, (size_t)S * sizeof(int64_t),
-                             cudaMemcpyDeviceToHost));
+    GD_CUDA_CHECK(
+        cudaMemcpy(out->row_of, c->c.row_of, (size_t)S * sizeof(int64_t), cudaMemcpyDeviceToHost));
     GD_CUDA_CHECK(cudaMemcpy(out->state, c->c.state, (size_t)S, cudaMemcpyDeviceToHost));
     GD_CUDA_CHECK(cudaMemcpy(out->bit, c->c.bit, (size_t)S, cudaMemcpyDeviceToHost));
-    GD_CUDA_CHECK(cudaMemcpy(out->users, c->c.users, (size_t)S * sizeof(int32_t),
-                             cudaMemcpyDeviceToHost));
+    GD_CUDA_CHECK(
+        cudaMemcpy(out->users, c->c.users, (size_t)S * sizeof(int32_t), cudaMemcpyDeviceToHost));
     GD_CUDA_CHECK(cudaMemcpy(&sc, c->c.s, sizeof sc, cudaMemcpyDeviceToHost));
     out->stats = sc.stats;
     out->num_free = sc.num_free;

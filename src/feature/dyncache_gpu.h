@@ -63,16 +63,13 @@ gd_status gd__dyncache_gpu_lookup(gd__dyncache_gpu *c, const int64_t *rows, int6
                                   int64_t *num_misses, void *stream);
 /* The misses of the last lookup take slots (slots[miss_pos[j]] = slot, or -1: bypass). */
 gd_status gd__dyncache_gpu_place(gd__dyncache_gpu *c, const int64_t *rows, int64_t *slots,
-                                 const int64_t *miss_pos, const int64_t *num_misses,
-                                 void *stream);
+                                 const int64_t *miss_pos, const int64_t *num_misses, void *stream);
 /* The misses' slots (those >= 0) hold their rows now: VALID. */
 gd_status gd__dyncache_gpu_filled(gd__dyncache_gpu *c, const int64_t *slots,
-                                  const int64_t *miss_pos, const int64_t *num_misses,
-                                  void *stream);
+                                  const int64_t *miss_pos, const int64_t *num_misses, void *stream);
 /* The misses' reads failed: their slots go back to FREE (the rows uncached). */
 gd_status gd__dyncache_gpu_cancel(gd__dyncache_gpu *c, const int64_t *rows, const int64_t *slots,
-                                  const int64_t *miss_pos, const int64_t *num_misses,
-                                  void *stream);
+                                  const int64_t *miss_pos, const int64_t *num_misses, void *stream);
 /* The minibatch that acquired slots[0..n) (-1 skipped) is done reading them. */
 gd_status gd__dyncache_gpu_release(gd__dyncache_gpu *c, const int64_t *slots, int64_t n,
                                    void *stream);

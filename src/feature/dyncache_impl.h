@@ -59,9 +59,8 @@ typedef struct {
 GD_HOST_DEVICE int64_t gd__dync_slot(const gd__dync *c, int64_t row) {
     if (c->slot_of) return c->slot_of[row];
     const int64_t l = c->loc[row];
-    return gd__loc_tier(l) == GD__TIER_SSD && gd__loc_slot(l) != GD__LOC_SLOT_MASK
-               ? gd__loc_slot(l)
-               : -1;
+    return gd__loc_tier(l) == GD__TIER_SSD && gd__loc_slot(l) != GD__LOC_SLOT_MASK ? gd__loc_slot(l)
+                                                                                   : -1;
 }
 
 GD_HOST_DEVICE void gd__dync_set_slot(gd__dync *c, int64_t row, int64_t k) {

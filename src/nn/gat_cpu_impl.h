@@ -21,8 +21,8 @@ static void NN_S(gat_scores)(const NN_T *h, const NN_T *a_src, const NN_T *a_dst
 
 static void NN_S(gat_scores_backward)(const NN_T *h, const NN_T *a_src, const NN_T *a_dst,
                                       int64_t num_src, int64_t num_dst, int64_t H, int64_t F,
-                                      const NN_T *dssrc, const NN_T *dsdst, NN_T *dh,
-                                      NN_T *da_src, NN_T *da_dst) {
+                                      const NN_T *dssrc, const NN_T *dsdst, NN_T *dh, NN_T *da_src,
+                                      NN_T *da_dst) {
     for (int64_t k = 0; k < H; k++)
         for (int64_t f = 0; f < F; f++) {
             double gs = 0, gd = 0;
@@ -49,8 +49,8 @@ static double NN_S(gat_leaky)(double z, double slope) {
     return z > 0 ? z : slope * z;
 }
 
-static void NN_S(gat_softmax)(const gd_block *blk, const NN_T *ssrc, const NN_T *sdst,
-                              double slope, int64_t H, NN_T *alpha) {
+static void NN_S(gat_softmax)(const gd_block *blk, const NN_T *ssrc, const NN_T *sdst, double slope,
+                              int64_t H, NN_T *alpha) {
     const int64_t E = blk->num_edges;
     for (int64_t d = 0; d < blk->num_dst; d++)
         for (int64_t k = 0; k < H; k++) {
@@ -58,19 +58,20 @@ static void NN_S(gat_softmax)(const gd_block *blk, const NN_T *ssrc, const NN_T 
             /* The maximum first, so that the exponentials cannot overflow. */
             double m = NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, d, d, k, H), slope), sum = 0;
             for (int32_t e = e0; e < e1; e++)
-                m = fmax(m, NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, blk->indices[e], d, k, H),
-                                            slope));
+                m = fmax(m,
+                         NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, blk->indices[e], d, k, H), slope));
             for (int32_t e = e0; e < e1; e++)
-                sum += exp(NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, blk->indices[e], d, k, H),
-                                           slope) -
-                           m);
-            const double self = exp(NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, d, d, k, H), slope) - m);
+                sum += exp(
+                    NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, blk->indices[e], d, k, H), slope) - m);
+            const double self =
+                exp(NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, d, d, k, H), slope) - m);
             sum += self;
             for (int32_t e = e0; e < e1; e++)
-                alpha[(int64_t)e * H + k] = (NN_T)(
-                    exp(NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, blk->indices[e], d, k, H), slope) -
-                        m) /
-                    sum);
+                alpha[(int64_t)e * H + k] =
+                    (NN_T)(exp(NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, blk->indices[e], d, k, H),
+                                               slope) -
+                               m) /
+                           sum);
             alpha[(E + d) * H + k] = (NN_T)(self / sum);
         }
 }

@@ -112,8 +112,7 @@ static gd_status check_blocks(const gd__gat_model *m, const gd_block *blocks) {
     GD_REQUIRE(blocks, GD_ERR_INVALID_ARG, "GAT: blocks is NULL");
     for (int l = 0; l < m->cfg.num_layers; l++) {
         const gd_block *b = &blocks[l];
-        GD_REQUIRE(b->num_src <= m->cfg.max_nodes[l] &&
-                       b->num_dst <= m->cfg.max_nodes[l + 1] &&
+        GD_REQUIRE(b->num_src <= m->cfg.max_nodes[l] && b->num_dst <= m->cfg.max_nodes[l + 1] &&
                        b->num_edges <= m->cfg.max_edges[l],
                    GD_ERR_RANGE,
                    "GAT: block %d has %lld sources, %lld destinations and %lld edges, more than "
@@ -297,8 +296,8 @@ static int64_t gat_bytes(const gd__model_config *cfg) {
         const int64_t ne = cfg->max_edges[l] + nd;
         params += in * H * f + 2 * H * f + H * f + 4 * GD__NN_PARAM_ALIGN;
         act += ns * H * f + ns * H + nd * H + 2 * ne * H + nd * H * f + nd * f;
-        scratch = gd__max64(scratch, ns * H * f + nd * H * f + ne * H + ns * H + nd * H +
-                                         2 * ns * in);
+        scratch =
+            gd__max64(scratch, ns * H * f + nd * H * f + ne * H + ns * H + nd * H + 2 * ns * in);
     }
     return 4 * (4 * params + act + scratch);
 }
@@ -321,8 +320,8 @@ static gd_status gat_forward_i(void *context, const gd_block *blocks, const gd__
     return gd__gat_model_forward(context, blocks, x, node_ids, train, dropout_seed, logits);
 }
 
-static gd_status gat_backward_i(void *context, const gd_block *blocks,
-                                const gd__nn_tensor *dlogits, gd__nn_tensor *dx) {
+static gd_status gat_backward_i(void *context, const gd_block *blocks, const gd__nn_tensor *dlogits,
+                                gd__nn_tensor *dx) {
     return gd__gat_model_backward(context, blocks, dlogits, dx);
 }
 
