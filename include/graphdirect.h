@@ -1323,9 +1323,10 @@ typedef struct {
     int has_state;      /* 1: a checkpoint with the optimizer (resumable) */
     char dataset[256];  /* the dataset's name and sizes */
     char config[1024];  /* the other settings, as text */
+    int heads;          /* GAT's attention heads (1 for other kinds) */
 } gd_checkpoint_info;
 #define GD_CHECKPOINT_INFO_INIT                                                                    \
-    {sizeof(gd_checkpoint_info), {0}, 0, 0, 0, 0, {0}, 0, 0, 0, 0, -1, 0, {0}, {0}}
+    {sizeof(gd_checkpoint_info), {0}, 0, 0, 0, 0, {0}, 0, 0, 0, 0, -1, 0, {0}, {0}, 1}
 void gd_checkpoint_info_init(gd_checkpoint_info *o);
 gd_status gd_checkpoint_read_info(const char *path, gd_checkpoint_info *info);
 

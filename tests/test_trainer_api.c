@@ -295,6 +295,18 @@ static void bad_options(const gd_dataset_t *ds, const char *tmp) {
         T_OK(gd_trainer_get_info(gt, &gi));
         T_EQ_STR(gi.model, "gat");
         fprintf(stderr, "gat through the trainer: test %.4f (sampled)\n", gr.test_acc);
+        /* Its file records the heads; a trainer of another head count is refused. */
+        char gpath[4200];
+        snprintf(gpath, sizeof gpath, "%s/gat.gdc", tmp);
+        T_OK(gd_trainer_save(gt, gpath));
+        gd_checkpoint_info ci = GD_CHECKPOINT_INFO_INIT;
+        T_OK(gd_checkpoint_read_info(gpath, &ci));
+        T_EQ_STR(ci.model, "gat");
+        T_EQ_INT(ci.heads, 2);
+        gd_trainer_destroy(gt);
+        g.heads = 1;
+        T_OK(gd_trainer_create(ds, &g, &gt));
+        T_FAILS(gd_trainer_load(gt, gpath), GD_ERR_INVALID_ARG, "attention heads");
         gd_trainer_destroy(gt);
         g.heads = 65;
         T_FAILS(gd_trainer_create(ds, &g, &gt), GD_ERR_INVALID_ARG, "heads");

@@ -44,6 +44,7 @@ static gd_status eval_trainer(const gd_dataset_t *ds, const char *path,
     for (int h = 0; h < o.num_layers; h++) o.fanouts[h] = 1;
     o.batch_size = 64;
     o.hidden = ci->hidden;
+    o.heads = ci->heads;
     o.device = device;
     o.threads = threads;
     gd_status st = gd_trainer_create(ds, &o, out);

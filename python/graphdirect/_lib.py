@@ -260,7 +260,7 @@ class CheckpointInfo(_Sized):  # gd_checkpoint_info, GD_CHECKPOINT_INFO_INIT
                 ("fanouts", c_int * GD_SAMPLER_MAX_LAYERS), ("seed", c_uint64),
                 ("epochs_done", c_int64), ("adam_step", c_int64), ("best_valid", c_double),
                 ("best_epoch", c_int64), ("has_state", c_int), ("dataset", c_char * 256),
-                ("config", c_char * 1024)]
+                ("config", c_char * 1024), ("heads", c_int)]
     _init_ = "gd_checkpoint_info_init"
 
 

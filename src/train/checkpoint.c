@@ -244,6 +244,7 @@ static char *header_json(const gd__checkpoint_meta *m, const gd__nn_params *l, i
     ok = ok && add_int(root, "in_dim", m->in_dim);
     ok = ok && add_int(root, "hidden_dim", m->hidden_dim);
     ok = ok && add_int(root, "num_classes", m->num_classes);
+    ok = ok && add_int(root, "heads", m->heads > 0 ? m->heads : 1);
     cJSON *fan = ok ? cJSON_AddArrayToObject(root, "fanouts") : NULL;
     ok = ok && fan;
     for (int i = 0; ok && i < m->num_layers; i++) ok = add_int_item(fan, m->fanouts[i]);
@@ -443,6 +444,11 @@ static gd_status parse_header(const char *path, const cJSON *root, ckpt_file *cf
     GD_CHECK(get_int(path, root, "in_dim", 1, MAX_COUNT, &m->in_dim));
     GD_CHECK(get_int(path, root, "hidden_dim", 1, MAX_COUNT, &m->hidden_dim));
     GD_CHECK(get_int(path, root, "num_classes", 1, MAX_COUNT, &m->num_classes));
+    /* heads came with GAT: a file written before it holds a one-head model. */
+    if (cJSON_GetObjectItemCaseSensitive(root, "heads")) {
+        GD_CHECK(get_int(path, root, "heads", 1, 64, &v));
+        m->heads = (int)v;
+    }
     const cJSON *fan = cJSON_GetObjectItemCaseSensitive(root, "fanouts");
     if (!cJSON_IsArray(fan) || cJSON_GetArraySize(fan) != m->num_layers)
         return malformed(path, "'fanouts' is not an array of %d integers", m->num_layers);

@@ -41,6 +41,7 @@ typedef struct {
     char model[32];
     int num_layers; /* the model's shape: 1..GD_SAMPLER_MAX_LAYERS layers */
     int64_t in_dim, hidden_dim, num_classes;
+    int heads; /* GAT's attention heads (1 for other kinds; a file without the key reads 1) */
     int fanouts[GD_SAMPLER_MAX_LAYERS]; /* training fanouts, hop order (-1: all neighbours) */
     uint64_t seed;                      /* the run's seed (parameters, shuffle, draws, dropout) */
     int64_t epochs_done; /* epochs completed when saved (a resumed run starts at this one) */

@@ -17,6 +17,7 @@ void gd__checkpoint_meta_init(gd__checkpoint_meta *meta) {
     snprintf(meta->model, sizeof meta->model, "%s", gd__model_kind_name(GD__MODEL_DEFAULT));
     meta->best_valid = NAN;
     meta->best_epoch = -1;
+    meta->heads = 1;
 }
 
 static int is_sep(char c) {
@@ -84,6 +85,7 @@ gd_status gd__checkpoint_check_resume(const char *path, const gd__checkpoint_met
         {"num_layers", saved->num_layers, run->num_layers},
         {"in_dim (the feature width)", saved->in_dim, run->in_dim},
         {"hidden_dim", saved->hidden_dim, run->hidden_dim},
+        {"heads", saved->heads, run->heads},
         {"num_classes", saved->num_classes, run->num_classes},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)

@@ -318,6 +318,10 @@ static gd_status check_shape(const gd_trainer_t *t, const char *path,
                path, f->model, f->num_layers, (long long)f->in_dim, (long long)f->hidden_dim,
                (long long)f->num_classes, m.model, m.num_layers, (long long)m.in_dim,
                (long long)m.hidden_dim, (long long)m.num_classes);
+    GD_REQUIRE(f->heads == m.heads, GD_ERR_INVALID_ARG,
+               "'%s' holds a %s model of %d attention heads, this trainer's has %d: create the "
+               "trainer with the file's heads (gd_checkpoint_read_info tells them)",
+               path, f->model, f->heads, m.heads);
 fail:
     return st;
 }
@@ -352,6 +356,7 @@ gd_status gd_checkpoint_read_info(const char *path, gd_checkpoint_info *info) {
     i.num_layers = m.num_layers;
     i.in_dim = m.in_dim;
     i.hidden = m.hidden_dim;
+    i.heads = m.heads;
     i.num_classes = m.num_classes;
     memcpy(i.fanouts, m.fanouts, sizeof i.fanouts);
     i.seed = m.seed;

@@ -701,6 +701,7 @@ void gd__trainer_checkpoint_meta(const gd__trainer *t, gd__checkpoint_meta *m) {
     m->num_layers = t->cfg.num_layers;
     m->in_dim = t->d->in_dim;
     m->hidden_dim = t->cfg.hidden_dim;
+    m->heads = t->cfg.heads > 0 ? t->cfg.heads : 1;
     m->num_classes = t->d->num_classes;
     sampler_fanouts(&t->cfg, m->fanouts);
     m->seed = t->cfg.seed;
