@@ -990,6 +990,16 @@ class BindingTest(unittest.TestCase):
         ds.close()
         self.assertTrue(t.closed)
 
+    def test_trainer_gat(self):
+        # GAT through the same Trainer: heads checked, no exact test (None), sampled accuracy.
+        with self.assertRaises(ValueError):
+            self.trainer(model="gat", heads=0)
+        with self.trainer(model="gat", heads=2, hidden=8) as t:
+            r = t.fit(2)
+            self.assertEqual(t.info["model"], "gat")
+            self.assertIsNone(r["test_exact"])
+            self.assertGreater(r["test_acc"], 0.3)
+
     def test_trainer_no_leak(self):
         gc.collect()
         base = alloc_stats()[0]
