@@ -411,9 +411,9 @@ static int train_model(const gd_dataset_t *ds, const gd_train_options *o, int64_
     fo.epochs = epochs;
     fo.checkpoint_dir = ro->writer ? dir : NULL;
     fo.overwrite = ro->overwrite;
-    /* The MLP's sampled inference (fanout 0) is already exact; a kind without a layer-wise
-     * form (gat, for now) has no exact test. */
-    fo.exact_test = ro->full_test && !o->mlp && mi.exact_inference;
+    /* The MLP's sampled inference (fanout 0) is already exact. (A kind without a layer-wise
+     * form gets no exact test from the fit: test_exact NaN.) */
+    fo.exact_test = ro->full_test && !o->mlp;
     fo.on_epoch = on_epoch;
     fo.on_epoch_user = &rep;
     fo.progress = on_progress;

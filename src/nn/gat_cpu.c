@@ -38,6 +38,14 @@ static gd_status shape(const char *op, const char *name, const gd__nn_tensor *t,
 }
 
 #define F64(t) ((t)->dtype == GD_DTYPE_FLOAT64)
+/* The body fn of gat_cpu_impl.h for t's dtype, with the same arguments. */
+#define BY_DTYPE(t, fn, ...)                                                                       \
+    do {                                                                                           \
+        if (F64(t))                                                                                \
+            fn##_f64(__VA_ARGS__);                                                                 \
+        else                                                                                       \
+            fn##_f32(__VA_ARGS__);                                                                 \
+    } while (0)
 
 gd_status gd__gat_node_scores_check(int device, const gd__nn_tensor *h, const gd__nn_tensor *a_src,
                                     const gd__nn_tensor *a_dst, int64_t num_dst,
@@ -63,12 +71,8 @@ gd_status gd__gat_node_scores_cpu(const gd__nn_tensor *h, const gd__nn_tensor *a
     gd_status st = GD_OK;
     GD_CHECK(gd__gat_node_scores_check(GD__NN_HOST, h, a_src, a_dst, num_dst, ssrc, sdst));
     const int64_t H = a_src->rows, F = a_src->cols;
-    if (F64(h))
-        gat_scores_f64(h->data, a_src->data, a_dst->data, h->rows, num_dst, H, F, ssrc->data,
-                       sdst->data);
-    else
-        gat_scores_f32(h->data, a_src->data, a_dst->data, h->rows, num_dst, H, F, ssrc->data,
-                       sdst->data);
+    BY_DTYPE(h, gat_scores, h->data, a_src->data, a_dst->data, h->rows, num_dst, H, F, ssrc->data,
+             sdst->data);
 fail:
     return st;
 }
@@ -105,12 +109,8 @@ gd_status gd__gat_node_scores_backward_cpu(const gd__nn_tensor *h, const gd__nn_
     GD_CHECK(gd__gat_node_scores_backward_check(GD__NN_HOST, h, a_src, a_dst, num_dst, dssrc, dsdst,
                                                 dh, da_src, da_dst));
     const int64_t H = a_src->rows, F = a_src->cols;
-    if (F64(h))
-        gat_scores_backward_f64(h->data, a_src->data, a_dst->data, h->rows, num_dst, H, F,
-                                dssrc->data, dsdst->data, dh->data, da_src->data, da_dst->data);
-    else
-        gat_scores_backward_f32(h->data, a_src->data, a_dst->data, h->rows, num_dst, H, F,
-                                dssrc->data, dsdst->data, dh->data, da_src->data, da_dst->data);
+    BY_DTYPE(h, gat_scores_backward, h->data, a_src->data, a_dst->data, h->rows, num_dst, H, F,
+             dssrc->data, dsdst->data, dh->data, da_src->data, da_dst->data);
 fail:
     return st;
 }
@@ -157,10 +157,7 @@ gd_status gd__gat_edge_softmax_cpu(const gd_block *blk, const gd__nn_tensor *ssr
     gd_status st = GD_OK;
     GD_CHECK(gd__gat_edge_softmax_check(GD__NN_HOST, blk, ssrc, sdst, slope, alpha));
     const int64_t H = ssrc->cols;
-    if (F64(ssrc))
-        gat_softmax_f64(blk, ssrc->data, sdst->data, slope, H, alpha->data);
-    else
-        gat_softmax_f32(blk, ssrc->data, sdst->data, slope, H, alpha->data);
+    BY_DTYPE(ssrc, gat_softmax, blk, ssrc->data, sdst->data, slope, H, alpha->data);
 fail:
     return st;
 }
@@ -193,12 +190,8 @@ gd_status gd__gat_edge_softmax_backward_cpu(const gd_block *blk, const gd__nn_te
     GD_CHECK(gd__gat_edge_softmax_backward_check(GD__NN_HOST, blk, ssrc, sdst, slope, alpha, dalpha,
                                                  dssrc, dsdst));
     const int64_t H = ssrc->cols;
-    if (F64(ssrc))
-        gat_softmax_backward_f64(blk, ssrc->data, sdst->data, slope, H, alpha->data, dalpha->data,
-                                 dssrc->data, dsdst->data);
-    else
-        gat_softmax_backward_f32(blk, ssrc->data, sdst->data, slope, H, alpha->data, dalpha->data,
-                                 dssrc->data, dsdst->data);
+    BY_DTYPE(ssrc, gat_softmax_backward, blk, ssrc->data, sdst->data, slope, H, alpha->data,
+             dalpha->data, dssrc->data, dsdst->data);
 fail:
     return st;
 }
@@ -225,10 +218,7 @@ gd_status gd__gat_aggregate_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
     gd_status st = GD_OK;
     GD_CHECK(gd__gat_aggregate_check(GD__NN_HOST, blk, alpha, h, out));
     const int64_t H = alpha->cols;
-    if (F64(h))
-        gat_aggregate_f64(blk, alpha->data, h->data, H, h->cols / H, out->data);
-    else
-        gat_aggregate_f32(blk, alpha->data, h->data, H, h->cols / H, out->data);
+    BY_DTYPE(h, gat_aggregate, blk, alpha->data, h->data, H, h->cols / H, out->data);
 fail:
     return st;
 }
@@ -260,12 +250,8 @@ gd_status gd__gat_aggregate_backward_cpu(const gd_block *blk, const gd__nn_tenso
     gd_status st = GD_OK;
     GD_CHECK(gd__gat_aggregate_backward_check(GD__NN_HOST, blk, alpha, h, dout, dalpha, dh));
     const int64_t H = alpha->cols;
-    if (F64(h))
-        gat_aggregate_backward_f64(blk, alpha->data, h->data, H, h->cols / H, dout->data,
-                                   dalpha->data, dh->data);
-    else
-        gat_aggregate_backward_f32(blk, alpha->data, h->data, H, h->cols / H, dout->data,
-                                   dalpha->data, dh->data);
+    BY_DTYPE(h, gat_aggregate_backward, blk, alpha->data, h->data, H, h->cols / H, dout->data,
+             dalpha->data, dh->data);
 fail:
     return st;
 }
@@ -286,10 +272,7 @@ fail:
 gd_status gd__gat_head_mean_cpu(const gd__nn_tensor *x, int64_t heads, gd__nn_tensor *out) {
     gd_status st = GD_OK;
     GD_CHECK(gd__gat_head_mean_check(GD__NN_HOST, x, heads, out));
-    if (F64(x))
-        gat_head_mean_f64(x->data, x->rows, heads, x->cols / heads, out->data);
-    else
-        gat_head_mean_f32(x->data, x->rows, heads, x->cols / heads, out->data);
+    BY_DTYPE(x, gat_head_mean, x->data, x->rows, heads, x->cols / heads, out->data);
 fail:
     return st;
 }
@@ -310,10 +293,7 @@ gd_status gd__gat_head_mean_backward_cpu(const gd__nn_tensor *dout, int64_t head
                                          gd__nn_tensor *dx) {
     gd_status st = GD_OK;
     GD_CHECK(gd__gat_head_mean_backward_check(GD__NN_HOST, dout, heads, dx));
-    if (F64(dout))
-        gat_head_mean_backward_f64(dout->data, dout->rows, heads, dout->cols, dx->data);
-    else
-        gat_head_mean_backward_f32(dout->data, dout->rows, heads, dout->cols, dx->data);
+    BY_DTYPE(dout, gat_head_mean_backward, dout->data, dout->rows, heads, dout->cols, dx->data);
 fail:
     return st;
 }

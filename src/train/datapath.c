@@ -257,19 +257,35 @@ fail:
 #endif
 
 #ifdef GD_WITH_CUDA
-/* The rows of the k highest out-degrees (how often sampling reaches them), hottest first. */
+/*
+ * Each row's out-degree (how often uniform sampling reaches it), the score of the hot rows: the
+ * feature cache's and the disk tier's host buffer's. *scores is gd_malloc'd (num_nodes).
+ */
+static gd_status out_degree_scores(const gd__datapath *d, int64_t **scores) {
+    gd_status st = GD_OK;
+    gd_array_view ip, ix;
+    *scores = NULL;
+    GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDPTR, &ip));
+    GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDICES, &ix));
+    GD_ALLOC(*scores, (size_t)d->num_nodes * sizeof(int64_t), "the hot rows' scores");
+    st = gd_csc_degree_scores(d->num_nodes, ip.data, ix.data, ix.dtype, GD_DEGREE_OUT, *scores);
+    if (st != GD_OK) {
+        gd_free(*scores);
+        *scores = NULL;
+    }
+fail:
+    return st;
+}
+
+/* The rows of the k highest out-degrees, hottest first. */
 static gd_status hottest_rows(const gd__datapath *d, int64_t k, int64_t **out, int64_t *count) {
     gd_status st = GD_OK;
     int64_t *scores = NULL, *rows = NULL;
-    gd_array_view ip, ix;
     *out = NULL;
     *count = 0;
     if (k <= 0) return GD_OK;
-    GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDPTR, &ip));
-    GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDICES, &ix));
-    GD_ALLOC(scores, (size_t)d->num_nodes * sizeof(int64_t), "the hot rows' scores");
+    GD_CHECK(out_degree_scores(d, &scores));
     GD_ALLOC(rows, (size_t)k * sizeof(int64_t), "the hot rows");
-    GD_CHECK(gd_csc_degree_scores(d->num_nodes, ip.data, ix.data, ix.dtype, GD_DEGREE_OUT, scores));
     GD_CHECK(gd_hot_rows_select(scores, d->num_nodes, k, rows, count));
     *out = rows;
     rows = NULL;
@@ -401,8 +417,8 @@ static gd_status make_disk_source(gd__datapath *d) {
                  "; host buffer of %lld rows (%s), dynamic GPU cache of %lld rows (%s, %s, "
                  "window %d), %d reads in flight",
                  (long long)hot_count, gd__plan_gib(hot_count * rb, a, sizeof a),
-                 (long long)c.gpu_slots, gd__plan_gib(c.gpu_slots * rb, b, sizeof b),
-                 policy_name, d->window, io.queue_depth);
+                 (long long)c.gpu_slots, gd__plan_gib(c.gpu_slots * rb, b, sizeof b), policy_name,
+                 d->window, io.queue_depth);
     }
 #else
     (void)b;
@@ -447,12 +463,7 @@ static gd_status make_gatherer(gd__datapath *d) {
         if (!go.sm_budget && cache < table && !gd__param_given("GD_GATHER_SMS"))
             go.sm_budget = "10%";
         if (cache > 0) {
-            gd_array_view ip, ix;
-            GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDPTR, &ip));
-            GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDICES, &ix));
-            GD_ALLOC(scores, (size_t)d->num_nodes * sizeof(int64_t), "the feature cache scores");
-            GD_CHECK(gd_csc_degree_scores(d->num_nodes, ip.data, ix.data, ix.dtype, GD_DEGREE_OUT,
-                                          scores));
+            GD_CHECK(out_degree_scores(d, &scores));
             GD_CHECK(gd__datapath_place_cache(d, &go, cache, scores, &placed));
             go.cache_bytes = cache;
             go.cache_scores = scores;
@@ -858,8 +869,8 @@ static gd_status window_reset(gd__datapath *d) {
     gd_status st = GD_OK;
     for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) {
         if (d->window > 0 && d->announced[i] >= 0)
-            GD_CHECK(gd__disk_tier_withdraw(d->disk, d->sets[i].in_ids, d->sets[i].num_in,
-                                            d->s_gather));
+            GD_CHECK(
+                gd__disk_tier_withdraw(d->disk, d->sets[i].in_ids, d->sets[i].num_in, d->s_gather));
         d->announced[i] = d->sampled[i] = -1;
     }
 fail:
