@@ -11,24 +11,7 @@
 
 static gd__nn_ctx ctx;
 
-typedef struct {
-    int layers;
-    gd_block blocks[GD__MODEL_MAX_LAYERS];
-    int64_t nodes[GD__MODEL_MAX_LAYERS + 1];
-} chain;
-
-static chain make_chain(uint64_t *state, int layers, int64_t batch) {
-    chain c;
-    c.layers = layers;
-    c.nodes[layers] = batch;
-    for (int l = layers - 1; l >= 0; l--) {
-        c.nodes[l] = c.nodes[l + 1] + 1 + (int64_t)(t_rand(state) % 6);
-        c.blocks[l] = t_block(state, c.nodes[l + 1], c.nodes[l], 4, 4);
-    }
-    return c;
-}
-
-static gd__gat_config config(const chain *c, int heads, int64_t in, int64_t hidden, int64_t classes,
+static gd__gat_config config(const t_chain *c, int heads, int64_t in, int64_t hidden, int64_t classes,
                              double dropout, double attn, gd_dtype dtype) {
     gd__gat_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -47,7 +30,7 @@ static gd__gat_config config(const chain *c, int heads, int64_t in, int64_t hidd
 
 typedef struct {
     gd__gat_model *m;
-    chain *c;
+    t_chain *c;
     gd__nn_tensor *x, *loss, *dlogits;
     int64_t *labels;
     uint64_t seed;
@@ -63,7 +46,7 @@ static double model_loss(void *u) {
 
 static void check_model(uint64_t *state, int layers, int heads) {
     const int64_t batch = 5, in = 4, hidden = 3, classes = 3;
-    chain c = make_chain(state, layers, batch);
+    t_chain c = t_make_chain(state, layers, batch);
     gd__gat_config cfg =
         config(&c, heads, in, hidden, classes, layers > 1 ? 0.3 : 0.0, 0.25, GD_DTYPE_FLOAT64);
     gd__gat_model *m;
@@ -145,7 +128,7 @@ static void check_model(uint64_t *state, int layers, int heads) {
     t_tensor_free(&dx);
     t_tensor_free(&loss);
     t_tensor_free(&dlogits);
-    for (int l = 0; l < layers; l++) t_block_free(&c.blocks[l]);
+    t_free_chain(&c);
 }
 
 int main(void) {

@@ -14,28 +14,7 @@
 
 static gd__nn_ctx ctx;
 
-typedef struct {
-    int layers;
-    gd_block blocks[GD__SAGE_MAX_LAYERS];
-    int64_t nodes[GD__SAGE_MAX_LAYERS + 1]; /* source nodes of each layer, then the batch */
-} chain;
-
-static chain make_chain(uint64_t *state, int layers, int64_t batch) {
-    chain c;
-    c.layers = layers;
-    c.nodes[layers] = batch;
-    for (int l = layers - 1; l >= 0; l--) {
-        c.nodes[l] = c.nodes[l + 1] + 1 + (int64_t)(t_rand(state) % 6);
-        c.blocks[l] = t_block(state, c.nodes[l + 1], c.nodes[l], 4, 4);
-    }
-    return c;
-}
-
-static void free_chain(chain *c) {
-    for (int l = 0; l < c->layers; l++) t_block_free(&c->blocks[l]);
-}
-
-static gd__sage_config config(const chain *c, int64_t in, int64_t hidden, int64_t classes,
+static gd__sage_config config(const t_chain *c, int64_t in, int64_t hidden, int64_t classes,
                               double dropout, gd_dtype dtype) {
     gd__sage_config cfg = {0};
     cfg.num_layers = c->layers;
@@ -49,7 +28,7 @@ static gd__sage_config config(const chain *c, int64_t in, int64_t hidden, int64_
 }
 
 /* PyG's SAGEConv stack written out with loops, from the model's parameters and dropout key. */
-static void reference_forward(const gd__sage *m, const chain *c, const gd__nn_tensor *x, int train,
+static void reference_forward(const gd__sage *m, const t_chain *c, const gd__nn_tensor *x, int train,
                               uint64_t seed, double *logits) {
     const int L = c->layers;
     double *h = malloc(sizeof(double) * (size_t)(c->nodes[0] * m->dims[0]));
@@ -98,7 +77,7 @@ static void reference_forward(const gd__sage *m, const chain *c, const gd__nn_te
 
 typedef struct {
     gd__sage *m;
-    chain *c;
+    t_chain *c;
     gd__nn_tensor *x, *loss, *dlogits;
     int64_t *labels;
     uint64_t seed;
@@ -114,7 +93,7 @@ static double model_loss(void *u) {
 }
 
 static void check_model(uint64_t *state, int layers) {
-    chain c = make_chain(state, layers, 5);
+    t_chain c = t_make_chain(state, layers, 5);
     const int64_t in = 4, hidden = 5, classes = 3;
     gd__sage_config cfg = config(&c, in, hidden, classes, layers > 1 ? 0.3 : 0.0, F64);
     gd__sage *m;
@@ -185,12 +164,12 @@ static void check_model(uint64_t *state, int layers) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) t_tensor_free(all[i]);
     gd__sage_destroy(m32);
     gd__sage_destroy(m);
-    free_chain(&c);
+    t_free_chain(&c);
 }
 
 /* A few Adam steps on one minibatch must fit it: the loss falls and accuracy rises. */
 static void check_training(uint64_t *state) {
-    chain c = make_chain(state, 2, 24);
+    t_chain c = t_make_chain(state, 2, 24);
     const int64_t in = 8, classes = 4;
     gd__sage_config cfg = config(&c, in, 32, classes, 0.1, F32);
     gd__sage *m;
@@ -234,11 +213,11 @@ static void check_training(uint64_t *state) {
     gd__nn_tensor_free(&ctx, &loss);
     gd__nn_tensor_free(&ctx, &dl);
     gd__sage_destroy(m);
-    free_chain(&c);
+    t_free_chain(&c);
 }
 
 static void check_errors(uint64_t *state) {
-    chain c = make_chain(state, 3, 4);
+    t_chain c = t_make_chain(state, 3, 4);
     gd__sage_config cfg = config(&c, 3, 4, 2, 0.5, F32);
     gd__sage *m = NULL;
     gd__sage_config bad = cfg;
@@ -295,7 +274,7 @@ static void check_errors(uint64_t *state) {
     gd_fault_set(GD_FAULT_ALLOC, 0);
     gd__nn_tensor *all[] = {&x, &dl, &narrow, &dl_bad};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) t_tensor_free(all[i]);
-    free_chain(&c);
+    t_free_chain(&c);
     t_check_no_leaks();
 }
 
@@ -308,7 +287,7 @@ static void same_bits(const gd__nn_tensor *a, const gd__nn_tensor *b) {
 
 /* The interface's forward, backward and layer equal the direct GraphSAGE calls bit for bit. */
 static void check_interface_calls(uint64_t *state, int layers) {
-    chain c = make_chain(state, layers, 5);
+    t_chain c = t_make_chain(state, layers, 5);
     const int64_t in = 6, classes = 3;
     gd__sage_config cfg = config(&c, in, 7, classes, 0.4, F64);
     cfg.kind = GD__MODEL_SAGE;
@@ -354,7 +333,7 @@ static void check_interface_calls(uint64_t *state, int layers) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) t_tensor_free(all[i]);
     gd__model_destroy(model);
     gd__sage_destroy(direct);
-    free_chain(&c);
+    t_free_chain(&c);
 }
 
 /* The kinds' names, the node capacities, the memory estimate and faults at create. */

@@ -115,4 +115,30 @@ static inline double t_fd_model(const char *what, double (*loss)(void *), void *
     return worst;
 }
 
+/*
+ * Random blocks chained as a model's layers see them: `batch` destinations in the last layer,
+ * each layer's sources 1 to 6 more than its destinations (which are the next layer's sources),
+ * up to 4 neighbours each (t_block).
+ */
+typedef struct {
+    int layers;
+    gd_block blocks[GD__MODEL_MAX_LAYERS];
+    int64_t nodes[GD__MODEL_MAX_LAYERS + 1]; /* source nodes of each layer, then the batch */
+} t_chain;
+
+static inline t_chain t_make_chain(uint64_t *state, int layers, int64_t batch) {
+    t_chain c;
+    c.layers = layers;
+    c.nodes[layers] = batch;
+    for (int l = layers - 1; l >= 0; l--) {
+        c.nodes[l] = c.nodes[l + 1] + 1 + (int64_t)(t_rand(state) % 6);
+        c.blocks[l] = t_block(state, c.nodes[l + 1], c.nodes[l], 4, 4);
+    }
+    return c;
+}
+
+static inline void t_free_chain(t_chain *c) {
+    for (int l = 0; l < c->layers; l++) t_block_free(&c->blocks[l]);
+}
+
 #endif
