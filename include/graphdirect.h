@@ -1209,6 +1209,8 @@ typedef struct {
     double best_valid;     /* the best valid accuracy so far (NaN: none) */
     int64_t best_epoch;    /* its epoch (-1: none) */
     double allreduce_s;    /* several ranks: busy time of the gradients' all-reduce stage */
+    /* Features on disk (the plan says so): rows and bytes the epoch read from the file. */
+    int64_t disk_rows_read, disk_bytes_read;
 } gd_epoch_stats;
 
 /*

@@ -32,13 +32,18 @@
 
 typedef struct {
     double loss[EPOCHS];
+    int64_t disk_rows[EPOCHS], disk_bytes[EPOCHS];
     double sampled, exact;
     char plan[1024];
 } run_result;
 
 static int on_epoch(void *user, const gd_epoch_stats *s) {
     run_result *r = user;
-    if (s->epoch >= 0 && s->epoch < EPOCHS) r->loss[s->epoch] = s->loss;
+    if (s->epoch >= 0 && s->epoch < EPOCHS) {
+        r->loss[s->epoch] = s->loss;
+        r->disk_rows[s->epoch] = s->disk_rows_read;
+        r->disk_bytes[s->epoch] = s->disk_bytes_read;
+    }
     return 0;
 }
 
@@ -96,9 +101,18 @@ static run_result train(const gd_dataset_t *ds, const gd_train_options *o) {
     return r;
 }
 
-/* In memory, then with a host budget of half the table: same losses, the plan says disk. */
-static void compare(const gd_dataset_t *ds, const char *mode, int64_t table_bytes, int gpu,
+/*
+ * In memory, then with a host budget of 3/4 of the table: same losses, the plan says disk.
+ * acc_tol 0 (the CPU): bit for bit. On the GPU the training itself varies from run to run (the
+ * gradients' atomic sums), so the data are compared bit for bit by loader_same and the training
+ * here by its first loss (1e-3) and its accuracies (acc_tol). bfloat16 amplifies that variance:
+ * a last-bit difference flips a rounding of the half-precision activations: the runs from memory
+ * and from disk, on data equal bit for bit, ended 0.025 apart in sampled accuracy after two
+ * epochs on the H100 (2270254).
+ */
+static void compare(const gd_dataset_t *ds, const char *mode, int64_t table_bytes, double acc_tol,
                     const char *what) {
+    const int gpu = acc_tol > 0;
     const gd_train_options mem = options(mode, 0);
     const gd_train_options disk = options(mode, table_bytes * 3 / 4);
     const run_result a = train(ds, &mem), b = train(ds, &disk);
@@ -111,9 +125,14 @@ static void compare(const gd_dataset_t *ds, const char *mode, int64_t table_byte
         fprintf(stderr, "%-28s epoch %d: loss %.9f in memory, %.9f from disk\n", what, e, a.loss[e],
                 b.loss[e]);
         if (!gpu || e == 0) T_NEAR(b.loss[e], a.loss[e], gpu ? 1e-3 : 0);
+        /* The epoch's reads from the file: none in memory; from disk, at least the rows'
+         * bytes (reads are whole aligned blocks), and some rows once the caches are full. */
+        T_ASSERT(a.disk_rows[e] == 0 && a.disk_bytes[e] == 0);
+        T_ASSERT(b.disk_rows[e] > 0);
+        T_ASSERT(b.disk_bytes[e] >= b.disk_rows[e] * DIM * (int64_t)sizeof(float) / 2);
     }
-    T_NEAR(b.sampled, a.sampled, gpu ? 0.02 : 0);
-    T_NEAR(b.exact, a.exact, gpu ? 0.02 : 0);
+    T_NEAR(b.sampled, a.sampled, acc_tol);
+    T_NEAR(b.exact, a.exact, acc_tol);
     T_ASSERT(a.exact > 0.5);
     fprintf(stderr, "%s: test %.4f sampled, %.4f exact; plan from disk: %s\n", what, b.sampled,
             b.exact, b.plan);
@@ -242,12 +261,12 @@ int main(void) {
         /* zero-copy: host buffer + dynamic GPU cache + the file, against the pinned table. */
         loader_same(ds32, "zero-copy", t32, "zero-copy float32");
         loader_same(ds16, "zero-copy", t16, "zero-copy bfloat16");
-        compare(ds32, "zero-copy", t32, 1, "zero-copy float32");
-        compare(ds16, "zero-copy", t16, 1, "zero-copy bfloat16");
+        compare(ds32, "zero-copy", t32, 0.02, "zero-copy float32");
+        compare(ds16, "zero-copy", t16, 0.05, "zero-copy bfloat16");
         /* Window buffering: the minibatches sampled ahead announce their rows; same data. */
         T_OK(gd_param_set("GD_DISK_WINDOW", "2"));
         loader_same(ds32, "zero-copy", t32, "zero-copy float32, window 2");
-        compare(ds32, "zero-copy", t32, 1, "zero-copy float32, window 2");
+        compare(ds32, "zero-copy", t32, 0.02, "zero-copy float32, window 2");
         T_OK(gd_param_set("GD_DISK_WINDOW", "99"));
         {
             const gd_train_options o = options("zero-copy", t32 * 3 / 4);

@@ -228,7 +228,8 @@ class EpochStats(_Sized):  # gd_epoch_stats (filled by the library for on_epoch)
                 ("seconds", c_double), ("sample_s", c_double), ("gather_s", c_double),
                 ("train_s", c_double), ("wait_s", c_double), ("cpu_core_s", c_double),
                 ("gpu_mem_bytes", c_int64), ("improved", c_int), ("best_valid", c_double),
-                ("best_epoch", c_int64), ("allreduce_s", c_double)]
+                ("best_epoch", c_int64), ("allreduce_s", c_double),
+                ("disk_rows_read", c_int64), ("disk_bytes_read", c_int64)]
 
 
 # gd_epoch_fn and gd_train_progress_fn.

@@ -1022,6 +1022,26 @@ fail:
     return st;
 }
 
+gd_status gd__datapath_disk_read(gd__datapath *d, int64_t *rows, int64_t *bytes) {
+    gd_status st = GD_OK;
+    *rows = *bytes = 0;
+    if (d->disk_rows) {
+        const gd__disk_rows_stats s = gd__disk_rows_get_stats(d->disk_rows);
+        *rows = s.rows - s.hits;
+        *bytes = s.bytes_read;
+    }
+#ifdef GD_WITH_CUDA
+    if (d->disk) {
+        gd__disk_tier_stats s;
+        GD_CHECK(gd__disk_tier_get_stats(d->disk, d->s_gather, &s));
+        *rows = s.cache.lookups - s.cache.hits;
+        *bytes = s.bytes_read;
+    }
+#endif
+fail:
+    return st;
+}
+
 int64_t gd__datapath_max_batches(const gd__datapath *d) {
     int64_t most = 1;
     for (int i = 0; i < 3; i++) most = gd__max64(most, (d->split_n[i] + d->batch - 1) / d->batch);

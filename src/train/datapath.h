@@ -212,6 +212,8 @@ gd_status gd__datapath_start_pass(gd__datapath *d, const int64_t *ids, int64_t n
                                   int train, gd__pass *p);
 /* Errors the data stages' kernels recorded during the pass (waits for them). */
 gd_status gd__datapath_check_errors(gd__datapath *d);
+/* Features on disk: the rows read from the file so far, and the bytes it gave (0 otherwise). */
+gd_status gd__datapath_disk_read(gd__datapath *d, int64_t *rows, int64_t *bytes);
 /* Minibatches of a pass over the largest split (the size of per-pass logs). */
 int64_t gd__datapath_max_batches(const gd__datapath *d);
 /* The labelled seeds of global minibatch b of p (every rank's share), from host memory. */

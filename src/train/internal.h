@@ -127,6 +127,7 @@ typedef struct {
     double allreduce_s;    /* several ranks: the all-reduce stage's busy time */
     double cpu_core_s;     /* CPU time of the process (user + system, all threads) */
     int64_t gpu_mem_bytes; /* GPU memory in use at the end (total - free; 0 without a GPU) */
+    int64_t disk_rows_read, disk_bytes_read; /* features on disk: what the file gave */
 } gd__train_epoch_stats;
 
 typedef struct gd__trainer gd__trainer;
