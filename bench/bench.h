@@ -49,6 +49,7 @@ int bench_disk(int argc, char **argv);
 int bench_dyncache(int argc, char **argv);
 /* `bench ssd`: the SSD tier's fetch path (bench_ssd.c). */
 int bench_ssd(int argc, char **argv);
+int bench_startup(int argc, char **argv);
 
 /* ---- errors: print "graphdirect bench: ..." once, then the caller cleans up and fails */
 

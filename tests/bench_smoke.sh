@@ -167,7 +167,27 @@ if runs:  # a GPU: every policy and window gathered every minibatch, then the ep
         assert r["fetch_gbs"] > 0 and r["bytes_read_per_useful_byte"] >= 1, r
     assert [e["run"] for e in d["epochs"]][0] == "in pinned host memory", d["epochs"]
     assert len(d["epochs"]) == 5 and all(e["seconds_per_minibatch"] > 0 for e in d["epochs"])
-    assert len(d["targets"]) == 8, d["targets"]
+    # the disk runs read the file (their I/O floor), the pinned and mmap runs do not
+    assert [e["disk_rows_read"] > 0 for e in d["epochs"]] == [False, True, True, False, False]
+    assert all(e["disk_bytes_read"] >= e["disk_rows_read"] * d["row_bytes"] for e in d["epochs"])
+    assert len(d["targets"]) == 10, d["targets"]
+PY
+fi
+expect_rc 0 "$cli" bench ssd --quick --dir "$tmp/ssd" --epoch-batches 0 --policies clock --windows 0
+# bench startup: usage errors, then a quick run (without a GPU it says so and times nothing).
+expect_rc 2 "$cli" bench startup --register-gib -1
+expect_rc 2 "$cli" bench startup --pin-threads 0
+expect_rc 0 "$cli" bench startup --quick --json "$tmp/startup.json"
+if command -v python3 >/dev/null; then
+    python3 - "$tmp/startup.json" <<'PY' || fail "bench startup JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["benchmark"] == "startup", d
+if d["results"]:  # a GPU: the registration rates, then the three trainers' builds
+    assert len(d["registration"]) == 2 and all(r["gbs"] > 0 for r in d["registration"]), d
+    assert [r["mode"] for r in d["results"]] == ["all-gpu", "zero-copy", "zero-copy"], d
+    assert all(r["create_seconds"] > 0 and r["first_minibatch_seconds"] > 0 for r in d["results"])
+    assert len(d["targets"]) == 2, d["targets"]
 PY
 fi
 echo "bench smoke: ok"

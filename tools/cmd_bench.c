@@ -33,6 +33,8 @@ static const struct {
      "the SSD tier's dynamic cache: hit rate per eviction policy and window depth"},
     {"ssd", bench_ssd,
      "the SSD tier's fetch path on a GPU: rows from disk vs the disk's raw random reads"},
+    {"startup", bench_startup,
+     "time to the first trained minibatch per mode, with the registration rate per thread"},
 };
 #define NUM_BENCHES ((int)(sizeof benches / sizeof benches[0]))
 

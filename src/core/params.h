@@ -13,6 +13,7 @@
     X(GD_GATHER_SHAPE, "auto", "gather kernel shape: auto, or LANESxLOADS (e.g. 8x8) to tune")  \
     X(GD_DEVICE, "0", "GPU ordinal used when none is given")                                 \
     X(GD_PIN_CHUNK_MB, "1024", "host memory is registered with the GPU in chunks of this size") \
+    X(GD_PIN_THREADS, "0", "threads that register the chunks in parallel (0: cores, at most 16)") \
     X(GD_HOST_MEM_MB, "0", "host memory work may take, in MiB (0 = what is available)")       \
     X(GD_DISK_EVICT, "clock", "eviction policy of the features-on-disk caches: clock, sieve, random") \
     X(GD_DISK_WINDOW, "0", "window buffering of the GPU cache of features on disk: minibatches ahead") \

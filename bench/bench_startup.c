@@ -1,0 +1,322 @@
+/*
+ * `graphdirect bench startup`: the time from a dataset to the first trained minibatch, per
+ * mode (issue 19, items 1 and 4, the part built so far). Measured in one run:
+ *   - the registration rate (host memory page-locked and mapped for the GPU) of a buffer of
+ *     --register-gib GiB, per thread count and chunk size: one thread is what start-up had,
+ *     the best is the ceiling of a parallel registration;
+ *   - the dataset: generated in memory (or opened from --dir), its open time;
+ *   - per mode: the trainer's build (plan, registration or copy of the table, caches, graph)
+ *     and its first minibatch. all-gpu copies the whole table into GPU memory, so its build
+ *     time is the target for zero-copy, which only registers it (issue 19: 76.2 s vs 9.5 s on
+ *     papers at 16 GiB on the H100 with one registering thread). zero-copy runs twice: with one
+ *     registering thread (GD_PIN_THREADS=1, as before) and with the default.
+ */
+#include "bench.h"
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#define MAX_LIST 8
+
+static const char cmd[] = "bench startup";
+
+typedef struct {
+    bench_options opt;
+    const char *dir; /* a dataset directory (NULL: generate the preset in memory) */
+    int64_t budget;  /* --gpu-mem-budget (0: what is free) */
+    int64_t reg_gib; /* the registration buffer (0: no registration section) */
+    int64_t pin_threads[MAX_LIST], chunk_mb[MAX_LIST];
+    int num_threads, num_chunks;
+} startup_bench;
+
+static void help(void) {
+    printf("usage: graphdirect bench startup [options]\n\n"
+           "The time from a dataset to the first trained minibatch, per mode: the trainer's\n"
+           "build (plan, page-locking or copying the feature table, caches, graph) and its\n"
+           "first minibatch; all-gpu's build (the table copied to GPU memory) is zero-copy's\n"
+           "target. The registration rate of host memory per thread count and chunk size is\n"
+           "measured in the same run (the ceiling of zero-copy's start-up).\n\n"
+           "options:\n"
+           "  --preset NAME        dataset generated in memory (default products; papers\n"
+           "                       with --gpu-mem-budget 16G is issue 19's case)\n"
+           "  --nodes N            nodes of the preset (default: the preset's)\n"
+           "  --dir DIR            open this dataset directory instead of generating one\n"
+           "  --gpu-mem-budget S   GPU memory the trainers may take (e.g. 16G; default: free)\n"
+           "  --register-gib N     the registration-rate buffer in GiB (default 4; 0: skip)\n"
+           "  --pin-threads LIST   thread counts of the registration rate (default\n"
+           "                       1,2,4,8,16, at most the cores)\n"
+           "  --pin-chunk-mb LIST  chunk sizes of the registration rate (default 256,1024)\n"
+           "  --batch B            seeds per minibatch (default 1024)\n"
+           "  --threads N, --device D, --seed S, --quick, --json FILE, --commit C\n");
+}
+
+static int own_option(void *self, int c, const char *arg) {
+    startup_bench *b = self;
+    int64_t v;
+    switch (c) {
+    case 'D':
+        b->dir = arg;
+        return 0;
+    case 'B':
+        if (cli_parse_i64(arg, &v) || v < 0)
+            return cli_usage_error(cmd, "--gpu-mem-budget '%s' is not a size", arg);
+        b->budget = v;
+        return 0;
+    case 'R':
+        if (cli_parse_i64(arg, &v) || v < 0 || v > 4096)
+            return cli_usage_error(cmd, "--register-gib '%s' is not in 0..4096", arg);
+        b->reg_gib = v;
+        return 0;
+    case 'T':
+        if (bench_parse_list("--pin-threads", arg, b->pin_threads, MAX_LIST, &b->num_threads))
+            return CLI_EXIT_USAGE;
+        for (int i = 0; i < b->num_threads; i++)
+            if (b->pin_threads[i] > 1024)
+                return cli_usage_error(cmd, "--pin-threads: %lld is above 1024",
+                                       (long long)b->pin_threads[i]);
+        return 0;
+    case 'C':
+        if (bench_parse_list("--pin-chunk-mb", arg, b->chunk_mb, MAX_LIST, &b->num_chunks))
+            return CLI_EXIT_USAGE;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+static int parse_options(startup_bench *b, int argc, char **argv) {
+    static const struct option long_opts[] = {BENCH_LONG("preset", PRESET),
+                                              BENCH_LONG("nodes", NODES),
+                                              BENCH_LONG("batch", BATCH),
+                                              {"dir", required_argument, 0, 'D'},
+                                              {"gpu-mem-budget", required_argument, 0, 'B'},
+                                              {"register-gib", required_argument, 0, 'R'},
+                                              {"pin-threads", required_argument, 0, 'T'},
+                                              {"pin-chunk-mb", required_argument, 0, 'C'},
+                                              BENCH_FLAG("quick", QUICK),
+                                              BENCH_LONG("threads", THREADS),
+                                              BENCH_LONG_END};
+    bench_options_init(&b->opt);
+    b->opt.preset = "products";
+    b->reg_gib = 4;
+    const int64_t threads[] = {1, 2, 4, 8, 16}, chunks[] = {256, 1024};
+    b->num_threads = 5;
+    memcpy(b->pin_threads, threads, sizeof threads);
+    b->num_chunks = 2;
+    memcpy(b->chunk_mb, chunks, sizeof chunks);
+    int rc = bench_parse_options(&b->opt, cmd, argc, argv, long_opts, help, own_option, b);
+    if (rc < 0 && b->opt.quick) {
+        b->opt.preset = "tiny";
+        b->reg_gib = b->reg_gib ? 1 : 0;
+        b->num_threads = 2;
+        b->num_chunks = 1;
+        b->chunk_mb[0] = 256;
+    }
+    return rc;
+}
+
+/* Set a parameter for the runs that follow (NULL: back to the environment or the default). */
+static int set_param(const char *name, const char *value) {
+    BENCH_GD(gd_param_set(name, value), name);
+    return 0;
+fail:
+    return -1;
+}
+
+/* The registration rate of a buffer of b->reg_gib GiB per chunk size and thread count. */
+static int registration(const startup_bench *b, cJSON *root, cJSON *targets) {
+    int rc = -1;
+    const size_t bytes = (size_t)b->reg_gib << 30;
+    const int cores = bench_cpus();
+    unsigned char *buf =
+        mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    gd_context_t *ctx = NULL;
+    double best = 0, one = 0;
+    cJSON *rows = cJSON_AddArrayToObject(root, "registration");
+    BENCH_JSON(rows);
+    BENCH_REQUIRE(buf != MAP_FAILED, "cannot map %lld GiB for the registration rate",
+                  (long long)b->reg_gib);
+    bench_fill_pattern(buf, bytes, b->opt.threads); /* resident, as a loaded table is */
+    BENCH_GD(gd_context_default(b->opt.device, &ctx), "the GPU's context");
+    printf("registration of %lld GiB of anonymous host memory (resident), GB/s:\n",
+           (long long)b->reg_gib);
+    printf("%-10s", "chunk MiB");
+    for (int i = 0; i < b->num_threads; i++)
+        if (b->pin_threads[i] <= cores) printf(" %6lld thr", (long long)b->pin_threads[i]);
+    printf("\n");
+    for (int c = 0; c < b->num_chunks; c++) {
+        char text[32];
+        snprintf(text, sizeof text, "%lld", (long long)b->chunk_mb[c]);
+        if (set_param("GD_PIN_CHUNK_MB", text)) goto fail;
+        printf("%-10lld", (long long)b->chunk_mb[c]);
+        for (int i = 0; i < b->num_threads; i++) {
+            if (b->pin_threads[i] > cores) continue;
+            gd_host_tensor_t *t = NULL;
+            snprintf(text, sizeof text, "%lld", (long long)b->pin_threads[i]);
+            if (set_param("GD_PIN_THREADS", text)) goto fail;
+            BENCH_GD(
+                gd_host_tensor_adopt(buf, (int64_t)(bytes / 4096), 1024, GD_DTYPE_FLOAT32, 0, &t),
+                "wrapping the buffer");
+            const double t0 = bench_now();
+            const gd_status st = gd_host_tensor_register(t, ctx);
+            const double s = bench_now() - t0;
+            const double t1 = bench_now();
+            if (st == GD_OK) (void)gd_host_tensor_unregister(t);
+            const double un = bench_now() - t1;
+            gd_host_tensor_destroy(t);
+            BENCH_GD(st, "registering the buffer");
+            const double gbs = (double)bytes / s / 1e9;
+            printf(" %10.2f", gbs);
+            fflush(stdout);
+            if (gbs > best) best = gbs;
+            if (b->pin_threads[i] == 1 && gbs > one) one = gbs;
+            cJSON *j = cJSON_CreateObject();
+            BENCH_JSON(j);
+            cJSON_AddItemToArray(rows, j);
+            BENCH_JSON(cJSON_AddNumberToObject(j, "chunk_mb", (double)b->chunk_mb[c]));
+            BENCH_JSON(cJSON_AddNumberToObject(j, "threads", (double)b->pin_threads[i]));
+            BENCH_JSON(cJSON_AddNumberToObject(j, "seconds", s));
+            BENCH_JSON(cJSON_AddNumberToObject(j, "unregister_seconds", un));
+            BENCH_JSON(cJSON_AddNumberToObject(j, "gbs", gbs));
+        }
+        printf("\n");
+    }
+    if (one > 0) {
+        printf("best %.2f GB/s = %.2fx one thread\n", best, best / one);
+        bench_target(targets, "registration: best thread count / one thread (>= 2)", best / one,
+                     2.0, "x");
+    }
+    rc = 0;
+fail:
+    (void)gd_param_set("GD_PIN_CHUNK_MB", NULL);
+    (void)gd_param_set("GD_PIN_THREADS", NULL);
+    gd_context_destroy(ctx);
+    if (buf != MAP_FAILED) munmap(buf, bytes);
+    return rc;
+}
+
+typedef struct {
+    const char *label, *mode, *pin_threads; /* pin_threads NULL: the default */
+} startup_run;
+
+typedef struct {
+    double create_s, first_s;
+} startup_time;
+
+/* Build a trainer of run r, then train its first minibatch. */
+static int run_one(const startup_bench *b, const gd_dataset_t *ds, const startup_run *r,
+                   cJSON *runs, startup_time *out) {
+    int rc = -1;
+    gd_trainer_t *t = NULL;
+    gd_train_options o = GD_TRAIN_OPTIONS_INIT;
+    gd_epoch_stats st;
+    if (set_param("GD_PIN_THREADS", r->pin_threads)) goto fail;
+    o.mode = r->mode;
+    o.batch_size = b->opt.batch;
+    o.seed = b->opt.seed;
+    o.threads = b->opt.threads;
+    o.device = b->opt.device;
+    o.gpu_mem_budget = b->budget;
+    double t0 = bench_now();
+    BENCH_GD(gd_trainer_create(ds, &o, &t), r->label);
+    out->create_s = bench_now() - t0;
+    gd_trainer_info info = GD_TRAINER_INFO_INIT;
+    BENCH_GD(gd_trainer_get_info(t, &info), r->label);
+    t0 = bench_now();
+    BENCH_GD(bench_one_epoch(t, 0, 1, &st), "the first minibatch");
+    out->first_s = bench_now() - t0;
+    printf("%-30s %9.2f %9.3f %9.2f   %s\n", r->label, out->create_s, out->first_s,
+           out->create_s + out->first_s, info.plan);
+    fflush(stdout);
+    cJSON *j = cJSON_CreateObject();
+    BENCH_JSON(j);
+    cJSON_AddItemToArray(runs, j);
+    BENCH_JSON(cJSON_AddStringToObject(j, "run", r->label));
+    BENCH_JSON(cJSON_AddStringToObject(j, "mode", r->mode));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "create_seconds", out->create_s));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "first_minibatch_seconds", out->first_s));
+    BENCH_JSON(cJSON_AddStringToObject(j, "plan", info.plan));
+    rc = 0;
+fail:
+    gd_trainer_destroy(t);
+    (void)gd_param_set("GD_PIN_THREADS", NULL);
+    return rc;
+}
+
+static int open_dataset(const startup_bench *b, gd_dataset_t **ds, cJSON *root) {
+    int rc = -1;
+    const double t0 = bench_now();
+    if (b->dir) {
+        gd_dataset_open_options oo = GD_DATASET_OPEN_OPTIONS_INIT;
+        BENCH_GD(gd_dataset_open(b->dir, &oo, ds), "opening the dataset");
+        printf("dataset %s: opened in %.2f s\n", b->dir, bench_now() - t0);
+        BENCH_JSON(cJSON_AddNumberToObject(root, "open_seconds", bench_now() - t0));
+    } else {
+        gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
+        go.preset = b->opt.preset;
+        go.seed = b->opt.seed;
+        go.num_nodes = b->opt.nodes;
+        fprintf(stderr, "startup: generating preset '%s' in memory\n", b->opt.preset);
+        BENCH_GD(gd_generate(&go, ds), "generating the dataset");
+        printf("preset %s: generated in memory in %.1f s (not part of start-up)\n", b->opt.preset,
+               bench_now() - t0);
+    }
+    gd_array_view v;
+    BENCH_GD(gd_dataset_array(*ds, GD_ARRAY_FEATURES, &v), "the feature table");
+    const double gib =
+        (double)v.shape[0] * (double)v.shape[1] * (double)gd_dtype_size(v.dtype) / 1073741824.0;
+    printf("%lld nodes, %lld edges, %lld features per node (%.2f GiB of features)\n",
+           (long long)gd_dataset_num_nodes(*ds), (long long)gd_dataset_num_edges(*ds),
+           (long long)gd_dataset_feature_dim(*ds), gib);
+    BENCH_JSON(cJSON_AddNumberToObject(root, "feature_gib", gib));
+    rc = 0;
+fail:
+    return rc;
+}
+
+int bench_startup(int argc, char **argv) {
+    startup_bench b;
+    memset(&b, 0, sizeof b);
+    int rc = parse_options(&b, argc, argv);
+    if (rc >= 0) return rc;
+    rc = CLI_EXIT_FAIL;
+    const double t_start = bench_now();
+    gd_dataset_t *ds = NULL;
+    cJSON *root = NULL, *runs = NULL, *targets = NULL;
+    if (b.opt.json_path && bench_json_probe(b.opt.json_path)) return CLI_EXIT_FAIL;
+    const int gpu = gd_device_count() > 0;
+    if (bench_json_header(&root, "startup", &b.opt, gpu)) goto fail;
+    targets = cJSON_AddArrayToObject(root, "targets");
+    runs = cJSON_AddArrayToObject(root, "results");
+    BENCH_JSON(targets && runs);
+    if (!gpu) {
+        printf("no GPU: nothing to time (start-up here is registering host memory with a GPU "
+               "or copying the table to it)\n");
+    } else {
+        if (b.reg_gib > 0 && registration(&b, root, targets)) goto fail;
+        if (open_dataset(&b, &ds, root)) goto fail;
+        const startup_run r[3] = {{"all-gpu (table copied)", "all-gpu", NULL},
+                                  {"zero-copy, 1 pinning thread", "zero-copy", "1"},
+                                  {"zero-copy", "zero-copy", NULL}};
+        startup_time tm[3];
+        printf("\n%-30s %9s %9s %9s   %s\n", "run", "build s", "first mb", "total s", "plan");
+        for (int i = 0; i < 3; i++)
+            if (run_one(&b, ds, &r[i], runs, &tm[i])) goto fail;
+        const double ag = tm[0].create_s + tm[0].first_s, zc1 = tm[1].create_s + tm[1].first_s,
+                     zc = tm[2].create_s + tm[2].first_s;
+        printf("zero-copy to the first minibatch: %.2f s (one pinning thread %.2f s); all-gpu "
+               "%.2f s\n",
+               zc, zc1, ag);
+        bench_target(targets, "all-gpu / zero-copy time to the first minibatch (>= 1)",
+                     zc > 0 ? ag / zc : 0, 1.0, "x");
+    }
+    if (bench_run_done(&b.opt, root, "startup", t_start)) goto fail;
+    rc = 0;
+fail:
+    cJSON_Delete(root);
+    gd_dataset_close(ds);
+    return bench_exit_status(rc);
+}
