@@ -1182,10 +1182,11 @@ typedef struct {
     int64_t adam_step;       /* Adam steps taken */
     double best_valid;       /* best valid accuracy of gd_trainer_fit so far (NaN: none) */
     int64_t best_epoch;      /* its epoch, 0-based (-1: none) */
+    char startup[256];       /* where gd_trainer_create's time went, phase by phase */
 } gd_trainer_info;
 #define GD_TRAINER_INFO_INIT                                                                       \
     {sizeof(gd_trainer_info), NULL, {0}, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
-     -1}
+     -1, {0}}
 void gd_trainer_info_init(gd_trainer_info *o);
 gd_status gd_trainer_get_info(const gd_trainer_t *t, gd_trainer_info *info);
 

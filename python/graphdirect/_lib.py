@@ -218,7 +218,8 @@ class TrainerInfo(_Sized):  # gd_trainer_info, GD_TRAINER_INFO_INIT
                 ("test_nodes", c_int64), ("gpu_bytes", c_int64),
                 ("feature_cache_rows", c_int64), ("feature_cache_bytes", c_int64),
                 ("graph_cache_bytes", c_int64), ("epochs_done", c_int64),
-                ("adam_step", c_int64), ("best_valid", c_double), ("best_epoch", c_int64)]
+                ("adam_step", c_int64), ("best_valid", c_double), ("best_epoch", c_int64),
+                ("startup", c_char * 256)]
     _init_ = "gd_trainer_info_init"
 
 

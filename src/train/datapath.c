@@ -626,6 +626,16 @@ fail:
     return st;
 }
 
+/* Start-up: the phase under way ended; its time goes to d->startup and the info log. */
+static void startup_mark(gd__datapath *d, const char *what) {
+    const double now = gd__now();
+    const size_t used = strlen(d->startup);
+    snprintf(d->startup + used, sizeof d->startup - used, "%s%s %.2f s", used ? ", " : "", what,
+             now - d->startup_t);
+    GD_INFO("start-up: %s took %.2f s", what, now - d->startup_t);
+    d->startup_t = now;
+}
+
 gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg,
                               gd_context_t *context, gd__nn_ctx *nn, gd__datapath **out) {
     gd_status st = GD_OK;
@@ -633,6 +643,7 @@ gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg
     *out = NULL;
     GD_ALLOC(d, sizeof *d, "the data path");
     memset(d, 0, sizeof *d);
+    d->startup_t = gd__now();
     d->cfg = *cfg;
     d->ds = ds;
     for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) d->sampled[i] = d->announced[i] = -1;
@@ -659,6 +670,7 @@ gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg
         d->label_view.data = NULL;
     }
     GD_CHECK(st);
+    startup_mark(d, "splits");
 
     /* A host view of the graph (borrowed, nothing copied): the plan's estimate, cpu modes. */
     GD_CHECK(gd_graph_create_from_dataset(ds, NULL, &d->graph));
@@ -666,9 +678,13 @@ gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg
     gd_graph_info gi = GD_GRAPH_INFO_INIT;
     GD_CHECK(gd_graph_get_info(d->graph, &gi));
     d->max_degree = gi.max_degree;
+    startup_mark(d, "plan");
 
     /* The graph where the sampler reads it, the sampler and the minibatch buffers. */
-    if (d->cuda_sampler) GD_CHECK(place_graph(d));
+    if (d->cuda_sampler) {
+        GD_CHECK(place_graph(d));
+        startup_mark(d, "graph placed");
+    }
     gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
     so.backend = d->cuda_sampler ? GD_SAMPLER_CUDA : GD_SAMPLER_CPU;
     so.max_batch = d->batch;
@@ -690,6 +706,7 @@ gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg
         GD_CHECK(gd__cuda_malloc(device, (void **)&d->d_order, (size_t)most * sizeof(int64_t),
                                  "the epoch's seed order"));
 #endif
+    startup_mark(d, "sampler and buffers");
     *out = d;
     return GD_OK;
 fail:
@@ -699,8 +716,17 @@ fail:
 
 gd_status gd__datapath_place_features(gd__datapath *d) {
     gd_status st = GD_OK;
+    /* Since the data path's build: the trainer's model, optimiser and communicator. */
+    if (gd__now() - d->startup_t >= 0.01) startup_mark(d, "model and ranks");
+    d->startup_t = gd__now();
     GD_CHECK(place_features(d));
+    startup_mark(d, d->mode == GD__TRAIN_ZERO_COPY && !d->plan.features_on_disk
+                        ? "features registered"
+                        : "features");
     GD_CHECK(make_gatherer(d));
+    startup_mark(d, d->mode == GD__TRAIN_ALL_GPU ? "features copied to the GPU"
+                    : d->plan.features_on_disk   ? "disk tier"
+                                                 : "gatherer and caches");
     GD_CHECK(gd__datapath_locality_init(d));
 fail:
     return st;

@@ -217,6 +217,7 @@ gd_status gd_trainer_get_info(const gd_trainer_t *t, gd_trainer_info *info) {
     i.size = sizeof i;
     i.mode = gd__train_mode_name(ti.mode);
     snprintf(i.plan, sizeof i.plan, "%s", ti.plan);
+    snprintf(i.startup, sizeof i.startup, "%s", ti.startup);
     i.model = gd__model_iface(m)->name;
     i.mlp = t->mlp;
     i.on_device = ti.mode != GD__TRAIN_CPU;

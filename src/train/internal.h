@@ -221,6 +221,7 @@ typedef struct {
     int64_t gpu_bytes;       /* GPU memory the trainer took at create */
     int64_t feature_cache_rows, feature_cache_bytes;
     int64_t graph_cache_bytes;
+    char startup[256]; /* where the build's time went, phase by phase */
 } gd__trainer_info;
 void gd__trainer_get_info(const gd__trainer *t, gd__trainer_info *info);
 

@@ -431,6 +431,7 @@ void gd__trainer_get_info(const gd__trainer *t, gd__trainer_info *info) {
     memset(info, 0, sizeof *info);
     info->mode = d->mode;
     snprintf(info->plan, sizeof info->plan, "%s", d->plan.text);
+    snprintf(info->startup, sizeof info->startup, "%s", d->startup);
     info->max_input_nodes = d->sinfo.max_input_nodes;
     info->max_edges = d->sinfo.max_edges;
     info->feature_bytes = (int64_t)(gd__nn_numel(&d->sets[0].x) * (int64_t)sizeof(float));
