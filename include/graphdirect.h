@@ -718,9 +718,15 @@ typedef struct {
      * placed (the CPU sampler reads them). 0: no cache; other placements of indices reject one.
      */
     int64_t gpu_cache_bytes;
+    /*
+     * Optional, with a cache: the graph's out-degrees (gd_csc_degree_scores, GD_DEGREE_OUT),
+     * by which the lists are ranked; NULL computes them here (one pass over the edges: seconds
+     * on a billion). A caller that ranks a feature cache by the same scores passes them.
+     */
+    const int64_t *out_degrees;
 } gd_graph_options;
 #define GD_GRAPH_OPTIONS_INIT                                                                      \
-    {sizeof(gd_graph_options), GD_PLACE_HOST, GD_PLACE_HOST, NULL, 0, 1, 0}
+    {sizeof(gd_graph_options), GD_PLACE_HOST, GD_PLACE_HOST, NULL, 0, 1, 0, NULL}
 void gd_graph_options_init(gd_graph_options *o);
 
 /*

@@ -167,10 +167,10 @@ if runs:  # a GPU: every policy and window gathered every minibatch, then the ep
         assert r["fetch_gbs"] > 0 and r["bytes_read_per_useful_byte"] >= 1, r
     assert [e["run"] for e in d["epochs"]][0] == "in pinned host memory", d["epochs"]
     assert len(d["epochs"]) == 5 and all(e["seconds_per_minibatch"] > 0 for e in d["epochs"])
-    # the disk run without a host buffer reads the file (its I/O floor; with the buffer the
-    # tiny preset may hit every row), the pinned and mmap runs never do
-    reads = [e["disk_rows_read"] for e in d["epochs"]]
-    assert reads[1] > 0 and reads[0] == reads[3] == reads[4] == 0, reads
+    # a run whose plan put the table on disk reads the file (its I/O floor; the tiny preset's
+    # table fits the staging, so there none does), the others never do
+    for e in d["epochs"]:
+        assert (e["disk_rows_read"] > 0) == ("features on disk" in e["plan"]), e
     assert all(e["disk_bytes_read"] >= e["disk_rows_read"] * d["row_bytes"] for e in d["epochs"])
     assert len(d["targets"]) == 10, d["targets"]
 PY

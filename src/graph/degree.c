@@ -33,15 +33,31 @@ gd_status gd_csc_degree_scores(int64_t num_nodes, const int64_t *indptr, const v
     GD_REQUIRE_ARG(edges == 0 || indices, "gd_csc_degree_scores: NULL indices for %lld edges",
                    (long long)edges);
     memset(scores, 0, (size_t)num_nodes * sizeof *scores);
-    /* A bad index fails naming its position; the scores are then incomplete. */
+    /*
+     * A scatter of one increment per edge to a random node: on papers (1.6G edges, 111M nodes)
+     * one thread took about 16 s, each increment a cache miss. The threads take slices of the
+     * edges and add atomically (relaxed: only the totals matter). A bad index fails naming the
+     * first bad position; the scores are then incomplete.
+     */
+    int64_t bad = edges;
+    const int threads = gd__num_threads();
+#pragma omp parallel for schedule(static) num_threads(threads) reduction(min : bad)
     for (int64_t e = 0; e < edges; e++) {
         const int64_t u = indices_dtype == GD_DTYPE_INT32 ? ((const int32_t *)indices)[e]
                                                            : ((const int64_t *)indices)[e];
-        GD_REQUIRE(u >= 0 && u < num_nodes, GD_ERR_RANGE,
+        if (u < 0 || u >= num_nodes) {
+            if (e < bad) bad = e;
+            continue;
+        }
+        __atomic_fetch_add(&scores[u], 1, __ATOMIC_RELAXED);
+    }
+    if (bad < edges) {
+        const int64_t u = indices_dtype == GD_DTYPE_INT32 ? ((const int32_t *)indices)[bad]
+                                                           : ((const int64_t *)indices)[bad];
+        GD_REQUIRE(0, GD_ERR_RANGE,
                    "gd_csc_degree_scores: indices[%lld] = %lld is outside [0, %lld): the graph "
                    "is corrupt",
-                   (long long)e, (long long)u, (long long)num_nodes);
-        scores[u]++;
+                   (long long)bad, (long long)u, (long long)num_nodes);
     }
     return GD_OK;
 fail:

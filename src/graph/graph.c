@@ -231,15 +231,19 @@ static void cache_views(gd_graph_t *g) {
     if (gpu && s->loc) g->device_bytes += s->map_bytes + g->cache_bytes;
 }
 
-static gd_status build_cache(gd_graph_t *g, const int64_t *indptr, int64_t budget) {
+static gd_status build_cache(gd_graph_t *g, const int64_t *indptr, int64_t budget,
+                             const int64_t *out_degrees) {
     gd_status st = GD_OK;
     const int64_t n = g->num_nodes;
     int64_t *scores = NULL, *rows = NULL, count = 0;
     GD_REQUIRE(g->store, GD_ERR_INTERNAL, "the GPU neighbour-list cache needs the graph's store");
     GD_ALLOC(scores, (size_t)n * sizeof(int64_t), "the GPU cache's node scores");
     GD_ALLOC(rows, (size_t)n * sizeof(int64_t), "the GPU cache's node ranking");
-    GD_CHECK(
-        gd_csc_degree_scores(n, indptr, g->h_indices, g->indices_dtype, GD_DEGREE_OUT, scores));
+    if (out_degrees)
+        memcpy(scores, out_degrees, (size_t)n * sizeof(int64_t)); /* ranking overwrites them */
+    else
+        GD_CHECK(gd_csc_degree_scores(n, indptr, g->h_indices, g->indices_dtype, GD_DEGREE_OUT,
+                                      scores));
     GD_CHECK(gd__graph_rank_lists(g, indptr, scores, rows, &count));
     GD_CHECK(gd__tier_cache_build(g->store, rows, count, budget));
     g->cache_budget = budget;
@@ -439,7 +443,7 @@ static gd_status graph_create(int64_t num_nodes, const int64_t *indptr, const vo
     }
     GD_CHECK(make_store(g, indptr));
     if (o.gpu_cache_bytes > 0) {
-        st = build_cache(g, indptr, o.gpu_cache_bytes);
+        st = build_cache(g, indptr, o.gpu_cache_bytes, o.out_degrees);
         if (st != GD_OK) {
             gd__error_context(st, "building the GPU neighbour-list cache on GPU %d", g->device);
             goto fail;

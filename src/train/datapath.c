@@ -80,6 +80,7 @@ void gd__datapath_destroy(gd__datapath *d) {
 #endif
     for (int i = 0; i < 3; i++) gd_free(d->split[i]);
     gd_free(d->order);
+    gd_free(d->out_degrees);
     gd__context_unref(d->context);
     gd_free(d);
 }
@@ -256,31 +257,50 @@ fail:
 }
 #endif
 
-#ifdef GD_WITH_CUDA
+/* Start-up: the phase under way ended; its time goes to d->startup and the info log. */
+static void startup_mark(gd__datapath *d, const char *what) {
+    const double now = gd__now();
+    const size_t used = strlen(d->startup);
+    snprintf(d->startup + used, sizeof d->startup - used, "%s%s %.2f s", used ? ", " : "", what,
+             now - d->startup_t);
+    GD_INFO("start-up: %s took %.2f s", what, now - d->startup_t);
+    d->startup_t = now;
+}
+
 /*
  * Each row's out-degree (how often uniform sampling reaches it), the score of the hot rows: the
- * feature cache's and the disk tier's host buffer's. *scores is gd_malloc'd (num_nodes).
+ * neighbour-list cache's, the feature cache's and the disk tier's host buffer's. One pass over
+ * the edges, made once per build and shared (d->out_degrees, freed when the features are
+ * placed); *scores points into it.
  */
-static gd_status out_degree_scores(const gd__datapath *d, int64_t **scores) {
+static gd_status out_degree_scores(gd__datapath *d, const int64_t **scores) {
     gd_status st = GD_OK;
     gd_array_view ip, ix;
     *scores = NULL;
-    GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDPTR, &ip));
-    GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDICES, &ix));
-    GD_ALLOC(*scores, (size_t)d->num_nodes * sizeof(int64_t), "the hot rows' scores");
-    st = gd_csc_degree_scores(d->num_nodes, ip.data, ix.data, ix.dtype, GD_DEGREE_OUT, *scores);
-    if (st != GD_OK) {
-        gd_free(*scores);
-        *scores = NULL;
+    if (!d->out_degrees) {
+        GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDPTR, &ip));
+        GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDICES, &ix));
+        GD_ALLOC(d->out_degrees, (size_t)d->num_nodes * sizeof(int64_t), "the hot rows' scores");
+        st = gd_csc_degree_scores(d->num_nodes, ip.data, ix.data, ix.dtype, GD_DEGREE_OUT,
+                                  d->out_degrees);
+        if (st != GD_OK) {
+            gd_free(d->out_degrees);
+            d->out_degrees = NULL;
+            goto fail;
+        }
+        startup_mark(d, "out-degrees");
     }
+    *scores = d->out_degrees;
 fail:
     return st;
 }
 
+#ifdef GD_WITH_CUDA
 /* The rows of the k highest out-degrees, hottest first. */
-static gd_status hottest_rows(const gd__datapath *d, int64_t k, int64_t **out, int64_t *count) {
+static gd_status hottest_rows(gd__datapath *d, int64_t k, int64_t **out, int64_t *count) {
     gd_status st = GD_OK;
-    int64_t *scores = NULL, *rows = NULL;
+    const int64_t *scores = NULL;
+    int64_t *rows = NULL;
     *out = NULL;
     *count = 0;
     if (k <= 0) return GD_OK;
@@ -291,7 +311,6 @@ static gd_status hottest_rows(const gd__datapath *d, int64_t k, int64_t **out, i
     rows = NULL;
 fail:
     gd_free(rows);
-    gd_free(scores);
     return st;
 }
 
@@ -432,7 +451,6 @@ fail:
 /* The gatherer of the mode; zero-copy sizes its cache from what the budget leaves. */
 static gd_status make_gatherer(gd__datapath *d) {
     gd_status st = GD_OK;
-    int64_t *scores = NULL;
     int placed = 0;
     if (d->plan.features_on_disk) return make_disk_source(d);
     gd_gatherer_options go = GD_GATHERER_OPTIONS_INIT;
@@ -463,6 +481,7 @@ static gd_status make_gatherer(gd__datapath *d) {
         if (!go.sm_budget && cache < table && !gd__param_given("GD_GATHER_SMS"))
             go.sm_budget = "10%";
         if (cache > 0) {
+            const int64_t *scores = NULL;
             GD_CHECK(out_degree_scores(d, &scores));
             GD_CHECK(gd__datapath_place_cache(d, &go, cache, scores, &placed));
             go.cache_bytes = cache;
@@ -493,7 +512,6 @@ static gd_status make_gatherer(gd__datapath *d) {
                                       : "pinned in place");
     }
 fail:
-    gd_free(scores);
     return st;
 }
 
@@ -506,6 +524,7 @@ static gd_status place_graph_as(gd__datapath *d, int copy) {
     o.indices_placement = d->plan.indices;
     o.copy_host = copy;
     if (d->plan.indices == GD_PLACE_PINNED) o.gpu_cache_bytes = d->plan.graph_cache_bytes;
+    if (o.gpu_cache_bytes > 0) GD_CHECK(out_degree_scores(d, &o.out_degrees));
     gd_graph_destroy(d->graph);
     d->graph = NULL;
     GD_CHECK(gd_graph_create_from_dataset(d->ds, &o, &d->graph));
@@ -626,16 +645,6 @@ fail:
     return st;
 }
 
-/* Start-up: the phase under way ended; its time goes to d->startup and the info log. */
-static void startup_mark(gd__datapath *d, const char *what) {
-    const double now = gd__now();
-    const size_t used = strlen(d->startup);
-    snprintf(d->startup + used, sizeof d->startup - used, "%s%s %.2f s", used ? ", " : "", what,
-             now - d->startup_t);
-    GD_INFO("start-up: %s took %.2f s", what, now - d->startup_t);
-    d->startup_t = now;
-}
-
 gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg,
                               gd_context_t *context, gd__nn_ctx *nn, gd__datapath **out) {
     gd_status st = GD_OK;
@@ -727,6 +736,8 @@ gd_status gd__datapath_place_features(gd__datapath *d) {
     startup_mark(d, d->mode == GD__TRAIN_ALL_GPU ? "features copied to the GPU"
                     : d->plan.features_on_disk   ? "disk tier"
                                                  : "gatherer and caches");
+    gd_free(d->out_degrees); /* the caches are built */
+    d->out_degrees = NULL;
     GD_CHECK(gd__datapath_locality_init(d));
 fail:
     return st;
@@ -1063,8 +1074,8 @@ gd_status gd__datapath_disk_read(gd__datapath *d, int64_t *rows, int64_t *bytes)
         *rows = s.cache.lookups - s.cache.hits;
         *bytes = s.bytes_read;
     }
-#endif
 fail:
+#endif
     return st;
 }
 

@@ -95,6 +95,7 @@ typedef struct {
     gd__data_config cfg;
     gd__plan plan;
     char startup[256]; /* where the build's time went: "graph 1.20 s, features 0.31 s, ..." */
+    int64_t *out_degrees; /* during the build: every node's out-degree (the caches' scores) */
     double startup_t;  /* when the phase under way began */
     gd_context_t *context;
     gd__train_mode mode;
