@@ -15,8 +15,7 @@
 #include <time.h>
 
 #define GD__COMM_DEFAULT_TIMEOUT_S 600.0
-/* Ranks of a local group at most (the threads of a test). */
-#define LOCAL_MAX_RANKS 64
+#define LOCAL_MAX_RANKS GD__COMM_MAX_GROUP
 
 double gd__comm_default_timeout(void) {
     const char *e = getenv("GD_COMM_TIMEOUT");

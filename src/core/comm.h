@@ -39,9 +39,12 @@ double gd__comm_default_timeout(void);
 
 /* Join an NCCL run (waits, watched, until every rank has joined or the timeout). */
 gd_status gd__comm_create(const gd__comm_config *cfg, gd__comm **out);
+/* Ranks of a group in one process at most. */
+#define GD__COMM_MAX_GROUP 64
 /*
  * world communicators of one process, comms[r] for rank r (each used by one thread): NCCL over
- * devices[0..world) when devices is non-NULL, else the local CPU implementation.
+ * devices[0..world) when devices is non-NULL, else the local CPU implementation. The NCCL ranks'
+ * host collectives (sum_host, allgather_host) meet on the host, as the local ones do.
  */
 gd_status gd__comm_create_group(int world, const int *devices, double timeout_s,
                                 gd__comm **comms);

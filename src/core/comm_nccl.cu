@@ -38,6 +38,15 @@ typedef struct {
     pthread_t watch;
     int watching;
     volatile int stop;
+    /*
+     * Ranks that are threads of one process (gd__nccl_create_group): their host collectives go
+     * through this local group (a barrier and shared buffers), not through NCCL kernels. A
+     * kernel spinning on one GPU for the other rank, while that rank's thread allocates or
+     * frees memory (the trainer's build does), deadlocks where the GPUs map each other's memory:
+     * the driver's page-table update waits for the spinning GPU (issue 14: bench scale's
+     * partition run hung 2 times in 9). NULL: ranks in separate processes.
+     */
+    gd__comm *host;
 } nccl_rank;
 
 static void sleep_ms(int ms) {
@@ -137,6 +146,7 @@ static void nccl_abort(gd__comm *c) {
         (void)ncclCommAbort(nr->comm);
         nr->comm = NULL;
     }
+    if (nr && nr->host) gd__comm_abort(nr->host, c->why); /* wakes the host collectives */
 }
 
 /* Wait for stream, polling, and fail once the comm is aborted. */
@@ -224,14 +234,35 @@ static ncclResult_t gather_call(gd__comm *c, nccl_rank *nr, size_t bytes) {
                          ncclChar, nr->comm, nr->aux);
 }
 
+/* A host collective of in-process ranks done: a failure (a rank gone) stops NCCL's too. */
+static gd_status in_process_done(gd__comm *c, gd_status st) {
+    if (st != GD_OK) {
+        const nccl_rank *nr = (const nccl_rank *)c->impl;
+        gd__comm_abort(c, nr->host->aborted ? nr->host->why : gd_last_error());
+    }
+    return st;
+}
+
 static gd_status nccl_sum_host(gd__comm *c, double *vals, int64_t n) {
     const size_t bytes = (size_t)n * sizeof(double);
+    nccl_rank *nr = (nccl_rank *)c->impl;
+    if (nr->host) {
+        gd_status st = gd__comm_check(c);
+        if (st == GD_OK) st = gd__comm_sum_host(nr->host, vals, n);
+        return in_process_done(c, st);
+    }
     return host_collective(c, vals, 0, bytes, vals, bytes, sum_f64_call, (size_t)n,
                            "ncclAllReduce");
 }
 
 static gd_status nccl_allgather_host(gd__comm *c, const void *mine, void *all, int64_t bytes) {
     const size_t b = (size_t)bytes;
+    nccl_rank *nr = (nccl_rank *)c->impl;
+    if (nr->host) {
+        gd_status st = gd__comm_check(c);
+        if (st == GD_OK) st = gd__comm_allgather_host(nr->host, mine, all, bytes);
+        return in_process_done(c, st);
+    }
     return host_collective(c, mine, (size_t)c->rank * b, b, all, b * (size_t)c->world,
                            gather_call, b, "ncclAllGather");
 }
@@ -270,6 +301,7 @@ static void nccl_destroy(gd__comm *c) {
     if (nr->last && cudaEventDestroy(nr->last) != cudaSuccess) (void)cudaGetLastError();
     if (nr->scratch && cudaFree(nr->scratch) != cudaSuccess) (void)cudaGetLastError();
     gd__cuda_leave_device(nr->device, prev);
+    gd__comm_destroy(nr->host);
     gd_free(nr);
     c->impl = NULL;
 }
@@ -411,6 +443,15 @@ extern "C" gd_status gd__nccl_create_group(int world, const int *devices, double
     int prev = -1, grouped = 0;
     for (int r = 0; r < world; r++)
         GD_CHECK(rank_new(devices[r], r, world, timeout_s, NULL, &comms[r]));
+    {
+        /* The ranks are threads of this process: their host collectives meet on the host. */
+        gd__comm *host[GD__COMM_MAX_GROUP];
+        GD_REQUIRE(world <= GD__COMM_MAX_GROUP, GD_ERR_INVALID_ARG,
+                   "communicator group: %d ranks; at most %d in one process", world,
+                   GD__COMM_MAX_GROUP);
+        GD_CHECK(gd__comm_create_group(world, NULL, comms[0]->timeout_s, host));
+        for (int r = 0; r < world; r++) ((nccl_rank *)comms[r]->impl)->host = host[r];
+    }
     {
         ncclResult_t g = ncclGetUniqueId(&id);
         if (g != ncclSuccess) {

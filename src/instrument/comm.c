@@ -16,6 +16,7 @@ gd_status gd_instrument_allreduce(gd_context_t *ctx, int64_t bytes, int iters, d
     void *zeros = NULL;
 #ifdef GD_WITH_CUDA
     void *buf = NULL, *stream = NULL;
+    double one = 1;
 #endif
     GD_REQUIRE(c && gd__comm_on_device(c) && bytes >= 4 && iters >= 1 && seconds,
                GD_ERR_INVALID_ARG,
@@ -28,12 +29,16 @@ gd_status gd_instrument_allreduce(gd_context_t *ctx, int64_t bytes, int iters, d
     GD_ALLOC(zeros, (size_t)n * 4, "the all-reduce ceiling's input");
     memset(zeros, 0, (size_t)n * 4);
     GD_CHECK(gd__cuda_memcpy_async(buf, zeros, (size_t)n * 4, stream));
+    /* Every rank allocated before any all-reduce kernel spins, and none frees while another
+     * may still be in one (in-process ranks deadlock otherwise: comm_nccl.cu). */
+    GD_CHECK(gd__comm_sum_host(c, &one, 1));
     for (int k = 0; k < 3; k++) GD_CHECK(gd__comm_allreduce_f32(c, buf, n, stream));
     GD_CHECK(gd__comm_sync(c, stream));
     const double t0 = gd__now();
     for (int k = 0; k < iters; k++) GD_CHECK(gd__comm_allreduce_f32(c, buf, n, stream));
     GD_CHECK(gd__comm_sync(c, stream));
     *seconds = (gd__now() - t0) / iters;
+    GD_CHECK(gd__comm_sum_host(c, &one, 1));
 #else
     st = gd__error(GD_ERR_NO_DEVICE, "all-reduce ceiling: this build has no CUDA");
 #endif

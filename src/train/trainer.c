@@ -404,6 +404,15 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
 #endif
     (void)a;
     (void)b;
+    if (gd__comm_world(t->comm) > 1) {
+        /*
+         * Every rank built before any trains: a rank's first all-reduce kernel, spinning for
+         * the others, must not meet another rank of this process still allocating (comm_nccl.cu
+         * says why that deadlocks); and a rank whose build failed stops the others here.
+         */
+        double built = 1;
+        GD_CHECK(gd__comm_sum_host(t->comm, &built, 1));
+    }
     GD_INFO("trainer: %s; %d layers, batch %lld, %lld input nodes and %lld edges at most per "
             "minibatch, %lld parameters",
             d->plan.text, cfg->num_layers, (long long)d->batch, (long long)d->sinfo.max_input_nodes,
