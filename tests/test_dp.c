@@ -23,6 +23,9 @@
 #include "test.h"
 
 #include "core/comm.h"
+#ifdef GD_WITH_CUDA
+#include "core/cuda.h"
+#endif
 
 #include <pthread.h>
 #include <stdio.h>
@@ -324,13 +327,45 @@ static void loader_shards(const gd_dataset_t *ds, uint64_t seed) {
 typedef struct {
     gd__comm *c;
     int stop_after; /* collectives before this rank leaves (-1: never) */
+    int device;     /* >= 0: all-reduces of a buffer on this GPU (NCCL kernels); -1: on the host */
     gd_status st;
     char err[512];
 } comm_arg;
 
+#ifdef GD_WITH_CUDA
+/* The device all-reduces of comm_rank: buffer and stream made before the first, then freed. */
+static void device_rank(comm_arg *a) {
+    void *buf = NULL, *stream = NULL;
+    double ready = 1;
+    T_OK(gd__cuda_stream_create(a->device, &stream));
+    T_OK(gd__cuda_malloc(a->device, &buf, 1024 * sizeof(float), "the test's all-reduce buffer"));
+    T_OK(gd__comm_sum_host(a->c, &ready, 1)); /* every rank allocated before any kernel spins */
+    for (int k = 0; k < 5; k++) {
+        if (k == a->stop_after) {
+            gd__comm_abort(a->c, "this rank failed on purpose");
+            break;
+        }
+        a->st = gd__comm_allreduce_f32(a->c, buf, 1024, stream);
+        if (a->st == GD_OK) a->st = gd__comm_sync(a->c, stream);
+        if (a->st != GD_OK) {
+            snprintf(a->err, sizeof a->err, "%s", gd_last_error());
+            break;
+        }
+    }
+    gd__cuda_stream_destroy(stream);
+    gd__cuda_free(buf);
+}
+#endif
+
 static void *comm_rank(void *arg) {
     comm_arg *a = arg;
     double v[3];
+#ifdef GD_WITH_CUDA
+    if (a->device >= 0) {
+        device_rank(a);
+        return NULL;
+    }
+#endif
     for (int k = 0; k < 5; k++) {
         if (k == a->stop_after) {
             gd__comm_abort(a->c, "this rank failed on purpose");
@@ -353,30 +388,33 @@ static void *comm_rank(void *arg) {
 }
 
 /*
- * A rank that leaves makes the others fail with GD_ERR_COMM naming the cause, never hang: the
- * local group passes the abort on at once; NCCL ranks (separate processes in a real run) see the
- * collective that rank 1 never joins time out.
+ * A rank that leaves makes the others fail with GD_ERR_COMM naming the cause, never hang. Host
+ * collectives (the local group, and NCCL ranks that are threads of one process: theirs meet on
+ * the host) pass the abort on at once; with on_device, NCCL ranks' all-reduces see the
+ * collective that rank 1 never joins time out (as ranks in separate processes do).
  */
-static void failing_rank(const int *devices, int world, double timeout) {
+static void failing_rank(const int *devices, int world, double timeout, int on_device) {
     gd__comm *comms[3];
     pthread_t th[3];
     comm_arg args[3];
     T_OK(gd__comm_create_group(world, devices, timeout, comms));
     for (int r = 0; r < world; r++) {
-        args[r] = (comm_arg){.c = comms[r], .stop_after = r == 1 ? 2 : -1};
+        args[r] = (comm_arg){.c = comms[r],
+                             .stop_after = r == 1 ? 2 : -1,
+                             .device = on_device ? devices[r] : -1};
         T_ASSERT(pthread_create(&th[r], NULL, comm_rank, &args[r]) == 0);
     }
     const double t0 = gd__now();
     for (int r = 0; r < world; r++) T_ASSERT(pthread_join(th[r], NULL) == 0);
     const double waited = gd__now() - t0;
-    fprintf(stderr, "%s: the other ranks stopped after %.1f s\n", devices ? "nccl" : "local",
-            waited);
+    fprintf(stderr, "%s%s: the other ranks stopped after %.1f s\n", devices ? "nccl" : "local",
+            on_device ? " (device all-reduces)" : "", waited);
     T_ASSERT(waited < timeout + 20);
     for (int r = 0; r < world; r++) {
         if (r == 1) continue;
         T_EQ_INT(args[r].st, GD_ERR_COMM);
         fprintf(stderr, "rank %d: %s\n", r, args[r].err);
-        T_ASSERT(strstr(args[r].err, devices ? "did not finish" : "failed on purpose"));
+        T_ASSERT(strstr(args[r].err, on_device ? "did not finish" : "failed on purpose"));
     }
     for (int r = 0; r < world; r++) gd__comm_destroy(comms[r]);
 }
@@ -413,7 +451,7 @@ int main(void) {
     gd_dataset_t *ds = t_tiny_dataset(seed);
     refusals(ds);
     loader_shards(ds, seed);
-    failing_rank(NULL, 3, 30);
+    failing_rank(NULL, 3, 30, 0);
     /*
      * Splitting a minibatch regroups the sums of the weight gradients (the GEMMs reduce over the
      * seeds, and a multithreaded BLAS splits them by its own rule), and training amplifies the
@@ -440,7 +478,8 @@ int main(void) {
         const char *want = getenv("GD_TEST_DP_NCCL_RANKS");
         int most = want && atoi(want) == 3 ? 3 : 2;
         if (most > gpus) most = gpus;
-        failing_rank(devices, 2, 5);
+        failing_rank(devices, 2, 5, 0);
+        failing_rank(devices, 2, 5, 1);
         const world_spec all_gpu = {"all-gpu", devices, 0, NULL, 0, 0};
         const world_spec zero_copy = {"zero-copy", devices, 0, NULL, 0, 0};
         equivalence(ds, &all_gpu, most, seed, tmp, 2e-3);
