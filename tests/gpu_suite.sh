@@ -55,7 +55,8 @@ for phase in "${phases[@]}"; do
             [ "$tool" = memcheck ] || { extra=(--kernel-name-exclude kns=gemm); tests=("${shared_tests[@]}"); }
             for t in "${tests[@]}"; do
                 echo "=== $tool $t" >>"$log"
-                (cd "$build/tests" && timeout "${GD_SANITIZE_TIMEOUT:-280}" "$sanitizer" \
+                # NCCL forms a communicator more slowly under a sanitizer (test_dp's 5 s limit).
+                (cd "$build/tests" && GD_TEST_COMM_TIMEOUT=60 timeout "${GD_SANITIZE_TIMEOUT:-280}" "$sanitizer" \
                     --tool "$tool" --error-exitcode 99 --print-limit 20 "${extra[@]}" "./$t") \
                     >>"$log" 2>&1
                 local rc=$?
