@@ -34,7 +34,22 @@ have_cmd gnuplot || missing_deb+=(gnuplot-nox)
 have_cmd mpicc || missing_deb+=(libopenmpi-dev)
 have_cmd mpirun || missing_deb+=(openmpi-bin)
 
+# Optional: `pip install .` builds through scikit-build-core (tests/pip_install.sh skips
+# without it); pip installs it below, and a failure (no network) only says so.
+need_skbuild=0
+if have_cmd python3 && ! python3 -c 'import scikit_build_core' >/dev/null 2>&1; then need_skbuild=1; fi
+have_cmd python3 && ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1 && missing_deb+=(python3-venv)
+
+install_skbuild() {
+    [ $need_skbuild -eq 1 ] || return 0
+    local extra=()
+    [ "$(command -v python3)" = /usr/bin/python3 ] && extra=(--break-system-packages)
+    python3 -m pip install -q "${extra[@]}" "scikit-build-core>=0.8" >/dev/null 2>&1 ||
+        echo "graphdirect: could not pip install scikit-build-core (no network?): \`pip install .\` and its test are skipped" >&2
+}
+
 if [ ${#missing_deb[@]} -eq 0 ] && [ $need_numpy -eq 0 ]; then
+    [ "$(id -u)" = 0 ] && [ "${GD_NO_INSTALL:-0}" != 1 ] && install_skbuild
     exit 0
 fi
 
@@ -63,4 +78,5 @@ if [ $need_numpy -eq 1 ]; then
     fi
     python3 -c 'import numpy' || { echo "graphdirect: could not install numpy" >&2; exit 1; }
 fi
+install_skbuild
 exit 0

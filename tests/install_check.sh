@@ -24,4 +24,16 @@ LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/prefix/bin/
 out=$(LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/dataset_summary" "$tmp/ds")
 echo "$out"
 echo "$out" | grep -q "nodes" || { echo "FAIL: example output"; exit 1; }
+# The Python package went in too, and finds the installed library by itself.
+if command -v python3 >/dev/null; then
+    rec=$(find "$tmp/prefix" -name _installed.py -path "*graphdirect*" | head -1)
+    [ -n "$rec" ] || { echo "FAIL: the Python package was not installed"; exit 1; }
+    site=$(dirname "$(dirname "$rec")")
+    (cd "$tmp" && env -u GRAPHDIRECT_LIB PYTHONPATH="$site" python3 -c "
+import graphdirect
+assert graphdirect._lib.path.startswith('$tmp/prefix'), graphdirect._lib.path
+print('installed Python package: graphdirect', graphdirect.version())")
+    (cd "$tmp" && env -u GRAPHDIRECT_LIB PYTHONPATH="$site" python3 -m graphdirect info) | grep -q "^graphdirect " ||
+        { echo "FAIL: python -m graphdirect from the installed package"; exit 1; }
+fi
 echo "install check: ok"

@@ -7,9 +7,10 @@ each function its argument and result types, and turns a failing gd_status into 
 GraphdirectError carrying gd_last_error()'s text. Nothing here imports anything beyond the
 standard library.
 
-The library is searched, in order, at $GRAPHDIRECT_LIB, next to this package (where an install
-or a wheel would put it) and on the system (ctypes.util.find_library, then the soname
-libgraphdirect.so.0 through the dynamic loader's own search path).
+The library is searched, in order, at $GRAPHDIRECT_LIB, next to this package (where `pip
+install .` and a wheel put it), where `make install` put it (recorded in _installed.py), and on
+the system (ctypes.util.find_library, then the soname libgraphdirect.so.0 through the dynamic
+loader's own search path).
 """
 import ctypes
 import ctypes.util
@@ -286,6 +287,15 @@ SIZED_STRUCTS = {
 # --------------------------------------------------------------------------------- loading
 
 
+def _installed(name):
+    """What `make install` recorded in _installed.py (NAME: LIBRARY or CLI), or None."""
+    try:
+        from . import _installed as rec
+    except ImportError:
+        return None
+    return getattr(rec, name, None)
+
+
 def _candidates():
     """(path, where) pairs to try, in order."""
     out = []
@@ -297,6 +307,9 @@ def _candidates():
         path = os.path.join(here, name)
         if os.path.exists(path):
             out.append((path, "next to the package"))
+    installed = _installed("LIBRARY")
+    if installed:
+        out.append((installed, "where `make install` put it"))
     found = ctypes.util.find_library("graphdirect")
     if found:
         out.append((found, "ctypes.util.find_library"))
@@ -326,9 +339,9 @@ def _load():
         return lib, path
     raise ImportError(
         "graphdirect: cannot load libgraphdirect.so. Tried:\n" + "\n".join(tried) +
-        "\nBuild it (cmake -S . -B build && cmake --build build) and set GRAPHDIRECT_LIB to "
-        "build/libgraphdirect.so.0, or install it (make install) where the dynamic loader "
-        "finds it.")
+        "\nInstall the package with `pip install .` from the source tree (it builds and bundles "
+        "the library), or `make install`; or build it (cmake -S . -B build && cmake --build "
+        "build) and set GRAPHDIRECT_LIB to build/libgraphdirect.so.0.")
 
 
 lib, path = _load()

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `pip install .` into a fresh virtual environment (issue 18, item 1): scikit-build-core builds
+# the library with CMake (here without CUDA, the quicker build; the same path takes the toolkit
+# where there is one) and bundles it and the `graphdirect` command into the package. Then, with
+# no PYTHONPATH and no GRAPHDIRECT_LIB: the package loads its own library, `python -m graphdirect`
+# and the `graphdirect` script run the command, and a model trains through the Python Trainer.
+# Skips (77) without scikit-build-core (`make deps` installs it) or python3-venv.
+set -u
+src=$(cd "$1" && pwd)
+skip() { echo "skip: $*"; exit 77; }
+fail() { echo "FAIL: $*"; [ -f "$tmp/log" ] && tail -40 "$tmp/log"; exit 1; }
+command -v python3 >/dev/null || skip "no python3"
+python3 -c 'import scikit_build_core' 2>/dev/null ||
+    skip "scikit-build-core is not installed (make deps installs it, or: python3 -m pip install scikit-build-core)"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# --system-site-packages: the build backend (and numpy) from the system, nothing of graphdirect.
+python3 -m venv --system-site-packages "$tmp/venv" >/dev/null 2>&1 || skip "python3 -m venv failed (apt-get install python3-venv)"
+py=$tmp/venv/bin/python
+cd "$tmp"
+env -u PYTHONPATH -u GRAPHDIRECT_LIB "$py" -m pip install --no-build-isolation --no-deps -q \
+    -C cmake.define.GD_WITH_CUDA=OFF -C build-dir="$tmp/build" "$src" >"$tmp/log" 2>&1 ||
+    fail "pip install $src"
+run() { env -u PYTHONPATH -u GRAPHDIRECT_LIB "$@"; }
+run "$py" -c "
+import graphdirect, sys
+assert graphdirect._lib.path.startswith('$tmp/venv'), graphdirect._lib.path
+print('pip install: graphdirect', graphdirect.version(), 'from', graphdirect._lib.path)
+" >"$tmp/log" 2>&1 || fail "import graphdirect from the venv"
+cat "$tmp/log"
+run "$py" -m graphdirect info >"$tmp/log" 2>&1 || fail "python -m graphdirect info"
+grep -q "^graphdirect [0-9]" "$tmp/log" || fail "python -m graphdirect info printed no version"
+run "$tmp/venv/bin/graphdirect" generate --preset tiny --out "$tmp/ds" >"$tmp/log" 2>&1 ||
+    fail "the graphdirect script"
+run "$py" -c "
+import graphdirect
+ds = graphdirect.Dataset('$tmp/ds')
+with graphdirect.Trainer(ds, mode='cpu', fanouts=[5, 5], hidden=16) as t:
+    r = t.fit(2)
+assert r['test_acc'] > 0.3, r
+print('pip install: trained 2 epochs in the venv, test accuracy %.3f' % r['test_acc'])
+" >"$tmp/log" 2>&1 || fail "training from the venv"
+cat "$tmp/log"
+run "$py" -m graphdirect no-such-command >"$tmp/log" 2>&1 && fail "an unknown command succeeded"
+echo "pip install: ok"
