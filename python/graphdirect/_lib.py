@@ -15,6 +15,8 @@ loader's own search path).
 import ctypes
 import ctypes.util
 import os
+import re
+import sys
 
 from ctypes import (POINTER, byref, c_char, c_char_p, c_double, c_int, c_int32, c_int64,
                     c_size_t, c_uint, c_uint64, c_void_p)
@@ -41,6 +43,33 @@ def int_arg(value, who, name, lo, hi):
         raise ValueError("%s: %s must be an integer from %d to %d, not %r"
                          % (who, name, lo, hi, value))
     return value
+
+
+def device_arg(device, who):
+    """The GPU ordinal of `device`: an int, "cuda", "cuda:N" or a torch.device("cuda", N), as
+    PyTorch code names devices. "cuda" without an index is torch's current device when torch is
+    loaded (else 0). The CPU is a mode, not a device: mode="cpu"."""
+    kind = getattr(device, "type", None)
+    if kind is not None and not isinstance(device, (str, int)):  # a torch.device
+        index = device.index
+        text = str(device)
+    elif isinstance(device, str):
+        m = re.match(r"^\s*(cuda|cpu)(?::(\d+))?\s*$", device)
+        if not m:
+            raise ValueError("%s: device %r is not a GPU: give an ordinal (0), \"cuda\" or "
+                             "\"cuda:N\", or a torch.device" % (who, device))
+        kind, index, text = m.group(1), m.group(2), device
+        index = int(index) if index is not None else None
+    else:
+        return int_arg(device, who, "device", INT_MIN, INT_MAX)
+    if kind != "cuda":
+        raise ValueError("%s: device %r is not a GPU; to run on the CPU, pass mode=\"cpu\""
+                         % (who, text))
+    if index is None:
+        torch = sys.modules.get("torch")
+        index = torch.cuda.current_device() if torch is not None and torch.cuda.is_available() \
+            else 0
+    return int_arg(index, who, "device", 0, INT_MAX)
 
 
 def rank_args(rank, world_size, who):
@@ -318,6 +347,11 @@ def _candidates():
 
 
 def _load():
+    # OpenMP reads its wait policy when the library loads it: passive, so that the library's
+    # idle CPU threads sleep instead of spinning (spinning made cpu-mode loading 20-50x slower
+    # on a busy 2-core machine, where the spinners took the cores the work needed). A value the
+    # user set wins; an OpenMP runtime loaded earlier by another module keeps its own.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     tried = []
     for path, where in _candidates():
         try:

@@ -101,8 +101,10 @@ class Context(_lib.Closing):
     def __init__(self, device=0, rank=0, world_size=1, comm_id=None, comm_timeout=None,
                  _default=False):
         self._ptr = None
-        if isinstance(device, bool) or not isinstance(device, int):
-            raise TypeError("graphdirect.Context: device must be an integer, not %r" % (device,))
+        if isinstance(device, bool) or device is None:
+            raise TypeError("graphdirect.Context: device must be a GPU ordinal, \"cuda:N\" or "
+                            "a torch.device, not %r" % (device,))
+        device = _lib.device_arg(device, "graphdirect.Context")
         out = ctypes.c_void_p()
         if _default:
             _lib.need("gd_context_default")

@@ -19,12 +19,13 @@ from ._lib import GraphdirectError, check, lib
 
 _MODES = ("cpu", "all-gpu", "zero-copy", "auto")
 _INT32 = 8  # gd_dtype of block arrays
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
-_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([kmgt])(i?))?b?\s*$", re.IGNORECASE)
+_SIZE_POWER = {"k": 1, "m": 2, "g": 3, "t": 4}
 
 
 def parse_size(value, what):
-    """Bytes from an int or a string such as "4G", "512M", "1.5GiB" (binary units)."""
+    """Bytes from an int or a string, read as the command line reads sizes: "4G" and "4GB" are
+    4 * 1000**3, "4Gi" and "4GiB" are 4 * 1024**3 (K, M, G, T; a trailing B is optional)."""
     if value is None:
         return -1
     if isinstance(value, bool):
@@ -37,8 +38,12 @@ def parse_size(value, what):
     m = _SIZE_RE.match(str(value))
     if not m:
         raise ValueError("%s: cannot read %r as a size: write a number of bytes with an optional "
-                         "K, M, G or T suffix (binary units), e.g. \"4G\"" % (what, value))
-    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+                         "K, M, G or T suffix (x1000; Ki, Mi, Gi, Ti: x1024), e.g. \"4G\" or "
+                         "\"4GiB\"" % (what, value))
+    if not m.group(2):
+        return int(float(m.group(1)))
+    base = 1024 if m.group(3) else 1000
+    return int(float(m.group(1)) * base ** _SIZE_POWER[m.group(2).lower()])
 
 
 class Block:
@@ -425,7 +430,7 @@ def _place(opts, context):
 class Loader(_lib.Closing):
     """Minibatches of `dataset` for training with your own model.
 
-    Loader(dataset, fanouts=[15, 10, 5], batch_size=1024, mode="zero-copy", gpu_cache="4G",
+    Loader(dataset, fanouts=[15, 10, 5], batch_size=1024, mode="auto", gpu_cache="4G",
            shuffle=True, seed=0, device=0, split="train", drop_last=False, depth=3, threads=0,
            graph_cache=None, gpu_mem_budget=None, gather_sms=None, context=None, rank=None,
            world_size=None, host_mem_budget=None)
@@ -444,7 +449,10 @@ class Loader(_lib.Closing):
     fanouts: neighbours drawn per node, from the seeds outward (-1 = all); one layer each.
     mode: "cpu" (host memory, CPU threads), "all-gpu", "zero-copy" (graph and features in
     pinned host memory read by the GPU, hot rows cached in `gpu_cache` bytes of GPU memory) or
-    "auto". split: "train", "valid" or "test" seeds. depth: buffer sets in the ring (2..8).
+    "auto" (the default: a GPU mode that fits when there is a GPU, else the CPU).
+    device: the GPU, as an ordinal, "cuda:N" or a torch.device. Sizes (gpu_cache,
+    graph_cache, gpu_mem_budget, host_mem_budget) read as on the command line: "4G" is
+    4 * 1000**3 bytes, "4GiB" 4 * 1024**3. split: "train", "valid" or "test" seeds. depth: buffer sets in the ring (2..8).
     host_mem_budget: host memory the loader may take ("64G"; None: GD_HOST_MEM_MB or what is
     available); a feature table larger than it is read from its file (the SSD tier).
 
@@ -452,7 +460,7 @@ class Loader(_lib.Closing):
     The shuffle and the draws are functions of (seed, epoch). close() (or `with`) frees it.
     """
 
-    def __init__(self, dataset, fanouts=(15, 10, 5), batch_size=1024, mode="zero-copy",
+    def __init__(self, dataset, fanouts=(15, 10, 5), batch_size=1024, mode="auto",
                  gpu_cache="4G", shuffle=True, seed=0, device=0, split="train",
                  drop_last=False, depth=3, threads=0, graph_cache=None, gpu_mem_budget=None,
                  gather_sms=None, context=None, rank=None, world_size=None,
@@ -493,7 +501,7 @@ class Loader(_lib.Closing):
         opts.shuffle = 1 if shuffle else 0
         opts.drop_last = 1 if drop_last else 0
         opts.seed = seed
-        opts.device = _lib.int_arg(device, who, "device", _lib.INT_MIN, _lib.INT_MAX)
+        opts.device = _lib.device_arg(device, who)
         opts.threads = _lib.int_arg(threads, who, "threads", _lib.INT_MIN, _lib.INT_MAX)
         opts.depth = _lib.int_arg(depth, who, "depth", _lib.INT_MIN, _lib.INT_MAX)
         # The feature cache is a zero-copy setting; the other modes keep their default.

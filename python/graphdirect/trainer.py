@@ -143,7 +143,7 @@ class Trainer(_lib.Closing):
         o.weight_decay = float(weight_decay)
         o.seed = seed
         o.threads = _lib.int_arg(threads, who, "threads", _lib.INT_MIN, _lib.INT_MAX)
-        o.device = _lib.int_arg(device, who, "device", _lib.INT_MIN, _lib.INT_MAX)
+        o.device = _lib.device_arg(device, who)
         o.gpu_cache_bytes = parse_size(gpu_cache, "graphdirect.Trainer: gpu_cache")
         o.graph_cache_bytes = parse_size(graph_cache, "graphdirect.Trainer: graph_cache")
         budget = parse_size(gpu_mem_budget, "graphdirect.Trainer: gpu_mem_budget")

@@ -172,7 +172,7 @@ class BindingTest(unittest.TestCase):
             self.loader(context=ctx)
         with self.assertRaises(TypeError):
             self.loader(context="cuda:0")
-        with self.assertRaises(TypeError):
+        with self.assertRaises(ValueError):  # devices as PyTorch names them, not "0"
             graphdirect.Context(device="0")
         with self.assertRaises(graphdirect.GraphdirectError):
             graphdirect.Context(device=-1)
@@ -454,14 +454,47 @@ class BindingTest(unittest.TestCase):
 
     def test_parse_size(self):
         from graphdirect.loader import parse_size
-        self.assertEqual(parse_size("4G", "x"), 4 << 30)
-        self.assertEqual(parse_size("512M", "x"), 512 << 20)
+        # As the command line reads sizes: K, M, G, T x1000, Ki, Mi, Gi, Ti x1024.
+        self.assertEqual(parse_size("4G", "x"), 4 * 10 ** 9)
+        self.assertEqual(parse_size("4GB", "x"), 4 * 10 ** 9)
+        self.assertEqual(parse_size("4Gi", "x"), 4 << 30)
+        self.assertEqual(parse_size("512M", "x"), 512 * 10 ** 6)
+        self.assertEqual(parse_size("512MiB", "x"), 512 << 20)
         self.assertEqual(parse_size("1.5GiB", "x"), 3 << 29)
+        self.assertEqual(parse_size("64k", "x"), 64000)
         self.assertEqual(parse_size(1000, "x"), 1000)
         self.assertEqual(parse_size(None, "x"), -1)
         for bad in ("4X", "", "-1G"):
             with self.assertRaises(ValueError):
                 parse_size(bad, "x")
+
+    def test_device_arg(self):
+        from graphdirect._lib import device_arg
+
+        class FakeTorchDevice:  # what torch.device offers: .type and .index
+            def __init__(self, kind, index):
+                self.type, self.index = kind, index
+
+            def __str__(self):
+                return self.type + ("" if self.index is None else ":%d" % self.index)
+
+        self.assertEqual(device_arg(1, "x"), 1)
+        self.assertEqual(device_arg("cuda:1", "x"), 1)
+        self.assertEqual(device_arg(" cuda:3 ", "x"), 3)
+        self.assertEqual(device_arg(FakeTorchDevice("cuda", 2), "x"), 2)
+        self.assertIn(device_arg("cuda", "x"), (0,) if "torch" not in sys.modules else
+                      (sys.modules["torch"].cuda.current_device()
+                       if sys.modules["torch"].cuda.is_available() else 0,))
+        for bad in ("cpu", "gpu:1", "cuda:x", FakeTorchDevice("cpu", None), True, 1.5):
+            with self.assertRaises((ValueError, TypeError)):
+                device_arg(bad, "x")
+        with self.assertRaisesRegex(ValueError, 'mode="cpu"'):
+            device_arg("cpu", "x")
+
+    def test_default_mode_is_auto(self):
+        # A plain Loader works on any machine: mode auto picks the CPU without a GPU.
+        with graphdirect.Loader(self.ds, fanouts=[3], batch_size=64, device="cuda:0") as l:
+            self.assertGreater(next(iter(l)).num_seeds, 0)
 
     def test_epoch_iteration_rules(self):
         with self.loader() as l:
@@ -958,7 +991,7 @@ class BindingTest(unittest.TestCase):
         # Regression, "no host-memory check before work": a model whose host memory exceeds
         # the budget is refused at creation, naming the bytes.
         with self.assertRaisesRegex(graphdirect.GraphdirectError,
-                                    "host memory, more than the .*1048576 bytes"):
+                                    "host memory, more than the .*1000000 bytes"):
             self.trainer(hidden=512, host_mem_budget="1M")
         with self.trainer(hidden=512, host_mem_budget="1G") as t:
             self.assertEqual(t.info["epochs_done"], 0)
