@@ -253,6 +253,45 @@ gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *option
 void gd_dataset_close(gd_dataset_t *ds);
 
 /*
+ * A dataset from arrays the caller has (numpy, torch, a PyG Data, its own loader). The graph is
+ * given either as CSC (indptr: num_nodes + 1 int64; indices: num_edges int32 or int64, the
+ * in-neighbours of each node, sorted or not) or as COO edges src[i] -> dst[i] (PyG's
+ * edge_index rows 0 and 1; int64), from which a CSC is built (duplicates removed, reverse
+ * edges added with symmetrize). features (num_nodes x feature_dim, row-major, float32, float16
+ * or bfloat16), labels (num_nodes int64, -1 = unlabelled) and the splits (int64 node ids) are
+ * optional. With borrow the dataset reads the caller's CSC arrays, features and labels in place
+ * (no copy; they must stay alive and unchanged until the dataset is closed, and a zero-copy
+ * trainer or loader page-locks them where they are); without it they are copied. Everything is
+ * checked as gd_dataset_open checks a directory (validate: every index and feature value too),
+ * and a failure names the array, the position and the value.
+ */
+typedef struct {
+    size_t size;         /* sizeof(gd_dataset_arrays) */
+    const char *name;    /* NULL: "arrays" */
+    int64_t num_nodes;   /* COO: 0 = 1 + the largest id of the edges and splits */
+    const int64_t *indptr;  /* CSC ... */
+    const void *indices;    /* ... */
+    gd_dtype indices_dtype; /* ... GD_DTYPE_INT32 or GD_DTYPE_INT64 */
+    const int64_t *src, *dst; /* or COO */
+    int64_t num_edges;        /* CSC: indptr[num_nodes]; COO: the edges given */
+    int symmetrize;           /* COO: add the reverse of every edge */
+    const void *features;
+    gd_dtype feature_dtype;
+    int64_t feature_dim;
+    const int64_t *labels;
+    int64_t num_classes;      /* 0: the largest label + 1 */
+    const int64_t *train_idx, *valid_idx, *test_idx;
+    int64_t num_train, num_valid, num_test;
+    int borrow;               /* 1: read the caller's arrays in place */
+    int validate;             /* 1: check every index and feature value (O(E + N x dim)) */
+} gd_dataset_arrays;
+#define GD_DATASET_ARRAYS_INIT                                                                     \
+    {sizeof(gd_dataset_arrays), NULL, 0, NULL, NULL, GD_DTYPE_INVALID, NULL, NULL, 0, 0, NULL,     \
+     GD_DTYPE_FLOAT32, 0, NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, 1}
+void gd_dataset_arrays_init(gd_dataset_arrays *o);
+gd_status gd_dataset_from_arrays(const gd_dataset_arrays *arrays, gd_dataset_t **out);
+
+/*
  * Write ds as a dataset directory at dir. The arrays go to a temporary directory beside dir,
  * are flushed and the directory is renamed into place, so dir is either complete or absent.
  * Fails if dir exists unless overwrite is set.
@@ -957,10 +996,17 @@ typedef struct {
      * table larger than it is read from its file (the SSD tier; docs/feature_store.md).
      */
     int64_t host_mem_budget;
+    /*
+     * Any seeds instead of a split (seeds non-NULL): num_seeds distinct node ids (copied and
+     * checked at create), e.g. every node for an all-node inference.
+     * Their labels are the dataset's (-1 where it has none); `split` is then ignored.
+     */
+    const int64_t *seeds;
+    int64_t num_seeds;
 } gd_loader_options;
 #define GD_LOADER_OPTIONS_INIT                                                                     \
     {sizeof(gd_loader_options), NULL, 2, {10, 5}, 1024, GD_ARRAY_TRAIN_IDX, 1, 0, 0, 0, 0, 3, -1, -1, \
-     0, NULL, NULL, 0, 0, 0}
+     0, NULL, NULL, 0, 0, 0, NULL, 0}
 void gd_loader_options_init(gd_loader_options *o);
 
 /*

@@ -168,6 +168,18 @@ class DatasetOpenOptions(_Sized):  # gd_dataset_open_options, GD_DATASET_OPEN_OP
     _init_ = "gd_dataset_open_options_init"
 
 
+class DatasetArrays(_Sized):  # gd_dataset_arrays, GD_DATASET_ARRAYS_INIT
+    _fields_ = [("size", c_size_t), ("name", c_char_p), ("num_nodes", c_int64),
+                ("indptr", c_void_p), ("indices", c_void_p), ("indices_dtype", c_int),
+                ("src", c_void_p), ("dst", c_void_p), ("num_edges", c_int64),
+                ("symmetrize", c_int), ("features", c_void_p), ("feature_dtype", c_int),
+                ("feature_dim", c_int64), ("labels", c_void_p), ("num_classes", c_int64),
+                ("train_idx", c_void_p), ("valid_idx", c_void_p), ("test_idx", c_void_p),
+                ("num_train", c_int64), ("num_valid", c_int64), ("num_test", c_int64),
+                ("borrow", c_int), ("validate", c_int)]
+    _init_ = "gd_dataset_arrays_init"
+
+
 class GenerateOptions(_Sized):  # gd_generate_options, GD_GENERATE_OPTIONS_INIT
     _fields_ = [("size", c_size_t), ("preset", c_char_p), ("seed", c_uint64),
                 ("num_nodes", c_int64), ("avg_degree", c_double), ("feature_dim", c_int64),
@@ -198,7 +210,8 @@ class LoaderOptions(_Sized):  # gd_loader_options, GD_LOADER_OPTIONS_INIT
                 ("device", c_int), ("threads", c_int), ("depth", c_int),
                 ("gpu_cache_bytes", c_int64), ("graph_cache_bytes", c_int64),
                 ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("context", c_void_p),
-                ("rank", c_int), ("world_size", c_int), ("host_mem_budget", c_int64)]
+                ("rank", c_int), ("world_size", c_int), ("host_mem_budget", c_int64),
+                ("seeds", c_void_p), ("num_seeds", c_int64)]
     _init_ = "gd_loader_options_init"
 
 
@@ -396,6 +409,7 @@ _SIGNATURES = {
     "gd_alloc_stats": (None, [POINTER(c_int64), POINTER(c_int64)]),
     "gd_dtype_name": (c_char_p, [c_int]),
     "gd_dataset_open": (c_int, [c_char_p, POINTER(DatasetOpenOptions), POINTER(_vp)]),
+    "gd_dataset_from_arrays": (c_int, [POINTER(DatasetArrays), POINTER(_vp)]),
     "gd_dataset_close": (None, [_vp]),
     "gd_dataset_save": (c_int, [_vp, c_char_p, c_int]),
     "gd_dataset_name": (c_char_p, [_vp]),

@@ -15,11 +15,13 @@ from ._lib import GraphdirectError, check, lib
 
 
 class _Handle:
-    """The gd_dataset_t *, freed when the last Python reference to it goes."""
-    __slots__ = ("ptr", "__weakref__")
+    """The gd_dataset_t *, freed when the last Python reference to it goes (with the arrays it
+    borrows, `keep`)."""
+    __slots__ = ("ptr", "keep", "__weakref__")
 
     def __init__(self, ptr):
         self.ptr = ptr
+        self.keep = None
 
     def __del__(self):
         ptr, self.ptr = self.ptr, None
@@ -139,6 +141,203 @@ class Dataset:
     def save(self, path, overwrite=False):
         """Write the dataset as a directory (atomically: complete or absent)."""
         check(lib.gd_dataset_save(self._ptr(), os.fsencode(path), 1 if overwrite else 0))
+
+    # ------------------------------------------------------------- your own data
+
+    @classmethod
+    def from_arrays(cls, edge_index=None, *, indptr=None, indices=None, features=None,
+                    labels=None, train_idx=None, valid_idx=None, test_idx=None, num_nodes=None,
+                    num_classes=None, symmetrize=False, borrow=True, validate=True, name=None):
+        """A dataset from arrays you have: numpy arrays, CPU torch tensors or lists.
+
+        The graph: edge_index ([2, E]: edges edge_index[0][i] -> edge_index[1][i], PyG's
+        layout; a CSC is built, duplicates removed, reverse edges added with symmetrize), or
+        the CSC itself (indptr [num_nodes + 1], indices: each node's in-neighbours).
+        features [num_nodes, dim] (float32, float16 or bfloat16; float64 is converted),
+        labels [num_nodes] (integers, -1 = unlabelled), and the splits (node ids, or boolean
+        masks of num_nodes) are optional. num_nodes: with edge_index, None = 1 + the largest
+        id seen. borrow=True (the default) reads features, labels and a given CSC in place,
+        without a copy: the Dataset keeps them alive, and they must not change while it is
+        open; borrow=False copies them. validate checks every index and feature value.
+        """
+        np = _numpy("graphdirect.Dataset.from_arrays")
+        who = "graphdirect.Dataset.from_arrays"
+        keep = []
+        a = _lib.DatasetArrays.new()
+        a.name = _lib.text(name) if name is not None else None
+        n = -1 if num_nodes is None else _lib.int_arg(num_nodes, who, "num_nodes", 1,
+                                                          2 ** 62)
+        if (edge_index is None) == (indptr is None):
+            raise ValueError("%s: give the graph as edge_index, or as indptr and indices "
+                             "(one of the two)" % who)
+        if edge_index is not None:
+            ei = _int64(np, edge_index, who, "edge_index", keep)
+            if ei.ndim != 2 or ei.shape[0] != 2:
+                raise ValueError("%s: edge_index must have shape [2, num_edges], not %s"
+                                 % (who, tuple(ei.shape)))
+            src, dst = np.ascontiguousarray(ei[0]), np.ascontiguousarray(ei[1])
+            keep += [src, dst]
+            a.src, a.dst, a.num_edges = src.ctypes.data, dst.ctypes.data, src.shape[0]
+            a.symmetrize = 1 if symmetrize else 0
+        else:
+            if indices is None:
+                raise ValueError("%s: indptr needs indices" % who)
+            ip = _int64(np, indptr, who, "indptr", keep)
+            ix = _contiguous(np, indices, who, "indices", keep)
+            if ix.dtype not in (np.int32, np.int64):
+                ix = ix.astype(np.int64)
+                keep.append(ix)
+            a.indptr, a.indices = ip.ctypes.data, ix.ctypes.data
+            a.indices_dtype = 8 if ix.dtype == np.int32 else 9
+            a.num_edges = int(ip[-1]) if ip.shape[0] else 0
+            if n < 0:
+                n = ip.shape[0] - 1
+        if features is not None:
+            x, code = _features(np, features, who, keep)
+            if x.ndim != 2:
+                raise ValueError("%s: features must have shape [num_nodes, dim], not %s"
+                                 % (who, tuple(x.shape)))
+            if n < 0:
+                n = x.shape[0]
+            a.features, a.feature_dtype, a.feature_dim = x.ctypes.data, code, x.shape[1]
+            _rows(x, n, who, "features")
+        if labels is not None:
+            y = _int64(np, labels, who, "labels", keep)
+            if n < 0:
+                n = y.shape[0]
+            _rows(y, n, who, "labels")
+            a.labels = y.ctypes.data
+        for field, value in (("train", train_idx), ("valid", valid_idx), ("test", test_idx)):
+            if value is None:
+                continue
+            ids = _ids(np, value, n, who, field + "_idx", keep)
+            setattr(a, field + "_idx", ids.ctypes.data)
+            setattr(a, "num_" + field, ids.shape[0])
+        a.num_nodes = max(n, 0)
+        a.num_classes = 0 if num_classes is None else _lib.int_arg(num_classes, who,
+                                                                   "num_classes", 1, 2 ** 31)
+        a.borrow = 1 if borrow else 0
+        a.validate = 1 if validate else 0
+        out = ctypes.c_void_p()
+        check(lib.gd_dataset_from_arrays(ctypes.byref(a), ctypes.byref(out)))
+        self = cls._adopt(out.value, None)
+        # Borrowed arrays live as long as the C dataset: on its handle, which loaders and
+        # exported arrays hold too.
+        self._handle.keep = keep if borrow else None
+        return self
+
+    @classmethod
+    def from_pyg(cls, data, **kw):
+        """A dataset from a PyG `Data`: edge_index, x, y, and train_mask / val_mask / test_mask
+        (or train_idx / valid_idx / test_idx) when present; num_nodes from the Data. Other
+        arguments go to from_arrays (symmetrize=True for a directed edge_index you want
+        undirected; PyG's own datasets are usually stored undirected already)."""
+        get = lambda name: getattr(data, name, None)  # noqa: E731
+        args = dict(edge_index=get("edge_index"), features=get("x"), labels=get("y"),
+                    num_nodes=get("num_nodes"))
+        for split, names in (("train_idx", ("train_idx", "train_mask")),
+                             ("valid_idx", ("valid_idx", "val_mask", "valid_mask")),
+                             ("test_idx", ("test_idx", "test_mask"))):
+            for n in names:
+                if get(n) is not None:
+                    args[split] = get(n)
+                    break
+        y = args["labels"]
+        if y is not None and getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:
+            args["labels"] = y.reshape(-1)
+        args.update(kw)
+        return cls.from_arrays(**args)
+
+    @classmethod
+    def from_scipy(cls, adjacency, **kw):
+        """A dataset from a scipy.sparse adjacency matrix (A[u, v] != 0: an edge u -> v), with
+        from_arrays' other arguments (features=, labels=, the splits, ...). Its CSC form is the
+        graph as graphdirect stores it: each node's in-neighbours."""
+        csc = adjacency.tocsc()
+        csc.sort_indices()
+        return cls.from_arrays(indptr=csc.indptr, indices=csc.indices,
+                               num_nodes=csc.shape[0], borrow=False, **kw)
+
+
+# Helpers of from_arrays: numpy arrays from numpy, torch (CPU) or lists, kept alive in `keep`.
+
+def _numpy(who):
+    try:
+        import numpy
+    except ImportError:
+        raise ImportError("%s needs numpy (pip install numpy)" % who) from None
+    return numpy
+
+
+def _host(value, who, what):
+    """value as something numpy reads without a copy: torch tensors via .numpy()."""
+    if type(value).__module__.startswith("torch"):
+        if getattr(value, "is_cuda", False) or getattr(value, "device", None) is not None and \
+                str(value.device) != "cpu":
+            raise ValueError("%s: %s is on %s: pass a CPU tensor (graphdirect reads host memory "
+                             "and moves what each minibatch needs)" % (who, what, value.device))
+        return value.detach()
+    return value
+
+
+def _contiguous(np, value, who, what, keep):
+    v = _host(value, who, what)
+    if type(v).__module__.startswith("torch"):
+        v = v.contiguous().numpy()
+    arr = np.ascontiguousarray(v)
+    keep.append(arr)
+    return arr
+
+
+def _int64(np, value, who, what, keep):
+    arr = _contiguous(np, value, who, what, keep)
+    if arr.dtype.kind not in "iu":
+        raise ValueError("%s: %s must hold integers, not %s" % (who, what, arr.dtype))
+    if arr.dtype != np.int64:
+        arr = arr.astype(np.int64)
+        keep.append(arr)
+    return arr
+
+
+def _features(np, value, who, keep):
+    """(array, gd_dtype): float32 / float16 as they are, bfloat16 torch tensors as their bits,
+    float64 converted to float32."""
+    v = _host(value, who, "features")
+    if type(v).__module__.startswith("torch") and str(v.dtype) == "torch.bfloat16":
+        import torch
+        arr = np.ascontiguousarray(v.contiguous().view(torch.int16).numpy())
+        keep.append(arr)
+        return arr, 3
+    arr = _contiguous(np, v, who, "features", keep)
+    if arr.dtype == np.float32:
+        return arr, 1
+    if arr.dtype == np.float16:
+        return arr, 2
+    if arr.dtype.kind in "fiu":
+        arr = arr.astype(np.float32)
+        keep.append(arr)
+        return arr, 1
+    raise ValueError("%s: features must be float32, float16 or bfloat16, not %s"
+                     % (who, arr.dtype))
+
+
+def _rows(arr, n, who, what):
+    if arr.shape[0] != n:
+        raise ValueError("%s: %s has %d rows, but the graph has %d nodes"
+                         % (who, what, arr.shape[0], n))
+
+
+def _ids(np, value, n, who, what, keep):
+    """Node ids of a split: ids as they are, or a boolean mask of the nodes."""
+    arr = _contiguous(np, value, who, what, keep)
+    if arr.dtype == np.bool_:
+        if n >= 0 and arr.shape[0] != n:
+            raise ValueError("%s: the mask %s has %d entries, but the graph has %d nodes"
+                             % (who, what, arr.shape[0], n))
+        arr = np.flatnonzero(arr).astype(np.int64)
+        keep.append(arr)
+        return arr
+    return _int64(np, arr, who, what, keep)
 
 
 def generate(preset="tiny", seed=0, nodes=None, out=None, overwrite=False, threads=0,

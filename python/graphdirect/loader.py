@@ -427,6 +427,30 @@ def _place(opts, context):
     return context.rank, context.world_size
 
 
+def _seed_ids(value, num_nodes):
+    """input_nodes as int64 node ids the C loader copies: a numpy int64 array (ids, or a boolean
+    mask of the nodes; numpy, torch or a list), or a ctypes array without numpy (range, list)."""
+    who = "graphdirect.Loader: input_nodes"
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
+    if np is None:
+        ids = list(value)
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in ids):
+            raise ValueError("%s: node ids must be integers (install numpy for masks and "
+                             "arrays)" % who)
+        return (ctypes.c_int64 * len(ids))(*ids)
+    from .dataset import _ids
+    if isinstance(value, range):
+        value = np.arange(value.start, value.stop, value.step, dtype=np.int64)
+    arr = _ids(np, value, num_nodes, "graphdirect.Loader", "input_nodes", [])
+    if arr.ndim != 1:
+        raise ValueError("%s: expected a 1-D array of node ids or a mask, not shape %s"
+                         % (who, tuple(arr.shape)))
+    return arr
+
+
 class Loader(_lib.Closing):
     """Minibatches of `dataset` for training with your own model.
 
@@ -455,6 +479,9 @@ class Loader(_lib.Closing):
     4 * 1000**3 bytes, "4GiB" 4 * 1024**3. split: "train", "valid" or "test" seeds. depth: buffer sets in the ring (2..8).
     host_mem_budget: host memory the loader may take ("64G"; None: GD_HOST_MEM_MB or what is
     available); a feature table larger than it is read from its file (the SSD tier).
+    input_nodes: any seeds instead of `split` (node ids, or a boolean mask of the nodes; numpy,
+    torch or a list), e.g. range(dataset.num_nodes) with shuffle=False for an inference over
+    every node; copied at creation.
 
     `for batch in loader:` runs the next epoch (0, 1, 2, ...); `loader.epoch(n)` runs epoch n.
     The shuffle and the draws are functions of (seed, epoch). close() (or `with`) frees it.
@@ -464,7 +491,7 @@ class Loader(_lib.Closing):
                  gpu_cache="4G", shuffle=True, seed=0, device=0, split="train",
                  drop_last=False, depth=3, threads=0, graph_cache=None, gpu_mem_budget=None,
                  gather_sms=None, context=None, rank=None, world_size=None,
-                 host_mem_budget=None):
+                 host_mem_budget=None, input_nodes=None):
         self._ptr = None
         self._ring = None
         self._token = 0
@@ -515,6 +542,12 @@ class Loader(_lib.Closing):
         opts.gather_sms = _lib.text(gather_sms)
         opts.context = _context_handle(context, "graphdirect.Loader")
         opts.rank, opts.world_size = _shard(rank, world_size)
+        seeds = None
+        if input_nodes is not None:
+            seeds = _seed_ids(input_nodes, dataset.num_nodes)
+            opts.seeds = ctypes.addressof(seeds) if isinstance(seeds, ctypes.Array) \
+                else seeds.ctypes.data
+            opts.num_seeds = len(seeds)
         _lib.need("gd_loader_create")
         out = ctypes.c_void_p()
         check(lib.gd_loader_create(dataset._ptr(), ctypes.byref(opts), ctypes.byref(out)))

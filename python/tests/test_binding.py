@@ -1058,5 +1058,162 @@ class _Capsule:
         return (1, 0)
 
 
+class BringYourOwnDataTest(unittest.TestCase):
+    """Dataset.from_arrays / from_pyg / from_scipy and Loader(input_nodes=) (issue 18, item 3):
+    the arrays of a generated dataset, handed over as numpy arrays, torch tensors, a PyG-like
+    Data and a scipy matrix, give back that dataset; a loader over any seeds visits them."""
+
+    @classmethod
+    def setUpClass(cls):
+        try:
+            import numpy
+        except ImportError:
+            raise unittest.SkipTest("numpy is not installed")
+        cls.np = numpy
+        cls.ref = graphdirect.generate("tiny", seed=5)
+        np = numpy
+        cls.arr = {k: np.from_dlpack(cls.ref.array(k)).copy() for k in
+                   ("indptr", "indices", "features", "labels", "train_idx", "valid_idx",
+                    "test_idx")}
+        ip = cls.arr["indptr"]
+        cls.edge_index = np.stack([cls.arr["indices"].astype(np.int64),
+                                   np.repeat(np.arange(cls.ref.num_nodes), np.diff(ip))])
+
+    def same(self, ds):
+        np = self.np
+        self.assertEqual((ds.num_nodes, ds.num_edges, ds.feature_dim, ds.num_classes),
+                         (self.ref.num_nodes, self.ref.num_edges, self.ref.feature_dim,
+                          self.ref.num_classes))
+        for k, want in self.arr.items():
+            got = np.from_dlpack(ds.array(k))
+            self.assertTrue(np.array_equal(got, want), k)
+
+    def splits(self):
+        return dict(train_idx=self.arr["train_idx"], valid_idx=self.arr["valid_idx"],
+                    test_idx=self.arr["test_idx"])
+
+    def test_from_edge_index_shuffled(self):
+        np = self.np
+        perm = np.random.default_rng(0).permutation(self.edge_index.shape[1])
+        ds = graphdirect.Dataset.from_arrays(self.edge_index[:, perm],
+                                             features=self.arr["features"],
+                                             labels=self.arr["labels"], **self.splits())
+        self.same(ds)
+        # The model sees the same data: one epoch, the same loss as on the source.
+        losses = []
+        for d in (self.ref, ds):
+            with graphdirect.Trainer(d, mode="cpu", fanouts=[5, 5], hidden=16, seed=1) as t:
+                losses.append(self._loss(t))
+        self.assertEqual(losses[0], losses[1])
+
+    @staticmethod
+    def _loss(t):
+        seen = []
+        t.fit(1, on_epoch=lambda s: seen.append(s["loss"]))
+        return seen[0]
+
+    def test_from_csc_borrowed_and_copied(self):
+        np = self.np
+        x = self.arr["features"].copy()
+        ds = graphdirect.Dataset.from_arrays(indptr=self.arr["indptr"],
+                                             indices=self.arr["indices"], features=x,
+                                             labels=self.arr["labels"], **self.splits())
+        self.same(ds)
+        # Borrowed: the dataset reads x itself.
+        self.assertEqual(ds._view("features").data, x.ctypes.data)
+        copied = graphdirect.Dataset.from_arrays(indptr=self.arr["indptr"],
+                                                 indices=self.arr["indices"], features=x,
+                                                 borrow=False)
+        x[0, 0] += 1
+        self.assertNotEqual(np.from_dlpack(copied.array("features"))[0, 0], x[0, 0])
+        # float64 features are converted, masks become ids.
+        mask = np.zeros(self.ref.num_nodes, bool)
+        mask[self.arr["train_idx"]] = True
+        ds64 = graphdirect.Dataset.from_arrays(self.edge_index, features=x.astype(np.float64),
+                                               train_idx=mask)
+        self.assertTrue(np.array_equal(np.from_dlpack(ds64.array("train_idx")),
+                                       np.sort(self.arr["train_idx"])))
+
+    def test_from_pyg_like_data_and_torch(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("torch is not installed")
+        np = self.np
+
+        class Data:  # what PyG's Data offers here
+            pass
+        d = Data()
+        d.edge_index = torch.from_numpy(self.edge_index)
+        d.x = torch.from_numpy(self.arr["features"])
+        d.y = torch.from_numpy(self.arr["labels"]).view(-1, 1)
+        d.num_nodes = self.ref.num_nodes
+        for name, key in (("train_mask", "train_idx"), ("val_mask", "valid_idx"),
+                          ("test_mask", "test_idx")):
+            m = torch.zeros(d.num_nodes, dtype=torch.bool)
+            m[torch.from_numpy(self.arr[key])] = True
+            setattr(d, name, m)
+        ds = graphdirect.Dataset.from_pyg(d)
+        self.assertEqual(ds.num_edges, self.ref.num_edges)
+        self.assertTrue(np.array_equal(np.from_dlpack(ds.array("valid_idx")),
+                                       np.sort(self.arr["valid_idx"])))
+        # bfloat16 features stay bfloat16.
+        ds16 = graphdirect.Dataset.from_arrays(d.edge_index, features=d.x.to(torch.bfloat16))
+        self.assertEqual(ds16.array("features").dtype, "bfloat16")
+
+    def test_from_scipy(self):
+        try:
+            import scipy.sparse as sp
+        except ImportError:
+            self.skipTest("scipy is not installed")
+        np = self.np
+        n = self.ref.num_nodes
+        a = sp.coo_matrix((np.ones(self.edge_index.shape[1]), (self.edge_index[0],
+                                                                self.edge_index[1])),
+                          shape=(n, n))
+        ds = graphdirect.Dataset.from_scipy(a, features=self.arr["features"],
+                                            labels=self.arr["labels"], **self.splits())
+        self.same(ds)
+
+    def test_bad_arrays(self):
+        np = self.np
+        with self.assertRaisesRegex(ValueError, "one of the two"):
+            graphdirect.Dataset.from_arrays()
+        with self.assertRaisesRegex(ValueError, r"shape \[2, num_edges\]"):
+            graphdirect.Dataset.from_arrays(self.edge_index[0])
+        # The nodes are the feature rows: edges past them are named.
+        with self.assertRaisesRegex(graphdirect.GraphdirectError, "outside"):
+            graphdirect.Dataset.from_arrays(self.edge_index, features=self.arr["features"][:5])
+        with self.assertRaisesRegex(ValueError, "rows"):
+            graphdirect.Dataset.from_arrays(self.edge_index, features=self.arr["features"],
+                                            labels=self.arr["labels"][:5])
+        bad = self.edge_index.copy()
+        bad[0, 3] = -1
+        with self.assertRaisesRegex(graphdirect.GraphdirectError, "negative"):
+            graphdirect.Dataset.from_arrays(bad)
+        x = self.arr["features"].copy()
+        x[7, 1] = np.nan
+        with self.assertRaisesRegex(graphdirect.GraphdirectError, "finite"):
+            graphdirect.Dataset.from_arrays(self.edge_index, features=x)
+
+    def test_input_nodes(self):
+        np = self.np
+        n = self.ref.num_nodes
+        with graphdirect.Loader(self.ref, mode="cpu", fanouts=[3], batch_size=999,
+                                input_nodes=range(n), shuffle=False) as l:
+            seen = np.concatenate([np.from_dlpack(b.input_nodes)[:b.num_seeds].copy()
+                                   for b in l])
+        self.assertTrue(np.array_equal(seen, np.arange(n)))
+        ids = np.array([5, 9, 17, n - 1])
+        with graphdirect.Loader(self.ref, mode="cpu", fanouts=[3], batch_size=3,
+                                input_nodes=ids, shuffle=False) as l:
+            got = [np.from_dlpack(b.input_nodes)[:b.num_seeds].tolist() for b in l]
+        self.assertEqual(got, [[5, 9, 17], [n - 1]])
+        with self.assertRaisesRegex(graphdirect.GraphdirectError, "not a node"):
+            graphdirect.Loader(self.ref, mode="cpu", input_nodes=[0, n])
+        with self.assertRaisesRegex(graphdirect.GraphdirectError, "twice"):
+            graphdirect.Loader(self.ref, mode="cpu", input_nodes=[3, 8, 3])
+
+
 if __name__ == "__main__":
     run_unittest()

@@ -16,6 +16,7 @@
     }
 
 GD_INIT_FN_(gd_dataset_open_options, GD_DATASET_OPEN_OPTIONS_INIT)
+GD_INIT_FN_(gd_dataset_arrays, GD_DATASET_ARRAYS_INIT)
 GD_INIT_FN_(gd_csc_options, GD_CSC_OPTIONS_INIT)
 GD_INIT_FN_(gd_generate_options, GD_GENERATE_OPTIONS_INIT)
 GD_INIT_FN_(gd_convert_options, GD_CONVERT_OPTIONS_INIT)

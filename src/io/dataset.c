@@ -522,6 +522,23 @@ fail:
     return st;
 }
 
+gd_status gd__dataset_borrow(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
+                             const int64_t *shape, const void *data) {
+    gd_status st = GD_OK;
+    int64_t bytes = 0;
+    GD_CHECK(check_alloc_args(ds, id, dtype, ndim, shape, &bytes));
+    GD_REQUIRE(data || bytes == 0, GD_ERR_INVALID_ARG, "%s: data is NULL", array_names[id]);
+    GD_REQUIRE(!ds->build_dir, GD_ERR_INTERNAL, "%s: an on-disk build cannot borrow memory",
+               array_names[id]);
+    gd__array_release(&ds->arrays[id]);
+    gd__array *a = &ds->arrays[id];
+    set_shape(a, dtype, ndim, shape);
+    a->store = GD__STORE_BORROWED;
+    a->data = (void *)data; /* read only: the library never writes a dataset's arrays */
+fail:
+    return st;
+}
+
 gd_status gd__dataset_set_info(gd_dataset_t *ds, const char *key, const char *value) {
     if (!ds || !key || !value)
         return gd__error(GD_ERR_INVALID_ARG, "gd__dataset_set_info: NULL argument");

@@ -22,7 +22,8 @@ typedef enum {
     GD__STORE_NONE = 0,   /* no array */
     GD__STORE_HEAP = 1,   /* gd_malloc'd, owned */
     GD__STORE_MAP_RO = 2, /* read-only mapping of an existing file */
-    GD__STORE_MAP_RW = 3  /* writable mapping of a file being built (on-disk builder) */
+    GD__STORE_MAP_RW = 3, /* writable mapping of a file being built (on-disk builder) */
+    GD__STORE_BORROWED = 4 /* the caller's memory (gd_dataset_from_arrays with borrow) */
 } gd__store;
 
 typedef struct {
@@ -76,6 +77,9 @@ gd_status gd__dataset_alloc(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, in
  */
 gd_status gd__dataset_adopt(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
                             const int64_t *shape, void *data);
+/* Point array id at the caller's memory (in memory only; never freed or written). */
+gd_status gd__dataset_borrow(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
+                             const int64_t *shape, const void *data);
 /* Record a provenance entry for meta.json "info" (both strings are copied). */
 gd_status gd__dataset_set_info(gd_dataset_t *ds, const char *key, const char *value);
 /*

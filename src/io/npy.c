@@ -531,6 +531,7 @@ void gd__array_release(gd__array *a) {
         gd__file_unmap(a->map_base, a->map_len);
         break;
     case GD__STORE_NONE:
+    case GD__STORE_BORROWED:
         break;
     }
     gd_free(a->path);

@@ -649,6 +649,7 @@ gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg
                               gd_context_t *context, gd__nn_ctx *nn, gd__datapath **out) {
     gd_status st = GD_OK;
     gd__datapath *d = NULL;
+    unsigned char *seen = NULL; /* the loader's seeds, checked distinct */
     *out = NULL;
     GD_ALLOC(d, sizeof *d, "the data path");
     memset(d, 0, sizeof *d);
@@ -669,6 +670,35 @@ gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg
     for (int i = 0; i < 3; i++)
         GD_CHECK(
             load_split(ds, (gd_array_id)(GD_ARRAY_TRAIN_IDX + i), &d->split[i], &d->split_n[i]));
+    if (cfg->seeds) {
+        /* The caller's seeds in place of a split (checked: every one a node). */
+        const int k = cfg->seeds_split;
+        gd_free(d->split[k]);
+        d->split[k] = NULL;
+        d->split_n[k] = 0;
+        GD_REQUIRE(cfg->num_seeds > 0, GD_ERR_INVALID_ARG, "loader: no seeds given (num_seeds %lld)",
+                   (long long)cfg->num_seeds);
+        GD_ALLOC(seen, (size_t)(d->num_nodes + 7) / 8, "the seeds' check");
+        memset(seen, 0, (size_t)(d->num_nodes + 7) / 8);
+        for (int64_t i = 0; i < cfg->num_seeds; i++) {
+            const int64_t v = cfg->seeds[i];
+            GD_REQUIRE(v >= 0 && v < d->num_nodes, GD_ERR_RANGE,
+                       "loader: seed %lld (position %lld) is not a node of dataset '%s' (0 to "
+                       "%lld)",
+                       (long long)v, (long long)i, gd_dataset_name(ds),
+                       (long long)d->num_nodes - 1);
+            GD_REQUIRE(!((seen[v >> 3] >> (v & 7)) & 1), GD_ERR_INVALID_ARG,
+                       "loader: seed %lld is given twice (the second time at position %lld): a "
+                       "minibatch's seeds must be distinct nodes",
+                       (long long)v, (long long)i);
+            seen[v >> 3] |= (unsigned char)(1u << (v & 7));
+        }
+        gd_free(seen);
+        seen = NULL;
+        GD_ALLOC(d->split[k], (size_t)cfg->num_seeds * sizeof(int64_t), "the loader's seeds");
+        memcpy(d->split[k], cfg->seeds, (size_t)cfg->num_seeds * sizeof(int64_t));
+        d->split_n[k] = cfg->num_seeds;
+    }
     const int64_t most = gd__max64(d->split_n[0], gd__max64(d->split_n[1], d->split_n[2]));
     GD_ALLOC(d->order, (size_t)most * sizeof(int64_t), "the epoch order");
     st = gd_dataset_array(ds, GD_ARRAY_LABELS, &d->label_view);
@@ -719,6 +749,7 @@ gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg
     *out = d;
     return GD_OK;
 fail:
+    gd_free(seen);
     gd__datapath_destroy(d);
     return st;
 }

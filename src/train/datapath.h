@@ -60,6 +60,10 @@ typedef struct {
     int sets_on_cpu;     /* the cpu mode keeps `depth` sets too (the loader's caller holds them) */
     int labels_optional; /* the loader serves unlabelled data */
     int rank, world;     /* data parallelism: this rank's share of each global minibatch */
+    /* Seeds that replace split seeds_split's (the loader's input_nodes; NULL: none). */
+    const int64_t *seeds;
+    int64_t num_seeds;
+    int seeds_split;
     /* GPU bytes of the model the client adds, for the plan (NULL: none). */
     int64_t (*model_bytes)(void *user, int64_t max_degree, int64_t max_input_nodes);
     void *model_user;

@@ -168,6 +168,9 @@ static gd_status data_config(const gd_loader_options *o, gd__data_config *c) {
                "the context's)",
                o->rank, o->world_size);
     GD_REQUIRE(o->host_mem_budget >= 0, GD_ERR_INVALID_ARG, "loader: a negative host budget");
+    GD_REQUIRE(!o->seeds || o->num_seeds > 0, GD_ERR_INVALID_ARG,
+               "loader: seeds given with num_seeds %lld; give at least one",
+               (long long)o->num_seeds);
     GD__DATA_OPTIONS_COPY(c, o);
     memcpy(c->fanouts, o->fanouts, sizeof c->fanouts);
     c->host_mem_budget = o->host_mem_budget;
@@ -175,6 +178,9 @@ static gd_status data_config(const gd_loader_options *o, gd__data_config *c) {
     c->world = o->world_size;
     c->sets_on_cpu = 1;
     c->labels_optional = 1;
+    c->seeds = o->seeds;
+    c->num_seeds = o->num_seeds;
+    c->seeds_split = (int)(o->split - GD_ARRAY_TRAIN_IDX);
 fail:
     return st;
 }
