@@ -243,7 +243,12 @@ typedef enum {
 typedef struct {
     size_t size;        /* sizeof(gd_dataset_open_options) */
     gd_open_mode mode;
-    int validate_graph; /* 1: check every index (O(E)); 0: check sizes only */
+    /*
+     * 1: check every index, label and feature value (O(E + N x dim)), unless an earlier full
+     * check recorded in the directory (.validated: every file's size, times and inode) still
+     * matches the files; 2: always; 0: sizes only.
+     */
+    int validate_graph;
 } gd_dataset_open_options;
 #define GD_DATASET_OPEN_OPTIONS_INIT {sizeof(gd_dataset_open_options), GD_OPEN_MMAP, 1}
 void gd_dataset_open_options_init(gd_dataset_open_options *o);

@@ -118,6 +118,9 @@ int main(void) {
         for (int kind = GD_FAULT_ALLOC; kind <= GD_FAULT_READ; kind++) {
             gd_dataset_open_options o = GD_DATASET_OPEN_OPTIONS_INIT;
             o.mode = (gd_open_mode)mode;
+            /* Every value checked on every open (the first one records the check, and a
+             * record would let the later ones skip what the walk counts). */
+            o.validate_graph = 2;
             gd_dataset_t *d = NULL;
             gd_fault_set((gd_fault_kind)kind, 0);
             T_OK(gd_dataset_open(src, &o, &d));

@@ -15,7 +15,8 @@ static void help(void) {
            "With DIR: sizes, split, in-degree distribution, and the placement plan a trainer\n"
            "with the default options would follow here (where each structure lives, and why).\n"
            "Without DIR: the build (CUDA or not), the visible GPUs and the GD_* parameters.\n\n"
-           "  --validate   check every index, label and feature value (reads the whole dataset)\n"
+           "  --validate   check every index, label and feature value (reads the whole dataset,\n"
+           "               even where a record of an earlier check says the files are unchanged)\n"
            "  --params     list the GD_* environment parameters with their values\n"
            "  --mode M     the plan for mode M (cpu, all-gpu, zero-copy, cpu-centric; default auto)\n"
            "  --gpu-mem-budget SIZE  the plan under this GPU memory budget (e.g. 16G)\n"
@@ -145,7 +146,7 @@ int cmd_info(int argc, char **argv) {
 
     gd_dataset_open_options oo = GD_DATASET_OPEN_OPTIONS_INIT;
     oo.mode = GD_OPEN_MMAP;
-    oo.validate_graph = validate;
+    oo.validate_graph = validate ? 2 : 0; /* --validate: every value now, whatever the record */
     gd_dataset_t *ds = NULL;
     double t0 = cli_now();
     cli_guard_mapped(dir);

@@ -258,10 +258,25 @@ gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *option
         gd_free(path);
         path = NULL;
     }
-    st = gd__dataset_check(ds, opts.validate_graph);
-    if (st != GD_OK) {
-        gd__error_context(st, "dataset '%s'", dir);
-        goto fail;
+    {
+        /* A full check that an earlier open recorded, on files unchanged since, is not redone
+         * (validate_graph 2 always checks). */
+        const char *files[GD_ARRAY_COUNT];
+        int nf = 0;
+        for (int i = 0; i < GD_ARRAY_COUNT; i++)
+            if (m.arrays[i].present) files[nf++] = m.arrays[i].file;
+        const int cached = opts.validate_graph == 1 && gd__validated_matches(dir, files, nf);
+        st = gd__dataset_check(ds, opts.validate_graph && !cached);
+        if (st != GD_OK) {
+            gd__error_context(st, "dataset '%s'", dir);
+            goto fail;
+        }
+        if (cached)
+            GD_INFO("dataset %s: every value was checked before (its .validated record) and the "
+                    "files are unchanged: sizes checked only",
+                    dir);
+        else if (opts.validate_graph)
+            gd__validated_write(dir, files, nf);
     }
     gd__meta_free(&m);
     *out = ds;

@@ -77,6 +77,13 @@ gd_status gd__dataset_alloc(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, in
  */
 gd_status gd__dataset_adopt(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
                             const int64_t *shape, void *data);
+/*
+ * The record of a full validation in a dataset directory (validated.c): 1 if `.validated` lists
+ * meta.json and files[0..n) exactly as they are now (size, times, inode); written after a full
+ * check, best effort.
+ */
+int gd__validated_matches(const char *dir, const char *const *files, int n);
+void gd__validated_write(const char *dir, const char *const *files, int n);
 /* Point array id at the caller's memory (in memory only; never freed or written). */
 gd_status gd__dataset_borrow(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
                              const int64_t *shape, const void *data);
