@@ -66,10 +66,10 @@ static void same(const gd_dataset_t *a, const gd_dataset_t *b, const char *what)
         gd_array_view va, vb;
         view(a, (gd_array_id)id, &va);
         view(b, (gd_array_id)id, &vb);
-        const size_t ba = (size_t)(va.shape[0] * (va.ndim == 2 ? va.shape[1] : 1)) *
-                          gd_dtype_size(va.dtype);
-        const size_t bb = (size_t)(vb.shape[0] * (vb.ndim == 2 ? vb.shape[1] : 1)) *
-                          gd_dtype_size(vb.dtype);
+        const size_t ba =
+            (size_t)(va.shape[0] * (va.ndim == 2 ? va.shape[1] : 1)) * gd_dtype_size(va.dtype);
+        const size_t bb =
+            (size_t)(vb.shape[0] * (vb.ndim == 2 ? vb.shape[1] : 1)) * gd_dtype_size(vb.dtype);
         if (va.dtype != vb.dtype || ba != bb || (ba && memcmp(va.data, vb.data, ba) != 0))
             T_FAIL_("%s: array %s differs", what, gd_array_name((gd_array_id)id));
     }
@@ -126,7 +126,8 @@ int main(void) {
     int64_t *src = malloc((size_t)m * sizeof *src), *dst = malloc((size_t)m * sizeof *dst);
     T_ASSERT(src && dst);
     for (int64_t v = 0; v < s.n; v++)
-        for (int64_t e = s.indptr[v]; e < s.indptr[v + 1]; e++) src[e] = index_at(&s, e), dst[e] = v;
+        for (int64_t e = s.indptr[v]; e < s.indptr[v + 1]; e++)
+            src[e] = index_at(&s, e), dst[e] = v;
     for (int64_t k = 0; k < extra; k++) {
         const int64_t e = (int64_t)(t_rand(&rng) % (uint64_t)s.e);
         src[s.e + k] = src[e], dst[s.e + k] = dst[e];

@@ -26,7 +26,9 @@ fail:
 static gd_status max_id(const int64_t *ids, int64_t n, const char *what, int64_t *out) {
     gd_status st = GD_OK;
     int64_t mx = -1, bad = n;
-#pragma omp parallel for schedule(static) reduction(max : mx) reduction(min : bad)                \
+#pragma omp parallel for schedule(static) reduction(max                                            \
+                                                    : mx) reduction(min                            \
+                                                                    : bad)                         \
     num_threads(gd__num_threads())
     for (int64_t i = 0; i < n; i++) {
         if (ids[i] < 0 && i < bad) bad = i;
@@ -87,8 +89,7 @@ gd_status gd_dataset_from_arrays(const gd_dataset_arrays *arrays, gd_dataset_t *
     GD_CHECK(gd__options_in(&a, sizeof a, arrays, 0, "gd_dataset_from_arrays: arrays",
                             "GD_DATASET_ARRAYS_INIT"));
     const int csc = a.indptr || a.indices, coo = a.src || a.dst;
-    GD_REQUIRE(csc != coo, GD_ERR_INVALID_ARG,
-               "gd_dataset_from_arrays: give the graph %s",
+    GD_REQUIRE(csc != coo, GD_ERR_INVALID_ARG, "gd_dataset_from_arrays: give the graph %s",
                csc ? "once: as CSC (indptr, indices) or as COO (src, dst), not both"
                    : "as CSC (indptr, indices) or as COO edges (src, dst)");
     GD_REQUIRE(!csc || (a.indptr && (a.indices || (a.num_edges == 0))), GD_ERR_INVALID_ARG,

@@ -350,18 +350,19 @@ gd_status gd_convert(const char *input, const gd_convert_options *options, gd_da
         if (!is_directory) {
             fmt = GD_INPUT_EDGELIST;
         } else {
-            static const char *const probes[3] = {"raw/edge.csv.gz", "edge_index.npy",
-                                                  "src.npy"};
-            for (int i = 0; i < 3 && fmt == GD_INPUT_AUTO; i++) {
+            static const char *const probes[4] = {"raw/edge.csv.gz", "raw/data.npz",
+                                                  "edge_index.npy", "src.npy"};
+            for (int i = 0; i < 4 && fmt == GD_INPUT_AUTO; i++) {
                 probe = gd__path_join(input, probes[i]);
                 GD_REQUIRE(probe, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", input);
-                if (is_file(probe)) fmt = i == 0 ? GD_INPUT_OGB : GD_INPUT_NPY;
+                if (is_file(probe)) fmt = i < 2 ? GD_INPUT_OGB : GD_INPUT_NPY;
                 gd_free(probe);
                 probe = NULL;
             }
             GD_REQUIRE(fmt != GD_INPUT_AUTO, GD_ERR_UNSUPPORTED,
                        "cannot tell the format of folder '%s': it has neither raw/edge.csv.gz "
-                       "(OGB raw layout) nor edge_index.npy or src.npy (.npy folder)",
+                       "or raw/data.npz (OGB raw layouts) nor edge_index.npy or src.npy (.npy "
+                       "folder)",
                        input);
         }
     }

@@ -10,6 +10,7 @@
  * read, so the peak is the larger of (edges + CSC) and (CSC + features).
  */
 #include "io/ingest.h"
+#include "io/npz.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -354,6 +355,173 @@ fail:
     return st;
 }
 
+/* ------------------------------------------------ the binary layout (papers100M-bin) */
+
+/* A whole .npz member into a gd_malloc'd buffer, streamed (chunks land at their offsets). */
+typedef struct {
+    const gd_npy_info *info;
+    unsigned char *buf;
+    const char *what;
+} whole;
+
+static gd_status whole_sink(void *user, const void *data, size_t n, uint64_t offset) {
+    gd_status st = GD_OK;
+    whole *w = user;
+    if (!w->buf) GD_ALLOC(w->buf, (size_t)w->info->data_bytes, w->what);
+    memcpy(w->buf + offset, data, n);
+fail:
+    return st;
+}
+
+static gd_status read_whole(const gd__npz *z, const char *name, gd_npy_info *info, void **out) {
+    gd_status st = GD_OK;
+    whole w = {info, NULL, name};
+    memset(info, 0, sizeof *info);
+    *out = NULL;
+    GD_CHECK(gd__npz_read(z, name, info, whole_sink, &w));
+    if (!w.buf) GD_ALLOC(w.buf, 1, name); /* an empty array */
+    *out = w.buf;
+    return GD_OK;
+fail:
+    gd_free(w.buf);
+    return st;
+}
+
+/* Element i of an integer array of dtype as int64. */
+static int64_t int_elem(const void *p, gd_dtype dt, int64_t i) {
+    return dt == GD_DTYPE_INT64 ? ((const int64_t *)p)[i] : (int64_t)((const int32_t *)p)[i];
+}
+
+/*
+ * OGB's binary raw layout (ogbn-papers100M ships as papers100M-bin): raw/data.npz with
+ * edge_index (2, E), node_feat (N, dim), num_nodes_list and num_edges_list (one graph);
+ * raw/node-label.npz with node_label (N, 1), floats with NaN for unlabelled nodes; the splits
+ * as in the CSV layout (split/<name>/train.csv.gz ...).
+ */
+static gd_status convert_ogb_bin(const gd__convert_job *job, const char *data_path,
+                                 const char *label_path, const char *split_root) {
+    gd_status st = GD_OK;
+    const gd_convert_options *opt = job->opt;
+    gd__npz *z = NULL, *zl = NULL;
+    void *buf = NULL;
+    gd__i64vec src = {0}, dst = {0};
+    char *split_dir = NULL, why[700];
+    gd_npy_info info;
+    GD_CHECK(gd__npz_open(data_path, &z));
+    int64_t n = opt->num_nodes;
+    if (gd__npz_has(z, "num_nodes_list")) {
+        GD_CHECK(read_whole(z, "num_nodes_list", &info, &buf));
+        GD_REQUIRE((info.dtype == GD_DTYPE_INT64 || info.dtype == GD_DTYPE_INT32) &&
+                       info.shape[0] * (info.ndim == 2 ? info.shape[1] : 1) == 1,
+                   GD_ERR_UNSUPPORTED,
+                   "%s: num_nodes_list holds %lld graphs (%s); one graph is converted", data_path,
+                   (long long)info.shape[0], gd_dtype_name(info.dtype));
+        const int64_t listed = int_elem(buf, info.dtype, 0);
+        GD_REQUIRE(n == 0 || n == listed, GD_ERR_INVALID_ARG,
+                   "--num-nodes %lld disagrees with %s, whose num_nodes_list says %lld",
+                   (long long)n, data_path, (long long)listed);
+        n = listed;
+        gd_free(buf);
+        buf = NULL;
+        snprintf(why, sizeof why, "%s says %lld nodes", data_path, (long long)n);
+    } else {
+        snprintf(why, sizeof why, "the node count");
+    }
+
+    /* The edges: (2, E), sources then destinations. */
+    GD_CHECK(read_whole(z, "edge_index", &info, &buf));
+    GD_REQUIRE(info.ndim == 2 && info.shape[0] == 2 &&
+                   (info.dtype == GD_DTYPE_INT64 || info.dtype == GD_DTYPE_INT32),
+               GD_ERR_FORMAT, "%s: edge_index is %s of %lld x %lld; expected int64 of (2, E)",
+               data_path, gd_dtype_name(info.dtype), (long long)info.shape[0],
+               (long long)info.shape[1]);
+    const int64_t e = info.shape[1];
+    GD_CHECK(gd__i64vec_reserve(&src, e, "the edge sources"));
+    GD_CHECK(gd__i64vec_reserve(&dst, e, "the edge destinations"));
+    int64_t mx = -1;
+    for (int64_t i = 0; i < e; i++) {
+        src.data[i] = int_elem(buf, info.dtype, i);
+        dst.data[i] = int_elem(buf, info.dtype, e + i);
+        if (src.data[i] > mx) mx = src.data[i];
+        if (dst.data[i] > mx) mx = dst.data[i];
+    }
+    src.len = dst.len = e;
+    gd_free(buf);
+    buf = NULL;
+    if (n == 0) n = mx + 1;
+    GD_CHECK(gd__dataset_set_info(job->ds, "source", job->input));
+    GD_CHECK(gd__dataset_set_info(job->ds, "input_format", "OGB binary raw layout (data.npz)"));
+    GD_CHECK(gd__convert_graph(job, n, &src, &dst));
+    gd__i64vec_free(&src);
+    gd__i64vec_free(&dst);
+
+    if (gd__npz_has(z, "node_feat")) {
+        GD_CHECK(read_whole(z, "node_feat", &info, &buf));
+        GD_REQUIRE(info.ndim == 2 && info.shape[0] == n &&
+                       (info.dtype == GD_DTYPE_FLOAT32 || info.dtype == GD_DTYPE_FLOAT16),
+                   GD_ERR_FORMAT,
+                   "%s: node_feat is %s of %lld x %lld; expected float32 or float16 of (%lld, "
+                   "dim), a row per node",
+                   data_path, gd_dtype_name(info.dtype), (long long)info.shape[0],
+                   (long long)info.shape[1], (long long)n);
+        const int64_t dim = info.shape[1], count = n * dim;
+        if (info.dtype == GD_DTYPE_FLOAT16) {
+            float *f = NULL;
+            GD_ALLOC(f, (size_t)(count ? count : 1) * sizeof(float), "the features");
+            for (int64_t i = 0; i < count; i++) f[i] = gd_half_to_float(((uint16_t *)buf)[i]);
+            gd_free(buf);
+            buf = f;
+        }
+        float *data = buf;
+        buf = NULL;
+        GD_CHECK(gd__convert_features(job, data, n, dim));
+    }
+    if (label_path && is_file(label_path)) {
+        GD_CHECK(gd__npz_open(label_path, &zl));
+        GD_CHECK(read_whole(zl, "node_label", &info, &buf));
+        GD_REQUIRE(info.shape[0] == n && (info.ndim == 1 || info.shape[1] == 1), GD_ERR_FORMAT,
+                   "%s: node_label has shape (%lld, %lld); expected one label per node (%lld)",
+                   label_path, (long long)info.shape[0], (long long)info.shape[1], (long long)n);
+        GD_REQUIRE(info.dtype == GD_DTYPE_FLOAT32 || info.dtype == GD_DTYPE_FLOAT64 ||
+                       info.dtype == GD_DTYPE_INT64 || info.dtype == GD_DTYPE_INT32,
+                   GD_ERR_FORMAT, "%s: node_label is %s; expected floats or integers", label_path,
+                   gd_dtype_name(info.dtype));
+        int64_t *y = NULL;
+        GD_ALLOC(y, (size_t)(n ? n : 1) * sizeof(int64_t), "the labels");
+        for (int64_t i = 0; i < n; i++) {
+            const double v = info.dtype == GD_DTYPE_FLOAT32   ? ((const float *)buf)[i]
+                             : info.dtype == GD_DTYPE_FLOAT64 ? ((const double *)buf)[i]
+                                                              : (double)int_elem(buf, info.dtype, i);
+            if (isnan(v)) {
+                y[i] = -1; /* unlabelled (papers100M labels 1.5M of its 111M nodes) */
+                continue;
+            }
+            if (v != floor(v) || v < -1 || v > 1e15) {
+                gd_free(y);
+                GD_REQUIRE(0, GD_ERR_FORMAT,
+                           "%s: node_label[%lld] is %g; a label is a whole number >= 0, or NaN "
+                           "(or -1) for an unlabelled node",
+                           label_path, (long long)i, v);
+            }
+            y[i] = (int64_t)v;
+        }
+        gd_free(buf);
+        buf = NULL;
+        const int64_t shape[1] = {n};
+        GD_CHECK(gd__dataset_adopt(job->ds, GD_ARRAY_LABELS, GD_DTYPE_INT64, 1, shape, y));
+    }
+    GD_CHECK(choose_split(split_root, opt->split, &split_dir));
+    if (split_dir) GD_CHECK(read_splits(job, split_dir, n, why));
+fail:
+    gd__npz_close(z);
+    gd__npz_close(zl);
+    gd_free(buf);
+    gd__i64vec_free(&src);
+    gd__i64vec_free(&dst);
+    gd_free(split_dir);
+    return st;
+}
+
 gd_status gd__convert_ogb(const gd__convert_job *job) {
     gd_status st = GD_OK;
     const gd_convert_options *opt = job->opt;
@@ -369,8 +537,22 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
         path[i] = gd__path_join(job->input, rel[i]);
         GD_REQUIRE(path[i], GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
     }
-    GD_REQUIRE(is_file(path[P_EDGES]), GD_ERR_NOT_FOUND,
-               "'%s' is not an OGB raw folder: %s is missing", job->input, path[P_EDGES]);
+    if (!is_file(path[P_EDGES])) {
+        /* The binary layout instead of the CSV one? */
+        char *npz = gd__path_join(job->input, "raw/data.npz");
+        char *labels = gd__path_join(job->input, "raw/node-label.npz");
+        if (npz && labels && is_file(npz)) st = convert_ogb_bin(job, npz, labels, path[P_SPLIT]);
+        else if (!npz || !labels)
+            st = gd__error(GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
+        else
+            st = gd__error(GD_ERR_NOT_FOUND,
+                           "'%s' is not an OGB raw folder: it has neither %s (the CSV layout) "
+                           "nor %s (the binary layout)",
+                           job->input, path[P_EDGES], npz);
+        gd_free(npz);
+        gd_free(labels);
+        goto fail;
+    }
 
     /* The node count bounds every id read after it. */
     int64_t n = 0, expect_edges = -1;

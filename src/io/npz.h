@@ -1,0 +1,33 @@
+/*
+ * Reading the arrays of a NumPy .npz archive member by member, in chunks (npz.c).
+ */
+#ifndef GD_IO_NPZ_H
+#define GD_IO_NPZ_H
+
+#include "core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gd__npz gd__npz;
+
+/* Data bytes of a member, in order: bytes [offset, offset + n) of its array's data. */
+typedef gd_status (*gd__npz_sink)(void *user, const void *data, size_t n, uint64_t offset);
+
+gd_status gd__npz_open(const char *path, gd__npz **out);
+void gd__npz_close(gd__npz *z);
+/* 1 if the archive holds array `name` (member name.npy). */
+int gd__npz_has(const gd__npz *z, const char *name);
+/*
+ * Stream array `name`: its header into *info (dtype, shape, data bytes), then its data to sink
+ * in chunks. Checks the member's sizes and CRC-32 at the end.
+ */
+gd_status gd__npz_read(const gd__npz *z, const char *name, gd_npy_info *info, gd__npz_sink sink,
+                       void *user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GD_IO_NPZ_H */
