@@ -180,6 +180,14 @@ int gd__npz_has(const gd__npz *z, const char *name) {
     return find(z, name) != NULL;
 }
 
+int gd__npz_count(const gd__npz *z) {
+    return z->count;
+}
+
+const char *gd__npz_member(const gd__npz *z, int i) {
+    return i >= 0 && i < z->count ? z->m[i].name : NULL;
+}
+
 /* What a member's decoded bytes go through: the header first, then the data to the sink. */
 typedef struct {
     const gd__npz *z;

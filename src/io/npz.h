@@ -19,6 +19,9 @@ gd_status gd__npz_open(const char *path, gd__npz **out);
 void gd__npz_close(gd__npz *z);
 /* 1 if the archive holds array `name` (member name.npy). */
 int gd__npz_has(const gd__npz *z, const char *name);
+/* The members, by index: their file names in the archive ("edge_index.npy"). */
+int gd__npz_count(const gd__npz *z);
+const char *gd__npz_member(const gd__npz *z, int i);
 /*
  * Stream array `name`: its header into *info (dtype, shape, data bytes), then its data to sink
  * in chunks. Checks the member's sizes and CRC-32 at the end.
