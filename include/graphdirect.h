@@ -393,7 +393,8 @@ typedef enum {
     GD_INPUT_AUTO = 0,     /* guess from the path */
     GD_INPUT_EDGELIST = 1, /* text "src dst" per line, '#' or '%' comments */
     GD_INPUT_NPY = 2,      /* directory with edge_index.npy (2 x E) or src.npy + dst.npy */
-    GD_INPUT_OGB = 3       /* OGB raw layout: raw/edge.csv.gz ... split/<name>/... */
+    GD_INPUT_OGB = 3,      /* OGB raw layout: raw/edge.csv.gz (or raw/data.npz) ... split/... */
+    GD_INPUT_IGB = 4       /* IGB: processed/paper/node_feat.npy, paper__cites__paper/... */
 } gd_input_format;
 
 typedef struct {

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""`graphdirect convert` reads OGB's binary raw layout (issue 19, item 3): raw/data.npz
+"""`graphdirect convert` reads OGB's binary raw layout and IGB's (issue 19, item 3): raw/data.npz
 (edge_index, node_feat, num_nodes_list, ...) and raw/node-label.npz (node_label, NaN for
 unlabelled nodes), as ogbn-papers100M ships them, written here by numpy both ways (np.savez:
 stored; np.savez_compressed: deflate), with split/time/*.csv.gz. The converted dataset must equal
 a reference computed here with numpy: the CSC of the edges (duplicates removed), the features,
 the labels (NaN -> -1) and the splits. A flipped byte and a truncated archive must fail with a
-message naming the archive, and leave no output.
+message naming the archive, and leave no output. The IGB layout ((E, 2) edges, float32
+features, float labels with NaN) must convert to the same reference, its features linked into
+the output rather than copied, with IGB's 60/20/20 split.
 
 Usage: py_convert_npz.py <path-to-graphdirect-cli>. Exit 0 pass, 1 fail, 77 skip (no numpy).
 """
@@ -65,6 +67,44 @@ def convert(src, out):
     return subprocess.run([cli, "convert", src, "--out", out], capture_output=True, text=True)
 
 
+def igb(tmp, rng, n=3000, e=20000, d=32):
+    """The IGB layout: (E, 2) edges, float32 features (linked into the output, not copied),
+    float labels with NaN, and IGB's 60/20/20 split by node order."""
+    root = os.path.join(tmp, "igb")
+    os.makedirs(os.path.join(root, "processed", "paper"))
+    os.makedirs(os.path.join(root, "processed", "paper__cites__paper"))
+    ei = rng.integers(0, n, size=(e, 2), dtype=np.int64)
+    x = rng.standard_normal((n, d), dtype=np.float32)
+    y = rng.integers(0, 19, size=n).astype(np.float32)
+    y[rng.random(n) < 0.1] = np.nan
+    np.save(os.path.join(root, "processed", "paper__cites__paper", "edge_index.npy"), ei)
+    feat = os.path.join(root, "processed", "paper", "node_feat.npy")
+    np.save(feat, x)
+    np.save(os.path.join(root, "processed", "paper", "node_label_19.npy"), y)
+    out = os.path.join(tmp, "igb-out")
+    r = convert(root, out)
+    if r.returncode != 0:
+        print("FAIL igb: convert exited %d\n%s" % (r.returncode, r.stderr))
+        return 1
+    indptr, indices = expected_csc(ei.T, n)
+    checks = {
+        "indptr": np.array_equal(load(out, "indptr"), indptr),
+        "indices": np.array_equal(np.asarray(load(out, "indices"), np.int64), indices),
+        "features": np.array_equal(load(out, "features"), x),
+        "labels": np.array_equal(load(out, "labels"),
+                                 np.where(np.isnan(y), -1, y).astype(np.int64)),
+        "train_idx": np.array_equal(load(out, "train_idx"), np.arange(0, n * 6 // 10)),
+        "valid_idx": np.array_equal(load(out, "valid_idx"), np.arange(n * 6 // 10, n * 8 // 10)),
+        "test_idx": np.array_equal(load(out, "test_idx"), np.arange(n * 8 // 10, n)),
+        # float32 features as they are: the output's file is the input's (a hard link)
+        "features linked": os.stat(os.path.join(out, "features.npy")).st_ino == os.stat(feat).st_ino,
+    }
+    bad = [k for k, ok in checks.items() if not ok]
+    print("igb: %d nodes, %d edges -> %d in the CSC; %s" %
+          (n, e, indices.shape[0], "equal, features linked" if not bad else "DIFFER: %s" % bad))
+    return 1 if bad else 0
+
+
 def main():
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     failed = 0
@@ -116,6 +156,7 @@ def main():
                 ok = r.returncode != 0 and "data.npz" in r.stderr and not os.path.exists(bad_out)
                 print("%s, %s: %s (%s)" % (tag, what, "refused" if ok else "NOT REFUSED", msg))
                 failed += not ok
+        failed += igb(tmp, rng)
     print("convert npz: %s" % ("ok" if not failed else "%d failures" % failed))
     return 1 if failed else 0
 

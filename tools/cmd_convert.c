@@ -16,10 +16,13 @@ static void help(void) {
            "  optional features.npy, labels.npy, train_idx.npy, valid_idx.npy, test_idx.npy),\n"
            "  or an OGB raw folder (raw/edge.csv.gz, raw/node-feat.csv.gz,\n"
            "  raw/node-label.csv.gz, split/NAME/{train,valid,test}.csv.gz), or OGB's binary\n"
-           "  layout (raw/data.npz, raw/node-label.npz, split/...: ogbn-papers100M's).\n\n"
+           "  layout (raw/data.npz, raw/node-label.npz, split/...: ogbn-papers100M's), or an\n"
+           "  IGB folder (processed/paper/node_feat.npy, node_label_19.npy,\n"
+           "  processed/paper__cites__paper/edge_index.npy; arrays already float32 are linked,\n"
+           "  not copied, where the output is on the same file system).\n\n"
            "  --out DIR            the dataset directory to write (required)\n"
            "  --overwrite          replace DIR if it exists\n"
-           "  --format F           auto (default), edgelist, npy, ogb\n"
+           "  --format F           auto (default), edgelist, npy, ogb, igb\n"
            "  --name NAME          dataset name (default: the input's name)\n"
            "  --symmetrize         add the reverse of every edge (undirected graphs)\n"
            "  --remove-self-loops  drop v -> v edges\n"
@@ -55,7 +58,8 @@ int cmd_convert(int argc, char **argv) {
             else if (!strcmp(optarg, "edgelist")) opts.format = GD_INPUT_EDGELIST;
             else if (!strcmp(optarg, "npy")) opts.format = GD_INPUT_NPY;
             else if (!strcmp(optarg, "ogb")) opts.format = GD_INPUT_OGB;
-            else return cli_usage_error("convert", "--format '%s' is not auto, edgelist, npy or ogb", optarg);
+            else if (!strcmp(optarg, "igb")) opts.format = GD_INPUT_IGB;
+            else return cli_usage_error("convert", "--format '%s' is not auto, edgelist, npy, ogb or igb", optarg);
             break;
         case 'N': opts.name = optarg; break;
         case 'S': opts.symmetrize = 1; break;

@@ -10,6 +10,7 @@
 #include "io/npy.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -49,8 +50,7 @@ static gd_dtype wanted_feature_dtype(const gd_convert_options *opt) {
     return opt->feature_dtype == GD_DTYPE_INVALID ? GD_DTYPE_FLOAT32 : opt->feature_dtype;
 }
 
-gd_status gd__convert_features(const gd__convert_job *job, float *data, int64_t rows,
-                               int64_t dim) {
+gd_status gd__convert_features(const gd__convert_job *job, float *data, int64_t rows, int64_t dim) {
     gd_dtype want = wanted_feature_dtype(job->opt);
     int64_t n = rows * dim, shape[2] = {rows, dim};
     if (want == GD_DTYPE_FLOAT16 || want == GD_DTYPE_BFLOAT16) {
@@ -72,13 +72,21 @@ gd_status gd__convert_npy_features(const gd__convert_job *job, const char *path,
     gd__array a;
     memset(&a, 0, sizeof a);
     float *f32 = NULL;
+    gd_npy_info info;
+    const gd_dtype want = wanted_feature_dtype(job->opt);
+    GD_CHECK(gd_npy_read_info(path, &info));
+    if (info.dtype == want && info.ndim == 2 && info.shape[0] == num_nodes) {
+        /* Already right: mapped, and linked into the output by gd_dataset_save (no copy). */
+        GD_CHECK(gd__npy_map(path, &a));
+        GD_CHECK(gd__dataset_set_info(job->ds, "features", "adopted as they are"));
+        return gd__dataset_take(job->ds, GD_ARRAY_FEATURES, &a);
+    }
     GD_CHECK(gd__npy_load(path, &a));
     int64_t rows = a.shape[0], dim = a.ndim == 2 ? a.shape[1] : 1;
     GD_REQUIRE(rows == num_nodes, GD_ERR_FORMAT,
                "features '%s' have %lld rows but the graph has %lld nodes: one row per node is "
                "needed",
                path, (long long)rows, (long long)num_nodes);
-    gd_dtype want = wanted_feature_dtype(job->opt);
     int64_t n = rows * dim, shape[2] = {rows, dim};
     if (a.dtype == want) {
         void *data = a.data;
@@ -105,8 +113,8 @@ gd_status gd__convert_npy_features(const gd__convert_job *job, const char *path,
         GD_ALLOC(f32, (size_t)n * sizeof(float), "features widened to float32");
         const uint16_t *h = a.data;
         for (int64_t i = 0; i < n; i++)
-            f32[i] = a.dtype == GD_DTYPE_FLOAT16 ? gd_half_to_float(h[i])
-                                                 : gd_bfloat16_to_float(h[i]);
+            f32[i] =
+                a.dtype == GD_DTYPE_FLOAT16 ? gd_half_to_float(h[i]) : gd_bfloat16_to_float(h[i]);
         gd__array_release(&a);
         break;
     }
@@ -163,8 +171,7 @@ static gd_status adopt_int(const gd__convert_job *job, gd_array_id id, gd__array
     return gd__dataset_adopt(job->ds, id, dt, 1, shape, data);
 }
 
-gd_status gd__convert_npy_labels(const gd__convert_job *job, const char *path,
-                                 int64_t num_nodes) {
+gd_status gd__convert_npy_labels(const gd__convert_job *job, const char *path, int64_t num_nodes) {
     gd_status st = GD_OK;
     gd__array a;
     memset(&a, 0, sizeof a);
@@ -188,15 +195,15 @@ static int64_t int_at(const gd__array *a, int64_t i) {
 
 static gd_status require_int_ids(const gd__array *a, const char *path) {
     if (a->dtype == GD_DTYPE_INT32 || a->dtype == GD_DTYPE_INT64) return GD_OK;
-    return gd__error(GD_ERR_UNSUPPORTED, "'%s' has dtype %s: node ids must be int32 or int64",
-                     path, gd_dtype_name(a->dtype));
+    return gd__error(GD_ERR_UNSUPPORTED, "'%s' has dtype %s: node ids must be int32 or int64", path,
+                     gd_dtype_name(a->dtype));
 }
 
 static gd_status convert_npy(const gd__convert_job *job) {
     gd_status st = GD_OK;
     const gd_convert_options *opt = job->opt;
-    static const char *const names[] = {"edge_index.npy", "src.npy",       "dst.npy",
-                                        "features.npy",   "labels.npy",    "train_idx.npy",
+    static const char *const names[] = {"edge_index.npy", "src.npy",     "dst.npy",
+                                        "features.npy",   "labels.npy",  "train_idx.npy",
                                         "valid_idx.npy",  "test_idx.npy"};
     enum { F_EI, F_SRC, F_DST, F_FEAT, F_LABEL, F_TRAIN, F_COUNT = 8 };
     char *path[F_COUNT] = {0};
@@ -260,13 +267,12 @@ static gd_status convert_npy(const gd__convert_job *job) {
         int bad_s = s < 0 || (n > 0 && s >= n), bad_d = d < 0 || (n > 0 && d >= n);
         if (GD_UNLIKELY(bad_s || bad_d)) {
             int64_t v = bad_s ? s : d;
-            GD_REQUIRE(0, GD_ERR_RANGE,
-                       "%s: %s of edge %lld is %lld, outside [0, %lld): %s",
-                       bad_s ? what_s : what_d,
-                       bad_s ? "source" : "destination", (long long)i, (long long)v,
-                       (long long)n, v < 0 ? "node ids must be >= 0"
-                                           : "the node count comes from --num-nodes, "
-                                             "features.npy or labels.npy");
+            GD_REQUIRE(0, GD_ERR_RANGE, "%s: %s of edge %lld is %lld, outside [0, %lld): %s",
+                       bad_s ? what_s : what_d, bad_s ? "source" : "destination", (long long)i,
+                       (long long)v, (long long)n,
+                       v < 0 ? "node ids must be >= 0"
+                             : "the node count comes from --num-nodes, "
+                               "features.npy or labels.npy");
         }
         src.data[i] = s;
         dst.data[i] = d;
@@ -281,10 +287,14 @@ static gd_status convert_npy(const gd__convert_job *job) {
     GD_CHECK(gd__dataset_set_info(job->ds, "source", job->input));
     GD_CHECK(gd__dataset_set_info(job->ds, "input_format", ".npy folder"));
     GD_CHECK(gd__convert_graph(job, n, &src, &dst));
-    if (is_file(path[F_FEAT])) GD_CHECK(gd__convert_npy_features(job, path[F_FEAT], n));
-    else if (opt->features) GD_CHECK(gd__convert_npy_features(job, opt->features, n));
-    if (is_file(path[F_LABEL])) GD_CHECK(gd__convert_npy_labels(job, path[F_LABEL], n));
-    else if (opt->labels) GD_CHECK(gd__convert_npy_labels(job, opt->labels, n));
+    if (is_file(path[F_FEAT]))
+        GD_CHECK(gd__convert_npy_features(job, path[F_FEAT], n));
+    else if (opt->features)
+        GD_CHECK(gd__convert_npy_features(job, opt->features, n));
+    if (is_file(path[F_LABEL]))
+        GD_CHECK(gd__convert_npy_labels(job, path[F_LABEL], n));
+    else if (opt->labels)
+        GD_CHECK(gd__convert_npy_labels(job, opt->labels, n));
     for (int k = 0; k < 3; k++) {
         if (!is_file(path[F_TRAIN + k])) continue;
         GD_CHECK(load_int_npy(path[F_TRAIN + k], "split ids", &extra));
@@ -297,6 +307,119 @@ fail:
     gd__i64vec_free(&src);
     gd__i64vec_free(&dst);
     for (int i = 0; i < F_COUNT; i++) gd_free(path[i]);
+    return st;
+}
+
+/* ------------------------------------------------------------ IGB */
+
+/*
+ * The homogeneous IGB layout (igb-tiny .. igb-full, as IGB's download scripts leave it):
+ * processed/paper/node_feat.npy (N x 1024 float32), processed/paper/node_label_19.npy (or
+ * node_label_2K.npy; --labels picks another file), processed/paper__cites__paper/edge_index.npy
+ * of shape (E, 2). IGB ships no split: IGB's own loader trains on the first 60 % of the nodes,
+ * validates on the next 20 % and tests on the rest, and so does this.
+ */
+static gd_status convert_igb(const gd__convert_job *job) {
+    gd_status st = GD_OK;
+    const gd_convert_options *opt = job->opt;
+    enum { P_EDGES, P_FEAT, P_L19, P_L2K, P_COUNT };
+    static const char *const rel[P_COUNT] = {
+        "processed/paper__cites__paper/edge_index.npy", "processed/paper/node_feat.npy",
+        "processed/paper/node_label_19.npy", "processed/paper/node_label_2K.npy"};
+    char *path[P_COUNT] = {0};
+    gd__array ea, la;
+    memset(&ea, 0, sizeof ea);
+    memset(&la, 0, sizeof la);
+    gd__i64vec src = {0}, dst = {0};
+    int64_t *y = NULL, *ids = NULL;
+    for (int i = 0; i < P_COUNT; i++) {
+        path[i] = gd__path_join(job->input, rel[i]);
+        GD_REQUIRE(path[i], GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
+    }
+    GD_REQUIRE(is_file(path[P_EDGES]), GD_ERR_NOT_FOUND, "'%s' is not an IGB folder: %s is missing",
+               job->input, path[P_EDGES]);
+    GD_CHECK(gd__npy_map(path[P_EDGES], &ea));
+    GD_CHECK(require_int_ids(&ea, path[P_EDGES]));
+    GD_REQUIRE(ea.ndim == 2 && ea.shape[1] == 2, GD_ERR_FORMAT,
+               "'%s' has shape (%lld, %lld): IGB's edge_index is (E, 2), a row per edge",
+               path[P_EDGES], (long long)ea.shape[0], (long long)(ea.ndim == 2 ? ea.shape[1] : 1));
+    const int64_t e = ea.shape[0];
+    int64_t n = opt->num_nodes;
+    gd_npy_info info;
+    if (n == 0 && is_file(path[P_FEAT]) && gd_npy_read_info(path[P_FEAT], &info) == GD_OK)
+        n = info.shape[0];
+    GD_CHECK(gd__i64vec_reserve(&src, e, "the edge sources"));
+    GD_CHECK(gd__i64vec_reserve(&dst, e, "the edge destinations"));
+    int64_t mx = -1;
+    for (int64_t i = 0; i < e; i++) {
+        src.data[i] = int_at(&ea, 2 * i);
+        dst.data[i] = int_at(&ea, 2 * i + 1);
+        if (src.data[i] > mx) mx = src.data[i];
+        if (dst.data[i] > mx) mx = dst.data[i];
+    }
+    src.len = dst.len = e;
+    gd__array_release(&ea);
+    if (n == 0) n = mx + 1;
+    GD_CHECK(gd__dataset_set_info(job->ds, "source", job->input));
+    GD_CHECK(gd__dataset_set_info(job->ds, "input_format", "IGB (homogeneous)"));
+    GD_CHECK(gd__convert_graph(job, n, &src, &dst));
+    if (is_file(path[P_FEAT])) GD_CHECK(gd__convert_npy_features(job, path[P_FEAT], n));
+    const char *lp = opt->labels            ? opt->labels
+                     : is_file(path[P_L19]) ? path[P_L19]
+                     : is_file(path[P_L2K]) ? path[P_L2K]
+                                            : NULL;
+    if (lp) {
+        /* IGB stores labels as floats: whole numbers (NaN: unlabelled), or integers. */
+        GD_CHECK(gd__npy_map(lp, &la));
+        GD_REQUIRE(la.shape[0] == n && (la.ndim == 1 || la.shape[1] == 1), GD_ERR_FORMAT,
+                   "labels '%s' have %lld entries but the graph has %lld nodes", lp,
+                   (long long)la.shape[0], (long long)n);
+        GD_ALLOC(y, (size_t)(n ? n : 1) * sizeof(int64_t), "the labels");
+        for (int64_t i = 0; i < n; i++) {
+            double v;
+            if (la.dtype == GD_DTYPE_FLOAT32)
+                v = ((const float *)la.data)[i];
+            else if (la.dtype == GD_DTYPE_FLOAT64)
+                v = ((const double *)la.data)[i];
+            else if (la.dtype == GD_DTYPE_INT64 || la.dtype == GD_DTYPE_INT32)
+                v = (double)int_at(&la, i);
+            else
+                GD_REQUIRE(0, GD_ERR_FORMAT, "labels '%s' are %s; expected floats or integers", lp,
+                           gd_dtype_name(la.dtype));
+            GD_REQUIRE(isnan(v) || (v == floor(v) && v >= -1 && v < 1e15), GD_ERR_FORMAT,
+                       "labels '%s': element %lld is %g; a label is a whole number >= 0 (NaN or "
+                       "-1: unlabelled)",
+                       lp, (long long)i, v);
+            y[i] = isnan(v) ? -1 : (int64_t)v;
+        }
+        gd__array_release(&la);
+        const int64_t shape[1] = {n};
+        int64_t *data = y;
+        y = NULL;
+        GD_CHECK(gd__dataset_adopt(job->ds, GD_ARRAY_LABELS, GD_DTYPE_INT64, 1, shape, data));
+    }
+    /* IGB's split: the first 60 % train, the next 20 % valid, the rest test. */
+    const int64_t cut[4] = {0, n * 6 / 10, n * 8 / 10, n};
+    for (int k = 0; k < 3; k++) {
+        const int64_t count = cut[k + 1] - cut[k], shape[1] = {count};
+        GD_ALLOC(ids, (size_t)(count ? count : 1) * sizeof(int64_t), "a split");
+        for (int64_t i = 0; i < count; i++) ids[i] = cut[k] + i;
+        int64_t *data = ids;
+        ids = NULL;
+        GD_CHECK(gd__dataset_adopt(job->ds, (gd_array_id)(GD_ARRAY_TRAIN_IDX + k), GD_DTYPE_INT64,
+                                   1, shape, data));
+    }
+    GD_CHECK(gd__dataset_set_info(job->ds, "split",
+                                  "IGB's: nodes 0-60 % train, 60-80 % valid, "
+                                  "80-100 % test"));
+fail:
+    gd__array_release(&ea);
+    gd__array_release(&la);
+    gd__i64vec_free(&src);
+    gd__i64vec_free(&dst);
+    gd_free(y);
+    gd_free(ids);
+    for (int i = 0; i < P_COUNT; i++) gd_free(path[i]);
     return st;
 }
 
@@ -334,8 +457,7 @@ gd_status gd_convert(const char *input, const gd_convert_options *options, gd_da
     GD_REQUIRE(opt.num_nodes >= 0, GD_ERR_INVALID_ARG, "gd_convert: num_nodes = %lld is negative",
                (long long)opt.num_nodes);
     GD_REQUIRE(opt.feature_dtype == GD_DTYPE_INVALID || opt.feature_dtype == GD_DTYPE_FLOAT32 ||
-                   opt.feature_dtype == GD_DTYPE_FLOAT16 ||
-                   opt.feature_dtype == GD_DTYPE_BFLOAT16,
+                   opt.feature_dtype == GD_DTYPE_FLOAT16 || opt.feature_dtype == GD_DTYPE_BFLOAT16,
                GD_ERR_INVALID_ARG,
                "gd_convert: feature dtype %s is not supported: use float32, float16 or bfloat16",
                gd_dtype_name(opt.feature_dtype));
@@ -350,28 +472,35 @@ gd_status gd_convert(const char *input, const gd_convert_options *options, gd_da
         if (!is_directory) {
             fmt = GD_INPUT_EDGELIST;
         } else {
-            static const char *const probes[4] = {"raw/edge.csv.gz", "raw/data.npz",
-                                                  "edge_index.npy", "src.npy"};
-            for (int i = 0; i < 4 && fmt == GD_INPUT_AUTO; i++) {
+            static const char *const probes[5] = {"raw/edge.csv.gz", "raw/data.npz",
+                                                  "edge_index.npy", "src.npy",
+                                                  "processed/paper__cites__paper/edge_index.npy"};
+            static const gd_input_format probed[5] = {GD_INPUT_OGB, GD_INPUT_OGB, GD_INPUT_NPY,
+                                                      GD_INPUT_NPY, GD_INPUT_IGB};
+            for (int i = 0; i < 5 && fmt == GD_INPUT_AUTO; i++) {
                 probe = gd__path_join(input, probes[i]);
                 GD_REQUIRE(probe, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", input);
-                if (is_file(probe)) fmt = i < 2 ? GD_INPUT_OGB : GD_INPUT_NPY;
+                if (is_file(probe)) fmt = probed[i];
                 gd_free(probe);
                 probe = NULL;
             }
             GD_REQUIRE(fmt != GD_INPUT_AUTO, GD_ERR_UNSUPPORTED,
                        "cannot tell the format of folder '%s': it has neither raw/edge.csv.gz "
-                       "or raw/data.npz (OGB raw layouts) nor edge_index.npy or src.npy (.npy "
-                       "folder)",
+                       "or raw/data.npz (OGB raw layouts), edge_index.npy or src.npy (.npy "
+                       "folder), nor processed/paper__cites__paper/edge_index.npy (IGB)",
                        input);
         }
     }
-    GD_REQUIRE(fmt == GD_INPUT_EDGELIST || fmt == GD_INPUT_NPY || fmt == GD_INPUT_OGB,
+    GD_REQUIRE(fmt == GD_INPUT_EDGELIST || fmt == GD_INPUT_NPY || fmt == GD_INPUT_OGB ||
+                   fmt == GD_INPUT_IGB,
                GD_ERR_INVALID_ARG, "gd_convert: unknown input format %d", (int)fmt);
     GD_REQUIRE((fmt == GD_INPUT_EDGELIST) == !is_directory, GD_ERR_INVALID_ARG,
                "'%s' is %s, but the %s format reads %s", input,
                is_directory ? "a folder" : "a file",
-               fmt == GD_INPUT_EDGELIST ? "edge list" : fmt == GD_INPUT_NPY ? ".npy" : "OGB",
+               fmt == GD_INPUT_EDGELIST ? "edge list"
+               : fmt == GD_INPUT_NPY    ? ".npy"
+               : fmt == GD_INPUT_IGB    ? "IGB"
+                                        : "OGB",
                is_directory ? "a file" : "a folder");
 
     if (!opt.name) {
@@ -381,14 +510,19 @@ gd_status gd_convert(const char *input, const gd_convert_options *options, gd_da
     GD_CHECK(gd__dataset_new(opt.name ? opt.name : name, NULL, 0, &ds));
     gd__convert_job job = {&opt, input, ds};
     double t0 = gd__now();
-    if (fmt == GD_INPUT_EDGELIST) GD_CHECK(gd__convert_edgelist(&job));
-    else if (fmt == GD_INPUT_NPY) GD_CHECK(convert_npy(&job));
-    else GD_CHECK(gd__convert_ogb(&job));
+    if (fmt == GD_INPUT_EDGELIST)
+        GD_CHECK(gd__convert_edgelist(&job));
+    else if (fmt == GD_INPUT_NPY)
+        GD_CHECK(convert_npy(&job));
+    else if (fmt == GD_INPUT_IGB)
+        GD_CHECK(convert_igb(&job));
+    else
+        GD_CHECK(gd__convert_ogb(&job));
     if (opt.symmetrize) GD_CHECK(gd__dataset_set_info(ds, "symmetrized", "yes"));
     if (opt.remove_self_loops) GD_CHECK(gd__dataset_set_info(ds, "self_loops", "removed"));
     GD_CHECK(gd__dataset_finish(ds, 1));
-    GD_INFO("converted '%s': %lld nodes, %lld edges in %.2f s", input,
-            (long long)ds->num_nodes, (long long)ds->num_edges, gd__now() - t0);
+    GD_INFO("converted '%s': %lld nodes, %lld edges in %.2f s", input, (long long)ds->num_nodes,
+            (long long)ds->num_edges, gd__now() - t0);
     gd_free(name);
     *out = ds;
     return GD_OK;

@@ -305,6 +305,17 @@ gd_status gd_dataset_save(const gd_dataset_t *ds, const char *dir, int overwrite
         if (a->store == GD__STORE_NONE) continue;
         path = gd__path_join(tmp, gd__meta_default_file((gd_array_id)i));
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'", tmp);
+        /*
+         * An array mapped from a .npy file as it is (convert adopts arrays that already have
+         * the right dtype) is linked, not copied: no second copy on disk, no read of it. Where
+         * the file systems differ, or links are refused, it is written from the mapping.
+         */
+        if (a->store == GD__STORE_MAP_RO && a->path && link(a->path, path) == 0) {
+            GD_INFO("%s: linked from %s (no copy)", path, a->path);
+            gd_free(path);
+            path = NULL;
+            continue;
+        }
         GD_CHECK(gd_npy_write(path, a->dtype, a->ndim, a->shape, a->data));
         gd_free(path);
         path = NULL;
@@ -534,6 +545,20 @@ gd_status gd__dataset_adopt(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, in
 fail:
     gd_free(data);
     gd_free(path);
+    return st;
+}
+
+gd_status gd__dataset_take(gd_dataset_t *ds, gd_array_id id, gd__array *a) {
+    gd_status st = GD_OK;
+    int64_t bytes = 0;
+    GD_CHECK(check_alloc_args(ds, id, a->dtype, a->ndim, a->shape, &bytes));
+    GD_REQUIRE(!ds->build_dir, GD_ERR_INTERNAL, "%s: an on-disk build takes no mapped file",
+               array_names[id]);
+    gd__array_release(&ds->arrays[id]);
+    ds->arrays[id] = *a;
+    memset(a, 0, sizeof *a);
+fail:
+    if (st != GD_OK) gd__array_release(a);
     return st;
 }
 
