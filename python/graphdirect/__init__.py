@@ -31,6 +31,7 @@ from .context import Context, comm_available, comm_id, distributed_info
 from .dataset import Dataset, generate
 from .loader import Batch, Block, Loader
 from .trainer import Trainer, checkpoint_info
+from .unified import UnifiedTensor
 from . import _lib, pyg  # pyg imports torch only when a helper is called
 
 

@@ -180,6 +180,13 @@ class DatasetArrays(_Sized):  # gd_dataset_arrays, GD_DATASET_ARRAYS_INIT
     _init_ = "gd_dataset_arrays_init"
 
 
+class GathererOptions(_Sized):  # gd_gatherer_options, GD_GATHERER_OPTIONS_INIT
+    _fields_ = [("size", c_size_t), ("max_ids", c_int64), ("sort_ids", c_int),
+                ("sm_budget", c_char_p), ("threads", c_int), ("cache_bytes", c_int64),
+                ("cache_scores", c_void_p), ("sm_grid_cap_only", c_int)]
+    _init_ = "gd_gatherer_options_init"
+
+
 class GenerateOptions(_Sized):  # gd_generate_options, GD_GENERATE_OPTIONS_INIT
     _fields_ = [("size", c_size_t), ("preset", c_char_p), ("seed", c_uint64),
                 ("num_nodes", c_int64), ("avg_degree", c_double), ("feature_dim", c_int64),
@@ -434,6 +441,13 @@ _SIGNATURES = {
     "gd_model_get_info": (c_int, [c_char_p, POINTER(ModelInfo)]),
     "gd_context_create": (c_int, [POINTER(ContextOptions), POINTER(_vp)]),
     "gd_context_default": (c_int, [c_int, POINTER(_vp)]),
+    "gd_host_tensor_adopt": (c_int, [_vp, c_int64, c_int64, c_int, c_uint, POINTER(_vp)]),
+    "gd_host_tensor_register": (c_int, [_vp, _vp]),
+    "gd_host_tensor_destroy": (None, [_vp]),
+    "gd_gatherer_create": (c_int, [_vp, _vp, c_int, POINTER(GathererOptions), POINTER(_vp)]),
+    "gd_gatherer_destroy": (None, [_vp]),
+    "gd_gather": (c_int, [_vp, _vp, c_int64, c_int, _vp, _vp]),
+    "gd_gatherer_check_errors": (c_int, [_vp]),
     "gd_context_destroy": (None, [_vp]),
     "gd_context_get_info": (c_int, [_vp, POINTER(ContextInfo)]),
     "gd_context_abort": (None, [_vp, c_char_p]),

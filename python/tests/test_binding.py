@@ -1215,5 +1215,31 @@ class BringYourOwnDataTest(unittest.TestCase):
             graphdirect.Loader(self.ref, mode="cpu", input_nodes=[3, 8, 3])
 
 
+class UnifiedTensorCPUTest(unittest.TestCase):
+    """graphdirect.UnifiedTensor over a numpy table without a GPU: ut[ids] is table[ids]; bad ids
+    are refused naming them (test_gpu.py has the GPU path)."""
+
+    def test_numpy_table(self):
+        try:
+            import numpy as np
+        except ImportError:
+            self.skipTest("numpy is not installed")
+        rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+        for dtype in (np.float32, np.float16, np.int64):
+            x = (rng.standard_normal((3000, 17)) * 100).astype(dtype)
+            ids = rng.integers(0, 3000, 10000)
+            with graphdirect.UnifiedTensor(x, device=None, max_ids=777) as ut:
+                self.assertEqual(len(ut), 3000)
+                got = ut[ids]
+                self.assertEqual(got.dtype, x.dtype)
+                self.assertTrue(np.array_equal(got, x[ids]))
+                with self.assertRaisesRegex(graphdirect.GraphdirectError, "3000"):
+                    ut[np.array([0, 3000])]
+        with self.assertRaises(ValueError):
+            graphdirect.UnifiedTensor(np.zeros((4, 3, 2), np.float32), device=None)
+        with self.assertRaises(ValueError):
+            graphdirect.UnifiedTensor(np.zeros((4, 3), np.float32)[:, ::2], device=None)
+
+
 if __name__ == "__main__":
     run_unittest()

@@ -229,5 +229,47 @@ class GPUTest(Base):
         self.assertTrue(torch.equal(t, want))
 
 
+class UnifiedTensorTest(unittest.TestCase):
+    """graphdirect.UnifiedTensor (issue 18, item 2): ut[ids] equals the table's rows, for ids on
+    the GPU and on the host, with and without the hot-row GPU cache, on torch's current stream;
+    a bad GPU id is reported by check_errors; without a GPU it gathers on the CPU."""
+
+    @classmethod
+    def setUpClass(cls):
+        if torch is None:
+            raise unittest.SkipTest("torch is not installed")
+        g = torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
+        cls.table = torch.randn(20000, 100, generator=g)  # 400-byte rows
+        cls.ids = torch.randint(0, 20000, (50000,), generator=g)
+
+    def test_cpu_gather(self):
+        ut = graphdirect.UnifiedTensor(self.table, device=None)
+        self.assertTrue(torch.equal(ut[self.ids], self.table[self.ids]))
+        ut.close()
+
+    @unittest.skipUnless(HAVE_GPU, "no GPU")
+    def test_gpu_gather(self):
+        ref = self.table[self.ids].cuda()
+        for cache in (None, "2M"):
+            hot = None if cache is None else torch.bincount(self.ids, minlength=20000)
+            with graphdirect.UnifiedTensor(self.table, device="cuda:0", gpu_cache=cache,
+                                           hot=hot, max_ids=7000) as ut:
+                s = torch.cuda.Stream()
+                with torch.cuda.stream(s):  # the gather runs on the current stream
+                    out = ut[self.ids.cuda()]
+                    out_host_ids = ut[self.ids]
+                s.synchronize()
+                self.assertTrue(out.is_cuda and torch.equal(out, ref), cache)
+                self.assertTrue(torch.equal(out_host_ids, ref), cache)
+        with graphdirect.UnifiedTensor(self.table, device=0) as ut:
+            bad = self.ids.cuda().clone()
+            bad[123] = 20000
+            ut[bad]
+            with self.assertRaisesRegex(graphdirect.GraphdirectError, "20000"):
+                ut.check_errors()
+            with self.assertRaises(graphdirect.GraphdirectError):
+                ut[torch.tensor([20000])]  # host ids are checked first
+
+
 if __name__ == "__main__":
     run_unittest()
