@@ -20,8 +20,14 @@ static int by_score_then_id(const void *a, const void *b) {
 }
 
 static void check_select(uint64_t *state) {
-    for (int round = 0; round < 60; round++) {
-        const int64_t n = round == 0 ? 0 : 1 + (int64_t)(t_rand(state) % 5000);
+    /* The last rounds have millions of rows: the selection then runs in chunks (one per thread,
+     * at least 2^20 rows each), and must still equal one sort, ties by id included. */
+    T_OK(gd_param_set("GD_THREADS", "5"));
+    for (int round = 0; round < 63; round++) {
+        const int64_t n = round == 0 ? 0
+                          : round >= 60
+                              ? (INT64_C(1) << 20) * (2 + round - 60) + (int64_t)(t_rand(state) % 999)
+                              : 1 + (int64_t)(t_rand(state) % 5000);
         int64_t *scores = malloc(sizeof *scores * (size_t)(n + 1));
         pair *ref = malloc(sizeof *ref * (size_t)(n + 1));
         int64_t *rows = malloc(sizeof *rows * (size_t)(n + 1));
@@ -55,6 +61,7 @@ static void check_select(uint64_t *state) {
         free(ref);
         free(rows);
     }
+    T_OK(gd_param_set("GD_THREADS", NULL));
     int64_t s[3] = {4, -1, 2}, rows[3], count = 7;
     T_FAILS(gd_hot_rows_select(s, 3, 2, rows, &count), GD_ERR_INVALID_ARG, "score[1] = -1");
     T_EQ_INT(count, 0);

@@ -119,10 +119,15 @@ static gd_status check_rows(const gd__row_shape *shape, const int64_t *rows, int
                (long long)n, (long long)budget);
     GD_REQUIRE(!variable_rows(shape) || shape->offsets, GD_ERR_INVALID_ARG,
                "tier store: planning a cache of variable rows needs their host offsets");
+    int64_t bad = n; /* the first candidate out of range (n: none), found by every core */
+    const int64_t limit = shape->rows;
+#pragma omp parallel for schedule(static) reduction(min : bad) num_threads(gd__num_threads()) \
+    if (n > 65536)
     for (int64_t k = 0; k < n; k++)
-        GD_REQUIRE(rows[k] >= 0 && rows[k] < shape->rows, GD_ERR_RANGE,
-                   "tier store: candidate %lld is row %lld, outside the table's rows [0, %lld)",
-                   (long long)k, (long long)rows[k], (long long)shape->rows);
+        if ((rows[k] < 0 || rows[k] >= limit) && k < bad) bad = k;
+    GD_REQUIRE(bad == n, GD_ERR_RANGE,
+               "tier store: candidate %lld is row %lld, outside the table's rows [0, %lld)",
+               (long long)bad, bad < n ? (long long)rows[bad] : 0LL, (long long)limit);
 fail:
     return st;
 }

@@ -181,12 +181,13 @@ static gd_status make_store(gd_graph_t *g, const int64_t *indptr) {
  */
 gd_status gd__graph_rank_lists(const gd_graph_t *g, const int64_t *indptr, int64_t *score,
                                int64_t *rows, int64_t *count) {
-    const int64_t es = (int64_t)gd_dtype_size(g->indices_dtype);
-    for (int64_t v = 0; v < g->num_nodes; v++) {
+    const int64_t es = (int64_t)gd_dtype_size(g->indices_dtype), n = g->num_nodes;
+#pragma omp parallel for schedule(static) num_threads(gd__num_threads()) if (n > 65536)
+    for (int64_t v = 0; v < n; v++) {
         const int64_t d = indptr[v + 1] - indptr[v];
         score[v] = d > 0 ? score[v] * gd__graph_list_requests(d, es) * 4096 / (d * es) : 0;
     }
-    return gd_hot_rows_select(score, g->num_nodes, g->num_nodes, rows, count);
+    return gd_hot_rows_select(score, n, n, rows, count);
 }
 
 gd_status gd__graph_list_candidates(const gd_graph_t *g, const int64_t *indptr,
