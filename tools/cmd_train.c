@@ -315,6 +315,7 @@ static void print_run(const gd_train_options *o, const gd_trainer_info *info,
            (long long)info->num_params, (long long)o->batch_size, o->lr, o->dropout,
            o->weight_decay);
     printf("mode: %s: %s\n", info->mode, info->plan);
+    if (info->startup[0]) printf("start-up: %s\n", info->startup);
     printf("nodes: train %lld / valid %lld / test %lld; a minibatch has at most %lld input "
            "nodes (%s of features)",
            (long long)info->train_nodes, (long long)info->valid_nodes, (long long)info->test_nodes,
