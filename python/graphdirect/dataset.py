@@ -6,12 +6,16 @@ as graphdirect.Array over the library's memory, without a copy; an exported arra
 dataset alive, so close() (or the end of a `with` block) frees it as soon as the last exported
 array is gone, never under one. Closing a dataset closes the loaders made from it.
 """
+from __future__ import annotations
+
 import ctypes
 import os
 import weakref
+from typing import Optional
 
 from . import _dlpack, _lib
 from ._lib import GraphdirectError, check, lib
+from ._types import ArrayLike, Path
 
 
 class _Handle:
@@ -36,7 +40,7 @@ class Dataset:
     mapping the files; validate=False checks sizes only instead of every index.
     """
 
-    def __init__(self, path, load=False, validate=True):
+    def __init__(self, path: Path, load: bool = False, validate: bool = True) -> None:
         self._handle = None
         self._loaders = weakref.WeakSet()
         if not isinstance(path, (str, bytes, os.PathLike)):
@@ -95,26 +99,26 @@ class Dataset:
     # ----------------------------------------------------------------- accessors
 
     @property
-    def name(self):
+    def name(self) -> str:
         return (lib.gd_dataset_name(self._ptr()) or b"").decode("utf-8", "replace")
 
     @property
-    def num_nodes(self):
+    def num_nodes(self) -> int:
         return lib.gd_dataset_num_nodes(self._ptr())
 
     @property
-    def num_edges(self):
+    def num_edges(self) -> int:
         return lib.gd_dataset_num_edges(self._ptr())
 
     @property
-    def feature_dim(self):
+    def feature_dim(self) -> int:
         return lib.gd_dataset_feature_dim(self._ptr())
 
     @property
-    def num_classes(self):
+    def num_classes(self) -> int:
         return lib.gd_dataset_num_classes(self._ptr())
 
-    def has(self, name):
+    def has(self, name: str) -> bool:
         """Whether the dataset has the array `name` (labels and the splits are optional)."""
         return self._view(name, missing_ok=True) is not None
 
@@ -138,16 +142,21 @@ class Dataset:
         handle = self._handle
         return _dlpack.host_array(view.data, view.dtype, shape, handle)
 
-    def save(self, path, overwrite=False):
+    def save(self, path: Path, overwrite: bool = False) -> None:
         """Write the dataset as a directory (atomically: complete or absent)."""
         check(lib.gd_dataset_save(self._ptr(), os.fsencode(path), 1 if overwrite else 0))
 
     # ------------------------------------------------------------- your own data
 
     @classmethod
-    def from_arrays(cls, edge_index=None, *, indptr=None, indices=None, features=None,
-                    labels=None, train_idx=None, valid_idx=None, test_idx=None, num_nodes=None,
-                    num_classes=None, symmetrize=False, borrow=True, validate=True, name=None):
+    def from_arrays(cls, edge_index: Optional[ArrayLike] = None, *,
+                    indptr: Optional[ArrayLike] = None, indices: Optional[ArrayLike] = None,
+                    features: Optional[ArrayLike] = None, labels: Optional[ArrayLike] = None,
+                    train_idx: Optional[ArrayLike] = None, valid_idx: Optional[ArrayLike] = None,
+                    test_idx: Optional[ArrayLike] = None, num_nodes: Optional[int] = None,
+                    num_classes: Optional[int] = None, symmetrize: bool = False,
+                    borrow: bool = True, validate: bool = True,
+                    name: Optional[str] = None) -> "Dataset":
         """A dataset from arrays you have: numpy arrays, CPU torch tensors or lists.
 
         The graph: edge_index ([2, E]: edges edge_index[0][i] -> edge_index[1][i], PyG's
@@ -227,7 +236,7 @@ class Dataset:
         return self
 
     @classmethod
-    def from_pyg(cls, data, **kw):
+    def from_pyg(cls, data, **kw) -> "Dataset":
         """A dataset from a PyG `Data`: edge_index, x, y, and train_mask / val_mask / test_mask
         (or train_idx / valid_idx / test_idx) when present; num_nodes from the Data. Other
         arguments go to from_arrays (symmetrize=True for a directed edge_index you want
@@ -249,7 +258,7 @@ class Dataset:
         return cls.from_arrays(**args)
 
     @classmethod
-    def from_scipy(cls, adjacency, **kw):
+    def from_scipy(cls, adjacency, **kw) -> "Dataset":
         """A dataset from a scipy.sparse adjacency matrix (A[u, v] != 0: an edge u -> v), with
         from_arrays' other arguments (features=, labels=, the splits, ...). Its CSC form is the
         graph as graphdirect stores it: each node's in-neighbours."""
@@ -340,8 +349,10 @@ def _ids(np, value, n, who, what, keep):
     return _int64(np, arr, who, what, keep)
 
 
-def generate(preset="tiny", seed=0, nodes=None, out=None, overwrite=False, threads=0,
-             avg_degree=None, feature_dim=None, num_classes=None):
+def generate(preset: str = "tiny", seed: int = 0, nodes: Optional[int] = None,
+             out: Optional[Path] = None, overwrite: bool = False, threads: int = 0,
+             avg_degree: Optional[float] = None, feature_dim: Optional[int] = None,
+             num_classes: Optional[int] = None) -> Dataset:
     """Generate a synthetic dataset (docs: `graphdirect generate`): "tiny", "small", "products"
     or "papers", deterministic in seed. nodes, avg_degree, feature_dim and num_classes override
     the preset's. With out=DIR the arrays are written straight into DIR (replaced only with

@@ -13,9 +13,15 @@ A loader is not thread-safe: drive it from one thread.
 """
 import ctypes
 import re
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from . import _dlpack, _lib
 from ._lib import GraphdirectError, check, lib
+from ._types import ArrayLike, Device, Size
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .dataset import Dataset
 
 _MODES = ("cpu", "all-gpu", "zero-copy", "auto")
 _INT32 = 8  # gd_dtype of block arrays
@@ -487,11 +493,14 @@ class Loader(_lib.Closing):
     The shuffle and the draws are functions of (seed, epoch). close() (or `with`) frees it.
     """
 
-    def __init__(self, dataset, fanouts=(15, 10, 5), batch_size=1024, mode="auto",
-                 gpu_cache="4G", shuffle=True, seed=0, device=0, split="train",
-                 drop_last=False, depth=3, threads=0, graph_cache=None, gpu_mem_budget=None,
-                 gather_sms=None, context=None, rank=None, world_size=None,
-                 host_mem_budget=None, input_nodes=None):
+    def __init__(self, dataset: "Dataset", fanouts: Sequence[int] = (15, 10, 5),
+                 batch_size: int = 1024, mode: Optional[str] = "auto", gpu_cache: Size = "4G",
+                 shuffle: bool = True, seed: int = 0, device: Device = 0, split: str = "train",
+                 drop_last: bool = False, depth: int = 3, threads: int = 0,
+                 graph_cache: Size = None, gpu_mem_budget: Size = None,
+                 gather_sms: Optional[str] = None, context: Optional["Context"] = None,
+                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 host_mem_budget: Size = None, input_nodes: Optional[ArrayLike] = None) -> None:
         self._ptr = None
         self._ring = None
         self._token = 0

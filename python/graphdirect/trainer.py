@@ -13,10 +13,16 @@ A trainer is not thread-safe: drive it from one thread.
 import ctypes
 import math
 import os
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from . import _lib
 from ._lib import check, lib
+from ._types import Device, Path, Size
 from .loader import _context_handle, parse_size
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .dataset import Dataset
 
 _SPLITS = {"train": 4, "valid": 5, "test": 6}
 _STATS = ("epoch", "batches", "loss", "train_acc", "valid_acc", "seconds", "sample_s",
@@ -105,12 +111,16 @@ class Trainer(_lib.Closing):
     heads x hidden wide; no exact test yet: test_exact is NaN).
     """
 
-    def __init__(self, dataset, mode="auto", model="sage", fanouts=(10, 5), batch_size=1024,
-                 hidden=128, dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0,
-                 device=0, gpu_cache=None, graph_cache=None, gpu_mem_budget=None,
-                 gather_sms=None, depth=3, mlp=False, context=None, host_mem_budget=None,
-                 rank=None, world_size=None, comm_id=None, comm_timeout=None, placement=None,
-                 locality=0, heads=1):
+    def __init__(self, dataset: "Dataset", mode: str = "auto", model: str = "sage",
+                 fanouts: Sequence[int] = (10, 5), batch_size: int = 1024, hidden: int = 128,
+                 dropout: float = 0.5, lr: float = 3e-3, weight_decay: float = 0.0,
+                 seed: int = 0, threads: int = 0, device: Device = 0, gpu_cache: Size = None,
+                 graph_cache: Size = None, gpu_mem_budget: Size = None,
+                 gather_sms: Optional[str] = None, depth: int = 3, mlp: bool = False,
+                 context: Optional["Context"] = None, host_mem_budget: Size = None,
+                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 comm_id: Optional[bytes] = None, comm_timeout: Optional[float] = None,
+                 placement: Optional[str] = None, locality: int = 0, heads: int = 1) -> None:
         self._ptr = None
         self._own_context = None
         from .dataset import Dataset
@@ -294,7 +304,7 @@ class Trainer(_lib.Closing):
         next fit goes on from there."""
         check(lib.gd_trainer_resume(self._require(), _path(checkpoint, "checkpoint")))
 
-    def evaluate(self, split="test", exact=False):
+    def evaluate(self, split: str = "test", exact: bool = False) -> Optional[float]:
         """Accuracy of the current model on split ("train", "valid" or "test"), None when the
         split has no labelled node. exact=True: layer-wise inference over every neighbour
         (its predictions are kept until the model changes); else sampled inference."""
@@ -306,11 +316,11 @@ class Trainer(_lib.Closing):
                                       ctypes.byref(acc), ctypes.byref(count)))
         return _nan_to_none(acc.value)
 
-    def save(self, path):
+    def save(self, path: Path) -> None:
         """Save the current model (no optimizer) atomically: a model file for load() and
         `graphdirect eval`."""
         check(lib.gd_trainer_save(self._require(), _path(path, "path")))
 
-    def load(self, path):
+    def load(self, path: Path) -> None:
         """Load the parameters of a model file or checkpoint of a model of this shape."""
         check(lib.gd_trainer_load(self._require(), _path(path, "path")))

@@ -16,9 +16,11 @@ Several processes can map one shared-memory table (torch's share_memory_(), or
 graphdirect's gd_host_tensor_open_shm) and each wrap it for its own GPU.
 """
 import ctypes
+from typing import Optional
 
 from . import _lib
 from ._lib import check, lib
+from ._types import ArrayLike, Device, Size
 from .loader import _context_handle, parse_size
 
 _TORCH_DTYPES = {"torch.float32": 1, "torch.float16": 2, "torch.bfloat16": 3,
@@ -40,8 +42,9 @@ class UnifiedTensor(_lib.Closing):
     sm_budget: the SMs the gather may use ("10%", "16"; None: GD_GATHER_SMS).
     max_ids: most ids of one gather (larger requests are split)."""
 
-    def __init__(self, table, device=0, gpu_cache=None, hot=None, sm_budget=None,
-                 max_ids=1 << 20, context=None):
+    def __init__(self, table, device: Device = 0, gpu_cache: Size = None,
+                 hot: Optional[ArrayLike] = None, sm_budget: Optional[str] = None,
+                 max_ids: int = 1 << 20, context=None) -> None:
         who = "graphdirect.UnifiedTensor"
         self._t = self._g = None
         self._table = table  # kept alive: the library reads it in place
