@@ -97,6 +97,13 @@ static void assign_slots(const int64_t *offsets, const int64_t *rows, int64_t n,
                          unsigned char *bits, int64_t *slots, int64_t *count, int64_t *units) {
     int64_t taken = 0, used = 0;
     for (int64_t k = 0; k < n; k++) {
+        if (slots_left == 0) {
+            /* Full: no row fits any more (every row takes a unit or more), so the rest of the
+             * candidates (on papers, tens of millions of random reads of the offsets) are
+             * skipped without a look. */
+            for (; k < n; k++) slots[k] = -1;
+            break;
+        }
         const int64_t r = rows[k], u = gd__row_units(offsets, r);
         slots[k] = -1;
         if (u == 0 || u > slots_left || ((bits[r >> 3] >> (r & 7)) & 1)) continue;
