@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -186,12 +187,36 @@ fail:
     return st;
 }
 
-/* ------------------------------------------------------------ .npy folders */
-
-static int64_t int_at(const gd__array *a, int64_t i) {
-    return a->dtype == GD_DTYPE_INT32 ? ((const int32_t *)a->data)[i]
-                                      : ((const int64_t *)a->data)[i];
+gd_status gd__convert_number_labels(const gd__convert_job *job, const void *data, gd_dtype dtype,
+                                    int64_t n, const char *what) {
+    gd_status st = GD_OK;
+    int64_t *y = NULL;
+    const int floats = dtype == GD_DTYPE_FLOAT32 || dtype == GD_DTYPE_FLOAT64;
+    GD_REQUIRE(floats || dtype == GD_DTYPE_INT64 || dtype == GD_DTYPE_INT32, GD_ERR_FORMAT,
+               "%s are %s; expected floats or integers", what, gd_dtype_name(dtype));
+    GD_ALLOC(y, (size_t)(n ? n : 1) * sizeof(int64_t), "the labels");
+    for (int64_t i = 0; i < n; i++) {
+        const double v = dtype == GD_DTYPE_FLOAT32   ? ((const float *)data)[i]
+                         : dtype == GD_DTYPE_FLOAT64 ? ((const double *)data)[i]
+                                                     : (double)gd__int_at(data, dtype, i);
+        GD_REQUIRE(isnan(v) || (v == floor(v) && v >= -1 && v < 1e15), GD_ERR_FORMAT,
+                   "%s: element %lld is %g; a label is a whole number >= 0 (NaN or -1: "
+                   "unlabelled)",
+                   what, (long long)i, v);
+        y[i] = isnan(v) ? -1 : (int64_t)v;
+    }
+    {
+        const int64_t shape[1] = {n};
+        int64_t *labels = y;
+        y = NULL;
+        GD_CHECK(gd__dataset_adopt(job->ds, GD_ARRAY_LABELS, GD_DTYPE_INT64, 1, shape, labels));
+    }
+fail:
+    gd_free(y);
+    return st;
 }
+
+/* ------------------------------------------------------------ .npy folders */
 
 static gd_status require_int_ids(const gd__array *a, const char *path) {
     if (a->dtype == GD_DTYPE_INT32 || a->dtype == GD_DTYPE_INT64) return GD_OK;
@@ -263,7 +288,7 @@ static gd_status convert_npy(const gd__convert_job *job) {
         n = info.shape[0];
     int64_t mx = -1;
     for (int64_t i = 0; i < e; i++) {
-        int64_t s = int_at(as, stride_s + i), d = int_at(ad, stride_d + i);
+        int64_t s = gd__array_int(as, stride_s + i), d = gd__array_int(ad, stride_d + i);
         int bad_s = s < 0 || (n > 0 && s >= n), bad_d = d < 0 || (n > 0 && d >= n);
         if (GD_UNLIKELY(bad_s || bad_d)) {
             int64_t v = bad_s ? s : d;
@@ -331,7 +356,7 @@ static gd_status convert_igb(const gd__convert_job *job) {
     memset(&ea, 0, sizeof ea);
     memset(&la, 0, sizeof la);
     gd__i64vec src = {0}, dst = {0};
-    int64_t *y = NULL, *ids = NULL;
+    int64_t *ids = NULL;
     for (int i = 0; i < P_COUNT; i++) {
         path[i] = gd__path_join(job->input, rel[i]);
         GD_REQUIRE(path[i], GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
@@ -352,8 +377,8 @@ static gd_status convert_igb(const gd__convert_job *job) {
     GD_CHECK(gd__i64vec_reserve(&dst, e, "the edge destinations"));
     int64_t mx = -1;
     for (int64_t i = 0; i < e; i++) {
-        src.data[i] = int_at(&ea, 2 * i);
-        dst.data[i] = int_at(&ea, 2 * i + 1);
+        src.data[i] = gd__array_int(&ea, 2 * i);
+        dst.data[i] = gd__array_int(&ea, 2 * i + 1);
         if (src.data[i] > mx) mx = src.data[i];
         if (dst.data[i] > mx) mx = dst.data[i];
     }
@@ -374,29 +399,10 @@ static gd_status convert_igb(const gd__convert_job *job) {
         GD_REQUIRE(la.shape[0] == n && (la.ndim == 1 || la.shape[1] == 1), GD_ERR_FORMAT,
                    "labels '%s' have %lld entries but the graph has %lld nodes", lp,
                    (long long)la.shape[0], (long long)n);
-        GD_ALLOC(y, (size_t)(n ? n : 1) * sizeof(int64_t), "the labels");
-        for (int64_t i = 0; i < n; i++) {
-            double v;
-            if (la.dtype == GD_DTYPE_FLOAT32)
-                v = ((const float *)la.data)[i];
-            else if (la.dtype == GD_DTYPE_FLOAT64)
-                v = ((const double *)la.data)[i];
-            else if (la.dtype == GD_DTYPE_INT64 || la.dtype == GD_DTYPE_INT32)
-                v = (double)int_at(&la, i);
-            else
-                GD_REQUIRE(0, GD_ERR_FORMAT, "labels '%s' are %s; expected floats or integers", lp,
-                           gd_dtype_name(la.dtype));
-            GD_REQUIRE(isnan(v) || (v == floor(v) && v >= -1 && v < 1e15), GD_ERR_FORMAT,
-                       "labels '%s': element %lld is %g; a label is a whole number >= 0 (NaN or "
-                       "-1: unlabelled)",
-                       lp, (long long)i, v);
-            y[i] = isnan(v) ? -1 : (int64_t)v;
-        }
+        char what[4200];
+        snprintf(what, sizeof what, "labels '%s'", lp);
+        GD_CHECK(gd__convert_number_labels(job, la.data, la.dtype, n, what));
         gd__array_release(&la);
-        const int64_t shape[1] = {n};
-        int64_t *data = y;
-        y = NULL;
-        GD_CHECK(gd__dataset_adopt(job->ds, GD_ARRAY_LABELS, GD_DTYPE_INT64, 1, shape, data));
     }
     /* IGB's split: the first 60 % train, the next 20 % valid, the rest test. */
     const int64_t cut[4] = {0, n * 6 / 10, n * 8 / 10, n};
@@ -417,7 +423,6 @@ fail:
     gd__array_release(&la);
     gd__i64vec_free(&src);
     gd__i64vec_free(&dst);
-    gd_free(y);
     gd_free(ids);
     for (int i = 0; i < P_COUNT; i++) gd_free(path[i]);
     return st;

@@ -39,6 +39,16 @@ typedef struct {
     gd__file_id file;
 } gd__array;
 
+/* Element i of an int32 or int64 array (the integer arrays of a dataset: indices, labels,
+ * splits, node ids of the input formats), as int64. */
+static inline int64_t gd__int_at(const void *data, gd_dtype dtype, int64_t i) {
+    return dtype == GD_DTYPE_INT32 ? (int64_t)((const int32_t *)data)[i]
+                                   : ((const int64_t *)data)[i];
+}
+static inline int64_t gd__array_int(const gd__array *a, int64_t i) {
+    return gd__int_at(a->data, a->dtype, i);
+}
+
 #define GD__DATASET_MAX_INFO 16
 
 struct gd_dataset {

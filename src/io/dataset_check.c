@@ -30,11 +30,6 @@
 #define GD_PAR_FIRST(var, n)
 #endif
 
-static int64_t get_int(const gd__array *a, int64_t i) {
-    return a->dtype == GD_DTYPE_INT32 ? (int64_t)((const int32_t *)a->data)[i]
-                                      : ((const int64_t *)a->data)[i];
-}
-
 /* Lowest position whose value is outside [lo, hi), or n if there is none. */
 static int64_t first_out_of_range(const gd__array *a, int64_t n, int64_t lo, int64_t hi) {
     int64_t first = n;
@@ -56,7 +51,7 @@ int64_t gd__array_max_label(const gd__array *a) {
     if (a->dtype != GD_DTYPE_INT32 && a->dtype != GD_DTYPE_INT64) return -1;
     int64_t best = -1, n = a->shape[0];
     for (int64_t i = 0; i < n; i++) {
-        int64_t v = get_int(a, i);
+        int64_t v = gd__array_int(a, i);
         if (v > best) best = v;
     }
     return best;
@@ -65,7 +60,7 @@ int64_t gd__array_max_label(const gd__array *a) {
 /* Labelled entries (>= 0) of labels. */
 static int64_t count_labelled(const gd__array *a, int64_t n) {
     int64_t k = 0;
-    for (int64_t i = 0; i < n; i++) k += get_int(a, i) >= 0;
+    for (int64_t i = 0; i < n; i++) k += gd__array_int(a, i) >= 0;
     return k;
 }
 
@@ -122,7 +117,7 @@ static double float_at(const gd__array *a, int64_t i) {
 /* Position of the first element of split s (positions [0, end)) equal to v, or -1. */
 static int64_t find_id(const gd__array *s, int64_t end, int64_t v) {
     for (int64_t i = 0; i < end; i++)
-        if (get_int(s, i) == v) return i;
+        if (gd__array_int(s, i) == v) return i;
     return -1;
 }
 
@@ -179,7 +174,7 @@ static gd_status check_splits_distinct(const gd_dataset_t *ds) {
         const gd__array *s = &ds->arrays[GD_ARRAY_TRAIN_IDX + k];
         if (s->store == GD__STORE_NONE) continue;
         for (int64_t i = 0; i < s->shape[0]; i++) {
-            const int64_t v = get_int(s, i);
+            const int64_t v = gd__array_int(s, i);
             const uint64_t bit = (uint64_t)1 << (v & 63);
             if (seen[v >> 6] & bit) GD_CHECK(repeated_id(ds, k, i, v));
             seen[v >> 6] |= bit;
@@ -246,7 +241,7 @@ gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph) {
         i = first_out_of_range(ix, e, 0, n);
         GD_REQUIRE(i == e, GD_ERR_RANGE,
                    "indices.npy: element %lld is %lld, outside [0, %lld) (num_nodes)",
-                   (long long)i, (long long)(i < e ? get_int(ix, i) : 0), (long long)n);
+                   (long long)i, (long long)(i < e ? gd__array_int(ix, i) : 0), (long long)n);
     }
 
     const gd__array *f = &ds->arrays[GD_ARRAY_FEATURES];
@@ -277,7 +272,7 @@ gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph) {
         GD_REQUIRE(i == n, GD_ERR_RANGE,
                    "labels.npy: element %lld is %lld, outside [-1, %lld) (num_classes; -1 means "
                    "unlabelled)",
-                   (long long)i, (long long)(i < n ? get_int(l, i) : 0),
+                   (long long)i, (long long)(i < n ? gd__array_int(l, i) : 0),
                    (long long)ds->num_classes);
     }
     GD_CHECK(check_num_classes(ds, l));
@@ -290,7 +285,7 @@ gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph) {
         int64_t i = first_out_of_range(s, k, 0, n);
         GD_REQUIRE(i == k, GD_ERR_RANGE, "%s: element %lld is %lld, outside [0, %lld) (num_nodes)",
                    gd__meta_default_file((gd_array_id)id), (long long)i,
-                   (long long)(i < k ? get_int(s, i) : 0), (long long)n);
+                   (long long)(i < k ? gd__array_int(s, i) : 0), (long long)n);
     }
     if (validate_graph) GD_CHECK(check_splits_distinct(ds));
 fail:

@@ -147,6 +147,13 @@ gd_status gd__convert_npy_features(const gd__convert_job *job, const char *path,
                                    int64_t num_nodes);
 gd_status gd__convert_npy_labels(const gd__convert_job *job, const char *path,
                                  int64_t num_nodes);
+/*
+ * Attach n labels given as floats (NaN: unlabelled; OGB's and IGB's binary layouts) or as
+ * int32/int64, as the dataset stores them: int64, -1 for unlabelled. Anything but a whole number
+ * >= -1 fails, naming `what` and the position.
+ */
+gd_status gd__convert_number_labels(const gd__convert_job *job, const void *data, gd_dtype dtype,
+                                    int64_t n, const char *what);
 
 #ifdef __cplusplus
 }

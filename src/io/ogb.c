@@ -387,11 +387,6 @@ fail:
     return st;
 }
 
-/* Element i of an integer array of dtype as int64. */
-static int64_t int_elem(const void *p, gd_dtype dt, int64_t i) {
-    return dt == GD_DTYPE_INT64 ? ((const int64_t *)p)[i] : (int64_t)((const int32_t *)p)[i];
-}
-
 /*
  * OGB's binary raw layout (ogbn-papers100M ships as papers100M-bin): raw/data.npz with
  * edge_index (2, E), node_feat (N, dim), num_nodes_list and num_edges_list (one graph);
@@ -416,7 +411,7 @@ static gd_status convert_ogb_bin(const gd__convert_job *job, const char *data_pa
                    GD_ERR_UNSUPPORTED,
                    "%s: num_nodes_list holds %lld graphs (%s); one graph is converted", data_path,
                    (long long)info.shape[0], gd_dtype_name(info.dtype));
-        const int64_t listed = int_elem(buf, info.dtype, 0);
+        const int64_t listed = gd__int_at(buf, info.dtype, 0);
         GD_REQUIRE(n == 0 || n == listed, GD_ERR_INVALID_ARG,
                    "--num-nodes %lld disagrees with %s, whose num_nodes_list says %lld",
                    (long long)n, data_path, (long long)listed);
@@ -440,8 +435,8 @@ static gd_status convert_ogb_bin(const gd__convert_job *job, const char *data_pa
     GD_CHECK(gd__i64vec_reserve(&dst, e, "the edge destinations"));
     int64_t mx = -1;
     for (int64_t i = 0; i < e; i++) {
-        src.data[i] = int_elem(buf, info.dtype, i);
-        dst.data[i] = int_elem(buf, info.dtype, e + i);
+        src.data[i] = gd__int_at(buf, info.dtype, i);
+        dst.data[i] = gd__int_at(buf, info.dtype, e + i);
         if (src.data[i] > mx) mx = src.data[i];
         if (dst.data[i] > mx) mx = dst.data[i];
     }
@@ -482,33 +477,12 @@ static gd_status convert_ogb_bin(const gd__convert_job *job, const char *data_pa
         GD_REQUIRE(info.shape[0] == n && (info.ndim == 1 || info.shape[1] == 1), GD_ERR_FORMAT,
                    "%s: node_label has shape (%lld, %lld); expected one label per node (%lld)",
                    label_path, (long long)info.shape[0], (long long)info.shape[1], (long long)n);
-        GD_REQUIRE(info.dtype == GD_DTYPE_FLOAT32 || info.dtype == GD_DTYPE_FLOAT64 ||
-                       info.dtype == GD_DTYPE_INT64 || info.dtype == GD_DTYPE_INT32,
-                   GD_ERR_FORMAT, "%s: node_label is %s; expected floats or integers", label_path,
-                   gd_dtype_name(info.dtype));
-        int64_t *y = NULL;
-        GD_ALLOC(y, (size_t)(n ? n : 1) * sizeof(int64_t), "the labels");
-        for (int64_t i = 0; i < n; i++) {
-            const double v = info.dtype == GD_DTYPE_FLOAT32   ? ((const float *)buf)[i]
-                             : info.dtype == GD_DTYPE_FLOAT64 ? ((const double *)buf)[i]
-                                                              : (double)int_elem(buf, info.dtype, i);
-            if (isnan(v)) {
-                y[i] = -1; /* unlabelled (papers100M labels 1.5M of its 111M nodes) */
-                continue;
-            }
-            if (v != floor(v) || v < -1 || v > 1e15) {
-                gd_free(y);
-                GD_REQUIRE(0, GD_ERR_FORMAT,
-                           "%s: node_label[%lld] is %g; a label is a whole number >= 0, or NaN "
-                           "(or -1) for an unlabelled node",
-                           label_path, (long long)i, v);
-            }
-            y[i] = (int64_t)v;
-        }
+        /* NaN: unlabelled (papers100M labels 1.5M of its 111M nodes). */
+        char what[4200];
+        snprintf(what, sizeof what, "%s: node_label", label_path);
+        GD_CHECK(gd__convert_number_labels(job, buf, info.dtype, n, what));
         gd_free(buf);
         buf = NULL;
-        const int64_t shape[1] = {n};
-        GD_CHECK(gd__dataset_adopt(job->ds, GD_ARRAY_LABELS, GD_DTYPE_INT64, 1, shape, y));
     }
     GD_CHECK(choose_split(split_root, opt->split, &split_dir));
     if (split_dir) GD_CHECK(read_splits(job, split_dir, n, why));

@@ -21,11 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t int_at(const gd_array_view *v, int64_t i) {
-    return v->dtype == GD_DTYPE_INT32 ? (int64_t)((const int32_t *)v->data)[i]
-                                      : ((const int64_t *)v->data)[i];
-}
-
 /* --------------------------------------------------------------- teardown */
 
 static void destroy_set(gd__datapath *d, gd__batch_set *s) {
@@ -101,7 +96,7 @@ static gd_status load_split(const gd_dataset_t *ds, gd_array_id id, int64_t **ou
     GD_CHECK(st);
     int64_t *ids = NULL;
     GD_ALLOC(ids, (size_t)v.shape[0] * sizeof(int64_t), gd_array_name(id));
-    for (int64_t i = 0; i < v.shape[0]; i++) ids[i] = int_at(&v, i);
+    for (int64_t i = 0; i < v.shape[0]; i++) ids[i] = gd__int_at(v.data, v.dtype, i);
     *out = ids;
     *n = v.shape[0];
 fail:
@@ -787,7 +782,7 @@ static void stage_labels(const gd__datapath *d, gd__pass *p, int64_t b, gd__batc
         return;
     }
     for (int64_t i = 0; i < cnt; i++) {
-        dst[i] = int_at(&d->label_view, p->ids[lo + i]);
+        dst[i] = gd__int_at(d->label_view.data, d->label_view.dtype, p->ids[lo + i]);
         s->labelled += dst[i] >= 0;
     }
     p->labelled += s->labelled;
@@ -797,7 +792,7 @@ int64_t gd__datapath_global_labelled(const gd__datapath *d, const gd__pass *p, i
     int64_t lo, cnt, labelled = 0;
     gd__pass_global_slice(p, b, &lo, &cnt);
     if (!d->label_view.data) return 0;
-    for (int64_t i = 0; i < cnt; i++) labelled += int_at(&d->label_view, p->ids[lo + i]) >= 0;
+    for (int64_t i = 0; i < cnt; i++) labelled += gd__int_at(d->label_view.data, d->label_view.dtype, p->ids[lo + i]) >= 0;
     return labelled;
 }
 
