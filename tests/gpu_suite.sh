@@ -49,10 +49,14 @@ for phase in "${phases[@]}"; do
         # Each test alone under each tool; the tools run side by side (one process each), and
         # the tool's own exit code (errors found) fails the run. racecheck and synccheck check
         # shared memory and barriers, so they skip cuBLAS's GEMM kernels (ours have no GEMM):
-        # instrumenting those made a test run for more than 10 minutes.
+        # instrumenting those made a test run for more than 10 minutes. They skip NCCL's kernels
+        # too (not ours; test_dp under racecheck ran past 150 s with them).
         run_tool() {
             local tool=$1 log=$out/san-$1.log extra=() tests=("${gpu_tests[@]}")
-            [ "$tool" = memcheck ] || { extra=(--kernel-name-exclude kns=gemm); tests=("${shared_tests[@]}"); }
+            [ "$tool" = memcheck ] || {
+                extra=(--kernel-name-exclude kns=gemm --kernel-name-exclude kns=nccl)
+                tests=("${shared_tests[@]}")
+            }
             for t in "${tests[@]}"; do
                 echo "=== $tool $t" >>"$log"
                 # NCCL forms a communicator more slowly under a sanitizer (test_dp's 5 s limit).
