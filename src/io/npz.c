@@ -202,6 +202,21 @@ typedef struct {
     void *user;
 } decoder;
 
+/*
+ * Hand n bytes of the member's data to the sink. A corrupt deflate stream can inflate past the
+ * member's declared size: refused before anything lands past the array's bytes.
+ */
+static gd_status to_sink(decoder *d, const unsigned char *p, size_t n) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(d->data_done + n <= (uint64_t)d->info->data_bytes, GD_ERR_FORMAT,
+               "%s: member %s holds more than its %lld bytes of data: the archive is corrupt",
+               d->z->path, d->m->name, (long long)d->info->data_bytes);
+    GD_CHECK(d->sink(d->user, p, n, d->data_done));
+    d->data_done += n;
+fail:
+    return st;
+}
+
 static gd_status decoded(decoder *d, const unsigned char *p, size_t n) {
     gd_status st = GD_OK;
     d->crc = (uint32_t)crc32(d->crc, p, (uInt)n);
@@ -222,18 +237,11 @@ static gd_status decoded(decoder *d, const unsigned char *p, size_t n) {
         d->have_info = 1;
         /* The data that came with the header, then the rest of this call's bytes. */
         const size_t off = (size_t)d->info->data_offset;
-        if (d->head_len > off) {
-            GD_CHECK(d->sink(d->user, d->head + off, d->head_len - off, 0));
-            d->data_done = d->head_len - off;
-        }
-        if (take < n) {
-            GD_CHECK(d->sink(d->user, p + take, n - take, d->data_done));
-            d->data_done += n - take;
-        }
+        if (d->head_len > off) GD_CHECK(to_sink(d, d->head + off, d->head_len - off));
+        if (take < n) GD_CHECK(to_sink(d, p + take, n - take));
         return GD_OK;
     }
-    GD_CHECK(d->sink(d->user, p, n, d->data_done));
-    d->data_done += n;
+    GD_CHECK(to_sink(d, p, n));
 fail:
     return st;
 }
