@@ -963,8 +963,9 @@ gd_status gd_seed_batches(const int64_t *ids, int64_t n, int64_t batch_size, uin
  * global ids of its input nodes (seeds first), their gathered feature rows (float32), the
  * labels of its seeds, and one block per layer (gd_block). The loader owns a ring of `depth`
  * buffer sets: a batch keeps its set until it is released and every tensor exported from it is
- * deleted. Up to depth batches may be held at once; the GPU samples ahead into the sets that
- * are free, so holding fewer keeps the pipeline full.
+ * deleted. The GPU samples ahead into the sets that are free, so holding fewer keeps the
+ * pipeline full. A batch held when its set comes round again keeps that memory and the ring
+ * takes another set (max_held_bytes bounds that memory).
  */
 typedef struct gd_loader gd_loader_t;
 typedef struct gd_batch gd_batch_t;
@@ -1009,10 +1010,19 @@ typedef struct {
      */
     const int64_t *seeds;
     int64_t num_seeds;
+    /*
+     * Memory for batches kept past their turn (bytes). When the set a minibatch needs is still
+     * held (its batch not released, or a tensor exported from it alive: ys.append(y) in
+     * PyTorch), the held batch keeps that memory and the ring gets another set: a released
+     * held batch's memory, else a new one, while the sets outside the ring take at most this
+     * many bytes. 0: a quarter of the memory free at create (the GPU's in the GPU modes, the
+     * host's in cpu mode); -1: none (gd_loader_next fails on a held set).
+     */
+    int64_t max_held_bytes;
 } gd_loader_options;
 #define GD_LOADER_OPTIONS_INIT                                                                     \
     {sizeof(gd_loader_options), NULL, 2, {10, 5}, 1024, GD_ARRAY_TRAIN_IDX, 1, 0, 0, 0, 0, 3, -1, -1, \
-     0, NULL, NULL, 0, 0, 0, NULL, 0}
+     0, NULL, NULL, 0, 0, 0, NULL, 0, 0}
 void gd_loader_options_init(gd_loader_options *o);
 
 /*
@@ -1037,21 +1047,25 @@ typedef struct {
     int64_t feature_dim;          /* columns of the features */
     int64_t max_input_nodes;      /* most input nodes of a minibatch */
     char plan[512];               /* where everything lives and why */
+    int64_t set_bytes;            /* about the memory of one buffer set */
+    int64_t max_held_bytes;       /* the bound on sets outside the ring (resolved) */
+    int64_t sets_outside;         /* sets outside the ring now: held batches' and spares */
 } gd_loader_info;
-#define GD_LOADER_INFO_INIT {sizeof(gd_loader_info), NULL, 0, 0, 0, 0, 0, 0, {0}}
+#define GD_LOADER_INFO_INIT {sizeof(gd_loader_info), NULL, 0, 0, 0, 0, 0, 0, {0}, 0, 0, 0}
 void gd_loader_info_init(gd_loader_info *o);
 gd_status gd_loader_get_info(const gd_loader_t *l, gd_loader_info *info);
 
 /*
  * Start epoch `epoch` (any number >= 0: the shuffle and the draws are functions of it), ending
- * the one in progress. Every batch of that one must have been released.
+ * the one in progress. Its batches still held stay valid (they keep their memory).
  */
 gd_status gd_loader_start_epoch(gd_loader_t *l, int64_t epoch);
 /*
  * The next minibatch of the epoch; *out is NULL after the last one. On the GPU its work may
  * still be running when this returns: read it on a stream ordered after it (gd_batch_wait, or
  * gd_batch_export, which orders its stream itself). Fails with GD_ERR_INVALID_ARG when the set
- * it needs is still held (depth batches held), and when no epoch was started.
+ * it needs is still held and another would pass max_held_bytes (the message names the batches
+ * that hold memory), and when no epoch was started.
  */
 gd_status gd_loader_next(gd_loader_t *l, gd_batch_t **out);
 /* Give the batch back (NULL is ignored); its set is reused once its exported tensors are gone. */

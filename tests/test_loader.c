@@ -3,7 +3,8 @@
  * generated dataset: every field of every batch of an epoch equals what the library's own CPU
  * sampler and the dataset give for the same (seed, epoch, minibatch) (input ids, feature rows,
  * labels, blocks); the epoch covers the split once, shuffled per epoch or in order; drop_last;
- * holding batches up to the ring depth and the refusal past it; DLPack exports (shape, dtype,
+ * holding batches up to the ring depth and past it (held batches keep their memory, within
+ * max_held_bytes); DLPack exports (shape, dtype,
  * device, data pointer, the deleter keeping the memory alive after release and after the
  * loader is destroyed); use after release refused; bad options. Where a GPU is visible, the
  * all-gpu and zero-copy loaders give the same batches as the cpu one, and exports name the GPU.
@@ -205,9 +206,145 @@ static void check_cpu_epoch(const gd_dataset_t *ds, const gd_loader_options *o, 
     gd_loader_destroy(l);
 }
 
+/* The loader's count of sets outside its ring (held batches' memory and spares). */
+static int64_t sets_outside(const gd_loader_t *l) {
+    gd_loader_info li = GD_LOADER_INFO_INIT;
+    T_OK(gd_loader_get_info(l, &li));
+    return li.sets_outside;
+}
+
+/*
+ * Batches held past their turn (ys.append(y) in PyTorch): with the default bound every batch of
+ * an epoch may be held, by its handle or by an exported tensor; each keeps the data it was
+ * handed out with while the ring goes on (compared with a reference loader's batches, released
+ * at once); a new epoch starts with them held; once released their memory is what the ring
+ * takes next, not new memory. Past max_held_bytes the next minibatch fails naming the batches
+ * that hold memory, and a release lets it go on; with -1 a held set fails at once.
+ */
+static void held_beyond_ring(const gd_dataset_t *ds, const gd_loader_options *base) {
+    gd_array_view feat;
+    T_OK(gd_dataset_array(ds, GD_ARRAY_FEATURES, &feat));
+    const int64_t dim = feat.shape[1];
+    const int L = base->num_layers;
+    gd_loader_options o = *base;
+    o.depth = 2;
+    o.batch_size = base->batch_size / 4;
+    gd_loader_t *ref, *l;
+    T_OK(gd_loader_create(ds, &o, &ref));
+    T_OK(gd_loader_create(ds, &o, &l));
+    gd_loader_info li = GD_LOADER_INFO_INIT;
+    T_OK(gd_loader_get_info(l, &li));
+    const int64_t nb = li.batches_per_epoch;
+    T_ASSERT(nb >= 5 && li.set_bytes > 0 && li.max_held_bytes >= (nb - 2) * li.set_bytes);
+    host_batch *want = calloc((size_t)nb, sizeof *want);
+    gd_batch_t **held = calloc((size_t)nb, sizeof *held);
+    struct DLManagedTensor **kept = calloc((size_t)nb, sizeof *kept);
+    T_ASSERT(want && held && kept);
+    void *stream = NULL;
+#ifdef GD_WITH_CUDA
+    if (li.on_device && !read_stream) T_OK(gd__cuda_stream_create(li.device, &read_stream));
+    stream = li.on_device ? read_stream : NULL;
+#endif
+    for (int64_t e = 0; e < 3; e++) {
+        T_OK(gd_loader_start_epoch(ref, e));
+        T_OK(gd_loader_start_epoch(l, e));
+        for (int64_t i = 0; i < nb; i++) {
+            gd_batch_t *rb;
+            T_OK(gd_loader_next(ref, &rb));
+            want[i] = grab(rb, L, dim);
+            gd_batch_release(rb);
+            T_OK(gd_loader_next(l, &held[i]));
+            T_ASSERT(held[i] != NULL);
+#ifdef GD_HAVE_DLPACK
+            /* Every other one is held by its features tensor alone. */
+            if (i % 2) {
+                T_OK(gd_batch_export(held[i], GD_BATCH_FEATURES, 0, stream, &kept[i]));
+                gd_batch_release(held[i]);
+                held[i] = NULL;
+            }
+#endif
+        }
+        /* What was handed out is intact after the ring went round nb / 2 times. */
+        for (int64_t i = 0; i < nb; i++) {
+            if (held[i]) {
+                host_batch h = grab(held[i], L, dim);
+                same_batch(&want[i], &h, L, dim);
+                drop(&h, L);
+            } else {
+#ifdef GD_HAVE_DLPACK
+                const size_t bytes = (size_t)(want[i].num_in * dim) * 4;
+                float *x = host_copy(kept[i]->dl_tensor.data, bytes, li.on_device, stream);
+                T_ASSERT(memcmp(x, want[i].x, bytes) == 0);
+                free(x);
+#endif
+            }
+        }
+        /*
+         * Epoch 0 took nb - 2 sets, and epoch 7 below two more for the ring's two held sets;
+         * the later epochs reuse them.
+         */
+        T_EQ_INT(sets_outside(l), e == 0 ? nb - 2 : nb);
+        if (e == 0) {
+            /* A new epoch with every batch held: the two ring sets held are replaced. */
+            T_OK(gd_loader_start_epoch(l, 7));
+            for (;;) {
+                gd_batch_t *b;
+                T_OK(gd_loader_next(l, &b));
+                if (!b) break;
+                gd_batch_release(b);
+            }
+            T_EQ_INT(sets_outside(l), nb);
+        }
+        for (int64_t i = 0; i < nb; i++) {
+            gd_batch_release(held[i]);
+#ifdef GD_HAVE_DLPACK
+            if (kept[i]) kept[i]->deleter(kept[i]);
+#endif
+            held[i] = NULL;
+            kept[i] = NULL;
+            drop(&want[i], L);
+        }
+    }
+    gd_loader_destroy(ref);
+    gd_loader_destroy(l);
+
+    /* Room for one set outside the ring. */
+    o.max_held_bytes = li.set_bytes;
+    T_OK(gd_loader_create(ds, &o, &l));
+    T_OK(gd_loader_start_epoch(l, 0));
+    for (int i = 0; i < 3; i++) T_OK(gd_loader_next(l, &held[i]));
+    gd_batch_t *b3;
+    T_FAILS(gd_loader_next(l, &b3), GD_ERR_INVALID_ARG, "max_held_bytes");
+    T_ASSERT(strstr(gd_last_error(), "0 of epoch 0, 2 of epoch 0, 1 of epoch 0") != NULL);
+    gd_batch_release(held[0]);
+    T_OK(gd_loader_next(l, &b3));
+    gd_batch_info bi = GD_BATCH_INFO_INIT;
+    T_OK(gd_batch_get_info(b3, &bi));
+    T_EQ_INT(bi.index, 3);
+    T_EQ_INT(sets_outside(l), 1);
+    /* Destroyed with batches held: their memory goes with the loader (no leak). */
+    gd_loader_destroy(l);
+
+    /* -1: nothing beyond the ring. */
+    o.max_held_bytes = -1;
+    T_OK(gd_loader_create(ds, &o, &l));
+    T_OK(gd_loader_start_epoch(l, 0));
+    T_OK(gd_loader_next(l, &held[0]));
+    T_OK(gd_loader_next(l, &held[1]));
+    T_FAILS(gd_loader_next(l, &b3), GD_ERR_INVALID_ARG, "still held by batch 0");
+    gd_loader_destroy(l);
+    o.max_held_bytes = -2;
+    T_FAILS(gd_loader_create(ds, &o, &l), GD_ERR_INVALID_ARG, "max_held_bytes -2");
+    free(want);
+    free(held);
+    free(kept);
+    fprintf(stderr, "loader %s: batches held past the ring: ok\n", li.mode);
+}
+
 static void holding_and_exports(const gd_dataset_t *ds, const gd_loader_options *base) {
     gd_loader_options o = *base;
     o.depth = 2;
+    o.max_held_bytes = -1; /* the ring alone: a held set is refused */
     gd_loader_t *l;
     T_OK(gd_loader_create(ds, &o, &l));
     gd_batch_t *b0, *b1, *b2;
@@ -217,7 +354,6 @@ static void holding_and_exports(const gd_dataset_t *ds, const gd_loader_options 
     T_OK(gd_loader_next(l, &b1));
     T_ASSERT(b0 && b1);
     T_FAILS(gd_loader_next(l, &b2), GD_ERR_INVALID_ARG, "release one first");
-    T_FAILS(gd_loader_start_epoch(l, 1), GD_ERR_INVALID_ARG, "still held");
     gd_batch_info bi = GD_BATCH_INFO_INIT;
     T_OK(gd_batch_get_info(b0, &bi));
     T_EQ_INT(bi.index, 0);
@@ -323,6 +459,7 @@ static void gpu_modes(const gd_dataset_t *ds, const gd_loader_options *base) {
         T_ASSERT(bv != NULL);
         gd_batch_release(bv);
         gd_loader_destroy(lv);
+        held_beyond_ring(ds, &og);
         fprintf(stderr, "loader %s == cpu: ok\n", modes[m]);
     }
 }
@@ -449,6 +586,7 @@ int main(void) {
     o.shuffle = 1;
     o.split = GD_ARRAY_TRAIN_IDX;
     holding_and_exports(ds, &o);
+    held_beyond_ring(ds, &o);
     regress_loader_create_log_info_segfault(ds, &o);
     regress_two_threads_one_loader_segfault(ds, &o);
     regress_loader_threads_100000_segfault(ds, &o);

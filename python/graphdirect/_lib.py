@@ -218,14 +218,15 @@ class LoaderOptions(_Sized):  # gd_loader_options, GD_LOADER_OPTIONS_INIT
                 ("gpu_cache_bytes", c_int64), ("graph_cache_bytes", c_int64),
                 ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("context", c_void_p),
                 ("rank", c_int), ("world_size", c_int), ("host_mem_budget", c_int64),
-                ("seeds", c_void_p), ("num_seeds", c_int64)]
+                ("seeds", c_void_p), ("num_seeds", c_int64), ("max_held_bytes", c_int64)]
     _init_ = "gd_loader_options_init"
 
 
 class LoaderInfo(_Sized):  # gd_loader_info, GD_LOADER_INFO_INIT
     _fields_ = [("size", c_size_t), ("mode", c_char_p), ("on_device", c_int), ("device", c_int),
                 ("num_seeds", c_int64), ("batches_per_epoch", c_int64),
-                ("feature_dim", c_int64), ("max_input_nodes", c_int64), ("plan", c_char * 512)]
+                ("feature_dim", c_int64), ("max_input_nodes", c_int64), ("plan", c_char * 512),
+                ("set_bytes", c_int64), ("max_held_bytes", c_int64), ("sets_outside", c_int64)]
     _init_ = "gd_loader_info_init"
 
 

@@ -463,7 +463,7 @@ class Loader(_lib.Closing):
     Loader(dataset, fanouts=[15, 10, 5], batch_size=1024, mode="auto", gpu_cache="4G",
            shuffle=True, seed=0, device=0, split="train", drop_last=False, depth=3, threads=0,
            graph_cache=None, gpu_mem_budget=None, gather_sms=None, context=None, rank=None,
-           world_size=None, host_mem_budget=None)
+           world_size=None, host_mem_budget=None, input_nodes=None, max_held=None)
 
     context: a graphdirect.Context (its device replaces `device`); loaders and trainers of one
     context share the registration of a zero-copy feature table.
@@ -488,6 +488,12 @@ class Loader(_lib.Closing):
     input_nodes: any seeds instead of `split` (node ids, or a boolean mask of the nodes; numpy,
     torch or a list), e.g. range(dataset.num_nodes) with shuffle=False for an inference over
     every node; copied at creation.
+    max_held: memory for batches kept past their turn. A batch whose tensors you keep
+    (`ys.append(y)`, `total = total + loss` without `.detach()`) keeps its buffer set, and the
+    loader takes another for the minibatches that follow, until the sets outside the ring would
+    pass this size ("2G"); only then does the next batch raise, naming the batches that hold
+    memory. None: a quarter of the memory free at creation (GPU memory in the GPU modes); 0:
+    none (a held set raises as soon as the ring comes round to it).
 
     `for batch in loader:` runs the next epoch (0, 1, 2, ...); `loader.epoch(n)` runs epoch n.
     The shuffle and the draws are functions of (seed, epoch). close() (or `with`) frees it.
@@ -500,7 +506,8 @@ class Loader(_lib.Closing):
                  graph_cache: Size = None, gpu_mem_budget: Size = None,
                  gather_sms: Optional[str] = None, context: Optional["Context"] = None,
                  rank: Optional[int] = None, world_size: Optional[int] = None,
-                 host_mem_budget: Size = None, input_nodes: Optional[ArrayLike] = None) -> None:
+                 host_mem_budget: Size = None, input_nodes: Optional[ArrayLike] = None,
+                 max_held: Size = None) -> None:
         self._ptr = None
         self._ring = None
         self._token = 0
@@ -548,6 +555,8 @@ class Loader(_lib.Closing):
         opts.gpu_mem_budget = 0 if budget < 0 else budget
         budget = parse_size(host_mem_budget, "graphdirect.Loader: host_mem_budget")
         opts.host_mem_budget = 0 if budget < 0 else budget
+        held = parse_size(max_held, "graphdirect.Loader: max_held")
+        opts.max_held_bytes = 0 if held < 0 else (-1 if held == 0 else held)
         opts.gather_sms = _lib.text(gather_sms)
         opts.context = _context_handle(context, "graphdirect.Loader")
         opts.rank, opts.world_size = _shard(rank, world_size)
@@ -573,6 +582,8 @@ class Loader(_lib.Closing):
         self.batches_per_epoch = info.batches_per_epoch
         self.feature_dim = info.feature_dim
         self.max_input_nodes = info.max_input_nodes
+        self.set_bytes = info.set_bytes
+        self.max_held_bytes = info.max_held_bytes
         self.plan = info.plan.decode("utf-8", "replace")
         self.fanouts = fanouts
         self.batch_size = int(batch_size)
@@ -641,13 +652,22 @@ class Loader(_lib.Closing):
         return _Epoch(self, self._token, n)
 
     @property
+    def sets_outside(self):
+        """Buffer sets outside the ring now (held batches' memory, and spares released since);
+        at most max_held_bytes // set_bytes."""
+        info = _lib.LoaderInfo.new()
+        check(lib.gd_loader_get_info(self._require(), ctypes.byref(info)))
+        return info.sets_outside
+
+    @property
     def current_epoch(self):
         """The epoch in progress (-1 before the first)."""
         return self._epoch
 
     def next_batch(self):
         """The next Batch of the current epoch, or None after its last one. The caller releases
-        it (release(), `with`, or dropping it); at most depth - 1 may be held at once."""
+        it (release(), `with`, or dropping it); holding it, or its tensors, past its turn costs
+        one buffer set of memory within max_held."""
         ptr = self._require()
         if self._epoch < 0:
             raise ValueError("graphdirect.Loader: no epoch was started: iterate the loader or "

@@ -515,14 +515,15 @@ class BindingTest(unittest.TestCase):
 
     def test_held_batches_and_manual_release(self):
         depth = 3
-        with self.loader(depth=depth) as l:
+        # max_held=0: no memory beyond the ring; the batch after a full ring is refused.
+        with self.loader(depth=depth, max_held=0) as l:
             l.epoch(0)
             held = []
-            # The ring holds at least depth - 1 batches; the one after a full ring is refused.
             with self.assertRaises(graphdirect.GraphdirectError) as cm:
                 for _ in range(depth + 1):
                     held.append(l.next_batch())
-            self.assertIn("held", cm.exception.message)
+            self.assertIn("still held", cm.exception.message)
+            self.assertIn("max_held_bytes", cm.exception.message)
             self.assertGreaterEqual(len(held), depth - 1)
             first = held[0]
             first.release()
@@ -535,6 +536,58 @@ class BindingTest(unittest.TestCase):
                 with b:
                     pass
                 self.assertTrue(b.released)
+
+    def _epoch_arrays(self, l, epoch, keep):
+        """Every batch of an epoch as numpy copies; keep: also hold each batch's arrays."""
+        out, kept = [], []
+        for b in l.epoch(epoch):
+            ids, x = np.from_dlpack(b.input_nodes), np.from_dlpack(b.features)
+            out.append((b.index, ids.copy(), x.copy(), np.from_dlpack(b.labels).copy()))
+            if keep:
+                kept.append((ids, x))
+        return out, kept
+
+    def test_keeping_every_batch_of_an_epoch(self):
+        # ys.append(y) for a whole epoch: each held batch keeps its memory, the ring takes
+        # another set, and what was kept still reads as it was handed out.
+        with self.loader(depth=2) as ref:
+            want, _ = self._epoch_arrays(ref, 0, keep=False)
+        with self.loader(depth=2) as l:
+            self.assertGreater(l.set_bytes, 0)
+            self.assertGreater(l.max_held_bytes, 0)
+            got, kept = self._epoch_arrays(l, 0, keep=True)
+            self.assertEqual(len(got), len(want))
+            self.assertGreaterEqual(l.sets_outside, len(want) - 2)
+            for (i, ids, x, y), (j, ids2, x2, y2), (kid, kx) in zip(want, got, kept):
+                self.assertEqual(i, j)
+                np.testing.assert_array_equal(ids, ids2)
+                np.testing.assert_array_equal(x, x2)
+                np.testing.assert_array_equal(y, y2)
+                np.testing.assert_array_equal(kid, ids)  # the held memory was not rewritten
+                np.testing.assert_array_equal(kx, x)
+            # The next epoch reuses the released sets' memory instead of taking more.
+            outside = l.sets_outside
+            kept = None
+            again, _ = self._epoch_arrays(l, 1, keep=False)
+            self.assertEqual(l.sets_outside, outside)
+            self.assertEqual(len(again), len(want))
+
+    def test_held_batches_past_the_bound(self):
+        # Room for one set outside the ring: the fourth held batch (depth 2) is refused, and
+        # the message names the batches that hold memory.
+        with self.loader(depth=2) as probe:
+            one = probe.set_bytes
+        with self.loader(depth=2, max_held=one) as l:
+            l.epoch(0)
+            held = [l.next_batch() for _ in range(3)]
+            with self.assertRaises(graphdirect.GraphdirectError) as cm:
+                l.next_batch()
+            msg = cm.exception.message
+            self.assertIn("max_held_bytes", msg)
+            self.assertIn("0 of epoch 0", msg)
+            self.assertIn("2 of epoch 0", msg)
+            held[0].release()  # its memory becomes the spare the ring takes
+            self.assertEqual(l.next_batch().index, 3)
 
     def test_dropping_a_batch_releases_it_at_once(self):
         # No reference cycle between a batch and its arrays: dropping the last reference

@@ -23,7 +23,7 @@
 
 /* --------------------------------------------------------------- teardown */
 
-static void destroy_set(gd__datapath *d, gd__batch_set *s) {
+void gd__datapath_set_free(gd__datapath *d, gd__batch_set *s) {
 #ifdef GD_WITH_CUDA
     gd__cuda_host_free(s->label_stage);
     gd__cuda_host_free(s->blk_stage);
@@ -52,7 +52,7 @@ void gd__datapath_destroy(gd__datapath *d) {
     if (d->s_sample) (void)gd__cuda_stream_sync(d->s_sample);
     if (d->s_gather) (void)gd__cuda_stream_sync(d->s_gather);
 #endif
-    for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) destroy_set(d, &d->sets[i]);
+    for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) gd__datapath_set_free(d, &d->sets[i]);
     if (d->peers) {
         /* Every rank stops reading the others' caches before any rank frees its own. */
         gd__peers_barrier(gd__context_comm(d->context));
@@ -535,33 +535,44 @@ static gd_status place_graph(gd__datapath *d) {
     return in_place_or_copy(d, place_graph_as);
 }
 
+gd_status gd__datapath_set_alloc(gd__datapath *d, gd__batch_set *s) {
+    gd_status st = GD_OK;
+    memset(s, 0, sizeof *s);
+    GD_CHECK(gd__nn_tensor_alloc(d->nn, GD_DTYPE_FLOAT32, d->sinfo.max_input_nodes, d->in_dim,
+                                 &s->x));
+    GD_CHECK(d->nn->be->alloc(d->nn, (size_t)d->batch * sizeof(int64_t), (void **)&s->labels));
+    if ((d->gpu || d->plan.features_on_disk) && gd__widen_dtype(d->feature_dtype))
+        GD_CHECK(d->nn->be->alloc(d->nn, (size_t)(d->sinfo.max_input_nodes * d->in_dim) * 2,
+                                  &s->x_half));
+    if (d->mode != GD__TRAIN_CPU_CENTRIC) GD_CHECK(gd_minibatch_create(d->sampler, &s->mb));
+#ifdef GD_WITH_CUDA
+    if (d->gpu)
+        GD_CHECK(gd__cuda_pinned_alloc((void **)&s->label_stage,
+                                       (size_t)d->batch * sizeof(int64_t), "labels",
+                                       "lower the batch size"));
+    if (d->mode == GD__TRAIN_CPU_CENTRIC) {
+        GD_CHECK(gd__cuda_pinned_alloc(&s->blk_stage, d->blk_bytes, "minibatch blocks",
+                                       "lower the batch size"));
+        GD_CHECK(gd__cuda_malloc(gd_context_device(d->context), &s->blk_dev, d->blk_bytes,
+                                 "minibatch blocks"));
+    }
+#endif
+    return GD_OK;
+fail:
+    gd__datapath_set_free(d, s);
+    return st;
+}
+
+int64_t gd__datapath_set_bytes(const gd__datapath *d) {
+    const int64_t half = (d->gpu || d->plan.features_on_disk) && gd__widen_dtype(d->feature_dtype);
+    return d->sinfo.minibatch_bytes + d->sinfo.max_input_nodes * d->in_dim * (half ? 6 : 4) +
+           d->batch * (int64_t)sizeof(int64_t);
+}
+
 /* The buffer sets of the ring. */
 static gd_status make_sets(gd__datapath *d) {
     gd_status st = GD_OK;
-    const int device = gd_context_device(d->context);
-    for (int i = 0; i < d->depth; i++) {
-        gd__batch_set *s = &d->sets[i];
-        GD_CHECK(gd__nn_tensor_alloc(d->nn, GD_DTYPE_FLOAT32, d->sinfo.max_input_nodes, d->in_dim,
-                                     &s->x));
-        GD_CHECK(d->nn->be->alloc(d->nn, (size_t)d->batch * sizeof(int64_t), (void **)&s->labels));
-        if ((d->gpu || d->plan.features_on_disk) && gd__widen_dtype(d->feature_dtype))
-            GD_CHECK(d->nn->be->alloc(d->nn, (size_t)(d->sinfo.max_input_nodes * d->in_dim) * 2,
-                                      &s->x_half));
-        if (d->mode != GD__TRAIN_CPU_CENTRIC) GD_CHECK(gd_minibatch_create(d->sampler, &s->mb));
-#ifdef GD_WITH_CUDA
-        if (d->gpu)
-            GD_CHECK(gd__cuda_pinned_alloc((void **)&s->label_stage,
-                                           (size_t)d->batch * sizeof(int64_t), "labels",
-                                           "lower the batch size"));
-        if (d->mode == GD__TRAIN_CPU_CENTRIC) {
-            GD_CHECK(gd__cuda_pinned_alloc(&s->blk_stage, d->blk_bytes, "minibatch blocks",
-                                           "lower the batch size"));
-            GD_CHECK(gd__cuda_malloc(device, &s->blk_dev, d->blk_bytes, "minibatch blocks"));
-        }
-#else
-        (void)device;
-#endif
-    }
+    for (int i = 0; i < d->depth; i++) GD_CHECK(gd__datapath_set_alloc(d, &d->sets[i]));
 fail:
     return st;
 }

@@ -207,6 +207,15 @@ gd_status gd__datapath_plan(const gd_dataset_t *ds, const gd__data_config *cfg, 
 void gd__datapath_destroy(gd__datapath *d);
 
 /*
+ * One buffer set's memory for d (as the ring's sets), and its release. A client that lets a
+ * caller keep a set's memory (the loader's held batches) swaps a fresh set into the ring with
+ * these; gd__datapath_set_bytes is about what one set takes (GPU memory in the GPU modes).
+ */
+gd_status gd__datapath_set_alloc(gd__datapath *d, gd__batch_set *s);
+void gd__datapath_set_free(gd__datapath *d, gd__batch_set *s);
+int64_t gd__datapath_set_bytes(const gd__datapath *d);
+
+/*
  * A pipeline config of the data stages (sample, gather) over d's ring on its device; the client
  * adds its own stages and its rules for freeing sets.
  */

@@ -9,6 +9,14 @@
  * every set the caller does not hold. The CPU mode samples and gathers each minibatch when it is
  * asked for.
  *
+ * Held batches: when the set a minibatch needs is still held (a handle not released, or a tensor
+ * taken from it alive), the held batch keeps the set's memory ("detached": it leaves the ring)
+ * and a fresh set takes its place in the ring: the memory of a detached batch released since
+ * (once the streams that read it are past their fences), else a new allocation, within the
+ * loader's bound on the memory of detached sets (max_held_bytes). Only past that bound does
+ * gd_loader_next fail, naming the batches that hold memory. Batch objects are kept until the
+ * loader is freed, so a stale handle fails cleanly instead of reading another batch.
+ *
  * Lifetimes: a batch is referenced by the caller (until gd_batch_release) and by each DLPack
  * tensor exported from it (until its deleter runs); the set is reused at zero. The loader is
  * referenced by its owner and by every live export, so memory behind an exported tensor stays
@@ -22,6 +30,7 @@
 #include "core/comm.h"
 #include "core/context.h"
 #include "core/cuda.h"
+#include "core/hostmem.h"
 
 #ifdef GD_HAVE_DLPACK
 #include <dlpack/dlpack.h>
@@ -33,13 +42,23 @@
 
 struct gd_batch {
     gd_loader_t *loader;
-    int set;
+    int set;       /* the ring's set it was filled in */
+    int64_t epoch; /* of the loader */
     int64_t index; /* in the epoch */
     int held;      /* handed out and not released */
     int refs;      /* held + live exports */
     /* GPU: the streams ordered after the batch (gd_batch_wait, exports), fenced at its release. */
     void *readers[GD__PIPE_MAX_FENCES];
     int num_readers;
+    /*
+     * Detached: the set's memory left the ring with the batch (own). Once refs is 0 the memory
+     * is a spare, reused after fence[0..fenced) (recorded on its readers at the last release).
+     */
+    int detached;
+    gd__batch_set own;
+    void *fence[GD__PIPE_MAX_FENCES];
+    int fenced;
+    gd_batch_t *next; /* the loader's list of detached batches */
 };
 
 struct gd_loader {
@@ -61,11 +80,51 @@ struct gd_loader {
     gd__pass p; /* the epoch in progress */
     int started;
     int64_t next_b;
-    gd_batch_t batch[GD__PIPE_MAX_DEPTH];
+    int64_t epoch;
+    gd_batch_t *cur[GD__PIPE_MAX_DEPTH]; /* the batch of each set of the ring */
+    gd_batch_t *detached;                /* batches that took their set's memory out of the ring */
+    int num_detached;
+    int64_t set_bytes, held_max; /* one set's memory; the bound on the detached sets' */
 };
+
+/* The set a batch's fields live in: the ring's, or its own once detached. */
+static const gd__batch_set *batch_set(const gd_batch_t *b) {
+    return b->detached ? &b->own : &b->loader->d->sets[b->set];
+}
+
+/* Wait for a spare's fences: the streams that read it are past it (GPU). */
+static gd_status spare_wait(gd_batch_t *b) {
+    gd_status st = GD_OK;
+#ifdef GD_WITH_CUDA
+    for (int f = 0; f < b->fenced; f++) GD_CHECK(gd__cuda_event_sync(b->fence[f]));
+#endif
+    b->fenced = 0;
+#ifdef GD_WITH_CUDA
+fail:
+#endif
+    return st;
+}
+
+static void batch_free(gd_loader_t *l, gd_batch_t *b) {
+    if (!b) return;
+    if (b->detached) {
+        if (spare_wait(b) != GD_OK) gd_clear_error();
+        gd__datapath_set_free(l->d, &b->own);
+    }
+#ifdef GD_WITH_CUDA
+    for (int f = 0; f < GD__PIPE_MAX_FENCES; f++) gd__cuda_event_destroy(b->fence[f]);
+#endif
+    gd_free(b);
+}
 
 static void loader_free(gd_loader_t *l) {
     gd__pipe_destroy(l->pipe);
+    while (l->detached) {
+        gd_batch_t *b = l->detached;
+        l->detached = b->next;
+        batch_free(l, b);
+    }
+    for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) batch_free(l, l->cur[i]);
     gd__datapath_destroy(l->d);
     if (l->nn.be) gd__datapath_nn_release(&l->nn);
     if (l->mu_made) pthread_mutex_destroy(&l->mu);
@@ -86,7 +145,25 @@ static void loader_unref(gd_loader_t *l) {
  * stream when none did). Called with the mutex held, when the batch's last reference goes.
  */
 static void set_free(gd_loader_t *l, gd_batch_t *b) {
-    if (l->d->gpu && !l->closed) gd__pipe_fence(l->pipe, b->set, b->readers, b->num_readers);
+    if (b->detached) {
+#ifdef GD_WITH_CUDA
+        /* A spare: fenced like a ring set, on its own events (made when it was detached). */
+        b->fenced = 0;
+        if (l->d->gpu) {
+            void *last = l->d->s_gather;
+            const int n = b->num_readers;
+            for (int i = 0; i < (n > 0 ? n : 1); i++) {
+                if (gd__cuda_event_record(b->fence[i], n > 0 ? b->readers[i] : last) != GD_OK) {
+                    gd_clear_error(); /* the stream is gone: nothing of it is left to wait for */
+                    continue;
+                }
+                b->fenced++;
+            }
+        }
+#endif
+    } else if (l->d->gpu && !l->closed) {
+        gd__pipe_fence(l->pipe, b->set, b->readers, b->num_readers);
+    }
     b->num_readers = 0;
 }
 
@@ -119,9 +196,115 @@ fail:
 /* A set is free when no batch holds it (no handle, no export). */
 static int set_busy(gd_loader_t *l, int set) {
     pthread_mutex_lock(&l->mu);
-    const int busy = l->batch[set].refs > 0;
+    const int busy = l->cur[set]->refs > 0;
     pthread_mutex_unlock(&l->mu);
     return busy;
+}
+
+/* Append batch x to the list of holders in buf, if it holds memory. */
+static void add_holder(const gd_batch_t *x, char *buf, size_t cap, size_t *at) {
+    if (x->refs == 0 || *at + 48 >= cap) return;
+    *at += (size_t)snprintf(buf + *at, cap - *at, "%s%lld of epoch %lld%s", *at ? ", " : "",
+                            (long long)x->index, (long long)x->epoch,
+                            x->held ? "" : " by its tensors");
+}
+
+/* The batches holding memory, "3 of epoch 0, 4 of epoch 0 by its tensors" (mutex held). */
+static void list_holders(const gd_loader_t *l, char *buf, size_t cap) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (const gd_batch_t *x = l->detached; x; x = x->next) add_holder(x, buf, cap, &at);
+    for (int i = 0; i < l->d->depth; i++) add_holder(l->cur[i], buf, cap, &at);
+}
+
+/*
+ * Set k of the ring is held by its batch: that batch keeps the memory (detached) and the ring
+ * gets a spare's memory, or a new set's within the bound. Called with the api lock held.
+ */
+static gd_status detach(gd_loader_t *l, int k, int64_t b) {
+    gd_status st = GD_OK;
+    gd__datapath *d = l->d;
+    gd_batch_t *fresh = NULL, **pp;
+    gd__batch_set mem;
+    int made = 0;
+    memset(&mem, 0, sizeof mem);
+    pthread_mutex_lock(&l->mu);
+    for (pp = &l->detached; *pp && (*pp)->refs > 0; pp = &(*pp)->next) {
+    }
+    if (*pp) {
+        fresh = *pp;
+        *pp = fresh->next;
+        l->num_detached--;
+    }
+    const int64_t want = (int64_t)(l->num_detached + 1) * l->set_bytes;
+    char holders[512];
+    if (!fresh && want > l->held_max) list_holders(l, holders, sizeof holders);
+    pthread_mutex_unlock(&l->mu);
+    if (fresh) {
+        /* A spare: its memory once the streams that read it are past it. */
+        GD_CHECK(spare_wait(fresh));
+        mem = fresh->own;
+        fresh->detached = 0;
+        memset(&fresh->own, 0, sizeof fresh->own);
+    } else {
+        GD_REQUIRE(want <= l->held_max, GD_ERR_INVALID_ARG,
+                   "gd_loader_next: minibatch %lld needs buffer set %d of %d, which is still held "
+                   "by batch %lld, and the batches holding memory (%s) keep %d more set(s): "
+                   "another %.1f MiB would pass the loader's bound on held batches (%.1f MiB, "
+                   "max_held_bytes); release one first (in PyTorch keep loss.item() or "
+                   "t.detach().clone(), not a batch's tensors), or raise max_held_bytes",
+                   (long long)b, k, d->depth, (long long)l->cur[k]->index, holders,
+                   l->num_detached, l->set_bytes / 1048576.0, l->held_max / 1048576.0);
+        GD_ALLOC(fresh, sizeof *fresh, "a loader batch");
+        memset(fresh, 0, sizeof *fresh);
+        fresh->loader = l;
+        GD_CHECK(gd__datapath_set_alloc(d, &mem));
+        made = 1;
+    }
+#ifdef GD_WITH_CUDA
+    /* The held batch's fences, for when its memory becomes a spare. */
+    gd_batch_t *old = l->cur[k];
+    for (int f = 0; d->gpu && f < GD__PIPE_MAX_FENCES; f++)
+        if (!old->fence[f]) GD_CHECK(gd__cuda_event_create(gd_context_device(d->context), 0,
+                                                           &old->fence[f]));
+#endif
+    pthread_mutex_lock(&l->mu);
+    gd_batch_t *held = l->cur[k];
+    held->own = d->sets[k];
+    held->detached = 1;
+    held->next = l->detached;
+    l->detached = held;
+    l->num_detached++;
+    d->sets[k] = mem;
+    fresh->set = k;
+    fresh->refs = fresh->held = fresh->num_readers = fresh->fenced = 0;
+    fresh->next = NULL;
+    l->cur[k] = fresh;
+    pthread_mutex_unlock(&l->mu);
+    GD_DEBUG("loader: minibatch %lld: batch %lld is still held; it keeps its memory and set %d "
+             "takes %s (%d set(s) held outside the ring)",
+             (long long)b, (long long)held->index, k, made ? "a new one" : "a released one's",
+             l->num_detached);
+    return GD_OK;
+fail:
+    if (made) gd__datapath_set_free(d, &mem);
+    if (fresh) {
+        pthread_mutex_lock(&l->mu);
+        if (made) {
+            gd_free(fresh);
+        } else {
+            /* Back to the spares, its memory with it. */
+            if (!fresh->detached) {
+                fresh->own = mem;
+                fresh->detached = 1;
+            }
+            fresh->next = l->detached;
+            l->detached = fresh;
+            l->num_detached++;
+        }
+        pthread_mutex_unlock(&l->mu);
+    }
+    return st;
 }
 
 static int may_reuse(void *user, int set) {
@@ -168,6 +351,10 @@ static gd_status data_config(const gd_loader_options *o, gd__data_config *c) {
                "the context's)",
                o->rank, o->world_size);
     GD_REQUIRE(o->host_mem_budget >= 0, GD_ERR_INVALID_ARG, "loader: a negative host budget");
+    GD_REQUIRE(o->max_held_bytes >= -1, GD_ERR_INVALID_ARG,
+               "loader: max_held_bytes %lld; use -1 (no memory for held batches beyond the ring), "
+               "0 (the default: a quarter of the free memory) or a size in bytes",
+               (long long)o->max_held_bytes);
     GD_REQUIRE(!o->seeds || o->num_seeds > 0, GD_ERR_INVALID_ARG,
                "loader: seeds given with num_seeds %lld; give at least one",
                (long long)o->num_seeds);
@@ -182,6 +369,31 @@ static gd_status data_config(const gd_loader_options *o, gd__data_config *c) {
     c->num_seeds = o->num_seeds;
     c->seeds_split = (int)(o->split - GD_ARRAY_TRAIN_IDX);
 fail:
+    return st;
+}
+
+/*
+ * The bound on the memory of held batches' sets outside the ring: max_held_bytes, or by
+ * default a quarter of the memory free now (the GPU's in the GPU modes, the host's available
+ * memory in cpu mode); -1: none (a held set fails the next minibatch that needs it).
+ */
+static gd_status held_bound(gd_loader_t *l) {
+    gd_status st = GD_OK;
+    l->set_bytes = gd__datapath_set_bytes(l->d);
+    l->held_max = l->o.max_held_bytes;
+    if (l->held_max < 0) l->held_max = 0;
+    if (l->o.max_held_bytes == 0) {
+        int64_t free_now = gd__host_mem_available();
+#ifdef GD_WITH_CUDA
+        int64_t total;
+        if (l->d->gpu)
+            GD_CHECK(gd__cuda_mem_info(gd_context_device(l->d->context), &free_now, &total));
+#endif
+        l->held_max = free_now / 4;
+    }
+#ifdef GD_WITH_CUDA
+fail:
+#endif
     return st;
 }
 
@@ -226,11 +438,15 @@ gd_status gd_loader_create(const gd_dataset_t *ds, const gd_loader_options *opti
     GD_REQUIRE(l->d->split_n[l->split] > 0, GD_ERR_INVALID_ARG,
                "loader: dataset '%s' has no %s nodes", gd_dataset_name(ds), gd_array_name(o.split));
     GD_CHECK(gd__datapath_place_features(l->d));
-    GD_CHECK(make_pipe(l));
     for (int i = 0; i < l->d->depth; i++) {
-        l->batch[i].loader = l;
-        l->batch[i].set = i;
+        GD_ALLOC(l->cur[i], sizeof *l->cur[i], "a loader batch");
+        memset(l->cur[i], 0, sizeof *l->cur[i]);
+        l->cur[i]->loader = l;
+        l->cur[i]->set = i;
     }
+    GD_CHECK(held_bound(l));
+    /* Last: a pipeline's teardown clears the error of a failure after it. */
+    GD_CHECK(make_pipe(l));
     GD_INFO("loader: %s; %d layers, batch %lld, %lld input nodes and %lld edges at most per "
             "minibatch",
             l->d->plan.text, o.num_layers, (long long)l->d->batch,
@@ -252,6 +468,13 @@ static void loader_drain(gd_loader_t *l) {
     gd_clear_error();
 }
 
+/* The caller's handle on b goes (mutex held); its set is free once nothing else holds it. */
+static void unhold(gd_loader_t *l, gd_batch_t *b) {
+    if (!b || !b->held) return;
+    b->held = 0;
+    if (--b->refs == 0) set_free(l, b);
+}
+
 void gd_loader_destroy(gd_loader_t *l) {
     if (!l) return;
     pthread_mutex_lock(&l->api);
@@ -259,12 +482,8 @@ void gd_loader_destroy(gd_loader_t *l) {
     pthread_mutex_unlock(&l->api);
     pthread_mutex_lock(&l->mu);
     l->closed = 1;
-    for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) {
-        if (l->batch[i].held) {
-            l->batch[i].held = 0;
-            l->batch[i].refs--;
-        }
-    }
+    for (gd_batch_t *b = l->detached; b; b = b->next) unhold(l, b);
+    for (int i = 0; i < l->d->depth; i++) unhold(l, l->cur[i]);
     pthread_mutex_unlock(&l->mu);
     loader_unref(l);
 }
@@ -290,6 +509,11 @@ gd_status gd_loader_get_info(const gd_loader_t *l, gd_loader_info *info) {
     i.feature_dim = l->d->in_dim;
     i.max_input_nodes = l->d->sinfo.max_input_nodes;
     snprintf(i.plan, sizeof i.plan, "%s", l->d->plan.text);
+    i.set_bytes = l->set_bytes;
+    i.max_held_bytes = l->held_max;
+    pthread_mutex_lock((pthread_mutex_t *)&l->mu);
+    i.sets_outside = l->num_detached;
+    pthread_mutex_unlock((pthread_mutex_t *)&l->mu);
     GD_CHECK(gd__info_out(info, &i, sizeof i, "gd_loader_get_info: info", "GD_LOADER_INFO_INIT"));
 fail:
     return st;
@@ -303,14 +527,7 @@ static gd_status start_epoch(gd_loader_t *l, int64_t epoch) {
     gd__datapath *d = l->d;
     /* The dataset is mapped: a file changed in place under it is caught here, with its name. */
     GD_CHECK(gd__dataset_check_unchanged(d->ds));
-    pthread_mutex_lock(&l->mu);
-    int busy = 0;
-    for (int i = 0; i < d->depth; i++) busy += l->batch[i].held;
-    pthread_mutex_unlock(&l->mu);
-    GD_REQUIRE(!busy, GD_ERR_INVALID_ARG,
-               "gd_loader_start_epoch: %d batch(es) of the previous epoch are still held; "
-               "release them first",
-               busy);
+    /* Batches of the last epoch still held keep their sets (detached when the ring needs them). */
     loader_drain(l);
     const int64_t n = d->split_n[l->split];
     int64_t nb;
@@ -323,6 +540,7 @@ static gd_status start_epoch(gd_loader_t *l, int64_t epoch) {
     GD_CHECK(gd__datapath_start_pass(d, d->order, n, epoch, 0, &l->p));
     l->p.batches = epoch_batches(l);
     l->next_b = 0;
+    l->epoch = epoch;
     gd__pipe_start(l->pipe, &l->p);
     l->started = 1;
 fail:
@@ -336,14 +554,11 @@ static gd_status next_batch(gd_loader_t *l, gd_batch_t **out) {
     const int64_t b = l->next_b;
     if (b >= l->p.batches) return GD_OK;
     const int k = (int)(b % l->d->depth);
-    GD_REQUIRE(!set_busy(l, k), GD_ERR_INVALID_ARG,
-               "gd_loader_next: minibatch %lld needs buffer set %d of %d, which is still held "
-               "by batch %lld (or its exported tensors); release one first, or create the loader "
-               "with a larger depth",
-               (long long)b, k, l->d->depth, (long long)l->batch[k].index);
+    if (set_busy(l, k)) GD_CHECK(detach(l, k, b));
     GD_CHECK(gd__pipe_issue(l->pipe, b));
     pthread_mutex_lock(&l->mu);
-    gd_batch_t *bt = &l->batch[k];
+    gd_batch_t *bt = l->cur[k];
+    bt->epoch = l->epoch;
     bt->index = b;
     bt->held = 1;
     bt->refs = 1;
@@ -381,10 +596,7 @@ void gd_batch_release(gd_batch_t *b) {
     if (!b) return;
     gd_loader_t *l = b->loader;
     pthread_mutex_lock(&l->mu);
-    if (b->held) {
-        b->held = 0;
-        if (--b->refs == 0) set_free(l, b);
-    }
+    unhold(l, b);
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -415,7 +627,7 @@ gd_status gd_batch_get_info(const gd_batch_t *b, gd_batch_info *info) {
     GD_CHECK(batch_check(b, "gd_batch_get_info"));
     GD_REQUIRE(info, GD_ERR_INVALID_ARG, "gd_batch_get_info: info is NULL");
     const gd__datapath *d = b->loader->d;
-    const gd__batch_set *s = &d->sets[b->set];
+    const gd__batch_set *s = batch_set(b);
     memset(&i, 0, sizeof i);
     i.size = sizeof i;
     i.index = b->index;
@@ -435,7 +647,7 @@ gd_status gd_batch_block(const gd_batch_t *b, int layer, gd_block *out) {
     const gd__datapath *d = b->loader->d;
     GD_REQUIRE(out && layer >= 0 && layer < d->cfg.num_layers, GD_ERR_INVALID_ARG,
                "gd_batch_block: layer %d of %d", layer, d->cfg.num_layers);
-    *out = d->sets[b->set].blocks[layer];
+    *out = batch_set(b)->blocks[layer];
 fail:
     return st;
 }
@@ -445,7 +657,7 @@ gd_status gd_batch_array(const gd_batch_t *b, gd_batch_field field, int layer, g
     GD_CHECK(batch_check(b, "gd_batch_array"));
     GD_REQUIRE(out, GD_ERR_INVALID_ARG, "gd_batch_array: out is NULL");
     const gd__datapath *d = b->loader->d;
-    const gd__batch_set *s = &d->sets[b->set];
+    const gd__batch_set *s = batch_set(b);
     memset(out, 0, sizeof *out);
     out->ndim = 1;
     switch (field) {
