@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define EPOCHS 3
@@ -444,14 +445,29 @@ static void refusals(const gd_dataset_t *ds) {
     }
 }
 
+/*
+ * GD_TEST_DP_PART="cpu,staged,nccl,nccl-place" runs only the parts named (all when unset), so
+ * that a slow tool (compute-sanitizer racecheck) can take the parts in separate processes.
+ */
+static int part(const char *name) {
+    const char *want = getenv("GD_TEST_DP_PART");
+    if (!want || !*want) return 1;
+    const size_t n = strlen(name);
+    for (const char *p = want; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == want || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+    return 0;
+}
+
 int main(void) {
     const uint64_t seed = t_seed();
     char tmp[4096];
     t_tmpdir(tmp, sizeof tmp);
     gd_dataset_t *ds = t_tiny_dataset(seed);
-    refusals(ds);
-    loader_shards(ds, seed);
-    failing_rank(NULL, 3, 30, 0);
+    if (part("cpu")) {
+        refusals(ds);
+        loader_shards(ds, seed);
+        failing_rank(NULL, 3, 30, 0);
+    }
     /*
      * Splitting a minibatch regroups the sums of the weight gradients (the GEMMs reduce over the
      * seeds, and a multithreaded BLAS splits them by its own rule), and training amplifies the
@@ -460,10 +476,10 @@ int main(void) {
      * loss by percents.
      */
     const world_spec cpu = {"cpu", NULL, 0, NULL, 0, 0};
-    equivalence(ds, &cpu, 3, seed, tmp, 2e-3);
+    if (part("cpu")) equivalence(ds, &cpu, 3, seed, tmp, 2e-3);
 
     const int gpus = gd_device_count();
-    if (gpus >= 1) {
+    if (gpus >= 1 && part("staged")) {
         /* Every rank on GPU 0, summing through host memory. */
         const int one_gpu[MAX_RANKS] = {0, 0, 0, 0};
         placements(ds, one_gpu, 1, 3, seed, 2e-3);
@@ -481,13 +497,15 @@ int main(void) {
         /* Under compute-sanitizer NCCL takes longer than 5 s to form the communicator. */
         const char *slow = getenv("GD_TEST_COMM_TIMEOUT");
         const double limit = slow && atof(slow) > 0 ? atof(slow) : 5;
-        failing_rank(devices, 2, limit, 0);
-        failing_rank(devices, 2, limit, 1);
         const world_spec all_gpu = {"all-gpu", devices, 0, NULL, 0, 0};
         const world_spec zero_copy = {"zero-copy", devices, 0, NULL, 0, 0};
-        equivalence(ds, &all_gpu, most, seed, tmp, 2e-3);
-        equivalence(ds, &zero_copy, most, seed, tmp, 2e-3);
-        placements(ds, devices, 0, most, seed, 2e-3);
+        if (part("nccl")) {
+            failing_rank(devices, 2, limit, 0);
+            failing_rank(devices, 2, limit, 1);
+            equivalence(ds, &all_gpu, most, seed, tmp, 2e-3);
+            equivalence(ds, &zero_copy, most, seed, tmp, 2e-3);
+        }
+        if (part("nccl-place")) placements(ds, devices, 0, most, seed, 2e-3);
     } else {
         fprintf(stderr, "%d GPU(s)%s: the NCCL runs need 2 GPUs and NCCL; skipped\n", gpus,
                 gd_comm_available() ? "" : ", no NCCL");
