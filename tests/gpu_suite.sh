@@ -53,6 +53,9 @@ for phase in "${phases[@]}"; do
         # too (not ours; test_dp under racecheck ran past 150 s with them).
         run_tool() {
             local tool=$1 log=$out/san-$1.log extra=() tests=("${gpu_tests[@]}")
+            # GD_SANITIZE_EXTRA: more options for every tool (e.g. --launch-timeout 0).
+            local more=()
+            [ -n "${GD_SANITIZE_EXTRA:-}" ] && read -r -a more <<<"$GD_SANITIZE_EXTRA"
             [ "$tool" = memcheck ] || {
                 extra=(--kernel-name-exclude kns=gemm --kernel-name-exclude kns=nccl)
                 tests=("${shared_tests[@]}")
@@ -61,7 +64,8 @@ for phase in "${phases[@]}"; do
                 echo "=== $tool $t" >>"$log"
                 # NCCL forms a communicator more slowly under a sanitizer (test_dp's 5 s limit).
                 (cd "$build/tests" && GD_TEST_COMM_TIMEOUT=60 timeout "${GD_SANITIZE_TIMEOUT:-280}" "$sanitizer" \
-                    --tool "$tool" --error-exitcode 99 --print-limit 20 "${extra[@]}" "./$t") \
+                    --tool "$tool" --error-exitcode 99 --print-limit 20 "${extra[@]}" "${more[@]}" \
+                    "./$t") \
                     >>"$log" 2>&1
                 local rc=$?
                 echo "sanitize $tool $t: rc $rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' \
