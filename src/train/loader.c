@@ -270,6 +270,21 @@ static gd_status detach(gd_loader_t *l, int k, int64_t b) {
 #endif
     pthread_mutex_lock(&l->mu);
     gd_batch_t *held = l->cur[k];
+    if (held->refs == 0) {
+        /*
+         * Released meanwhile, by a deleter on another thread: set_free fenced the ring's set,
+         * which is free after all. What was taken for it becomes a spare (a new set, or a spare
+         * whose fences were waited for).
+         */
+        fresh->own = mem;
+        fresh->detached = 1;
+        fresh->fenced = 0;
+        fresh->next = l->detached;
+        l->detached = fresh;
+        l->num_detached++;
+        pthread_mutex_unlock(&l->mu);
+        return GD_OK;
+    }
     held->own = d->sets[k];
     held->detached = 1;
     held->next = l->detached;
