@@ -17,6 +17,17 @@ trap 'rm -rf "$tmp"' EXIT
 # --system-site-packages: the build backend (and numpy) from the system, nothing of graphdirect.
 python3 -m venv --system-site-packages "$tmp/venv" >/dev/null 2>&1 || skip "python3 -m venv failed (apt-get install python3-venv)"
 py=$tmp/venv/bin/python
+# A build backend that the system python finds outside its site-packages (the user's
+# site-packages of `pip install --user`, or PYTHONPATH, which the install below drops) is not
+# what a venv sees even with --system-site-packages (the device image has it so): point the
+# venv at the folder the system python imports it from.
+if ! env -u PYTHONPATH "$py" -c 'import scikit_build_core' 2>/dev/null; then
+    where=$(python3 -c 'import os, scikit_build_core as m; print(os.path.dirname(os.path.dirname(m.__file__)))')
+    site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    echo "$where" >"$site/graphdirect_build_backend.pth"
+    env -u PYTHONPATH "$py" -c 'import scikit_build_core' 2>/dev/null ||
+        skip "scikit-build-core ($where) cannot be imported in a virtual environment"
+fi
 cd "$tmp"
 env -u PYTHONPATH -u GRAPHDIRECT_LIB "$py" -m pip install --no-build-isolation --no-deps -q \
     -C cmake.define.GD_WITH_CUDA=OFF -C build-dir="$tmp/build" "$src" >"$tmp/log" 2>&1 ||
