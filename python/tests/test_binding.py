@@ -1077,14 +1077,17 @@ class BindingTest(unittest.TestCase):
         self.assertTrue(t.closed)
 
     def test_trainer_gat(self):
-        # GAT through the same Trainer: heads checked, no exact test (None), sampled accuracy.
+        # GAT through the same Trainer: heads checked, the sampled and the exact (layer-wise,
+        # every neighbour) test accuracy, and an exact evaluation.
         with self.assertRaises(ValueError):
             self.trainer(model="gat", heads=0)
         with self.trainer(model="gat", heads=2, hidden=8) as t:
             r = t.fit(2)
             self.assertEqual(t.info["model"], "gat")
-            self.assertIsNone(r["test_exact"])
             self.assertGreater(r["test_acc"], 0.3)
+            self.assertGreater(r["test_exact"], 0.3)
+            acc = t.evaluate("test", exact=True)
+            self.assertAlmostEqual(acc, r["test_exact"], places=6)
 
     def test_trainer_no_leak(self):
         gc.collect()

@@ -47,6 +47,17 @@ gd_status gd__gat_edge_softmax_backward_cpu(const gd_block *blk, const gd__nn_te
 
 gd_status gd__gat_aggregate_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
                                 const gd__nn_tensor *h, gd__nn_tensor *out);
+/*
+ * The forward softmax and aggregation where destination d's own row (its self loop) is source
+ * row d + self_offset instead of d: exact inference's chunks [lo, hi) over the whole projected
+ * table (self_offset lo, the block's indices global ids). 0 is the block form above.
+ */
+gd_status gd__gat_edge_softmax_at_cpu(const gd_block *blk, int64_t self_offset,
+                                      const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                      double slope, gd__nn_tensor *alpha);
+gd_status gd__gat_aggregate_at_cpu(const gd_block *blk, int64_t self_offset,
+                                   const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                   gd__nn_tensor *out);
 gd_status gd__gat_aggregate_backward_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
                                          const gd__nn_tensor *h, const gd__nn_tensor *dout,
                                          gd__nn_tensor *dalpha, gd__nn_tensor *dh);
@@ -68,15 +79,17 @@ gd_status gd__gat_node_scores_backward_check(int device, const gd__nn_tensor *h,
                                              int64_t num_dst, const gd__nn_tensor *dssrc,
                                              const gd__nn_tensor *dsdst, gd__nn_tensor *dh,
                                              gd__nn_tensor *da_src, gd__nn_tensor *da_dst);
-gd_status gd__gat_edge_softmax_check(int device, const gd_block *blk, const gd__nn_tensor *ssrc,
-                                     const gd__nn_tensor *sdst, double slope, gd__nn_tensor *alpha);
+gd_status gd__gat_edge_softmax_check(int device, const gd_block *blk, int64_t self_offset,
+                                     const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                     double slope, gd__nn_tensor *alpha);
 gd_status gd__gat_edge_softmax_backward_check(int device, const gd_block *blk,
                                               const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
                                               double slope, const gd__nn_tensor *alpha,
                                               const gd__nn_tensor *dalpha, gd__nn_tensor *dssrc,
                                               gd__nn_tensor *dsdst);
-gd_status gd__gat_aggregate_check(int device, const gd_block *blk, const gd__nn_tensor *alpha,
-                                  const gd__nn_tensor *h, gd__nn_tensor *out);
+gd_status gd__gat_aggregate_check(int device, const gd_block *blk, int64_t self_offset,
+                                  const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                  gd__nn_tensor *out);
 gd_status gd__gat_aggregate_backward_check(int device, const gd_block *blk,
                                            const gd__nn_tensor *alpha, const gd__nn_tensor *h,
                                            const gd__nn_tensor *dout, gd__nn_tensor *dalpha,
@@ -112,6 +125,13 @@ gd_status gd__gat_edge_softmax_backward_cuda(const gd__nn_ctx *ctx, const gd_blo
 gd_status gd__gat_aggregate_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
                                  const gd__nn_tensor *alpha, const gd__nn_tensor *h,
                                  gd__nn_tensor *out);
+gd_status gd__gat_edge_softmax_at_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                       int64_t self_offset, const gd__nn_tensor *ssrc,
+                                       const gd__nn_tensor *sdst, double slope,
+                                       gd__nn_tensor *alpha);
+gd_status gd__gat_aggregate_at_cuda(const gd__nn_ctx *ctx, const gd_block *blk, int64_t self_offset,
+                                    const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                    gd__nn_tensor *out);
 gd_status gd__gat_aggregate_backward_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
                                           const gd__nn_tensor *alpha, const gd__nn_tensor *h,
                                           const gd__nn_tensor *dout, gd__nn_tensor *dalpha,

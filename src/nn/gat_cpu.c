@@ -137,29 +137,46 @@ fail:
     return st;
 }
 
-gd_status gd__gat_edge_softmax_check(int device, const gd_block *blk, const gd__nn_tensor *ssrc,
-                                     const gd__nn_tensor *sdst, double slope,
-                                     gd__nn_tensor *alpha) {
+/* The self rows d + off of num_dst destinations lie within rows sources. */
+static gd_status check_offset(const char *op, int64_t off, int64_t num_dst, int64_t rows) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(off >= 0 && off <= rows - num_dst, GD_ERR_INVALID_ARG,
+               "%s: the destinations' own rows %lld..%lld are not among the %lld sources", op,
+               (long long)off, (long long)(off + num_dst), (long long)rows);
+fail:
+    return st;
+}
+
+gd_status gd__gat_edge_softmax_check(int device, const gd_block *blk, int64_t self_offset,
+                                     const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                     double slope, gd__nn_tensor *alpha) {
     gd_status st = GD_OK;
     static const char op[] = "gat edge softmax";
     const gd__nn_tensor *all[] = {ssrc, sdst, alpha};
     GD_CHECK(same_kind(op, device, all, 3));
     const int64_t H = ssrc->cols;
     GD_CHECK(check_block(op, blk, ssrc->rows, device));
+    GD_CHECK(check_offset(op, self_offset, blk->num_dst, ssrc->rows));
     GD_CHECK(shape(op, "sdst", sdst, blk->num_dst, H));
     GD_CHECK(shape(op, "alpha", alpha, blk->num_edges + blk->num_dst, H));
 fail:
     return st;
 }
 
-gd_status gd__gat_edge_softmax_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
-                                   const gd__nn_tensor *sdst, double slope, gd__nn_tensor *alpha) {
+gd_status gd__gat_edge_softmax_at_cpu(const gd_block *blk, int64_t self_offset,
+                                      const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                      double slope, gd__nn_tensor *alpha) {
     gd_status st = GD_OK;
-    GD_CHECK(gd__gat_edge_softmax_check(GD__NN_HOST, blk, ssrc, sdst, slope, alpha));
+    GD_CHECK(gd__gat_edge_softmax_check(GD__NN_HOST, blk, self_offset, ssrc, sdst, slope, alpha));
     const int64_t H = ssrc->cols;
-    BY_DTYPE(ssrc, gat_softmax, blk, ssrc->data, sdst->data, slope, H, alpha->data);
+    BY_DTYPE(ssrc, gat_softmax, blk, self_offset, ssrc->data, sdst->data, slope, H, alpha->data);
 fail:
     return st;
+}
+
+gd_status gd__gat_edge_softmax_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
+                                   const gd__nn_tensor *sdst, double slope, gd__nn_tensor *alpha) {
+    return gd__gat_edge_softmax_at_cpu(blk, 0, ssrc, sdst, slope, alpha);
 }
 
 gd_status gd__gat_edge_softmax_backward_check(int device, const gd_block *blk,
@@ -196,8 +213,9 @@ fail:
     return st;
 }
 
-gd_status gd__gat_aggregate_check(int device, const gd_block *blk, const gd__nn_tensor *alpha,
-                                  const gd__nn_tensor *h, gd__nn_tensor *out) {
+gd_status gd__gat_aggregate_check(int device, const gd_block *blk, int64_t self_offset,
+                                  const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                  gd__nn_tensor *out) {
     gd_status st = GD_OK;
     static const char op[] = "gat aggregate";
     const gd__nn_tensor *all[] = {alpha, h, out};
@@ -207,20 +225,27 @@ gd_status gd__gat_aggregate_check(int device, const gd_block *blk, const gd__nn_
                "%s: h has %lld columns, not a multiple of %lld heads", op, (long long)h->cols,
                (long long)H);
     GD_CHECK(check_block(op, blk, h->rows, device));
+    GD_CHECK(check_offset(op, self_offset, blk->num_dst, h->rows));
     GD_CHECK(shape(op, "alpha", alpha, blk->num_edges + blk->num_dst, H));
     GD_CHECK(shape(op, "out", out, blk->num_dst, h->cols));
 fail:
     return st;
 }
 
-gd_status gd__gat_aggregate_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
-                                const gd__nn_tensor *h, gd__nn_tensor *out) {
+gd_status gd__gat_aggregate_at_cpu(const gd_block *blk, int64_t self_offset,
+                                   const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                   gd__nn_tensor *out) {
     gd_status st = GD_OK;
-    GD_CHECK(gd__gat_aggregate_check(GD__NN_HOST, blk, alpha, h, out));
+    GD_CHECK(gd__gat_aggregate_check(GD__NN_HOST, blk, self_offset, alpha, h, out));
     const int64_t H = alpha->cols;
-    BY_DTYPE(h, gat_aggregate, blk, alpha->data, h->data, H, h->cols / H, out->data);
+    BY_DTYPE(h, gat_aggregate, blk, self_offset, alpha->data, h->data, H, h->cols / H, out->data);
 fail:
     return st;
+}
+
+gd_status gd__gat_aggregate_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
+                                const gd__nn_tensor *h, gd__nn_tensor *out) {
+    return gd__gat_aggregate_at_cpu(blk, 0, alpha, h, out);
 }
 
 gd_status gd__gat_aggregate_backward_check(int device, const gd_block *blk,

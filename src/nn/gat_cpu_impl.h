@@ -49,14 +49,15 @@ static double NN_S(gat_leaky)(double z, double slope) {
     return z > 0 ? z : slope * z;
 }
 
-static void NN_S(gat_softmax)(const gd_block *blk, const NN_T *ssrc, const NN_T *sdst, double slope,
-                              int64_t H, NN_T *alpha) {
+/* off: destination d's own source row is d + off (0 in a block; inference: the chunk's first). */
+static void NN_S(gat_softmax)(const gd_block *blk, int64_t off, const NN_T *ssrc, const NN_T *sdst,
+                              double slope, int64_t H, NN_T *alpha) {
     const int64_t E = blk->num_edges;
     for (int64_t d = 0; d < blk->num_dst; d++)
         for (int64_t k = 0; k < H; k++) {
             const int32_t e0 = blk->indptr[d], e1 = blk->indptr[d + 1];
             /* The maximum first, so that the exponentials cannot overflow. */
-            double m = NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, d, d, k, H), slope), sum = 0;
+            double m = NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, d + off, d, k, H), slope), sum = 0;
             for (int32_t e = e0; e < e1; e++)
                 m = fmax(m,
                          NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, blk->indices[e], d, k, H), slope));
@@ -64,7 +65,7 @@ static void NN_S(gat_softmax)(const gd_block *blk, const NN_T *ssrc, const NN_T 
                 sum += exp(
                     NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, blk->indices[e], d, k, H), slope) - m);
             const double self =
-                exp(NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, d, d, k, H), slope) - m);
+                exp(NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, d + off, d, k, H), slope) - m);
             sum += self;
             for (int32_t e = e0; e < e1; e++)
                 alpha[(int64_t)e * H + k] =
@@ -101,13 +102,14 @@ static void NN_S(gat_softmax_backward)(const gd_block *blk, const NN_T *ssrc, co
         }
 }
 
-static void NN_S(gat_aggregate)(const gd_block *blk, const NN_T *alpha, const NN_T *h, int64_t H,
-                                int64_t F, NN_T *out) {
+static void NN_S(gat_aggregate)(const gd_block *blk, int64_t off, const NN_T *alpha, const NN_T *h,
+                                int64_t H, int64_t F, NN_T *out) {
     const int64_t E = blk->num_edges;
     for (int64_t d = 0; d < blk->num_dst; d++)
         for (int64_t k = 0; k < H; k++)
             for (int64_t f = 0; f < F; f++) {
-                double s = (double)alpha[(E + d) * H + k] * (double)h[d * H * F + k * F + f];
+                double s =
+                    (double)alpha[(E + d) * H + k] * (double)h[(d + off) * H * F + k * F + f];
                 for (int32_t e = blk->indptr[d]; e < blk->indptr[d + 1]; e++)
                     s += (double)alpha[(int64_t)e * H + k] *
                          (double)h[(int64_t)blk->indices[e] * H * F + k * F + f];

@@ -81,21 +81,21 @@ __global__ void scores_backward_da_kernel(const float *h, long long ns, long lon
 
 /* The softmax of a destination's edges and self loop, per head: a thread per (d, k). */
 __global__ void softmax_kernel(const int *indptr, const int *indices, long long nd, long long ns,
-                               long long ne, int H, const float *ssrc, const float *sdst,
-                               float slope, float *alpha) {
+                               long long ne, long long off, int H, const float *ssrc,
+                               const float *sdst, float slope, float *alpha) {
     FOR_EACH(i, nd * H) {
         const long long d = i / H;
         const int k = (int)(i % H);
         const int e0 = indptr[d], e1 = indptr[d + 1];
         const float sd = sdst[i];
-        double m = leaky(ssrc[d * H + k] + sd, slope), sum = 0;
+        double m = leaky(ssrc[(d + off) * H + k] + sd, slope), sum = 0;
         for (int e = e0; e < e1; e++)
             if (indices[e] >= 0 && indices[e] < ns)
                 m = fmax(m, (double)leaky(ssrc[(long long)indices[e] * H + k] + sd, slope));
         for (int e = e0; e < e1; e++)
             if (indices[e] >= 0 && indices[e] < ns)
                 sum += exp((double)leaky(ssrc[(long long)indices[e] * H + k] + sd, slope) - m);
-        const double self = exp((double)leaky(ssrc[d * H + k] + sd, slope) - m);
+        const double self = exp((double)leaky(ssrc[(d + off) * H + k] + sd, slope) - m);
         sum += self;
         for (int e = e0; e < e1; e++)
             alpha[(long long)e * H + k] =
@@ -137,15 +137,15 @@ __global__ void softmax_backward_kernel(const int *indptr, const int *indices, l
 
 /* out[d, kF + f]: a warp per (d, k), the lanes over the head's features. */
 __global__ void aggregate_kernel(const int *indptr, const int *indices, long long nd, long long ns,
-                                 long long ne, int H, int F, const float *alpha, const float *h,
-                                 float *out) {
+                                 long long ne, long long off, int H, int F, const float *alpha,
+                                 const float *h, float *out) {
     const int lane = threadIdx.x & 31;
     FOR_EACH_WARP(w, nd * H) {
         const long long d = w / H;
         const int k = (int)(w % H);
         for (int f = lane; f < F; f += 32) {
-            double s =
-                (double)alpha[(ne + d) * H + k] * (double)h[d * H * F + (long long)k * F + f];
+            double s = (double)alpha[(ne + d) * H + k] *
+                       (double)h[(d + off) * H * F + (long long)k * F + f];
             for (int e = indptr[d]; e < indptr[d + 1]; e++) {
                 const long long src = indices[e];
                 if (src < 0 || src >= ns) continue;
@@ -256,21 +256,28 @@ fail:
     OP_LEAVE();
 }
 
-gd_status gd__gat_edge_softmax_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
-                                    const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
-                                    double slope, gd__nn_tensor *alpha) {
+gd_status gd__gat_edge_softmax_at_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                       int64_t self_offset, const gd__nn_tensor *ssrc,
+                                       const gd__nn_tensor *sdst, double slope,
+                                       gd__nn_tensor *alpha) {
     OP_ENTER();
-    GD_CHECK(gd__gat_edge_softmax_check(ctx->device, blk, ssrc, sdst, slope, alpha));
+    GD_CHECK(gd__gat_edge_softmax_check(ctx->device, blk, self_offset, ssrc, sdst, slope, alpha));
     GD_CHECK(float32_only("gat edge softmax", ssrc));
     if (blk->num_dst * ssrc->cols > 0) {
         softmax_kernel<<<grid_for(blk->num_dst * ssrc->cols, BLOCK_THREADS), BLOCK_THREADS, 0,
                          STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst, ssrc->rows,
-                                        blk->num_edges, (int)ssrc->cols, CF32(ssrc), CF32(sdst),
-                                        (float)slope, F32(alpha));
+                                        blk->num_edges, self_offset, (int)ssrc->cols, CF32(ssrc),
+                                        CF32(sdst), (float)slope, F32(alpha));
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:
     OP_LEAVE();
+}
+
+gd_status gd__gat_edge_softmax_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                    const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                    double slope, gd__nn_tensor *alpha) {
+    return gd__gat_edge_softmax_at_cuda(ctx, blk, 0, ssrc, sdst, slope, alpha);
 }
 
 gd_status gd__gat_edge_softmax_backward_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
@@ -294,21 +301,28 @@ fail:
     OP_LEAVE();
 }
 
-gd_status gd__gat_aggregate_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
-                                 const gd__nn_tensor *alpha, const gd__nn_tensor *h,
-                                 gd__nn_tensor *out) {
+gd_status gd__gat_aggregate_at_cuda(const gd__nn_ctx *ctx, const gd_block *blk, int64_t self_offset,
+                                    const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                    gd__nn_tensor *out) {
     OP_ENTER();
-    GD_CHECK(gd__gat_aggregate_check(ctx->device, blk, alpha, h, out));
+    GD_CHECK(gd__gat_aggregate_check(ctx->device, blk, self_offset, alpha, h, out));
     GD_CHECK(float32_only("gat aggregate", h));
     if (blk->num_dst * alpha->cols > 0) {
         aggregate_kernel<<<grid_for(blk->num_dst * alpha->cols, WARPS_PER_BLOCK), BLOCK_THREADS, 0,
-                           STREAM(ctx)>>>(
-            blk->indptr, blk->indices, blk->num_dst, h->rows, blk->num_edges, (int)alpha->cols,
-            (int)(h->cols / alpha->cols), CF32(alpha), CF32(h), F32(out));
+                           STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst, h->rows,
+                                          blk->num_edges, self_offset, (int)alpha->cols,
+                                          (int)(h->cols / alpha->cols), CF32(alpha), CF32(h),
+                                          F32(out));
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:
     OP_LEAVE();
+}
+
+gd_status gd__gat_aggregate_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                 const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                 gd__nn_tensor *out) {
+    return gd__gat_aggregate_at_cuda(ctx, blk, 0, alpha, h, out);
 }
 
 gd_status gd__gat_aggregate_backward_cuda(const gd__nn_ctx *ctx, const gd_block *blk,

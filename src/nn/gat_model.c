@@ -270,6 +270,58 @@ fail:
     return st;
 }
 
+/* ------------------------------------------------- exact inference (attention) */
+
+static void gat_attn_dims_i(void *context, int l, int64_t *in_cols, int64_t *out_cols,
+                            int64_t *proj_cols, int64_t *heads) {
+    const gd__gat_model *m = context;
+    *in_cols = m->in[l];
+    *out_cols = m->out[l];
+    *proj_cols = (int64_t)m->cfg.heads * m->f[l];
+    *heads = m->cfg.heads;
+}
+
+static gd_status gat_attn_project_i(void *context, int l, const gd__nn_tensor *h, gd__nn_tensor *p,
+                                    gd__nn_tensor *ssrc, gd__nn_tensor *sdst) {
+    gd_status st = GD_OK;
+    gd__gat_model *m = context;
+    const gd__nn_ctx *ctx = &m->ctx;
+    GD_REQUIRE(l >= 0 && l < m->cfg.num_layers, GD_ERR_INVALID_ARG, "GAT: layer %d of %d", l,
+               m->cfg.num_layers);
+    gd__nn_tensor w = gd__nn_param(&m->params, m->w[l]);
+    gd__nn_tensor as = gd__nn_param(&m->params, m->asrc[l]);
+    gd__nn_tensor ad = gd__nn_param(&m->params, m->adst[l]);
+    GD_CHECK(gd__nn_linear(ctx, h, &w, NULL, p, 0));
+    GD_CHECK(GAT_OP(node_scores, ctx, p, &as, &ad, h->rows, ssrc, sdst));
+fail:
+    return st;
+}
+
+static gd_status gat_attn_combine_i(void *context, int l, const gd_block *blk, int64_t self_offset,
+                                    const gd__nn_tensor *p, const gd__nn_tensor *ssrc,
+                                    const gd__nn_tensor *sdst, gd__nn_tensor *alpha,
+                                    gd__nn_tensor *agg, gd__nn_tensor *out) {
+    gd_status st = GD_OK;
+    gd__gat_model *m = context;
+    const gd__nn_ctx *ctx = &m->ctx;
+    const int L = m->cfg.num_layers;
+    GD_REQUIRE(l >= 0 && l < L, GD_ERR_INVALID_ARG, "GAT: layer %d of %d", l, L);
+    gd__nn_tensor bias = gd__nn_param(&m->params, m->b[l]);
+    /* As the training forward without dropout: the same ops, the self row at d + offset. */
+    GD_CHECK(GAT_OP(edge_softmax_at, ctx, blk, self_offset, ssrc, sdst, SLOPE, alpha));
+    if (l < L - 1) {
+        GD_CHECK(GAT_OP(aggregate_at, ctx, blk, self_offset, alpha, p, out));
+        GD_CHECK(ctx->be->add_bias(ctx, out, &bias));
+        GD_CHECK(gd__nn_relu(ctx, out, out));
+    } else {
+        GD_CHECK(GAT_OP(aggregate_at, ctx, blk, self_offset, alpha, p, agg));
+        GD_CHECK(GAT_OP(head_mean, ctx, agg, m->cfg.heads, out));
+        GD_CHECK(ctx->be->add_bias(ctx, out, &bias));
+    }
+fail:
+    return st;
+}
+
 /* ------------------------------------------------------- the model interface */
 
 /* The nodes as every kind, and the edges: a hop's destinations times its capped fanout. */
@@ -347,4 +399,7 @@ const gd__model_i gd__gat_model_i = {
     .params = gat_params_i,
     .set_backend = gat_set_backend_i,
     .layer_combine = NULL,
+    .attn_dims = gat_attn_dims_i,
+    .attn_project = gat_attn_project_i,
+    .attn_combine = gat_attn_combine_i,
 };

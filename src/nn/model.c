@@ -165,6 +165,37 @@ int64_t gd__model_dim(const gd__model *m, int l) {
     return l == 0 ? m->cfg.in_dim : l == m->cfg.num_layers ? m->cfg.num_classes : m->cfg.hidden_dim;
 }
 
+int gd__model_i_exact(const gd__model_i *i) {
+    return i && (i->layer_combine != NULL || i->attn_combine != NULL);
+}
+
+int gd__model_has_attention(const gd__model *m) {
+    return m && m->iface->attn_combine != NULL;
+}
+
+void gd__model_attn_dims(const gd__model *m, int l, int64_t *in_cols, int64_t *out_cols,
+                         int64_t *proj_cols, int64_t *heads) {
+    m->iface->attn_dims(m->context, l, in_cols, out_cols, proj_cols, heads);
+}
+
+gd_status gd__model_attn_project(gd__model *m, int l, const gd__nn_tensor *h, gd__nn_tensor *p,
+                                 gd__nn_tensor *ssrc, gd__nn_tensor *sdst) {
+    if (!gd__model_has_attention(m))
+        return gd__error(GD_ERR_UNSUPPORTED, "model: a %s model has no attention layers",
+                         m ? m->iface->title : "(null)");
+    return m->iface->attn_project(m->context, l, h, p, ssrc, sdst);
+}
+
+gd_status gd__model_attn_combine(gd__model *m, int l, const gd_block *blk, int64_t self_offset,
+                                 const gd__nn_tensor *p, const gd__nn_tensor *ssrc,
+                                 const gd__nn_tensor *sdst, gd__nn_tensor *alpha,
+                                 gd__nn_tensor *agg, gd__nn_tensor *out) {
+    if (!gd__model_has_attention(m))
+        return gd__error(GD_ERR_UNSUPPORTED, "model: a %s model has no attention layers",
+                         m ? m->iface->title : "(null)");
+    return m->iface->attn_combine(m->context, l, blk, self_offset, p, ssrc, sdst, alpha, agg, out);
+}
+
 int gd__model_has_layer_combine(const gd__model *m) {
     return m && m->iface->layer_combine != NULL;
 }

@@ -88,7 +88,29 @@ typedef struct {
     void (*set_backend)(void *context, const gd__nn_backend *be);
     gd_status (*layer_combine)(void *context, int l, const gd__nn_tensor *agg,
                                const gd__nn_tensor *self, gd__nn_tensor *out, int relu);
+    /*
+     * Exact inference of attention layers (GAT; NULL for other kinds), two passes a layer over
+     * the whole graph (train/infer.c). attn_dims: layer l's input and output widths, the width
+     * of its projection and its heads. attn_project: for rows h of layer l's input, p = h W_l
+     * and every row's source and destination scores (ssrc, sdst: rows x heads). attn_combine:
+     * for a chunk of destinations whose block indexes the whole projected table (indices are
+     * rows of p and ssrc; destination d's own row, its self loop, is d + self_offset; sdst holds
+     * the chunk's rows), layer l's output: the attention-weighted sums, bias, and ReLU (inner
+     * layers) or the heads' mean (the last). alpha ((edges + destinations) x heads) and agg
+     * (destinations x projection width) are scratch.
+     */
+    void (*attn_dims)(void *context, int l, int64_t *in_cols, int64_t *out_cols,
+                      int64_t *proj_cols, int64_t *heads);
+    gd_status (*attn_project)(void *context, int l, const gd__nn_tensor *h, gd__nn_tensor *p,
+                              gd__nn_tensor *ssrc, gd__nn_tensor *sdst);
+    gd_status (*attn_combine)(void *context, int l, const gd_block *blk, int64_t self_offset,
+                              const gd__nn_tensor *p, const gd__nn_tensor *ssrc,
+                              const gd__nn_tensor *sdst, gd__nn_tensor *alpha, gd__nn_tensor *agg,
+                              gd__nn_tensor *out);
 } gd__model_i;
+
+/* The kind has an exact layer-wise inference (a mean combine or attention passes). */
+int gd__model_i_exact(const gd__model_i *i);
 
 /* The kind's table; NULL outside the enum. */
 const gd__model_i *gd__model_kind_iface(gd__model_kind kind);
@@ -174,6 +196,16 @@ int64_t gd__model_dim(const gd__model *m, int l);
 int gd__model_has_layer_combine(const gd__model *m);
 gd_status gd__model_layer_combine(gd__model *m, int l, const gd__nn_tensor *agg,
                                   const gd__nn_tensor *self, gd__nn_tensor *out, int relu);
+/* The attention passes of gd__model_i (attn_*); gd__model_has_attention tells they exist. */
+int gd__model_has_attention(const gd__model *m);
+void gd__model_attn_dims(const gd__model *m, int l, int64_t *in_cols, int64_t *out_cols,
+                         int64_t *proj_cols, int64_t *heads);
+gd_status gd__model_attn_project(gd__model *m, int l, const gd__nn_tensor *h, gd__nn_tensor *p,
+                                 gd__nn_tensor *ssrc, gd__nn_tensor *sdst);
+gd_status gd__model_attn_combine(gd__model *m, int l, const gd_block *blk, int64_t self_offset,
+                                 const gd__nn_tensor *p, const gd__nn_tensor *ssrc,
+                                 const gd__nn_tensor *sdst, gd__nn_tensor *alpha,
+                                 gd__nn_tensor *agg, gd__nn_tensor *out);
 
 #ifdef __cplusplus
 }

@@ -80,7 +80,7 @@ gd_status gd_model_get_info(const char *kind, gd_model_info *info) {
     i.label = m->label;
     i.title = m->title;
     i.description = m->description;
-    i.exact_inference = m->layer_combine != NULL;
+    i.exact_inference = gd__model_i_exact(m);
     GD_CHECK(gd__info_out(info, &i, sizeof i, "gd_model_get_info: info", "GD_MODEL_INFO_INIT"));
 fail:
     return st;
@@ -537,8 +537,8 @@ static gd_status fit_end(gd_trainer_t *t, const gd_fit_options *o, gd_fit_result
     }
     if (o->test || (o->exact_test && t->mlp))
         GD_CHECK(gd_trainer_evaluate(t, GD_ARRAY_TEST_IDX, 0, &r->test_acc, &r->test_count));
-    /* A kind without a layer-wise form (gat, for now) has no exact test: test_exact stays NaN. */
-    if (o->exact_test && (t->mlp || gd__model_has_layer_combine(gd__trainer_model(t->t)))) {
+    /* A kind without a layer-wise form has no exact test: test_exact stays NaN. */
+    if (o->exact_test && (t->mlp || gd__model_i_exact(gd__model_iface(gd__trainer_model(t->t))))) {
         const double t0 = gd__now();
         if (t->mlp)
             r->test_exact = r->test_acc;

@@ -78,6 +78,16 @@ typedef struct {
     /* A half table's features widened to float32 (owned; page-aligned for pinning), else NULL. */
     gd_host_tensor_t *widened_t;
     float *widened;
+    /*
+     * Attention layers (GAT): each layer's projection of every node and its scores, a chunk's
+     * softmax weights and weighted sums, and the chunk's block (int32 CSC over global ids;
+     * GPU: built in pinned memory and copied to blk_dev).
+     */
+    int attention;
+    int64_t pcols, heads, max_degree;
+    gd__nn_tensor p_all, ssrc_all, sdst_all, alpha, attn_agg;
+    int32_t *blk_host;
+    void *blk_dev;
 } infer_state;
 
 /*
@@ -192,12 +202,17 @@ static void state_release(infer_state *s) {
     gd__nn_tensor_free(s->ctx, &s->agg);
     gd__nn_tensor_free(s->ctx, &s->self);
     gd__nn_tensor_free(s->ctx, &s->out);
+    gd__nn_tensor *const attn[] = {&s->p_all, &s->ssrc_all, &s->sdst_all, &s->alpha, &s->attn_agg};
+    for (size_t i = 0; i < sizeof attn / sizeof attn[0]; i++) gd__nn_tensor_free(s->ctx, attn[i]);
+    if (s->blk_dev) s->ctx->be->release(s->ctx, s->blk_dev);
     if (s->stage_dev) s->ctx->be->release(s->ctx, s->stage_dev);
 #ifdef GD_WITH_CUDA
     if (s->stage_host) gd__cuda_host_free(s->stage_host);
+    if (s->gpu && s->blk_host) gd__cuda_host_free(s->blk_host);
     if (s->logits_host) gd__cuda_host_free(s->logits_host);
     if (s->event) gd__cuda_event_destroy(s->event);
 #endif
+    if (!s->gpu) gd_free(s->blk_host);
 }
 
 /*
@@ -377,6 +392,17 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
         GD_CHECK(gd_device_info_get(s->ctx->device, &info));
         pi.budget = info.free_memory / 2;
     }
+    if (s->attention) {
+        /* The projected tables of the attention layers come out of the budget first. */
+        const int64_t attn = s->n * (s->pcols + 2 * s->heads) * (int64_t)sizeof(float);
+        GD_REQUIRE(attn < pi.budget, GD_ERR_NO_MEMORY,
+                   "inference: a GAT's projection of every node (%lld x %lld floats, %.1f GiB) "
+                   "does not fit the memory budget of %.1f GiB; raise it, or evaluate by "
+                   "sampled inference",
+                   (long long)s->n, (long long)(s->pcols + 2 * s->heads), attn / 1073741824.0,
+                   pi.budget / 1073741824.0);
+        pi.budget -= attn;
+    }
     GD_CHECK(gd__plan_infer(&pi, &ip));
     for (int i = 1; i <= ip.hidden_tables; i++) {
         if (ip.hidden_on_gpu[i - 1])
@@ -456,15 +482,63 @@ fail:
 
 /* ---------------------------------------------------------------- run */
 
+/*
+ * Where layer l writes the rows of destinations [lo, lo + nd): straight into its output table
+ * (CPU, or a table in GPU memory), else the chunk's output buffer (a pinned host table, and the
+ * last layer's logits).
+ */
+static gd__nn_tensor chunk_out(const infer_state *s, int l, int64_t lo, int64_t nd) {
+    const int ot = out_table(s, l);
+    const act_table *out_tab = ot >= 0 ? &s->tab[ot] : NULL;
+    const int64_t dout = s->dims[l + 1];
+    const int direct = out_tab && (!s->gpu || out_tab->on_device);
+    return gd__nn_view(direct ? out_tab->dev + lo * dout : (float *)s->out.data, GD_DTYPE_FLOAT32,
+                       s->ctx->device, nd, dout);
+}
+
+/*
+ * Layer l has written out (chunk_out) for the destinations from lo: copy it to a pinned host
+ * table, or, for the last layer, take the predictions (and the logits) on the host.
+ */
+static gd_status chunk_done(infer_state *s, int l, int64_t lo, const gd__nn_tensor *out,
+                            int32_t *pred, float *logits) {
+    gd_status st = GD_OK;
+    const int ot = out_table(s, l);
+    const act_table *out_tab = ot >= 0 ? &s->tab[ot] : NULL;
+    const int64_t nd = out->rows, dout = out->cols;
+    const int direct = out_tab && (!s->gpu || out_tab->on_device);
+    if (out_tab && !direct) {
+#ifdef GD_WITH_CUDA
+        GD_CHECK(gd__cuda_memcpy_async(out_tab->host + lo * dout, out->data,
+                                       (size_t)(nd * dout) * sizeof(float), s->ctx->stream));
+#endif
+    } else if (!out_tab) {
+        const float *z = out->data;
+#ifdef GD_WITH_CUDA
+        if (s->gpu) {
+            GD_CHECK(gd__cuda_memcpy_async(s->logits_host, out->data,
+                                           (size_t)(nd * dout) * sizeof(float), s->ctx->stream));
+            GD_CHECK(gd__cuda_stream_sync(s->ctx->stream));
+            z = s->logits_host;
+        }
+#endif
+        gd__infer_argmax(z, nd, dout, pred + lo, s->threads);
+        if (logits)
+            par_copy(logits + lo * dout, z, (size_t)(nd * dout) * sizeof(float), s->threads);
+    }
+#ifdef GD_WITH_CUDA
+fail:
+#endif
+    return st;
+}
+
 static gd_status run_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int32_t *pred,
                            float *logits) {
     gd_status st = GD_OK;
     const gd__nn_ctx *ctx = s->ctx;
     const int L = s->num_layers;
     const act_table *in = &s->tab[in_table(l)];
-    const int ot = out_table(s, l);
-    const act_table *out_tab = ot >= 0 ? &s->tab[ot] : NULL;
-    const int64_t nd = hi - lo, din = in->cols, dout = s->dims[l + 1];
+    const int64_t nd = hi - lo, din = in->cols;
     const int64_t e0 = s->indptr[lo], e1 = s->indptr[hi];
     int64_t window, pieces;
     windows(s, lo, hi, &window, &pieces);
@@ -496,32 +570,148 @@ static gd_status run_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int32_
                                        (size_t)(nd * din) * sizeof(float), ctx->stream));
 #endif
     }
-    const int direct = out_tab && (!s->gpu || out_tab->on_device);
-    out = gd__nn_view(direct ? out_tab->dev + lo * dout : (float *)s->out.data, GD_DTYPE_FLOAT32,
-                      ctx->device, nd, dout);
+    out = chunk_out(s, l, lo, nd);
     GD_CHECK(gd__model_layer_combine(s->m, l, &agg, &self, &out, l < L - 1));
+    GD_CHECK(chunk_done(s, l, lo, &out, pred, logits));
+fail:
+    return st;
+}
 
-    if (out_tab && !direct) {
+/* ------------------------------------------------------ attention layers */
+
+/*
+ * Attention layers (GAT) need every edge of a destination in one chunk (the softmax runs over
+ * them all), 32-bit node ids (gd_block), and per layer the projection of every node and its
+ * scores: n x (projection + 2 x heads) floats, in the model's memory, and the chunk scratch.
+ */
+static gd_status attn_setup(infer_state *s) {
+    gd_status st = GD_OK;
+    const gd__nn_ctx *ctx = s->ctx;
+    GD_REQUIRE(s->n <= INT32_MAX && s->max_window <= INT32_MAX, GD_ERR_UNSUPPORTED,
+               "inference: %lld nodes; a GAT's exact inference indexes nodes with 32 bits (at "
+               "most %d); evaluate it by sampled inference",
+               (long long)s->n, INT32_MAX);
+    GD_REQUIRE(s->cap >= s->max_degree + 1, GD_ERR_INVALID_ARG,
+               "inference: a node has %lld in-neighbours, more than a chunk of %lld rows holds; "
+               "a GAT's exact inference takes each node's edges in one chunk: raise %s",
+               (long long)s->max_degree, (long long)s->cap,
+               s->gpu ? "the memory budget (or max_chunk_rows)" : "max_chunk_rows");
+    GD_CHECK(gd__nn_tensor_alloc(ctx, GD_DTYPE_FLOAT32, s->n, s->pcols, &s->p_all));
+    GD_CHECK(gd__nn_tensor_alloc(ctx, GD_DTYPE_FLOAT32, s->n, s->heads, &s->ssrc_all));
+    GD_CHECK(gd__nn_tensor_alloc(ctx, GD_DTYPE_FLOAT32, s->n, s->heads, &s->sdst_all));
+    GD_CHECK(gd__nn_tensor_alloc(ctx, GD_DTYPE_FLOAT32, 1, (s->max_window + s->max_dst) * s->heads,
+                                 &s->alpha));
+    GD_CHECK(gd__nn_tensor_alloc(ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * s->pcols, &s->attn_agg));
+    const size_t blk_bytes = (size_t)(s->max_dst + 1 + s->max_window) * sizeof(int32_t);
+    if (s->gpu) {
 #ifdef GD_WITH_CUDA
-        GD_CHECK(gd__cuda_memcpy_async(out_tab->host + lo * dout, out.data,
-                                       (size_t)(nd * dout) * sizeof(float), ctx->stream));
+        GD_CHECK(gd__cuda_pinned_alloc((void **)&s->blk_host, blk_bytes,
+                                       "the inference's attention blocks", "lower max_chunk_rows"));
+        GD_CHECK(ctx->be->alloc(ctx, blk_bytes, &s->blk_dev));
+        s->device_bytes += (int64_t)blk_bytes + s->n * (s->pcols + 2 * s->heads) * 4 +
+                           (s->max_window + s->max_dst) * s->heads * 4 + s->max_dst * s->pcols * 4;
 #endif
-    } else if (!out_tab) {
-        const float *z = out.data;
-#ifdef GD_WITH_CUDA
-        if (s->gpu) {
-            GD_CHECK(gd__cuda_memcpy_async(s->logits_host, out.data,
-                                           (size_t)(nd * dout) * sizeof(float), ctx->stream));
-            GD_CHECK(gd__cuda_stream_sync(ctx->stream));
-            z = s->logits_host;
-        }
-#endif
-        gd__infer_argmax(z, nd, dout, pred + lo, s->threads);
-        if (logits)
-            par_copy(logits + lo * dout, z, (size_t)(nd * dout) * sizeof(float), s->threads);
+    } else {
+        GD_ALLOC(s->blk_host, blk_bytes, "the inference's attention blocks");
     }
 fail:
     return st;
+}
+
+/* Layer l's projection of every node and its scores, in chunks of rows. */
+static gd_status attn_project_layer(infer_state *s, int l, int64_t pcols) {
+    gd_status st = GD_OK;
+    const gd__nn_ctx *ctx = s->ctx;
+    const act_table *in = &s->tab[in_table(l)];
+    const int64_t din = in->cols, H = s->heads;
+    for (int64_t r0 = 0; r0 < s->n; r0 += s->max_dst) {
+        const int64_t nr = gd__min64(s->max_dst, s->n - r0);
+        gd__nn_tensor h;
+        if (!s->gpu || in->on_device) {
+            h = gd__nn_view(in->dev + r0 * din, GD_DTYPE_FLOAT32, ctx->device, nr, din);
+        } else {
+            h = gd__nn_view(s->self.data, GD_DTYPE_FLOAT32, ctx->device, nr, din);
+#ifdef GD_WITH_CUDA
+            GD_CHECK(gd__cuda_memcpy_async(h.data, in->host + r0 * din,
+                                           (size_t)(nr * din) * sizeof(float), ctx->stream));
+#endif
+        }
+        gd__nn_tensor p = gd__nn_view((float *)s->p_all.data + r0 * pcols, GD_DTYPE_FLOAT32,
+                                      ctx->device, nr, pcols);
+        gd__nn_tensor ss = gd__nn_view((float *)s->ssrc_all.data + r0 * H, GD_DTYPE_FLOAT32,
+                                       ctx->device, nr, H);
+        gd__nn_tensor sd = gd__nn_view((float *)s->sdst_all.data + r0 * H, GD_DTYPE_FLOAT32,
+                                       ctx->device, nr, H);
+        GD_CHECK(gd__model_attn_project(s->m, l, &h, &p, &ss, &sd));
+    }
+fail:
+    return st;
+}
+
+/*
+ * Layer l for destinations [lo, hi): their block over global ids (indptr rebased, indices as
+ * int32), built on the host (GPU: in the pinned buffer once the last copy out of it is done),
+ * then the attention over the whole projected table, the chunk's own rows at offset lo.
+ */
+static gd_status attn_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int64_t pcols,
+                            int32_t *pred, float *logits) {
+    gd_status st = GD_OK;
+    const gd__nn_ctx *ctx = s->ctx;
+    const int64_t nd = hi - lo, e0 = s->indptr[lo], ne = s->indptr[hi] - e0, H = s->heads;
+    int32_t *ip = s->blk_host, *ix = s->blk_host + s->max_dst + 1;
+#ifdef GD_WITH_CUDA
+    if (s->gpu) GD_CHECK(gd__cuda_event_sync(s->event));
+#endif
+    for (int64_t i = 0; i <= nd; i++) ip[i] = (int32_t)(s->indptr[lo + i] - e0);
+    const int wide = s->index_dtype == GD_DTYPE_INT64;
+#pragma omp parallel for schedule(static) num_threads(s->threads) if (ne > 65536)
+    for (int64_t e = 0; e < ne; e++)
+        ix[e] = wide ? (int32_t)((const int64_t *)s->indices)[e0 + e]
+                     : ((const int32_t *)s->indices)[e0 + e];
+    gd_block blk = {nd, s->n, ne, ip, ix};
+#ifdef GD_WITH_CUDA
+    if (s->gpu) {
+        int32_t *dev = s->blk_dev;
+        GD_CHECK(gd__cuda_memcpy_async(dev, ip, (size_t)(nd + 1) * sizeof(int32_t), ctx->stream));
+        if (ne)
+            GD_CHECK(gd__cuda_memcpy_async(dev + s->max_dst + 1, ix, (size_t)ne * sizeof(int32_t),
+                                           ctx->stream));
+        GD_CHECK(gd__cuda_event_record(s->event, ctx->stream));
+        blk.indptr = dev;
+        blk.indices = dev + s->max_dst + 1;
+    }
+#endif
+    gd__nn_tensor p = gd__nn_view(s->p_all.data, GD_DTYPE_FLOAT32, ctx->device, s->n, pcols);
+    gd__nn_tensor ss = gd__nn_view(s->ssrc_all.data, GD_DTYPE_FLOAT32, ctx->device, s->n, H);
+    gd__nn_tensor sd = gd__nn_view((float *)s->sdst_all.data + lo * H, GD_DTYPE_FLOAT32,
+                                   ctx->device, nd, H);
+    gd__nn_tensor alpha = gd__nn_view(s->alpha.data, GD_DTYPE_FLOAT32, ctx->device, ne + nd, H);
+    gd__nn_tensor agg = gd__nn_view(s->attn_agg.data, GD_DTYPE_FLOAT32, ctx->device, nd, pcols);
+    gd__nn_tensor out = chunk_out(s, l, lo, nd);
+    GD_CHECK(gd__model_attn_combine(s->m, l, &blk, lo, &p, &ss, &sd, &alpha, &agg, &out));
+    GD_CHECK(chunk_done(s, l, lo, &out, pred, logits));
+fail:
+    return st;
+}
+
+/* The widths of an attention model's layers, and its largest in-degree. */
+static void attn_shape(infer_state *s) {
+    s->pcols = s->heads = 1;
+    for (int l = 0; l < s->num_layers; l++) {
+        int64_t in, out, pc, h;
+        gd__model_attn_dims(s->m, l, &in, &out, &pc, &h);
+        s->dims[l] = in;
+        s->dims[l + 1] = out;
+        s->pcols = gd__max64(s->pcols, pc);
+        s->heads = gd__max64(s->heads, h);
+    }
+    s->hidden = 1;
+    for (int l = 1; l < s->num_layers; l++) s->hidden = gd__max64(s->hidden, s->dims[l]);
+    int64_t most = 0;
+#pragma omp parallel for reduction(max : most) num_threads(s->threads) if (s->n > 65536)
+    for (int64_t v = 0; v < s->n; v++)
+        if (s->indptr[v + 1] - s->indptr[v] > most) most = s->indptr[v + 1] - s->indptr[v];
+    s->max_degree = most;
 }
 
 gd_status gd__model_infer(gd__model *m, const gd_dataset_t *ds, const gd__infer_options *o,
@@ -549,9 +739,9 @@ gd_status gd__model_infer(gd__model *m, const gd_dataset_t *ds, const gd__infer_
     GD_REQUIRE(mc->dtype == GD_DTYPE_FLOAT32, GD_ERR_UNSUPPORTED,
                "inference: the model is %s; inference runs float32 models",
                gd_dtype_name(mc->dtype));
-    GD_REQUIRE(gd__model_has_layer_combine(m), GD_ERR_UNSUPPORTED,
-               "inference: a %s model has no layer-wise form (a mean aggregate and the self row); "
-               "evaluate it by sampled inference",
+    GD_REQUIRE(gd__model_has_layer_combine(m) || gd__model_has_attention(m), GD_ERR_UNSUPPORTED,
+               "inference: a %s model has no layer-wise form (a mean aggregate and the self row, "
+               "or attention); evaluate it by sampled inference",
                gd__model_iface(m)->title);
     s.m = m;
     s.ctx = gd__model_ctx(m);
@@ -560,7 +750,9 @@ gd_status gd__model_infer(gd__model *m, const gd_dataset_t *ds, const gd__infer_
     s.hidden = mc->hidden_dim;
     for (int l = 0; l <= s.num_layers; l++) s.dims[l] = gd__model_dim(m, l);
     s.threads = opts.threads > 0 ? opts.threads : gd__num_threads();
+    s.attention = gd__model_has_attention(m);
     GD_CHECK(load_dataset(&s, ds, &features));
+    if (s.attention) attn_shape(&s);
     if (stats) memset(stats, 0, sizeof *stats);
     if (s.n == 0) goto fail; /* nothing to predict; st is GD_OK */
 
@@ -575,6 +767,7 @@ gd_status gd__model_infer(gd__model *m, const gd_dataset_t *ds, const gd__infer_
     } else {
         GD_CHECK(setup_cpu(&s, features, &opts));
     }
+    if (s.attention) GD_CHECK(attn_setup(&s));
     GD_INFO("inference: %lld nodes, %lld edges, %d layers, %lld rows per chunk: %lld chunks "
             "(%lld pieces) per layer%s",
             (long long)s.n, (long long)s.num_edges, s.num_layers, (long long)s.cap,
@@ -587,9 +780,17 @@ gd_status gd__model_infer(gd__model *m, const gd_dataset_t *ds, const gd__infer_
     const uint64_t total = (uint64_t)(s.num_layers * s.chunks);
     uint64_t done = 0;
     for (int l = 0; l < s.num_layers; l++) {
+        int64_t in_cols, out_cols, pcols = 0, heads;
+        if (s.attention) {
+            gd__model_attn_dims(m, l, &in_cols, &out_cols, &pcols, &heads);
+            GD_CHECK(attn_project_layer(&s, l, pcols));
+        }
         for (int64_t lo = 0, hi; lo < s.n; lo = hi) {
             hi = next_chunk(s.indptr, s.n, lo, s.cap);
-            GD_CHECK(run_chunk(&s, l, lo, hi, pred, logits));
+            if (s.attention)
+                GD_CHECK(attn_chunk(&s, l, lo, hi, pcols, pred, logits));
+            else
+                GD_CHECK(run_chunk(&s, l, lo, hi, pred, logits));
             GD_CHECK(gd__progress(opts.progress, opts.progress_user, "inference", ++done, total));
         }
         const act_table *in = &s.tab[in_table(l)];
