@@ -43,7 +43,7 @@ def main(argv=None):
             loss = F.cross_entropy(out, batch.y[:batch.batch_size])
             loss.backward()
             optimizer.step()
-            total += float(loss)
+            total += loss.item()
         print("epoch %d: loss %.4f" % (epoch, total / len(train_loader)))
 
     model.eval()

@@ -367,12 +367,38 @@ def _candidates():
     return out
 
 
+def _preload_torch_nccl():
+    """Load the NCCL that PyTorch ships (the `nvidia-nccl` wheel) before libgraphdirect, when
+    there is one. libgraphdirect needs libnccl.so.2, and the dynamic linker gives every later
+    library that needs that soname the one loaded first: loaded first from the CUDA toolkit, an
+    older NCCL than PyTorch's made `import graphdirect; import torch` fail in torch
+    ("undefined symbol: ncclCommResume"). PyTorch's NCCL serves both (graphdirect uses NCCL's
+    stable API). GRAPHDIRECT_NCCL_PRELOAD=0 turns this off. Returns the path loaded, or None."""
+    if os.environ.get("GRAPHDIRECT_NCCL_PRELOAD", "1") == "0":
+        return None
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return None
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(root, "nccl", "lib", "libnccl.so.2")
+        if os.path.exists(path):
+            try:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+                return path
+            except OSError:
+                return None
+    return None
+
+
 def _load():
     # OpenMP reads its wait policy when the library loads it: passive, so that the library's
     # idle CPU threads sleep instead of spinning (spinning made cpu-mode loading 20-50x slower
     # on a busy 2-core machine, where the spinners took the cores the work needed). A value the
     # user set wins; an OpenMP runtime loaded earlier by another module keeps its own.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    _preload_torch_nccl()
     tried = []
     for path, where in _candidates():
         try:

@@ -196,6 +196,21 @@ class BindingTest(unittest.TestCase):
             a.share_registry(b)  # again: nothing to do
             self.assertEqual(a.info()["pinned_ranges"], b.info()["pinned_ranges"])
 
+    def test_torch_imports_after_graphdirect(self):
+        # Regression, "import graphdirect; import torch fails in torch (undefined symbol:
+        # ncclCommResume)": libgraphdirect loaded the CUDA toolkit's older libnccl.so.2 first,
+        # and torch got it by soname. The binding now loads PyTorch's NCCL first when PyTorch
+        # ships one; both orders must work, in fresh processes.
+        probe = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True)
+        if probe.returncode != 0:
+            self.skipTest("torch cannot be imported here")
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))
+        for code in ("import graphdirect, torch; torch.zeros(2).sum()",
+                     "import torch, graphdirect; torch.zeros(2).sum()"):
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               env=env)
+            self.assertEqual(r.returncode, 0, "%s:\n%s" % (code, r.stderr[-2000:]))
+
     def test_version_and_library(self):
         self.assertRegex(graphdirect.version(), r"^\d+\.\d+\.\d+$")
         self.assertEqual(graphdirect.__version__, graphdirect.version())

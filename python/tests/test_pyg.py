@@ -146,10 +146,10 @@ class NeighborLoaderTest(unittest.TestCase):
                 m = np.zeros(n, dtype=bool)
                 m[np.from_dlpack(ds.array(name))] = True
                 masks[key] = torch.from_numpy(m)
-            data = Data(x=torch.from_numpy(np.from_dlpack(ds.array("features")).copy()),
+            data = Data(x=torch.from_numpy(np.array(np.from_dlpack(ds.array("features")))),
                         edge_index=torch.from_numpy(np.stack([indices, dst])),
-                        y=torch.from_numpy(np.asarray(np.from_dlpack(ds.array("labels")),
-                                                      dtype=np.int64)), **masks)
+                        y=torch.from_numpy(np.array(np.from_dlpack(ds.array("labels")),
+                                                    dtype=np.int64)), **masks)
         path = os.path.join(self.tmp.name, "small.pt")
         torch.save(data, path)
         spec = importlib.util.spec_from_file_location(
