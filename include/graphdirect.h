@@ -1193,10 +1193,16 @@ typedef struct {
     int locality;
     /* model "gat": attention heads (0: 1); hidden layers are heads x hidden wide. */
     int heads;
+    /*
+     * model "gat": the dropout on the attention weights in training (PyG's GATConv dropout),
+     * in [0, 1). Each edge's mask is keyed by its two nodes' ids, so it does not depend on how
+     * the minibatch is split over GPUs.
+     */
+    double attn_dropout;
 } gd_train_options;
 #define GD_TRAIN_OPTIONS_INIT                                                                      \
     {sizeof(gd_train_options), NULL, NULL, 2, {10, 5}, 1024, 128, 0.5, 3e-3, 0.0, 0, 0, 0, NULL, \
-     -1, -1, 0, NULL, 3, 0, 0, NULL, 0, 0}
+     -1, -1, 0, NULL, 3, 0, 0, NULL, 0, 0, 0.0}
 void gd_train_options_init(gd_train_options *o);
 
 /* GD_OK if name is a training mode (cpu, all-gpu, zero-copy, cpu-centric, auto), else

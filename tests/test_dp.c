@@ -48,6 +48,8 @@ typedef struct {
     const char *placement;
     int64_t gpu_cache;   /* bytes (-1: the default) */
     int64_t graph_cache; /* neighbour-list cache bytes (0: the default) */
+    const char *kind; /* NULL: the default (GraphSAGE); "gat": 2 heads */
+    double attn_dropout;
     char plan[512];
     int resume;
     gd_status st;
@@ -86,6 +88,12 @@ static void *run_rank(void *arg) {
     o.placement = a->placement;
     o.gpu_cache_bytes = a->gpu_cache ? a->gpu_cache : -1;
     o.graph_cache_bytes = a->graph_cache ? a->graph_cache : -1;
+    if (a->kind) {
+        o.model = a->kind;
+        o.heads = 2;
+        o.hidden = 8;
+        o.attn_dropout = a->attn_dropout;
+    }
     gd_fit_options f = GD_FIT_OPTIONS_INIT;
     f.epochs = a->epochs;
     f.on_epoch = on_epoch;
@@ -116,6 +124,8 @@ typedef struct {
     const char *placement;
     int64_t gpu_cache;
     int64_t graph_cache;
+    const char *model; /* NULL: GraphSAGE; "gat": 2 heads and attn_dropout */
+    double attn_dropout;
 } world_spec;
 
 /* world ranks (threads) of a run; ctxs from a group (world > 1) or NULL (one rank alone). */
@@ -146,7 +156,9 @@ static void run_world(rank_run *runs, int world, const gd_dataset_t *ds, const w
                              .resume = resume,
                              .placement = w->placement,
                              .gpu_cache = w->gpu_cache,
-                             .graph_cache = w->graph_cache};
+                             .graph_cache = w->graph_cache,
+                             .kind = w->model,
+                             .attn_dropout = w->attn_dropout};
         if (tmp) snprintf(runs[r].model, sizeof runs[r].model, "%s/model-%d.gdc", tmp, r);
         T_ASSERT(pthread_create(&th[r], NULL, run_rank, &runs[r]) == 0);
     }
@@ -155,7 +167,7 @@ static void run_world(rank_run *runs, int world, const gd_dataset_t *ds, const w
         if (runs[r].st != GD_OK) fprintf(stderr, "rank %d failed: %s\n", r, runs[r].err);
         T_EQ_INT(runs[r].st, GD_OK);
     }
-    fprintf(stderr, "%s x%d%s%s%s: %lld epoch(s) in %.1f s\n", w->mode, world,
+    fprintf(stderr, "%s%s x%d%s%s%s: %lld epoch(s) in %.1f s\n", w->model ? "gat " : "", w->mode, world,
             w->staged ? " staged" : w->devices && world > 1 ? " nccl" : "",
             w->placement ? " " : "", w->placement ? w->placement : "", (long long)epochs,
             gd__now() - t0);
@@ -210,20 +222,21 @@ static void equivalence(const gd_dataset_t *ds, const world_spec *w, int most, u
     run_world(one, 1, ds, w, seed, BATCH, EPOCHS, NULL, 0, NULL);
     for (int world = 2; world <= most; world++) {
         char what[64];
-        snprintf(what, sizeof what, "%s x%d", w->mode, world);
+        snprintf(what, sizeof what, "%s%s x%d", w->model ? "gat " : "", w->mode, world);
         run_world(many, world, ds, w, seed, BATCH, EPOCHS, NULL, 0, tmp);
         same_as(one, many, world, 0, tol, what);
 
         /* world ranks train epoch 1 and checkpoint it; one rank goes on, and the reverse. */
         char dir[4200];
-        snprintf(dir, sizeof dir, "%s/ck-%s-%d", tmp, w->mode, world);
+        snprintf(dir, sizeof dir, "%s/ck-%s%s-%d", tmp, w->model ? w->model : "", w->mode, world);
         run_world(many, world, ds, w, seed, BATCH, 1, dir, 0, NULL);
         run_world(resumed, 1, ds, w, seed, BATCH, EPOCHS, dir, 1, NULL);
         T_EQ_INT(resumed[0].r.start_epoch, 1);
         snprintf(what, sizeof what, "%s x%d -> x1", w->mode, world);
         same_as(one, resumed, 1, 1, tol, what);
 
-        snprintf(dir, sizeof dir, "%s/ck-%s-1-%d", tmp, w->mode, world);
+        snprintf(dir, sizeof dir, "%s/ck-%s%s-1-%d", tmp, w->model ? w->model : "", w->mode,
+                 world);
         run_world(resumed, 1, ds, w, seed, BATCH, 1, dir, 0, NULL);
         run_world(resumed, world, ds, w, seed, BATCH, EPOCHS, dir, 1, NULL);
         snprintf(what, sizeof what, "%s x1 -> x%d", w->mode, world);
@@ -245,7 +258,7 @@ static void placements(const gd_dataset_t *ds, const int *devices, int staged, i
     const int64_t lists = gd_dataset_num_edges(ds) * 4;
     rank_run one[1], many[MAX_RANKS];
     for (int k = 0; k < 3; k++) {
-        world_spec w = {"zero-copy", devices, staged, kinds[k], table / 3, lists / 3};
+        world_spec w = {"zero-copy", devices, staged, kinds[k], table / 3, lists / 3, NULL, 0};
         run_world(one, 1, ds, &w, seed, BATCH, EPOCHS, NULL, 0, NULL);
         for (int world = 2; world <= most; world++) {
             char what[64], want[64], lists_want[96];
@@ -475,8 +488,14 @@ int main(void) {
      * and 7e-4 after epoch 3. A wrong normalisation or a missing share moves the first epoch's
      * loss by percents.
      */
-    const world_spec cpu = {"cpu", NULL, 0, NULL, 0, 0};
+    const world_spec cpu = {"cpu", NULL, 0, NULL, 0, 0, NULL, 0};
     if (part("cpu")) equivalence(ds, &cpu, 3, seed, tmp, 2e-3);
+    /*
+     * GAT with feature and attention dropout: the attention masks follow the edges' node ids,
+     * so 2 and 3 ranks drop what one rank drops (keyed by position, they would not).
+     */
+    const world_spec gat = {"cpu", NULL, 0, NULL, 0, 0, "gat", 0.4};
+    if (part("cpu")) equivalence(ds, &gat, 3, seed, tmp, 2e-3);
 
     const int gpus = gd_device_count();
     if (gpus >= 1 && part("staged")) {
@@ -497,8 +516,8 @@ int main(void) {
         /* Under compute-sanitizer NCCL takes longer than 5 s to form the communicator. */
         const char *slow = getenv("GD_TEST_COMM_TIMEOUT");
         const double limit = slow && atof(slow) > 0 ? atof(slow) : 5;
-        const world_spec all_gpu = {"all-gpu", devices, 0, NULL, 0, 0};
-        const world_spec zero_copy = {"zero-copy", devices, 0, NULL, 0, 0};
+        const world_spec all_gpu = {"all-gpu", devices, 0, NULL, 0, 0, NULL, 0};
+        const world_spec zero_copy = {"zero-copy", devices, 0, NULL, 0, 0, NULL, 0};
         if (part("nccl")) {
             failing_rank(devices, 2, limit, 0);
             failing_rank(devices, 2, limit, 1);

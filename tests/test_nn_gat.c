@@ -3,7 +3,9 @@
  * blocks (repeated sources, destinations without neighbours): every parameter's and every input
  * feature's gradient of the softmax cross-entropy against central finite differences in
  * float64, for 1, 2 and 3 layers and 1 to 3 heads, with feature and attention dropout on (a
- * fixed key makes the function deterministic); float32 against float64; evaluation mode
+ * fixed key makes the function deterministic; with more than one head the masks are keyed by
+ * node ids, the attention's by each edge's two ids, as data-parallel training keys them); float32
+ * against float64; evaluation mode
  * applies no dropout; blocks larger than the model was sized for are refused.
  */
 #include "nn/gat_model.h"
@@ -34,12 +36,13 @@ typedef struct {
     gd__nn_tensor *x, *loss, *dlogits;
     int64_t *labels;
     uint64_t seed;
+    const int64_t *ids; /* the input nodes' global ids (NULL: positions key the dropout) */
 } model_case;
 
 static double model_loss(void *u) {
     model_case *k = u;
     gd__nn_tensor logits;
-    T_OK(gd__gat_model_forward(k->m, k->c->blocks, k->x, NULL, 1, k->seed, &logits));
+    T_OK(gd__gat_model_forward(k->m, k->c->blocks, k->x, k->ids, 1, k->seed, &logits));
     T_OK(gd__nn_softmax_xent(&ctx, &logits, k->labels, 1.0, k->loss, k->dlogits));
     return t_get(k->loss, 0);
 }
@@ -58,7 +61,10 @@ static void check_model(uint64_t *state, int layers, int heads) {
     int64_t labels[5];
     for (int i = 0; i < batch; i++) labels[i] = (int64_t)(t_rand(state) % classes);
     labels[1] = -1;
-    model_case k = {m, &c, &x, &loss, &dlogits, labels, t_rand(state)};
+    int64_t ids[256];
+    T_ASSERT(c.nodes[0] <= 256);
+    for (int64_t i = 0; i < c.nodes[0]; i++) ids[i] = 1000003 * (i + 1) + (int64_t)(t_rand(state) % 1000);
+    model_case k = {m, &c, &x, &loss, &dlogits, labels, t_rand(state), heads > 1 ? ids : NULL};
 
     model_loss(&k);
     T_OK(gd__nn_params_zero_grad(&ctx, &m->params));

@@ -81,6 +81,7 @@ static void help(void) {
            "  --no-baseline      do not train the MLP baseline after %s\n"
            "  --model NAME       sage (GraphSAGE, default) or gat (PyG's GATConv)\n"
            "  --heads N          gat: attention heads (default 1); hidden layers are N x H wide\n"
+           "  --attn-dropout P   gat: dropout on the attention weights in training (default 0)\n"
            "  --hidden H         hidden width (default 128; gat: per head)\n"
            "  --dropout P        dropout after hidden layers (default 0.5)\n"
            "  --lr X             Adam learning rate (default 0.003)\n"
@@ -588,6 +589,11 @@ static int train_option(train_args *a, int c, const char *arg) {
             return cli_usage_error("train", "--dropout '%s' is not in [0, 1)", arg);
         a->cfg.dropout = x;
         break;
+    case 'a':
+        if (cli_parse_double(arg, &x) || x < 0 || x >= 1)
+            return cli_usage_error("train", "--attn-dropout '%s' is not in [0, 1)", arg);
+        a->cfg.attn_dropout = x;
+        break;
     case 'l':
         if (cli_parse_double(arg, &x) || x <= 0)
             return cli_usage_error("train", "--lr '%s' is not positive", arg);
@@ -664,6 +670,7 @@ static int parse_train(int argc, char **argv, train_args *a) {
                                               {"hidden", required_argument, 0, 'H'},
                                               {"model", required_argument, 0, 'N'},
                                               {"heads", required_argument, 0, 'A'},
+                                              {"attn-dropout", required_argument, 0, 'a'},
                                               {"dropout", required_argument, 0, 'd'},
                                               {"lr", required_argument, 0, 'l'},
                                               {"weight-decay", required_argument, 0, 'w'},

@@ -251,7 +251,7 @@ class TrainOptions(_Sized):  # gd_train_options, GD_TRAIN_OPTIONS_INIT
                 ("gpu_cache_bytes", c_int64), ("graph_cache_bytes", c_int64),
                 ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("depth", c_int),
                 ("mlp", c_int), ("host_mem_budget", c_int64), ("placement", c_char_p),
-                ("locality", c_int), ("heads", c_int)]
+                ("locality", c_int), ("heads", c_int), ("attn_dropout", c_double)]
     _init_ = "gd_train_options_init"
 
 

@@ -108,7 +108,9 @@ class Trainer(_lib.Closing):
     default; docs/multi_gpu.md). locality: locality-aware sampling in zero-copy training, 0 (off),
     a factor >= 2 by which rows in GPU memory are favoured, or "auto" (adapted each epoch).
     model: "sage" (GraphSAGE) or "gat" (PyG's GATConv, `heads` attention heads, hidden layers
-    heads x hidden wide; its exact test runs attention over every neighbour, layer by layer).
+    heads x hidden wide; its exact test runs attention over every neighbour, layer by layer);
+    attn_dropout: GAT's dropout on the attention weights in training, keyed by each edge's nodes
+    (the same masks on any number of GPUs).
     """
 
     def __init__(self, dataset: "Dataset", mode: str = "auto", model: str = "sage",
@@ -120,7 +122,8 @@ class Trainer(_lib.Closing):
                  context: Optional["Context"] = None, host_mem_budget: Size = None,
                  rank: Optional[int] = None, world_size: Optional[int] = None,
                  comm_id: Optional[bytes] = None, comm_timeout: Optional[float] = None,
-                 placement: Optional[str] = None, locality: int = 0, heads: int = 1) -> None:
+                 placement: Optional[str] = None, locality: int = 0, heads: int = 1,
+                 attn_dropout: float = 0.0) -> None:
         self._ptr = None
         self._own_context = None
         from .dataset import Dataset
@@ -149,6 +152,7 @@ class Trainer(_lib.Closing):
         o.batch_size = _lib.int_arg(batch_size, who, "batch_size", _lib.INT64_MIN, _lib.INT64_MAX)
         o.hidden = _lib.int_arg(hidden, who, "hidden", _lib.INT64_MIN, _lib.INT64_MAX)
         o.dropout = float(dropout)
+        o.attn_dropout = float(attn_dropout)
         o.lr = float(lr)
         o.weight_decay = float(weight_decay)
         o.seed = seed

@@ -67,6 +67,21 @@ gd_status gd__gat_head_mean_backward_cpu(const gd__nn_tensor *dout, int64_t head
                                          gd__nn_tensor *dx);
 
 /*
+ * The attention dropout's row keys: the dropout of alpha keyed by position would depend on how
+ * the minibatch was cut (data-parallel ranks hold other rows), so each row is keyed by its edge:
+ * keys[e] = gd__gat_edge_key(node_ids[d], node_ids[indices[e]]) for the block's edges, and
+ * keys[E + d] = gd__gat_edge_key(node_ids[d], node_ids[d]) for the self loops. node_ids: the
+ * block's sources' global ids; keys: E + num_dst int64, in the op's memory (host or the GPU).
+ */
+GD_HOST_DEVICE int64_t gd__gat_edge_key(int64_t dst, int64_t src) {
+    uint64_t z = (uint64_t)dst * 0x9E3779B97F4A7C15ull ^ ((uint64_t)src + 0x632BE59BD9B4E019ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (int64_t)((z ^ (z >> 31)) >> 1);
+}
+gd_status gd__gat_edge_keys_cpu(const gd_block *blk, const int64_t *node_ids, int64_t *keys);
+
+/*
  * The argument checks of each op, shared by the CPU entry points and the CUDA ones: one float
  * dtype, every tensor on `device` (GD__NN_HOST: host memory), the shapes above, and, for a
  * block in host memory, its edges within the sources.
@@ -138,6 +153,8 @@ gd_status gd__gat_aggregate_backward_cuda(const gd__nn_ctx *ctx, const gd_block 
                                           gd__nn_tensor *dh);
 gd_status gd__gat_head_mean_cuda(const gd__nn_ctx *ctx, const gd__nn_tensor *x, int64_t heads,
                                  gd__nn_tensor *out);
+gd_status gd__gat_edge_keys_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                 const int64_t *node_ids, int64_t *keys);
 gd_status gd__gat_head_mean_backward_cuda(const gd__nn_ctx *ctx, const gd__nn_tensor *dout,
                                           int64_t heads, gd__nn_tensor *dx);
 #endif

@@ -322,3 +322,16 @@ gd_status gd__gat_head_mean_backward_cpu(const gd__nn_tensor *dout, int64_t head
 fail:
     return st;
 }
+
+gd_status gd__gat_edge_keys_cpu(const gd_block *blk, const int64_t *node_ids, int64_t *keys) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(blk && node_ids && keys, GD_ERR_INVALID_ARG, "gat edge keys: NULL argument");
+    GD_CHECK(check_block("gat edge keys", blk, blk->num_src, GD__NN_HOST));
+    for (int64_t d = 0; d < blk->num_dst; d++) {
+        for (int32_t e = blk->indptr[d]; e < blk->indptr[d + 1]; e++)
+            keys[e] = gd__gat_edge_key(node_ids[d], node_ids[blk->indices[e]]);
+        keys[blk->num_edges + d] = gd__gat_edge_key(node_ids[d], node_ids[d]);
+    }
+fail:
+    return st;
+}

@@ -135,6 +135,18 @@ __global__ void softmax_backward_kernel(const int *indptr, const int *indices, l
     }
 }
 
+/* The attention dropout's key of each edge row and self loop: a thread per destination. */
+__global__ void edge_keys_kernel(const int *indptr, const int *indices, long long nd, long long ns,
+                                 long long ne, const long long *node_ids, long long *keys) {
+    FOR_EACH(d, nd) {
+        for (int e = indptr[d]; e < indptr[d + 1]; e++) {
+            const long long s = indices[e];
+            keys[e] = s >= 0 && s < ns ? gd__gat_edge_key(node_ids[d], node_ids[s]) : 0;
+        }
+        keys[ne + d] = gd__gat_edge_key(node_ids[d], node_ids[d]);
+    }
+}
+
 /* out[d, kF + f]: a warp per (d, k), the lanes over the head's features. */
 __global__ void aggregate_kernel(const int *indptr, const int *indices, long long nd, long long ns,
                                  long long ne, long long off, int H, int F, const float *alpha,
@@ -366,6 +378,21 @@ gd_status gd__gat_head_mean_backward_cuda(const gd__nn_ctx *ctx, const gd__nn_te
         head_mean_backward_kernel<<<grid_for(dx->rows * dx->cols, BLOCK_THREADS), BLOCK_THREADS, 0,
                                     STREAM(ctx)>>>(CF32(dout), dout->rows, (int)heads,
                                                    (int)dout->cols, F32(dx));
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+gd_status gd__gat_edge_keys_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                 const int64_t *node_ids, int64_t *keys) {
+    OP_ENTER();
+    GD_REQUIRE(blk && node_ids && keys, GD_ERR_INVALID_ARG, "gat edge keys: NULL argument");
+    if (blk->num_dst > 0) {
+        edge_keys_kernel<<<grid_for(blk->num_dst, BLOCK_THREADS), BLOCK_THREADS, 0,
+                           STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst, blk->num_src,
+                                          blk->num_edges, (const long long *)node_ids,
+                                          (long long *)keys);
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:

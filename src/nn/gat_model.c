@@ -32,6 +32,7 @@ void gd__gat_model_destroy(gd__gat_model *m) {
     gd__nn_tensor *const s[] = {&m->dp,  &m->dagg,  &m->dalpha, &m->dss,
                                 &m->dsd, &m->dh[0], &m->dh[1]};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) gd__nn_tensor_free(ctx, s[i]);
+    if (m->keys) ctx->be->release(ctx, m->keys);
     gd__nn_params_free(ctx, &m->params);
     gd_free(m);
 }
@@ -66,7 +67,7 @@ gd_status gd__gat_model_create(const gd__nn_ctx *ctx, const gd__gat_config *cfg,
     m->cfg.heads = H;
     m->ctx = *ctx;
     m->params.dtype = c->dtype;
-    int64_t cap_p = 1, cap_agg = 1, cap_alpha = 1, cap_s = 1, cap_d = 1, cap_h = 1;
+    int64_t cap_p = 1, cap_agg = 1, cap_alpha = 1, cap_s = 1, cap_d = 1, cap_h = 1, cap_k = 1;
     for (int l = 0; l < L; l++) {
         m->f[l] = l < L - 1 ? c->hidden_dim : c->num_classes;
         m->in[l] = l == 0 ? c->in_dim : H * c->hidden_dim;
@@ -87,6 +88,7 @@ gd_status gd__gat_model_create(const gd__nn_ctx *ctx, const gd__gat_config *cfg,
         cap_p = gd__max64(cap_p, ns * H * m->f[l]);
         cap_agg = gd__max64(cap_agg, nd * H * m->f[l]);
         cap_alpha = gd__max64(cap_alpha, ne * H);
+        cap_k = gd__max64(cap_k, ne);
         cap_s = gd__max64(cap_s, ns * H);
         cap_d = gd__max64(cap_d, nd * H);
         if (l > 0) cap_h = gd__max64(cap_h, ns * m->in[l]);
@@ -100,6 +102,8 @@ gd_status gd__gat_model_create(const gd__nn_ctx *ctx, const gd__gat_config *cfg,
     GD_CHECK(gd__nn_tensor_alloc(ctx, c->dtype, 1, cap_d, &m->dsd));
     GD_CHECK(gd__nn_tensor_alloc(ctx, c->dtype, 1, cap_h, &m->dh[0]));
     GD_CHECK(gd__nn_tensor_alloc(ctx, c->dtype, 1, cap_h, &m->dh[1]));
+    if (cfg->attn_dropout > 0)
+        GD_CHECK(ctx->be->alloc(ctx, (size_t)cap_k * sizeof(int64_t), (void **)&m->keys));
     *out = m;
     return GD_OK;
 fail:
@@ -126,6 +130,16 @@ static gd_status check_blocks(const gd__gat_model *m, const gd_block *blocks) {
     }
 fail:
     return st;
+}
+
+/*
+ * The attention dropout's keys of block b's rows from the sources' global ids (node_ids: the
+ * input nodes', whose first rows are every layer's sources): the masks follow the edges, not
+ * their positions, so data-parallel ranks drop what one GPU drops. Without ids, positions.
+ */
+static gd_status attn_keys(gd__gat_model *m, const gd_block *b, const int64_t *node_ids) {
+    if (!node_ids) return GD_OK;
+    return GAT_OP(edge_keys, &m->ctx, b, node_ids, m->keys);
 }
 
 gd_status gd__gat_model_forward(gd__gat_model *m, const gd_block *blocks, const gd__nn_tensor *x,
@@ -159,8 +173,9 @@ gd_status gd__gat_model_forward(gd__gat_model *m, const gd_block *blocks, const 
         GD_CHECK(GAT_OP(edge_softmax, ctx, b, &ss, &sd, SLOPE, &al));
         const gd__nn_tensor *use = &al;
         if (train && pa > 0) {
-            GD_CHECK(
-                gd__nn_dropout(ctx, pa, dropout_seed, ATTN_STREAM + (uint32_t)l, NULL, &al, &ald));
+            GD_CHECK(attn_keys(m, b, node_ids));
+            GD_CHECK(gd__nn_dropout(ctx, pa, dropout_seed, ATTN_STREAM + (uint32_t)l,
+                                    node_ids ? m->keys : NULL, &al, &ald));
             use = &ald;
         }
         GD_CHECK(GAT_OP(aggregate, ctx, b, use, &pp, &ag));
@@ -233,9 +248,11 @@ gd_status gd__gat_model_backward(gd__gat_model *m, const gd_block *blocks,
         }
         GD_CHECK(gd__nn_zero(ctx, &dp));
         GD_CHECK(GAT_OP(aggregate_backward, ctx, b, attn ? &ald : &al, &pp, &dagg, &dal, &dp));
-        if (attn)
+        if (attn) {
+            GD_CHECK(attn_keys(m, b, m->node_ids));
             GD_CHECK(gd__nn_dropout_backward(ctx, pa, m->dropout_seed, ATTN_STREAM + (uint32_t)l,
-                                             NULL, &dal, &dal));
+                                             m->node_ids ? m->keys : NULL, &dal, &dal));
+        }
         GD_CHECK(gd__nn_zero(ctx, &dss));
         GD_CHECK(gd__nn_zero(ctx, &dsd));
         GD_CHECK(GAT_OP(edge_softmax_backward, ctx, b, &ss, &sd, SLOPE, &al, &dal, &dss, &dsd));
@@ -350,6 +367,7 @@ static int64_t gat_bytes(const gd__model_config *cfg) {
         act += ns * H * f + ns * H + nd * H + 2 * ne * H + nd * H * f + nd * f;
         scratch =
             gd__max64(scratch, ns * H * f + nd * H * f + ne * H + ns * H + nd * H + 2 * ns * in);
+        if (cfg->attn_dropout > 0) act += 2 * ne; /* the edge keys (int64) */
     }
     return 4 * (4 * params + act + scratch);
 }

@@ -49,6 +49,8 @@ typedef struct {
     gd__nn_tensor z[GD__MODEL_MAX_LAYERS]; /* the last layer's logits (the others: none) */
     /* Backward scratch, sized for the largest layer. */
     gd__nn_tensor dp, dagg, dalpha, dss, dsd, dh[2];
+    /* The attention dropout's key of each edge row (gd__gat_edge_keys), when node ids are given. */
+    int64_t *keys;
     /* The last forward pass. */
     int64_t rows[GD__MODEL_MAX_LAYERS + 1];
     int train;

@@ -104,6 +104,9 @@ static gd_status train_config(const gd_train_options *o, gd_trainer_t *t, gd__tr
     GD_REQUIRE(o->heads >= 0 && o->heads <= 64, GD_ERR_INVALID_ARG,
                "trainer: %d attention heads; use 1 to 64 (0: 1)", o->heads);
     c->heads = o->heads;
+    GD_REQUIRE(o->attn_dropout >= 0 && o->attn_dropout < 1, GD_ERR_INVALID_ARG,
+               "trainer: attention dropout %g; use a probability in [0, 1)", o->attn_dropout);
+    c->attn_dropout = o->attn_dropout;
     c->dropout = o->dropout;
     c->lr = o->lr;
     c->weight_decay = o->weight_decay;

@@ -66,6 +66,7 @@ typedef struct {
     int64_t batch_size;  /* seeds per training minibatch (and per evaluation minibatch) */
     int64_t hidden_dim;  /* width of the hidden layers (GAT: per head) */
     int heads;           /* GAT's attention heads (0: 1) */
+    double attn_dropout; /* GAT's dropout on the attention weights */
     double dropout;      /* p in [0, 1) after every hidden layer, training only */
     double lr;           /* Adam learning rate */
     double weight_decay; /* Adam's L2 term (torch.optim.Adam), 0 = none */

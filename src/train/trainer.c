@@ -171,6 +171,7 @@ static void model_config(const gd__trainer *t, int64_t max_degree, int64_t max_i
     *mc = gd__model_config_make(t->cfg.model, t->cfg.num_layers, t->in_dim, t->cfg.hidden_dim,
                                 t->num_classes, t->cfg.dropout, GD_DTYPE_FLOAT32);
     mc->heads = t->cfg.heads;
+    mc->attn_dropout = t->cfg.attn_dropout;
     const gd__model_shape shape = {.num_layers = t->cfg.num_layers,
                                    .fanouts = fanouts,
                                    .batch = t->batch,
@@ -725,11 +726,13 @@ void gd__trainer_checkpoint_meta(const gd__trainer *t, gd__checkpoint_meta *m) {
              (long long)gd_dataset_num_edges(t->d->ds), (long long)t->d->in_dim,
              (long long)t->d->num_classes);
     /* The mode is left out on purpose: every mode samples and trains the same way. */
+    char attn[48] = "";
+    if (t->cfg.attn_dropout > 0) snprintf(attn, sizeof attn, " attn_dropout=%g", t->cfg.attn_dropout);
     /* The global batch: a run of N ranks at B / N each resumes one of any other rank count. */
     snprintf(m->config, sizeof m->config,
-             "batch=%lld dropout=%g lr=%g weight_decay=%g mlp=%d max_batches=%lld",
+             "batch=%lld dropout=%g lr=%g weight_decay=%g mlp=%d max_batches=%lld%s",
              (long long)t->cfg.batch_size * gd__comm_world(t->comm), t->cfg.dropout, t->cfg.lr, t->cfg.weight_decay,
-             t->cfg.mlp, (long long)t->cfg.max_batches);
+             t->cfg.mlp, (long long)t->cfg.max_batches, attn);
 }
 
 gd_status gd__trainer_save(gd__trainer *t, const char *path, const gd__checkpoint_meta *meta,
