@@ -4,7 +4,9 @@
  * none, heads of 16 and of 40 features: more than a warp's lanes): a whole layer forward (node
  * scores, edge softmax, aggregation, head mean) and backward, GPU outputs poisoned with NaN
  * first so an unwritten element shows; forwards within 1e-5, backwards (atomic adds in any
- * order) within 1e-4, relative. Then a float64 tensor is refused on the GPU. Without a GPU the
+ * order) within 1e-4, relative. Then a float64 tensor is refused on the GPU. The forms exact
+ * inference uses (the destinations' own rows at an offset into the sources: softmax_at,
+ * aggregate_at) within 1e-5, and the attention dropout's edge keys, equal. Without a GPU the
  * test exits 77.
  */
 #include "test.h"
@@ -172,6 +174,84 @@ static void one(const gd__nn_ctx *ctx, uint64_t *rng, int64_t heads, int64_t fea
     free(ix);
 }
 
+/* A device copy of n bytes at src. */
+static void *dev_copy(const void *src, size_t n) {
+    void *d = NULL;
+    CU(cudaMalloc(&d, n ? n : 1));
+    if (n) CU(cudaMemcpy(d, src, n, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/*
+ * softmax_at and aggregate_at with the destinations' own rows at a random offset, and the edge
+ * keys of the block from random node ids: GPU against CPU.
+ */
+static void offsets_and_keys(const gd__nn_ctx *ctx, uint64_t *rng, int64_t heads, int64_t feats) {
+    const int64_t ns = 1 + (int64_t)(t_rand(rng) % 3000);
+    const int64_t nd = 1 + (int64_t)(t_rand(rng) % (uint64_t)(ns < 400 ? ns : 400));
+    const int64_t off = (int64_t)(t_rand(rng) % (uint64_t)(ns - nd + 1)), hf = heads * feats;
+    int32_t *hip = malloc((size_t)(nd + 1) * 4), *hix = malloc((size_t)(nd * 12 + 1) * 4);
+    T_ASSERT(hip && hix);
+    int64_t ne = 0;
+    hip[0] = 0;
+    for (int64_t d = 0; d < nd; d++) {
+        const int64_t k = (int64_t)(t_rand(rng) % 12);
+        for (int64_t i = 0; i < k; i++) hix[ne++] = (int32_t)(t_rand(rng) % (uint64_t)ns);
+        hip[d + 1] = (int32_t)ne;
+    }
+    float *ss = malloc((size_t)(ns * heads) * 4), *sd = malloc((size_t)(nd * heads) * 4),
+          *h = malloc((size_t)(ns * hf) * 4);
+    int64_t *ids = malloc((size_t)ns * 8);
+    T_ASSERT(ss && sd && h && ids);
+    for (int64_t i = 0; i < ns * heads; i++) ss[i] = uni(rng);
+    for (int64_t i = 0; i < nd * heads; i++) sd[i] = uni(rng);
+    for (int64_t i = 0; i < ns * hf; i++) h[i] = uni(rng);
+    for (int64_t i = 0; i < ns; i++) ids[i] = (int64_t)(t_rand(rng) >> 2);
+    const size_t nal = (size_t)((ne + nd) * heads), nout = (size_t)(nd * hf);
+    float *al = malloc(nal * 4), *out = malloc(nout * 4), *gal = malloc(nal * 4),
+          *gout = malloc(nout * 4);
+    int64_t *keys = malloc((size_t)(ne + nd) * 8), *gkeys = malloc((size_t)(ne + nd) * 8);
+    T_ASSERT(al && out && gal && gout && keys && gkeys);
+    const gd_block hb = {nd, ns, ne, hip, hix};
+    gd__nn_tensor tss = t(ss, GD__NN_HOST, ns, heads), tsd = t(sd, GD__NN_HOST, nd, heads),
+                  th = t(h, GD__NN_HOST, ns, hf), tal = t(al, GD__NN_HOST, ne + nd, heads),
+                  tout = t(out, GD__NN_HOST, nd, hf);
+    T_OK(gd__gat_edge_softmax_at_cpu(&hb, off, &tss, &tsd, 0.2, &tal));
+    T_OK(gd__gat_aggregate_at_cpu(&hb, off, &tal, &th, &tout));
+    T_OK(gd__gat_edge_keys_cpu(&hb, ids, keys));
+    /* An offset that puts a destination's own row past the sources is refused. */
+    T_FAILS(gd__gat_edge_softmax_at_cpu(&hb, ns - nd + 1, &tss, &tsd, 0.2, &tal),
+            GD_ERR_INVALID_ARG, "own rows");
+
+    int32_t *dip = dev_copy(hip, (size_t)(nd + 1) * 4), *dix = dev_copy(hix, (size_t)ne * 4);
+    float *dss = dev_copy(ss, (size_t)(ns * heads) * 4), *dsd = dev_copy(sd, (size_t)(nd * heads) * 4),
+          *dh = dev_copy(h, (size_t)(ns * hf) * 4), *dal = NULL, *dout = NULL;
+    int64_t *dids = dev_copy(ids, (size_t)ns * 8), *dkeys = NULL;
+    CU(cudaMalloc((void **)&dal, nal * 4));
+    CU(cudaMalloc((void **)&dout, nout * 4));
+    CU(cudaMalloc((void **)&dkeys, (size_t)(ne + nd) * 8));
+    CU(cudaMemset(dal, 0xff, nal * 4)); /* NaN: every element must be written */
+    CU(cudaMemset(dout, 0xff, nout * 4));
+    const gd_block db = {nd, ns, ne, dip, dix};
+    gd__nn_tensor gss = t(dss, ctx->device, ns, heads), gsd = t(dsd, ctx->device, nd, heads),
+                  gh = t(dh, ctx->device, ns, hf), gtal = t(dal, ctx->device, ne + nd, heads),
+                  gtout = t(dout, ctx->device, nd, hf);
+    T_OK(gd__gat_edge_softmax_at_cuda(ctx, &db, off, &gss, &gsd, 0.2, &gtal));
+    T_OK(gd__gat_aggregate_at_cuda(ctx, &db, off, &gtal, &gh, &gtout));
+    T_OK(gd__gat_edge_keys_cuda(ctx, &db, dids, dkeys));
+    T_OK(ctx->be->synchronize(ctx));
+    CU(cudaMemcpy(gal, dal, nal * 4, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(gout, dout, nout * 4, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(gkeys, dkeys, (size_t)(ne + nd) * 8, cudaMemcpyDeviceToHost));
+    compare("alpha at an offset", al, gal, (int64_t)nal, 1e-5);
+    compare("aggregate at an offset", out, gout, (int64_t)nout, 1e-5);
+    T_ASSERT(memcmp(keys, gkeys, (size_t)(ne + nd) * 8) == 0);
+    void *const dev[] = {dip, dix, dss, dsd, dh, dal, dout, dids, dkeys};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CU(cudaFree(dev[i]));
+    void *const host[] = {hip, hix, ss, sd, h, ids, al, out, gal, gout, keys, gkeys};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+}
+
 int main(void) {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -182,6 +262,8 @@ int main(void) {
     gd__nn_ctx ctx;
     T_OK(gd__nn_cuda_ctx_create(0, &ctx));
     for (int round = 0; round < 12; round++) one(&ctx, &rng, 1 + round % 4, round % 2 ? 40 : 16);
+    for (int round = 0; round < 8; round++)
+        offsets_and_keys(&ctx, &rng, 1 + round % 3, round % 2 ? 40 : 8);
     gd__nn_cuda_ctx_destroy(&ctx);
     t_check_no_leaks();
     fprintf(stderr, "gat ops on the GPU: ok\n");
