@@ -270,13 +270,17 @@ static void shape_from(gd__trainer *t, const gd_dataset_t *ds, const gd__train_c
  * The exact inference of a fit (infer.c) in the plan: on a GPU it gets half of the memory the
  * trainer leaves free (a zero-copy feature cache sized "what is left" takes the budget but the
  * reserve), and places its tables by gd__plan_infer; on the CPU its hidden tables are host
- * memory. Models without a layer-wise form (and the MLP, whose sampled inference is exact) add
- * nothing.
+ * memory. An attention model's (GAT) hidden layers are heads x hidden wide, and its projection
+ * of every node (heads x the widest layer, plus two scores a head) comes out of the GPU budget
+ * first, as infer.c takes it. Models without a layer-wise form (and the MLP, whose sampled
+ * inference is exact) add nothing.
  */
 static gd_status plan_inference(const gd__trainer *t, gd__plan *p) {
     gd_status st = GD_OK;
     const gd__model_i *iface = gd__model_kind_iface(t->cfg.model);
-    if (t->cfg.mlp || !iface || !iface->layer_combine) return GD_OK;
+    if (t->cfg.mlp || !gd__model_i_exact(iface)) return GD_OK;
+    const int attention = iface->attn_combine != NULL;
+    const int64_t heads = attention && t->cfg.heads > 0 ? t->cfg.heads : 1;
     gd__infer_plan_input in;
     memset(&in, 0, sizeof in);
     gd_array_view ix;
@@ -286,8 +290,11 @@ static gd_status plan_inference(const gd__trainer *t, gd__plan *p) {
     in.num_layers = t->cfg.num_layers;
     in.index_bytes = (int64_t)gd_dtype_size(ix.dtype);
     in.dims[0] = t->in_dim;
-    for (int l = 1; l < in.num_layers; l++) in.dims[l] = t->cfg.hidden_dim;
+    for (int l = 1; l < in.num_layers; l++) in.dims[l] = heads * t->cfg.hidden_dim;
     in.dims[in.num_layers] = t->num_classes;
+    const int64_t widest = in.num_layers > 1 ? gd__max64(t->cfg.hidden_dim, t->num_classes)
+                                             : t->num_classes;
+    const int64_t attn = attention ? t->num_nodes * (heads * widest + 2 * heads) * 4 : 0;
     gd__infer_plan ip;
     if (p->mode == GD__TRAIN_CPU) {
         /* No budget on the CPU: the plan's table sizes, with every table in host memory. */
@@ -299,12 +306,12 @@ static gd_status plan_inference(const gd__trainer *t, gd__plan *p) {
     int64_t taken = p->gpu_bytes;
     if (p->feature_cache_bytes < 0)
         taken += gd__max64(0, p->budget - p->gpu_bytes - GD__PLAN_GPU_RESERVE);
-    in.budget = gd__max64(0, p->gpu_free - taken) / 2;
+    in.budget = gd__max64(0, p->gpu_free - taken) / 2 - attn;
     if (gd__plan_infer(&in, &ip) == GD_OK) {
         gd__plan_add_infer(p, &ip);
     } else {
         gd_clear_error();
-        gd__plan_add_infer_none(p, ip.unit_bytes * GD__PLAN_INFER_MIN_CHUNK_ROWS);
+        gd__plan_add_infer_none(p, ip.unit_bytes * GD__PLAN_INFER_MIN_CHUNK_ROWS + attn);
     }
 fail:
     return st;
