@@ -308,8 +308,11 @@ static int on_epoch(void *user, const gd_epoch_stats *es) {
 static void print_run(const gd_train_options *o, const gd_trainer_info *info,
                       const gd_model_info *mi) {
     char a[32], b[32];
-    printf("model: %s, %d layers, hidden %lld, fanouts ",
-           o->mlp ? "MLP (graph removed)" : mi->description, o->num_layers, (long long)o->hidden);
+    printf("model: %s, %d layers, hidden %lld, ", o->mlp ? "MLP (graph removed)" : mi->description,
+           o->num_layers, (long long)o->hidden);
+    if (!o->mlp && o->heads > 1) printf("%d heads, ", o->heads);
+    if (!o->mlp && o->attn_dropout > 0) printf("attention dropout %g, ", o->attn_dropout);
+    printf("fanouts ");
     for (int h = 0; h < o->num_layers; h++)
         printf("%s%d", h ? "," : "", o->mlp ? 0 : o->fanouts[h]);
     printf(", %lld parameters; batch %lld, lr %g, dropout %g, weight decay %g\n",
