@@ -137,6 +137,14 @@ expect_rc 1 "$cli" train --preset tiny --epochs 3 --hidden 64 --no-baseline --ch
 grep -q "hidden" "$tmp/err" || { cat "$tmp/err"; fail "resume with other settings"; }
 expect_rc 0 "$cli" eval --preset tiny --model "$tmp/ck/best.gdc" --mode cpu
 grep -q "^test acc 0\.[0-9]* (" "$tmp/out" || { cat "$tmp/out"; fail "eval output"; }
+# GAT: the fit's exact test and eval of its best model (heads from the file) agree.
+expect_rc 0 "$cli" train --preset tiny --model gat --heads 3 --hidden 8 --attn-dropout 0.2 \
+    --epochs 2 --no-baseline --mode cpu --checkpoint "$tmp/ck-gat"
+fit_exact=$(grep -o "[0-9.]* exact (all neighbours" "$tmp/out" | cut -d' ' -f1)
+[ -n "$fit_exact" ] || { cat "$tmp/out"; fail "train --model gat: no exact test"; }
+expect_rc 0 "$cli" eval --preset tiny --model "$tmp/ck-gat/best.gdc" --mode cpu
+grep -q "^test acc $fit_exact (" "$tmp/out" \
+    || { cat "$tmp/out"; fail "eval of a GAT model: test acc is not the fit's exact $fit_exact"; }
 # Regression, "train --checkpoint DIR without --resume silently replaces an earlier run": a
 # new run is refused naming the run found (epochs, best accuracy) and the two ways out, and DIR
 # is left as it was; --overwrite starts again.
