@@ -162,5 +162,72 @@ class NeighborLoaderTest(unittest.TestCase):
         self.assertGreater(acc, 0.8)
 
 
+def read_checkpoint(path):
+    """The header and the parameter tensors of a graphdirect checkpoint (docs/formats.md)."""
+    import json
+    import struct
+    with open(path, "rb") as f:
+        buf = f.read()
+    assert buf[:8] == b"\x89GDCKPT\n"
+    _, h, size = struct.unpack_from("<IIQ", buf, 8)
+    assert size == len(buf)
+    meta = json.loads(buf[24:24 + h])
+    flat = np.frombuffer(buf, np.dtype("<f4"), meta["numel"], 24 + h)
+    return meta, [flat[t["offset"]:t["offset"] + t["rows"] * t["cols"]].reshape(t["rows"], t["cols"])
+                  for t in meta["tensors"]]
+
+
+@unittest.skipIf(torch is None or torch_geometric is None, "torch and torch_geometric needed")
+class GatSemanticsTest(unittest.TestCase):
+    def test_gat_equals_pyg_gatconv(self):
+        # graphdirect's GAT is PyG's GATConv stacked: a trained model's weights put into
+        # GATConv layers (heads concatenated in the hidden layer, averaged in the last, ReLU
+        # between, self loops added) give, over the whole graph, the predictions of graphdirect's
+        # exact layer-wise inference. (The generated graph has no self edges: PyG would drop
+        # those before adding its own, graphdirect keeps them.)
+        from torch_geometric.nn import GATConv
+        with tempfile.TemporaryDirectory(prefix="gd-gat-") as tmp:
+            path = os.path.join(tmp, "tiny")
+            graphdirect.generate("tiny", seed=5, out=path).close()
+            ds = graphdirect.Dataset(path)
+            heads, hidden = 3, 8
+            with graphdirect.Trainer(ds, mode="cpu", model="gat", heads=heads, hidden=hidden,
+                                     fanouts=[6, 4], batch_size=512, seed=2) as t:
+                t.fit(2)
+                ours = t.evaluate("test", exact=True)
+                t.save(os.path.join(tmp, "gat.gdc"))
+            meta, w = read_checkpoint(os.path.join(tmp, "gat.gdc"))
+            self.assertEqual(meta["model"], "gat")
+            self.assertEqual(meta["heads"], heads)
+            indptr = np.asarray(np.from_dlpack(ds.array("indptr")), dtype=np.int64)
+            indices = np.asarray(np.from_dlpack(ds.array("indices")), dtype=np.int64)
+            n = ds.num_nodes
+            dst = np.repeat(np.arange(n), np.diff(indptr))
+            self.assertEqual(int((dst == indices).sum()), 0)
+            ei = torch.from_numpy(np.stack([indices, dst]))
+            x = torch.from_numpy(np.array(np.from_dlpack(ds.array("features"))))
+            y = np.asarray(np.from_dlpack(ds.array("labels")), dtype=np.int64)
+            test = np.asarray(np.from_dlpack(ds.array("test_idx")), dtype=np.int64)
+            classes = meta["num_classes"]
+            convs = [GATConv(meta["in_dim"], hidden, heads=heads, concat=True),
+                     GATConv(heads * hidden, classes, heads=heads, concat=False)]
+            with torch.no_grad():
+                for l, conv in enumerate(convs):
+                    W, a_src, a_dst, b = (torch.from_numpy(np.array(a)) for a in w[4 * l:4 * l + 4])
+                    f = hidden if l == 0 else classes
+                    conv.lin.weight.copy_(W.t())  # PyG's lin: x @ weight^T, heads side by side
+                    conv.att_src.copy_(a_src.reshape(1, heads, f))
+                    conv.att_dst.copy_(a_dst.reshape(1, heads, f))
+                    conv.bias.copy_(b.reshape(-1))
+                h = torch.relu(convs[0](x, ei))
+                pred = convs[1](h, ei).argmax(-1).numpy()
+            lab = test[y[test] >= 0]
+            theirs = float((pred[lab] == y[lab]).mean())
+            ds.close()
+        # Equal predictions give equal accuracy; float summation order may flip a near tie.
+        print("gat test accuracy: graphdirect exact %.4f, PyG GATConv %.4f" % (ours, theirs))
+        self.assertAlmostEqual(ours, theirs, delta=1.5 / len(lab))
+
+
 if __name__ == "__main__":
     sys.exit(run_unittest())
