@@ -41,6 +41,7 @@ typedef struct {
     int64_t gpu_cache, graph_cache, max_batches, warmup, cpu_batches;
     int layers, fanouts[GD_SAMPLER_MAX_LAYERS];
     const char *gather_sms;
+    gd_dtype dtype; /* the generated features' (GD_DTYPE_INVALID: float32) */
     run_spec runs[MAX_RUNS];
     int nruns;
 } epoch_bench;
@@ -73,6 +74,7 @@ static void help(void) {
            "  --graph-cache SIZE zero-copy neighbour-list cache (default: a quarter of what the\n"
            "                     budget leaves)\n"
            "  --gather-sms N     SMs of the gather kernel, N or N%% (default: all)\n"
+           "  --dtype T          the generated features: float32 (default), float16, bfloat16\n"
            "  --depth D          pipeline ring depth (default 3)\n"
            "  --warmup N         minibatches of the warm-up epoch (default 20)\n"
            "  --max-batches N    time only the first N minibatches of the epoch (0: all)\n"
@@ -193,6 +195,12 @@ static int own_option(void *self, int c, const char *arg) {
     case 'S':
         b->gather_sms = arg;
         break;
+    case 't':
+        if (gd_dtype_parse(arg, &b->dtype) != GD_OK ||
+            (b->dtype != GD_DTYPE_FLOAT32 && b->dtype != GD_DTYPE_FLOAT16 &&
+             b->dtype != GD_DTYPE_BFLOAT16))
+            return cli_usage_error(cmd, "--dtype '%s' is not float32, float16 or bfloat16", arg);
+        break;
     case 'R':
         if (cli_parse_i64(arg, &v) || v < 2 || v > 8)
             return cli_usage_error(cmd, "--depth '%s' is not in 2..8", arg);
@@ -229,6 +237,7 @@ static int parse_options(epoch_bench *b, int argc, char **argv) {
                                               {"gpu-cache", required_argument, 0, 'c'},
                                               {"graph-cache", required_argument, 0, 'g'},
                                               {"gather-sms", required_argument, 0, 'S'},
+                                              {"dtype", required_argument, 0, 't'},
                                               {"depth", required_argument, 0, 'R'},
                                               {"warmup", required_argument, 0, 'w'},
                                               {"max-batches", required_argument, 0, 'M'},
@@ -250,6 +259,16 @@ static int parse_options(epoch_bench *b, int argc, char **argv) {
     return -1;
 }
 
+/* The element type of ds's feature table. */
+static gd_dtype feature_dtype(const gd_dataset_t *ds) {
+    gd_array_view fv;
+    if (gd_dataset_array(ds, GD_ARRAY_FEATURES, &fv) != GD_OK) {
+        gd_clear_error();
+        return GD_DTYPE_FLOAT32;
+    }
+    return fv.dtype;
+}
+
 /* Build the trainer of run r, warm it up, time one epoch. 0 or -1 (message printed). */
 static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec *r,
                     run_result *out) {
@@ -268,7 +287,8 @@ static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec
     cfg.gpu_cache_bytes = r->cache >= 0 ? r->cache : b->gpu_cache;
     if (r->cache_frac >= 0)
         cfg.gpu_cache_bytes = (int64_t)(r->cache_frac * (double)gd_dataset_num_nodes(ds) *
-                                        (double)gd_dataset_feature_dim(ds) * 4.0);
+                                        (double)gd_dataset_feature_dim(ds) *
+                                        (double)gd_dtype_size(feature_dtype(ds)));
     cfg.graph_cache_bytes = r->graph_cache >= 0 ? r->graph_cache : b->graph_cache;
     cfg.gpu_mem_budget = r->budget;
     cfg.gather_sms = r->sms[0] ? r->sms : b->gather_sms;
@@ -317,6 +337,7 @@ static int add_config_json(const epoch_bench *b, cJSON *root, gd_dataset_t *ds) 
     for (int h = 0; h < b->layers; h++) cJSON_AddItemToArray(fj, cJSON_CreateNumber(b->fanouts[h]));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "batch", (double)b->opt.batch));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "hidden", (double)b->opt.hidden));
+    BENCH_JSON(cJSON_AddStringToObject(cfgj, "feature_dtype", gd_dtype_name(feature_dtype(ds))));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "threads", b->opt.threads));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "depth", b->depth));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "warmup_batches", (double)b->warmup));
@@ -379,6 +400,7 @@ int bench_epoch(int argc, char **argv) {
     go.preset = b.opt.preset;
     go.seed = b.opt.seed;
     go.num_nodes = b.opt.nodes;
+    go.feature_dtype = b.dtype;
     BENCH_GD(gd_generate(&go, &ds), "generating the dataset");
     fprintf(stderr, "epoch: %s: %lld nodes, %lld edges, %lld features, %lld classes (%.1f s)\n",
             b.opt.preset, (long long)gd_dataset_num_nodes(ds), (long long)gd_dataset_num_edges(ds),
