@@ -39,8 +39,10 @@ typedef struct {
     bench_options opt; /* --preset, --nodes, --batch, --hidden, --device, --seed, --json ... */
     int fanouts[GD_SAMPLER_MAX_LAYERS], layers;
     int steps, warmup, breakdown;
-    double dropout, lr;
+    double dropout, lr, attn_dropout;
     const char *dump_dir;
+    const char *model; /* NULL: GraphSAGE */
+    int heads;
 } step_bench;
 
 static void help(void) {
@@ -56,6 +58,7 @@ static void help(void) {
            "  --batch N          seeds per minibatch (default 1024)\n"
            "  --hidden N         hidden width (default 256)\n"
            "  --dropout P        dropout between layers (default 0.5)\n"
+           "  --model sage|gat   the model (default sage); gat: --heads N (1), --attn-dropout P (0)\n"
            "  --lr X             Adam learning rate (default 0.003)\n"
            "  --steps N          timed steps, each on its own minibatch (default 50)\n"
            "  --warmup N         untimed steps first (default 10)\n"
@@ -110,6 +113,20 @@ static int own_option(void *self, int c, const char *arg) {
     case 'u':
         b->dump_dir = arg;
         break;
+    case 'M':
+        b->model = arg;
+        break;
+    case 'A':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > 64)
+            return cli_usage_error(cmd, "--heads '%s' is not in 1..64", arg);
+        b->heads = (int)v;
+        break;
+    case 'a':
+        if (cli_parse_double(arg, &x) || !(x >= 0 && x < 1))
+            return cli_usage_error(cmd, "--attn-dropout '%s' is not a probability in [0, 1)",
+                                   arg);
+        b->attn_dropout = x;
+        break;
     default:
         return -1;
     }
@@ -124,7 +141,9 @@ static int parse_options(step_bench *b, int argc, char **argv) {
         BENCH_LONG("hidden", HIDDEN),           {"dropout", required_argument, 0, 'D'},
         {"lr", required_argument, 0, 'l'},      {"steps", required_argument, 0, 'n'},
         {"warmup", required_argument, 0, 'w'},  {"breakdown", no_argument, 0, 'B'},
-        {"dump", required_argument, 0, 'u'},    BENCH_LONG_END};
+        {"dump", required_argument, 0, 'u'},    {"model", required_argument, 0, 'M'},
+        {"heads", required_argument, 0, 'A'},   {"attn-dropout", required_argument, 0, 'a'},
+        BENCH_LONG_END};
     bench_options_init(&b->opt);
     b->opt.preset = "products";
     b->dropout = 0.5;
@@ -206,7 +225,10 @@ static int create_model(const step_bench *b, step_run *r) {
                                           .max_degree = gi.max_degree,
                                           .num_nodes = r->num_nodes,
                                           .max_input_nodes = r->sinfo.max_input_nodes,
-                                          .breakdown = b->breakdown};
+                                          .breakdown = b->breakdown,
+                                          .model = b->model,
+                                          .heads = b->heads,
+                                          .attn_dropout = b->attn_dropout};
     BENCH_GD(gd_instrument_step_model(r->step, &sc), "creating the model");
     return 0;
 fail:
@@ -410,6 +432,9 @@ static int write_dump_meta(const step_bench *b, const step_run *r) {
     BENCH_JSON(cJSON_AddNumberToObject(root, "hidden", (double)b->opt.hidden));
     BENCH_JSON(cJSON_AddNumberToObject(root, "dropout", b->dropout));
     BENCH_JSON(cJSON_AddNumberToObject(root, "lr", b->lr));
+    BENCH_JSON(cJSON_AddStringToObject(root, "model", b->model ? b->model : "sage"));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "heads", b->heads > 0 ? b->heads : 1));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "attn_dropout", b->attn_dropout));
     BENCH_JSON(cJSON_AddStringToObject(root, "files", "stepSSSS_layerL_indptr.npy, "
                                                       "stepSSSS_layerL_indices.npy (int32 CSC, "
                                                       "layer 0 = input layer), "
@@ -507,6 +532,9 @@ static int run_cuda(const step_bench *b, cJSON *root) {
 
     BENCH_JSON(res = cJSON_AddObjectToObject(root, "results"));
     BENCH_JSON(cJSON_AddNumberToObject(res, "parameters", (double)gd_instrument_step_num_params(r.step)));
+    BENCH_JSON(cJSON_AddStringToObject(res, "model", b->model ? b->model : "sage"));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "heads", b->heads > 0 ? b->heads : 1));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "attn_dropout", b->attn_dropout));
     BENCH_JSON(cJSON_AddNumberToObject(res, "num_nodes", (double)r.num_nodes));
     BENCH_JSON(cJSON_AddNumberToObject(res, "num_edges", (double)r.num_edges));
     BENCH_JSON(cJSON_AddNumberToObject(res, "feature_dim", (double)r.in_dim));

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The GraphSAGE training step of `graphdirect bench step`, in PyTorch + PyG, on the same blocks.
+"""The training step of `graphdirect bench step` (GraphSAGE, or GAT with --model gat), in
+PyTorch + PyG, on the same blocks.
 
 `graphdirect bench step --dump DIR` writes the blocks of its timed minibatches (per step and
 layer an int32 CSC: indptr over the destination nodes, indices = local source ids; layer 0 is
@@ -20,6 +21,9 @@ form PyG accepts without extra packages, each timed on its own:
   SparseTensor torch_sparse.SparseTensor adj_t, where torch_sparse is installed.
 Before timing, every form's forward output on the first step is compared with edge_index's on
 the same weights, so a form that computes something else is reported, not timed as a win.
+A GAT dump (meta.json "model": "gat") builds GATConv layers instead (heads concatenated, then
+averaged in the last layer; attention dropout inside the conv); the forms GATConv does not take
+are reported unavailable.
 Prints one JSON object (and writes it to --json FILE when given).
 """
 import argparse
@@ -105,14 +109,47 @@ class SAGE(torch.nn.Module):
         return x
 
 
+class GAT(torch.nn.Module):
+    """graphdirect's GAT as PyG writes it: GATConv layers, heads concatenated in the hidden
+    layers and averaged in the last, self loops added (dst i <- src i), attention dropout inside
+    the conv, ReLU and dropout between layers."""
+
+    def __init__(self, in_dim, hidden, classes, layers, dropout, heads, attn_dropout):
+        super().__init__()
+        from torch_geometric.nn import GATConv
+        convs = []
+        for i in range(layers):
+            last = i == layers - 1
+            convs.append(GATConv(in_dim if i == 0 else heads * hidden, classes if last else hidden,
+                                 heads=heads, concat=not last, dropout=attn_dropout))
+        self.convs = torch.nn.ModuleList(convs)
+        self.dropout = dropout
+
+    def forward(self, x, adjs):
+        for i, (adj, nd) in enumerate(adjs):
+            x = self.convs[i]((x, x[:nd]), adj)
+            if i < len(self.convs) - 1:
+                x = F.relu(x)
+                x = F.dropout(x, p=self.dropout, training=self.training)
+        return x
+
+
+def make_model(meta):
+    """The dump's model: GraphSAGE, or GAT (meta "model": "gat", with its heads)."""
+    if meta.get("model", "sage") == "gat":
+        return GAT(meta["feature_dim"], meta["hidden"], meta["num_classes"], meta["layers"],
+                   meta["dropout"], int(meta.get("heads", 1)), float(meta.get("attn_dropout", 0)))
+    return SAGE(meta["feature_dim"], meta["hidden"], meta["num_classes"], meta["layers"],
+                meta["dropout"])
+
+
 def time_form(form, meta, steps, feats, warmup, state, device):
     try:
         adjs = [[(make_adj(form, b), b["num_dst"]) for b in st["layers"]] for st in steps]
     except ImportError as e:
         return {"form": form, "available": False, "why": str(e)}
     torch.manual_seed(0)
-    model = SAGE(meta["feature_dim"], meta["hidden"], meta["num_classes"], meta["layers"],
-                 meta["dropout"]).to(device)
+    model = make_model(meta).to(device)
     model.load_state_dict(state)
     opt = torch.optim.Adam(model.parameters(), lr=meta["lr"])
 
@@ -192,8 +229,7 @@ def main():
     gen = torch.Generator(device=device).manual_seed(1)
     feats = torch.randn(max_src, meta["feature_dim"], device=device, generator=gen)
     torch.manual_seed(0)
-    state = SAGE(meta["feature_dim"], meta["hidden"], meta["num_classes"], meta["layers"],
-                 meta["dropout"]).to(device).state_dict()
+    state = make_model(meta).to(device).state_dict()
     state = {k: v.clone() for k, v in state.items()}
 
     results = []
@@ -230,6 +266,9 @@ def main():
         "steps": len(steps),
         "warmup": args.warmup,
         "preset": meta.get("preset"),
+        "model": meta.get("model", "sage"),
+        "heads": meta.get("heads", 1),
+        "attn_dropout": meta.get("attn_dropout", 0),
         "fanouts": meta["fanouts"],
         "batch": meta["batch"],
         "hidden": meta["hidden"],

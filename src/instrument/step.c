@@ -245,9 +245,17 @@ gd_status gd_instrument_step_model(gd_instrument_step *s, const gd_instrument_st
     GD_REQUIRE(s && c && !s->model, GD_ERR_INVALID_ARG,
                "gd_instrument_step_model: a step without a model and a config, please");
     /* The model, sized as the trainer sizes it (gd__model_capacity). */
-    gd__model_config mc = gd__model_config_make(GD__MODEL_DEFAULT, c->num_layers, c->in_dim,
-                                                c->hidden, c->num_classes, c->dropout,
-                                                GD_DTYPE_FLOAT32);
+    gd__model_kind kind = GD__MODEL_DEFAULT;
+    if (c->model) GD_CHECK(gd__model_kind_parse(c->model, &kind));
+    /* The breakdown brackets the ops of the backend's table; GAT's attention ops are not in it. */
+    GD_REQUIRE(!c->breakdown || kind == GD__MODEL_SAGE, GD_ERR_UNSUPPORTED,
+               "--breakdown times the ops of the nn backend's table, and %s's attention ops are "
+               "not among them; time the %s step without it",
+               gd__model_kind_iface(kind)->title, gd__model_kind_iface(kind)->title);
+    gd__model_config mc = gd__model_config_make(kind, c->num_layers, c->in_dim, c->hidden,
+                                                c->num_classes, c->dropout, GD_DTYPE_FLOAT32);
+    mc.heads = c->heads;
+    mc.attn_dropout = c->attn_dropout;
     const gd__model_shape shape = {.num_layers = c->num_layers,
                                    .fanouts = c->fanouts,
                                    .batch = c->batch,

@@ -41,6 +41,9 @@ typedef struct {
     int64_t num_nodes;       /* the graph's nodes */
     int64_t max_input_nodes; /* the sampler's bound on a minibatch's input nodes */
     int breakdown;           /* 1: create the events that timed_ops steps use */
+    const char *model;       /* the model's kind (NULL: the default, GraphSAGE) */
+    int heads;               /* gat: attention heads (0: 1) */
+    double attn_dropout;     /* gat: dropout on the attention weights */
 } gd_instrument_step_config;
 
 /* "GraphSAGE": the default model's kind, as text for people. */
