@@ -6,6 +6,9 @@ NeighborLoader, neighborloader_graphdirect.py graphdirect's; nothing else differ
 (python/tests/test_pyg.py checks it and runs the graphdirect one).
 
     python3 neighborloader_graphdirect.py data.pt --epochs 3    # a PyG Data saved by torch.save
+
+(with graphdirect installed: `pip install .` in the source tree, or PYTHONPATH=python and
+GRAPHDIRECT_LIB=build/libgraphdirect.so.0 in a build tree).
 """
 import argparse
 
