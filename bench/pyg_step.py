@@ -91,14 +91,9 @@ def make_adj(form, blk):
     raise ValueError(form)
 
 
-class SAGE(torch.nn.Module):
-    def __init__(self, in_dim, hidden, classes, layers, dropout):
-        super().__init__()
-        from torch_geometric.nn import SAGEConv
-        dims = [in_dim] + [hidden] * (layers - 1) + [classes]
-        self.convs = torch.nn.ModuleList(
-            SAGEConv(dims[i], dims[i + 1], aggr="mean") for i in range(layers))
-        self.dropout = dropout
+class Blocks(torch.nn.Module):
+    """Layers over sampled blocks: conv l called as conv((x, x[:num_dst]), adj), ReLU and
+    dropout between layers; the subclasses make the convs."""
 
     def forward(self, x, adjs):
         for i, (adj, nd) in enumerate(adjs):
@@ -109,7 +104,17 @@ class SAGE(torch.nn.Module):
         return x
 
 
-class GAT(torch.nn.Module):
+class SAGE(Blocks):
+    def __init__(self, in_dim, hidden, classes, layers, dropout):
+        super().__init__()
+        from torch_geometric.nn import SAGEConv
+        dims = [in_dim] + [hidden] * (layers - 1) + [classes]
+        self.convs = torch.nn.ModuleList(
+            SAGEConv(dims[i], dims[i + 1], aggr="mean") for i in range(layers))
+        self.dropout = dropout
+
+
+class GAT(Blocks):
     """graphdirect's GAT as PyG writes it: GATConv layers, heads concatenated in the hidden
     layers and averaged in the last, self loops added (dst i <- src i), attention dropout inside
     the conv, ReLU and dropout between layers."""
@@ -124,14 +129,6 @@ class GAT(torch.nn.Module):
                                  heads=heads, concat=not last, dropout=attn_dropout))
         self.convs = torch.nn.ModuleList(convs)
         self.dropout = dropout
-
-    def forward(self, x, adjs):
-        for i, (adj, nd) in enumerate(adjs):
-            x = self.convs[i]((x, x[:nd]), adj)
-            if i < len(self.convs) - 1:
-                x = F.relu(x)
-                x = F.dropout(x, p=self.dropout, training=self.training)
-        return x
 
 
 def make_model(meta):

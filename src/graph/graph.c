@@ -85,6 +85,12 @@ static int64_t scan_indptr(const int64_t *indptr, int64_t n, int64_t *max_degree
     return bad == INT64_MAX ? -1 : bad;
 }
 
+int64_t gd__csc_max_degree(const int64_t *indptr, int64_t n) {
+    int64_t most;
+    (void)scan_indptr(indptr, n, &most);
+    return most;
+}
+
 /* Copy n indices of dtype from to dtype to (int64 -> int32 narrowing allowed), in parallel. */
 static void copy_indices(void *to, gd_dtype to_dtype, const void *from, gd_dtype from_dtype,
                          int64_t n) {

@@ -131,6 +131,8 @@ void gd__graph_keep_peers(gd_graph_t *g, struct gd__peer_view_s *view);
 
 /* First v in [1, n] with indptr[v] < indptr[v - 1], or n + 1 if indptr is monotone. */
 int64_t gd__csc_first_descent(const int64_t *indptr, int64_t n, int threads);
+/* The largest degree of a monotone indptr of n nodes (one parallel pass; graph.c). */
+int64_t gd__csc_max_degree(const int64_t *indptr, int64_t n);
 
 /* ---- placement in GPU memory */
 

@@ -133,6 +133,26 @@ fail:
 }
 
 /*
+ * The end of layer l from its attention-weighted sums agg: an inner layer's output is agg + b
+ * then ReLU, in place (out must be agg); the last layer's is the heads' mean plus b, in out.
+ */
+static gd_status layer_end(gd__gat_model *m, int l, gd__nn_tensor *agg, gd__nn_tensor *out) {
+    gd_status st = GD_OK;
+    const gd__nn_ctx *ctx = &m->ctx;
+    gd__nn_tensor bias = gd__nn_param(&m->params, m->b[l]);
+    if (l < m->cfg.num_layers - 1) {
+        GD_REQUIRE(out->data == agg->data, GD_ERR_INTERNAL, "GAT: an inner layer ends in place");
+        GD_CHECK(ctx->be->add_bias(ctx, agg, &bias));
+        GD_CHECK(gd__nn_relu(ctx, agg, agg));
+    } else {
+        GD_CHECK(GAT_OP(head_mean, ctx, agg, m->cfg.heads, out));
+        GD_CHECK(ctx->be->add_bias(ctx, out, &bias));
+    }
+fail:
+    return st;
+}
+
+/*
  * The attention dropout's keys of block b's rows from the sources' global ids (node_ids: the
  * input nodes', whose first rows are every layer's sources): the masks follow the edges, not
  * their positions, so data-parallel ranks drop what one GPU drops. Without ids, positions.
@@ -153,7 +173,7 @@ gd_status gd__gat_model_forward(gd__gat_model *m, const gd_block *blocks, const 
                (long long)x->rows, (long long)x->cols, (long long)blocks[0].num_src,
                (long long)m->in[0]);
     const gd__nn_ctx *ctx = &m->ctx;
-    const int L = m->cfg.num_layers, H = m->cfg.heads;
+    const int L = m->cfg.num_layers;
     const double p = m->cfg.dropout, pa = m->cfg.attn_dropout;
     m->input = NULL;
     gd__nn_tensor h = gd__nn_rows(x, blocks[0].num_src);
@@ -163,7 +183,6 @@ gd_status gd__gat_model_forward(gd__gat_model *m, const gd_block *blocks, const 
         gd__nn_tensor w = gd__nn_param(&m->params, m->w[l]);
         gd__nn_tensor as = gd__nn_param(&m->params, m->asrc[l]);
         gd__nn_tensor ad = gd__nn_param(&m->params, m->adst[l]);
-        gd__nn_tensor bias = gd__nn_param(&m->params, m->b[l]);
         gd__nn_tensor pp = gd__nn_rows(&m->p[l], ns), ss = gd__nn_rows(&m->ssrc[l], ns);
         gd__nn_tensor sd = gd__nn_rows(&m->sdst[l], nd), al = gd__nn_rows(&m->alpha[l], ne);
         gd__nn_tensor ald = gd__nn_rows(&m->alphad[l], ne), ag = gd__nn_rows(&m->agg[l], nd);
@@ -179,18 +198,10 @@ gd_status gd__gat_model_forward(gd__gat_model *m, const gd_block *blocks, const 
             use = &ald;
         }
         GD_CHECK(GAT_OP(aggregate, ctx, b, use, &pp, &ag));
-        if (l < L - 1) {
-            /* z = agg + b in place, then ReLU and dropout in place: h_{l+1}. */
-            GD_CHECK(ctx->be->add_bias(ctx, &ag, &bias));
-            GD_CHECK(gd__nn_relu(ctx, &ag, &ag));
-            if (train && p > 0)
-                GD_CHECK(gd__nn_dropout(ctx, p, dropout_seed, (uint32_t)l, node_ids, &ag, &ag));
-            h = ag;
-        } else {
-            GD_CHECK(GAT_OP(head_mean, ctx, &ag, H, &z));
-            GD_CHECK(ctx->be->add_bias(ctx, &z, &bias));
-            h = z;
-        }
+        GD_CHECK(layer_end(m, l, &ag, &z));
+        if (l < L - 1 && train && p > 0)
+            GD_CHECK(gd__nn_dropout(ctx, p, dropout_seed, (uint32_t)l, node_ids, &ag, &ag));
+        h = z;
         m->rows[l] = ns;
     }
     m->rows[L] = blocks[L - 1].num_dst;
@@ -320,21 +331,13 @@ static gd_status gat_attn_combine_i(void *context, int l, const gd_block *blk, i
                                     gd__nn_tensor *agg, gd__nn_tensor *out) {
     gd_status st = GD_OK;
     gd__gat_model *m = context;
-    const gd__nn_ctx *ctx = &m->ctx;
     const int L = m->cfg.num_layers;
     GD_REQUIRE(l >= 0 && l < L, GD_ERR_INVALID_ARG, "GAT: layer %d of %d", l, L);
-    gd__nn_tensor bias = gd__nn_param(&m->params, m->b[l]);
     /* As the training forward without dropout: the same ops, the self row at d + offset. */
-    GD_CHECK(GAT_OP(edge_softmax_at, ctx, blk, self_offset, ssrc, sdst, SLOPE, alpha));
-    if (l < L - 1) {
-        GD_CHECK(GAT_OP(aggregate_at, ctx, blk, self_offset, alpha, p, out));
-        GD_CHECK(ctx->be->add_bias(ctx, out, &bias));
-        GD_CHECK(gd__nn_relu(ctx, out, out));
-    } else {
-        GD_CHECK(GAT_OP(aggregate_at, ctx, blk, self_offset, alpha, p, agg));
-        GD_CHECK(GAT_OP(head_mean, ctx, agg, m->cfg.heads, out));
-        GD_CHECK(ctx->be->add_bias(ctx, out, &bias));
-    }
+    gd__nn_tensor *sums = l < L - 1 ? out : agg; /* an inner layer ends in place */
+    GD_CHECK(GAT_OP(edge_softmax_at, &m->ctx, blk, self_offset, ssrc, sdst, SLOPE, alpha));
+    GD_CHECK(GAT_OP(aggregate_at, &m->ctx, blk, self_offset, alpha, p, sums));
+    GD_CHECK(layer_end(m, l, sums, out));
 fail:
     return st;
 }

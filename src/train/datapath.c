@@ -104,6 +104,16 @@ fail:
 }
 
 /*
+ * One buffer set's bytes: the minibatch buffer, the gathered rows as float32 (and as gathered,
+ * 2 bytes each, from a half table), the labels.
+ */
+static int64_t set_bytes(int64_t minibatch_bytes, int64_t max_input_nodes, int64_t in_dim,
+                         int half, int64_t batch) {
+    return minibatch_bytes + max_input_nodes * in_dim * (half ? 6 : 4) +
+           batch * (int64_t)sizeof(int64_t);
+}
+
+/*
  * The plan's input: the sizes of the dataset, the worst-case minibatch from a CPU sampler of
  * one thread over the borrowed host graph (cheap), the model's bytes from the client, and the
  * machine.
@@ -143,8 +153,8 @@ static gd_status plan_input(gd__datapath *d, int have_gpu, gd__plan_input *in) {
                                                                   si.max_input_nodes)
                                              : 0;
     /* A half table's GPU sets hold the rows twice: as gathered (2 bytes) and widened (4). */
-    const int64_t x_bytes = (gd__widen_dtype(fv.dtype) && have_gpu ? 6 : 4) * d->in_dim;
-    const int64_t set = si.minibatch_bytes + si.max_input_nodes * x_bytes + d->batch * 8;
+    const int64_t set = set_bytes(si.minibatch_bytes, si.max_input_nodes, d->in_dim,
+                                  gd__widen_dtype(fv.dtype) && have_gpu, d->batch);
     /* The host side, for the plan's host check; the GPU side only where a GPU mode can run. */
     in->host_model_bytes = model;
     in->host_batch_bytes = d->cfg.depth * set;
@@ -564,9 +574,9 @@ fail:
 }
 
 int64_t gd__datapath_set_bytes(const gd__datapath *d) {
-    const int64_t half = (d->gpu || d->plan.features_on_disk) && gd__widen_dtype(d->feature_dtype);
-    return d->sinfo.minibatch_bytes + d->sinfo.max_input_nodes * d->in_dim * (half ? 6 : 4) +
-           d->batch * (int64_t)sizeof(int64_t);
+    return set_bytes(d->sinfo.minibatch_bytes, d->sinfo.max_input_nodes, d->in_dim,
+                     (d->gpu || d->plan.features_on_disk) && gd__widen_dtype(d->feature_dtype),
+                     d->batch);
 }
 
 /* The buffer sets of the ring. */

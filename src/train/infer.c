@@ -28,6 +28,7 @@
 #include "core/context.h"
 #include "feature/internal.h"
 #include "feature/widen.h"
+#include "graph/internal.h"
 #ifdef GD_WITH_CUDA
 #include "core/cuda.h"
 #endif
@@ -394,7 +395,7 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
     }
     if (s->attention) {
         /* The projected tables of the attention layers come out of the budget first. */
-        const int64_t attn = s->n * (s->pcols + 2 * s->heads) * (int64_t)sizeof(float);
+        const int64_t attn = gd__infer_attention_bytes(s->n, s->pcols, s->heads);
         GD_REQUIRE(attn < pi.budget, GD_ERR_NO_MEMORY,
                    "inference: a GAT's projection of every node (%lld x %lld floats, %.1f GiB) "
                    "does not fit the memory budget of %.1f GiB; raise it, or evaluate by "
@@ -579,6 +580,10 @@ fail:
 
 /* ------------------------------------------------------ attention layers */
 
+int64_t gd__infer_attention_bytes(int64_t num_nodes, int64_t proj_cols, int64_t heads) {
+    return num_nodes * (proj_cols + 2 * heads) * (int64_t)sizeof(float);
+}
+
 /*
  * Attention layers (GAT) need every edge of a destination in one chunk (the softmax runs over
  * them all), 32-bit node ids (gd_block), and per layer the projection of every node and its
@@ -707,11 +712,7 @@ static void attn_shape(infer_state *s) {
     }
     s->hidden = 1;
     for (int l = 1; l < s->num_layers; l++) s->hidden = gd__max64(s->hidden, s->dims[l]);
-    int64_t most = 0;
-#pragma omp parallel for reduction(max : most) num_threads(s->threads) if (s->n > 65536)
-    for (int64_t v = 0; v < s->n; v++)
-        if (s->indptr[v + 1] - s->indptr[v] > most) most = s->indptr[v + 1] - s->indptr[v];
-    s->max_degree = most;
+    s->max_degree = gd__csc_max_degree(s->indptr, s->n);
 }
 
 gd_status gd__model_infer(gd__model *m, const gd_dataset_t *ds, const gd__infer_options *o,

@@ -68,11 +68,19 @@ typedef struct {
 } gd__infer_stats;
 
 /*
+ * The GPU bytes an attention model's inference takes before its chunks: the projection of every
+ * node (proj_cols wide, the widest layer's) and its source and destination scores (heads each).
+ * The trainer's plan reserves the same.
+ */
+int64_t gd__infer_attention_bytes(int64_t num_nodes, int64_t proj_cols, int64_t heads);
+
+/*
  * Predictions (the first maximal logit of each node, int32) for every node of ds (pred:
  * num_nodes entries, host memory), computed with the model m on its context's device (CPU or
- * CUDA, float32); m's kind must have a layer-wise form (gd__model_has_layer_combine), else
- * GD_ERR_UNSUPPORTED. ds needs float32 features of the model's input width and the CSC (indptr
- * int64, indices int32 or int64: in-neighbours); the graph is validated first. logits, if
+ * CUDA, float32); m's kind must have a layer-wise form (gd__model_has_layer_combine, or
+ * attention passes: gd__model_has_attention), else GD_ERR_UNSUPPORTED. ds needs float32
+ * features of the model's input width and the CSC (indptr int64, indices int32 or int64:
+ * in-neighbours); the graph is validated first. logits, if
  * non-NULL, receives the last layer's output (num_nodes x classes float32, host memory). stats
  * is optional. o NULL: defaults.
  */

@@ -217,6 +217,25 @@ static void list_holders(const gd_loader_t *l, char *buf, size_t cap) {
     for (int i = 0; i < l->d->depth; i++) add_holder(l->cur[i], buf, cap, &at);
 }
 
+/* b joins the list of detached batches (with the mutex held). */
+static void push_detached(gd_loader_t *l, gd_batch_t *b) {
+    b->next = l->detached;
+    l->detached = b;
+    l->num_detached++;
+}
+
+/*
+ * b goes (back) to the spares with its memory: mem, unless it still holds its own (a spare whose
+ * fences could not be waited for). With the mutex held.
+ */
+static void return_spare(gd_loader_t *l, gd_batch_t *b, const gd__batch_set *mem) {
+    if (!b->detached) {
+        b->own = *mem;
+        b->detached = 1;
+    }
+    push_detached(l, b);
+}
+
 /*
  * Set k of the ring is held by its batch: that batch keeps the memory (detached) and the ring
  * gets a spare's memory, or a new set's within the bound. Called with the api lock held.
@@ -274,22 +293,15 @@ static gd_status detach(gd_loader_t *l, int k, int64_t b) {
         /*
          * Released meanwhile, by a deleter on another thread: set_free fenced the ring's set,
          * which is free after all. What was taken for it becomes a spare (a new set, or a spare
-         * whose fences were waited for).
+         * whose fences were waited for: nothing to fence).
          */
-        fresh->own = mem;
-        fresh->detached = 1;
-        fresh->fenced = 0;
-        fresh->next = l->detached;
-        l->detached = fresh;
-        l->num_detached++;
+        return_spare(l, fresh, &mem);
         pthread_mutex_unlock(&l->mu);
         return GD_OK;
     }
     held->own = d->sets[k];
     held->detached = 1;
-    held->next = l->detached;
-    l->detached = held;
-    l->num_detached++;
+    push_detached(l, held);
     d->sets[k] = mem;
     fresh->set = k;
     fresh->refs = fresh->held = fresh->num_readers = fresh->fenced = 0;
@@ -305,18 +317,10 @@ fail:
     if (made) gd__datapath_set_free(d, &mem);
     if (fresh) {
         pthread_mutex_lock(&l->mu);
-        if (made) {
+        if (made)
             gd_free(fresh);
-        } else {
-            /* Back to the spares, its memory with it. */
-            if (!fresh->detached) {
-                fresh->own = mem;
-                fresh->detached = 1;
-            }
-            fresh->next = l->detached;
-            l->detached = fresh;
-            l->num_detached++;
-        }
+        else
+            return_spare(l, fresh, &mem);
         pthread_mutex_unlock(&l->mu);
     }
     return st;

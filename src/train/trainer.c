@@ -13,6 +13,7 @@
  * end of the pass; progress reports read the latest finished one without waiting.
  */
 #include "train/datapath.h"
+#include "train/infer.h"
 
 #include "core/comm.h"
 #include "core/context.h"
@@ -294,7 +295,8 @@ static gd_status plan_inference(const gd__trainer *t, gd__plan *p) {
     in.dims[in.num_layers] = t->num_classes;
     const int64_t widest = in.num_layers > 1 ? gd__max64(t->cfg.hidden_dim, t->num_classes)
                                              : t->num_classes;
-    const int64_t attn = attention ? t->num_nodes * (heads * widest + 2 * heads) * 4 : 0;
+    const int64_t attn =
+        attention ? gd__infer_attention_bytes(t->num_nodes, heads * widest, heads) : 0;
     gd__infer_plan ip;
     if (p->mode == GD__TRAIN_CPU) {
         /* No budget on the CPU: the plan's table sizes, with every table in host memory. */
