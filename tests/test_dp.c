@@ -187,9 +187,18 @@ static char *slurp(const char *path, size_t *n) {
     return buf;
 }
 
+/*
+ * How far a rank's epoch loss may be from one rank's, relative: in the first epoch and after it.
+ * Splitting a minibatch regroups the sums of the weight gradients, and training amplifies the
+ * last-bit differences epoch by epoch (see main), so later epochs may need more room.
+ */
+typedef struct {
+    double first, later;
+} tolerance;
+
 /* Every rank of `got` agrees with the one-rank run `ref` (epochs [from, to) of it). */
-static void same_as(const rank_run *ref, const rank_run *got, int world, int from, double tol,
-                    const char *what) {
+static void same_as(const rank_run *ref, const rank_run *got, int world, int from,
+                    const tolerance *tol, const char *what) {
     for (int r = 0; r < world; r++) {
         const rank_run *g = &got[r];
         T_EQ_INT(g->calls, EPOCHS - from);
@@ -197,7 +206,8 @@ static void same_as(const rank_run *ref, const rank_run *got, int world, int fro
             const int e = from + i;
             fprintf(stderr, "%s rank %d epoch %d: loss %.7f (one rank %.7f) valid %.4f (%.4f)\n",
                     what, r, e + 1, g->loss[i], ref->loss[e], g->valid[i], ref->valid[e]);
-            T_NEAR(g->loss[i], ref->loss[e], tol * ref->loss[e] + 1e-6);
+            const double rel = e == 0 ? tol->first : tol->later;
+            T_NEAR(g->loss[i], ref->loss[e], rel * ref->loss[e] + 1e-6);
             T_NEAR(g->train[i], ref->train[e], 0.01);
             T_NEAR(g->valid[i], ref->valid[e], 0.01);
         }
@@ -217,7 +227,7 @@ static void same_as(const rank_run *ref, const rank_run *got, int world, int fro
 
 /* One rank at BATCH against 2 and 3 ranks; checkpoints across rank counts. */
 static void equivalence(const gd_dataset_t *ds, const world_spec *w, int most, uint64_t seed,
-                        const char *tmp, double tol) {
+                        const char *tmp, const tolerance *tol) {
     rank_run one[1], many[MAX_RANKS], resumed[MAX_RANKS];
     run_world(one, 1, ds, w, seed, BATCH, EPOCHS, NULL, 0, NULL);
     for (int world = 2; world <= most; world++) {
@@ -232,14 +242,14 @@ static void equivalence(const gd_dataset_t *ds, const world_spec *w, int most, u
         run_world(many, world, ds, w, seed, BATCH, 1, dir, 0, NULL);
         run_world(resumed, 1, ds, w, seed, BATCH, EPOCHS, dir, 1, NULL);
         T_EQ_INT(resumed[0].r.start_epoch, 1);
-        snprintf(what, sizeof what, "%s x%d -> x1", w->mode, world);
+        snprintf(what, sizeof what, "%s%s x%d -> x1", w->model ? "gat " : "", w->mode, world);
         same_as(one, resumed, 1, 1, tol, what);
 
         snprintf(dir, sizeof dir, "%s/ck-%s%s-1-%d", tmp, w->model ? w->model : "", w->mode,
                  world);
         run_world(resumed, 1, ds, w, seed, BATCH, 1, dir, 0, NULL);
         run_world(resumed, world, ds, w, seed, BATCH, EPOCHS, dir, 1, NULL);
-        snprintf(what, sizeof what, "%s x1 -> x%d", w->mode, world);
+        snprintf(what, sizeof what, "%s%s x1 -> x%d", w->model ? "gat " : "", w->mode, world);
         same_as(one, resumed, world, 1, tol, what);
     }
 }
@@ -251,7 +261,7 @@ static void equivalence(const gd_dataset_t *ds, const world_spec *w, int most, u
  * replicated, partly partitioned, never "replicate (...)").
  */
 static void placements(const gd_dataset_t *ds, const int *devices, int staged, int most,
-                       uint64_t seed, double tol) {
+                       uint64_t seed, const tolerance *tol) {
     static const char *const kinds[3] = {"replicate", "partition", "auto"};
     const int64_t table = gd_dataset_num_nodes(ds) * gd_dataset_feature_dim(ds) * 4;
     /* int32 entries: a third of the lists (less if they are stored as int64). */
@@ -488,20 +498,25 @@ int main(void) {
      * and 7e-4 after epoch 3. A wrong normalisation or a missing share moves the first epoch's
      * loss by percents.
      */
+    const tolerance sage = {2e-3, 2e-3};
     const world_spec cpu = {"cpu", NULL, 0, NULL, 0, 0, NULL, 0};
-    if (part("cpu")) equivalence(ds, &cpu, 3, seed, tmp, 2e-3);
+    if (part("cpu")) equivalence(ds, &cpu, 3, seed, tmp, &sage);
     /*
      * GAT with feature and attention dropout: the attention masks follow the edges' node ids,
-     * so 2 and 3 ranks drop what one rank drops (keyed by position, they would not).
+     * so 2 and 3 ranks drop what one rank drops. Keyed by position they would not: that moved
+     * the first epoch's loss by 0.7 % (3 seeds), where the float regrouping moves it by at most
+     * 4e-6 (17 seeds). Attention dropout makes training amplify the regrouping faster: up to
+     * 2.5e-3 by epoch 3, hence the wider tolerance after the first epoch.
      */
     const world_spec gat = {"cpu", NULL, 0, NULL, 0, 0, "gat", 0.4};
-    if (part("cpu")) equivalence(ds, &gat, 3, seed, tmp, 2e-3);
+    const tolerance gat_tol = {1e-3, 2e-2};
+    if (part("cpu")) equivalence(ds, &gat, 3, seed, tmp, &gat_tol);
 
     const int gpus = gd_device_count();
     if (gpus >= 1 && part("staged")) {
         /* Every rank on GPU 0, summing through host memory. */
         const int one_gpu[MAX_RANKS] = {0, 0, 0, 0};
-        placements(ds, one_gpu, 1, 3, seed, 2e-3);
+        placements(ds, one_gpu, 1, 3, seed, &sage);
     }
     if (gpus >= 2 && gd_comm_available()) {
         int devices[MAX_RANKS] = {0, 1, 2, 3};
@@ -521,10 +536,10 @@ int main(void) {
         if (part("nccl")) {
             failing_rank(devices, 2, limit, 0);
             failing_rank(devices, 2, limit, 1);
-            equivalence(ds, &all_gpu, most, seed, tmp, 2e-3);
-            equivalence(ds, &zero_copy, most, seed, tmp, 2e-3);
+            equivalence(ds, &all_gpu, most, seed, tmp, &sage);
+            equivalence(ds, &zero_copy, most, seed, tmp, &sage);
         }
-        if (part("nccl-place")) placements(ds, devices, 0, most, seed, 2e-3);
+        if (part("nccl-place")) placements(ds, devices, 0, most, seed, &sage);
     } else {
         fprintf(stderr, "%d GPU(s)%s: the NCCL runs need 2 GPUs and NCCL; skipped\n", gpus,
                 gd_comm_available() ? "" : ", no NCCL");
