@@ -311,6 +311,48 @@ int64_t gd_dataset_num_classes(const gd_dataset_t *ds);
 /* Fails with GD_ERR_NOT_FOUND for an optional array the dataset does not have. */
 gd_status gd_dataset_array(const gd_dataset_t *ds, gd_array_id id, gd_array_view *view);
 
+/*
+ * Heterogeneous graphs (docs/formats.md, "Heterogeneous graphs"): node ids are contiguous per
+ * node type, every CSC edge has an edge type (source type, relation, destination type), each
+ * node type has a feature table of its own width (or none), and labels and splits belong to one
+ * target type. A homogeneous dataset has 0 node types.
+ */
+#define GD_MAX_NODE_TYPES 16
+#define GD_MAX_EDGE_TYPES 32
+int gd_dataset_num_node_types(const gd_dataset_t *ds);
+int gd_dataset_num_edge_types(const gd_dataset_t *ds);
+/* The node type whose nodes the labels and splits name (-1 for a homogeneous dataset). */
+int gd_dataset_target_type(const gd_dataset_t *ds);
+
+typedef struct {
+    size_t size;          /* sizeof(gd_node_type_info) */
+    const char *name;     /* "paper"; valid while the dataset is open */
+    int64_t offset;       /* the type's first node id */
+    int64_t count;        /* its nodes: ids [offset, offset + count) */
+    int64_t feature_dim;  /* 0: the type has no features */
+    gd_dtype feature_dtype;
+} gd_node_type_info;
+#define GD_NODE_TYPE_INFO_INIT {sizeof(gd_node_type_info), NULL, 0, 0, 0, GD_DTYPE_INVALID}
+gd_status gd_dataset_node_type(const gd_dataset_t *ds, int type, gd_node_type_info *info);
+
+typedef struct {
+    size_t size;      /* sizeof(gd_edge_type_info) */
+    const char *name; /* the relation, "cites" */
+    int src_type;     /* the node types it joins: messages flow src -> dst */
+    int dst_type;
+} gd_edge_type_info;
+#define GD_EDGE_TYPE_INFO_INIT {sizeof(gd_edge_type_info), NULL, -1, -1}
+gd_status gd_dataset_edge_type(const gd_dataset_t *ds, int type, gd_edge_type_info *info);
+/*
+ * The arrays of a heterogeneous dataset: the node type offsets (int64, node types + 1), the
+ * edge type of every CSC edge (int8, uint8 or int16, num_edges), and node type t's features
+ * (count x feature_dim; GD_ERR_NOT_FOUND for a type without features). GD_ERR_NOT_FOUND for a
+ * homogeneous dataset.
+ */
+gd_status gd_dataset_node_type_offsets(const gd_dataset_t *ds, gd_array_view *view);
+gd_status gd_dataset_edge_types(const gd_dataset_t *ds, gd_array_view *view);
+gd_status gd_dataset_type_features(const gd_dataset_t *ds, int type, gd_array_view *view);
+
 /* ----------------------------------------------------------------- graph */
 
 typedef struct {

@@ -18,6 +18,11 @@ static void help(void) {
            "                     papers (111M nodes, ~1.6B edges, 128-dim, 172 classes),\n"
            "                     igb-tiny, igb-small, igb-medium (20K, 1M, 10M nodes, ~12\n"
            "                     in-edges each, 1024-dim, 19 classes: IGB's shape)\n"
+           "                     heterogeneous (node and edge types, docs/formats.md):\n"
+           "                     mag-tiny, mag (ogbn-mag's 4 node types, 7 relations,\n"
+           "                     128-dim papers, 20K / 1.9M nodes), igbh-tiny, igbh-medium\n"
+           "                     (IGBH's 4 types, 7 relations, 1024-dim features on every\n"
+           "                     type, 10K / 16.3M nodes; igbh-medium has 67 GB of features)\n"
            "  --out DIR          write the dataset directory DIR (without it the dataset is\n"
            "                     built in memory, summarised and dropped)\n"
            "  --overwrite        replace DIR if it exists\n"
@@ -102,13 +107,26 @@ int cmd_generate(int argc, char **argv) {
     double secs = cli_now() - t0;
     char a[32], b[32], r[32];
     int64_t e = gd_dataset_num_edges(ds);
-    printf("generated '%s': %s nodes, %s edges, %lld-dim features, %lld classes in %.2f s "
+    char width[64];
+    if (gd_dataset_num_node_types(ds) > 0)
+        snprintf(width, sizeof width, "%d node types, %d edge types",
+                 gd_dataset_num_node_types(ds), gd_dataset_num_edge_types(ds));
+    else
+        snprintf(width, sizeof width, "%lld-dim features", (long long)gd_dataset_feature_dim(ds));
+    printf("generated '%s': %s nodes, %s edges, %s, %lld classes in %.2f s "
            "(%s edges/s)%s%s\n",
            gd_dataset_name(ds), cli_count((double)gd_dataset_num_nodes(ds), a, sizeof a),
-           cli_count((double)e, b, sizeof b), (long long)gd_dataset_feature_dim(ds),
+           cli_count((double)e, b, sizeof b), width,
            (long long)gd_dataset_num_classes(ds), secs,
            cli_count(secs > 0 ? (double)e / secs : 0, r, sizeof r),
            opts.out_dir ? " -> " : " (in memory)", opts.out_dir ? opts.out_dir : "");
+    for (int t = 0; t < gd_dataset_num_node_types(ds); t++) {
+        gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
+        if (gd_dataset_node_type(ds, t, &ti) != GD_OK) break;
+        printf("  node type %-16s %s nodes, %lld-dim features%s\n", ti.name,
+               cli_count((double)ti.count, a, sizeof a), (long long)ti.feature_dim,
+               t == gd_dataset_target_type(ds) ? " (labelled: the target type)" : "");
+    }
     gd_dataset_close(ds);
     return 0;
 }

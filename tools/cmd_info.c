@@ -183,7 +183,39 @@ int cmd_info(int argc, char **argv) {
         printf("  %-10s %-9s %-20s %s\n", gd_array_name((gd_array_id)id), gd_dtype_name(v.dtype),
                shape, cli_bytes((double)bytes, a, sizeof a));
     }
+    for (int t = 0; t < gd_dataset_num_node_types(ds); t++) {
+        gd_array_view v;
+        gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
+        if (gd_dataset_node_type(ds, t, &ti) != GD_OK || gd_dataset_type_features(ds, t, &v) != GD_OK)
+            continue;
+        const int64_t bytes = array_bytes(&v);
+        char shape[64], name[96];
+        total += bytes;
+        snprintf(shape, sizeof shape, "[%lld, %lld]", (long long)v.shape[0], (long long)v.shape[1]);
+        snprintf(name, sizeof name, "features.%s", ti.name);
+        printf("  %-10s %-9s %-20s %s\n", name, gd_dtype_name(v.dtype), shape,
+               cli_bytes((double)bytes, a, sizeof a));
+    }
     printf("  total      %s\n", cli_bytes((double)total, a, sizeof a));
+    if (gd_dataset_num_node_types(ds) > 0) {
+        printf("node types (the target type %d is labelled and split):\n", gd_dataset_target_type(ds));
+        for (int t = 0; t < gd_dataset_num_node_types(ds); t++) {
+            gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
+            if (gd_dataset_node_type(ds, t, &ti) != GD_OK) break;
+            printf("  %2d %-18s ids [%lld, %lld), %lld-dim features\n", t, ti.name,
+                   (long long)ti.offset, (long long)(ti.offset + ti.count), (long long)ti.feature_dim);
+        }
+        printf("edge types:\n");
+        for (int r = 0; r < gd_dataset_num_edge_types(ds); r++) {
+            gd_edge_type_info ei = GD_EDGE_TYPE_INFO_INIT;
+            gd_node_type_info s = GD_NODE_TYPE_INFO_INIT, d = GD_NODE_TYPE_INFO_INIT;
+            if (gd_dataset_edge_type(ds, r, &ei) != GD_OK ||
+                gd_dataset_node_type(ds, ei.src_type, &s) != GD_OK ||
+                gd_dataset_node_type(ds, ei.dst_type, &d) != GD_OK)
+                break;
+            printf("  %2d (%s, %s, %s)\n", r, s.name, ei.name, d.name);
+        }
+    }
     if (have_idx[0] || have_idx[1] || have_idx[2]) {
         printf("split      train %lld / valid %lld / test %lld nodes\n",
                have_idx[0] ? (long long)idx[0].shape[0] : 0LL,

@@ -169,7 +169,7 @@ fail:
 
 void gd_dataset_close(gd_dataset_t *ds) {
     if (!ds) return;
-    for (int i = 0; i < GD_ARRAY_COUNT; i++) gd__array_release(&ds->arrays[i]);
+    for (int i = 0; i < GD__ARRAY_SLOTS; i++) gd__array_release(&ds->arrays[i]);
     if (ds->build_dir && !ds->finished) gd__remove_tree(ds->build_dir);
     for (int i = 0; i < ds->num_info; i++) {
         gd_free(ds->info_key[i]);
@@ -222,6 +222,7 @@ gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *option
     ds->num_edges = m.num_edges;
     ds->feature_dim = m.feature_dim;
     ds->num_classes = m.num_classes;
+    ds->schema = m.schema;
     for (int i = 0; i < m.num_info; i++) {
         ds->info_key[i] = m.info_key[i];
         ds->info_value[i] = m.info_value[i];
@@ -232,10 +233,12 @@ gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *option
     ds->dir = gd__strdup(dir);
     GD_REQUIRE(ds->dir, GD_ERR_NO_MEMORY, "out of memory opening dataset '%s'", dir);
 
-    for (int i = 0; i < GD_ARRAY_COUNT; i++) {
+    for (int i = 0; i < GD__ARRAY_SLOTS; i++) {
         const gd__meta_array *ma = &m.arrays[i];
         gd__array *a = &ds->arrays[i];
+        char name[GD__TYPE_NAME_MAX + 32];
         if (!ma->present) continue;
+        gd__array_slot_name(&ds->schema, i, name, sizeof name);
         path = gd__path_join(dir, ma->file);
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming '%s/%s'", dir, ma->file);
         if (opts.mode == GD_OPEN_LOAD)
@@ -245,7 +248,7 @@ gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *option
         GD_REQUIRE(a->dtype == ma->dtype, GD_ERR_FORMAT,
                    "%s: dtype is %s%s but meta.json field 'arrays.%s.dtype' says %s", path,
                    gd_dtype_name(a->dtype), a->dtype == GD_DTYPE_BFLOAT16 ? " ('<u2')" : "",
-                   array_names[i], gd_dtype_name(ma->dtype));
+                   name, gd_dtype_name(ma->dtype));
         if (a->ndim != ma->ndim || a->shape[0] != ma->shape[0] || a->shape[1] != ma->shape[1]) {
             char got[64], want[64];
             gd__array_shape_text(got, sizeof got, a->ndim, a->shape);
@@ -253,7 +256,7 @@ gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *option
             GD_REQUIRE(0, GD_ERR_FORMAT,
                        "%s: shape is %s but meta.json field 'arrays.%s.shape' says %s (the files "
                        "disagree: re-create the dataset)",
-                       path, got, array_names[i], want);
+                       path, got, name, want);
         }
         gd_free(path);
         path = NULL;
@@ -261,9 +264,9 @@ gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *option
     {
         /* A full check that an earlier open recorded, on files unchanged since, is not redone
          * (validate_graph 2 always checks). */
-        const char *files[GD_ARRAY_COUNT];
+        const char *files[GD__ARRAY_SLOTS];
         int nf = 0;
-        for (int i = 0; i < GD_ARRAY_COUNT; i++)
+        for (int i = 0; i < GD__ARRAY_SLOTS; i++)
             if (m.arrays[i].present) files[nf++] = m.arrays[i].file;
         const int cached = opts.validate_graph == 1 && gd__validated_matches(dir, files, nf);
         st = gd__dataset_check(ds, opts.validate_graph && !cached);
@@ -300,10 +303,12 @@ gd_status gd_dataset_save(const gd_dataset_t *ds, const char *dir, int overwrite
     GD_REQUIRE(target, GD_ERR_NO_MEMORY, "out of memory naming '%s'", dir);
     GD_CHECK(make_temp_dir(target, overwrite, &tmp));
     made_tmp = true;
-    for (int i = 0; i < GD_ARRAY_COUNT; i++) {
+    for (int i = 0; i < GD__ARRAY_SLOTS; i++) {
         const gd__array *a = &ds->arrays[i];
+        char file[GD__TYPE_NAME_MAX + 32];
         if (a->store == GD__STORE_NONE) continue;
-        path = gd__path_join(tmp, gd__meta_default_file((gd_array_id)i));
+        gd__array_slot_file(&ds->schema, i, file, sizeof file);
+        path = gd__path_join(tmp, file);
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'", tmp);
         /*
          * An array mapped from a .npy file as it is (convert adopts arrays that already have
@@ -335,7 +340,7 @@ fail:
 
 gd_status gd__dataset_check_unchanged(const gd_dataset_t *ds) {
     if (!ds) return GD_OK;
-    for (int i = 0; i < GD_ARRAY_COUNT; i++) {
+    for (int i = 0; i < GD__ARRAY_SLOTS; i++) {
         const gd__array *a = &ds->arrays[i];
         if (a->store != GD__STORE_MAP_RO || !a->path) continue;
         gd_status st = gd__file_check_unchanged(a->path, &a->file);
@@ -403,24 +408,29 @@ fail:
 }
 
 /* Checks shared by alloc and adopt; returns the byte count through *bytes. */
-static gd_status check_alloc_args(const gd_dataset_t *ds, gd_array_id id, gd_dtype dtype,
+static gd_status check_alloc_args(const gd_dataset_t *ds, int id, gd_dtype dtype,
                                   int ndim, const int64_t *shape, int64_t *bytes) {
-    if (!ds || (unsigned)id >= GD_ARRAY_COUNT || !shape)
+    char name[GD__TYPE_NAME_MAX + 32];
+    if (!ds || id < 0 || id >= GD__ARRAY_SLOTS || !shape ||
+        (id >= GD_ARRAY_COUNT && ds->schema.num_node_types == 0) ||
+        (id >= GD__ARRAY_TYPE_FEATURES &&
+         id - GD__ARRAY_TYPE_FEATURES >= ds->schema.num_node_types))
         return gd__error(GD_ERR_INVALID_ARG, "dataset alloc: invalid dataset, array id %d or "
-                         "shape", (int)id);
+                         "shape", id);
+    const char *array = gd__array_slot_name(&ds->schema, id, name, sizeof name);
     if (ds->finished)
         return gd__error(GD_ERR_INVALID_ARG, "dataset '%s' is finished; %s cannot be replaced",
-                         ds->name, array_names[id]);
+                         ds->name, array);
     if (ndim != 1 && ndim != 2)
-        return gd__error(GD_ERR_INVALID_ARG, "%s: ndim is %d; expected 1 or 2", array_names[id],
+        return gd__error(GD_ERR_INVALID_ARG, "%s: ndim is %d; expected 1 or 2", array,
                          ndim);
     if (gd_dtype_size(dtype) == 0)
-        return gd__error(GD_ERR_INVALID_ARG, "%s: invalid dtype %d", array_names[id], (int)dtype);
+        return gd__error(GD_ERR_INVALID_ARG, "%s: invalid dtype %d", array, (int)dtype);
     int64_t n = (int64_t)gd_dtype_size(dtype);
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0 || gd__mul_overflow_i64(n, shape[i], &n) || n > INT64_MAX / 2)
             return gd__error(GD_ERR_OVERFLOW, "%s: shape dimension %d is %lld; the array size "
-                             "is negative or overflows", array_names[id], i,
+                             "is negative or overflows", array, i,
                              (long long)shape[i]);
     }
     *bytes = n;
@@ -435,11 +445,13 @@ static void set_shape(gd__array *a, gd_dtype dtype, int ndim, const int64_t *sha
 }
 
 /* Create the .npy file of an on-disk build, size it and map it writable. */
-static gd_status alloc_file(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
+static gd_status alloc_file(gd_dataset_t *ds, int id, gd_dtype dtype, int ndim,
                             const int64_t *shape, int64_t bytes) {
     gd_status st = GD_OK;
     gd__array *a = &ds->arrays[id];
-    char *path = gd__path_join(ds->build_dir, gd__meta_default_file(id));
+    char file[GD__TYPE_NAME_MAX + 32];
+    gd__array_slot_file(&ds->schema, id, file, sizeof file);
+    char *path = gd__path_join(ds->build_dir, file);
     char *header = NULL;
     int fd = -1;
     GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'", ds->build_dir);
@@ -488,11 +500,12 @@ fail:
     return st;
 }
 
-gd_status gd__dataset_alloc(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
+gd_status gd__dataset_alloc(gd_dataset_t *ds, int id, gd_dtype dtype, int ndim,
                             const int64_t *shape, void **data) {
     gd_status st = GD_OK;
     int64_t bytes = 0;
     void *p = NULL;
+    char name[GD__TYPE_NAME_MAX + 32];
     GD_REQUIRE(data, GD_ERR_INVALID_ARG, "gd__dataset_alloc: data must not be NULL");
     *data = NULL;
     GD_CHECK(check_alloc_args(ds, id, dtype, ndim, shape, &bytes));
@@ -500,9 +513,10 @@ gd_status gd__dataset_alloc(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, in
     if (ds->build_dir) {
         GD_CHECK(alloc_file(ds, id, dtype, ndim, shape, bytes));
     } else {
+        gd__array_slot_name(&ds->schema, id, name, sizeof name);
         GD_REQUIRE((uint64_t)bytes <= SIZE_MAX, GD_ERR_OVERFLOW, "%s: %lld bytes do not fit "
-                   "in memory", array_names[id], (long long)bytes);
-        GD_ALLOC(p, (size_t)bytes, array_names[id]);
+                   "in memory", name, (long long)bytes);
+        GD_ALLOC(p, (size_t)bytes, name);
         gd__array *a = &ds->arrays[id];
         set_shape(a, dtype, ndim, shape);
         a->store = GD__STORE_HEAP;
@@ -513,17 +527,18 @@ fail:
     return st;
 }
 
-gd_status gd__dataset_adopt(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
+gd_status gd__dataset_adopt(gd_dataset_t *ds, int id, gd_dtype dtype, int ndim,
                             const int64_t *shape, void *data) {
     gd_status st = GD_OK;
     int64_t bytes = 0;
-    char *path = NULL;
+    char *path = NULL, file[GD__TYPE_NAME_MAX + 32];
     GD_CHECK(check_alloc_args(ds, id, dtype, ndim, shape, &bytes));
-    GD_REQUIRE(data || bytes == 0, GD_ERR_INVALID_ARG, "%s: data is NULL", array_names[id]);
+    gd__array_slot_file(&ds->schema, id, file, sizeof file);
+    GD_REQUIRE(data || bytes == 0, GD_ERR_INVALID_ARG, "%s: data is NULL", file);
     gd__array_release(&ds->arrays[id]);
     if (ds->build_dir) {
         int64_t dims[2] = {shape[0], ndim == 2 ? shape[1] : 1};
-        path = gd__path_join(ds->build_dir, gd__meta_default_file(id));
+        path = gd__path_join(ds->build_dir, file);
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'", ds->build_dir);
         GD_CHECK(gd_npy_write(path, dtype, ndim, dims, data));
         gd_free(data);
@@ -617,10 +632,12 @@ static gd_status derive(gd_dataset_t *ds, int64_t *field, int64_t value, const c
 }
 
 /* Flush a writable mapping and its file's size to disk. */
-static gd_status flush_file(const gd_dataset_t *ds, gd_array_id id) {
+static gd_status flush_file(const gd_dataset_t *ds, int id) {
     gd_status st = GD_OK;
     const gd__array *a = &ds->arrays[id];
-    char *path = gd__path_join(ds->build_dir, gd__meta_default_file(id));
+    char file[GD__TYPE_NAME_MAX + 32];
+    gd__array_slot_file(&ds->schema, id, file, sizeof file);
+    char *path = gd__path_join(ds->build_dir, file);
     int fd = -1;
     GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'", ds->build_dir);
     GD_REQUIRE(!gd__fault_hit(GD_FAULT_WRITE), GD_ERR_IO, "cannot flush '%s': injected fault",
@@ -638,8 +655,8 @@ fail:
 
 gd_status gd__dataset_finish(gd_dataset_t *ds, int validate_graph) {
     gd_status st = GD_OK;
-    char *path = NULL, *final_name[GD_ARRAY_COUNT] = {NULL};
-    gd__array ro[GD_ARRAY_COUNT];
+    char *path = NULL, *final_name[GD__ARRAY_SLOTS] = {NULL};
+    gd__array ro[GD__ARRAY_SLOTS];
     memset(ro, 0, sizeof ro);
     GD_REQUIRE(ds, GD_ERR_INVALID_ARG, "gd__dataset_finish: ds must not be NULL");
     GD_REQUIRE(!ds->finished, GD_ERR_INVALID_ARG, "dataset '%s' is already finished", ds->name);
@@ -658,8 +675,8 @@ gd_status gd__dataset_finish(gd_dataset_t *ds, int validate_graph) {
     if (l->store != GD__STORE_NONE && ds->num_classes == 0) ds->num_classes = gd__array_max_label(l) + 1;
     GD_CHECK(gd__dataset_check(ds, validate_graph));
     if (ds->build_dir) {
-        for (int i = 0; i < GD_ARRAY_COUNT; i++)
-            if (ds->arrays[i].store == GD__STORE_MAP_RW) GD_CHECK(flush_file(ds, (gd_array_id)i));
+        for (int i = 0; i < GD__ARRAY_SLOTS; i++)
+            if (ds->arrays[i].store == GD__STORE_MAP_RW) GD_CHECK(flush_file(ds, i));
         path = gd__path_join(ds->build_dir, "meta.json");
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming '%s/meta.json'", ds->build_dir);
         GD_CHECK(gd__meta_write(path, ds));
@@ -671,9 +688,10 @@ gd_status gd__dataset_finish(gd_dataset_t *ds, int validate_graph) {
          * can fail (the mappings, the final names) happens before the directory is published;
          * the mappings survive its rename, and only their names change after it.
          */
-        for (int i = 0; i < GD_ARRAY_COUNT; i++) {
+        for (int i = 0; i < GD__ARRAY_SLOTS; i++) {
             if (ds->arrays[i].store != GD__STORE_MAP_RW) continue;
-            const char *file = gd__meta_default_file((gd_array_id)i);
+            char file[GD__TYPE_NAME_MAX + 32];
+            gd__array_slot_file(&ds->schema, i, file, sizeof file);
             gd_free(path);
             path = gd__path_join(ds->build_dir, file);
             GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'",
@@ -686,7 +704,7 @@ gd_status gd__dataset_finish(gd_dataset_t *ds, int validate_graph) {
         GD_CHECK(publish_dir(ds->build_dir, ds->dir, ds->overwrite));
         gd_free(ds->build_dir);
         ds->build_dir = NULL;
-        for (int i = 0; i < GD_ARRAY_COUNT; i++) {
+        for (int i = 0; i < GD__ARRAY_SLOTS; i++) {
             if (ro[i].store != GD__STORE_MAP_RO) continue;
             gd__array_release(&ds->arrays[i]);
             gd_free(ro[i].path);
@@ -698,7 +716,7 @@ gd_status gd__dataset_finish(gd_dataset_t *ds, int validate_graph) {
     }
     ds->finished = 1;
 fail:
-    for (int i = 0; i < GD_ARRAY_COUNT; i++) {
+    for (int i = 0; i < GD__ARRAY_SLOTS; i++) {
         gd__array_release(&ro[i]);
         gd_free(final_name[i]);
     }

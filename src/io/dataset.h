@@ -51,13 +51,52 @@ static inline int64_t gd__array_int(const gd__array *a, int64_t i) {
 
 #define GD__DATASET_MAX_INFO 16
 
+/*
+ * The array slots of a dataset: the public gd_array_id ones, then those of a heterogeneous
+ * graph (docs/formats.md, "Heterogeneous graphs"): the node type offsets, the edge type of
+ * every CSC edge, and one feature table per node type (slot GD__ARRAY_TYPE_FEATURES + t).
+ * Every loop over a dataset's files runs over all GD__ARRAY_SLOTS.
+ */
+enum {
+    GD__ARRAY_NODE_TYPE_OFFSET = GD_ARRAY_COUNT,
+    GD__ARRAY_EDGE_TYPE,
+    GD__ARRAY_TYPE_FEATURES,
+    GD__ARRAY_SLOTS = GD__ARRAY_TYPE_FEATURES + GD_MAX_NODE_TYPES
+};
+/* Longest node or edge type name (letters, digits, '_', '-'; it becomes part of a file name). */
+#define GD__TYPE_NAME_MAX 64
+
+/*
+ * The types of a heterogeneous graph; num_node_types 0 means a homogeneous one. Node type t owns
+ * the ids [offset[t], offset[t + 1]) of the node_type_offset array; edge type r goes from nodes
+ * of edge_src[r] to nodes of edge_dst[r]; labels and splits belong to target_type.
+ */
+typedef struct {
+    int num_node_types;
+    int num_edge_types;
+    int target_type;
+    char node_type[GD_MAX_NODE_TYPES][GD__TYPE_NAME_MAX + 1];
+    char edge_type[GD_MAX_EDGE_TYPES][GD__TYPE_NAME_MAX + 1];
+    int edge_src[GD_MAX_EDGE_TYPES];
+    int edge_dst[GD_MAX_EDGE_TYPES];
+} gd__schema;
+
+/*
+ * The name of array slot id in meta.json's "arrays" and in messages: gd_array_name for the
+ * public ones, "node_type_offset", "edge_type", and "features.<type>" for a type's table
+ * (written into buf, n bytes). The default file is that name with '.' as '_' plus ".npy".
+ */
+const char *gd__array_slot_name(const gd__schema *sc, int id, char *buf, size_t n);
+void gd__array_slot_file(const gd__schema *sc, int id, char *buf, size_t n);
+
 struct gd_dataset {
     char *name;
     int64_t num_nodes;
     int64_t num_edges;
     int64_t feature_dim; /* 0 without features */
     int64_t num_classes; /* 0 without labels */
-    gd__array arrays[GD_ARRAY_COUNT];
+    gd__array arrays[GD__ARRAY_SLOTS];
+    gd__schema schema;
     char *dir;       /* the directory it was opened from, or finished into; NULL in memory */
     char *build_dir; /* temporary directory of an unfinished on-disk build */
     int overwrite;
@@ -79,13 +118,20 @@ gd_status gd__dataset_new(const char *name, const char *out_dir, int overwrite,
  * writable pointer to its elements: heap memory, or a writable mapping of the .npy file being
  * built. Contents are unspecified (zero for files).
  */
-gd_status gd__dataset_alloc(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
+gd_status gd__dataset_alloc(gd_dataset_t *ds, int id, gd_dtype dtype, int ndim,
                             const int64_t *shape, void **data);
+/*
+ * Make ds heterogeneous with the types of sc (checked: names, counts, every edge type's node
+ * types in range); the arrays of the slots above GD_ARRAY_COUNT are then allocated as usual.
+ */
+gd_status gd__dataset_set_schema(gd_dataset_t *ds, const gd__schema *sc);
+/* The checks of gd__dataset_set_schema, for meta.json's reader too. what names the source. */
+gd_status gd__schema_check(const gd__schema *sc, const char *what);
 /*
  * Hand a gd_malloc'd buffer to the dataset. In memory it is kept as is; on disk it is written to
  * the file and freed. The dataset owns data from the call on, also when the call fails.
  */
-gd_status gd__dataset_adopt(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,
+gd_status gd__dataset_adopt(gd_dataset_t *ds, int id, gd_dtype dtype, int ndim,
                             const int64_t *shape, void *data);
 /*
  * The record of a full validation in a dataset directory (validated.c): 1 if `.validated` lists
@@ -130,6 +176,11 @@ gd_status gd__dataset_memory_check(int64_t nodes, int64_t edges, int64_t dim, in
  * at every epoch boundary.
  */
 gd_status gd__dataset_check_unchanged(const gd_dataset_t *ds);
+
+/* The heterogeneous presets of gd_generate (generate_hetero.c), which it hands them to. */
+int gd__generate_is_hetero(const char *preset);
+const char *gd__generate_hetero_names(void);
+gd_status gd__generate_hetero(const gd_generate_options *o, gd_dataset_t **out);
 
 /* Bytes of one array (elements x dtype size). */
 int64_t gd__array_bytes(const gd__array *a);

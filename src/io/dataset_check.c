@@ -186,16 +186,19 @@ fail:
 }
 
 /* dtype, rank and shape of one array against what the counts require. */
-static gd_status check_layout(const gd_dataset_t *ds, gd_array_id id, int ndim, int64_t d0,
+static gd_status check_layout(const gd_dataset_t *ds, int id, int ndim, int64_t d0,
                               int64_t d1, const char *expect) {
     const gd__array *a = &ds->arrays[id];
-    const char *file = gd__meta_default_file(id), *allowed;
+    const char *allowed;
+    char file[GD__TYPE_NAME_MAX + 32], name[GD__TYPE_NAME_MAX + 32];
+    gd__array_slot_file(&ds->schema, id, file, sizeof file);
+    gd__array_slot_name(&ds->schema, id, name, sizeof name);
     if (!gd__array_dtype_ok(id, a->dtype, &allowed))
         return gd__error(GD_ERR_FORMAT, "%s: dtype is %s; %s must be %s", file,
-                         gd_dtype_name(a->dtype), gd_array_name(id), allowed);
+                         gd_dtype_name(a->dtype), name, allowed);
     int64_t bytes = gd__array_bytes(a);
     if (a->ndim != ndim || bytes < 0 || (d0 >= 0 && a->shape[0] != d0) ||
-        (ndim == 2 && a->shape[1] != d1)) {
+        (ndim == 2 && d1 >= 0 && a->shape[1] != d1)) {
         char got[64];
         gd__array_shape_text(got, sizeof got, a->ndim, a->shape);
         return gd__error(GD_ERR_FORMAT, "%s: shape is %s; expected %s", file, got, expect);
@@ -203,6 +206,160 @@ static gd_status check_layout(const gd_dataset_t *ds, gd_array_id id, int ndim, 
     if (bytes > 0 && !a->data)
         return gd__error(GD_ERR_INVALID_ARG, "%s: the array has no data", file);
     return GD_OK;
+}
+
+/* The node type of node v from the T + 1 type offsets (T is small: a linear scan). */
+static inline int type_of(const int64_t *off, int T, int64_t v) {
+    int t = 0;
+    while (t + 1 < T && v >= off[t + 1]) t++;
+    return t;
+}
+
+static inline int edge_type_at(const gd__array *a, int64_t i) {
+    switch (a->dtype) {
+    case GD_DTYPE_INT8:
+        return ((const int8_t *)a->data)[i];
+    case GD_DTYPE_UINT8:
+        return ((const uint8_t *)a->data)[i];
+    default:
+        return ((const int16_t *)a->data)[i];
+    }
+}
+
+/*
+ * The lowest edge position whose edge type is out of range, joins the wrong node types, or
+ * comes before a smaller type in its destination's list (a node's neighbours of one relation
+ * are one contiguous run); e if there is none.
+ */
+static int64_t first_bad_edge(const gd_dataset_t *ds) {
+    const gd__schema *sc = &ds->schema;
+    const int64_t *indptr = ds->arrays[GD_ARRAY_INDPTR].data;
+    const int64_t *off = ds->arrays[GD__ARRAY_NODE_TYPE_OFFSET].data;
+    const gd__array *ix = &ds->arrays[GD_ARRAY_INDICES], *et = &ds->arrays[GD__ARRAY_EDGE_TYPE];
+    const int64_t n = ds->num_nodes, e = ds->num_edges;
+    const int T = sc->num_node_types, R = sc->num_edge_types;
+    int64_t first = e;
+    GD_PAR_FIRST(first, e)
+    for (int64_t v = 0; v < n; v++) {
+        const int dt = type_of(off, T, v);
+        int prev = -1;
+        for (int64_t i = indptr[v]; i < indptr[v + 1]; i++) {
+            const int r = edge_type_at(et, i);
+            if (r < 0 || r >= R || r < prev || sc->edge_dst[r] != dt ||
+                sc->edge_src[r] != type_of(off, T, gd__array_int(ix, i))) {
+                if (i < first) first = i;
+                break;
+            }
+            prev = r;
+        }
+    }
+    return first;
+}
+
+/* What is wrong with edge i, which first_bad_edge found. */
+static gd_status bad_edge(const gd_dataset_t *ds, int64_t i) {
+    const gd__schema *sc = &ds->schema;
+    const int64_t *indptr = ds->arrays[GD_ARRAY_INDPTR].data;
+    const int64_t *off = ds->arrays[GD__ARRAY_NODE_TYPE_OFFSET].data;
+    const gd__array *ix = &ds->arrays[GD_ARRAY_INDICES], *et = &ds->arrays[GD__ARRAY_EDGE_TYPE];
+    const int T = sc->num_node_types;
+    /* The destination: the node whose list holds position i. */
+    int64_t lo = 0, hi = ds->num_nodes;
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (indptr[mid] <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const int64_t v = lo, u = gd__array_int(ix, i);
+    const int r = edge_type_at(et, i);
+    if (r < 0 || r >= sc->num_edge_types)
+        return gd__error(GD_ERR_RANGE, "edge_type.npy: element %lld is %d, outside [0, %d) (the "
+                         "edge types)", (long long)i, r, sc->num_edge_types);
+    if (i > indptr[v] && edge_type_at(et, i - 1) > r)
+        return gd__error(GD_ERR_FORMAT,
+                         "edge_type.npy: element %lld is %d after %d in node %lld's list; each "
+                         "node's in-neighbours must be sorted by edge type (convert and "
+                         "generate write them so)",
+                         (long long)i, r, edge_type_at(et, i - 1), (long long)v);
+    const int dt = type_of(off, T, v), st = type_of(off, T, u);
+    return gd__error(GD_ERR_FORMAT,
+                     "edge_type.npy: element %lld says edge %lld -> %lld is (%s, %s, %s), but the "
+                     "nodes are of types %s and %s",
+                     (long long)i, (long long)u, (long long)v, sc->node_type[sc->edge_src[r]],
+                     sc->edge_type[r], sc->node_type[sc->edge_dst[r]], sc->node_type[st],
+                     sc->node_type[dt]);
+}
+
+/* The arrays of a heterogeneous graph: type offsets, edge types, per-type features, splits. */
+static gd_status check_hetero(const gd_dataset_t *ds, int validate_graph) {
+    gd_status st = GD_OK;
+    char expect[160];
+    const gd__schema *sc = &ds->schema;
+    const int T = sc->num_node_types;
+    const int64_t n = ds->num_nodes, e = ds->num_edges;
+    GD_CHECK(gd__schema_check(sc, ds->name));
+    GD_REQUIRE(ds->arrays[GD__ARRAY_NODE_TYPE_OFFSET].store != GD__STORE_NONE &&
+                   ds->arrays[GD__ARRAY_EDGE_TYPE].store != GD__STORE_NONE,
+               GD_ERR_FORMAT, "dataset '%s' has node types but no %s array", ds->name,
+               ds->arrays[GD__ARRAY_EDGE_TYPE].store == GD__STORE_NONE ? "edge_type"
+                                                                       : "node_type_offset");
+    GD_REQUIRE(ds->arrays[GD_ARRAY_FEATURES].store == GD__STORE_NONE, GD_ERR_FORMAT,
+               "dataset '%s': a heterogeneous dataset has one feature table per node type, not "
+               "features.npy",
+               ds->name);
+    snprintf(expect, sizeof expect, "(%d,) (node types + 1)", T + 1);
+    GD_CHECK(check_layout(ds, GD__ARRAY_NODE_TYPE_OFFSET, 1, T + 1, 1, expect));
+    snprintf(expect, sizeof expect, "(%lld,) (num_edges)", (long long)e);
+    GD_CHECK(check_layout(ds, GD__ARRAY_EDGE_TYPE, 1, e, 1, expect));
+    const int64_t *off = ds->arrays[GD__ARRAY_NODE_TYPE_OFFSET].data;
+    GD_REQUIRE(off[0] == 0 && off[T] == n, GD_ERR_FORMAT,
+               "node_type_offset.npy: elements 0 and %d are %lld and %lld; they must be 0 and "
+               "num_nodes (%lld)",
+               T, (long long)off[0], (long long)off[T], (long long)n);
+    for (int t = 0; t < T; t++)
+        GD_REQUIRE(off[t] <= off[t + 1], GD_ERR_FORMAT,
+                   "node_type_offset.npy: element %d (%lld) is less than element %d (%lld); the "
+                   "offsets must be non-decreasing",
+                   t + 1, (long long)off[t + 1], t, (long long)off[t]);
+    for (int t = 0; t < T; t++) {
+        const int id = GD__ARRAY_TYPE_FEATURES + t;
+        const gd__array *f = &ds->arrays[id];
+        if (f->store == GD__STORE_NONE) continue;
+        const int64_t rows = off[t + 1] - off[t];
+        snprintf(expect, sizeof expect, "(%lld, F) (the %s nodes, any width)", (long long)rows,
+                 sc->node_type[t]);
+        GD_CHECK(check_layout(ds, id, 2, rows, -1, expect));
+        if (validate_graph) {
+            const int64_t dim = f->shape[1], count = rows * dim;
+            const int64_t i = first_non_finite(f, count);
+            char file[GD__TYPE_NAME_MAX + 32];
+            gd__array_slot_file(sc, id, file, sizeof file);
+            GD_REQUIRE(i == count, GD_ERR_FORMAT,
+                       "%s: element (%lld, %lld) is %g; features must be finite", file,
+                       (long long)(i / (dim ? dim : 1)), (long long)(i % (dim ? dim : 1)),
+                       i < count ? float_at(f, i) : 0.0);
+        }
+    }
+    if (validate_graph) {
+        const int64_t i = first_bad_edge(ds);
+        if (i < e) GD_CHECK(bad_edge(ds, i));
+        const int64_t lo = off[sc->target_type], hi = off[sc->target_type + 1];
+        for (int id = GD_ARRAY_TRAIN_IDX; id <= GD_ARRAY_TEST_IDX; id++) {
+            const gd__array *s = &ds->arrays[id];
+            if (s->store == GD__STORE_NONE) continue;
+            const int64_t k = s->shape[0], j = first_out_of_range(s, k, lo, hi);
+            GD_REQUIRE(j == k, GD_ERR_RANGE,
+                       "%s: element %lld is node %lld, not of the target type %s (ids [%lld, "
+                       "%lld))",
+                       gd__meta_default_file((gd_array_id)id), (long long)j,
+                       (long long)(j < k ? gd__array_int(s, j) : 0), sc->node_type[sc->target_type],
+                       (long long)lo, (long long)hi);
+        }
+    }
+fail:
+    return st;
 }
 
 gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph) {
@@ -288,6 +445,14 @@ gd_status gd__dataset_check(const gd_dataset_t *ds, int validate_graph) {
                    (long long)(i < k ? gd__array_int(s, i) : 0), (long long)n);
     }
     if (validate_graph) GD_CHECK(check_splits_distinct(ds));
+    if (ds->schema.num_node_types > 0) {
+        GD_CHECK(check_hetero(ds, validate_graph));
+    } else {
+        for (int id = GD_ARRAY_COUNT; id < GD__ARRAY_SLOTS; id++)
+            GD_REQUIRE(ds->arrays[id].store == GD__STORE_NONE, GD_ERR_INTERNAL,
+                       "dataset '%s': a homogeneous dataset holds a heterogeneous array",
+                       ds->name);
+    }
 fail:
     return st;
 }

@@ -135,8 +135,8 @@ static gd_status gen_find_preset(const char *name, const gen_preset **out) {
         used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
                                  gen_presets[i].name);
     }
-    return gd__error(GD_ERR_INVALID_ARG, "generate: unknown preset '%s' (expected %s)", name,
-                     names);
+    return gd__error(GD_ERR_INVALID_ARG, "generate: unknown preset '%s' (expected %s, or a "
+                     "heterogeneous one: %s)", name, names, gd__generate_hetero_names());
 }
 
 /* Everything the parallel loops read. */
@@ -728,6 +728,7 @@ gd_status gd_generate(const gd_generate_options *options, gd_dataset_t **out) {
     if (options)
         GD_CHECK(gd__options_in(&o, sizeof o, options, 1, "generate: options",
                                 "GD_GENERATE_OPTIONS_INIT"));
+    if (gd__generate_is_hetero(o.preset)) return gd__generate_hetero(&o, out);
     const gen_preset *p = NULL;
     GD_CHECK(gen_find_preset(o.preset ? o.preset : "tiny", &p));
     gd_progress_fn progress = o.progress;

@@ -52,13 +52,19 @@ const char *gd__meta_default_file(gd_array_id id) {
     return ((unsigned)id < GD_ARRAY_COUNT) ? array_files[id] : "invalid.npy";
 }
 
-bool gd__array_dtype_ok(gd_array_id id, gd_dtype dtype, const char **expected) {
+bool gd__array_dtype_ok(int id, gd_dtype dtype, const char **expected) {
     const char *e;
     bool ok;
+    if (id >= GD__ARRAY_TYPE_FEATURES) id = GD_ARRAY_FEATURES;
     switch (id) {
+    case GD__ARRAY_NODE_TYPE_OFFSET:
     case GD_ARRAY_INDPTR:
         e = "int64";
         ok = dtype == GD_DTYPE_INT64;
+        break;
+    case GD__ARRAY_EDGE_TYPE:
+        e = "int8, uint8 or int16";
+        ok = dtype == GD_DTYPE_INT8 || dtype == GD_DTYPE_UINT8 || dtype == GD_DTYPE_INT16;
         break;
     case GD_ARRAY_FEATURES:
         e = "float32, float16 or bfloat16";
@@ -77,7 +83,7 @@ bool gd__array_dtype_ok(gd_array_id id, gd_dtype dtype, const char **expected) {
 void gd__meta_free(gd__meta *m) {
     if (!m) return;
     gd_free(m->name);
-    for (int i = 0; i < GD_ARRAY_COUNT; i++) gd_free(m->arrays[i].file);
+    for (int i = 0; i < GD__ARRAY_SLOTS; i++) gd_free(m->arrays[i].file);
     for (int i = 0; i < m->num_info; i++) {
         gd_free(m->info_key[i]);
         gd_free(m->info_value[i]);
@@ -130,10 +136,11 @@ static bool parse_dtype_name(const char *s, gd_dtype *out) {
     return false;
 }
 
-static gd_status parse_array(const cJSON *a, gd_array_id id, const char *what, gd__meta *m) {
+static gd_status parse_array(const cJSON *a, int id, const char *what, gd__meta *m) {
     gd__meta_array *r = &m->arrays[id];
-    const char *name = gd_array_name(id);
-    char field[64];
+    char name_buf[GD__TYPE_NAME_MAX + 32];
+    const char *name = gd__array_slot_name(&m->schema, id, name_buf, sizeof name_buf);
+    char field[GD__TYPE_NAME_MAX + 64];
     gd_status st;
     if (!cJSON_IsObject(a))
         return gd__error(GD_ERR_FORMAT, "%s: field 'arrays.%s' is not an object", what, name);
@@ -160,13 +167,13 @@ static gd_status parse_array(const cJSON *a, gd_array_id id, const char *what, g
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(a, "shape");
     snprintf(field, sizeof field, "arrays.%s.shape", name);
     int ndim = cJSON_IsArray(shape) ? cJSON_GetArraySize(shape) : -1;
-    int want = id == GD_ARRAY_FEATURES ? 2 : 1;
+    int want = id == GD_ARRAY_FEATURES || id >= GD__ARRAY_TYPE_FEATURES ? 2 : 1;
     if (ndim != want)
         return gd__error(GD_ERR_FORMAT, "%s: field '%s' is not a list of %d integer%s", what,
                          field, want, want == 1 ? "" : "s");
     int64_t dims[2] = {1, 1};
     for (int i = 0; i < ndim; i++) {
-        char sub[80];
+        char sub[GD__TYPE_NAME_MAX + 80];
         snprintf(sub, sizeof sub, "%s[%d]", field, i);
         if ((st = get_count(cJSON_GetArrayItem(shape, i), what, sub, &dims[i])) != GD_OK)
             return st;
@@ -214,18 +221,126 @@ static gd_status check_shapes(const gd__meta *m, const char *what) {
         return gd__error(GD_ERR_FORMAT,
                          "%s: field 'arrays.labels.shape' is [%lld]; expected [%lld] (num_nodes)",
                          what, (long long)a[GD_ARRAY_LABELS].shape[0], (long long)m->num_nodes);
-    for (int i = 0; i < GD_ARRAY_COUNT; i++)
-        for (int j = i + 1; j < GD_ARRAY_COUNT; j++)
+    if (m->schema.num_node_types > 0) {
+        const gd__meta_array *off = &a[GD__ARRAY_NODE_TYPE_OFFSET], *et = &a[GD__ARRAY_EDGE_TYPE];
+        if (!off->present || !et->present)
+            return gd__error(GD_ERR_FORMAT,
+                             "%s: 'hetero' is given but 'arrays' lacks '%s', which a "
+                             "heterogeneous dataset needs",
+                             what, !off->present ? "node_type_offset" : "edge_type");
+        if (off->shape[0] != m->schema.num_node_types + 1)
+            return gd__error(GD_ERR_FORMAT,
+                             "%s: field 'arrays.node_type_offset.shape' is [%lld]; expected "
+                             "[%d] (node types + 1)",
+                             what, (long long)off->shape[0], m->schema.num_node_types + 1);
+        if (et->shape[0] != m->num_edges)
+            return gd__error(GD_ERR_FORMAT,
+                             "%s: field 'arrays.edge_type.shape' is [%lld]; expected [%lld] "
+                             "(num_edges)",
+                             what, (long long)et->shape[0], (long long)m->num_edges);
+        if (a[GD_ARRAY_FEATURES].present)
+            return gd__error(GD_ERR_FORMAT,
+                             "%s: a heterogeneous dataset has one feature table per node type "
+                             "('features.<type>'), not 'features'",
+                             what);
+    }
+    char ni[GD__TYPE_NAME_MAX + 32], nj[GD__TYPE_NAME_MAX + 32];
+    for (int i = 0; i < GD__ARRAY_SLOTS; i++)
+        for (int j = i + 1; j < GD__ARRAY_SLOTS; j++)
             if (a[i].present && a[j].present && strcmp(a[i].file, a[j].file) == 0)
                 return gd__error(GD_ERR_FORMAT, "%s: arrays '%s' and '%s' both use file \"%s\"",
-                                 what, gd_array_name((gd_array_id)i),
-                                 gd_array_name((gd_array_id)j), a[i].file);
+                                 what, gd__array_slot_name(&m->schema, i, ni, sizeof ni),
+                                 gd__array_slot_name(&m->schema, j, nj, sizeof nj), a[i].file);
     return GD_OK;
+}
+
+/* A type name of the "hetero" section into dst (GD__TYPE_NAME_MAX + 1 bytes). */
+static gd_status type_name(const cJSON *v, const char *what, const char *field, char *dst) {
+    if (!cJSON_IsString(v) || !v->valuestring ||
+        strlen(v->valuestring) > GD__TYPE_NAME_MAX)
+        return gd__error(GD_ERR_FORMAT, "%s: field '%s' is not a string of at most %d bytes",
+                         what, field, GD__TYPE_NAME_MAX);
+    snprintf(dst, GD__TYPE_NAME_MAX + 1, "%s", v->valuestring);
+    return GD_OK;
+}
+
+/* The node type called name, or -1. */
+static int find_node_type(const gd__schema *sc, const char *name) {
+    for (int t = 0; t < sc->num_node_types; t++)
+        if (strcmp(sc->node_type[t], name) == 0) return t;
+    return -1;
+}
+
+/*
+ * The "hetero" section: {"node_types": [names], "edge_types": [[src, relation, dst], ...],
+ * "target_type": name}.
+ */
+static gd_status parse_hetero(const cJSON *h, const char *what, gd__schema *sc) {
+    gd_status st;
+    char field[96], name[GD__TYPE_NAME_MAX + 1];
+    if (!cJSON_IsObject(h))
+        return gd__error(GD_ERR_FORMAT, "%s: field 'hetero' is not an object", what);
+    const cJSON *nt = cJSON_GetObjectItemCaseSensitive(h, "node_types");
+    const cJSON *et = cJSON_GetObjectItemCaseSensitive(h, "edge_types");
+    const cJSON *tt = cJSON_GetObjectItemCaseSensitive(h, "target_type");
+    const int T = cJSON_IsArray(nt) ? cJSON_GetArraySize(nt) : -1;
+    const int R = cJSON_IsArray(et) ? cJSON_GetArraySize(et) : -1;
+    if (T < 1 || T > GD_MAX_NODE_TYPES)
+        return gd__error(GD_ERR_FORMAT, "%s: field 'hetero.node_types' is not a list of 1 to %d "
+                         "names", what, GD_MAX_NODE_TYPES);
+    if (R < 1 || R > GD_MAX_EDGE_TYPES)
+        return gd__error(GD_ERR_FORMAT, "%s: field 'hetero.edge_types' is not a list of 1 to %d "
+                         "[source, relation, destination] triples", what, GD_MAX_EDGE_TYPES);
+    sc->num_node_types = T;
+    sc->num_edge_types = R;
+    for (int t = 0; t < T; t++) {
+        snprintf(field, sizeof field, "hetero.node_types[%d]", t);
+        if ((st = type_name(cJSON_GetArrayItem(nt, t), what, field, sc->node_type[t])) != GD_OK)
+            return st;
+    }
+    for (int r = 0; r < R; r++) {
+        const cJSON *e = cJSON_GetArrayItem(et, r);
+        if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 3)
+            return gd__error(GD_ERR_FORMAT, "%s: field 'hetero.edge_types[%d]' is not a "
+                             "[source, relation, destination] triple", what, r);
+        for (int k = 0; k < 3; k++) {
+            snprintf(field, sizeof field, "hetero.edge_types[%d][%d]", r, k);
+            if ((st = type_name(cJSON_GetArrayItem(e, k), what, field,
+                                k == 1 ? sc->edge_type[r] : name)) != GD_OK)
+                return st;
+            if (k == 1) continue;
+            const int t = find_node_type(sc, name);
+            if (t < 0)
+                return gd__error(GD_ERR_FORMAT, "%s: field '%s' is \"%s\", not one of "
+                                 "'hetero.node_types'", what, field, name);
+            if (k == 0)
+                sc->edge_src[r] = t;
+            else
+                sc->edge_dst[r] = t;
+        }
+    }
+    if ((st = type_name(tt, what, "hetero.target_type", name)) != GD_OK) return st;
+    sc->target_type = find_node_type(sc, name);
+    if (sc->target_type < 0)
+        return gd__error(GD_ERR_FORMAT, "%s: field 'hetero.target_type' is \"%s\", not one of "
+                         "'hetero.node_types'", what, name);
+    return gd__schema_check(sc, what);
+}
+
+/* The array slot a key of "arrays" names, or -1. */
+static int find_slot(const gd__meta *m, const char *key) {
+    char name[GD__TYPE_NAME_MAX + 32];
+    for (int i = 0; i < GD__ARRAY_SLOTS; i++) {
+        if (i >= GD_ARRAY_COUNT && m->schema.num_node_types == 0) break;
+        if (i >= GD__ARRAY_TYPE_FEATURES + m->schema.num_node_types) break;
+        if (strcmp(key, gd__array_slot_name(&m->schema, i, name, sizeof name)) == 0) return i;
+    }
+    return -1;
 }
 
 static const char *const top_keys[] = {"format",      "version",     "name",  "num_nodes",
                                        "num_edges",   "feature_dim", "num_classes",
-                                       "graph",       "arrays",      "info"};
+                                       "graph",       "arrays",      "info", "hetero"};
 #define NUM_TOP_KEYS ((int)(sizeof top_keys / sizeof top_keys[0]))
 
 static gd_status parse_tree(const cJSON *root, const char *what, gd__meta *m) {
@@ -277,22 +392,26 @@ static gd_status parse_tree(const cJSON *root, const char *what, gd__meta *m) {
     const cJSON *nc = cJSON_GetObjectItemCaseSensitive(root, "num_classes");
     if (nc && (st = get_count(nc, what, "num_classes", &m->num_classes)) != GD_OK) return st;
 
+    const cJSON *hetero = cJSON_GetObjectItemCaseSensitive(root, "hetero");
+    if (hetero && (st = parse_hetero(hetero, what, &m->schema)) != GD_OK) return st;
+
     const cJSON *arrays = cJSON_GetObjectItemCaseSensitive(root, "arrays");
     if (!cJSON_IsObject(arrays))
         return gd__error(GD_ERR_FORMAT, "%s: field 'arrays' is missing or not an object", what);
     for (const cJSON *a = arrays->child; a; a = a->next) {
-        int id = -1;
-        for (int i = 0; i < GD_ARRAY_COUNT; i++)
-            if (a->string && strcmp(a->string, gd_array_name((gd_array_id)i)) == 0) id = i;
+        const int id = a->string ? find_slot(m, a->string) : -1;
         if (id < 0)
             return gd__error(GD_ERR_FORMAT,
                              "%s: 'arrays' has an unknown entry \"%.40s\" (known: indptr, "
-                             "indices, features, labels, train_idx, valid_idx, test_idx)",
-                             what, a->string ? a->string : "");
+                             "indices, features, labels, train_idx, valid_idx, test_idx%s)",
+                             what, a->string ? a->string : "",
+                             m->schema.num_node_types
+                                 ? ", node_type_offset, edge_type, features.<node type>"
+                                 : "; a heterogeneous dataset's arrays need its 'hetero' field");
         if (m->arrays[id].present)
             return gd__error(GD_ERR_FORMAT, "%s: field 'arrays.%s' appears twice", what,
                              a->string);
-        if ((st = parse_array(a, (gd_array_id)id, what, m)) != GD_OK) return st;
+        if ((st = parse_array(a, id, what, m)) != GD_OK) return st;
     }
     if ((st = check_shapes(m, what)) != GD_OK) return st;
 
@@ -365,6 +484,28 @@ static bool add_int(cJSON *obj, const char *key, int64_t v) {
     return cJSON_AddRawToObject(obj, key, num) != NULL;
 }
 
+/* The "hetero" section of a heterogeneous dataset's schema. */
+static bool add_hetero(cJSON *root, const gd__schema *sc) {
+    cJSON *h = cJSON_AddObjectToObject(root, "hetero");
+    cJSON *nt = h ? cJSON_AddArrayToObject(h, "node_types") : NULL;
+    bool ok = nt != NULL;
+    for (int t = 0; ok && t < sc->num_node_types; t++) {
+        cJSON *v = cJSON_CreateString(sc->node_type[t]);
+        ok = v && cJSON_AddItemToArray(nt, v);
+        if (v && !ok) cJSON_Delete(v);
+    }
+    cJSON *et = ok ? cJSON_AddArrayToObject(h, "edge_types") : NULL;
+    ok = ok && et;
+    for (int r = 0; ok && r < sc->num_edge_types; r++) {
+        const char *names[3] = {sc->node_type[sc->edge_src[r]], sc->edge_type[r],
+                                sc->node_type[sc->edge_dst[r]]};
+        cJSON *e = cJSON_CreateStringArray(names, 3);
+        ok = e && cJSON_AddItemToArray(et, e);
+        if (e && !ok) cJSON_Delete(e);
+    }
+    return ok && cJSON_AddStringToObject(h, "target_type", sc->node_type[sc->target_type]);
+}
+
 gd_status gd__meta_write(const char *path, const gd_dataset_t *ds) {
     gd_status st = GD_OK;
     char *text = NULL;
@@ -379,13 +520,17 @@ gd_status gd__meta_write(const char *path, const gd_dataset_t *ds) {
     ok = ok && add_int(root, "feature_dim", ds->feature_dim);
     ok = ok && add_int(root, "num_classes", ds->num_classes);
     ok = ok && cJSON_AddStringToObject(root, "graph", "csc");
+    if (ok && ds->schema.num_node_types > 0) ok = add_hetero(root, &ds->schema);
     cJSON *arrays = ok ? cJSON_AddObjectToObject(root, "arrays") : NULL;
     ok = ok && arrays;
-    for (int i = 0; ok && i < GD_ARRAY_COUNT; i++) {
+    for (int i = 0; ok && i < GD__ARRAY_SLOTS; i++) {
         const gd__array *a = &ds->arrays[i];
+        char name[GD__TYPE_NAME_MAX + 32], file[GD__TYPE_NAME_MAX + 32];
         if (a->store == GD__STORE_NONE) continue;
-        cJSON *e = cJSON_AddObjectToObject(arrays, gd_array_name((gd_array_id)i));
-        ok = e && cJSON_AddStringToObject(e, "file", array_files[i]) &&
+        gd__array_slot_file(&ds->schema, i, file, sizeof file);
+        cJSON *e = cJSON_AddObjectToObject(
+            arrays, gd__array_slot_name(&ds->schema, i, name, sizeof name));
+        ok = e && cJSON_AddStringToObject(e, "file", file) &&
              cJSON_AddStringToObject(e, "dtype", gd_dtype_name(a->dtype));
         cJSON *shape = ok ? cJSON_AddArrayToObject(e, "shape") : NULL;
         ok = ok && shape;

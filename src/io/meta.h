@@ -33,7 +33,8 @@ typedef struct {
     int64_t num_edges;
     int64_t feature_dim;
     int64_t num_classes;
-    gd__meta_array arrays[GD_ARRAY_COUNT];
+    gd__meta_array arrays[GD__ARRAY_SLOTS];
+    gd__schema schema; /* num_node_types 0: homogeneous */
     int num_info;
     char *info_key[GD__DATASET_MAX_INFO];
     char *info_value[GD__DATASET_MAX_INFO];
@@ -50,8 +51,8 @@ gd_status gd__meta_read(const char *path, gd__meta *out);
 void gd__meta_free(gd__meta *m);
 /* The default file name of an array: "<gd_array_name(id)>.npy". */
 const char *gd__meta_default_file(gd_array_id id);
-/* Whether dtype is allowed for array id; *expected gets the allowed names for a message. */
-bool gd__array_dtype_ok(gd_array_id id, gd_dtype dtype, const char **expected);
+/* Whether dtype is allowed for array slot id; *expected gets the allowed names for a message. */
+bool gd__array_dtype_ok(int id, gd_dtype dtype, const char **expected);
 /* Write the meta.json of ds (its counts, present arrays under their default file names and
  * info) to path, atomically. */
 gd_status gd__meta_write(const char *path, const gd_dataset_t *ds);
