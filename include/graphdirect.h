@@ -988,6 +988,39 @@ gd_status gd_minibatch_block(gd_minibatch_t *mb, int layer, gd_block *out);
 gd_status gd_minibatch_input_nodes(gd_minibatch_t *mb, const int64_t **ids, int64_t *n);
 
 /*
+ * Typed (heterogeneous) sampling, docs/sampling.md "Typed sampling". A minibatch keeps one
+ * local id space per node type (the seeds, of the dataset's target type, first) and one block
+ * per (layer, edge type): a gd_block whose destinations are local ids of the edge type's
+ * destination type (the first num_dst nodes of that type in the layer above) and whose sources
+ * are local ids of its source type. fanouts has num_layers x num_edge_types entries, hop-major
+ * from the seeds outward: fanouts[h * R + r] neighbours of edge type r for each node of hop h
+ * (-1 all, 0 none). Draws are keyed as gd_sample's plus the edge type, so a minibatch depends
+ * on (seed, epoch, batch, seeds) only. The sampler reads the dataset's CSC and edge types in
+ * host memory and runs on the CPU (options: max_batch, replace, seed, threads; the backend
+ * must be GD_SAMPLER_CPU). Every buffer is sized at create; gd_hetero_sample allocates nothing.
+ */
+typedef struct gd_hetero_sampler gd_hetero_sampler_t;
+typedef struct gd_hetero_minibatch gd_hetero_minibatch_t;
+gd_status gd_hetero_sampler_create(const gd_dataset_t *ds, const int *fanouts, int num_layers,
+                                   const gd_sampler_options *options, gd_hetero_sampler_t **out);
+void gd_hetero_sampler_destroy(gd_hetero_sampler_t *s);
+gd_status gd_hetero_minibatch_create(const gd_hetero_sampler_t *s, gd_hetero_minibatch_t **out);
+void gd_hetero_minibatch_destroy(gd_hetero_minibatch_t *mb);
+/* Seeds: distinct nodes of the target type (else GD_ERR_RANGE / GD_ERR_INVALID_ARG). */
+gd_status gd_hetero_sample(gd_hetero_sampler_t *s, const int64_t *seeds, int64_t n, int64_t epoch,
+                           int64_t batch, gd_hetero_minibatch_t *mb);
+/* Layer `layer`'s block of edge type r (layer 0 = the input layer, as gd_minibatch_block). */
+gd_status gd_hetero_minibatch_block(const gd_hetero_minibatch_t *mb, int layer, int edge_type,
+                                    gd_block *out);
+/*
+ * The global ids of the nodes of type t at layer `layer` (0: the input nodes, whose rows are
+ * gathered from the type's feature table; num_layers: the seeds), local id i first at ids[i].
+ * The nodes of a layer are a prefix of those of the layer below.
+ */
+gd_status gd_hetero_minibatch_nodes(const gd_hetero_minibatch_t *mb, int layer, int node_type,
+                                    const int64_t **ids, int64_t *n);
+
+/*
  * Epoch iteration: write into order a permutation of ids[0..n) shuffled by Philox keyed by
  * (seed, epoch), the same on every machine; batch b is order[b * batch_size ..] with
  * min(batch_size, n - b * batch_size) seeds. *num_batches is n / batch_size with drop_last

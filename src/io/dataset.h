@@ -125,6 +125,8 @@ gd_status gd__dataset_alloc(gd_dataset_t *ds, int id, gd_dtype dtype, int ndim,
  * types in range); the arrays of the slots above GD_ARRAY_COUNT are then allocated as usual.
  */
 gd_status gd__dataset_set_schema(gd_dataset_t *ds, const gd__schema *sc);
+/* Whether s is a valid type name (1 to GD__TYPE_NAME_MAX letters, digits, '_' or '-'). */
+int gd__type_name_ok(const char *s);
 /* The checks of gd__dataset_set_schema, for meta.json's reader too. what names the source. */
 gd_status gd__schema_check(const gd__schema *sc, const char *what);
 /*

@@ -256,9 +256,9 @@ static gd_status check_shapes(const gd__meta *m, const char *what) {
 
 /* A type name of the "hetero" section into dst (GD__TYPE_NAME_MAX + 1 bytes). */
 static gd_status type_name(const cJSON *v, const char *what, const char *field, char *dst) {
-    if (!cJSON_IsString(v) || !v->valuestring ||
-        strlen(v->valuestring) > GD__TYPE_NAME_MAX)
-        return gd__error(GD_ERR_FORMAT, "%s: field '%s' is not a string of at most %d bytes",
+    if (!cJSON_IsString(v) || !v->valuestring || !gd__type_name_ok(v->valuestring))
+        return gd__error(GD_ERR_FORMAT,
+                         "%s: field '%s' is not a type name: 1 to %d letters, digits, '_' or '-'",
                          what, field, GD__TYPE_NAME_MAX);
     snprintf(dst, GD__TYPE_NAME_MAX + 1, "%s", v->valuestring);
     return GD_OK;
@@ -297,6 +297,11 @@ static gd_status parse_hetero(const cJSON *h, const char *what, gd__schema *sc) 
         snprintf(field, sizeof field, "hetero.node_types[%d]", t);
         if ((st = type_name(cJSON_GetArrayItem(nt, t), what, field, sc->node_type[t])) != GD_OK)
             return st;
+        /* Before the edge types look names up: a repeated name would be ambiguous. */
+        for (int u = 0; u < t; u++)
+            if (strcmp(sc->node_type[u], sc->node_type[t]) == 0)
+                return gd__error(GD_ERR_FORMAT, "%s: node types %d and %d are both named \"%s\"",
+                                 what, u, t, sc->node_type[t]);
     }
     for (int r = 0; r < R; r++) {
         const cJSON *e = cJSON_GetArrayItem(et, r);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* A type name becomes part of a file name and of meta.json keys: a short plain word. */
-static int type_name_ok(const char *s) {
+int gd__type_name_ok(const char *s) {
     const size_t n = strnlen(s, GD__TYPE_NAME_MAX + 1);
     if (n == 0 || n > GD__TYPE_NAME_MAX) return 0;
     for (size_t i = 0; i < n; i++) {
@@ -34,7 +34,7 @@ gd_status gd__schema_check(const gd__schema *sc, const char *what) {
                "%s: %d edge types; a heterogeneous dataset has 1 to %d", what, R,
                GD_MAX_EDGE_TYPES);
     for (int t = 0; t < T; t++) {
-        GD_REQUIRE(type_name_ok(sc->node_type[t]), GD_ERR_FORMAT,
+        GD_REQUIRE(gd__type_name_ok(sc->node_type[t]), GD_ERR_FORMAT,
                    "%s: node type %d is named \"%.64s\"; use 1 to %d letters, digits, '_' or "
                    "'-'",
                    what, t, sc->node_type[t], GD__TYPE_NAME_MAX);
@@ -44,7 +44,7 @@ gd_status gd__schema_check(const gd__schema *sc, const char *what) {
                        sc->node_type[t]);
     }
     for (int r = 0; r < R; r++) {
-        GD_REQUIRE(type_name_ok(sc->edge_type[r]), GD_ERR_FORMAT,
+        GD_REQUIRE(gd__type_name_ok(sc->edge_type[r]), GD_ERR_FORMAT,
                    "%s: edge type %d is named \"%.64s\"; use 1 to %d letters, digits, '_' or "
                    "'-'",
                    what, r, sc->edge_type[r], GD__TYPE_NAME_MAX);

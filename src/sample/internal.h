@@ -115,6 +115,14 @@ GD_HOST_DEVICE uint64_t gd__sample_draw(uint64_t key, uint64_t node, uint32_t ho
     return gd_philox_below(r.v[0], r.v[1], n);
 }
 
+/*
+ * The hop word of the typed sampler's draws (hetero.c): hop h of edge type r. Above 255, so it
+ * never equals a homogeneous hop's word, and distinct for every (h, r).
+ */
+GD_HOST_DEVICE uint32_t gd__typed_hop(int hop, int edge_type) {
+    return 0x54000000u | ((uint32_t)hop << 16) | (uint32_t)edge_type;
+}
+
 /* How many neighbours a node of degree deg gets at a fanout (-1 = all). */
 GD_HOST_DEVICE int64_t gd__sample_count(int64_t deg, int fanout, int replace) {
     if (fanout < 0 || deg == 0) return deg;
