@@ -16,6 +16,7 @@
 #include "internal.h"
 
 #include "io/dataset.h"
+#include "sample/hetero.h"
 
 #include <string.h>
 
@@ -352,6 +353,20 @@ gd_status gd_hetero_sample(gd_hetero_sampler_t *s, const int64_t *seeds, int64_t
 fail:
     /* The table goes back to empty for the next minibatch: only the slots used are cleared. */
     for (int64_t i = 0; i < nused; i++) s->keys[used[i]] = -1;
+    return st;
+}
+
+gd_status gd__hetero_sampler_capacity(const gd_hetero_sampler_t *s, int64_t *max_nodes,
+                                      int64_t *max_edges) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(s && max_nodes && max_edges, GD_ERR_INVALID_ARG,
+               "gd__hetero_sampler_capacity: NULL argument");
+    const int L = s->num_layers;
+    for (int l = 0; l <= L; l++)
+        for (int t = 0; t < s->T; t++) max_nodes[l * s->T + t] = s->max_nodes[L - l][t];
+    for (int l = 0; l < L; l++)
+        for (int r = 0; r < s->R; r++) max_edges[l * s->R + r] = s->max_edges[L - 1 - l][r];
+fail:
     return st;
 }
 
