@@ -660,6 +660,81 @@ static void check_errors(uint64_t *state, const hgraph *g) {
     free_batch(&b);
 }
 
+/* ------------------------------------------------------------- the PyG comparison's input */
+
+static void dump_list(FILE *f, const char *name, const gd__nn_tensor *t, const char *end) {
+    fprintf(f, "\"%s\": [", name);
+    for (int64_t i = 0; t && i < gd__nn_numel(t); i++)
+        fprintf(f, "%s%.17g", i ? ", " : "", t_get(t, i));
+    fprintf(f, "]%s", end);
+}
+
+/*
+ * With GD_RSAGE_DUMP=path, the test writes one float64 case there as JSON instead of running
+ * its checks: the schema, a 2-layer minibatch, the inputs, every relation's parameters and the
+ * evaluation-mode logits. tests/py_rsage_pyg.py feeds it to PyG's SAGEConv and HeteroConv.
+ */
+static void dump_case(uint64_t *state, const hgraph *g, const char *path) {
+    hbatch b = sample(state, g, 2);
+    gd__rsage_config cfg = config(&b, 4, 0.0, F64);
+    gd__rsage *m;
+    T_OK(gd__rsage_create(&cpu, &cfg, t_rand(state), &m));
+    gd__nn_tensor xs[T], logits;
+    gd__nn_tensor *x[T];
+    make_inputs(state, &b, F64, xs, x);
+    T_OK(gd__rsage_forward(m, b.blocks, b.num_nodes, (const gd__nn_tensor *const *)x, NULL, 0, 0,
+                           &logits));
+    FILE *f = fopen(path, "w");
+    if (!f) T_FAIL_("cannot write %s", path);
+    fprintf(f, "{\"T\": %d, \"R\": %d, \"L\": %d, \"target\": 0, \"hidden\": 4, \"classes\": 3,\n",
+            T, R, b.L);
+    fprintf(f, "\"rel_src\": [%d, %d, %d, %d], \"rel_dst\": [%d, %d, %d, %d],\n", rel_src[0],
+            rel_src[1], rel_src[2], rel_src[3], rel_dst[0], rel_dst[1], rel_dst[2], rel_dst[3]);
+    fprintf(f, "\"in_dim\": [%lld, %lld, %lld],\n\"num_nodes\": [", (long long)in_dims[0],
+            (long long)in_dims[1], (long long)in_dims[2]);
+    for (int i = 0; i < (b.L + 1) * T; i++)
+        fprintf(f, "%s%lld", i ? ", " : "", (long long)b.num_nodes[i]);
+    fprintf(f, "],\n\"blocks\": [\n");
+    for (int i = 0; i < b.L * R; i++) {
+        const gd_block *blk = &b.blocks[i];
+        fprintf(f, "{\"num_src\": %lld, \"indptr\": [", (long long)blk->num_src);
+        for (int64_t d = 0; d <= blk->num_dst; d++)
+            fprintf(f, "%s%d", d ? ", " : "", blk->indptr[d]);
+        fprintf(f, "], \"indices\": [");
+        for (int64_t e = 0; e < blk->num_edges; e++)
+            fprintf(f, "%s%d", e ? ", " : "", blk->indices[e]);
+        fprintf(f, "]}%s\n", i + 1 < b.L * R ? "," : "");
+    }
+    fprintf(f, "],\n\"x\": [\n");
+    for (int t = 0; t < T; t++) {
+        fprintf(f, "{");
+        dump_list(f, "v", x[t], t + 1 < T ? "},\n" : "}\n");
+    }
+    fprintf(f, "],\n\"params\": [\n");
+    for (int l = 0; l < b.L; l++)
+        for (int r = 0; r < R; r++) {
+            const char *sep = l * R + r + 1 < b.L * R ? ",\n" : "\n";
+            gd__nn_tensor wl, bias, wr;
+            if (!m->slot[l][r].used) {
+                fprintf(f, "null%s", sep);
+                continue;
+            }
+            T_OK(gd__rsage_weights(m, l, r, 0, &wl, &bias, &wr));
+            fprintf(f, "{");
+            dump_list(f, "w_l", &wl, ", ");
+            dump_list(f, "b", &bias, ", ");
+            dump_list(f, "w_root", &wr, "}");
+            fprintf(f, "%s", sep);
+        }
+    fprintf(f, "],\n");
+    dump_list(f, "logits", &logits, "}\n");
+    T_ASSERT(fclose(f) == 0);
+    for (int t = 0; t < T; t++)
+        if (x[t]) t_tensor_free(x[t]);
+    gd__rsage_destroy(m);
+    free_batch(&b);
+}
+
 int main(void) {
     uint64_t state = t_seed();
     cpu = gd__nn_cpu_ctx();
@@ -673,6 +748,16 @@ int main(void) {
     fprintf(stderr, "built without CUDA: the CUDA part is skipped, the CPU part runs\n");
 #endif
     hgraph g = make_graph(&state);
+    const char *dump = getenv("GD_RSAGE_DUMP");
+    if (dump) {
+        dump_case(&state, &g, dump);
+        free_graph(&g);
+#ifdef GD_WITH_CUDA
+        if (have_gpu) gd__nn_cuda_ctx_destroy(&gpu);
+#endif
+        t_check_no_leaks();
+        return 0;
+    }
     for (int round = 0; round < 3; round++)
         for (int L = 1; L <= MAXL; L++) check_model(&state, &g, L);
     fprintf(stderr, "blocks with edges and more destinations than sources: %d\n", wide_blocks);
