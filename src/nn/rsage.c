@@ -1,0 +1,588 @@
+/*
+ * Relational GraphSAGE (rsage.h): PyG's to_hetero(SAGEConv) with aggr="sum" over the typed
+ * blocks of a heterogeneous minibatch, written with the backend-agnostic ops of nn/internal.h
+ * only (mean aggregation, linear layers, ReLU, dropout), like GraphSAGE (sage.c), so that the
+ * CPU and CUDA backends run the same code. Each relation of a layer is one block and three
+ * tensors of parameters; a destination type's output is the sum of its relations' SAGEConv
+ * outputs, accumulated in place by the linear layers. Every buffer is allocated at create from
+ * the configured capacities; forward and backward allocate nothing.
+ *
+ * Each relation's matrix products are separate gd__nn_linear calls for now: one launch per
+ * relation, small GEMMs when the relations are many and their blocks small. A grouped GEMM
+ * (cublasGemmGroupedBatchedEx, CUDA 12.5 and later; a loop on the CPU) will run a layer's
+ * products in one launch when the backends gain that op (docs/hetero.md).
+ */
+#include "nn/rsage.h"
+
+#include <string.h>
+
+/* Rows [r0, r1) of a contiguous tensor, as a view. */
+static gd__nn_tensor row_range(const gd__nn_tensor *t, int64_t r0, int64_t r1) {
+    char *base = t->data;
+    return gd__nn_view(base ? base + (size_t)(r0 * t->cols) * gd_dtype_size(t->dtype) : NULL,
+                       t->dtype, t->device, r1 - r0, t->cols);
+}
+
+/* A rows x cols view at the start of a flat buffer (the caller checked the capacity). */
+static gd__nn_tensor shaped(const gd__nn_tensor *buf, int64_t rows, int64_t cols) {
+    return gd__nn_view(buf->data, buf->dtype, buf->device, rows, cols);
+}
+
+int64_t gd__rsage_dim(const gd__rsage_config *cfg, int l, int t) {
+    return l == 0 ? cfg->in_dim[t] : l == cfg->num_layers ? cfg->num_classes : cfg->hidden_dim;
+}
+
+/* Layer l computes type t: it receives a relation, and in the last layer it is the target. */
+static int computes(const gd__rsage *m, int l, int t) {
+    return m->has_in[t] && (l < m->cfg.num_layers - 1 || t == m->cfg.schema.target_type);
+}
+
+/* The fan-in of W_l[r] and b[r]: the source width, 1 for a featureless source (bias only). */
+static int64_t fan_in_a(const gd__rsage_config *cfg, int l, int r) {
+    const int64_t w = gd__rsage_dim(cfg, l, cfg->schema.rel_src[r]);
+    return w > 0 ? w : 1;
+}
+
+void gd__rsage_destroy(gd__rsage *m) {
+    if (!m) return;
+    const gd__nn_ctx *ctx = &m->ctx;
+    for (int l = 0; l < GD__RSAGE_MAX_LAYERS; l++) {
+        for (int t = 0; t < GD__RSAGE_MAX_TYPES; t++) gd__nn_tensor_free(ctx, &m->out[l][t]);
+        for (int r = 0; r < GD__RSAGE_MAX_RELATIONS; r++) gd__nn_tensor_free(ctx, &m->agg[l][r]);
+    }
+    for (int t = 0; t < GD__RSAGE_MAX_TYPES; t++) {
+        gd__nn_tensor_free(ctx, &m->dh[0][t]);
+        gd__nn_tensor_free(ctx, &m->dh[1][t]);
+    }
+    gd__nn_tensor_free(ctx, &m->dagg);
+    gd__nn_params_free(ctx, &m->params);
+    gd_free(m);
+}
+
+/* The config's schema, widths and capacities, as create needs them. */
+static gd_status check_config(const gd__rsage_config *cfg) {
+    gd_status st = GD_OK;
+    const gd__rsage_schema *s = &cfg->schema;
+    const int T = s->num_types, R = s->num_relations, L = cfg->num_layers;
+    GD_REQUIRE(T >= 1 && T <= GD__RSAGE_MAX_TYPES, GD_ERR_INVALID_ARG,
+               "R-SAGE: %d node types (1 to %d)", T, GD__RSAGE_MAX_TYPES);
+    GD_REQUIRE(R >= 1 && R <= GD__RSAGE_MAX_RELATIONS, GD_ERR_INVALID_ARG,
+               "R-SAGE: %d relations (1 to %d)", R, GD__RSAGE_MAX_RELATIONS);
+    GD_REQUIRE(L >= 1 && L <= GD__RSAGE_MAX_LAYERS, GD_ERR_INVALID_ARG,
+               "R-SAGE: %d layers (1 to %d)", L, GD__RSAGE_MAX_LAYERS);
+    for (int r = 0; r < R; r++)
+        GD_REQUIRE(s->rel_src[r] >= 0 && s->rel_src[r] < T && s->rel_dst[r] >= 0 &&
+                       s->rel_dst[r] < T,
+                   GD_ERR_INVALID_ARG,
+                   "R-SAGE: relation %d goes from node type %d to node type %d, but the schema "
+                   "has types 0 to %d",
+                   r, s->rel_src[r], s->rel_dst[r], T - 1);
+    GD_REQUIRE(s->target_type >= 0 && s->target_type < T, GD_ERR_INVALID_ARG,
+               "R-SAGE: target type %d, but the schema has types 0 to %d", s->target_type, T - 1);
+    int target_in = 0;
+    for (int r = 0; r < R; r++) target_in |= s->rel_dst[r] == s->target_type;
+    GD_REQUIRE(target_in, GD_ERR_INVALID_ARG,
+               "R-SAGE: no relation enters the target type %d, so its logits would be constant",
+               s->target_type);
+    for (int t = 0; t < T; t++)
+        GD_REQUIRE(cfg->in_dim[t] >= 0, GD_ERR_INVALID_ARG,
+                   "R-SAGE: node type %d has input width %lld (0 for no features, or positive)", t,
+                   (long long)cfg->in_dim[t]);
+    GD_REQUIRE(cfg->num_classes > 0 && (L == 1 || cfg->hidden_dim > 0), GD_ERR_INVALID_ARG,
+               "R-SAGE: hidden width %lld and %lld classes (must be positive)",
+               (long long)cfg->hidden_dim, (long long)cfg->num_classes);
+    GD_REQUIRE(cfg->dropout >= 0.0 && cfg->dropout < 1.0, GD_ERR_INVALID_ARG,
+               "R-SAGE: dropout %g is not in [0, 1)", cfg->dropout);
+    for (int l = 0; l <= L; l++)
+        for (int t = 0; t < T; t++)
+            GD_REQUIRE(cfg->max_nodes[l * T + t] >= 0, GD_ERR_INVALID_ARG,
+                       "R-SAGE: max_nodes of layer %d, type %d is %lld (must be >= 0)", l, t,
+                       (long long)cfg->max_nodes[l * T + t]);
+    for (int l = 0; l < L; l++)
+        for (int r = 0; r < R; r++)
+            GD_REQUIRE(cfg->max_edges[l * R + r] >= 0 && cfg->max_edges[l * R + r] <= INT32_MAX,
+                       GD_ERR_INVALID_ARG,
+                       "R-SAGE: max_edges of layer %d, relation %d is %lld (0 to %d)", l, r,
+                       (long long)cfg->max_edges[l * R + r], INT32_MAX);
+fail:
+    return st;
+}
+
+/*
+ * The parameter layout. A model may have up to 8 x 32 relation layers of three tensors each,
+ * more than the flat buffer's table holds (GD__NN_MAX_PARAMS), so the blocks share tensors:
+ * each layer has one tensor per distinct fan-in, and each relation's [W_l; b] and W_root are row
+ * ranges of the tensors of their fan-ins, in relation order. The initialisation draws each
+ * tensor's elements with bound 1/sqrt(fan_in), so every block gets GraphSAGE's distribution.
+ * A layer has at most 2R + 1 distinct fan-ins in layer 0 (at most T + 1 in fact) and one above.
+ */
+static gd_status layout_params(gd__rsage *m) {
+    gd_status st = GD_OK;
+    const gd__rsage_config *cfg = &m->cfg;
+    const int R = cfg->schema.num_relations, L = cfg->num_layers;
+    for (int l = 0; l < L; l++) {
+        int64_t fan[2 * GD__RSAGE_MAX_RELATIONS], rows[2 * GD__RSAGE_MAX_RELATIONS];
+        int groups = 0;
+        const int64_t out = gd__rsage_dim(cfg, l + 1, 0);
+        /* The groups and their rows, assigning each block its row offset as it comes. */
+        for (int r = 0; r < R; r++) {
+            gd__rsage_slot *s = &m->slot[l][r];
+            s->used = l < L - 1 || cfg->schema.rel_dst[r] == cfg->schema.target_type;
+            s->a_tensor = s->r_tensor = -1;
+            if (!s->used) continue;
+            const int64_t w_root = gd__rsage_dim(cfg, l, cfg->schema.rel_dst[r]);
+            const int64_t f[2] = {fan_in_a(cfg, l, r), w_root};
+            const int64_t n[2] = {gd__rsage_dim(cfg, l, cfg->schema.rel_src[r]) + 1, w_root};
+            for (int k = 0; k < 2; k++) {
+                if (n[k] == 0) continue;
+                int g = 0;
+                while (g < groups && fan[g] != f[k]) g++;
+                if (g == groups) {
+                    fan[g] = f[k];
+                    rows[g] = 0;
+                    groups++;
+                }
+                if (k == 0) {
+                    s->a_tensor = g;
+                    s->a_row = rows[g];
+                } else {
+                    s->r_tensor = g;
+                    s->r_row = rows[g];
+                }
+                GD_REQUIRE(!gd__add_overflow_i64(rows[g], n[k], &rows[g]), GD_ERR_OVERFLOW,
+                           "R-SAGE: layer %d parameters overflow", l);
+            }
+        }
+        /* The groups become tensors; the slots' group numbers become tensor numbers. */
+        int first = -1;
+        for (int g = 0; g < groups; g++) {
+            int index;
+            GD_CHECK(gd__nn_params_add(&m->params, rows[g], out, fan[g], &index));
+            if (g == 0) first = index;
+        }
+        for (int r = 0; r < R; r++) {
+            gd__rsage_slot *s = &m->slot[l][r];
+            if (s->a_tensor >= 0) s->a_tensor += first;
+            if (s->r_tensor >= 0) s->r_tensor += first;
+        }
+    }
+fail:
+    return st;
+}
+
+/* A tensor of rows x cols unless it would be empty (an empty one stays a NULL view). */
+static gd_status alloc_nonempty(const gd__nn_ctx *ctx, gd_dtype dtype, int64_t rows, int64_t cols,
+                                gd__nn_tensor *out) {
+    if (rows > 0 && cols > 0) return gd__nn_tensor_alloc(ctx, dtype, rows, cols, out);
+    *out = gd__nn_view(NULL, dtype, ctx->device, 0, cols);
+    return GD_OK;
+}
+
+/* a = max(a, rows * cols), or an overflow. */
+static gd_status grow(int64_t *a, int64_t rows, int64_t cols) {
+    int64_t n;
+    if (gd__mul_overflow_i64(rows, cols, &n))
+        return gd__error(GD_ERR_OVERFLOW, "R-SAGE: a buffer of %lld x %lld overflows",
+                         (long long)rows, (long long)cols);
+    if (n > *a) *a = n;
+    return GD_OK;
+}
+
+gd_status gd__rsage_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, uint64_t init_seed,
+                           gd__rsage **out) {
+    gd_status st = GD_OK;
+    gd__rsage *m = NULL;
+    GD_REQUIRE(ctx && ctx->be && cfg && out, GD_ERR_INVALID_ARG,
+               "R-SAGE: ctx, config and out must be given");
+    *out = NULL;
+    GD_CHECK(check_config(cfg));
+    GD_REQUIRE(ctx->be->supports(cfg->dtype), GD_ERR_UNSUPPORTED,
+               "R-SAGE: the %s backend has no %s ops", ctx->be->name, gd_dtype_name(cfg->dtype));
+    const gd__rsage_schema *s = &cfg->schema;
+    const int T = s->num_types, R = s->num_relations, L = cfg->num_layers;
+
+    m = gd_calloc(1, sizeof *m);
+    GD_REQUIRE(m, GD_ERR_NO_MEMORY, "out of memory allocating an R-SAGE model");
+    m->cfg = *cfg;
+    m->ctx = *ctx;
+    m->params.dtype = cfg->dtype;
+    for (int r = 0; r < R; r++) m->has_in[s->rel_dst[r]] = 1;
+    GD_CHECK(layout_params(m));
+    GD_CHECK(gd__nn_params_alloc(ctx, &m->params));
+    GD_CHECK(gd__nn_params_init(ctx, &m->params, init_seed));
+
+    /*
+     * Activations: every type's output of every layer (a type that no relation enters still has
+     * its zeros, which the next layer reads), the target's alone in the last; each relation's
+     * means. Gradients: a hidden input of each type that a relation enters (the others are
+     * constant), and one relation's mean at a time.
+     */
+    int64_t dh_cap[GD__RSAGE_MAX_TYPES] = {0}, dagg_cap = 0;
+    for (int l = 0; l < L; l++) {
+        for (int t = 0; t < T; t++) {
+            const int64_t nd = cfg->max_nodes[(l + 1) * T + t];
+            if (l < L - 1 || t == s->target_type)
+                GD_CHECK(alloc_nonempty(ctx, cfg->dtype, nd, gd__rsage_dim(cfg, l + 1, t),
+                                        &m->out[l][t]));
+            if (l > 0 && m->has_in[t])
+                GD_CHECK(grow(&dh_cap[t], cfg->max_nodes[l * T + t], cfg->hidden_dim));
+        }
+        for (int r = 0; r < R; r++) {
+            if (!m->slot[l][r].used) continue;
+            const int64_t nd = cfg->max_nodes[(l + 1) * T + s->rel_dst[r]];
+            const int64_t w = gd__rsage_dim(cfg, l, s->rel_src[r]);
+            GD_CHECK(alloc_nonempty(ctx, cfg->dtype, nd, w, &m->agg[l][r]));
+            GD_CHECK(grow(&dagg_cap, nd, w));
+        }
+    }
+    for (int t = 0; t < T; t++) {
+        GD_CHECK(alloc_nonempty(ctx, cfg->dtype, 1, dh_cap[t], &m->dh[0][t]));
+        GD_CHECK(alloc_nonempty(ctx, cfg->dtype, 1, dh_cap[t], &m->dh[1][t]));
+    }
+    GD_CHECK(alloc_nonempty(ctx, cfg->dtype, 1, dagg_cap, &m->dagg));
+    *out = m;
+    return GD_OK;
+fail:
+    gd__rsage_destroy(m);
+    return st;
+}
+
+/*
+ * The minibatch against the schema and the capacities: node counts that fit and shrink layer by
+ * layer, and blocks whose sizes are those of their relation's two types.
+ */
+static gd_status check_batch(const gd__rsage *m, const gd_block *blocks, const int64_t *num_nodes) {
+    gd_status st = GD_OK;
+    const gd__rsage_config *cfg = &m->cfg;
+    const int T = cfg->schema.num_types, R = cfg->schema.num_relations, L = cfg->num_layers;
+    GD_REQUIRE(blocks && num_nodes, GD_ERR_INVALID_ARG,
+               "R-SAGE: blocks and num_nodes must be given");
+    for (int l = 0; l <= L; l++)
+        for (int t = 0; t < T; t++) {
+            const int64_t n = num_nodes[l * T + t], cap = cfg->max_nodes[l * T + t];
+            GD_REQUIRE(n >= 0, GD_ERR_INVALID_ARG, "R-SAGE: layer %d has %lld nodes of type %d", l,
+                       (long long)n, t);
+            GD_REQUIRE(n <= cap, GD_ERR_RANGE,
+                       "R-SAGE: layer %d has %lld nodes of type %d, more than the model was "
+                       "sized for (%lld)",
+                       l, (long long)n, t, (long long)cap);
+            GD_REQUIRE(l == 0 || n <= num_nodes[(l - 1) * T + t], GD_ERR_INVALID_ARG,
+                       "R-SAGE: layer %d has %lld nodes of type %d but layer %d only %lld (a "
+                       "layer's nodes are a prefix of the layer below's)",
+                       l, (long long)n, t, l - 1, (long long)num_nodes[(l - 1) * T + t]);
+        }
+    for (int l = 0; l < L; l++)
+        for (int r = 0; r < R; r++) {
+            const gd_block *b = &blocks[l * R + r];
+            const int src = cfg->schema.rel_src[r], dst = cfg->schema.rel_dst[r];
+            const int64_t ns = num_nodes[l * T + src], nd = num_nodes[(l + 1) * T + dst];
+            GD_REQUIRE(b->num_src == ns && b->num_dst == nd, GD_ERR_INVALID_ARG,
+                       "R-SAGE: layer %d, relation %d (type %d -> %d): the block has %lld "
+                       "sources and %lld destinations, but there are %lld nodes of type %d at "
+                       "layer %d and %lld of type %d at layer %d",
+                       l, r, src, dst, (long long)b->num_src, (long long)b->num_dst, (long long)ns,
+                       src, l, (long long)nd, dst, l + 1);
+            GD_REQUIRE(b->num_edges >= 0 && b->num_edges <= cfg->max_edges[l * R + r],
+                       b->num_edges < 0 ? GD_ERR_INVALID_ARG : GD_ERR_RANGE,
+                       "R-SAGE: layer %d, relation %d has %lld edges, more than the model was "
+                       "sized for (%lld)",
+                       l, r, (long long)b->num_edges, (long long)cfg->max_edges[l * R + r]);
+            GD_REQUIRE((b->indptr || nd == 0) && (b->indices || b->num_edges == 0),
+                       GD_ERR_INVALID_ARG, "R-SAGE: layer %d, relation %d: the block has no %s", l,
+                       r, b->indptr || nd == 0 ? "indices" : "indptr");
+            GD_REQUIRE(ns > 0 || b->num_edges == 0, GD_ERR_INVALID_ARG,
+                       "R-SAGE: layer %d, relation %d has %lld edges but no source nodes", l, r,
+                       (long long)b->num_edges);
+        }
+fail:
+    return st;
+}
+
+/*
+ * A relation's block as the mean ops take it. Their front-ends check the invariant of a
+ * homogeneous block, that the destinations are a prefix of the sources (num_dst <= num_src); a
+ * relation joins two node sets, and may have more destinations than sources. Such a block goes
+ * to the ops with num_src raised to num_dst and the source rows viewed as that many: the
+ * backends touch only the rows that the indices name, all below the real num_src. The caller
+ * handles a block without edges itself (its sources may not exist at all).
+ */
+static void bipartite(const gd_block *b, const gd__nn_tensor *rows_src, gd_block *ob,
+                      gd__nn_tensor *orows) {
+    *ob = *b;
+    *orows = *rows_src;
+    if (b->num_dst > b->num_src) {
+        ob->num_src = b->num_dst;
+        orows->rows = b->num_dst;
+    }
+}
+
+/* Layer l's input of type t: the x rows for l = 0 (empty for a featureless type), else h^l. */
+static gd__nn_tensor layer_input(const gd__rsage *m, int l, int t) {
+    const int64_t n = m->num_nodes[l * m->cfg.schema.num_types + t];
+    return l == 0 ? gd__nn_rows(&m->input[t], n) : gd__nn_rows(&m->out[l - 1][t], n);
+}
+
+gd_status gd__rsage_weights(const gd__rsage *m, int l, int r, int grads, gd__nn_tensor *w_l,
+                            gd__nn_tensor *b, gd__nn_tensor *w_root) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(m && w_l && b && w_root, GD_ERR_INVALID_ARG,
+               "R-SAGE weights: model and outputs must be given");
+    GD_REQUIRE(l >= 0 && l < m->cfg.num_layers && r >= 0 && r < m->cfg.schema.num_relations &&
+                   m->slot[l][r].used,
+               GD_ERR_INVALID_ARG, "R-SAGE weights: layer %d, relation %d has no parameters", l, r);
+    const gd__rsage_slot *s = &m->slot[l][r];
+    const int src = m->cfg.schema.rel_src[r], dst = m->cfg.schema.rel_dst[r];
+    const int64_t ws = gd__rsage_dim(&m->cfg, l, src), wd = gd__rsage_dim(&m->cfg, l, dst);
+    gd__nn_tensor a =
+        grads ? gd__nn_grad(&m->params, s->a_tensor) : gd__nn_param(&m->params, s->a_tensor);
+    *w_l = row_range(&a, s->a_row, s->a_row + ws);
+    *b = row_range(&a, s->a_row + ws, s->a_row + ws + 1);
+    if (s->r_tensor >= 0) {
+        gd__nn_tensor rt =
+            grads ? gd__nn_grad(&m->params, s->r_tensor) : gd__nn_param(&m->params, s->r_tensor);
+        *w_root = row_range(&rt, s->r_row, s->r_row + wd);
+    } else {
+        *w_root = gd__nn_view(NULL, a.dtype, a.device, 0, a.cols);
+    }
+fail:
+    return st;
+}
+
+/* The dropout stream of type t's output of layer l: one per (layer, type), ids overlap across
+ * types (each type numbers its nodes from 0 in GraphBolt's layout as in ours). */
+static uint32_t dropout_stream(int l, int t) {
+    return (uint32_t)(l * GD__RSAGE_MAX_TYPES + t);
+}
+
+gd_status gd__rsage_forward(gd__rsage *m, const gd_block *blocks, const int64_t *num_nodes,
+                            const gd__nn_tensor *const *x, const int64_t *const *node_ids,
+                            int train, uint64_t dropout_seed, gd__nn_tensor *logits) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(m && logits, GD_ERR_INVALID_ARG, "R-SAGE forward: model and logits must be given");
+    m->have_forward = 0;
+    GD_CHECK(check_batch(m, blocks, num_nodes));
+    const gd__rsage_config *cfg = &m->cfg;
+    const gd__nn_ctx *ctx = &m->ctx;
+    const int T = cfg->schema.num_types, R = cfg->schema.num_relations, L = cfg->num_layers;
+    const double p = cfg->dropout;
+    for (int t = 0; t < T; t++) {
+        const int64_t w = cfg->in_dim[t];
+        const gd__nn_tensor *xt = x ? x[t] : NULL;
+        if (w == 0) {
+            GD_REQUIRE(!xt || xt->cols == 0, GD_ERR_INVALID_ARG,
+                       "R-SAGE forward: node type %d has no features, but x[%d] has %lld "
+                       "columns",
+                       t, t, (long long)xt->cols);
+            m->input[t] = gd__nn_view(NULL, cfg->dtype, ctx->device, num_nodes[t], 0);
+        } else {
+            GD_REQUIRE(xt && xt->cols == w && xt->rows >= num_nodes[t], GD_ERR_INVALID_ARG,
+                       "R-SAGE forward: x[%d] is %lld x %lld, expected at least %lld rows of %lld",
+                       t, xt ? (long long)xt->rows : 0LL, xt ? (long long)xt->cols : 0LL,
+                       (long long)num_nodes[t], (long long)w);
+            GD_REQUIRE(xt->dtype == cfg->dtype, GD_ERR_INVALID_ARG,
+                       "R-SAGE forward: x[%d] is %s, the model %s", t, gd_dtype_name(xt->dtype),
+                       gd_dtype_name(cfg->dtype));
+            m->input[t] = gd__nn_rows(xt, num_nodes[t]);
+        }
+        m->node_ids[t] = node_ids ? node_ids[t] : NULL;
+    }
+    memcpy(m->blocks, blocks, sizeof *blocks * (size_t)(L * R));
+    memcpy(m->num_nodes, num_nodes, sizeof *num_nodes * (size_t)((L + 1) * T));
+
+    for (int l = 0; l < L; l++)
+        for (int t = 0; t < T; t++) {
+            if (!computes(m, l, t)) {
+                /* A type that no relation enters: zeros, which the next layer reads. */
+                if (l < L - 1) {
+                    gd__nn_tensor z = gd__nn_rows(&m->out[l][t], m->num_nodes[(l + 1) * T + t]);
+                    GD_CHECK(gd__nn_zero(ctx, &z));
+                }
+                continue;
+            }
+            /* No destinations: nothing to compute (and no rows for the GEMMs to write). */
+            const int64_t nd = m->num_nodes[(l + 1) * T + t];
+            if (nd == 0) continue;
+            gd__nn_tensor z = gd__nn_rows(&m->out[l][t], nd);
+            int accumulate = 0;
+            for (int r = 0; r < R; r++) {
+                if (cfg->schema.rel_dst[r] != t) continue;
+                const gd_block *b = &m->blocks[l * R + r];
+                gd__nn_tensor hs = layer_input(m, l, cfg->schema.rel_src[r]);
+                gd__nn_tensor agg = gd__nn_rows(&m->agg[l][r], nd);
+                gd__nn_tensor wl, bias, wr;
+                GD_CHECK(gd__rsage_weights(m, l, r, 0, &wl, &bias, &wr));
+                /*
+                 * The mean, then z (+)= mean W_l + b. A featureless source has an empty mean and
+                 * W_l: the GEMM's inner dimension is 0, which both backends take as C = beta C,
+                 * so the relation adds its bias alone.
+                 */
+                if (agg.cols > 0) {
+                    if (b->num_edges == 0) {
+                        GD_CHECK(gd__nn_zero(ctx, &agg));
+                    } else {
+                        gd_block ob;
+                        gd__nn_tensor ohs;
+                        bipartite(b, &hs, &ob, &ohs);
+                        GD_CHECK(gd__nn_mean_agg(ctx, &ob, &ohs, &agg));
+                    }
+                }
+                GD_CHECK(gd__nn_linear(ctx, &agg, &wl, &bias, &z, accumulate));
+                accumulate = 1;
+                /* z += h_t[:nd] W_root, the destinations' own rows (none without features). */
+                if (wr.rows > 0) {
+                    gd__nn_tensor ht = layer_input(m, l, t);
+                    gd__nn_tensor self = gd__nn_rows(&ht, nd);
+                    GD_CHECK(gd__nn_linear(ctx, &self, &wr, NULL, &z, 1));
+                }
+            }
+            if (l < L - 1) {
+                GD_CHECK(gd__nn_relu(ctx, &z, &z));
+                if (train && p > 0)
+                    GD_CHECK(gd__nn_dropout(ctx, p, dropout_seed, dropout_stream(l, t),
+                                            m->node_ids[t], &z, &z));
+            }
+        }
+    m->train = train;
+    m->dropout_seed = dropout_seed;
+    m->have_forward = 1;
+    *logits = gd__nn_rows(&m->out[L - 1][cfg->schema.target_type],
+                          m->num_nodes[L * T + cfg->schema.target_type]);
+fail:
+    return st;
+}
+
+gd_status gd__rsage_backward(gd__rsage *m, const gd__nn_tensor *dlogits, gd__nn_tensor *const *dx) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(m && dlogits, GD_ERR_INVALID_ARG,
+               "R-SAGE backward: model and dlogits must be given");
+    GD_REQUIRE(m->have_forward, GD_ERR_INVALID_ARG,
+               "R-SAGE backward: no forward pass to go back through");
+    const gd__rsage_config *cfg = &m->cfg;
+    const gd__nn_ctx *ctx = &m->ctx;
+    const int T = cfg->schema.num_types, R = cfg->schema.num_relations, L = cfg->num_layers;
+    const int target = cfg->schema.target_type;
+    const double p = cfg->dropout;
+    const int64_t nt = m->num_nodes[L * T + target];
+    GD_REQUIRE(dlogits->rows == nt && dlogits->cols == cfg->num_classes, GD_ERR_INVALID_ARG,
+               "R-SAGE backward: dlogits is %lld x %lld, the logits were %lld x %lld",
+               (long long)dlogits->rows, (long long)dlogits->cols, (long long)nt,
+               (long long)cfg->num_classes);
+    /* The input gradients' shapes, before any work, so that a bad one leaves nothing written. */
+    for (int t = 0; dx && t < T; t++)
+        GD_REQUIRE(!dx[t] || cfg->in_dim[t] == 0 ||
+                       (dx[t]->rows == m->num_nodes[t] && dx[t]->cols == cfg->in_dim[t]),
+                   GD_ERR_INVALID_ARG,
+                   "R-SAGE backward: dx[%d] is %lld x %lld, expected %lld x %lld", t,
+                   (long long)dx[t]->rows, (long long)dx[t]->cols, (long long)m->num_nodes[t],
+                   (long long)cfg->in_dim[t]);
+
+    /* dz[t]: the gradient of layer l's output of type t (only the target in the last layer). */
+    gd__nn_tensor dz[GD__RSAGE_MAX_TYPES];
+    dz[target] = *dlogits;
+    for (int l = L - 1; l >= 0; l--) {
+        /* dh[t]: the gradient of layer l's input of type t, where one is wanted. */
+        gd__nn_tensor dh[GD__RSAGE_MAX_TYPES];
+        int want[GD__RSAGE_MAX_TYPES];
+        for (int t = 0; t < T; t++) {
+            const int64_t ns = m->num_nodes[l * T + t];
+            if (l > 0) {
+                want[t] = m->has_in[t];
+                if (want[t]) dh[t] = shaped(&m->dh[l & 1][t], ns, cfg->hidden_dim);
+            } else {
+                want[t] = dx && dx[t] && cfg->in_dim[t] > 0;
+                if (want[t]) dh[t] = *dx[t];
+            }
+            if (want[t]) GD_CHECK(gd__nn_zero(ctx, &dh[t]));
+        }
+        for (int t = 0; t < T; t++) {
+            const int64_t nd = m->num_nodes[(l + 1) * T + t];
+            if (!computes(m, l, t) || nd == 0) continue;
+            for (int r = 0; r < R; r++) {
+                if (cfg->schema.rel_dst[r] != t) continue;
+                const int src = cfg->schema.rel_src[r];
+                const gd_block *b = &m->blocks[l * R + r];
+                gd__nn_tensor agg = gd__nn_rows(&m->agg[l][r], nd);
+                gd__nn_tensor wl, bias, wr, dwl, db, dwr;
+                GD_CHECK(gd__rsage_weights(m, l, r, 0, &wl, &bias, &wr));
+                GD_CHECK(gd__rsage_weights(m, l, r, 1, &dwl, &db, &dwr));
+                /* dW_l += mean^T dz, db += colsum(dz), and d(mean) = dz W_l^T where wanted. */
+                const int to_src = want[src] && agg.cols > 0 && b->num_edges > 0;
+                gd__nn_tensor dagg = shaped(&m->dagg, nd, agg.cols);
+                GD_CHECK(gd__nn_linear_backward(ctx, &agg, &wl, &dz[t], to_src ? &dagg : NULL, 0,
+                                                &dwl, &db, 1));
+                if (to_src) {
+                    gd_block ob;
+                    gd__nn_tensor odh;
+                    bipartite(b, &dh[src], &ob, &odh);
+                    GD_CHECK(gd__nn_mean_agg_backward(ctx, &ob, &dagg, &odh));
+                }
+                /* dW_root += self^T dz, and dh_t[:nd] += dz W_root^T where wanted. */
+                if (wr.rows > 0) {
+                    gd__nn_tensor ht = layer_input(m, l, t);
+                    gd__nn_tensor self = gd__nn_rows(&ht, nd), dself;
+                    if (want[t]) dself = gd__nn_rows(&dh[t], nd);
+                    GD_CHECK(gd__nn_linear_backward(ctx, &self, &wr, &dz[t],
+                                                    want[t] ? &dself : NULL, 1, &dwr, NULL, 1));
+                }
+            }
+        }
+        if (l == 0) break;
+        /*
+         * h^l_t = dropout(relu(z^{l-1}_t)) was computed in place, so out[l-1][t] holds h^l_t. Its
+         * positive elements are exactly those that ReLU kept and dropout did not drop (the
+         * dropout scale is positive), which is what the ReLU backward needs.
+         */
+        for (int t = 0; t < T; t++) {
+            if (!want[t]) continue;
+            if (m->train && p > 0)
+                GD_CHECK(gd__nn_dropout_backward(ctx, p, m->dropout_seed, dropout_stream(l - 1, t),
+                                                 m->node_ids[t], &dh[t], &dh[t]));
+            gd__nn_tensor h = layer_input(m, l, t);
+            GD_CHECK(gd__nn_relu_backward(ctx, &h, &dh[t], &dh[t]));
+            dz[t] = dh[t];
+        }
+    }
+fail:
+    return st;
+}
+
+gd__nn_params *gd__rsage_params(gd__rsage *m) {
+    return m ? &m->params : NULL;
+}
+
+int64_t gd__rsage_bytes(const gd__rsage_config *cfg) {
+    if (!cfg || check_config(cfg) != GD_OK) return 0;
+    const gd__rsage_schema *s = &cfg->schema;
+    const int T = s->num_types, R = s->num_relations, L = cfg->num_layers;
+    int has_in[GD__RSAGE_MAX_TYPES] = {0};
+    for (int r = 0; r < R; r++) has_in[s->rel_dst[r]] = 1;
+    /*
+     * In doubles: an estimate for planning, which must not overflow on a huge config. p counts
+     * parameters, a activations, d the largest hidden gradient of a type, g the largest mean.
+     */
+    double p = 0, a = 0, d = 0, g = 0;
+    for (int l = 0; l < L; l++) {
+        const double out = (double)gd__rsage_dim(cfg, l + 1, 0);
+        p += (2.0 * R + 1) * GD__NN_PARAM_ALIGN; /* the groups' padding, at most */
+        for (int r = 0; r < R; r++) {
+            if (l == L - 1 && s->rel_dst[r] != s->target_type) continue;
+            const double ws = (double)gd__rsage_dim(cfg, l, s->rel_src[r]);
+            const double wd = (double)gd__rsage_dim(cfg, l, s->rel_dst[r]);
+            const double nd = (double)cfg->max_nodes[(l + 1) * T + s->rel_dst[r]];
+            p += (ws + 1 + wd) * out;
+            a += nd * ws;
+            if (nd * ws > g) g = nd * ws;
+        }
+        for (int t = 0; t < T; t++) {
+            if (l < L - 1 || t == s->target_type)
+                a += (double)cfg->max_nodes[(l + 1) * T + t] * out;
+            if (l > 0 && has_in[t]) {
+                const double n = (double)cfg->max_nodes[l * T + t] * (double)cfg->hidden_dim;
+                if (n > d) d = n;
+            }
+        }
+    }
+    /* Parameters, gradients and Adam's two moments; activations; two gradient buffers a type. */
+    const double total = (4 * p + a + 2.0 * T * d + g) * (double)gd_dtype_size(cfg->dtype);
+    return total < 9.0e18 ? (int64_t)total : INT64_MAX;
+}
