@@ -79,7 +79,9 @@ static void help(void) {
            "                     the fanouts are 10,5,5,...)\n"
            "  --mlp              the baseline without the graph (and no second baseline)\n"
            "  --no-baseline      do not train the MLP baseline after %s\n"
-           "  --model NAME       sage (GraphSAGE, default) or gat (PyG's GATConv)\n"
+           "  --model NAME       sage (GraphSAGE, default) or gat (PyG's GATConv); rsage\n"
+           "                     (relational GraphSAGE) for heterogeneous datasets (node and\n"
+           "                     edge types: docs/hetero.md; mode cpu, one rank)\n"
            "  --heads N          gat: attention heads (default 1); hidden layers are N x H wide\n"
            "  --attn-dropout P   gat: dropout on the attention weights in training (default 0)\n"
            "  --hidden H         hidden width (default 128; gat: per head)\n"
@@ -767,13 +769,17 @@ static int train_all(const train_args *args_in) {
         cli_progress_end(&prog);
         if (st != GD_OK) return cli_fail("generate", st);
     }
-    char a[32], b[32];
-    printf("dataset '%s'%s: %s nodes, %s edges, %lld-dim features, %lld classes (%.2f s)\n",
+    char a[32], b[32], width[64];
+    if (gd_dataset_num_node_types(ds) > 0)
+        snprintf(width, sizeof width, "%d node types, %d edge types", gd_dataset_num_node_types(ds),
+                 gd_dataset_num_edge_types(ds));
+    else
+        snprintf(width, sizeof width, "%lld-dim features", (long long)gd_dataset_feature_dim(ds));
+    printf("dataset '%s'%s: %s nodes, %s edges, %s, %lld classes (%.2f s)\n",
            gd_dataset_name(ds), dir ? "" : " (generated in memory)",
            cli_count((double)gd_dataset_num_nodes(ds), a, sizeof a),
-           cli_count((double)gd_dataset_num_edges(ds), b, sizeof b),
-           (long long)gd_dataset_feature_dim(ds), (long long)gd_dataset_num_classes(ds),
-           cli_now() - t0);
+           cli_count((double)gd_dataset_num_edges(ds), b, sizeof b), width,
+           (long long)gd_dataset_num_classes(ds), cli_now() - t0);
     rc = 0;
     if (ro.metrics_path && ro.writer && cli_metrics_open(ro.metrics_path, ro.resume, &metrics))
         rc = CLI_EXIT_FAIL;

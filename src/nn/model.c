@@ -6,13 +6,15 @@
  */
 #include "nn/model.h"
 #include "nn/gat_model.h"
+#include "nn/rsage.h"
 #include "nn/sage.h"
 
 #include <stdio.h>
 #include <string.h>
 
 /* Every kind, in the order of gd__model_kind. */
-static const gd__model_i *const kinds[GD__MODEL_KIND_COUNT] = {&gd__sage_model, &gd__gat_model_i};
+static const gd__model_i *const kinds[GD__MODEL_KIND_COUNT] = {&gd__sage_model, &gd__gat_model_i,
+                                                                &gd__rsage_model_i};
 
 struct gd__model {
     const gd__model_i *iface;

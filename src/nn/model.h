@@ -26,7 +26,12 @@ extern "C" {
 #define GD__MODEL_MAX_LAYERS 8
 
 /* The kinds of model. The first is the default: zeroed configs and old checkpoints mean it. */
-typedef enum { GD__MODEL_SAGE = 0, GD__MODEL_GAT = 1, GD__MODEL_KIND_COUNT = 2 } gd__model_kind;
+typedef enum {
+    GD__MODEL_SAGE = 0,
+    GD__MODEL_GAT = 1,
+    GD__MODEL_RSAGE = 2, /* relational GraphSAGE over typed minibatches (rsage.h) */
+    GD__MODEL_KIND_COUNT = 3
+} gd__model_kind;
 #define GD__MODEL_DEFAULT GD__MODEL_SAGE
 
 typedef struct {
@@ -48,6 +53,12 @@ typedef struct {
     int heads;
     double attn_dropout;
     int64_t max_edges[GD__MODEL_MAX_LAYERS];
+    /*
+     * Relational kinds (R-SAGE): their whole config, a gd__rsage_config (schema, per-type
+     * widths, capacities per layer and type), read at create; the fields above then only name
+     * the layers, hidden width, classes, dropout and dtype. NULL for the other kinds.
+     */
+    const void *typed;
 } gd__model_config;
 
 /* The shape of the minibatches a model will see, from which gd__model_capacity sizes it. */

@@ -112,6 +112,15 @@ typedef struct {
  * the source type's width as fan-in (1 for a featureless source, whose bias is then the whole
  * relation), W_root[r] with the destination type's.
  */
+/*
+ * R-SAGE as a kind of the model interface (rsage_model.c), "rsage": its config's `typed` is the
+ * gd__rsage_config. The interface's homogeneous forward and backward refuse to run (a
+ * homogeneous minibatch has no types); the trainer's heterogeneous path calls gd__rsage_forward
+ * and gd__rsage_backward on gd__model_context. Parameters, Adam and checkpoints go through the
+ * interface as for every kind.
+ */
+extern const gd__model_i gd__rsage_model_i;
+
 gd_status gd__rsage_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, uint64_t init_seed,
                            gd__rsage **out);
 void gd__rsage_destroy(gd__rsage *m);

@@ -279,6 +279,9 @@ gd_status gd_trainer_evaluate(gd_trainer_t *t, gd_array_id split, int exact, dou
                (int)split);
     /* The MLP samples no neighbour (fanout 0): its sampled inference is already exact. */
     if (!exact || t->mlp) return gd__trainer_evaluate(t->t, split, accuracy, count);
+    GD_REQUIRE(gd_dataset_num_node_types(t->ds) == 0, GD_ERR_UNSUPPORTED,
+               "gd_trainer_evaluate: exact (layer-wise) inference of relational models is not "
+               "built yet; evaluate with sampled neighbours (exact = 0)");
     GD_CHECK(exact_predictions(t));
     GD_CHECK(gd__infer_accuracy(t->ds, split, t->pred, accuracy, count));
 fail:

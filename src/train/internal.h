@@ -226,6 +226,25 @@ typedef struct {
 } gd__trainer_info;
 void gd__trainer_get_info(const gd__trainer *t, gd__trainer_info *info);
 
+/*
+ * The data path of heterogeneous datasets (hetero.c): gd__trainer_create hands such a dataset
+ * to gd__htrain_create and the trainer's epochs, evaluations, info and checkpoint meta to the
+ * functions below; the model (an R-SAGE through the model interface) and its nn context are the
+ * trainer's for parameters, Adam state and checkpoints, as with a homogeneous dataset.
+ */
+typedef struct gd__htrain gd__htrain;
+/* CPU time of the process so far (user + system, all threads), for the epochs' stats. */
+double gd__cpu_seconds(void);
+gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg, gd__htrain **out);
+void gd__htrain_destroy(gd__htrain *h);
+gd__model *gd__htrain_model(gd__htrain *h);
+const gd__nn_ctx *gd__htrain_ctx(const gd__htrain *h);
+gd_status gd__htrain_epoch(gd__htrain *h, int64_t epoch, gd__train_epoch_stats *stats);
+gd_status gd__htrain_evaluate(gd__htrain *h, gd_array_id split, double *accuracy, int64_t *count);
+void gd__htrain_info(const gd__htrain *h, gd__trainer_info *info);
+void gd__htrain_checkpoint_meta(const gd__htrain *h, gd__checkpoint_meta *meta);
+void gd__htrain_set_max_batches(gd__htrain *h, int64_t max_batches);
+
 #ifdef __cplusplus
 }
 #endif

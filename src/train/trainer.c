@@ -54,6 +54,8 @@ gd_status gd__train_mode_parse(const char *name, gd__train_mode *out) {
 struct gd__trainer {
     gd__train_config cfg;
     const gd_dataset_t *ds;
+    /* A heterogeneous dataset's data path (hetero.c), which owns the model; NULL otherwise. */
+    gd__htrain *h;
     int64_t num_nodes, in_dim, num_classes, batch;
     gd__datapath *d;
     gd__pipe *pipe;
@@ -73,7 +75,7 @@ struct gd__trainer {
     double *sums;      /* 2 * log_cap + 1: a pass's logs as the ranks sum them */
 };
 
-static double cpu_seconds(void) {
+double gd__cpu_seconds(void) {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
     return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
@@ -88,6 +90,11 @@ static void free_nn(gd__trainer *t, void *p) {
 
 void gd__trainer_destroy(gd__trainer *t) {
     if (!t) return;
+    if (t->h) {
+        gd__htrain_destroy(t->h);
+        gd_free(t);
+        return;
+    }
     gd__pipe_destroy(t->pipe);
 #ifdef GD_WITH_CUDA
     gd__cuda_stream_destroy(t->s_comm);
@@ -150,8 +157,9 @@ static gd_status check_config(const gd_dataset_t *ds, const gd__train_config *c)
     GD_REQUIRE(c->gpu_cache_bytes >= -1 && c->graph_cache_bytes >= -1 && c->gpu_mem_budget >= 0 &&
                    c->max_batches >= 0 && c->report_every >= 0,
                GD_ERR_INVALID_ARG, "trainer: a negative cache size, budget or count");
-    GD_REQUIRE(gd_dataset_feature_dim(ds) > 0, GD_ERR_INVALID_ARG,
-               "trainer: dataset '%s' has no node features", gd_dataset_name(ds));
+    GD_REQUIRE(gd_dataset_feature_dim(ds) > 0 || gd_dataset_num_node_types(ds) > 0,
+               GD_ERR_INVALID_ARG, "trainer: dataset '%s' has no node features",
+               gd_dataset_name(ds));
     GD_REQUIRE(gd_dataset_num_classes(ds) >= 2, GD_ERR_INVALID_ARG,
                "trainer: dataset '%s' has %lld classes; training needs labels of >= 2 classes",
                gd_dataset_name(ds), (long long)gd_dataset_num_classes(ds));
@@ -325,6 +333,19 @@ gd_status gd__trainer_plan(const gd_dataset_t *ds, const gd__train_config *cfg, 
     gd__data_config dc;
     memset(&t, 0, sizeof t);
     GD_CHECK(check_config(ds, cfg));
+    if (gd_dataset_num_node_types(ds) > 0) {
+        /* A heterogeneous dataset: everything on the CPU, every structure in host memory. */
+        memset(out, 0, sizeof *out);
+        out->mode = GD__TRAIN_CPU;
+        snprintf(out->text, sizeof out->text,
+                 "cpu: heterogeneous dataset (%d node types, %d edge types): typed sampling, "
+                 "per-type gather and R-SAGE on the CPU",
+                 gd_dataset_num_node_types(ds), gd_dataset_num_edge_types(ds));
+        static const char *const rows[] = {"indptr", "indices", "edge types",
+                                           "features (per node type)"};
+        for (int i = 0; i < 4; i++) out->rows[out->num_rows++] = (gd__plan_row){rows[i], "host", 0};
+        return GD_OK;
+    }
     shape_from(&t, ds, cfg);
     data_config(&t, &dc);
     GD_CHECK(gd__datapath_plan(ds, &dc,
@@ -370,6 +391,15 @@ gd_status gd__trainer_create(const gd_dataset_t *ds, const gd__train_config *cfg
     GD_CHECK(check_config(ds, cfg));
     GD_ALLOC(t, sizeof *t, "the trainer");
     memset(t, 0, sizeof *t);
+    if (gd_dataset_num_node_types(ds) > 0) {
+        t->cfg = *cfg;
+        t->ds = ds;
+        GD_CHECK(gd__htrain_create(ds, cfg, &t->h));
+        t->model = gd__htrain_model(t->h);
+        t->ctx = *gd__htrain_ctx(t->h);
+        *out = t;
+        return GD_OK;
+    }
     shape_from(t, ds, cfg);
     GD_CHECK(gd__context_acquire(cfg->context, &t->cfg.device, &ctx));
     t->comm = gd__context_comm(ctx);
@@ -446,6 +476,10 @@ fail:
 }
 
 void gd__trainer_get_info(const gd__trainer *t, gd__trainer_info *info) {
+    if (t->h) {
+        gd__htrain_info(t->h, info);
+        return;
+    }
     const gd__datapath *d = t->d;
     memset(info, 0, sizeof *info);
     info->mode = d->mode;
@@ -627,10 +661,11 @@ gd_status gd__trainer_epoch(gd__trainer *t, int64_t epoch, gd__train_epoch_stats
     GD_REQUIRE(t && stats, GD_ERR_INVALID_ARG, "gd__trainer_epoch: NULL trainer or stats");
     GD_REQUIRE(epoch >= 0 && epoch < GD__TRAIN_EVAL_EPOCH, GD_ERR_INVALID_ARG,
                "gd__trainer_epoch: epoch %lld out of range", (long long)epoch);
+    if (t->h) return gd__htrain_epoch(t->h, epoch, stats);
     memset(stats, 0, sizeof *stats);
     stats->epoch = epoch;
     gd__datapath *d = t->d;
-    const double start = gd__now(), cpu0 = cpu_seconds();
+    const double start = gd__now(), cpu0 = gd__cpu_seconds();
     const int64_t n = d->split_n[0];
     int64_t num_batches, correct = 0, disk_rows0, disk_bytes0;
     gd__pass p;
@@ -651,7 +686,7 @@ gd_status gd__trainer_epoch(gd__trainer *t, int64_t epoch, gd__train_epoch_stats
     stats->loss = p.batches ? loss_sum / (double)p.batches : NAN;
     stats->train_acc = p.labelled ? (double)correct / (double)p.labelled : NAN;
     stats->seconds = gd__now() - start;
-    stats->cpu_core_s = cpu_seconds() - cpu0;
+    stats->cpu_core_s = gd__cpu_seconds() - cpu0;
     stats->sample_s = p.stage_s[ST_SAMPLE];
     stats->gather_s = p.stage_s[ST_GATHER];
     stats->train_s = p.stage_s[ST_TRAIN] + (t->comm ? p.stage_s[ST_OPTIMIZE] : 0);
@@ -678,6 +713,7 @@ gd_status gd__trainer_evaluate(gd__trainer *t, gd_array_id split, double *accura
     GD_REQUIRE(split >= GD_ARRAY_TRAIN_IDX && split <= GD_ARRAY_TEST_IDX, GD_ERR_INVALID_ARG,
                "gd__trainer_evaluate: %s is not a split (train_idx, valid_idx or test_idx)",
                gd_array_name(split));
+    if (t->h) return gd__htrain_evaluate(t->h, split, accuracy, count);
     const int s = (int)(split - GD_ARRAY_TRAIN_IDX);
     gd__pass p;
     int64_t correct = 0;
@@ -720,6 +756,10 @@ fail:
 /* ------------------------------------------------------------ checkpoints */
 
 void gd__trainer_checkpoint_meta(const gd__trainer *t, gd__checkpoint_meta *m) {
+    if (t->h) {
+        gd__htrain_checkpoint_meta(t->h, m);
+        return;
+    }
     gd__checkpoint_meta_init(m);
     snprintf(m->model, sizeof m->model, "%s", gd__model_iface(t->model)->name);
     m->num_layers = t->cfg.num_layers;
@@ -789,8 +829,9 @@ fail:
 }
 
 gd_host_tensor_t *gd__trainer_registered_features(gd__trainer *t) {
-    return t && t->d->features && gd_host_tensor_is_registered(t->d->features) ? t->d->features
-                                                                               : NULL;
+    return t && t->d && t->d->features && gd_host_tensor_is_registered(t->d->features)
+               ? t->d->features
+               : NULL;
 }
 
 int gd__trainer_rank(const gd__trainer *t) {
@@ -799,8 +840,10 @@ int gd__trainer_rank(const gd__trainer *t) {
 
 void gd__trainer_set_max_batches(gd__trainer *t, int64_t max_batches) {
     if (t && max_batches >= 0) t->cfg.max_batches = max_batches;
+    if (t && t->h) gd__htrain_set_max_batches(t->h, max_batches);
 }
 
 int gd__trainer_locality_adapt(gd__trainer *t, double gather_s, double train_s, double epoch_s) {
+    if (t->h) return 0;
     return gd__datapath_locality_adapt(t->d, gather_s, train_s, epoch_s);
 }

@@ -1,0 +1,80 @@
+/*
+ * R-SAGE (rsage.c) as a kind of the model interface (model.h), so that the trainer keeps its
+ * parameters, Adam state, best model and checkpoints through the interface as for GraphSAGE and
+ * GAT. The kind's config is the gd__rsage_config in gd__model_config.typed; only the trainer's
+ * heterogeneous path (train/hetero.c) makes one, from the typed sampler's capacities. The
+ * homogeneous forward and backward of the interface have no typed minibatch to run on: they
+ * refuse with a message naming the model and the fix.
+ */
+#include "nn/rsage.h"
+
+static gd_status homogeneous(void) {
+    return gd__error(GD_ERR_INVALID_ARG,
+                     "model rsage (relational GraphSAGE) trains on heterogeneous datasets (node "
+                     "and edge types; docs/hetero.md): this dataset or minibatch is homogeneous, "
+                     "use --model sage or gat");
+}
+
+static void rsage_capacity_i(const gd__model_shape *s, gd__model_config *cfg) {
+    /* The typed sampler's capacities are the config's own (gd__rsage_config). */
+    gd__model_node_capacity(s, cfg);
+}
+
+static int64_t rsage_bytes_i(const gd__model_config *cfg) {
+    return cfg->typed ? gd__rsage_bytes(cfg->typed) : 0;
+}
+
+static gd_status rsage_create_i(const gd__nn_ctx *ctx, const gd__model_config *cfg,
+                                uint64_t init_seed, void **context) {
+    if (!cfg->typed) return homogeneous();
+    gd__rsage *m = NULL;
+    gd_status st = gd__rsage_create(ctx, cfg->typed, init_seed, &m);
+    *context = m;
+    return st;
+}
+
+static void rsage_destroy_i(void *context) { gd__rsage_destroy(context); }
+
+static gd_status rsage_forward_i(void *context, const gd_block *blocks, const gd__nn_tensor *x,
+                                 const int64_t *node_ids, int train, uint64_t dropout_seed,
+                                 gd__nn_tensor *logits) {
+    (void)context;
+    (void)blocks;
+    (void)x;
+    (void)node_ids;
+    (void)train;
+    (void)dropout_seed;
+    (void)logits;
+    return homogeneous();
+}
+
+static gd_status rsage_backward_i(void *context, const gd_block *blocks,
+                                  const gd__nn_tensor *dlogits, gd__nn_tensor *dx) {
+    (void)context;
+    (void)blocks;
+    (void)dlogits;
+    (void)dx;
+    return homogeneous();
+}
+
+static gd__nn_params *rsage_params_i(void *context) { return gd__rsage_params(context); }
+
+static void rsage_set_backend_i(void *context, const gd__nn_backend *be) {
+    ((gd__rsage *)context)->ctx.be = be;
+}
+
+const gd__model_i gd__rsage_model_i = {
+    .name = "rsage",
+    .label = "rsage",
+    .title = "R-SAGE",
+    .description = "R-SAGE (PyG's to_hetero(SAGEConv), summed over relations)",
+    .capacity = rsage_capacity_i,
+    .bytes = rsage_bytes_i,
+    .create = rsage_create_i,
+    .destroy = rsage_destroy_i,
+    .forward = rsage_forward_i,
+    .backward = rsage_backward_i,
+    .params = rsage_params_i,
+    .set_backend = rsage_set_backend_i,
+    .layer_combine = NULL,
+};
