@@ -134,6 +134,34 @@ gd_status gd__model_backward(gd__model *m, const gd_block *blocks, const gd__nn_
     return m->iface->backward(m->context, blocks, dlogits, dx);
 }
 
+gd_status gd__model_typed_forward(gd__model *m, const gd_block *blocks, const int64_t *num_nodes,
+                                  const gd__nn_tensor *const *x, const int64_t *const *node_ids,
+                                  int train, uint64_t dropout_seed, gd__nn_tensor *logits) {
+    if (!m) return gd__error(GD_ERR_INVALID_ARG, "model forward: the model is NULL");
+    if (!m->iface->typed_forward)
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "model %s runs on homogeneous minibatches, not typed ones; a "
+                         "heterogeneous dataset needs a relational model (rsage)",
+                         m->iface->name);
+    return m->iface->typed_forward(m->context, blocks, num_nodes, x, node_ids, train,
+                                   dropout_seed, logits);
+}
+
+gd_status gd__model_typed_backward(gd__model *m, const gd__nn_tensor *dlogits,
+                                   gd__nn_tensor *const *dx) {
+    if (!m) return gd__error(GD_ERR_INVALID_ARG, "model backward: the model is NULL");
+    if (!m->iface->typed_backward)
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "model %s runs on homogeneous minibatches, not typed ones",
+                         m->iface->name);
+    return m->iface->typed_backward(m->context, dlogits, dx);
+}
+
+int gd__model_kind_typed(gd__model_kind kind) {
+    const gd__model_i *i = gd__model_kind_iface(kind);
+    return i && i->typed_forward != NULL;
+}
+
 gd__nn_params *gd__model_params(gd__model *m) {
     return m->iface->params(m->context);
 }

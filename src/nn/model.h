@@ -110,6 +110,16 @@ typedef struct {
      * layers) or the heads' mean (the last). alpha ((edges + destinations) x heads) and agg
      * (destinations x projection width) are scratch.
      */
+    /*
+     * Relational kinds (NULL for the others): forward and backward over a typed minibatch, as
+     * gd__rsage_forward / gd__rsage_backward define them (per-(layer, relation) blocks, per-
+     * (layer, type) counts, one input tensor and id array per type).
+     */
+    gd_status (*typed_forward)(void *context, const gd_block *blocks, const int64_t *num_nodes,
+                               const gd__nn_tensor *const *x, const int64_t *const *node_ids,
+                               int train, uint64_t dropout_seed, gd__nn_tensor *logits);
+    gd_status (*typed_backward)(void *context, const gd__nn_tensor *dlogits,
+                                gd__nn_tensor *const *dx);
     void (*attn_dims)(void *context, int l, int64_t *in_cols, int64_t *out_cols,
                       int64_t *proj_cols, int64_t *heads);
     gd_status (*attn_project)(void *context, int l, const gd__nn_tensor *h, gd__nn_tensor *p,
@@ -119,6 +129,18 @@ typedef struct {
                               const gd__nn_tensor *sdst, gd__nn_tensor *alpha, gd__nn_tensor *agg,
                               gd__nn_tensor *out);
 } gd__model_i;
+
+/*
+ * Forward and backward of a relational kind over a typed minibatch (the typed_* entries);
+ * GD_ERR_INVALID_ARG naming the kind for a homogeneous one.
+ */
+gd_status gd__model_typed_forward(gd__model *m, const gd_block *blocks, const int64_t *num_nodes,
+                                  const gd__nn_tensor *const *x, const int64_t *const *node_ids,
+                                  int train, uint64_t dropout_seed, gd__nn_tensor *logits);
+gd_status gd__model_typed_backward(gd__model *m, const gd__nn_tensor *dlogits,
+                                   gd__nn_tensor *const *dx);
+/* The kind runs on typed minibatches (heterogeneous datasets). */
+int gd__model_kind_typed(gd__model_kind kind);
 
 /* The kind has an exact layer-wise inference (a mean combine or attention passes). */
 int gd__model_i_exact(const gd__model_i *i);

@@ -57,6 +57,19 @@ static gd_status rsage_backward_i(void *context, const gd_block *blocks,
     return homogeneous();
 }
 
+static gd_status rsage_typed_forward_i(void *context, const gd_block *blocks,
+                                       const int64_t *num_nodes, const gd__nn_tensor *const *x,
+                                       const int64_t *const *node_ids, int train,
+                                       uint64_t dropout_seed, gd__nn_tensor *logits) {
+    return gd__rsage_forward(context, blocks, num_nodes, x, node_ids, train, dropout_seed,
+                             logits);
+}
+
+static gd_status rsage_typed_backward_i(void *context, const gd__nn_tensor *dlogits,
+                                        gd__nn_tensor *const *dx) {
+    return gd__rsage_backward(context, dlogits, dx);
+}
+
 static gd__nn_params *rsage_params_i(void *context) { return gd__rsage_params(context); }
 
 static void rsage_set_backend_i(void *context, const gd__nn_backend *be) {
@@ -77,4 +90,6 @@ const gd__model_i gd__rsage_model_i = {
     .params = rsage_params_i,
     .set_backend = rsage_set_backend_i,
     .layer_combine = NULL,
+    .typed_forward = rsage_typed_forward_i,
+    .typed_backward = rsage_typed_backward_i,
 };

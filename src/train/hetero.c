@@ -88,7 +88,7 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
                "this version (the typed sampler and the per-type gather run on the CPU): use "
                "--mode cpu",
                gd_dataset_name(ds));
-    GD_REQUIRE(cfg->model == GD__MODEL_RSAGE, GD_ERR_INVALID_ARG,
+    GD_REQUIRE(gd__model_kind_typed(cfg->model), GD_ERR_INVALID_ARG,
                "trainer: dataset '%s' is heterogeneous (%d node types, %d edge types); train "
                "it with a relational model: --model rsage",
                gd_dataset_name(ds), gd_dataset_num_node_types(ds), gd_dataset_num_edge_types(ds));
@@ -151,10 +151,13 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     rc.num_layers = L;
     rc.dropout = cfg->dropout;
     rc.dtype = GD_DTYPE_FLOAT32;
+    /* The typed kinds share this config; attention kinds read heads and attn_dropout too. */
     GD_CHECK(gd__hetero_sampler_capacity(h->sampler, rc.max_nodes, rc.max_edges));
-    gd__model_config mc = gd__model_config_make(GD__MODEL_RSAGE, L, 0, cfg->hidden_dim,
+    gd__model_config mc = gd__model_config_make(cfg->model, L, 0, cfg->hidden_dim,
                                                 rc.num_classes, cfg->dropout, GD_DTYPE_FLOAT32);
     mc.typed = &rc;
+    mc.heads = cfg->heads;
+    mc.attn_dropout = cfg->attn_dropout;
     GD_CHECK(gd__model_create(&h->ctx, &mc, cfg->seed, &h->model));
     h->adam = (gd__nn_adam_options)GD__NN_ADAM_OPTIONS_INIT;
     h->adam.lr = cfg->lr;
@@ -182,9 +185,10 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
                "trainer: dataset '%s' has no training nodes (train_idx is absent or empty)",
                gd_dataset_name(ds));
     GD_ALLOC(h->order, (size_t)most * sizeof *h->order, "the epoch's order");
-    GD_INFO("trainer: heterogeneous dataset %s (%d node types, %d edge types), R-SAGE of %d "
+    GD_INFO("trainer: heterogeneous dataset %s (%d node types, %d edge types), %s of %d "
             "layers on the CPU, %lld parameters",
-            gd_dataset_name(ds), T, R, L, (long long)gd__model_num_params(h->model));
+            gd_dataset_name(ds), T, R, gd__model_iface(h->model)->title, L,
+            (long long)gd__model_num_params(h->model));
     *out = h;
     return GD_OK;
 fail:
@@ -251,17 +255,16 @@ static gd_status one_batch(gd__htrain *h, const int64_t *seeds, int64_t n, int64
     }
     double t2 = gd__now();
     times[1] += t2 - t1;
-    gd__rsage *m = gd__model_context(h->model);
     gd__nn_tensor logits;
-    GD_CHECK(gd__rsage_forward(m, h->blocks, h->num_nodes, h->xp, h->ids, train,
-                               dropout_seed(h, epoch, b), &logits));
+    GD_CHECK(gd__model_typed_forward(h->model, h->blocks, h->num_nodes, h->xp, h->ids, train,
+                                     dropout_seed(h, epoch, b), &logits));
     GD_CHECK(gd__nn_accuracy(&h->ctx, &logits, h->labels, &h->correct));
     if (train) {
         gd__nn_params *params = gd__model_params(h->model);
         gd__nn_tensor dl = gd__nn_rows(&h->dlogits, n);
         GD_CHECK(gd__nn_softmax_xent(&h->ctx, &logits, h->labels, 1.0, &h->loss, &dl));
         GD_CHECK(gd__nn_params_zero_grad(&h->ctx, params));
-        GD_CHECK(gd__rsage_backward(m, &dl, NULL));
+        GD_CHECK(gd__model_typed_backward(h->model, &dl, NULL));
         GD_CHECK(gd__nn_params_adam(&h->ctx, params, &h->adam));
         *loss = *(const float *)h->loss.data;
     }
@@ -344,8 +347,8 @@ void gd__htrain_info(const gd__htrain *h, gd__trainer_info *info) {
     info->mode = GD__TRAIN_CPU;
     snprintf(info->plan, sizeof info->plan,
              "heterogeneous (%d node types, %d edge types): typed sampling and per-type gather "
-             "on the CPU, R-SAGE on the CPU",
-             h->T, h->R);
+             "on the CPU, %s on the CPU",
+             h->T, h->R, gd__model_iface(h->model)->title);
     info->num_params = gd__model_num_params(h->model);
     for (int t = 0; t < h->T; t++) {
         info->max_input_nodes += h->x[t].rows;
