@@ -279,9 +279,7 @@ gd_status gd_trainer_evaluate(gd_trainer_t *t, gd_array_id split, int exact, dou
                (int)split);
     /* The MLP samples no neighbour (fanout 0): its sampled inference is already exact. */
     if (!exact || t->mlp) return gd__trainer_evaluate(t->t, split, accuracy, count);
-    GD_REQUIRE(gd_dataset_num_node_types(t->ds) == 0, GD_ERR_UNSUPPORTED,
-               "gd_trainer_evaluate: exact (layer-wise) inference of relational models is not "
-               "built yet; evaluate with sampled neighbours (exact = 0)");
+    if (gd__trainer_hetero(t->t)) return gd__htrain_exact(gd__trainer_hetero(t->t), split, accuracy, count);
     GD_CHECK(exact_predictions(t));
     GD_CHECK(gd__infer_accuracy(t->ds, split, t->pred, accuracy, count));
 fail:
@@ -544,7 +542,10 @@ static gd_status fit_end(gd_trainer_t *t, const gd_fit_options *o, gd_fit_result
     if (o->test || (o->exact_test && t->mlp))
         GD_CHECK(gd_trainer_evaluate(t, GD_ARRAY_TEST_IDX, 0, &r->test_acc, &r->test_count));
     /* A kind without a layer-wise form has no exact test: test_exact stays NaN. */
-    if (o->exact_test && (t->mlp || gd__model_i_exact(gd__model_iface(gd__trainer_model(t->t))))) {
+    gd__htrain *h = gd__trainer_hetero(t->t);
+    const int exact = h ? gd__htrain_has_exact(h)
+                        : gd__model_i_exact(gd__model_iface(gd__trainer_model(t->t)));
+    if (o->exact_test && (t->mlp || exact)) {
         const double t0 = gd__now();
         if (t->mlp)
             r->test_exact = r->test_acc;

@@ -397,3 +397,32 @@ void gd__htrain_checkpoint_meta(const gd__htrain *h, gd__checkpoint_meta *m) {
 void gd__htrain_set_max_batches(gd__htrain *h, int64_t max_batches) {
     if (max_batches >= 0) h->cfg.max_batches = max_batches;
 }
+
+gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, int64_t *count) {
+    gd_status st = GD_OK;
+    int32_t *pred = NULL;
+    GD_REQUIRE(h->cfg.model == GD__MODEL_RSAGE, GD_ERR_UNSUPPORTED,
+               "exact (layer-wise) inference of %s is not built yet; evaluate with sampled "
+               "neighbours (exact = 0)",
+               gd__model_iface(h->model)->title);
+    gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
+    GD_CHECK(gd_dataset_node_type(h->ds, h->target, &ti));
+    GD_ALLOC(pred, (size_t)(ti.count > 0 ? ti.count : 1) * sizeof *pred,
+             "the exact predictions of the target type");
+    GD_CHECK(gd__htrain_exact_rsage(h->ds, h->model, pred));
+    const gd_array_view *v = &h->split[split - GD_ARRAY_TRAIN_IDX];
+    int64_t correct = 0, labelled = 0;
+    for (int64_t i = 0; v->data && i < v->shape[0]; i++) {
+        const int64_t id = split_id(v, i), label = split_id(&h->label_view, id);
+        if (label < 0) continue;
+        labelled++;
+        correct += pred[id - ti.offset] == label;
+    }
+    *accuracy = labelled ? (double)correct / (double)labelled : NAN;
+    if (count) *count = labelled;
+fail:
+    gd_free(pred);
+    return st;
+}
+
+int gd__htrain_has_exact(const gd__htrain *h) { return h->cfg.model == GD__MODEL_RSAGE; }

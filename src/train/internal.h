@@ -244,6 +244,15 @@ gd_status gd__htrain_evaluate(gd__htrain *h, gd_array_id split, double *accuracy
 void gd__htrain_info(const gd__htrain *h, gd__trainer_info *info);
 void gd__htrain_checkpoint_meta(const gd__htrain *h, gd__checkpoint_meta *meta);
 void gd__htrain_set_max_batches(gd__htrain *h, int64_t max_batches);
+/*
+ * Exact (layer-wise, every neighbour) accuracy of the split (hetero_infer.c computes the target
+ * type's predictions); GD_ERR_UNSUPPORTED for a kind without it (gd__htrain_has_exact).
+ */
+gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, int64_t *count);
+int gd__htrain_has_exact(const gd__htrain *h);
+gd_status gd__htrain_exact_rsage(const gd_dataset_t *ds, gd__model *model, int32_t *pred);
+/* The trainer's heterogeneous path, if it has one (NULL for a homogeneous dataset). */
+gd__htrain *gd__trainer_hetero(gd__trainer *t);
 
 #ifdef __cplusplus
 }

@@ -498,6 +498,8 @@ void gd__trainer_get_info(const gd__trainer *t, gd__trainer_info *info) {
     info->graph_cache_bytes = d->graph_cache_bytes;
 }
 
+gd__htrain *gd__trainer_hetero(gd__trainer *t) { return t ? t->h : NULL; }
+
 gd__model *gd__trainer_model(gd__trainer *t) {
     return t->model;
 }
