@@ -1274,10 +1274,18 @@ typedef struct {
      * the minibatch is split over GPUs.
      */
     double attn_dropout;
+    /*
+     * Heterogeneous datasets: fanouts per (hop, edge type), hops from the seeds outward
+     * separated by ';', each a comma list of EDGE=COUNT, where EDGE is an edge type's relation
+     * name ("cites") or, where several share it, "src:relation:dst"; e.g.
+     * "cites=10,writes=5;cites=5". An edge type a hop does not name draws that hop's fanouts[]
+     * value; COUNT -1 takes all, 0 none. NULL: fanouts[] for every edge type.
+     */
+    const char *relation_fanouts;
 } gd_train_options;
 #define GD_TRAIN_OPTIONS_INIT                                                                      \
     {sizeof(gd_train_options), NULL, NULL, 2, {10, 5}, 1024, 128, 0.5, 3e-3, 0.0, 0, 0, 0, NULL, \
-     -1, -1, 0, NULL, 3, 0, 0, NULL, 0, 0, 0.0}
+     -1, -1, 0, NULL, 3, 0, 0, NULL, 0, 0, 0.0, NULL}
 void gd_train_options_init(gd_train_options *o);
 
 /* GD_OK if name is a training mode (cpu, all-gpu, zero-copy, cpu-centric, auto), else

@@ -75,6 +75,10 @@ static void help(void) {
            "  --batch B          seeds per minibatch (default 1024)\n"
            "  --fanouts LIST     neighbours per hop from the seeds outward, e.g. 10,5 (default;\n"
            "                     -1 = all); their number is the number of layers\n"
+           "  --relation-fanouts SPEC  heterogeneous datasets: fanouts per (hop, edge type),\n"
+           "                     hops separated by ';', e.g. \"cites=10,writes=5;cites=5\"\n"
+           "                     (an edge type is its relation name, or src:relation:dst;\n"
+           "                     one a hop does not name draws that hop's --fanouts value)\n"
            "  --layers L         layers (default: the number of fanouts; with --layers alone\n"
            "                     the fanouts are 10,5,5,...)\n"
            "  --mlp              the baseline without the graph (and no second baseline)\n"
@@ -557,6 +561,9 @@ static int train_option(train_args *a, int c, const char *arg) {
             return cli_usage_error("train", "--batch '%s' is not a positive count", arg);
         a->cfg.batch_size = v;
         break;
+    case 1000:
+        a->cfg.relation_fanouts = arg; /* checked against the dataset's edge types at create */
+        break;
     case 'f':
         if (parse_fanouts(arg, a->fanouts, &a->fanout_count))
             return cli_usage_error("train",
@@ -670,6 +677,7 @@ static int parse_train(int argc, char **argv, train_args *a) {
                                               {"batch", required_argument, 0, 'b'},
                                               {"fanouts", required_argument, 0, 'f'},
                                               {"layers", required_argument, 0, 'L'},
+                                              {"relation-fanouts", required_argument, 0, 1000},
                                               {"mlp", no_argument, 0, 'M'},
                                               {"no-baseline", no_argument, 0, 'B'},
                                               {"hidden", required_argument, 0, 'H'},

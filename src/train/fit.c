@@ -115,6 +115,7 @@ static gd_status train_config(const gd_train_options *o, gd_trainer_t *t, gd__tr
     c->host_mem_budget = o->host_mem_budget;
     c->placement = o->placement;
     c->locality = o->locality;
+    c->relation_fanouts = o->relation_fanouts;
     /* Every minibatch reaches forward_progress, which reports at the fit's own cadence. */
     c->progress = forward_progress;
     c->progress_user = t;

@@ -17,6 +17,7 @@
 #include "train/internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -79,6 +80,84 @@ void gd__htrain_destroy(gd__htrain *h) {
     gd_free(h);
 }
 
+/* The edge type a name of --relation-fanouts means: a relation name or "src:relation:dst". */
+static gd_status find_edge_type(const gd_dataset_t *ds, const char *name, int *out) {
+    gd_status st = GD_OK;
+    const int R = gd_dataset_num_edge_types(ds);
+    int found = -1, matches = 0;
+    char known[1024] = "";
+    size_t used = 0;
+    for (int r = 0; r < R; r++) {
+        gd_edge_type_info ei = GD_EDGE_TYPE_INFO_INIT;
+        gd_node_type_info s = GD_NODE_TYPE_INFO_INIT, d = GD_NODE_TYPE_INFO_INIT;
+        GD_CHECK(gd_dataset_edge_type(ds, r, &ei));
+        GD_CHECK(gd_dataset_node_type(ds, ei.src_type, &s));
+        GD_CHECK(gd_dataset_node_type(ds, ei.dst_type, &d));
+        char full[3 * 72];
+        snprintf(full, sizeof full, "%s:%s:%s", s.name, ei.name, d.name);
+        if (used < sizeof known)
+            used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", r ? ", " : "", full);
+        if (strcmp(name, full) == 0) {
+            *out = r;
+            return GD_OK;
+        }
+        if (strcmp(name, ei.name) == 0) {
+            found = r;
+            matches++;
+        }
+    }
+    GD_REQUIRE(matches == 1, GD_ERR_INVALID_ARG,
+               "--relation-fanouts: %s edge type '%s' (the edge types: %s)%s",
+               matches ? "more than one" : "no", name, known,
+               matches ? "; name it as src:relation:dst" : "");
+    *out = found;
+fail:
+    return st;
+}
+
+/*
+ * The fanouts of every (hop, edge type): fanouts[h * R + r], from cfg->fanouts[h] unless the
+ * relation_fanouts text names the edge type at that hop.
+ */
+static gd_status typed_fanouts(const gd_dataset_t *ds, const gd__train_config *cfg, int *fanouts) {
+    gd_status st = GD_OK;
+    const int R = gd_dataset_num_edge_types(ds), L = cfg->num_layers;
+    for (int l = 0; l < L; l++)
+        for (int r = 0; r < R; r++) fanouts[l * R + r] = cfg->mlp ? 0 : cfg->fanouts[l];
+    if (!cfg->relation_fanouts || cfg->mlp) return GD_OK;
+    const char *p = cfg->relation_fanouts;
+    for (int h = 0; *p; h++) {
+        GD_REQUIRE(h < L, GD_ERR_INVALID_ARG,
+                   "--relation-fanouts '%s' names more hops than the %d layers",
+                   cfg->relation_fanouts, L);
+        const char *end = strchr(p, ';');
+        if (!end) end = p + strlen(p);
+        while (p < end) {
+            const char *comma = memchr(p, ',', (size_t)(end - p)), *item_end = comma ? comma : end;
+            const char *eq = memchr(p, '=', (size_t)(item_end - p));
+            char name[3 * 72], *stop = NULL;
+            GD_REQUIRE(eq && eq > p && (size_t)(eq - p) < sizeof name, GD_ERR_INVALID_ARG,
+                       "--relation-fanouts: '%.*s' in '%s' is not EDGE=COUNT",
+                       (int)(item_end - p), p, cfg->relation_fanouts);
+            memcpy(name, p, (size_t)(eq - p));
+            name[eq - p] = '\0';
+            const long k = strtol(eq + 1, &stop, 10);
+            GD_REQUIRE(stop == item_end && eq + 1 < item_end && k >= -1 && k <= (1 << 20),
+                       GD_ERR_INVALID_ARG,
+                       "--relation-fanouts: the count of '%s' in '%s' is not -1 (all), 0 (none) "
+                       "or a count",
+                       name, cfg->relation_fanouts);
+            int r = -1;
+            GD_CHECK(find_edge_type(ds, name, &r));
+            fanouts[h * R + r] = (int)k;
+            p = comma ? comma + 1 : end;
+        }
+        p = *end ? end + 1 : end;
+    }
+fail:
+    return st;
+}
+
 gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg, gd__htrain **out) {
     gd_status st = GD_OK;
     gd__htrain *h = NULL;
@@ -109,12 +188,11 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     const int T = h->T, R = h->R, L = h->L;
 
     /*
-     * The sampler: each layer's fanout for every edge type. The MLP baseline samples nothing
+     * The sampler: each hop's fanout for every edge type. The MLP baseline samples nothing
      * (fanout 0): every relation's mean is then 0 and the model sees only the seeds' own rows.
      */
     int fanouts[GD_SAMPLER_MAX_LAYERS * GD_MAX_EDGE_TYPES];
-    for (int l = 0; l < L; l++)
-        for (int r = 0; r < R; r++) fanouts[l * R + r] = cfg->mlp ? 0 : cfg->fanouts[l];
+    GD_CHECK(typed_fanouts(ds, cfg, fanouts));
     gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
     so.max_batch = cfg->batch_size;
     so.seed = cfg->seed;
@@ -389,9 +467,11 @@ void gd__htrain_checkpoint_meta(const gd__htrain *h, gd__checkpoint_meta *m) {
              (long long)gd_dataset_num_edges(h->ds), h->T, h->R,
              (long long)gd_dataset_num_classes(h->ds));
     snprintf(m->config, sizeof m->config,
-             "batch=%lld dropout=%g lr=%g weight_decay=%g max_batches=%lld widths=%s",
+             "batch=%lld dropout=%g lr=%g weight_decay=%g max_batches=%lld widths=%s "
+             "relation_fanouts=%.400s",
              (long long)h->cfg.batch_size, h->cfg.dropout, h->cfg.lr, h->cfg.weight_decay,
-             (long long)h->cfg.max_batches, widths);
+             (long long)h->cfg.max_batches, widths,
+             h->cfg.relation_fanouts ? h->cfg.relation_fanouts : "-");
 }
 
 void gd__htrain_set_max_batches(gd__htrain *h, int64_t max_batches) {

@@ -95,6 +95,7 @@ typedef struct {
     /* Locality-aware sampling in training passes: 0 off, a factor >= 2, -1 auto (locality.c). */
     int locality;
     int depth;              /* GPU modes: buffer sets in the ring, >= 2 */
+    const char *relation_fanouts; /* heterogeneous: per (hop, edge type); see gd_train_options */
     int64_t max_batches;    /* stop a training epoch after this many minibatches (0: all) */
     gd__train_progress_fn progress;
     void *progress_user;
