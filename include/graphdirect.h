@@ -446,12 +446,7 @@ typedef struct {
     size_t size;              /* sizeof(gd_convert_options) */
     gd_input_format format;
     const char *name;         /* dataset name in meta.json (NULL: from the input path) */
-    /*
-     * Add the reverse of every edge. Heterogeneous inputs: as PyG's ToUndirected, a relation
-     * between two node types gets a reverse relation (dst, "rev_<rel>", src), one within a type
-     * gets its reverse edges itself.
-     */
-    int symmetrize;
+    int symmetrize;           /* add the reverse of every edge (heterogeneous: see gd_convert) */
     int remove_self_loops;
     int relabel;              /* edge lists: map arbitrary ids to 0..n-1 in order of appearance */
     int64_t num_nodes;        /* 0: from the input (max id + 1, or the OGB node count);
@@ -468,7 +463,14 @@ typedef struct {
      NULL, NULL, NULL, NULL}
 void gd_convert_options_init(gd_convert_options *o);
 
-/* Read a graph in one of the input formats and build an in-memory dataset. */
+/*
+ * Read a graph in one of the input formats and build an in-memory dataset. The heterogeneous
+ * layouts (GD_INPUT_OGB_HETERO, GD_INPUT_IGBH; docs/formats.md, "Converting heterogeneous
+ * graphs") give a dataset with node and edge types: edge types sorted by (source type,
+ * relation, destination type) names, and with symmetrize reverse relations as PyG's
+ * ToUndirected adds them: (dst, "rev_<rel>", src) for a relation between two node types, the
+ * reverse edges in the relation itself for one within a type.
+ */
 gd_status gd_convert(const char *input, const gd_convert_options *options, gd_dataset_t **out);
 
 /* ---------------------------------------------------------------- devices */
