@@ -436,17 +436,21 @@ typedef enum {
     GD_INPUT_EDGELIST = 1, /* text "src dst" per line, '#' or '%' comments */
     GD_INPUT_NPY = 2,      /* directory with edge_index.npy (2 x E) or src.npy + dst.npy */
     GD_INPUT_OGB = 3,      /* OGB raw layout: raw/edge.csv.gz (or raw/data.npz) ... split/... */
-    GD_INPUT_IGB = 4       /* IGB: processed/paper/node_feat.npy, paper__cites__paper/... */
+    GD_INPUT_IGB = 4,      /* IGB: processed/paper/node_feat.npy, paper__cites__paper/... */
+    /* OGB's heterogeneous raw layout (ogbn-mag): raw/num-node-dict.csv.gz, raw/relations/... */
+    GD_INPUT_OGB_HETERO = 5,
+    GD_INPUT_IGBH = 6      /* IGBH: processed/<type>/node_feat.npy, <src>__<rel>__<dst>/... */
 } gd_input_format;
 
 typedef struct {
     size_t size;              /* sizeof(gd_convert_options) */
     gd_input_format format;
     const char *name;         /* dataset name in meta.json (NULL: from the input path) */
-    int symmetrize;
+    int symmetrize;           /* add the reverse of every edge (heterogeneous: see gd_convert) */
     int remove_self_loops;
     int relabel;              /* edge lists: map arbitrary ids to 0..n-1 in order of appearance */
-    int64_t num_nodes;        /* 0: from the input (max id + 1, or the OGB node count) */
+    int64_t num_nodes;        /* 0: from the input (max id + 1, or the OGB node count);
+                                 heterogeneous inputs take the counts per type from the input */
     const char *split;        /* OGB split folder name (NULL: the only one, or "random") */
     gd_dtype feature_dtype;   /* GD_DTYPE_INVALID: float32 */
     const char *features;     /* edge lists: optional features .npy */
@@ -459,7 +463,14 @@ typedef struct {
      NULL, NULL, NULL, NULL}
 void gd_convert_options_init(gd_convert_options *o);
 
-/* Read a graph in one of the input formats and build an in-memory dataset. */
+/*
+ * Read a graph in one of the input formats and build an in-memory dataset. The heterogeneous
+ * layouts (GD_INPUT_OGB_HETERO, GD_INPUT_IGBH; docs/formats.md, "Converting heterogeneous
+ * graphs") give a dataset with node and edge types: edge types sorted by (source type,
+ * relation, destination type) names, and with symmetrize reverse relations as PyG's
+ * ToUndirected adds them: (dst, "rev_<rel>", src) for a relation between two node types, the
+ * reverse edges in the relation itself for one within a type.
+ */
 gd_status gd_convert(const char *input, const gd_convert_options *options, gd_dataset_t **out);
 
 /* ---------------------------------------------------------------- devices */

@@ -1,6 +1,7 @@
 /*
- * `graphdirect convert`: read an edge list, .npy arrays or an OGB raw folder, build the CSC
- * graph and write a dataset directory. The output appears only once complete.
+ * `graphdirect convert`: read an edge list, .npy arrays, an OGB raw folder or an IGB(H) tree,
+ * build the CSC graph (typed, for the heterogeneous layouts) and write a dataset directory.
+ * The output appears only once complete.
  */
 #include "cli.h"
 
@@ -19,12 +20,24 @@ static void help(void) {
            "  layout (raw/data.npz, raw/node-label.npz, split/...: ogbn-papers100M's), or an\n"
            "  IGB folder (processed/paper/node_feat.npy, node_label_19.npy,\n"
            "  processed/paper__cites__paper/edge_index.npy; arrays already float32 are linked,\n"
-           "  not copied, where the output is on the same file system).\n\n"
+           "  not copied, where the output is on the same file system).\n"
+           "Heterogeneous graphs (node and edge types, features per node type):\n"
+           "  OGB's heterogeneous raw folder as ogbn-mag ships it (raw/num-node-dict.csv.gz,\n"
+           "  raw/relations/SRC___REL___DST/edge.csv.gz, raw/node-feat/TYPE/node-feat.csv.gz,\n"
+           "  raw/node-label/TYPE/node-label.csv.gz, split/NAME/TYPE/{train,valid,test}.csv.gz),\n"
+           "  or an IGBH folder (processed/TYPE/node_feat.npy,\n"
+           "  processed/SRC__REL__DST/edge_index.npy, processed/paper/node_label_19.npy).\n"
+           "  Edge types are sorted by (source type, relation, destination type) names; the\n"
+           "  labelled type is the target. --format igb reads an IGBH folder's\n"
+           "  paper__cites__paper alone, as a homogeneous graph.\n\n"
            "  --out DIR            the dataset directory to write (required)\n"
            "  --overwrite          replace DIR if it exists\n"
-           "  --format F           auto (default), edgelist, npy, ogb, igb\n"
+           "  --format F           auto (default), edgelist, npy, ogb, igb, ogb-hetero, igbh\n"
            "  --name NAME          dataset name (default: the input's name)\n"
-           "  --symmetrize         add the reverse of every edge (undirected graphs)\n"
+           "  --symmetrize         add the reverse of every edge (undirected graphs); for\n"
+           "                       heterogeneous ones, reverse relations rev_REL as PyG's\n"
+           "                       ToUndirected adds them (a relation within one type takes\n"
+           "                       its reverse edges itself)\n"
            "  --remove-self-loops  drop v -> v edges\n"
            "  --relabel            edge lists: map arbitrary ids to 0..n-1\n"
            "  --num-nodes N        node count (default: max id + 1, or OGB's count)\n"
@@ -59,7 +72,9 @@ int cmd_convert(int argc, char **argv) {
             else if (!strcmp(optarg, "npy")) opts.format = GD_INPUT_NPY;
             else if (!strcmp(optarg, "ogb")) opts.format = GD_INPUT_OGB;
             else if (!strcmp(optarg, "igb")) opts.format = GD_INPUT_IGB;
-            else return cli_usage_error("convert", "--format '%s' is not auto, edgelist, npy, ogb or igb", optarg);
+            else if (!strcmp(optarg, "ogb-hetero")) opts.format = GD_INPUT_OGB_HETERO;
+            else if (!strcmp(optarg, "igbh")) opts.format = GD_INPUT_IGBH;
+            else return cli_usage_error("convert", "--format '%s' is not auto, edgelist, npy, ogb, igb, ogb-hetero or igbh", optarg);
             break;
         case 'N': opts.name = optarg; break;
         case 'S': opts.symmetrize = 1; break;
@@ -98,12 +113,17 @@ int cmd_convert(int argc, char **argv) {
         gd_dataset_close(ds);
         return cli_fail("writing the dataset", st);
     }
-    char a[32], b[32];
-    printf("converted '%s' -> %s: %s nodes, %s edges, %lld-dim features, %lld classes (%.2f s)\n",
-           argv[optind], out, cli_count((double)gd_dataset_num_nodes(ds), a, sizeof a),
-           cli_count((double)gd_dataset_num_edges(ds), b, sizeof b),
-           (long long)gd_dataset_feature_dim(ds), (long long)gd_dataset_num_classes(ds),
-           cli_now() - t0);
+    char a[32], b[32], shape[64];
+    /* A heterogeneous dataset has a feature width per node type, not one. */
+    if (gd_dataset_num_node_types(ds) > 0)
+        snprintf(shape, sizeof shape, "%d node types, %d edge types",
+                 gd_dataset_num_node_types(ds), gd_dataset_num_edge_types(ds));
+    else
+        snprintf(shape, sizeof shape, "%lld-dim features", (long long)gd_dataset_feature_dim(ds));
+    printf("converted '%s' -> %s: %s nodes, %s edges, %s, %lld classes (%.2f s)\n", argv[optind],
+           out, cli_count((double)gd_dataset_num_nodes(ds), a, sizeof a),
+           cli_count((double)gd_dataset_num_edges(ds), b, sizeof b), shape,
+           (long long)gd_dataset_num_classes(ds), cli_now() - t0);
     gd_dataset_close(ds);
     return 0;
 }

@@ -1,6 +1,7 @@
 /*
- * gd_convert: turn an input graph (edge list, folder of .npy arrays, OGB raw layout) into an
- * in-memory dataset, ready for gd_dataset_save. This file picks the reader, reads .npy inputs,
+ * gd_convert: turn an input graph (edge list, folder of .npy arrays, OGB raw layout, IGB; the
+ * heterogeneous layouts in convert_hetero.c) into an in-memory dataset, ready for
+ * gd_dataset_save. This file picks the reader, reads .npy inputs,
  * and holds the steps every reader ends with: the CSC build (gd_csc_from_coo, which sorts,
  * deduplicates and optionally symmetrizes) and the conversion of features to the requested
  * dtype. Arrays are handed to the dataset builder (gd__dataset_adopt) without copies; the
@@ -52,6 +53,11 @@ static gd_dtype wanted_feature_dtype(const gd_convert_options *opt) {
 }
 
 gd_status gd__convert_features(const gd__convert_job *job, float *data, int64_t rows, int64_t dim) {
+    return gd__convert_features_to(job, GD_ARRAY_FEATURES, data, rows, dim);
+}
+
+gd_status gd__convert_features_to(const gd__convert_job *job, int id, float *data, int64_t rows,
+                                  int64_t dim) {
     gd_dtype want = wanted_feature_dtype(job->opt);
     int64_t n = rows * dim, shape[2] = {rows, dim};
     if (want == GD_DTYPE_FLOAT16 || want == GD_DTYPE_BFLOAT16) {
@@ -64,11 +70,16 @@ gd_status gd__convert_features(const gd__convert_job *job, float *data, int64_t 
         void *smaller = n > 0 ? gd_realloc(data, (size_t)n * 2) : NULL;
         if (smaller) data = smaller; /* shrinking is only an economy */
     }
-    return gd__dataset_adopt(job->ds, GD_ARRAY_FEATURES, want, 2, shape, data);
+    return gd__dataset_adopt(job->ds, id, want, 2, shape, data);
 }
 
 gd_status gd__convert_npy_features(const gd__convert_job *job, const char *path,
                                    int64_t num_nodes) {
+    return gd__convert_npy_features_to(job, GD_ARRAY_FEATURES, path, num_nodes, "the graph");
+}
+
+gd_status gd__convert_npy_features_to(const gd__convert_job *job, int id, const char *path,
+                                      int64_t num_nodes, const char *whose) {
     gd_status st = GD_OK;
     gd__array a;
     memset(&a, 0, sizeof a);
@@ -80,20 +91,20 @@ gd_status gd__convert_npy_features(const gd__convert_job *job, const char *path,
         /* Already right: mapped, and linked into the output by gd_dataset_save (no copy). */
         GD_CHECK(gd__npy_map(path, &a));
         GD_CHECK(gd__dataset_set_info(job->ds, "features", "adopted as they are"));
-        return gd__dataset_take(job->ds, GD_ARRAY_FEATURES, &a);
+        return gd__dataset_take(job->ds, id, &a);
     }
     GD_CHECK(gd__npy_load(path, &a));
     int64_t rows = a.shape[0], dim = a.ndim == 2 ? a.shape[1] : 1;
     GD_REQUIRE(rows == num_nodes, GD_ERR_FORMAT,
-               "features '%s' have %lld rows but the graph has %lld nodes: one row per node is "
+               "features '%s' have %lld rows but %s has %lld nodes: one row per node is "
                "needed",
-               path, (long long)rows, (long long)num_nodes);
+               path, (long long)rows, whose, (long long)num_nodes);
     int64_t n = rows * dim, shape[2] = {rows, dim};
     if (a.dtype == want) {
         void *data = a.data;
         a.data = NULL;
         a.store = GD__STORE_NONE;
-        return gd__dataset_adopt(job->ds, GD_ARRAY_FEATURES, want, 2, shape, data);
+        return gd__dataset_adopt(job->ds, id, want, 2, shape, data);
     }
     switch (a.dtype) {
     case GD_DTYPE_FLOAT64: { /* narrow in place: float i (4 bytes at 4i) after double i read */
@@ -124,7 +135,7 @@ gd_status gd__convert_npy_features(const gd__convert_job *job, const char *path,
                    "features '%s' have dtype %s: use float32, float64, float16 or bfloat16", path,
                    gd_dtype_name(a.dtype));
     }
-    return gd__convert_features(job, f32, rows, dim);
+    return gd__convert_features_to(job, id, f32, rows, dim);
 fail:
     gd_free(f32);
     gd__array_release(&a);
@@ -187,14 +198,12 @@ fail:
     return st;
 }
 
-gd_status gd__convert_number_labels(const gd__convert_job *job, const void *data, gd_dtype dtype,
-                                    int64_t n, const char *what) {
+gd_status gd__number_labels_decode(const void *data, gd_dtype dtype, int64_t n, int64_t *y,
+                                   const char *what) {
     gd_status st = GD_OK;
-    int64_t *y = NULL;
     const int floats = dtype == GD_DTYPE_FLOAT32 || dtype == GD_DTYPE_FLOAT64;
     GD_REQUIRE(floats || dtype == GD_DTYPE_INT64 || dtype == GD_DTYPE_INT32, GD_ERR_FORMAT,
                "%s are %s; expected floats or integers", what, gd_dtype_name(dtype));
-    GD_ALLOC(y, (size_t)(n ? n : 1) * sizeof(int64_t), "the labels");
     for (int64_t i = 0; i < n; i++) {
         const double v = dtype == GD_DTYPE_FLOAT32   ? ((const float *)data)[i]
                          : dtype == GD_DTYPE_FLOAT64 ? ((const double *)data)[i]
@@ -205,6 +214,16 @@ gd_status gd__convert_number_labels(const gd__convert_job *job, const void *data
                    what, (long long)i, v);
         y[i] = isnan(v) ? -1 : (int64_t)v;
     }
+fail:
+    return st;
+}
+
+gd_status gd__convert_number_labels(const gd__convert_job *job, const void *data, gd_dtype dtype,
+                                    int64_t n, const char *what) {
+    gd_status st = GD_OK;
+    int64_t *y = NULL;
+    GD_ALLOC(y, (size_t)(n ? n : 1) * sizeof(int64_t), "the labels");
+    GD_CHECK(gd__number_labels_decode(data, dtype, n, y, what));
     {
         const int64_t shape[1] = {n};
         int64_t *labels = y;
@@ -476,13 +495,18 @@ gd_status gd_convert(const char *input, const gd_convert_options *options, gd_da
     if (fmt == GD_INPUT_AUTO) {
         if (!is_directory) {
             fmt = GD_INPUT_EDGELIST;
+        } else if (gd__is_igbh(input)) {
+            /* Before IGB's probe: an IGBH tree also has paper__cites__paper. */
+            fmt = GD_INPUT_IGBH;
         } else {
-            static const char *const probes[5] = {"raw/edge.csv.gz", "raw/data.npz",
-                                                  "edge_index.npy", "src.npy",
-                                                  "processed/paper__cites__paper/edge_index.npy"};
-            static const gd_input_format probed[5] = {GD_INPUT_OGB, GD_INPUT_OGB, GD_INPUT_NPY,
-                                                      GD_INPUT_NPY, GD_INPUT_IGB};
-            for (int i = 0; i < 5 && fmt == GD_INPUT_AUTO; i++) {
+            enum { PROBES = 6 };
+            static const char *const probes[PROBES] = {
+                "raw/edge.csv.gz", "raw/data.npz", "raw/num-node-dict.csv.gz",
+                "edge_index.npy",  "src.npy",      "processed/paper__cites__paper/edge_index.npy"};
+            static const gd_input_format probed[PROBES] = {GD_INPUT_OGB,        GD_INPUT_OGB,
+                                                           GD_INPUT_OGB_HETERO, GD_INPUT_NPY,
+                                                           GD_INPUT_NPY,        GD_INPUT_IGB};
+            for (int i = 0; i < PROBES && fmt == GD_INPUT_AUTO; i++) {
                 probe = gd__path_join(input, probes[i]);
                 GD_REQUIRE(probe, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", input);
                 if (is_file(probe)) fmt = probed[i];
@@ -491,22 +515,46 @@ gd_status gd_convert(const char *input, const gd_convert_options *options, gd_da
             }
             GD_REQUIRE(fmt != GD_INPUT_AUTO, GD_ERR_UNSUPPORTED,
                        "cannot tell the format of folder '%s': it has neither raw/edge.csv.gz "
-                       "or raw/data.npz (OGB raw layouts), edge_index.npy or src.npy (.npy "
-                       "folder), nor processed/paper__cites__paper/edge_index.npy (IGB)",
+                       "or raw/data.npz (OGB raw layouts), raw/num-node-dict.csv.gz (OGB "
+                       "heterogeneous), edge_index.npy or src.npy (.npy folder), nor "
+                       "processed/<src>__<rel>__<dst>/edge_index.npy (IGB, IGBH)",
                        input);
         }
     }
+    if (fmt == GD_INPUT_OGB && is_directory) {
+        /* A heterogeneous OGB folder has no homogeneous reading: --format ogb takes it too. */
+        char *edges = gd__path_join(input, "raw/edge.csv.gz");
+        char *npz = gd__path_join(input, "raw/data.npz");
+        probe = gd__path_join(input, "raw/num-node-dict.csv.gz");
+        const int named = edges && npz && probe;
+        if (named && !is_file(edges) && !is_file(npz) && is_file(probe)) fmt = GD_INPUT_OGB_HETERO;
+        gd_free(edges);
+        gd_free(npz);
+        gd_free(probe);
+        probe = NULL;
+        GD_REQUIRE(named, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", input);
+    }
     GD_REQUIRE(fmt == GD_INPUT_EDGELIST || fmt == GD_INPUT_NPY || fmt == GD_INPUT_OGB ||
-                   fmt == GD_INPUT_IGB,
+                   fmt == GD_INPUT_IGB || fmt == GD_INPUT_OGB_HETERO || fmt == GD_INPUT_IGBH,
                GD_ERR_INVALID_ARG, "gd_convert: unknown input format %d", (int)fmt);
     GD_REQUIRE((fmt == GD_INPUT_EDGELIST) == !is_directory, GD_ERR_INVALID_ARG,
                "'%s' is %s, but the %s format reads %s", input,
                is_directory ? "a folder" : "a file",
-               fmt == GD_INPUT_EDGELIST ? "edge list"
-               : fmt == GD_INPUT_NPY    ? ".npy"
-               : fmt == GD_INPUT_IGB    ? "IGB"
-                                        : "OGB",
+               fmt == GD_INPUT_EDGELIST     ? "edge list"
+               : fmt == GD_INPUT_NPY        ? ".npy"
+               : fmt == GD_INPUT_IGB        ? "IGB"
+               : fmt == GD_INPUT_IGBH       ? "IGBH"
+               : fmt == GD_INPUT_OGB_HETERO ? "OGB heterogeneous"
+                                            : "OGB",
                is_directory ? "a file" : "a folder");
+    const int hetero = fmt == GD_INPUT_OGB_HETERO || fmt == GD_INPUT_IGBH;
+    GD_REQUIRE(!hetero || (opt.num_nodes == 0 && !opt.relabel && !opt.features), GD_ERR_INVALID_ARG,
+               "'%s' is a heterogeneous graph, whose node counts come per type from its files: "
+               "%s applies to homogeneous inputs only; leave it out",
+               input,
+               opt.num_nodes ? "num_nodes (--num-nodes)"
+               : opt.relabel ? "relabel (--relabel)"
+                             : "features (--features)");
 
     if (!opt.name) {
         name = name_from_path(input, is_directory);
@@ -521,6 +569,10 @@ gd_status gd_convert(const char *input, const gd_convert_options *options, gd_da
         GD_CHECK(convert_npy(&job));
     else if (fmt == GD_INPUT_IGB)
         GD_CHECK(convert_igb(&job));
+    else if (fmt == GD_INPUT_IGBH)
+        GD_CHECK(gd__convert_igbh(&job));
+    else if (fmt == GD_INPUT_OGB_HETERO)
+        GD_CHECK(gd__convert_ogb_hetero(&job));
     else
         GD_CHECK(gd__convert_ogb(&job));
     if (opt.symmetrize) GD_CHECK(gd__dataset_set_info(ds, "symmetrized", "yes"));

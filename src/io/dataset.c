@@ -563,12 +563,13 @@ fail:
     return st;
 }
 
-gd_status gd__dataset_take(gd_dataset_t *ds, gd_array_id id, gd__array *a) {
+gd_status gd__dataset_take(gd_dataset_t *ds, int id, gd__array *a) {
     gd_status st = GD_OK;
     int64_t bytes = 0;
+    char name[GD__TYPE_NAME_MAX + 32];
     GD_CHECK(check_alloc_args(ds, id, a->dtype, a->ndim, a->shape, &bytes));
     GD_REQUIRE(!ds->build_dir, GD_ERR_INTERNAL, "%s: an on-disk build takes no mapped file",
-               array_names[id]);
+               gd__array_slot_name(&ds->schema, id, name, sizeof name));
     gd__array_release(&ds->arrays[id]);
     ds->arrays[id] = *a;
     memset(a, 0, sizeof *a);

@@ -129,6 +129,24 @@ typedef struct {
 
 gd_status gd__convert_edgelist(const gd__convert_job *job);
 gd_status gd__convert_ogb(const gd__convert_job *job);
+/* The heterogeneous layouts (convert_hetero.c): OGB's (ogbn-mag) and IGBH's .npy tree. */
+gd_status gd__convert_ogb_hetero(const gd__convert_job *job);
+gd_status gd__convert_igbh(const gd__convert_job *job);
+/* Whether folder input holds an IGBH tree: two or more processed/<src>__<rel>__<dst> folders
+ * with an edge_index.npy (IGB's homogeneous download has one, paper__cites__paper). */
+int gd__is_igbh(const char *input);
+
+/* Pieces of the OGB reader (ogb.c) that the heterogeneous one shares. */
+/* Read one CSV file of the layout into c (c->what is set to the path, which must outlive c). */
+gd_status gd__ogb_read_csv(const gd__convert_job *job, const char *path, gd__csv *c,
+                           const char *stage);
+/* A file holding one count (num-node-list, num-edge-list). */
+gd_status gd__ogb_read_count(const gd__convert_job *job, const char *path, int64_t *out);
+/*
+ * The split folder under split_root: the one wanted, else the only one, else "random"; *out is
+ * NULL (and the call succeeds) when split_root does not exist and none is wanted.
+ */
+gd_status gd__ogb_choose_split(const char *split_root, const char *wanted, char **out);
 
 /*
  * Shared last step: build the CSC graph from src/dst (freed on return, success or not) and
@@ -142,9 +160,18 @@ gd_status gd__convert_graph(const gd__convert_job *job, int64_t num_nodes, gd__i
  */
 gd_status gd__convert_features(const gd__convert_job *job, float *data, int64_t rows,
                                int64_t dim);
+/* The same into array slot id (GD__ARRAY_TYPE_FEATURES + t for node type t's table). */
+gd_status gd__convert_features_to(const gd__convert_job *job, int id, float *data, int64_t rows,
+                                  int64_t dim);
 /* Attach features / labels read from .npy files (edge lists and .npy folders). */
 gd_status gd__convert_npy_features(const gd__convert_job *job, const char *path,
                                    int64_t num_nodes);
+/*
+ * The same into array slot id, the file holding `rows` rows (`whose` says whose rows they are in
+ * a message: "the graph", "node type author").
+ */
+gd_status gd__convert_npy_features_to(const gd__convert_job *job, int id, const char *path,
+                                      int64_t rows, const char *whose);
 gd_status gd__convert_npy_labels(const gd__convert_job *job, const char *path,
                                  int64_t num_nodes);
 /*
@@ -154,6 +181,9 @@ gd_status gd__convert_npy_labels(const gd__convert_job *job, const char *path,
  */
 gd_status gd__convert_number_labels(const gd__convert_job *job, const void *data, gd_dtype dtype,
                                     int64_t n, const char *what);
+/* The decoding of gd__convert_number_labels into y[0..n), for a slice of a larger array. */
+gd_status gd__number_labels_decode(const void *data, gd_dtype dtype, int64_t n, int64_t *y,
+                                   const char *what);
 
 #ifdef __cplusplus
 }

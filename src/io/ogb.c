@@ -236,20 +236,20 @@ static int is_dir(const char *path) {
 }
 
 /* Read one CSV file of the layout into c (c->what is set to the path, which must outlive c). */
-static gd_status read_csv(const gd__convert_job *job, const char *path, gd__csv *c,
-                          const char *stage) {
+gd_status gd__ogb_read_csv(const gd__convert_job *job, const char *path, gd__csv *c,
+                           const char *stage) {
     c->what = path;
     return gd__read_text(path, gd__csv_parse_cb, c, job->opt->progress, job->opt->progress_user,
                          stage);
 }
 
 /* A file holding one count (num-node-list, num-edge-list). */
-static gd_status read_count(const gd__convert_job *job, const char *path, int64_t *out) {
+gd_status gd__ogb_read_count(const gd__convert_job *job, const char *path, int64_t *out) {
     gd_status st = GD_OK;
     gd__csv c;
     memset(&c, 0, sizeof c);
     c.kind = GD__CSV_INT;
-    GD_CHECK(read_csv(job, path, &c, "convert: counts"));
+    GD_CHECK(gd__ogb_read_csv(job, path, &c, "convert: counts"));
     GD_REQUIRE(c.rows == 1 && c.ncols == 1, GD_ERR_UNSUPPORTED,
                "%s holds %lld rows of %lld columns: graphdirect converts single-graph (node "
                "property) datasets, whose count files hold one number",
@@ -261,7 +261,7 @@ fail:
 }
 
 /* Pick the split folder: the one asked for, else the only one, else "random". */
-static gd_status choose_split(const char *split_root, const char *wanted, char **out) {
+gd_status gd__ogb_choose_split(const char *split_root, const char *wanted, char **out) {
     gd_status st = GD_OK;
     DIR *d = NULL;
     char names[512] = "";
@@ -342,7 +342,7 @@ static gd_status read_splits(const gd__convert_job *job, const char *split_dir, 
         c.ncols = 1;
         c.limit = n;
         c.limit_why = why;
-        GD_CHECK(read_csv(job, split_path, &c, "convert: split"));
+        GD_CHECK(gd__ogb_read_csv(job, split_path, &c, "convert: split"));
         int64_t shape[1] = {c.rows};
         void *data = c.ints.data;
         c.ints.data = NULL;
@@ -484,7 +484,7 @@ static gd_status convert_ogb_bin(const gd__convert_job *job, const char *data_pa
         gd_free(buf);
         buf = NULL;
     }
-    GD_CHECK(choose_split(split_root, opt->split, &split_dir));
+    GD_CHECK(gd__ogb_choose_split(split_root, opt->split, &split_dir));
     if (split_dir) GD_CHECK(read_splits(job, split_dir, n, why));
 fail:
     gd__npz_close(z);
@@ -531,7 +531,7 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
     /* The node count bounds every id read after it. */
     int64_t n = 0, expect_edges = -1;
     if (is_file(path[P_NODES])) {
-        GD_CHECK(read_count(job, path[P_NODES], &n));
+        GD_CHECK(gd__ogb_read_count(job, path[P_NODES], &n));
         GD_REQUIRE(opt->num_nodes == 0 || opt->num_nodes == n, GD_ERR_INVALID_ARG,
                    "--num-nodes %lld disagrees with %s, which says %lld", (long long)opt->num_nodes,
                    path[P_NODES], (long long)n);
@@ -540,7 +540,8 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
         n = opt->num_nodes;
         snprintf(why, sizeof why, "the node count given");
     }
-    if (is_file(path[P_EDGES_N])) GD_CHECK(read_count(job, path[P_EDGES_N], &expect_edges));
+    if (is_file(path[P_EDGES_N]))
+        GD_CHECK(gd__ogb_read_count(job, path[P_EDGES_N], &expect_edges));
 
     c.kind = GD__CSV_INT;
     c.split2 = 1;
@@ -551,7 +552,7 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
         GD_CHECK(gd__i64vec_reserve(&c.ints, expect_edges, "the edge sources"));
         GD_CHECK(gd__i64vec_reserve(&c.ints2, expect_edges, "the edge destinations"));
     }
-    GD_CHECK(read_csv(job, path[P_EDGES], &c, "convert: edges"));
+    GD_CHECK(gd__ogb_read_csv(job, path[P_EDGES], &c, "convert: edges"));
     GD_REQUIRE(expect_edges < 0 || c.rows == expect_edges, GD_ERR_FORMAT,
                "%s has %lld edges but %s says %lld: one of them is truncated or corrupt",
                path[P_EDGES], (long long)c.rows, path[P_EDGES_N], (long long)expect_edges);
@@ -570,7 +571,7 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
         memset(&c, 0, sizeof c);
         c.kind = GD__CSV_FLOAT;
         c.reserve_rows = n;
-        GD_CHECK(read_csv(job, path[P_FEAT], &c, "convert: features"));
+        GD_CHECK(gd__ogb_read_csv(job, path[P_FEAT], &c, "convert: features"));
         GD_REQUIRE(c.rows == n, GD_ERR_FORMAT,
                    "%s has %lld rows, expected one per node (%lld): the file is truncated or "
                    "belongs to another graph",
@@ -586,7 +587,7 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
         c.kind = GD__CSV_LABEL;
         c.ncols = 1;
         c.reserve_rows = n;
-        GD_CHECK(read_csv(job, path[P_LABEL], &c, "convert: labels"));
+        GD_CHECK(gd__ogb_read_csv(job, path[P_LABEL], &c, "convert: labels"));
         GD_REQUIRE(c.rows == n, GD_ERR_FORMAT,
                    "%s has %lld rows, expected one label per node (%lld): the file is truncated "
                    "or belongs to another graph",
@@ -597,7 +598,7 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
         gd__csv_free(&c);
         GD_CHECK(gd__dataset_adopt(job->ds, GD_ARRAY_LABELS, GD_DTYPE_INT64, 1, shape, data));
     }
-    GD_CHECK(choose_split(path[P_SPLIT], opt->split, &split_dir));
+    GD_CHECK(gd__ogb_choose_split(path[P_SPLIT], opt->split, &split_dir));
     if (split_dir) GD_CHECK(read_splits(job, split_dir, n, why));
 fail:
     gd__csv_free(&c);
