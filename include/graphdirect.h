@@ -333,6 +333,7 @@ typedef struct {
     gd_dtype feature_dtype;
 } gd_node_type_info;
 #define GD_NODE_TYPE_INFO_INIT {sizeof(gd_node_type_info), NULL, 0, 0, 0, GD_DTYPE_INVALID}
+void gd_node_type_info_init(gd_node_type_info *o);
 gd_status gd_dataset_node_type(const gd_dataset_t *ds, int type, gd_node_type_info *info);
 
 typedef struct {
@@ -342,6 +343,7 @@ typedef struct {
     int dst_type;
 } gd_edge_type_info;
 #define GD_EDGE_TYPE_INFO_INIT {sizeof(gd_edge_type_info), NULL, -1, -1}
+void gd_edge_type_info_init(gd_edge_type_info *o);
 gd_status gd_dataset_edge_type(const gd_dataset_t *ds, int type, gd_edge_type_info *info);
 /*
  * The arrays of a heterogeneous dataset: the node type offsets (int64, node types + 1), the

@@ -163,6 +163,18 @@ class ArrayView(ctypes.Structure):  # gd_array_view
     _fields_ = [("dtype", c_int), ("ndim", c_int), ("shape", c_int64 * 2), ("data", c_void_p)]
 
 
+class NodeTypeInfo(_Sized):  # gd_node_type_info, GD_NODE_TYPE_INFO_INIT
+    _fields_ = [("size", c_size_t), ("name", c_char_p), ("offset", c_int64), ("count", c_int64),
+                ("feature_dim", c_int64), ("feature_dtype", c_int)]
+    _init_ = "gd_node_type_info_init"
+
+
+class EdgeTypeInfo(_Sized):  # gd_edge_type_info, GD_EDGE_TYPE_INFO_INIT
+    _fields_ = [("size", c_size_t), ("name", c_char_p), ("src_type", c_int),
+                ("dst_type", c_int)]
+    _init_ = "gd_edge_type_info_init"
+
+
 class DatasetOpenOptions(_Sized):  # gd_dataset_open_options, GD_DATASET_OPEN_OPTIONS_INIT
     _fields_ = [("size", c_size_t), ("mode", c_int), ("validate_graph", c_int)]
     _init_ = "gd_dataset_open_options_init"
@@ -251,7 +263,8 @@ class TrainOptions(_Sized):  # gd_train_options, GD_TRAIN_OPTIONS_INIT
                 ("gpu_cache_bytes", c_int64), ("graph_cache_bytes", c_int64),
                 ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("depth", c_int),
                 ("mlp", c_int), ("host_mem_budget", c_int64), ("placement", c_char_p),
-                ("locality", c_int), ("heads", c_int), ("attn_dropout", c_double)]
+                ("locality", c_int), ("heads", c_int), ("attn_dropout", c_double),
+                ("relation_fanouts", c_char_p)]
     _init_ = "gd_train_options_init"
 
 
@@ -332,6 +345,8 @@ SIZED_STRUCTS = {
     "gd_fit_options": (FitOptions, "GD_FIT_OPTIONS_INIT"),
     "gd_fit_result": (FitResult, "GD_FIT_RESULT_INIT"),
     "gd_checkpoint_info": (CheckpointInfo, "GD_CHECKPOINT_INFO_INIT"),
+    "gd_node_type_info": (NodeTypeInfo, "GD_NODE_TYPE_INFO_INIT"),
+    "gd_edge_type_info": (EdgeTypeInfo, "GD_EDGE_TYPE_INFO_INIT"),
 }
 
 # --------------------------------------------------------------------------------- loading
@@ -452,6 +467,12 @@ _SIGNATURES = {
     "gd_dataset_feature_dim": (c_int64, [_vp]),
     "gd_dataset_num_classes": (c_int64, [_vp]),
     "gd_dataset_array": (c_int, [_vp, c_int, POINTER(ArrayView)]),
+    "gd_dataset_num_node_types": (c_int, [_vp]),
+    "gd_dataset_num_edge_types": (c_int, [_vp]),
+    "gd_dataset_target_type": (c_int, [_vp]),
+    "gd_dataset_node_type": (c_int, [_vp, c_int, POINTER(NodeTypeInfo)]),
+    "gd_dataset_edge_type": (c_int, [_vp, c_int, POINTER(EdgeTypeInfo)]),
+    "gd_dataset_type_features": (c_int, [_vp, c_int, POINTER(ArrayView)]),
     "gd_generate": (c_int, [POINTER(GenerateOptions), POINTER(_vp)]),
     "gd_loader_create": (c_int, [_vp, POINTER(LoaderOptions), POINTER(_vp)]),
     "gd_loader_destroy": (None, [_vp]),

@@ -118,6 +118,55 @@ class Dataset:
     def num_classes(self) -> int:
         return lib.gd_dataset_num_classes(self._ptr())
 
+    # ------------------------------------------------------ heterogeneous graphs
+
+    @property
+    def node_types(self) -> list:
+        """The node types of a heterogeneous dataset, in id order ([] for a homogeneous one):
+        dicts of name, offset (its first node id), count and feature_dim (0: no features)."""
+        out = []
+        for t in range(lib.gd_dataset_num_node_types(self._ptr())):
+            info = _lib.NodeTypeInfo.new()
+            check(lib.gd_dataset_node_type(self._ptr(), t, ctypes.byref(info)))
+            out.append({"name": info.name.decode(), "offset": info.offset, "count": info.count,
+                        "feature_dim": info.feature_dim})
+        return out
+
+    @property
+    def edge_types(self) -> list:
+        """The edge types of a heterogeneous dataset as (source type, relation, destination
+        type) name triples, PyG's edge types, in id order ([] for a homogeneous one)."""
+        names = [t["name"] for t in self.node_types]
+        out = []
+        for r in range(lib.gd_dataset_num_edge_types(self._ptr())):
+            info = _lib.EdgeTypeInfo.new()
+            check(lib.gd_dataset_edge_type(self._ptr(), r, ctypes.byref(info)))
+            out.append((names[info.src_type], info.name.decode(), names[info.dst_type]))
+        return out
+
+    @property
+    def target_type(self) -> Optional[str]:
+        """The node type the labels and splits belong to (None for a homogeneous dataset)."""
+        t = lib.gd_dataset_target_type(self._ptr())
+        return None if t < 0 else self.node_types[t]["name"]
+
+    def type_features(self, node_type: str):
+        """A node type's feature table (count x feature_dim) as a host graphdirect.Array, as
+        array() gives the others; ValueError for an unknown type, a type without features, or
+        a homogeneous dataset."""
+        names = [t["name"] for t in self.node_types]
+        if node_type not in names:
+            raise ValueError("graphdirect.Dataset: no node type %r; the types are %s"
+                             % (node_type, ", ".join(names) or "none (homogeneous dataset)"))
+        t = names.index(node_type)
+        view = _lib.ArrayView()
+        status = lib.gd_dataset_type_features(self._ptr(), t, ctypes.byref(view))
+        if status == _lib.GD_ERR_NOT_FOUND:
+            raise ValueError("graphdirect.Dataset: node type %r has no features" % node_type)
+        check(status)
+        return _dlpack.host_array(view.data, view.dtype, tuple(view.shape[:view.ndim]),
+                                  self._handle)
+
     def has(self, name: str) -> bool:
         """Whether the dataset has the array `name` (labels and the splits are optional)."""
         return self._view(name, missing_ok=True) is not None

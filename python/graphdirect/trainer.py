@@ -81,6 +81,27 @@ def _ranks_context(context, device, rank, world_size, comm_id, comm_timeout):
                    comm_timeout=comm_timeout)
 
 
+def _relation_fanouts(spec):
+    """relation_fanouts as the library's text: None, a str as given, or a list of {edge: count}
+    per hop (edge: a relation name or a (src, relation, dst) triple)."""
+    if spec is None or isinstance(spec, str):
+        return spec
+    hops = []
+    for h, hop in enumerate(spec):
+        if not isinstance(hop, dict):
+            raise TypeError("graphdirect.Trainer: relation_fanouts[%d] must be a dict of "
+                            "{edge: count}, not %s" % (h, type(hop).__name__))
+        items = []
+        for edge, count in hop.items():
+            name = ":".join(edge) if isinstance(edge, tuple) else str(edge)
+            if isinstance(count, bool) or not isinstance(count, int) or count < -1:
+                raise ValueError("graphdirect.Trainer: relation_fanouts[%d][%r] is %r; give "
+                                 "-1 (all), 0 (none) or a count" % (h, edge, count))
+            items.append("%s=%d" % (name, count))
+        hops.append(",".join(items))
+    return ";".join(hops)
+
+
 class Trainer(_lib.Closing):
     """A model of graphdirect's trained on `dataset`.
 
@@ -111,6 +132,14 @@ class Trainer(_lib.Closing):
     heads x hidden wide; its exact test runs attention over every neighbour, layer by layer);
     attn_dropout: GAT's dropout on the attention weights in training, keyed by each edge's nodes
     (the same masks on any number of GPUs).
+
+    Heterogeneous datasets (node and edge types, docs/hetero.md) train with model="rsage"
+    (relational GraphSAGE, PyG's to_hetero(SAGEConv)) in mode "cpu" or "auto". `fanouts` then
+    apply to every edge type; relation_fanouts sets them per (hop, edge type): a list with a
+    dict per hop, {edge: count}, an edge being a relation name ("cites") or a (source,
+    relation, destination) triple, e.g. [{"cites": 10, "writes": 5}, {"cites": 5}]; or the
+    same as the CLI's text, "cites=10,writes=5;cites=5". Edge types a hop does not name keep
+    that hop's fanout.
     """
 
     def __init__(self, dataset: "Dataset", mode: str = "auto", model: str = "sage",
@@ -123,7 +152,7 @@ class Trainer(_lib.Closing):
                  rank: Optional[int] = None, world_size: Optional[int] = None,
                  comm_id: Optional[bytes] = None, comm_timeout: Optional[float] = None,
                  placement: Optional[str] = None, locality: int = 0, heads: int = 1,
-                 attn_dropout: float = 0.0) -> None:
+                 attn_dropout: float = 0.0, relation_fanouts=None) -> None:
         self._ptr = None
         self._own_context = None
         from .dataset import Dataset
@@ -153,6 +182,7 @@ class Trainer(_lib.Closing):
         o.hidden = _lib.int_arg(hidden, who, "hidden", _lib.INT64_MIN, _lib.INT64_MAX)
         o.dropout = float(dropout)
         o.attn_dropout = float(attn_dropout)
+        o.relation_fanouts = _lib.text(_relation_fanouts(relation_fanouts))
         o.lr = float(lr)
         o.weight_decay = float(weight_decay)
         o.seed = seed

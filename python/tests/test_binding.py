@@ -237,6 +237,7 @@ class BindingTest(unittest.TestCase):
             s.size = 1
             return s
         model = os.path.join(self.tmp.name, "sizes.gdc")
+        hetero = graphdirect.generate("mag-tiny")
         quick = _lib.FitOptions.new()
         quick.epochs = quick.test = quick.exact_test = 0
         with self.loader() as l, self.trainer() as t, graphdirect.Context(0) as ctx:
@@ -269,6 +270,10 @@ class BindingTest(unittest.TestCase):
                     l._ptr, byref(bad(_lib.LoaderInfo)))),
                 "gd_batch_info": lambda: check(lib.gd_batch_get_info(
                     b._ptr, byref(bad(_lib.BatchInfo)))),
+                "gd_node_type_info": lambda: check(lib.gd_dataset_node_type(
+                    hetero._ptr(), 0, byref(bad(_lib.NodeTypeInfo)))),
+                "gd_edge_type_info": lambda: check(lib.gd_dataset_edge_type(
+                    hetero._ptr(), 0, byref(bad(_lib.EdgeTypeInfo)))),
             }
             self.assertEqual(set(calls), set(_lib.SIZED_STRUCTS))
             for name, call in calls.items():
@@ -1284,6 +1289,46 @@ class BringYourOwnDataTest(unittest.TestCase):
             graphdirect.Loader(self.ref, mode="cpu", input_nodes=[0, n])
         with self.assertRaisesRegex(graphdirect.GraphdirectError, "twice"):
             graphdirect.Loader(self.ref, mode="cpu", input_nodes=[3, 8, 3])
+
+
+class HeteroTest(unittest.TestCase):
+    """A heterogeneous dataset from Python: its types, a type's table, and R-SAGE training with
+    fanouts per (hop, edge type)."""
+
+    def test_types_tables_and_training(self):
+        ds = graphdirect.generate("mag-tiny", seed=3)
+        types = ds.node_types
+        self.assertEqual([t["name"] for t in types],
+                         ["paper", "author", "institution", "field_of_study"])
+        self.assertEqual(sum(t["count"] for t in types), ds.num_nodes)
+        self.assertEqual(ds.target_type, "paper")
+        self.assertIn(("author", "writes", "paper"), ds.edge_types)
+        try:
+            import numpy as np
+        except ImportError:
+            np = None
+        if np is not None:
+            paper = np.from_dlpack(ds.type_features("paper"))
+            self.assertEqual(paper.shape, (types[0]["count"], 128))
+        with self.assertRaisesRegex(ValueError, "has no features"):
+            ds.type_features("author")
+        with self.assertRaisesRegex(ValueError, "no node type 'venue'"):
+            ds.type_features("venue")
+        self.assertEqual(graphdirect.generate("tiny").node_types, [])
+        common = dict(model="rsage", mode="cpu", batch_size=256, hidden=32, seed=1)
+        by_list = graphdirect.Trainer(ds, relation_fanouts=[
+            {"cites": 6, ("author", "writes", "paper"): 3}, {"cites": 2}], **common)
+        by_text = graphdirect.Trainer(ds, relation_fanouts="cites=6,writes=3;cites=2", **common)
+        a = by_list.fit(epochs=2, exact_test=False)
+        b = by_text.fit(epochs=2, exact_test=False)
+        self.assertEqual([h["loss"] for h in a["history"]], [h["loss"] for h in b["history"]])
+        self.assertGreater(a["test_acc"], 0.5)
+        with self.assertRaises(graphdirect.GraphdirectError):
+            graphdirect.Trainer(ds, relation_fanouts="venue=3", **common)
+        with self.assertRaises(graphdirect.GraphdirectError):
+            graphdirect.Trainer(ds, model="sage", mode="cpu")
+        by_list.close()
+        by_text.close()
 
 
 class UnifiedTensorCPUTest(unittest.TestCase):

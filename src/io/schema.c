@@ -106,6 +106,16 @@ int gd_dataset_target_type(const gd_dataset_t *ds) {
     return ds && ds->schema.num_node_types > 0 ? ds->schema.target_type : -1;
 }
 
+void gd_node_type_info_init(gd_node_type_info *o) {
+    const gd_node_type_info d = GD_NODE_TYPE_INFO_INIT;
+    if (o) *o = d;
+}
+
+void gd_edge_type_info_init(gd_edge_type_info *o) {
+    const gd_edge_type_info d = GD_EDGE_TYPE_INFO_INIT;
+    if (o) *o = d;
+}
+
 static void view_of(const gd__array *a, gd_array_view *v) {
     v->dtype = a->dtype;
     v->ndim = a->ndim;
