@@ -195,6 +195,10 @@ int main(void) {
     T_FAILS(gd_trainer_create(mag, &bad, &t), GD_ERR_UNSUPPORTED, "--mode cpu");
     gd_dataset_t *homo = t_tiny_dataset(seed);
     T_FAILS(gd_trainer_create(homo, &o, &t), GD_ERR_INVALID_ARG, "heterogeneous datasets");
+    gd_loader_options lo = GD_LOADER_OPTIONS_INIT;
+    lo.mode = "cpu";
+    gd_loader_t *loader = NULL;
+    T_FAILS(gd_loader_create(mag, &lo, &loader), GD_ERR_UNSUPPORTED, "is heterogeneous");
     char plan[2048];
     T_OK(gd_trainer_plan(mag, &o, plan, sizeof plan));
     T_ASSERT(strstr(plan, "heterogeneous"));

@@ -430,6 +430,11 @@ gd_status gd_loader_create(const gd_dataset_t *ds, const gd_loader_options *opti
         GD_CHECK(gd__options_in(&o, sizeof o, options, 0, "gd_loader_create: options",
                                 "GD_LOADER_OPTIONS_INIT"));
     GD_CHECK(data_config(&o, &c));
+    GD_REQUIRE(gd_dataset_num_node_types(ds) == 0, GD_ERR_UNSUPPORTED,
+               "loader: dataset '%s' is heterogeneous; the loader takes homogeneous datasets in "
+               "this version (train it with the trainer's model rsage; gd_hetero_sampler_create "
+               "samples it)",
+               gd_dataset_name(ds));
     GD_REQUIRE(gd_dataset_feature_dim(ds) > 0, GD_ERR_INVALID_ARG,
                "loader: dataset '%s' has no node features", gd_dataset_name(ds));
     GD_CHECK(gd__context_acquire(o.context, &o.device, &ctx));

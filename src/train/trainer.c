@@ -341,9 +341,22 @@ gd_status gd__trainer_plan(const gd_dataset_t *ds, const gd__train_config *cfg, 
                  "cpu: heterogeneous dataset (%d node types, %d edge types): typed sampling, "
                  "per-type gather and R-SAGE on the CPU",
                  gd_dataset_num_node_types(ds), gd_dataset_num_edge_types(ds));
+        gd_array_view v;
+        int64_t bytes[4] = {0, 0, 0, 0};
         static const char *const rows[] = {"indptr", "indices", "edge types",
                                            "features (per node type)"};
-        for (int i = 0; i < 4; i++) out->rows[out->num_rows++] = (gd__plan_row){rows[i], "host", 0};
+        GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDPTR, &v));
+        bytes[0] = v.shape[0] * 8;
+        GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDICES, &v));
+        bytes[1] = v.shape[0] * (int64_t)gd_dtype_size(v.dtype);
+        GD_CHECK(gd_dataset_edge_types(ds, &v));
+        bytes[2] = v.shape[0] * (int64_t)gd_dtype_size(v.dtype);
+        for (int ty = 0; ty < gd_dataset_num_node_types(ds); ty++)
+            if (gd_dataset_type_features(ds, ty, &v) == GD_OK)
+                bytes[3] += v.shape[0] * v.shape[1] * (int64_t)gd_dtype_size(v.dtype);
+        gd_clear_error();
+        for (int i = 0; i < 4; i++)
+            out->rows[out->num_rows++] = (gd__plan_row){rows[i], "host", bytes[i]};
         return GD_OK;
     }
     shape_from(&t, ds, cfg);
