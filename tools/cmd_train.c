@@ -85,7 +85,7 @@ static void help(void) {
            "  --no-baseline      do not train the MLP baseline after %s\n"
            "  --model NAME       sage (GraphSAGE, default) or gat (PyG's GATConv); rsage\n"
            "                     (relational GraphSAGE) for heterogeneous datasets (node and\n"
-           "                     edge types: docs/hetero.md; mode cpu, one rank)\n"
+           "                     edge types: docs/hetero.md; mode cpu or cpu-centric, one rank)\n"
            "  --heads N          gat: attention heads (default 1); hidden layers are N x H wide\n"
            "  --attn-dropout P   gat: dropout on the attention weights in training (default 0)\n"
            "  --hidden H         hidden width (default 128; gat: per head)\n"

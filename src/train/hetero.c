@@ -6,12 +6,16 @@
  * here at create and calls this file for the epochs and the evaluations; parameters, Adam and
  * checkpoints stay in trainer.c, which reads them through the model.
  *
- * This version runs the whole path on the CPU (mode cpu): sampling and the per-type gather on
- * CPU threads, the model on the CPU backend, one minibatch after another. The GPU modes of a
- * heterogeneous dataset are refused with a message saying so (docs/hetero.md lists what is not
- * built).
+ * Two modes, one minibatch after another. cpu: the typed sampler and the per-type gather on
+ * CPU threads, the model on the CPU backend. cpu-centric: the same sampling and gather into
+ * pinned host buffers, copied to the GPU on the nn backend's stream (the only stream: every
+ * copy, op and read-back is ordered on it), the model on the CUDA backend; the loss and the
+ * correct count come back with one synchronisation per minibatch. The GPU-centric modes
+ * (all-gpu, zero-copy: a CUDA typed sampler and the tier store's gather per type) are not built
+ * and are refused with a message saying so (docs/hetero.md lists what is not built).
  */
 #include "core/comm.h"
+#include "core/cuda.h"
 #include "nn/rsage.h"
 #include "sample/hetero.h"
 #include "train/internal.h"
@@ -40,9 +44,24 @@ struct gd__htrain {
     gd_array_view feat[GD_MAX_NODE_TYPES]; /* data NULL: the type has no features */
     gd_block blocks[GD_SAMPLER_MAX_LAYERS * GD_MAX_EDGE_TYPES];
     int64_t num_nodes[(GD_SAMPLER_MAX_LAYERS + 1) * GD_MAX_NODE_TYPES];
-    int64_t *labels; /* the seeds' labels */
+    int64_t *labels; /* the seeds' labels (host; pinned with a GPU) */
     gd__nn_tensor loss, dlogits;
     int64_t correct;
+    /*
+     * cpu-centric: the model on the GPU. x[t] and xp are then GPU tensors, rows[t] the pinned
+     * host rows the CPU gathers into; the blocks' arrays, the ids and the labels have GPU
+     * copies (dblocks, d_ids, d_labels) and d_correct receives the count.
+     */
+    int gpu;
+    float *rows[GD_MAX_NODE_TYPES];
+    gd_block dblocks[GD_SAMPLER_MAX_LAYERS * GD_MAX_EDGE_TYPES];
+    int32_t *d_indptr[GD_SAMPLER_MAX_LAYERS * GD_MAX_EDGE_TYPES];
+    int32_t *d_indices[GD_SAMPLER_MAX_LAYERS * GD_MAX_EDGE_TYPES];
+    int64_t *d_ids[GD_MAX_NODE_TYPES];
+    const int64_t *dids[GD_MAX_NODE_TYPES];
+    int64_t *d_labels, *d_correct;
+    /* The model's typed config, which its gd__model_config.typed points to for its lifetime. */
+    gd__rsage_config rc;
     /* The splits and the shuffled order of an epoch. */
     gd_array_view split[3];
     int64_t *order;
@@ -67,15 +86,62 @@ static float elem(const gd_array_view *v, int64_t i) {
     }
 }
 
+/* Host memory the CPU fills for the model: pinned when a GPU copies it. */
+static gd_status host_buf(gd__htrain *h, void **p, size_t bytes, const char *what) {
+#ifdef GD_WITH_CUDA
+    if (h->gpu)
+        return gd__cuda_pinned_alloc(p, bytes ? bytes : 1, what,
+                                     "lower the batch size or the fanouts, or train in mode cpu");
+#endif
+    *p = gd_malloc(bytes ? bytes : 1);
+    return *p ? GD_OK : gd__error(GD_ERR_NO_MEMORY, "out of memory for %s", what);
+}
+
+static void host_free(gd__htrain *h, void *p) {
+#ifdef GD_WITH_CUDA
+    if (h->gpu) {
+        gd__cuda_host_free(p);
+        return;
+    }
+#endif
+    gd_free(p);
+}
+
+/* nn backend memory (GPU memory for cpu-centric). */
+static gd_status nn_buf(gd__htrain *h, void **p, size_t bytes) {
+    return h->ctx.be->alloc(&h->ctx, bytes ? bytes : 1, p);
+}
+
+static void nn_free(gd__htrain *h, void *p) {
+    if (p && h->ctx.be) h->ctx.be->release(&h->ctx, p);
+}
+
 void gd__htrain_destroy(gd__htrain *h) {
     if (!h) return;
-    for (int t = 0; t < GD_MAX_NODE_TYPES; t++) gd__nn_tensor_free(&h->ctx, &h->x[t]);
-    gd__nn_tensor_free(&h->ctx, &h->loss);
-    gd__nn_tensor_free(&h->ctx, &h->dlogits);
+    if (h->ctx.be) {
+        (void)h->ctx.be->synchronize(&h->ctx);
+        for (int t = 0; t < GD_MAX_NODE_TYPES; t++) {
+            gd__nn_tensor_free(&h->ctx, &h->x[t]);
+            nn_free(h, h->d_ids[t]);
+        }
+        for (int i = 0; i < GD_SAMPLER_MAX_LAYERS * GD_MAX_EDGE_TYPES; i++) {
+            nn_free(h, h->d_indptr[i]);
+            nn_free(h, h->d_indices[i]);
+        }
+        nn_free(h, h->d_labels);
+        nn_free(h, h->d_correct);
+        gd__nn_tensor_free(&h->ctx, &h->loss);
+        gd__nn_tensor_free(&h->ctx, &h->dlogits);
+    }
     gd__model_destroy(h->model);
+    /* On the CPU the rows are the model's own input tensors, freed above. */
+    for (int t = 0; t < GD_MAX_NODE_TYPES && h->gpu; t++) host_free(h, h->rows[t]);
+    host_free(h, h->labels);
+#ifdef GD_WITH_CUDA
+    if (h->ctx.be == &gd__nn_cuda_backend) gd__nn_cuda_ctx_destroy(&h->ctx);
+#endif
     gd_hetero_minibatch_destroy(h->mb);
     gd_hetero_sampler_destroy(h->sampler);
-    gd_free(h->labels);
     gd_free(h->order);
     gd_free(h);
 }
@@ -162,10 +228,12 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     gd_status st = GD_OK;
     gd__htrain *h = NULL;
     *out = NULL;
-    GD_REQUIRE(cfg->mode == GD__TRAIN_CPU || cfg->mode == GD__TRAIN_AUTO, GD_ERR_UNSUPPORTED,
-               "trainer: dataset '%s' is heterogeneous; relational models train in mode cpu in "
-               "this version (the typed sampler and the per-type gather run on the CPU): use "
-               "--mode cpu",
+    GD_REQUIRE(cfg->mode == GD__TRAIN_CPU || cfg->mode == GD__TRAIN_AUTO ||
+                   cfg->mode == GD__TRAIN_CPU_CENTRIC,
+               GD_ERR_UNSUPPORTED,
+               "trainer: dataset '%s' is heterogeneous; relational models train in mode cpu or "
+               "cpu-centric in this version (the typed sampler and the per-type gather run on "
+               "the CPU; there is no CUDA typed sampler yet): use --mode cpu or cpu-centric",
                gd_dataset_name(ds));
     GD_REQUIRE(gd__model_kind_typed(cfg->model), GD_ERR_INVALID_ARG,
                "trainer: dataset '%s' is heterogeneous (%d node types, %d edge types); train "
@@ -184,7 +252,21 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     h->R = gd_dataset_num_edge_types(ds);
     h->L = cfg->num_layers;
     h->target = gd_dataset_target_type(ds);
-    h->ctx = (gd__nn_ctx){&gd__nn_cpu_backend, GD__NN_HOST, NULL, NULL, NULL};
+    /* auto stays on the CPU: the GPU path here is the cpu-centric one, asked for by name. */
+    h->gpu = cfg->mode == GD__TRAIN_CPU_CENTRIC;
+    if (h->gpu) {
+#ifdef GD_WITH_CUDA
+        const int device = cfg->context ? gd_context_device(cfg->context) : cfg->device;
+        GD_CHECK(gd__cuda_check_device(device, "trainer: --mode cpu-centric", "--mode cpu"));
+        GD_CHECK(gd__nn_cuda_ctx_create(device, &h->ctx));
+#else
+        GD_REQUIRE(0, GD_ERR_UNSUPPORTED,
+                   "trainer: --mode cpu-centric needs a build with CUDA; this one has none: use "
+                   "--mode cpu");
+#endif
+    } else {
+        h->ctx = (gd__nn_ctx){&gd__nn_cpu_backend, GD__NN_HOST, NULL, NULL, NULL};
+    }
     const int T = h->T, R = h->R, L = h->L;
 
     /*
@@ -203,6 +285,7 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     /* The model, sized from the sampler's capacities. */
     gd__rsage_config rc;
     memset(&rc, 0, sizeof rc);
+    memset(&h->rc, 0, sizeof h->rc);
     rc.schema.num_types = T;
     rc.schema.num_relations = R;
     rc.schema.target_type = h->target;
@@ -233,7 +316,8 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     GD_CHECK(gd__hetero_sampler_capacity(h->sampler, rc.max_nodes, rc.max_edges));
     gd__model_config mc = gd__model_config_make(cfg->model, L, 0, cfg->hidden_dim,
                                                 rc.num_classes, cfg->dropout, GD_DTYPE_FLOAT32);
-    mc.typed = &rc;
+    h->rc = rc;
+    mc.typed = &h->rc;
     mc.heads = cfg->heads;
     mc.attn_dropout = cfg->attn_dropout;
     GD_CHECK(gd__model_create(&h->ctx, &mc, cfg->seed, &h->model));
@@ -241,13 +325,38 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     h->adam.lr = cfg->lr;
     h->adam.weight_decay = cfg->weight_decay;
 
-    /* Buffers: every type's input rows at its most, the seeds' labels and logits' gradient. */
+    /*
+     * Buffers, each at its most: every type's input rows (the model's tensors; on a GPU also
+     * the pinned rows the CPU gathers into, and copies of the ids and blocks), the seeds'
+     * labels and the logits' gradient.
+     */
     for (int t = 0; t < T; t++) {
-        if (rc.in_dim[t] == 0) continue;
-        GD_CHECK(gd__nn_tensor_alloc(&h->ctx, GD_DTYPE_FLOAT32, rc.max_nodes[t] > 0 ? rc.max_nodes[t] : 1,
-                                     rc.in_dim[t], &h->x[t]));
+        const int64_t cap = rc.max_nodes[t] > 0 ? rc.max_nodes[t] : 1;
+        if (rc.in_dim[t] > 0) {
+            GD_CHECK(gd__nn_tensor_alloc(&h->ctx, GD_DTYPE_FLOAT32, cap, rc.in_dim[t], &h->x[t]));
+            if (h->gpu)
+                GD_CHECK(host_buf(h, (void **)&h->rows[t],
+                                  (size_t)(cap * rc.in_dim[t]) * sizeof(float),
+                                  "a node type's gathered rows"));
+            else
+                h->rows[t] = h->x[t].data;
+        }
+        if (h->gpu) GD_CHECK(nn_buf(h, (void **)&h->d_ids[t], (size_t)cap * sizeof(int64_t)));
     }
-    GD_ALLOC(h->labels, (size_t)cfg->batch_size * sizeof *h->labels, "the seeds' labels");
+    if (h->gpu) {
+        for (int l = 0; l < L; l++)
+            for (int r = 0; r < R; r++) {
+                const int64_t nd = rc.max_nodes[(l + 1) * T + rc.schema.rel_dst[r]];
+                GD_CHECK(nn_buf(h, (void **)&h->d_indptr[l * R + r],
+                                (size_t)(nd + 1) * sizeof(int32_t)));
+                GD_CHECK(nn_buf(h, (void **)&h->d_indices[l * R + r],
+                                (size_t)rc.max_edges[l * R + r] * sizeof(int32_t)));
+            }
+        GD_CHECK(nn_buf(h, (void **)&h->d_labels, (size_t)cfg->batch_size * sizeof(int64_t)));
+        GD_CHECK(nn_buf(h, (void **)&h->d_correct, sizeof(int64_t)));
+    }
+    GD_CHECK(host_buf(h, (void **)&h->labels, (size_t)cfg->batch_size * sizeof *h->labels,
+                      "the seeds' labels"));
     GD_CHECK(gd__nn_tensor_alloc(&h->ctx, GD_DTYPE_FLOAT32, 1, 1, &h->loss));
     GD_CHECK(gd__nn_tensor_alloc(&h->ctx, GD_DTYPE_FLOAT32, cfg->batch_size, rc.num_classes,
                                  &h->dlogits));
@@ -264,9 +373,9 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
                gd_dataset_name(ds));
     GD_ALLOC(h->order, (size_t)most * sizeof *h->order, "the epoch's order");
     GD_INFO("trainer: heterogeneous dataset %s (%d node types, %d edge types), %s of %d "
-            "layers on the CPU, %lld parameters",
+            "layers on the %s, %lld parameters",
             gd_dataset_name(ds), T, R, gd__model_iface(h->model)->title, L,
-            (long long)gd__model_num_params(h->model));
+            h->gpu ? "GPU" : "CPU", (long long)gd__model_num_params(h->model));
     *out = h;
     return GD_OK;
 fail:
@@ -280,6 +389,60 @@ const gd__nn_ctx *gd__htrain_ctx(const gd__htrain *h) { return &h->ctx; }
 static int64_t split_id(const gd_array_view *v, int64_t i) {
     return v->dtype == GD_DTYPE_INT32 ? ((const int32_t *)v->data)[i]
                                       : ((const int64_t *)v->data)[i];
+}
+
+/*
+ * cpu-centric: the minibatch the CPU made (blocks, ids, labels, gathered rows) copied to the GPU
+ * on the nn backend's stream, which then runs the model; *blocks, *ids, *labels and *correct
+ * are set to the GPU copies. The host buffers may be refilled once one_batch has read the loss
+ * back, which waits for the stream.
+ */
+static gd_status to_device(gd__htrain *h, int64_t n, const gd_block **blocks,
+                           const int64_t *const **ids, const int64_t **labels,
+                           int64_t **correct) {
+    gd_status st = GD_OK;
+#ifdef GD_WITH_CUDA
+    const int T = h->T, R = h->R, L = h->L;
+    void *stream = h->ctx.stream;
+    for (int i = 0; i < L * R; i++) {
+        const gd_block *b = &h->blocks[i];
+        GD_CHECK(gd__cuda_memcpy_async(h->d_indptr[i], b->indptr,
+                                       (size_t)(b->num_dst + 1) * sizeof(int32_t), stream));
+        if (b->num_edges > 0)
+            GD_CHECK(gd__cuda_memcpy_async(h->d_indices[i], b->indices,
+                                           (size_t)b->num_edges * sizeof(int32_t), stream));
+        h->dblocks[i] = *b;
+        h->dblocks[i].indptr = h->d_indptr[i];
+        h->dblocks[i].indices = h->d_indices[i];
+    }
+    for (int t = 0; t < T; t++) {
+        const int64_t rows = h->num_nodes[t];
+        if (rows > 0)
+            GD_CHECK(gd__cuda_memcpy_async(h->d_ids[t], h->ids[t], (size_t)rows * sizeof(int64_t),
+                                           stream));
+        h->dids[t] = h->d_ids[t];
+        if (h->xp[t] && rows > 0)
+            GD_CHECK(gd__cuda_memcpy_async(h->x[t].data, h->rows[t],
+                                           (size_t)(rows * h->x[t].cols) * sizeof(float),
+                                           stream));
+    }
+    if (n > 0)
+        GD_CHECK(gd__cuda_memcpy_async(h->d_labels, h->labels, (size_t)n * sizeof(int64_t), stream));
+    *blocks = h->dblocks;
+    *ids = h->dids;
+    *labels = h->d_labels;
+    *correct = h->d_correct;
+#else
+    (void)h;
+    (void)n;
+    (void)blocks;
+    (void)ids;
+    (void)labels;
+    (void)correct;
+    GD_REQUIRE(0, GD_ERR_INTERNAL, "trainer: a GPU path in a build without CUDA");
+#endif
+fail:
+    return st;
 }
 
 /*
@@ -313,7 +476,7 @@ static gd_status one_batch(gd__htrain *h, const int64_t *seeds, int64_t n, int64
         gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
         GD_CHECK(gd_dataset_node_type(h->ds, t, &ti));
         const int64_t rows = h->num_nodes[t], dim = f->shape[1];
-        float *dst = h->x[t].data;
+        float *dst = h->rows[t];
         const int64_t *ids = h->ids[t];
 #pragma omp parallel for num_threads(gd__num_threads()) schedule(static) if (rows * dim > 65536)
         for (int64_t i = 0; i < rows; i++) {
@@ -333,19 +496,30 @@ static gd_status one_batch(gd__htrain *h, const int64_t *seeds, int64_t n, int64
     }
     double t2 = gd__now();
     times[1] += t2 - t1;
+    const gd_block *blocks = h->blocks;
+    const int64_t *const *ids = h->ids;
+    const int64_t *labels = h->labels;
+    int64_t *correct_at = &h->correct;
+    if (h->gpu) GD_CHECK(to_device(h, n, &blocks, &ids, &labels, &correct_at));
     gd__nn_tensor logits;
-    GD_CHECK(gd__model_typed_forward(h->model, h->blocks, h->num_nodes, h->xp, h->ids, train,
+    GD_CHECK(gd__model_typed_forward(h->model, blocks, h->num_nodes, h->xp, ids, train,
                                      dropout_seed(h, epoch, b), &logits));
-    GD_CHECK(gd__nn_accuracy(&h->ctx, &logits, h->labels, &h->correct));
+    GD_CHECK(gd__nn_accuracy(&h->ctx, &logits, labels, correct_at));
     if (train) {
         gd__nn_params *params = gd__model_params(h->model);
         gd__nn_tensor dl = gd__nn_rows(&h->dlogits, n);
-        GD_CHECK(gd__nn_softmax_xent(&h->ctx, &logits, h->labels, 1.0, &h->loss, &dl));
+        GD_CHECK(gd__nn_softmax_xent(&h->ctx, &logits, labels, 1.0, &h->loss, &dl));
         GD_CHECK(gd__nn_params_zero_grad(&h->ctx, params));
         GD_CHECK(gd__model_typed_backward(h->model, &dl, NULL));
         GD_CHECK(gd__nn_params_adam(&h->ctx, params, &h->adam));
-        *loss = *(const float *)h->loss.data;
     }
+    float loss_host = 0;
+    GD_CHECK(gd__nn_to_host(&h->ctx, &h->loss, &loss_host)); /* waits for the stream */
+    if (h->gpu) {
+        GD_CHECK(h->ctx.be->to_host(&h->ctx, &h->correct, h->d_correct, sizeof h->correct));
+        GD_CHECK(gd__nn_check_errors(&h->ctx));
+    }
+    if (train) *loss = loss_host;
     *correct = h->correct;
     *labelled = lab;
     times[2] += gd__now() - t2;
@@ -422,11 +596,11 @@ fail:
 
 void gd__htrain_info(const gd__htrain *h, gd__trainer_info *info) {
     memset(info, 0, sizeof *info);
-    info->mode = GD__TRAIN_CPU;
+    info->mode = h->gpu ? GD__TRAIN_CPU_CENTRIC : GD__TRAIN_CPU;
     snprintf(info->plan, sizeof info->plan,
              "heterogeneous (%d node types, %d edge types): typed sampling and per-type gather "
-             "on the CPU, %s on the CPU",
-             h->T, h->R, gd__model_iface(h->model)->title);
+             "on the CPU, %s on the %s",
+             h->T, h->R, gd__model_iface(h->model)->title, h->gpu ? "GPU" : "CPU");
     info->num_params = gd__model_num_params(h->model);
     for (int t = 0; t < h->T; t++) {
         info->max_input_nodes += h->x[t].rows;
@@ -481,6 +655,7 @@ void gd__htrain_set_max_batches(gd__htrain *h, int64_t max_batches) {
 gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, int64_t *count) {
     gd_status st = GD_OK;
     int32_t *pred = NULL;
+    gd__model *clone = NULL;
     GD_REQUIRE(h->cfg.model == GD__MODEL_RSAGE, GD_ERR_UNSUPPORTED,
                "exact (layer-wise) inference of %s is not built yet; evaluate with sampled "
                "neighbours (exact = 0)",
@@ -489,7 +664,14 @@ gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, i
     GD_CHECK(gd_dataset_node_type(h->ds, h->target, &ti));
     GD_ALLOC(pred, (size_t)(ti.count > 0 ? ti.count : 1) * sizeof *pred,
              "the exact predictions of the target type");
-    GD_CHECK(gd__htrain_exact_rsage(h->ds, h->model, pred));
+    if (h->gpu) {
+        /* The layer-wise passes run on the CPU: a CPU copy of the model's parameters. */
+        const gd__nn_ctx cpu = {&gd__nn_cpu_backend, GD__NN_HOST, NULL, NULL, NULL};
+        GD_CHECK(gd__model_create(&cpu, gd__model_get_config(h->model), h->cfg.seed, &clone));
+        gd__nn_params *from = gd__model_params(h->model), *to = gd__model_params(clone);
+        GD_CHECK(gd__nn_to_host(&h->ctx, &from->params, to->params.data));
+    }
+    GD_CHECK(gd__htrain_exact_rsage(h->ds, clone ? clone : h->model, pred));
     const gd_array_view *v = &h->split[split - GD_ARRAY_TRAIN_IDX];
     int64_t correct = 0, labelled = 0;
     for (int64_t i = 0; v->data && i < v->shape[0]; i++) {
@@ -501,6 +683,7 @@ gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, i
     *accuracy = labelled ? (double)correct / (double)labelled : NAN;
     if (count) *count = labelled;
 fail:
+    gd__model_destroy(clone);
     gd_free(pred);
     return st;
 }
