@@ -511,7 +511,7 @@ static gd_status attend_backward(gd__rgat *m, int l, int r, const gd__nn_tensor 
                                     &g.w_src, NULL, 1));
     if (w.w_dst.rows > 0) {
         gd__nn_tensor pd = gd__nn_rows(&m->pd[l][r], nd), dpd = shaped(&m->dpd, nd, HF);
-        gd__nn_tensor dht;
+        gd__nn_tensor dht = dpd; /* unused unless wanted */
         if (want[dst]) dht = gd__nn_rows(&dh[dst], nd);
         GD_CHECK(gd__nn_zero(ctx, &dpd));
         GD_CHECK(GAT_OP(node_scores_backward, ctx, &pd, &w.att_dst, &w.att_src, 0, &dsd, &no_dss,
