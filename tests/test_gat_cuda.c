@@ -6,8 +6,10 @@
  * first so an unwritten element shows; forwards within 1e-5, backwards (atomic adds in any
  * order) within 1e-4, relative. Then a float64 tensor is refused on the GPU. The forms exact
  * inference uses (the destinations' own rows at an offset into the sources: softmax_at,
- * aggregate_at) within 1e-5, and the attention dropout's edge keys, equal. Without a GPU the
- * test exits 77.
+ * aggregate_at) within 1e-5, and the attention dropout's edge keys, equal. The bipartite forms
+ * of R-GAT's relations (more destinations than sources at times, no self loops, destinations
+ * without edges, the aggregate added to a prior sum): softmax, aggregate and their backwards
+ * within 1e-5 / 1e-4, and the keys of two node sets, equal. Without a GPU the test exits 77.
  */
 #include "test.h"
 
@@ -224,8 +226,9 @@ static void offsets_and_keys(const gd__nn_ctx *ctx, uint64_t *rng, int64_t heads
             GD_ERR_INVALID_ARG, "own rows");
 
     int32_t *dip = dev_copy(hip, (size_t)(nd + 1) * 4), *dix = dev_copy(hix, (size_t)ne * 4);
-    float *dss = dev_copy(ss, (size_t)(ns * heads) * 4), *dsd = dev_copy(sd, (size_t)(nd * heads) * 4),
-          *dh = dev_copy(h, (size_t)(ns * hf) * 4), *dal = NULL, *dout = NULL;
+    float *dss = dev_copy(ss, (size_t)(ns * heads) * 4),
+          *dsd = dev_copy(sd, (size_t)(nd * heads) * 4), *dh = dev_copy(h, (size_t)(ns * hf) * 4),
+          *dal = NULL, *dout = NULL;
     int64_t *dids = dev_copy(ids, (size_t)ns * 8), *dkeys = NULL;
     CU(cudaMalloc((void **)&dal, nal * 4));
     CU(cudaMalloc((void **)&dout, nout * 4));
@@ -252,6 +255,93 @@ static void offsets_and_keys(const gd__nn_ctx *ctx, uint64_t *rng, int64_t heads
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 
+/* The bipartite forms: GPU against CPU, forward and backward, and the keys. */
+static void bipartite(const gd__nn_ctx *ctx, uint64_t *rng, int64_t heads, int64_t feats) {
+    const int64_t ns = 1 + (int64_t)(t_rand(rng) % 1500), nd = 1 + (int64_t)(t_rand(rng) % 600);
+    const int64_t hf = heads * feats;
+    int32_t *hip = malloc((size_t)(nd + 1) * 4), *hix = malloc((size_t)(nd * 12 + 1) * 4);
+    T_ASSERT(hip && hix);
+    int64_t ne = 0;
+    hip[0] = 0;
+    for (int64_t d = 0; d < nd; d++) {
+        const int64_t k = t_rand(rng) % 4 == 0 ? 0 : (int64_t)(t_rand(rng) % 12);
+        for (int64_t i = 0; i < k; i++) hix[ne++] = (int32_t)(t_rand(rng) % (uint64_t)ns);
+        hip[d + 1] = (int32_t)ne;
+    }
+    /* Host arrays: inputs (ss sd h prior dout ids), CPU outputs, and the GPU's copies back. */
+    enum { SS, SD, HH, OUT, DOUT, AL, DAL, DH, DSS, DSD, N };
+    const int64_t n[N] = {ns * heads, nd * heads, ns * hf, nd * hf,    nd * hf,
+                          ne * heads, ne * heads, ns * hf, ns * heads, nd * heads};
+    float *c[N], *g[N], *d[N];
+    for (int i = 0; i < N; i++) {
+        c[i] = calloc((size_t)(n[i] ? n[i] : 1), 4);
+        g[i] = calloc((size_t)(n[i] ? n[i] : 1), 4);
+        T_ASSERT(c[i] && g[i]);
+        if (i <= DOUT)
+            for (int64_t j = 0; j < n[i]; j++) c[i][j] = uni(rng);
+        d[i] = dev_copy(c[i], (size_t)n[i] * 4);
+    }
+    /* NaN in what must be written: the weights and their gradients. */
+    CU(cudaMemset(d[AL], 0xff, (size_t)(n[AL] ? n[AL] : 1) * 4));
+    CU(cudaMemset(d[DAL], 0xff, (size_t)(n[DAL] ? n[DAL] : 1) * 4));
+    int64_t *sid = malloc((size_t)ns * 8), *did = malloc((size_t)nd * 8);
+    int64_t *keys = malloc((size_t)(ne + 1) * 8), *gkeys = malloc((size_t)(ne + 1) * 8);
+    T_ASSERT(sid && did && keys && gkeys);
+    for (int64_t i = 0; i < ns; i++) sid[i] = (int64_t)(t_rand(rng) >> 2);
+    for (int64_t i = 0; i < nd; i++) did[i] = (int64_t)(t_rand(rng) >> 2);
+    int32_t *dip = dev_copy(hip, (size_t)(nd + 1) * 4), *dix = dev_copy(hix, (size_t)ne * 4);
+    int64_t *dsid = dev_copy(sid, (size_t)ns * 8), *ddid = dev_copy(did, (size_t)nd * 8);
+    int64_t *dkeys = dev_copy(keys, (size_t)ne * 8);
+    const gd_block hb = {nd, ns, ne, hip, hix}, db = {nd, ns, ne, dip, dix};
+    for (int side = 0; side < 2; side++) {
+        const int dev = side ? ctx->device : GD__NN_HOST;
+        float **p = side ? d : c;
+        gd__nn_tensor ss = t(p[SS], dev, ns, heads), sd = t(p[SD], dev, nd, heads),
+                      h = t(p[HH], dev, ns, hf), out = t(p[OUT], dev, nd, hf),
+                      dout = t(p[DOUT], dev, nd, hf), al = t(p[AL], dev, ne, heads),
+                      dal = t(p[DAL], dev, ne, heads), dh = t(p[DH], dev, ns, hf),
+                      dss = t(p[DSS], dev, ns, heads), dsd = t(p[DSD], dev, nd, heads);
+        if (!side) {
+            T_OK(gd__gat_bip_softmax_cpu(&hb, &ss, &sd, 0.2, &al));
+            T_OK(gd__gat_bip_aggregate_cpu(&hb, &al, &h, 1, &out));
+            T_OK(gd__gat_bip_aggregate_backward_cpu(&hb, &al, &h, &dout, &dal, &dh));
+            T_OK(gd__gat_bip_softmax_backward_cpu(&hb, &ss, &sd, 0.2, &al, &dal, &dss, &dsd));
+            T_OK(gd__gat_bip_edge_keys_cpu(&hb, sid, did, keys));
+        } else {
+            T_OK(gd__gat_bip_softmax_cuda(ctx, &db, &ss, &sd, 0.2, &al));
+            T_OK(gd__gat_bip_aggregate_cuda(ctx, &db, &al, &h, 1, &out));
+            T_OK(gd__gat_bip_aggregate_backward_cuda(ctx, &db, &al, &h, &dout, &dal, &dh));
+            T_OK(gd__gat_bip_softmax_backward_cuda(ctx, &db, &ss, &sd, 0.2, &al, &dal, &dss, &dsd));
+            T_OK(gd__gat_bip_edge_keys_cuda(ctx, &db, dsid, ddid, dkeys));
+        }
+    }
+    T_OK(ctx->be->synchronize(ctx));
+    for (int i = 0; i < N; i++)
+        if (n[i]) CU(cudaMemcpy(g[i], d[i], (size_t)n[i] * 4, cudaMemcpyDeviceToHost));
+    if (ne) CU(cudaMemcpy(gkeys, dkeys, (size_t)ne * 8, cudaMemcpyDeviceToHost));
+    static const char *const names[N] = {"ssrc",
+                                         "sdst",
+                                         "h",
+                                         "bipartite out",
+                                         "dout",
+                                         "bipartite alpha",
+                                         "bipartite dalpha",
+                                         "bipartite dh",
+                                         "bipartite dssrc",
+                                         "bipartite dsdst"};
+    for (int i = OUT; i < N; i++) compare(names[i], c[i], g[i], n[i], i <= AL ? 1e-5 : 1e-4);
+    T_ASSERT(ne == 0 || memcmp(keys, gkeys, (size_t)ne * 8) == 0);
+    for (int i = 0; i < N; i++) {
+        free(c[i]);
+        free(g[i]);
+        CU(cudaFree(d[i]));
+    }
+    void *const dev[] = {dip, dix, dsid, ddid, dkeys};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CU(cudaFree(dev[i]));
+    void *const host[] = {hip, hix, sid, did, keys, gkeys};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+}
+
 int main(void) {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -264,6 +354,8 @@ int main(void) {
     for (int round = 0; round < 12; round++) one(&ctx, &rng, 1 + round % 4, round % 2 ? 40 : 16);
     for (int round = 0; round < 8; round++)
         offsets_and_keys(&ctx, &rng, 1 + round % 3, round % 2 ? 40 : 8);
+    for (int round = 0; round < 8; round++)
+        bipartite(&ctx, &rng, 1 + round % 4, round % 2 ? 40 : 8);
     gd__nn_cuda_ctx_destroy(&ctx);
     t_check_no_leaks();
     fprintf(stderr, "gat ops on the GPU: ok\n");

@@ -82,6 +82,38 @@ GD_HOST_DEVICE int64_t gd__gat_edge_key(int64_t dst, int64_t src) {
 gd_status gd__gat_edge_keys_cpu(const gd_block *blk, const int64_t *node_ids, int64_t *keys);
 
 /*
+ * Bipartite relations (R-GAT, rgat.h): PyG's GATConv given a (source, destination) pair of
+ * inputs and add_self_loops=False, one relation of a heterogeneous layer. The destinations are
+ * a node set of their own (not a prefix of the sources; there may be more of them than
+ * sources), with scores of their own: ssrc (num_src x H) from the sources' projection and sdst
+ * (num_dst x H) from the destinations' (each from gd__gat_node_scores with num_dst 0, the
+ * destination scores by passing a_dst as its a_src). There is no self loop: alpha has
+ * num_edges rows of H, the softmax runs over a destination's block edges alone, and a
+ * destination without edges has no weights and a zero sum (PyG's scatter of no messages).
+ *
+ *   alpha(e, k) = softmax over d's edges of LeakyReLU(ssrc[src(e), k] + sdst[d, k], slope)
+ *   out[d, kF + f] (+)= sum_e alpha(e, k) h[src(e), kF + f]      (h: the sources' projection)
+ *
+ * bip_aggregate writes out, or adds to it with accumulate (the relations into one node type
+ * share their sum). The backwards accumulate into dh, dssrc and dsdst and write dalpha, as the
+ * block forms do. bip_edge_keys: keys[e] = gd__gat_edge_key(dst_ids[d], src_ids[indices[e]]),
+ * the ids of the two node sets (global ids, distinct across node types), E int64.
+ */
+gd_status gd__gat_bip_softmax_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
+                                  const gd__nn_tensor *sdst, double slope, gd__nn_tensor *alpha);
+gd_status gd__gat_bip_softmax_backward_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
+                                           const gd__nn_tensor *sdst, double slope,
+                                           const gd__nn_tensor *alpha, const gd__nn_tensor *dalpha,
+                                           gd__nn_tensor *dssrc, gd__nn_tensor *dsdst);
+gd_status gd__gat_bip_aggregate_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
+                                    const gd__nn_tensor *h, int accumulate, gd__nn_tensor *out);
+gd_status gd__gat_bip_aggregate_backward_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
+                                             const gd__nn_tensor *h, const gd__nn_tensor *dout,
+                                             gd__nn_tensor *dalpha, gd__nn_tensor *dh);
+gd_status gd__gat_bip_edge_keys_cpu(const gd_block *blk, const int64_t *src_ids,
+                                    const int64_t *dst_ids, int64_t *keys);
+
+/*
  * The argument checks of each op, shared by the CPU entry points and the CUDA ones: one float
  * dtype, every tensor on `device` (GD__NN_HOST: host memory), the shapes above, and, for a
  * block in host memory, its edges within the sources.
@@ -109,6 +141,19 @@ gd_status gd__gat_aggregate_backward_check(int device, const gd_block *blk,
                                            const gd__nn_tensor *alpha, const gd__nn_tensor *h,
                                            const gd__nn_tensor *dout, gd__nn_tensor *dalpha,
                                            gd__nn_tensor *dh);
+gd_status gd__gat_bip_softmax_check(int device, const gd_block *blk, const gd__nn_tensor *ssrc,
+                                    const gd__nn_tensor *sdst, double slope, gd__nn_tensor *alpha);
+gd_status gd__gat_bip_softmax_backward_check(int device, const gd_block *blk,
+                                             const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                             double slope, const gd__nn_tensor *alpha,
+                                             const gd__nn_tensor *dalpha, gd__nn_tensor *dssrc,
+                                             gd__nn_tensor *dsdst);
+gd_status gd__gat_bip_aggregate_check(int device, const gd_block *blk, const gd__nn_tensor *alpha,
+                                      const gd__nn_tensor *h, gd__nn_tensor *out);
+gd_status gd__gat_bip_aggregate_backward_check(int device, const gd_block *blk,
+                                               const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                               const gd__nn_tensor *dout, gd__nn_tensor *dalpha,
+                                               gd__nn_tensor *dh);
 gd_status gd__gat_head_mean_check(int device, const gd__nn_tensor *x, int64_t heads,
                                   gd__nn_tensor *out);
 gd_status gd__gat_head_mean_backward_check(int device, const gd__nn_tensor *dout, int64_t heads,
@@ -157,6 +202,24 @@ gd_status gd__gat_edge_keys_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
                                  const int64_t *node_ids, int64_t *keys);
 gd_status gd__gat_head_mean_backward_cuda(const gd__nn_ctx *ctx, const gd__nn_tensor *dout,
                                           int64_t heads, gd__nn_tensor *dx);
+gd_status gd__gat_bip_softmax_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                   const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                   double slope, gd__nn_tensor *alpha);
+gd_status gd__gat_bip_softmax_backward_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                            const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                            double slope, const gd__nn_tensor *alpha,
+                                            const gd__nn_tensor *dalpha, gd__nn_tensor *dssrc,
+                                            gd__nn_tensor *dsdst);
+gd_status gd__gat_bip_aggregate_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                     const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                     int accumulate, gd__nn_tensor *out);
+gd_status gd__gat_bip_aggregate_backward_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                              const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                              const gd__nn_tensor *dout, gd__nn_tensor *dalpha,
+                                              gd__nn_tensor *dh);
+gd_status gd__gat_bip_edge_keys_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                     const int64_t *src_ids, const int64_t *dst_ids,
+                                     int64_t *keys);
 #endif
 
 #ifdef __cplusplus

@@ -116,13 +116,15 @@ fail:
 }
 
 /*
- * The block's destinations are sources and (host memory only: a device block's arrays are not
- * read here; the kernels skip an edge past the sources) its edges point at sources.
+ * The block's destinations are sources (prefix: the block forms; a bipartite relation's are a
+ * set of their own) and (host memory only: a device block's arrays are not read here; the
+ * kernels skip an edge past the sources) its edges point at sources.
  */
-static gd_status check_block(const char *op, const gd_block *blk, int64_t num_src, int device) {
+static gd_status check_block(const char *op, const gd_block *blk, int64_t num_src, int device,
+                             int prefix) {
     gd_status st = GD_OK;
     GD_REQUIRE(blk && blk->indptr && (blk->indices || blk->num_edges == 0) &&
-                   blk->num_dst <= num_src && blk->num_dst >= 0,
+                   (!prefix || blk->num_dst <= num_src) && blk->num_dst >= 0,
                GD_ERR_INVALID_ARG, "%s: a block of %lld destinations over %lld sources", op,
                blk ? (long long)blk->num_dst : -1LL, (long long)num_src);
     if (device != GD__NN_HOST) return GD_OK;
@@ -155,7 +157,7 @@ gd_status gd__gat_edge_softmax_check(int device, const gd_block *blk, int64_t se
     const gd__nn_tensor *all[] = {ssrc, sdst, alpha};
     GD_CHECK(same_kind(op, device, all, 3));
     const int64_t H = ssrc->cols;
-    GD_CHECK(check_block(op, blk, ssrc->rows, device));
+    GD_CHECK(check_block(op, blk, ssrc->rows, device, 1));
     GD_CHECK(check_offset(op, self_offset, blk->num_dst, ssrc->rows));
     GD_CHECK(shape(op, "sdst", sdst, blk->num_dst, H));
     GD_CHECK(shape(op, "alpha", alpha, blk->num_edges + blk->num_dst, H));
@@ -169,7 +171,7 @@ gd_status gd__gat_edge_softmax_at_cpu(const gd_block *blk, int64_t self_offset,
     gd_status st = GD_OK;
     GD_CHECK(gd__gat_edge_softmax_check(GD__NN_HOST, blk, self_offset, ssrc, sdst, slope, alpha));
     const int64_t H = ssrc->cols;
-    BY_DTYPE(ssrc, gat_softmax, blk, self_offset, ssrc->data, sdst->data, slope, H, alpha->data);
+    BY_DTYPE(ssrc, gat_softmax, blk, self_offset, 1, ssrc->data, sdst->data, slope, H, alpha->data);
 fail:
     return st;
 }
@@ -189,7 +191,7 @@ gd_status gd__gat_edge_softmax_backward_check(int device, const gd_block *blk,
     const gd__nn_tensor *all[] = {ssrc, sdst, alpha, dalpha, dssrc, dsdst};
     GD_CHECK(same_kind(op, device, all, 6));
     const int64_t H = ssrc->cols, rows = blk ? blk->num_edges + blk->num_dst : 0;
-    GD_CHECK(check_block(op, blk, ssrc->rows, device));
+    GD_CHECK(check_block(op, blk, ssrc->rows, device, 1));
     GD_CHECK(shape(op, "sdst", sdst, blk->num_dst, H));
     GD_CHECK(shape(op, "alpha", alpha, rows, H));
     GD_CHECK(shape(op, "dalpha", dalpha, rows, H));
@@ -207,7 +209,7 @@ gd_status gd__gat_edge_softmax_backward_cpu(const gd_block *blk, const gd__nn_te
     GD_CHECK(gd__gat_edge_softmax_backward_check(GD__NN_HOST, blk, ssrc, sdst, slope, alpha, dalpha,
                                                  dssrc, dsdst));
     const int64_t H = ssrc->cols;
-    BY_DTYPE(ssrc, gat_softmax_backward, blk, ssrc->data, sdst->data, slope, H, alpha->data,
+    BY_DTYPE(ssrc, gat_softmax_backward, blk, 1, ssrc->data, sdst->data, slope, H, alpha->data,
              dalpha->data, dssrc->data, dsdst->data);
 fail:
     return st;
@@ -224,7 +226,7 @@ gd_status gd__gat_aggregate_check(int device, const gd_block *blk, int64_t self_
     GD_REQUIRE(H > 0 && h->cols % H == 0, GD_ERR_INVALID_ARG,
                "%s: h has %lld columns, not a multiple of %lld heads", op, (long long)h->cols,
                (long long)H);
-    GD_CHECK(check_block(op, blk, h->rows, device));
+    GD_CHECK(check_block(op, blk, h->rows, device, 1));
     GD_CHECK(check_offset(op, self_offset, blk->num_dst, h->rows));
     GD_CHECK(shape(op, "alpha", alpha, blk->num_edges + blk->num_dst, H));
     GD_CHECK(shape(op, "out", out, blk->num_dst, h->cols));
@@ -238,7 +240,8 @@ gd_status gd__gat_aggregate_at_cpu(const gd_block *blk, int64_t self_offset,
     gd_status st = GD_OK;
     GD_CHECK(gd__gat_aggregate_check(GD__NN_HOST, blk, self_offset, alpha, h, out));
     const int64_t H = alpha->cols;
-    BY_DTYPE(h, gat_aggregate, blk, self_offset, alpha->data, h->data, H, h->cols / H, out->data);
+    BY_DTYPE(h, gat_aggregate, blk, self_offset, 1, 0, alpha->data, h->data, H, h->cols / H,
+             out->data);
 fail:
     return st;
 }
@@ -260,7 +263,7 @@ gd_status gd__gat_aggregate_backward_check(int device, const gd_block *blk,
     GD_REQUIRE(H > 0 && h->cols % H == 0, GD_ERR_INVALID_ARG,
                "%s: h has %lld columns, not a multiple of %lld heads", op, (long long)h->cols,
                (long long)H);
-    GD_CHECK(check_block(op, blk, h->rows, device));
+    GD_CHECK(check_block(op, blk, h->rows, device, 1));
     GD_CHECK(shape(op, "alpha", alpha, blk->num_edges + blk->num_dst, H));
     GD_CHECK(shape(op, "dout", dout, blk->num_dst, h->cols));
     GD_CHECK(shape(op, "dalpha", dalpha, alpha->rows, H));
@@ -275,7 +278,7 @@ gd_status gd__gat_aggregate_backward_cpu(const gd_block *blk, const gd__nn_tenso
     gd_status st = GD_OK;
     GD_CHECK(gd__gat_aggregate_backward_check(GD__NN_HOST, blk, alpha, h, dout, dalpha, dh));
     const int64_t H = alpha->cols;
-    BY_DTYPE(h, gat_aggregate_backward, blk, alpha->data, h->data, H, h->cols / H, dout->data,
+    BY_DTYPE(h, gat_aggregate_backward, blk, 1, alpha->data, h->data, H, h->cols / H, dout->data,
              dalpha->data, dh->data);
 fail:
     return st;
@@ -326,12 +329,146 @@ fail:
 gd_status gd__gat_edge_keys_cpu(const gd_block *blk, const int64_t *node_ids, int64_t *keys) {
     gd_status st = GD_OK;
     GD_REQUIRE(blk && node_ids && keys, GD_ERR_INVALID_ARG, "gat edge keys: NULL argument");
-    GD_CHECK(check_block("gat edge keys", blk, blk->num_src, GD__NN_HOST));
+    GD_CHECK(check_block("gat edge keys", blk, blk->num_src, GD__NN_HOST, 1));
     for (int64_t d = 0; d < blk->num_dst; d++) {
         for (int32_t e = blk->indptr[d]; e < blk->indptr[d + 1]; e++)
             keys[e] = gd__gat_edge_key(node_ids[d], node_ids[blk->indices[e]]);
         keys[blk->num_edges + d] = gd__gat_edge_key(node_ids[d], node_ids[d]);
     }
+fail:
+    return st;
+}
+
+/* ------------------------------------------------- bipartite relations (R-GAT) */
+
+gd_status gd__gat_bip_softmax_check(int device, const gd_block *blk, const gd__nn_tensor *ssrc,
+                                    const gd__nn_tensor *sdst, double slope,
+                                    gd__nn_tensor *alpha) {
+    gd_status st = GD_OK;
+    static const char op[] = "gat bipartite softmax";
+    const gd__nn_tensor *all[] = {ssrc, sdst, alpha};
+    GD_CHECK(same_kind(op, device, all, 3));
+    const int64_t H = ssrc->cols;
+    GD_CHECK(check_block(op, blk, ssrc->rows, device, 0));
+    GD_CHECK(shape(op, "sdst", sdst, blk->num_dst, H));
+    GD_CHECK(shape(op, "alpha", alpha, blk->num_edges, H));
+fail:
+    return st;
+}
+
+gd_status gd__gat_bip_softmax_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
+                                  const gd__nn_tensor *sdst, double slope, gd__nn_tensor *alpha) {
+    gd_status st = GD_OK;
+    GD_CHECK(gd__gat_bip_softmax_check(GD__NN_HOST, blk, ssrc, sdst, slope, alpha));
+    BY_DTYPE(ssrc, gat_softmax, blk, 0, 0, ssrc->data, sdst->data, slope, ssrc->cols,
+             alpha->data);
+fail:
+    return st;
+}
+
+gd_status gd__gat_bip_softmax_backward_check(int device, const gd_block *blk,
+                                             const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                             double slope, const gd__nn_tensor *alpha,
+                                             const gd__nn_tensor *dalpha, gd__nn_tensor *dssrc,
+                                             gd__nn_tensor *dsdst) {
+    gd_status st = GD_OK;
+    static const char op[] = "gat bipartite softmax backward";
+    const gd__nn_tensor *all[] = {ssrc, sdst, alpha, dalpha, dssrc, dsdst};
+    GD_CHECK(same_kind(op, device, all, 6));
+    const int64_t H = ssrc->cols;
+    GD_CHECK(check_block(op, blk, ssrc->rows, device, 0));
+    GD_CHECK(shape(op, "sdst", sdst, blk->num_dst, H));
+    GD_CHECK(shape(op, "alpha", alpha, blk->num_edges, H));
+    GD_CHECK(shape(op, "dalpha", dalpha, blk->num_edges, H));
+    GD_CHECK(shape(op, "dssrc", dssrc, ssrc->rows, H));
+    GD_CHECK(shape(op, "dsdst", dsdst, blk->num_dst, H));
+fail:
+    return st;
+}
+
+gd_status gd__gat_bip_softmax_backward_cpu(const gd_block *blk, const gd__nn_tensor *ssrc,
+                                           const gd__nn_tensor *sdst, double slope,
+                                           const gd__nn_tensor *alpha, const gd__nn_tensor *dalpha,
+                                           gd__nn_tensor *dssrc, gd__nn_tensor *dsdst) {
+    gd_status st = GD_OK;
+    GD_CHECK(gd__gat_bip_softmax_backward_check(GD__NN_HOST, blk, ssrc, sdst, slope, alpha, dalpha,
+                                                dssrc, dsdst));
+    BY_DTYPE(ssrc, gat_softmax_backward, blk, 0, ssrc->data, sdst->data, slope, ssrc->cols,
+             alpha->data, dalpha->data, dssrc->data, dsdst->data);
+fail:
+    return st;
+}
+
+gd_status gd__gat_bip_aggregate_check(int device, const gd_block *blk, const gd__nn_tensor *alpha,
+                                      const gd__nn_tensor *h, gd__nn_tensor *out) {
+    gd_status st = GD_OK;
+    static const char op[] = "gat bipartite aggregate";
+    const gd__nn_tensor *all[] = {alpha, h, out};
+    GD_CHECK(same_kind(op, device, all, 3));
+    const int64_t H = alpha->cols;
+    GD_REQUIRE(H > 0 && h->cols % H == 0, GD_ERR_INVALID_ARG,
+               "%s: h has %lld columns, not a multiple of %lld heads", op, (long long)h->cols,
+               (long long)H);
+    GD_CHECK(check_block(op, blk, h->rows, device, 0));
+    GD_CHECK(shape(op, "alpha", alpha, blk->num_edges, H));
+    GD_CHECK(shape(op, "out", out, blk->num_dst, h->cols));
+fail:
+    return st;
+}
+
+gd_status gd__gat_bip_aggregate_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
+                                    const gd__nn_tensor *h, int accumulate, gd__nn_tensor *out) {
+    gd_status st = GD_OK;
+    GD_CHECK(gd__gat_bip_aggregate_check(GD__NN_HOST, blk, alpha, h, out));
+    const int64_t H = alpha->cols;
+    BY_DTYPE(h, gat_aggregate, blk, 0, 0, accumulate != 0, alpha->data, h->data, H, h->cols / H,
+             out->data);
+fail:
+    return st;
+}
+
+gd_status gd__gat_bip_aggregate_backward_check(int device, const gd_block *blk,
+                                               const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                               const gd__nn_tensor *dout, gd__nn_tensor *dalpha,
+                                               gd__nn_tensor *dh) {
+    gd_status st = GD_OK;
+    static const char op[] = "gat bipartite aggregate backward";
+    const gd__nn_tensor *all[] = {alpha, h, dout, dalpha, dh};
+    GD_CHECK(same_kind(op, device, all, 5));
+    const int64_t H = alpha->cols;
+    GD_REQUIRE(H > 0 && h->cols % H == 0, GD_ERR_INVALID_ARG,
+               "%s: h has %lld columns, not a multiple of %lld heads", op, (long long)h->cols,
+               (long long)H);
+    GD_CHECK(check_block(op, blk, h->rows, device, 0));
+    GD_CHECK(shape(op, "alpha", alpha, blk->num_edges, H));
+    GD_CHECK(shape(op, "dout", dout, blk->num_dst, h->cols));
+    GD_CHECK(shape(op, "dalpha", dalpha, blk->num_edges, H));
+    GD_CHECK(shape(op, "dh", dh, h->rows, h->cols));
+fail:
+    return st;
+}
+
+gd_status gd__gat_bip_aggregate_backward_cpu(const gd_block *blk, const gd__nn_tensor *alpha,
+                                             const gd__nn_tensor *h, const gd__nn_tensor *dout,
+                                             gd__nn_tensor *dalpha, gd__nn_tensor *dh) {
+    gd_status st = GD_OK;
+    GD_CHECK(gd__gat_bip_aggregate_backward_check(GD__NN_HOST, blk, alpha, h, dout, dalpha, dh));
+    const int64_t H = alpha->cols;
+    BY_DTYPE(h, gat_aggregate_backward, blk, 0, alpha->data, h->data, H, h->cols / H, dout->data,
+             dalpha->data, dh->data);
+fail:
+    return st;
+}
+
+gd_status gd__gat_bip_edge_keys_cpu(const gd_block *blk, const int64_t *src_ids,
+                                    const int64_t *dst_ids, int64_t *keys) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(blk && src_ids && dst_ids && (keys || blk->num_edges == 0), GD_ERR_INVALID_ARG,
+               "gat bipartite edge keys: NULL argument");
+    GD_CHECK(check_block("gat bipartite edge keys", blk, blk->num_src, GD__NN_HOST, 0));
+    for (int64_t d = 0; d < blk->num_dst; d++)
+        for (int32_t e = blk->indptr[d]; e < blk->indptr[d + 1]; e++)
+            keys[e] = gd__gat_edge_key(dst_ids[d], src_ids[blk->indices[e]]);
 fail:
     return st;
 }

@@ -1,7 +1,8 @@
 /*
  * The GAT ops' bodies (gat.h), written once over an element type: gat_cpu.c includes this file
  * through each_dtype.h, as ops_cpu.c does its ops. Sums are carried in double. A destination's
- * edges are its block edges [indptr[d], indptr[d + 1]) and its self loop (alpha row E + d).
+ * edges are its block edges [indptr[d], indptr[d + 1]) and, when loops is set, its self loop
+ * (alpha row E + d); the bipartite forms (R-GAT's relations) pass loops = 0.
  */
 
 static void NN_S(gat_scores)(const NN_T *h, const NN_T *a_src, const NN_T *a_dst, int64_t num_src,
@@ -49,15 +50,21 @@ static double NN_S(gat_leaky)(double z, double slope) {
     return z > 0 ? z : slope * z;
 }
 
-/* off: destination d's own source row is d + off (0 in a block; inference: the chunk's first). */
-static void NN_S(gat_softmax)(const gd_block *blk, int64_t off, const NN_T *ssrc, const NN_T *sdst,
-                              double slope, int64_t H, NN_T *alpha) {
+/*
+ * off: destination d's own source row is d + off (0 in a block; inference: the chunk's first).
+ * Without loops a destination without edges gets no weights (it has none to normalise).
+ */
+static void NN_S(gat_softmax)(const gd_block *blk, int64_t off, int loops, const NN_T *ssrc,
+                              const NN_T *sdst, double slope, int64_t H, NN_T *alpha) {
     const int64_t E = blk->num_edges;
     for (int64_t d = 0; d < blk->num_dst; d++)
         for (int64_t k = 0; k < H; k++) {
             const int32_t e0 = blk->indptr[d], e1 = blk->indptr[d + 1];
+            if (!loops && e1 == e0) continue;
             /* The maximum first, so that the exponentials cannot overflow. */
-            double m = NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, d + off, d, k, H), slope), sum = 0;
+            double m = loops ? NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, d + off, d, k, H), slope)
+                             : -HUGE_VAL,
+                   sum = 0;
             for (int32_t e = e0; e < e1; e++)
                 m = fmax(m,
                          NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, blk->indices[e], d, k, H), slope));
@@ -65,7 +72,8 @@ static void NN_S(gat_softmax)(const gd_block *blk, int64_t off, const NN_T *ssrc
                 sum += exp(
                     NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, blk->indices[e], d, k, H), slope) - m);
             const double self =
-                exp(NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, d + off, d, k, H), slope) - m);
+                loops ? exp(NN_S(gat_leaky)(NN_S(gat_z)(ssrc, sdst, d + off, d, k, H), slope) - m)
+                      : 0.0;
             sum += self;
             for (int32_t e = e0; e < e1; e++)
                 alpha[(int64_t)e * H + k] =
@@ -73,23 +81,24 @@ static void NN_S(gat_softmax)(const gd_block *blk, int64_t off, const NN_T *ssrc
                                                slope) -
                                m) /
                            sum);
-            alpha[(E + d) * H + k] = (NN_T)(self / sum);
+            if (loops) alpha[(E + d) * H + k] = (NN_T)(self / sum);
         }
 }
 
 /* dz = alpha * (dalpha - sum alpha dalpha) * LeakyReLU'(z); into the scores of both ends. */
-static void NN_S(gat_softmax_backward)(const gd_block *blk, const NN_T *ssrc, const NN_T *sdst,
-                                       double slope, int64_t H, const NN_T *alpha,
-                                       const NN_T *dalpha, NN_T *dssrc, NN_T *dsdst) {
+static void NN_S(gat_softmax_backward)(const gd_block *blk, int loops, const NN_T *ssrc,
+                                       const NN_T *sdst, double slope, int64_t H,
+                                       const NN_T *alpha, const NN_T *dalpha, NN_T *dssrc,
+                                       NN_T *dsdst) {
     const int64_t E = blk->num_edges;
     for (int64_t d = 0; d < blk->num_dst; d++)
         for (int64_t k = 0; k < H; k++) {
             const int32_t e0 = blk->indptr[d], e1 = blk->indptr[d + 1];
             const int64_t self = (E + d) * H + k;
-            double dot = (double)alpha[self] * (double)dalpha[self];
+            double dot = loops ? (double)alpha[self] * (double)dalpha[self] : 0.0;
             for (int32_t e = e0; e < e1; e++)
                 dot += (double)alpha[(int64_t)e * H + k] * (double)dalpha[(int64_t)e * H + k];
-            for (int32_t e = e0; e <= e1; e++) {
+            for (int32_t e = e0; e < e1 + loops; e++) {
                 /* e == e1 stands for the self loop. */
                 const int64_t row = e < e1 ? (int64_t)e * H + k : self;
                 const int64_t s = e < e1 ? blk->indices[e] : d;
@@ -102,29 +111,34 @@ static void NN_S(gat_softmax_backward)(const gd_block *blk, const NN_T *ssrc, co
         }
 }
 
-static void NN_S(gat_aggregate)(const gd_block *blk, int64_t off, const NN_T *alpha, const NN_T *h,
-                                int64_t H, int64_t F, NN_T *out) {
+/* accumulate: out += the sums (R-GAT's relations into one type share out), else out = them. */
+static void NN_S(gat_aggregate)(const gd_block *blk, int64_t off, int loops, int accumulate,
+                                const NN_T *alpha, const NN_T *h, int64_t H, int64_t F,
+                                NN_T *out) {
     const int64_t E = blk->num_edges;
     for (int64_t d = 0; d < blk->num_dst; d++)
         for (int64_t k = 0; k < H; k++)
             for (int64_t f = 0; f < F; f++) {
                 double s =
-                    (double)alpha[(E + d) * H + k] * (double)h[(d + off) * H * F + k * F + f];
+                    loops ? (double)alpha[(E + d) * H + k] *
+                                (double)h[(d + off) * H * F + k * F + f]
+                          : 0.0;
                 for (int32_t e = blk->indptr[d]; e < blk->indptr[d + 1]; e++)
                     s += (double)alpha[(int64_t)e * H + k] *
                          (double)h[(int64_t)blk->indices[e] * H * F + k * F + f];
-                out[d * H * F + k * F + f] = (NN_T)s;
+                NN_T *o = &out[d * H * F + k * F + f];
+                *o = (NN_T)(accumulate ? (double)*o + s : s);
             }
 }
 
-static void NN_S(gat_aggregate_backward)(const gd_block *blk, const NN_T *alpha, const NN_T *h,
-                                         int64_t H, int64_t F, const NN_T *dout, NN_T *dalpha,
-                                         NN_T *dh) {
+static void NN_S(gat_aggregate_backward)(const gd_block *blk, int loops, const NN_T *alpha,
+                                         const NN_T *h, int64_t H, int64_t F, const NN_T *dout,
+                                         NN_T *dalpha, NN_T *dh) {
     const int64_t E = blk->num_edges;
     for (int64_t d = 0; d < blk->num_dst; d++)
         for (int64_t k = 0; k < H; k++) {
             const NN_T *g = dout + d * H * F + k * F;
-            for (int32_t e = blk->indptr[d]; e <= blk->indptr[d + 1]; e++) {
+            for (int32_t e = blk->indptr[d]; e < blk->indptr[d + 1] + loops; e++) {
                 const int self = e == blk->indptr[d + 1];
                 const int64_t row = self ? (E + d) * H + k : (int64_t)e * H + k;
                 const int64_t s = self ? d : blk->indices[e];

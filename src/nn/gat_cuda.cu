@@ -4,8 +4,9 @@
  * the head's features, a thread per element for the head mean. The forwards sum in the CPU's
  * order and in double, as the CPU does, so they agree with it to float rounding; the backwards
  * scatter into the sources with atomic adds (not bit-reproducible). An edge past the block's
- * sources is skipped. The arguments are checked by the checks
- * the CPU entry points use (gat_cpu.c). CUDA only.
+ * sources is skipped. The bipartite forms of R-GAT's relations (gat.h) run the same softmax and
+ * aggregation kernels with the self loop off. The arguments are checked by the checks the CPU
+ * entry points use (gat_cpu.c). CUDA only.
  */
 #include "nn/gat.h"
 #include "nn/ops_cuda.cuh"
@@ -79,23 +80,30 @@ __global__ void scores_backward_da_kernel(const float *h, long long ns, long lon
     }
 }
 
-/* The softmax of a destination's edges and self loop, per head: a thread per (d, k). */
+/*
+ * The softmax of a destination's edges and (loops set) its self loop, per head: a thread per
+ * (d, k). Without loops (a bipartite relation) a destination without edges has no weights and
+ * its own row d + off is never read (d may be past the sources).
+ */
 __global__ void softmax_kernel(const int *indptr, const int *indices, long long nd, long long ns,
-                               long long ne, long long off, int H, const float *ssrc,
+                               long long ne, long long off, int loops, int H, const float *ssrc,
                                const float *sdst, float slope, float *alpha) {
     FOR_EACH(i, nd * H) {
         const long long d = i / H;
         const int k = (int)(i % H);
         const int e0 = indptr[d], e1 = indptr[d + 1];
+        if (!loops && e1 == e0) continue;
         const float sd = sdst[i];
-        double m = leaky(ssrc[(d + off) * H + k] + sd, slope), sum = 0;
+        double m = loops ? (double)leaky(ssrc[(d + off) * H + k] + sd, slope) : -HUGE_VAL;
+        double sum = 0;
         for (int e = e0; e < e1; e++)
             if (indices[e] >= 0 && indices[e] < ns)
                 m = fmax(m, (double)leaky(ssrc[(long long)indices[e] * H + k] + sd, slope));
         for (int e = e0; e < e1; e++)
             if (indices[e] >= 0 && indices[e] < ns)
                 sum += exp((double)leaky(ssrc[(long long)indices[e] * H + k] + sd, slope) - m);
-        const double self = exp((double)leaky(ssrc[(d + off) * H + k] + sd, slope) - m);
+        const double self =
+            loops ? exp((double)leaky(ssrc[(d + off) * H + k] + sd, slope) - m) : 0.0;
         sum += self;
         for (int e = e0; e < e1; e++)
             alpha[(long long)e * H + k] =
@@ -104,12 +112,13 @@ __global__ void softmax_kernel(const int *indptr, const int *indices, long long 
                                   m) /
                               sum)
                     : 0.0f;
-        alpha[(ne + d) * H + k] = (float)(self / sum);
+        if (loops) alpha[(ne + d) * H + k] = (float)(self / sum);
     }
 }
 
 __global__ void softmax_backward_kernel(const int *indptr, const int *indices, long long nd,
-                                        long long ns, long long ne, int H, const float *ssrc,
+                                        long long ns, long long ne, int loops, int H,
+                                        const float *ssrc,
                                         const float *sdst, float slope, const float *alpha,
                                         const float *dalpha, float *dssrc, float *dsdst) {
     FOR_EACH(i, nd * H) {
@@ -117,11 +126,11 @@ __global__ void softmax_backward_kernel(const int *indptr, const int *indices, l
         const int k = (int)(i % H);
         const int e0 = indptr[d], e1 = indptr[d + 1];
         const long long self = (ne + d) * H + k;
-        double dot = (double)alpha[self] * (double)dalpha[self];
+        double dot = loops ? (double)alpha[self] * (double)dalpha[self] : 0.0;
         for (int e = e0; e < e1; e++)
             dot += (double)alpha[(long long)e * H + k] * (double)dalpha[(long long)e * H + k];
         double to_dst = 0;
-        for (int e = e0; e <= e1; e++) {
+        for (int e = e0; e < e1 + loops; e++) {
             const long long row = e < e1 ? (long long)e * H + k : self;
             const long long s = e < e1 ? (long long)indices[e] : d;
             if (s < 0 || s >= ns) continue;
@@ -147,31 +156,48 @@ __global__ void edge_keys_kernel(const int *indptr, const int *indices, long lon
     }
 }
 
-/* out[d, kF + f]: a warp per (d, k), the lanes over the head's features. */
+/* The bipartite form: dst_ids for the destinations, src_ids for the sources, no self loops. */
+__global__ void bip_edge_keys_kernel(const int *indptr, const int *indices, long long nd,
+                                     long long ns, const long long *src_ids,
+                                     const long long *dst_ids, long long *keys) {
+    FOR_EACH(d, nd) {
+        for (int e = indptr[d]; e < indptr[d + 1]; e++) {
+            const long long s = indices[e];
+            keys[e] = s >= 0 && s < ns ? gd__gat_edge_key(dst_ids[d], src_ids[s]) : 0;
+        }
+    }
+}
+
+/*
+ * out[d, kF + f] (+= with accumulate): a warp per (d, k), the lanes over the head's features;
+ * the self loop's term first when loops is set, as the CPU sums.
+ */
 __global__ void aggregate_kernel(const int *indptr, const int *indices, long long nd, long long ns,
-                                 long long ne, long long off, int H, int F, const float *alpha,
-                                 const float *h, float *out) {
+                                 long long ne, long long off, int loops, int accumulate, int H,
+                                 int F, const float *alpha, const float *h, float *out) {
     const int lane = threadIdx.x & 31;
     FOR_EACH_WARP(w, nd * H) {
         const long long d = w / H;
         const int k = (int)(w % H);
         for (int f = lane; f < F; f += 32) {
-            double s = (double)alpha[(ne + d) * H + k] *
-                       (double)h[(d + off) * H * F + (long long)k * F + f];
+            double s = loops ? (double)alpha[(ne + d) * H + k] *
+                                   (double)h[(d + off) * H * F + (long long)k * F + f]
+                             : 0.0;
             for (int e = indptr[d]; e < indptr[d + 1]; e++) {
                 const long long src = indices[e];
                 if (src < 0 || src >= ns) continue;
                 s += (double)alpha[(long long)e * H + k] *
                      (double)h[src * H * F + (long long)k * F + f];
             }
-            out[d * H * F + (long long)k * F + f] = (float)s;
+            float *o = out + d * H * F + (long long)k * F + f;
+            *o = (float)(accumulate ? (double)*o + s : s);
         }
     }
 }
 
 /* dalpha of each edge and self loop (a warp's dot over the features) and dh (atomics). */
 __global__ void aggregate_backward_kernel(const int *indptr, const int *indices, long long nd,
-                                          long long ns, long long ne, int H, int F,
+                                          long long ns, long long ne, int loops, int H, int F,
                                           const float *alpha, const float *h, const float *dout,
                                           float *dalpha, float *dh) {
     const int lane = threadIdx.x & 31;
@@ -179,7 +205,7 @@ __global__ void aggregate_backward_kernel(const int *indptr, const int *indices,
         const long long d = w / H;
         const int k = (int)(w % H);
         const float *g = dout + d * H * F + (long long)k * F;
-        for (int e = indptr[d]; e <= indptr[d + 1]; e++) {
+        for (int e = indptr[d]; e < indptr[d + 1] + loops; e++) {
             const bool self = e == indptr[d + 1];
             const long long row = self ? (ne + d) * H + k : (long long)e * H + k;
             const long long s = self ? d : (long long)indices[e];
@@ -278,7 +304,7 @@ gd_status gd__gat_edge_softmax_at_cuda(const gd__nn_ctx *ctx, const gd_block *bl
     if (blk->num_dst * ssrc->cols > 0) {
         softmax_kernel<<<grid_for(blk->num_dst * ssrc->cols, BLOCK_THREADS), BLOCK_THREADS, 0,
                          STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst, ssrc->rows,
-                                        blk->num_edges, self_offset, (int)ssrc->cols, CF32(ssrc),
+                                        blk->num_edges, self_offset, 1, (int)ssrc->cols, CF32(ssrc),
                                         CF32(sdst), (float)slope, F32(alpha));
         GD_CUDA_CHECK_LAUNCH();
     }
@@ -304,9 +330,9 @@ gd_status gd__gat_edge_softmax_backward_cuda(const gd__nn_ctx *ctx, const gd_blo
     if (blk->num_dst * ssrc->cols > 0) {
         softmax_backward_kernel<<<grid_for(blk->num_dst * ssrc->cols, BLOCK_THREADS), BLOCK_THREADS,
                                   0, STREAM(ctx)>>>(
-            blk->indptr, blk->indices, blk->num_dst, ssrc->rows, blk->num_edges, (int)ssrc->cols,
-            CF32(ssrc), CF32(sdst), (float)slope, CF32(alpha), CF32(dalpha), F32(dssrc),
-            F32(dsdst));
+            blk->indptr, blk->indices, blk->num_dst, ssrc->rows, blk->num_edges, 1,
+            (int)ssrc->cols, CF32(ssrc), CF32(sdst), (float)slope, CF32(alpha), CF32(dalpha),
+            F32(dssrc), F32(dsdst));
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:
@@ -322,7 +348,7 @@ gd_status gd__gat_aggregate_at_cuda(const gd__nn_ctx *ctx, const gd_block *blk, 
     if (blk->num_dst * alpha->cols > 0) {
         aggregate_kernel<<<grid_for(blk->num_dst * alpha->cols, WARPS_PER_BLOCK), BLOCK_THREADS, 0,
                            STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst, h->rows,
-                                          blk->num_edges, self_offset, (int)alpha->cols,
+                                          blk->num_edges, self_offset, 1, 0, (int)alpha->cols,
                                           (int)(h->cols / alpha->cols), CF32(alpha), CF32(h),
                                           F32(out));
         GD_CUDA_CHECK_LAUNCH();
@@ -347,7 +373,7 @@ gd_status gd__gat_aggregate_backward_cuda(const gd__nn_ctx *ctx, const gd_block 
     if (blk->num_dst * alpha->cols > 0) {
         aggregate_backward_kernel<<<grid_for(blk->num_dst * alpha->cols, WARPS_PER_BLOCK),
                                     BLOCK_THREADS, 0, STREAM(ctx)>>>(
-            blk->indptr, blk->indices, blk->num_dst, h->rows, blk->num_edges, (int)alpha->cols,
+            blk->indptr, blk->indices, blk->num_dst, h->rows, blk->num_edges, 1, (int)alpha->cols,
             (int)(h->cols / alpha->cols), CF32(alpha), CF32(h), CF32(dout), F32(dalpha), F32(dh));
         GD_CUDA_CHECK_LAUNCH();
     }
@@ -393,6 +419,99 @@ gd_status gd__gat_edge_keys_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
                            STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst, blk->num_src,
                                           blk->num_edges, (const long long *)node_ids,
                                           (long long *)keys);
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+/* ------------------------------------------------- bipartite relations (R-GAT) */
+
+gd_status gd__gat_bip_softmax_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                   const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                   double slope, gd__nn_tensor *alpha) {
+    OP_ENTER();
+    GD_CHECK(gd__gat_bip_softmax_check(ctx->device, blk, ssrc, sdst, slope, alpha));
+    GD_CHECK(float32_only("gat bipartite softmax", ssrc));
+    if (blk->num_dst * ssrc->cols > 0) {
+        softmax_kernel<<<grid_for(blk->num_dst * ssrc->cols, BLOCK_THREADS), BLOCK_THREADS, 0,
+                         STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst, ssrc->rows,
+                                        blk->num_edges, 0, 0, (int)ssrc->cols, CF32(ssrc),
+                                        CF32(sdst), (float)slope, F32(alpha));
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+gd_status gd__gat_bip_softmax_backward_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                            const gd__nn_tensor *ssrc, const gd__nn_tensor *sdst,
+                                            double slope, const gd__nn_tensor *alpha,
+                                            const gd__nn_tensor *dalpha, gd__nn_tensor *dssrc,
+                                            gd__nn_tensor *dsdst) {
+    OP_ENTER();
+    GD_CHECK(gd__gat_bip_softmax_backward_check(ctx->device, blk, ssrc, sdst, slope, alpha, dalpha,
+                                                dssrc, dsdst));
+    GD_CHECK(float32_only("gat bipartite softmax backward", ssrc));
+    if (blk->num_dst * ssrc->cols > 0) {
+        softmax_backward_kernel<<<grid_for(blk->num_dst * ssrc->cols, BLOCK_THREADS), BLOCK_THREADS,
+                                  0, STREAM(ctx)>>>(
+            blk->indptr, blk->indices, blk->num_dst, ssrc->rows, blk->num_edges, 0,
+            (int)ssrc->cols, CF32(ssrc), CF32(sdst), (float)slope, CF32(alpha), CF32(dalpha),
+            F32(dssrc), F32(dsdst));
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+gd_status gd__gat_bip_aggregate_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                     const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                     int accumulate, gd__nn_tensor *out) {
+    OP_ENTER();
+    GD_CHECK(gd__gat_bip_aggregate_check(ctx->device, blk, alpha, h, out));
+    GD_CHECK(float32_only("gat bipartite aggregate", h));
+    if (blk->num_dst * alpha->cols > 0) {
+        aggregate_kernel<<<grid_for(blk->num_dst * alpha->cols, WARPS_PER_BLOCK), BLOCK_THREADS, 0,
+                           STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst, h->rows,
+                                          blk->num_edges, 0, 0, accumulate != 0, (int)alpha->cols,
+                                          (int)(h->cols / alpha->cols), CF32(alpha), CF32(h),
+                                          F32(out));
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+gd_status gd__gat_bip_aggregate_backward_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                              const gd__nn_tensor *alpha, const gd__nn_tensor *h,
+                                              const gd__nn_tensor *dout, gd__nn_tensor *dalpha,
+                                              gd__nn_tensor *dh) {
+    OP_ENTER();
+    GD_CHECK(gd__gat_bip_aggregate_backward_check(ctx->device, blk, alpha, h, dout, dalpha, dh));
+    GD_CHECK(float32_only("gat bipartite aggregate backward", h));
+    if (blk->num_dst * alpha->cols > 0) {
+        aggregate_backward_kernel<<<grid_for(blk->num_dst * alpha->cols, WARPS_PER_BLOCK),
+                                    BLOCK_THREADS, 0, STREAM(ctx)>>>(
+            blk->indptr, blk->indices, blk->num_dst, h->rows, blk->num_edges, 0, (int)alpha->cols,
+            (int)(h->cols / alpha->cols), CF32(alpha), CF32(h), CF32(dout), F32(dalpha), F32(dh));
+        GD_CUDA_CHECK_LAUNCH();
+    }
+fail:
+    OP_LEAVE();
+}
+
+gd_status gd__gat_bip_edge_keys_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
+                                     const int64_t *src_ids, const int64_t *dst_ids,
+                                     int64_t *keys) {
+    OP_ENTER();
+    GD_REQUIRE(blk && src_ids && dst_ids && (keys || blk->num_edges == 0), GD_ERR_INVALID_ARG,
+               "gat bipartite edge keys: NULL argument");
+    if (blk->num_dst > 0 && blk->num_edges > 0) {
+        bip_edge_keys_kernel<<<grid_for(blk->num_dst, BLOCK_THREADS), BLOCK_THREADS, 0,
+                               STREAM(ctx)>>>(blk->indptr, blk->indices, blk->num_dst,
+                                              blk->num_src, (const long long *)src_ids,
+                                              (const long long *)dst_ids, (long long *)keys);
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:

@@ -30,7 +30,8 @@ typedef enum {
     GD__MODEL_SAGE = 0,
     GD__MODEL_GAT = 1,
     GD__MODEL_RSAGE = 2, /* relational GraphSAGE over typed minibatches (rsage.h) */
-    GD__MODEL_KIND_COUNT = 3
+    GD__MODEL_RGAT = 3,  /* relational GAT over typed minibatches (rgat.h) */
+    GD__MODEL_KIND_COUNT = 4
 } gd__model_kind;
 #define GD__MODEL_DEFAULT GD__MODEL_SAGE
 
@@ -48,15 +49,17 @@ typedef struct {
      * destination nodes of the last layer (the batch size). Every buffer is sized from these.
      */
     int64_t max_nodes[GD__MODEL_MAX_LAYERS + 1];
-    /* GAT: attention heads (0 means 1), the dropout on the attention weights, and the most
-     * sampled edges of block l (set by the kind's capacity). Other kinds ignore them. */
+    /* GAT and R-GAT: attention heads (0 means 1), the dropout on the attention weights, and
+     * (GAT) the most sampled edges of block l (set by the kind's capacity). Other kinds ignore
+     * them. */
     int heads;
     double attn_dropout;
     int64_t max_edges[GD__MODEL_MAX_LAYERS];
     /*
-     * Relational kinds (R-SAGE): their whole config, a gd__rsage_config (schema, per-type
-     * widths, capacities per layer and type), read at create; the fields above then only name
-     * the layers, hidden width, classes, dropout and dtype. NULL for the other kinds.
+     * Relational kinds (R-SAGE, R-GAT): their whole config, a gd__rsage_config (schema,
+     * per-type widths, capacities per layer and type), read at create; the fields above then
+     * only name the layers, hidden width, classes, dropout and dtype (and R-GAT's heads and
+     * attention dropout). NULL for the other kinds.
      */
     const void *typed;
 } gd__model_config;

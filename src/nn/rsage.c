@@ -59,50 +59,50 @@ void gd__rsage_destroy(gd__rsage *m) {
     gd_free(m);
 }
 
-/* The config's schema, widths and capacities, as create needs them. */
-static gd_status check_config(const gd__rsage_config *cfg) {
+gd_status gd__rsage_check_config(const gd__rsage_config *cfg, const char *kind) {
     gd_status st = GD_OK;
     const gd__rsage_schema *s = &cfg->schema;
     const int T = s->num_types, R = s->num_relations, L = cfg->num_layers;
     GD_REQUIRE(T >= 1 && T <= GD__RSAGE_MAX_TYPES, GD_ERR_INVALID_ARG,
-               "R-SAGE: %d node types (1 to %d)", T, GD__RSAGE_MAX_TYPES);
+               "%s: %d node types (1 to %d)", kind, T, GD__RSAGE_MAX_TYPES);
     GD_REQUIRE(R >= 1 && R <= GD__RSAGE_MAX_RELATIONS, GD_ERR_INVALID_ARG,
-               "R-SAGE: %d relations (1 to %d)", R, GD__RSAGE_MAX_RELATIONS);
+               "%s: %d relations (1 to %d)", kind, R, GD__RSAGE_MAX_RELATIONS);
     GD_REQUIRE(L >= 1 && L <= GD__RSAGE_MAX_LAYERS, GD_ERR_INVALID_ARG,
-               "R-SAGE: %d layers (1 to %d)", L, GD__RSAGE_MAX_LAYERS);
+               "%s: %d layers (1 to %d)", kind, L, GD__RSAGE_MAX_LAYERS);
     for (int r = 0; r < R; r++)
         GD_REQUIRE(s->rel_src[r] >= 0 && s->rel_src[r] < T && s->rel_dst[r] >= 0 &&
                        s->rel_dst[r] < T,
                    GD_ERR_INVALID_ARG,
-                   "R-SAGE: relation %d goes from node type %d to node type %d, but the schema "
-                   "has types 0 to %d",
+                   "%s: relation %d goes from node type %d to node type %d, but the schema "
+                   "has types 0 to %d", kind,
                    r, s->rel_src[r], s->rel_dst[r], T - 1);
     GD_REQUIRE(s->target_type >= 0 && s->target_type < T, GD_ERR_INVALID_ARG,
-               "R-SAGE: target type %d, but the schema has types 0 to %d", s->target_type, T - 1);
+               "%s: target type %d, but the schema has types 0 to %d", kind, s->target_type, T - 1);
     int target_in = 0;
     for (int r = 0; r < R; r++) target_in |= s->rel_dst[r] == s->target_type;
     GD_REQUIRE(target_in, GD_ERR_INVALID_ARG,
-               "R-SAGE: no relation enters the target type %d, so its logits would be constant",
+               "%s: no relation enters the target type %d, so its logits would be constant", kind,
                s->target_type);
     for (int t = 0; t < T; t++)
         GD_REQUIRE(cfg->in_dim[t] >= 0, GD_ERR_INVALID_ARG,
-                   "R-SAGE: node type %d has input width %lld (0 for no features, or positive)", t,
+                   "%s: node type %d has input width %lld (0 for no features, or positive)",
+                   kind, t,
                    (long long)cfg->in_dim[t]);
     GD_REQUIRE(cfg->num_classes > 0 && (L == 1 || cfg->hidden_dim > 0), GD_ERR_INVALID_ARG,
-               "R-SAGE: hidden width %lld and %lld classes (must be positive)",
+               "%s: hidden width %lld and %lld classes (must be positive)", kind,
                (long long)cfg->hidden_dim, (long long)cfg->num_classes);
     GD_REQUIRE(cfg->dropout >= 0.0 && cfg->dropout < 1.0, GD_ERR_INVALID_ARG,
-               "R-SAGE: dropout %g is not in [0, 1)", cfg->dropout);
+               "%s: dropout %g is not in [0, 1)", kind, cfg->dropout);
     for (int l = 0; l <= L; l++)
         for (int t = 0; t < T; t++)
             GD_REQUIRE(cfg->max_nodes[l * T + t] >= 0, GD_ERR_INVALID_ARG,
-                       "R-SAGE: max_nodes of layer %d, type %d is %lld (must be >= 0)", l, t,
+                       "%s: max_nodes of layer %d, type %d is %lld (must be >= 0)", kind, l, t,
                        (long long)cfg->max_nodes[l * T + t]);
     for (int l = 0; l < L; l++)
         for (int r = 0; r < R; r++)
             GD_REQUIRE(cfg->max_edges[l * R + r] >= 0 && cfg->max_edges[l * R + r] <= INT32_MAX,
                        GD_ERR_INVALID_ARG,
-                       "R-SAGE: max_edges of layer %d, relation %d is %lld (0 to %d)", l, r,
+                       "%s: max_edges of layer %d, relation %d is %lld (0 to %d)", kind, l, r,
                        (long long)cfg->max_edges[l * R + r], INT32_MAX);
 fail:
     return st;
@@ -195,7 +195,7 @@ gd_status gd__rsage_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, u
     GD_REQUIRE(ctx && ctx->be && cfg && out, GD_ERR_INVALID_ARG,
                "R-SAGE: ctx, config and out must be given");
     *out = NULL;
-    GD_CHECK(check_config(cfg));
+    GD_CHECK(gd__rsage_check_config(cfg, "R-SAGE"));
     GD_REQUIRE(ctx->be->supports(cfg->dtype), GD_ERR_UNSUPPORTED,
                "R-SAGE: the %s backend has no %s ops", ctx->be->name, gd_dtype_name(cfg->dtype));
     const gd__rsage_schema *s = &cfg->schema;
@@ -251,24 +251,25 @@ fail:
  * The minibatch against the schema and the capacities: node counts that fit and shrink layer by
  * layer, and blocks whose sizes are those of their relation's two types.
  */
-static gd_status check_batch(const gd__rsage *m, const gd_block *blocks, const int64_t *num_nodes) {
+gd_status gd__rsage_check_batch(const gd__rsage_config *cfg, const gd_block *blocks,
+                                const int64_t *num_nodes, const char *kind) {
     gd_status st = GD_OK;
-    const gd__rsage_config *cfg = &m->cfg;
     const int T = cfg->schema.num_types, R = cfg->schema.num_relations, L = cfg->num_layers;
     GD_REQUIRE(blocks && num_nodes, GD_ERR_INVALID_ARG,
-               "R-SAGE: blocks and num_nodes must be given");
+               "%s: blocks and num_nodes must be given", kind);
     for (int l = 0; l <= L; l++)
         for (int t = 0; t < T; t++) {
             const int64_t n = num_nodes[l * T + t], cap = cfg->max_nodes[l * T + t];
-            GD_REQUIRE(n >= 0, GD_ERR_INVALID_ARG, "R-SAGE: layer %d has %lld nodes of type %d", l,
+            GD_REQUIRE(n >= 0, GD_ERR_INVALID_ARG, "%s: layer %d has %lld nodes of type %d", kind,
+                       l,
                        (long long)n, t);
             GD_REQUIRE(n <= cap, GD_ERR_RANGE,
-                       "R-SAGE: layer %d has %lld nodes of type %d, more than the model was "
-                       "sized for (%lld)",
+                       "%s: layer %d has %lld nodes of type %d, more than the model was "
+                       "sized for (%lld)", kind,
                        l, (long long)n, t, (long long)cap);
             GD_REQUIRE(l == 0 || n <= num_nodes[(l - 1) * T + t], GD_ERR_INVALID_ARG,
-                       "R-SAGE: layer %d has %lld nodes of type %d but layer %d only %lld (a "
-                       "layer's nodes are a prefix of the layer below's)",
+                       "%s: layer %d has %lld nodes of type %d but layer %d only %lld (a "
+                       "layer's nodes are a prefix of the layer below's)", kind,
                        l, (long long)n, t, l - 1, (long long)num_nodes[(l - 1) * T + t]);
         }
     for (int l = 0; l < L; l++)
@@ -277,21 +278,22 @@ static gd_status check_batch(const gd__rsage *m, const gd_block *blocks, const i
             const int src = cfg->schema.rel_src[r], dst = cfg->schema.rel_dst[r];
             const int64_t ns = num_nodes[l * T + src], nd = num_nodes[(l + 1) * T + dst];
             GD_REQUIRE(b->num_src == ns && b->num_dst == nd, GD_ERR_INVALID_ARG,
-                       "R-SAGE: layer %d, relation %d (type %d -> %d): the block has %lld "
+                       "%s: layer %d, relation %d (type %d -> %d): the block has %lld "
                        "sources and %lld destinations, but there are %lld nodes of type %d at "
-                       "layer %d and %lld of type %d at layer %d",
+                       "layer %d and %lld of type %d at layer %d", kind,
                        l, r, src, dst, (long long)b->num_src, (long long)b->num_dst, (long long)ns,
                        src, l, (long long)nd, dst, l + 1);
             GD_REQUIRE(b->num_edges >= 0 && b->num_edges <= cfg->max_edges[l * R + r],
                        b->num_edges < 0 ? GD_ERR_INVALID_ARG : GD_ERR_RANGE,
-                       "R-SAGE: layer %d, relation %d has %lld edges, more than the model was "
-                       "sized for (%lld)",
+                       "%s: layer %d, relation %d has %lld edges, more than the model was "
+                       "sized for (%lld)", kind,
                        l, r, (long long)b->num_edges, (long long)cfg->max_edges[l * R + r]);
             GD_REQUIRE((b->indptr || nd == 0) && (b->indices || b->num_edges == 0),
-                       GD_ERR_INVALID_ARG, "R-SAGE: layer %d, relation %d: the block has no %s", l,
+                       GD_ERR_INVALID_ARG, "%s: layer %d, relation %d: the block has no %s", kind,
+                       l,
                        r, b->indptr || nd == 0 ? "indices" : "indptr");
             GD_REQUIRE(ns > 0 || b->num_edges == 0, GD_ERR_INVALID_ARG,
-                       "R-SAGE: layer %d, relation %d has %lld edges but no source nodes", l, r,
+                       "%s: layer %d, relation %d has %lld edges but no source nodes", kind, l, r,
                        (long long)b->num_edges);
         }
 fail:
@@ -360,7 +362,7 @@ gd_status gd__rsage_forward(gd__rsage *m, const gd_block *blocks, const int64_t 
     gd_status st = GD_OK;
     GD_REQUIRE(m && logits, GD_ERR_INVALID_ARG, "R-SAGE forward: model and logits must be given");
     m->have_forward = 0;
-    GD_CHECK(check_batch(m, blocks, num_nodes));
+    GD_CHECK(gd__rsage_check_batch(&m->cfg, blocks, num_nodes, "R-SAGE"));
     const gd__rsage_config *cfg = &m->cfg;
     const gd__nn_ctx *ctx = &m->ctx;
     const int T = cfg->schema.num_types, R = cfg->schema.num_relations, L = cfg->num_layers;
@@ -551,7 +553,7 @@ gd__nn_params *gd__rsage_params(gd__rsage *m) {
 }
 
 int64_t gd__rsage_bytes(const gd__rsage_config *cfg) {
-    if (!cfg || check_config(cfg) != GD_OK) return 0;
+    if (!cfg || gd__rsage_check_config(cfg, "R-SAGE") != GD_OK) return 0;
     const gd__rsage_schema *s = &cfg->schema;
     const int T = s->num_types, R = s->num_relations, L = cfg->num_layers;
     int has_in[GD__RSAGE_MAX_TYPES] = {0};

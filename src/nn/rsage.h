@@ -159,6 +159,14 @@ gd_status gd__rsage_backward(gd__rsage *m, const gd__nn_tensor *dlogits, gd__nn_
 
 /* The flat parameter, gradient and Adam-state buffers (owned by the model). */
 gd__nn_params *gd__rsage_params(gd__rsage *m);
+/*
+ * The checks every typed kind (R-SAGE, R-GAT) makes of this config at create and of a typed
+ * minibatch at forward (counts against the schema and the capacities, as gd__rsage_forward
+ * documents); kind ("R-SAGE", "R-GAT") opens the messages.
+ */
+gd_status gd__rsage_check_config(const gd__rsage_config *cfg, const char *kind);
+gd_status gd__rsage_check_batch(const gd__rsage_config *cfg, const gd_block *blocks,
+                                const int64_t *num_nodes, const char *kind);
 /* Layer l's input width of type t (l = 0: in_dim[t]; l = L: num_classes). */
 int64_t gd__rsage_dim(const gd__rsage_config *cfg, int l, int t);
 /*

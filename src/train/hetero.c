@@ -1,8 +1,9 @@
 /*
  * The trainer's data path for heterogeneous graphs (docs/hetero.md): the typed sampler, a
  * gather of each node type's input rows from that type's own table, and a relational model
- * (R-SAGE) through the model interface, so that the public trainer (fit, evaluate, checkpoints,
- * the best model, resume) runs it as it runs GraphSAGE. trainer.c hands a heterogeneous dataset
+ * (R-SAGE or R-GAT: any kind with typed entries) through the model interface, so that the
+ * public trainer (fit, evaluate, checkpoints, the best model, resume) runs it as it runs
+ * GraphSAGE. trainer.c hands a heterogeneous dataset
  * here at create and calls this file for the epochs and the evaluations; parameters, Adam and
  * checkpoints stay in trainer.c, which reads them through the model.
  *
@@ -32,6 +33,7 @@ struct gd__htrain {
     const gd_dataset_t *ds;
     gd__train_config cfg;
     int T, R, L, target;
+    gd__model_kind kind; /* the model's: cfg.model, or R-SAGE for the MLP baseline */
     gd_hetero_sampler_t *sampler;
     gd_hetero_minibatch_t *mb;
     gd__nn_ctx ctx;
@@ -237,7 +239,7 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
                gd_dataset_name(ds));
     GD_REQUIRE(gd__model_kind_typed(cfg->model), GD_ERR_INVALID_ARG,
                "trainer: dataset '%s' is heterogeneous (%d node types, %d edge types); train "
-               "it with a relational model: --model rsage",
+               "it with a relational model: --model rsage or --model rgat",
                gd_dataset_name(ds), gd_dataset_num_node_types(ds), gd_dataset_num_edge_types(ds));
     GD_REQUIRE(cfg->context == NULL || gd__comm_world(gd__context_comm(cfg->context)) <= 1,
                GD_ERR_UNSUPPORTED,
@@ -268,6 +270,12 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
         h->ctx = (gd__nn_ctx){&gd__nn_cpu_backend, GD__NN_HOST, NULL, NULL, NULL};
     }
     const int T = h->T, R = h->R, L = h->L;
+    /*
+     * The MLP baseline is R-SAGE with nothing sampled: an MLP over the seeds' own rows (their
+     * root weights). R-GAT has no such term (no self loops between node sets), so with nothing
+     * sampled it would see no features at all; its baseline is R-SAGE's.
+     */
+    h->kind = cfg->mlp ? GD__MODEL_RSAGE : cfg->model;
 
     /*
      * The sampler: each hop's fanout for every edge type. The MLP baseline samples nothing
@@ -314,7 +322,7 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     rc.dtype = GD_DTYPE_FLOAT32;
     /* The typed kinds share this config; attention kinds read heads and attn_dropout too. */
     GD_CHECK(gd__hetero_sampler_capacity(h->sampler, rc.max_nodes, rc.max_edges));
-    gd__model_config mc = gd__model_config_make(cfg->model, L, 0, cfg->hidden_dim,
+    gd__model_config mc = gd__model_config_make(h->kind, L, 0, cfg->hidden_dim,
                                                 rc.num_classes, cfg->dropout, GD_DTYPE_FLOAT32);
     h->rc = rc;
     mc.typed = &h->rc;
@@ -622,7 +630,8 @@ void gd__htrain_checkpoint_meta(const gd__htrain *h, gd__checkpoint_meta *m) {
     m->in_dim = 0;
     for (int t = 0; t < h->T; t++) m->in_dim += h->feat[t].data ? h->feat[t].shape[1] : 0;
     m->hidden_dim = h->cfg.hidden_dim;
-    m->heads = 1;
+    /* Heads are R-GAT's; a kind without attention has one, as the homogeneous trainer writes. */
+    m->heads = h->kind == GD__MODEL_RGAT && h->cfg.heads > 0 ? h->cfg.heads : 1;
     m->num_classes = gd_dataset_num_classes(h->ds);
     for (int l = 0; l < h->L; l++) m->fanouts[l] = h->cfg.fanouts[l];
     m->seed = h->cfg.seed;
@@ -640,12 +649,15 @@ void gd__htrain_checkpoint_meta(const gd__htrain *h, gd__checkpoint_meta *m) {
              gd_dataset_name(h->ds), (long long)gd_dataset_num_nodes(h->ds),
              (long long)gd_dataset_num_edges(h->ds), h->T, h->R,
              (long long)gd_dataset_num_classes(h->ds));
+    char attn[48] = "";
+    if (h->kind == GD__MODEL_RGAT && h->cfg.attn_dropout > 0)
+        snprintf(attn, sizeof attn, " attn_dropout=%g", h->cfg.attn_dropout);
     snprintf(m->config, sizeof m->config,
              "batch=%lld dropout=%g lr=%g weight_decay=%g max_batches=%lld widths=%s "
-             "relation_fanouts=%.400s",
+             "relation_fanouts=%.400s%s",
              (long long)h->cfg.batch_size, h->cfg.dropout, h->cfg.lr, h->cfg.weight_decay,
              (long long)h->cfg.max_batches, widths,
-             h->cfg.relation_fanouts ? h->cfg.relation_fanouts : "-");
+             h->cfg.relation_fanouts ? h->cfg.relation_fanouts : "-", attn);
 }
 
 void gd__htrain_set_max_batches(gd__htrain *h, int64_t max_batches) {
@@ -656,7 +668,7 @@ gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, i
     gd_status st = GD_OK;
     int32_t *pred = NULL;
     gd__model *clone = NULL;
-    GD_REQUIRE(h->cfg.model == GD__MODEL_RSAGE, GD_ERR_UNSUPPORTED,
+    GD_REQUIRE(h->kind == GD__MODEL_RSAGE, GD_ERR_UNSUPPORTED,
                "exact (layer-wise) inference of %s is not built yet; evaluate with sampled "
                "neighbours (exact = 0)",
                gd__model_iface(h->model)->title);
@@ -688,4 +700,4 @@ fail:
     return st;
 }
 
-int gd__htrain_has_exact(const gd__htrain *h) { return h->cfg.model == GD__MODEL_RSAGE; }
+int gd__htrain_has_exact(const gd__htrain *h) { return h->kind == GD__MODEL_RSAGE; }
