@@ -48,6 +48,28 @@ static inline int64_t gd__int_at(const void *data, gd_dtype dtype, int64_t i) {
 static inline int64_t gd__array_int(const gd__array *a, int64_t i) {
     return gd__int_at(a->data, a->dtype, i);
 }
+/* Element i of a heterogeneous dataset's edge_type array (int8, uint8 or int16). */
+static inline int gd__edge_type_at(const void *data, gd_dtype dtype, int64_t i) {
+    switch (dtype) {
+    case GD_DTYPE_INT8:
+        return ((const int8_t *)data)[i];
+    case GD_DTYPE_UINT8:
+        return ((const uint8_t *)data)[i];
+    default:
+        return ((const int16_t *)data)[i];
+    }
+}
+/* Element i of a feature table (float32, float16 or bfloat16), widened to float. */
+static inline float gd__feature_at(const void *data, gd_dtype dtype, int64_t i) {
+    switch (dtype) {
+    case GD_DTYPE_FLOAT16:
+        return gd_half_to_float(((const uint16_t *)data)[i]);
+    case GD_DTYPE_BFLOAT16:
+        return gd_bfloat16_to_float(((const uint16_t *)data)[i]);
+    default:
+        return ((const float *)data)[i];
+    }
+}
 
 #define GD__DATASET_MAX_INFO 16
 

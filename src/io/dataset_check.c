@@ -215,17 +215,6 @@ static inline int type_of(const int64_t *off, int T, int64_t v) {
     return t;
 }
 
-static inline int edge_type_at(const gd__array *a, int64_t i) {
-    switch (a->dtype) {
-    case GD_DTYPE_INT8:
-        return ((const int8_t *)a->data)[i];
-    case GD_DTYPE_UINT8:
-        return ((const uint8_t *)a->data)[i];
-    default:
-        return ((const int16_t *)a->data)[i];
-    }
-}
-
 /*
  * The lowest edge position whose edge type is out of range, joins the wrong node types, or
  * comes before a smaller type in its destination's list (a node's neighbours of one relation
@@ -244,7 +233,7 @@ static int64_t first_bad_edge(const gd_dataset_t *ds) {
         const int dt = type_of(off, T, v);
         int prev = -1;
         for (int64_t i = indptr[v]; i < indptr[v + 1]; i++) {
-            const int r = edge_type_at(et, i);
+            const int r = gd__edge_type_at(et->data, et->dtype, i);
             if (r < 0 || r >= R || r < prev || sc->edge_dst[r] != dt ||
                 sc->edge_src[r] != type_of(off, T, gd__array_int(ix, i))) {
                 if (i < first) first = i;
@@ -273,16 +262,16 @@ static gd_status bad_edge(const gd_dataset_t *ds, int64_t i) {
             hi = mid;
     }
     const int64_t v = lo, u = gd__array_int(ix, i);
-    const int r = edge_type_at(et, i);
+    const int r = gd__edge_type_at(et->data, et->dtype, i);
     if (r < 0 || r >= sc->num_edge_types)
         return gd__error(GD_ERR_RANGE, "edge_type.npy: element %lld is %d, outside [0, %d) (the "
                          "edge types)", (long long)i, r, sc->num_edge_types);
-    if (i > indptr[v] && edge_type_at(et, i - 1) > r)
+    if (i > indptr[v] && gd__edge_type_at(et->data, et->dtype, i - 1) > r)
         return gd__error(GD_ERR_FORMAT,
                          "edge_type.npy: element %lld is %d after %d in node %lld's list; each "
                          "node's in-neighbours must be sorted by edge type (convert and "
                          "generate write them so)",
-                         (long long)i, r, edge_type_at(et, i - 1), (long long)v);
+                         (long long)i, r, gd__edge_type_at(et->data, et->dtype, i - 1), (long long)v);
     const int dt = type_of(off, T, v), st = type_of(off, T, u);
     return gd__error(GD_ERR_FORMAT,
                      "edge_type.npy: element %lld says edge %lld -> %lld is (%s, %s, %s), but the "

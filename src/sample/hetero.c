@@ -55,22 +55,11 @@ struct gd_hetero_minibatch {
     int sampled;
 };
 
-static inline int etype_at(const gd_array_view *a, int64_t i) {
-    switch (a->dtype) {
-    case GD_DTYPE_INT8:
-        return ((const int8_t *)a->data)[i];
-    case GD_DTYPE_UINT8:
-        return ((const uint8_t *)a->data)[i];
-    default:
-        return ((const int16_t *)a->data)[i];
-    }
-}
-
 /* The first position of [lo, hi) whose edge type is at least r (the list is sorted by type). */
 static int64_t run_start(const gd_array_view *et, int64_t lo, int64_t hi, int r) {
     while (lo < hi) {
         const int64_t mid = lo + (hi - lo) / 2;
-        if (etype_at(et, mid) < r)
+        if (gd__edge_type_at(et->data, et->dtype, mid) < r)
             lo = mid + 1;
         else
             hi = mid;

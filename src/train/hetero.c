@@ -17,6 +17,7 @@
  */
 #include "core/comm.h"
 #include "core/cuda.h"
+#include "io/dataset.h"
 #include "nn/rsage.h"
 #include "sample/hetero.h"
 #include "train/internal.h"
@@ -75,17 +76,6 @@ static uint64_t dropout_seed(const gd__htrain *h, int64_t epoch, int64_t b) {
     gd_philox_ctr k = gd_philox(h->cfg.seed, (uint32_t)epoch, (uint32_t)((uint64_t)epoch >> 32),
                                 (uint32_t)b, HT_RNG_DROPOUT);
     return ((uint64_t)k.v[1] << 32) | k.v[0];
-}
-
-static float elem(const gd_array_view *v, int64_t i) {
-    switch (v->dtype) {
-    case GD_DTYPE_FLOAT16:
-        return gd_half_to_float(((const uint16_t *)v->data)[i]);
-    case GD_DTYPE_BFLOAT16:
-        return gd_bfloat16_to_float(((const uint16_t *)v->data)[i]);
-    default:
-        return ((const float *)v->data)[i];
-    }
 }
 
 /* Host memory the CPU fills for the model: pinned when a GPU copies it. */
@@ -493,7 +483,7 @@ static gd_status one_batch(gd__htrain *h, const int64_t *seeds, int64_t n, int64
                 memcpy(dst + i * dim, (const float *)f->data + row * dim,
                        (size_t)dim * sizeof(float));
             else
-                for (int64_t j = 0; j < dim; j++) dst[i * dim + j] = elem(f, row * dim + j);
+                for (int64_t j = 0; j < dim; j++) dst[i * dim + j] = gd__feature_at(f->data, f->dtype, row * dim + j);
         }
         h->xp[t] = &h->x[t];
     }

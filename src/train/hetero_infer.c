@@ -13,6 +13,7 @@
  * before, n_t x hidden per type. It runs on the CPU, where the trainer's heterogeneous path
  * keeps the model.
  */
+#include "io/dataset.h"
 #include "nn/rsage.h"
 #include "train/internal.h"
 
@@ -28,30 +29,8 @@ typedef struct {
     int64_t dim;
 } hi_rows;
 
-static float hi_elem(const gd_array_view *v, int64_t i) {
-    switch (v->dtype) {
-    case GD_DTYPE_FLOAT16:
-        return gd_half_to_float(((const uint16_t *)v->data)[i]);
-    case GD_DTYPE_BFLOAT16:
-        return gd_bfloat16_to_float(((const uint16_t *)v->data)[i]);
-    default:
-        return ((const float *)v->data)[i];
-    }
-}
-
 static float hi_at(const hi_rows *h, int64_t row, int64_t j) {
-    return h->table ? hi_elem(h->table, row * h->dim + j) : h->rows[row * h->dim + j];
-}
-
-static int hi_etype(const gd_array_view *a, int64_t i) {
-    switch (a->dtype) {
-    case GD_DTYPE_INT8:
-        return ((const int8_t *)a->data)[i];
-    case GD_DTYPE_UINT8:
-        return ((const uint8_t *)a->data)[i];
-    default:
-        return ((const int16_t *)a->data)[i];
-    }
+    return h->table ? gd__feature_at(h->table->data, h->table->dtype, row * h->dim + j) : h->rows[row * h->dim + j];
 }
 
 typedef struct {
@@ -65,9 +44,9 @@ typedef struct {
 /* Node v's run of edge type r: [*a, *b) of its list. */
 static void hi_run(const hi_graph *g, int64_t v, int r, int64_t *a, int64_t *b) {
     int64_t lo = g->indptr[v], hi = g->indptr[v + 1];
-    while (lo < hi && hi_etype(&g->et, lo) < r) lo++;
+    while (lo < hi && gd__edge_type_at(g->et.data, g->et.dtype, lo) < r) lo++;
     int64_t e = lo;
-    while (e < hi && hi_etype(&g->et, e) == r) e++;
+    while (e < hi && gd__edge_type_at(g->et.data, g->et.dtype, e) == r) e++;
     *a = lo;
     *b = e;
 }
