@@ -122,16 +122,26 @@ void gd__model_destroy(gd__model *m) {
     gd_free(m);
 }
 
+/* A relational kind asked to run on a homogeneous minibatch. */
+static gd_status typed_only(const gd__model *m) {
+    return gd__error(GD_ERR_INVALID_ARG,
+                     "model %s (%s) trains on heterogeneous datasets (node and edge types; "
+                     "docs/hetero.md): this minibatch is homogeneous; use --model sage or gat",
+                     m->iface->name, m->iface->title);
+}
+
 gd_status gd__model_forward(gd__model *m, const gd_block *blocks, const gd__nn_tensor *x,
                             const int64_t *node_ids, int train, uint64_t dropout_seed,
                             gd__nn_tensor *logits) {
     if (!m) return gd__error(GD_ERR_INVALID_ARG, "model forward: the model is NULL");
+    if (!m->iface->forward) return typed_only(m);
     return m->iface->forward(m->context, blocks, x, node_ids, train, dropout_seed, logits);
 }
 
 gd_status gd__model_backward(gd__model *m, const gd_block *blocks, const gd__nn_tensor *dlogits,
                              gd__nn_tensor *dx) {
     if (!m) return gd__error(GD_ERR_INVALID_ARG, "model backward: the model is NULL");
+    if (!m->iface->backward) return typed_only(m);
     return m->iface->backward(m->context, blocks, dlogits, dx);
 }
 
@@ -144,8 +154,8 @@ gd_status gd__model_typed_forward(gd__model *m, const gd_block *blocks, const in
                          "model %s runs on homogeneous minibatches, not typed ones; a "
                          "heterogeneous dataset needs a relational model (rsage, rgat)",
                          m->iface->name);
-    return m->iface->typed_forward(m->context, blocks, num_nodes, x, node_ids, train,
-                                   dropout_seed, logits);
+    return m->iface->typed_forward(m->context, blocks, num_nodes, x, node_ids, train, dropout_seed,
+                                   logits);
 }
 
 gd_status gd__model_typed_backward(gd__model *m, const gd__nn_tensor *dlogits,

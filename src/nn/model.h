@@ -78,7 +78,9 @@ typedef struct gd__model gd__model;
 
 /*
  * A kind's functions. context is what create made. Every entry is required except
- * layer_combine, which only kinds with a layer-wise exact inference have.
+ * layer_combine, which only kinds with a layer-wise exact inference have, the attn_* and
+ * typed_* entries of attention and relational kinds, and forward/backward, which relational
+ * kinds leave NULL (gd__model_forward then refuses, naming the kind).
  */
 typedef struct {
     const char *name;        /* "sage": checkpoints, options, gd__model_kind_parse */

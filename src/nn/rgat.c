@@ -187,24 +187,6 @@ fail:
 
 /* ------------------------------------------------------------ create */
 
-/* A tensor of rows x cols unless it would be empty (an empty one stays a NULL view). */
-static gd_status alloc_nonempty(const gd__nn_ctx *ctx, gd_dtype dtype, int64_t rows, int64_t cols,
-                                gd__nn_tensor *out) {
-    if (rows > 0 && cols > 0) return gd__nn_tensor_alloc(ctx, dtype, rows, cols, out);
-    *out = gd__nn_view(NULL, dtype, ctx->device, 0, cols);
-    return GD_OK;
-}
-
-/* a = max(a, rows * cols), or an overflow. */
-static gd_status grow(int64_t *a, int64_t rows, int64_t cols) {
-    int64_t n;
-    if (gd__mul_overflow_i64(rows, cols, &n))
-        return gd__error(GD_ERR_OVERFLOW, "R-GAT: a buffer of %lld x %lld overflows",
-                         (long long)rows, (long long)cols);
-    if (n > *a) *a = n;
-    return GD_OK;
-}
-
 /* The attention's own arguments, beside the shared config's checks. */
 static gd_status check_attention(int heads, double attn_dropout) {
     gd_status st = GD_OK;
@@ -257,9 +239,11 @@ gd_status gd__rgat_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, in
         for (int t = 0; t < T; t++) {
             const int64_t nd = cfg->max_nodes[(l + 1) * T + t];
             if (l < L - 1 || t == s->target_type)
-                GD_CHECK(alloc_nonempty(ctx, dt, nd, dim_of(cfg, H, l + 1, t), &m->out[l][t]));
+                GD_CHECK(
+                    gd__typed_alloc_nonempty(ctx, dt, nd, dim_of(cfg, H, l + 1, t), &m->out[l][t]));
             if (l > 0 && m->has_in[t])
-                GD_CHECK(grow(&dh_cap[t], cfg->max_nodes[l * T + t], dim_of(cfg, H, l, t)));
+                GD_CHECK(gd__typed_grow(&dh_cap[t], cfg->max_nodes[l * T + t], dim_of(cfg, H, l, t),
+                                        "R-GAT"));
         }
         for (int r = 0; r < R; r++) {
             if (!m->slot[l][r].used) continue;
@@ -268,34 +252,35 @@ gd_status gd__rgat_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, in
             const int64_t ne = cfg->max_edges[l * R + r];
             /* A relation without edges, or from a featureless type, adds its bias alone. */
             if (ne == 0 || dim_of(cfg, H, l, src) == 0) continue;
-            GD_CHECK(alloc_nonempty(ctx, dt, ns, HF, &m->ps[l][r]));
+            GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, ns, HF, &m->ps[l][r]));
             if (dim_of(cfg, H, l, dst) > 0) {
-                GD_CHECK(alloc_nonempty(ctx, dt, nd, HF, &m->pd[l][r]));
-                GD_CHECK(grow(&dpd, nd, HF));
+                GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, nd, HF, &m->pd[l][r]));
+                GD_CHECK(gd__typed_grow(&dpd, nd, HF, "R-GAT"));
             }
-            GD_CHECK(alloc_nonempty(ctx, dt, ns, H, &m->ss[l][r]));
-            GD_CHECK(alloc_nonempty(ctx, dt, nd, H, &m->sd[l][r]));
-            GD_CHECK(alloc_nonempty(ctx, dt, ne, H, &m->alpha[l][r]));
-            if (attn_dropout > 0) GD_CHECK(alloc_nonempty(ctx, dt, ne, H, &m->alphad[l][r]));
-            GD_CHECK(grow(&dps, ns, HF));
-            GD_CHECK(grow(&dss, ns, H));
-            GD_CHECK(grow(&dsd, nd, H));
-            GD_CHECK(grow(&dal, ne, H));
+            GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, ns, H, &m->ss[l][r]));
+            GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, nd, H, &m->sd[l][r]));
+            GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, ne, H, &m->alpha[l][r]));
+            if (attn_dropout > 0)
+                GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, ne, H, &m->alphad[l][r]));
+            GD_CHECK(gd__typed_grow(&dps, ns, HF, "R-GAT"));
+            GD_CHECK(gd__typed_grow(&dss, ns, H, "R-GAT"));
+            GD_CHECK(gd__typed_grow(&dsd, nd, H, "R-GAT"));
+            GD_CHECK(gd__typed_grow(&dal, ne, H, "R-GAT"));
             if (ne > keys) keys = ne;
         }
     }
     const int64_t nt = cfg->max_nodes[L * T + s->target_type];
-    GD_CHECK(alloc_nonempty(ctx, dt, nt, (int64_t)H * cfg->num_classes, &m->sum));
-    GD_CHECK(alloc_nonempty(ctx, dt, nt, (int64_t)H * cfg->num_classes, &m->dsum));
+    GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, nt, (int64_t)H * cfg->num_classes, &m->sum));
+    GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, nt, (int64_t)H * cfg->num_classes, &m->dsum));
     for (int t = 0; t < T; t++) {
-        GD_CHECK(alloc_nonempty(ctx, dt, 1, dh_cap[t], &m->dh[0][t]));
-        GD_CHECK(alloc_nonempty(ctx, dt, 1, dh_cap[t], &m->dh[1][t]));
+        GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dh_cap[t], &m->dh[0][t]));
+        GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dh_cap[t], &m->dh[1][t]));
     }
-    GD_CHECK(alloc_nonempty(ctx, dt, 1, dps, &m->dps));
-    GD_CHECK(alloc_nonempty(ctx, dt, 1, dpd, &m->dpd));
-    GD_CHECK(alloc_nonempty(ctx, dt, 1, dss, &m->dss));
-    GD_CHECK(alloc_nonempty(ctx, dt, 1, dsd, &m->dsd));
-    GD_CHECK(alloc_nonempty(ctx, dt, 1, dal, &m->dalpha));
+    GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dps, &m->dps));
+    GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dpd, &m->dpd));
+    GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dss, &m->dss));
+    GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dsd, &m->dsd));
+    GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dal, &m->dalpha));
     if (attn_dropout > 0 && keys > 0)
         GD_CHECK(ctx->be->alloc(ctx, (size_t)keys * sizeof(int64_t), (void **)&m->keys));
     *out = m;

@@ -38,28 +38,6 @@ static void rgat_destroy_i(void *context) {
     gd__rgat_destroy(context);
 }
 
-static gd_status rgat_forward_i(void *context, const gd_block *blocks, const gd__nn_tensor *x,
-                                const int64_t *node_ids, int train, uint64_t dropout_seed,
-                                gd__nn_tensor *logits) {
-    (void)context;
-    (void)blocks;
-    (void)x;
-    (void)node_ids;
-    (void)train;
-    (void)dropout_seed;
-    (void)logits;
-    return homogeneous();
-}
-
-static gd_status rgat_backward_i(void *context, const gd_block *blocks,
-                                 const gd__nn_tensor *dlogits, gd__nn_tensor *dx) {
-    (void)context;
-    (void)blocks;
-    (void)dlogits;
-    (void)dx;
-    return homogeneous();
-}
-
 static gd_status rgat_typed_forward_i(void *context, const gd_block *blocks,
                                       const int64_t *num_nodes, const gd__nn_tensor *const *x,
                                       const int64_t *const *node_ids, int train,
@@ -89,8 +67,8 @@ const gd__model_i gd__rgat_model_i = {
     .bytes = rgat_bytes_i,
     .create = rgat_create_i,
     .destroy = rgat_destroy_i,
-    .forward = rgat_forward_i,
-    .backward = rgat_backward_i,
+    .forward = NULL, /* typed minibatches only: typed_forward */
+    .backward = NULL,
     .params = rgat_params_i,
     .set_backend = rgat_set_backend_i,
     .layer_combine = NULL,

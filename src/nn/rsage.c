@@ -67,15 +67,15 @@ gd_status gd__rsage_check_config(const gd__rsage_config *cfg, const char *kind) 
                "%s: %d node types (1 to %d)", kind, T, GD__RSAGE_MAX_TYPES);
     GD_REQUIRE(R >= 1 && R <= GD__RSAGE_MAX_RELATIONS, GD_ERR_INVALID_ARG,
                "%s: %d relations (1 to %d)", kind, R, GD__RSAGE_MAX_RELATIONS);
-    GD_REQUIRE(L >= 1 && L <= GD__RSAGE_MAX_LAYERS, GD_ERR_INVALID_ARG,
-               "%s: %d layers (1 to %d)", kind, L, GD__RSAGE_MAX_LAYERS);
+    GD_REQUIRE(L >= 1 && L <= GD__RSAGE_MAX_LAYERS, GD_ERR_INVALID_ARG, "%s: %d layers (1 to %d)",
+               kind, L, GD__RSAGE_MAX_LAYERS);
     for (int r = 0; r < R; r++)
         GD_REQUIRE(s->rel_src[r] >= 0 && s->rel_src[r] < T && s->rel_dst[r] >= 0 &&
                        s->rel_dst[r] < T,
                    GD_ERR_INVALID_ARG,
                    "%s: relation %d goes from node type %d to node type %d, but the schema "
-                   "has types 0 to %d", kind,
-                   r, s->rel_src[r], s->rel_dst[r], T - 1);
+                   "has types 0 to %d",
+                   kind, r, s->rel_src[r], s->rel_dst[r], T - 1);
     GD_REQUIRE(s->target_type >= 0 && s->target_type < T, GD_ERR_INVALID_ARG,
                "%s: target type %d, but the schema has types 0 to %d", kind, s->target_type, T - 1);
     int target_in = 0;
@@ -85,9 +85,8 @@ gd_status gd__rsage_check_config(const gd__rsage_config *cfg, const char *kind) 
                s->target_type);
     for (int t = 0; t < T; t++)
         GD_REQUIRE(cfg->in_dim[t] >= 0, GD_ERR_INVALID_ARG,
-                   "%s: node type %d has input width %lld (0 for no features, or positive)",
-                   kind, t,
-                   (long long)cfg->in_dim[t]);
+                   "%s: node type %d has input width %lld (0 for no features, or positive)", kind,
+                   t, (long long)cfg->in_dim[t]);
     GD_REQUIRE(cfg->num_classes > 0 && (L == 1 || cfg->hidden_dim > 0), GD_ERR_INVALID_ARG,
                "%s: hidden width %lld and %lld classes (must be positive)", kind,
                (long long)cfg->hidden_dim, (long long)cfg->num_classes);
@@ -170,19 +169,17 @@ fail:
     return st;
 }
 
-/* A tensor of rows x cols unless it would be empty (an empty one stays a NULL view). */
-static gd_status alloc_nonempty(const gd__nn_ctx *ctx, gd_dtype dtype, int64_t rows, int64_t cols,
-                                gd__nn_tensor *out) {
+gd_status gd__typed_alloc_nonempty(const gd__nn_ctx *ctx, gd_dtype dtype, int64_t rows,
+                                   int64_t cols, gd__nn_tensor *out) {
     if (rows > 0 && cols > 0) return gd__nn_tensor_alloc(ctx, dtype, rows, cols, out);
     *out = gd__nn_view(NULL, dtype, ctx->device, 0, cols);
     return GD_OK;
 }
 
-/* a = max(a, rows * cols), or an overflow. */
-static gd_status grow(int64_t *a, int64_t rows, int64_t cols) {
+gd_status gd__typed_grow(int64_t *a, int64_t rows, int64_t cols, const char *what) {
     int64_t n;
     if (gd__mul_overflow_i64(rows, cols, &n))
-        return gd__error(GD_ERR_OVERFLOW, "R-SAGE: a buffer of %lld x %lld overflows",
+        return gd__error(GD_ERR_OVERFLOW, "%s: a buffer of %lld x %lld overflows", what,
                          (long long)rows, (long long)cols);
     if (n > *a) *a = n;
     return GD_OK;
@@ -222,24 +219,25 @@ gd_status gd__rsage_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, u
         for (int t = 0; t < T; t++) {
             const int64_t nd = cfg->max_nodes[(l + 1) * T + t];
             if (l < L - 1 || t == s->target_type)
-                GD_CHECK(alloc_nonempty(ctx, cfg->dtype, nd, gd__rsage_dim(cfg, l + 1, t),
-                                        &m->out[l][t]));
+                GD_CHECK(gd__typed_alloc_nonempty(ctx, cfg->dtype, nd, gd__rsage_dim(cfg, l + 1, t),
+                                                  &m->out[l][t]));
             if (l > 0 && m->has_in[t])
-                GD_CHECK(grow(&dh_cap[t], cfg->max_nodes[l * T + t], cfg->hidden_dim));
+                GD_CHECK(gd__typed_grow(&dh_cap[t], cfg->max_nodes[l * T + t], cfg->hidden_dim,
+                                        "R-SAGE"));
         }
         for (int r = 0; r < R; r++) {
             if (!m->slot[l][r].used) continue;
             const int64_t nd = cfg->max_nodes[(l + 1) * T + s->rel_dst[r]];
             const int64_t w = gd__rsage_dim(cfg, l, s->rel_src[r]);
-            GD_CHECK(alloc_nonempty(ctx, cfg->dtype, nd, w, &m->agg[l][r]));
-            GD_CHECK(grow(&dagg_cap, nd, w));
+            GD_CHECK(gd__typed_alloc_nonempty(ctx, cfg->dtype, nd, w, &m->agg[l][r]));
+            GD_CHECK(gd__typed_grow(&dagg_cap, nd, w, "R-SAGE"));
         }
     }
     for (int t = 0; t < T; t++) {
-        GD_CHECK(alloc_nonempty(ctx, cfg->dtype, 1, dh_cap[t], &m->dh[0][t]));
-        GD_CHECK(alloc_nonempty(ctx, cfg->dtype, 1, dh_cap[t], &m->dh[1][t]));
+        GD_CHECK(gd__typed_alloc_nonempty(ctx, cfg->dtype, 1, dh_cap[t], &m->dh[0][t]));
+        GD_CHECK(gd__typed_alloc_nonempty(ctx, cfg->dtype, 1, dh_cap[t], &m->dh[1][t]));
     }
-    GD_CHECK(alloc_nonempty(ctx, cfg->dtype, 1, dagg_cap, &m->dagg));
+    GD_CHECK(gd__typed_alloc_nonempty(ctx, cfg->dtype, 1, dagg_cap, &m->dagg));
     *out = m;
     return GD_OK;
 fail:
@@ -255,22 +253,21 @@ gd_status gd__rsage_check_batch(const gd__rsage_config *cfg, const gd_block *blo
                                 const int64_t *num_nodes, const char *kind) {
     gd_status st = GD_OK;
     const int T = cfg->schema.num_types, R = cfg->schema.num_relations, L = cfg->num_layers;
-    GD_REQUIRE(blocks && num_nodes, GD_ERR_INVALID_ARG,
-               "%s: blocks and num_nodes must be given", kind);
+    GD_REQUIRE(blocks && num_nodes, GD_ERR_INVALID_ARG, "%s: blocks and num_nodes must be given",
+               kind);
     for (int l = 0; l <= L; l++)
         for (int t = 0; t < T; t++) {
             const int64_t n = num_nodes[l * T + t], cap = cfg->max_nodes[l * T + t];
             GD_REQUIRE(n >= 0, GD_ERR_INVALID_ARG, "%s: layer %d has %lld nodes of type %d", kind,
-                       l,
-                       (long long)n, t);
+                       l, (long long)n, t);
             GD_REQUIRE(n <= cap, GD_ERR_RANGE,
                        "%s: layer %d has %lld nodes of type %d, more than the model was "
-                       "sized for (%lld)", kind,
-                       l, (long long)n, t, (long long)cap);
+                       "sized for (%lld)",
+                       kind, l, (long long)n, t, (long long)cap);
             GD_REQUIRE(l == 0 || n <= num_nodes[(l - 1) * T + t], GD_ERR_INVALID_ARG,
                        "%s: layer %d has %lld nodes of type %d but layer %d only %lld (a "
-                       "layer's nodes are a prefix of the layer below's)", kind,
-                       l, (long long)n, t, l - 1, (long long)num_nodes[(l - 1) * T + t]);
+                       "layer's nodes are a prefix of the layer below's)",
+                       kind, l, (long long)n, t, l - 1, (long long)num_nodes[(l - 1) * T + t]);
         }
     for (int l = 0; l < L; l++)
         for (int r = 0; r < R; r++) {
@@ -280,18 +277,17 @@ gd_status gd__rsage_check_batch(const gd__rsage_config *cfg, const gd_block *blo
             GD_REQUIRE(b->num_src == ns && b->num_dst == nd, GD_ERR_INVALID_ARG,
                        "%s: layer %d, relation %d (type %d -> %d): the block has %lld "
                        "sources and %lld destinations, but there are %lld nodes of type %d at "
-                       "layer %d and %lld of type %d at layer %d", kind,
-                       l, r, src, dst, (long long)b->num_src, (long long)b->num_dst, (long long)ns,
-                       src, l, (long long)nd, dst, l + 1);
+                       "layer %d and %lld of type %d at layer %d",
+                       kind, l, r, src, dst, (long long)b->num_src, (long long)b->num_dst,
+                       (long long)ns, src, l, (long long)nd, dst, l + 1);
             GD_REQUIRE(b->num_edges >= 0 && b->num_edges <= cfg->max_edges[l * R + r],
                        b->num_edges < 0 ? GD_ERR_INVALID_ARG : GD_ERR_RANGE,
                        "%s: layer %d, relation %d has %lld edges, more than the model was "
-                       "sized for (%lld)", kind,
-                       l, r, (long long)b->num_edges, (long long)cfg->max_edges[l * R + r]);
+                       "sized for (%lld)",
+                       kind, l, r, (long long)b->num_edges, (long long)cfg->max_edges[l * R + r]);
             GD_REQUIRE((b->indptr || nd == 0) && (b->indices || b->num_edges == 0),
                        GD_ERR_INVALID_ARG, "%s: layer %d, relation %d: the block has no %s", kind,
-                       l,
-                       r, b->indptr || nd == 0 ? "indices" : "indptr");
+                       l, r, b->indptr || nd == 0 ? "indices" : "indptr");
             GD_REQUIRE(ns > 0 || b->num_edges == 0, GD_ERR_INVALID_ARG,
                        "%s: layer %d, relation %d has %lld edges but no source nodes", kind, l, r,
                        (long long)b->num_edges);

@@ -176,6 +176,13 @@ int64_t gd__rsage_dim(const gd__rsage_config *cfg, int l, int t);
  */
 gd_status gd__rsage_weights(const gd__rsage *m, int l, int r, int grads, gd__nn_tensor *w_l,
                             gd__nn_tensor *b, gd__nn_tensor *w_root);
+/*
+ * Buffer helpers of the typed kinds (R-SAGE, R-GAT): a tensor of rows x cols, or a NULL view of
+ * no rows when it would be empty; and *a = max(*a, rows * cols), GD_ERR_OVERFLOW naming `what`.
+ */
+gd_status gd__typed_alloc_nonempty(const gd__nn_ctx *ctx, gd_dtype dtype, int64_t rows,
+                                   int64_t cols, gd__nn_tensor *out);
+gd_status gd__typed_grow(int64_t *a, int64_t rows, int64_t cols, const char *what);
 /* An estimate of the device bytes a model of cfg takes: parameters, gradients, Adam state and
  * activations (0 for a config that create would refuse). */
 int64_t gd__rsage_bytes(const gd__rsage_config *cfg);

@@ -33,36 +33,15 @@ static gd_status rsage_create_i(const gd__nn_ctx *ctx, const gd__model_config *c
     return st;
 }
 
-static void rsage_destroy_i(void *context) { gd__rsage_destroy(context); }
-
-static gd_status rsage_forward_i(void *context, const gd_block *blocks, const gd__nn_tensor *x,
-                                 const int64_t *node_ids, int train, uint64_t dropout_seed,
-                                 gd__nn_tensor *logits) {
-    (void)context;
-    (void)blocks;
-    (void)x;
-    (void)node_ids;
-    (void)train;
-    (void)dropout_seed;
-    (void)logits;
-    return homogeneous();
-}
-
-static gd_status rsage_backward_i(void *context, const gd_block *blocks,
-                                  const gd__nn_tensor *dlogits, gd__nn_tensor *dx) {
-    (void)context;
-    (void)blocks;
-    (void)dlogits;
-    (void)dx;
-    return homogeneous();
+static void rsage_destroy_i(void *context) {
+    gd__rsage_destroy(context);
 }
 
 static gd_status rsage_typed_forward_i(void *context, const gd_block *blocks,
                                        const int64_t *num_nodes, const gd__nn_tensor *const *x,
                                        const int64_t *const *node_ids, int train,
                                        uint64_t dropout_seed, gd__nn_tensor *logits) {
-    return gd__rsage_forward(context, blocks, num_nodes, x, node_ids, train, dropout_seed,
-                             logits);
+    return gd__rsage_forward(context, blocks, num_nodes, x, node_ids, train, dropout_seed, logits);
 }
 
 static gd_status rsage_typed_backward_i(void *context, const gd__nn_tensor *dlogits,
@@ -70,7 +49,9 @@ static gd_status rsage_typed_backward_i(void *context, const gd__nn_tensor *dlog
     return gd__rsage_backward(context, dlogits, dx);
 }
 
-static gd__nn_params *rsage_params_i(void *context) { return gd__rsage_params(context); }
+static gd__nn_params *rsage_params_i(void *context) {
+    return gd__rsage_params(context);
+}
 
 static void rsage_set_backend_i(void *context, const gd__nn_backend *be) {
     ((gd__rsage *)context)->ctx.be = be;
@@ -85,8 +66,8 @@ const gd__model_i gd__rsage_model_i = {
     .bytes = rsage_bytes_i,
     .create = rsage_create_i,
     .destroy = rsage_destroy_i,
-    .forward = rsage_forward_i,
-    .backward = rsage_backward_i,
+    .forward = NULL, /* typed minibatches only: typed_forward */
+    .backward = NULL,
     .params = rsage_params_i,
     .set_backend = rsage_set_backend_i,
     .layer_combine = NULL,
