@@ -53,8 +53,7 @@ typedef struct {
 
 /* Every array of a sampled GPU minibatch, at its capacity (from the sampler's capacities). */
 static void collect(const gd_hetero_minibatch_t *mb, const int64_t *max_nodes,
-                    const int64_t *max_edges, const int *dst_type, int L, int T, int R,
-                    arrays *a) {
+                    const int64_t *max_edges, const int *dst_type, int L, int T, int R, arrays *a) {
     a->n = 0;
     for (int t = 0; t < T; t++) {
         const int64_t *ids;
@@ -103,8 +102,8 @@ static void same_as_cpu(const gd_hetero_minibatch_t *c, const gd_hetero_minibatc
             int64_t *h = to_host(y, ny, sizeof *y);
             for (int64_t i = 0; i < nx; i++)
                 if (x[i] != h[i])
-                    T_FAIL_("layer %d, node type %d, local id %lld: CPU node %lld, CUDA %lld", l,
-                            t, (long long)i, (long long)x[i], (long long)h[i]);
+                    T_FAIL_("layer %d, node type %d, local id %lld: CPU node %lld, CUDA %lld", l, t,
+                            (long long)i, (long long)x[i], (long long)h[i]);
             free(h);
         }
     for (int l = 0; l < L; l++)
@@ -212,8 +211,7 @@ static void compare(const char *preset, uint64_t seed, uint64_t *rng) {
             T_FAILS(gd_hetero_sample(sg, order, batch + 1, 0, 0, mg[1]), GD_ERR_INVALID_ARG,
                     "max_batch");
         T_FAILS(gd_hetero_sample(sg, order, 1, 0, 0, mc), GD_ERR_INVALID_ARG, "another sampler");
-        T_FAILS(gd_hetero_sample(sc, order, 1, 0, 0, mg[0]), GD_ERR_INVALID_ARG,
-                "another sampler");
+        T_FAILS(gd_hetero_sample(sc, order, 1, 0, 0, mg[0]), GD_ERR_INVALID_ARG, "another sampler");
         const int64_t n1 = batch < nt ? batch : nt;
         T_OK(gd_hetero_sample(sc, order, n1, 7, 3, mc));
         T_OK(gd_hetero_sample(sg, order, n1, 7, 3, mg[1]));

@@ -27,9 +27,9 @@ struct gd_hetero_sampler {
     /* Capacities: nodes of type t after hop h (h = 0: the seeds), edges of (hop, type). */
     int64_t max_nodes[GD_SAMPLER_MAX_LAYERS + 1][GD_MAX_NODE_TYPES];
     int64_t max_edges[GD_SAMPLER_MAX_LAYERS][GD_MAX_EDGE_TYPES];
-    int64_t table_cap; /* relabelling table slots (a power of two) */
-    int64_t all_nodes; /* the most nodes of all types a minibatch holds */
-    int64_t most_dst;  /* the largest frontier of one type (at least 1) */
+    int64_t table_cap;  /* relabelling table slots (a power of two) */
+    int64_t all_nodes;  /* the most nodes of all types a minibatch holds */
+    int64_t most_dst;   /* the largest frontier of one type (at least 1) */
     int64_t step_edges; /* the most edges of one (hop, edge type) */
     const int64_t *indptr, *offsets;
     const void *indices;

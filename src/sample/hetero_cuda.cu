@@ -141,9 +141,8 @@ __device__ void het_positions(unsigned long long key, unsigned hop, int replace,
 }
 
 /* The slot of key, inserting it if absent (the table never fills: load at most one half). */
-__device__ __forceinline__ unsigned long long het_insert(unsigned long long *keys,
-                                                         unsigned long long mask,
-                                                         unsigned long long key) {
+__device__ __forceinline__ unsigned long long
+het_insert(unsigned long long *keys, unsigned long long mask, unsigned long long key) {
     unsigned long long h = gd__sample_hash(key) & mask;
     for (;;) {
         unsigned long long cur = *(volatile unsigned long long *)&keys[h];
@@ -214,9 +213,9 @@ __global__ void __launch_bounds__(HBLOCK)
 
 /* The neighbours of destination d, in draw order, at draws[bindptr[d] ..] (hetero.c's loop). */
 __global__ void __launch_bounds__(HBLOCK)
-    het_draw_kernel(const void *indices, int is32, unsigned long long key, unsigned hop,
-                    int fanout, int replace, const long long *__restrict__ nodes,
-                    const long long *sizes, int nd_at, const long long *__restrict__ starts,
+    het_draw_kernel(const void *indices, int is32, unsigned long long key, unsigned hop, int fanout,
+                    int replace, const long long *__restrict__ nodes, const long long *sizes,
+                    int nd_at, const long long *__restrict__ starts,
                     const long long *__restrict__ runs, const int *__restrict__ bindptr,
                     long long *draws, long long items) {
     const long long nd = sizes[nd_at];
@@ -365,8 +364,7 @@ static gd_status copy_graph(gd_hetero_sampler_t *s, gd__hetero_cuda *c) {
         c->d_etype = b + align256(ip) + align256(ix);
         GD_CUDA_CHECK(cudaMemcpy(b, s->indptr, ip, cudaMemcpyHostToDevice));
         if (m > 0) {
-            GD_CUDA_CHECK(
-                cudaMemcpy(b + align256(ip), s->indices, ix, cudaMemcpyHostToDevice));
+            GD_CUDA_CHECK(cudaMemcpy(b + align256(ip), s->indices, ix, cudaMemcpyHostToDevice));
             GD_CUDA_CHECK(cudaMemcpy(b + align256(ip) + align256(ix), s->etype.data, et,
                                      cudaMemcpyHostToDevice));
         }
@@ -398,8 +396,8 @@ extern "C" gd_status gd__hetero_cuda_init(gd_hetero_sampler_t *s) {
     c->has_stream = 1;
     GD_CHECK(copy_graph(s, c));
     {
-        const size_t d = (size_t)s->most_dst, e = (size_t)s->step_edges,
-                     t = (size_t)s->table_cap, z = (size_t)sizes_count(s);
+        const size_t d = (size_t)s->most_dst, e = (size_t)s->step_edges, t = (size_t)s->table_cap,
+                     z = (size_t)sizes_count(s);
         /* Scratch for the larger scan of either kind; temporary storage grows with the item
          * count, so it fits every smaller scan. */
         const long long items = (long long)(d > e ? d : e) + 1;
@@ -411,9 +409,8 @@ extern "C" gd_status gd__hetero_cuda_init(gd_hetero_sampler_t *s) {
             (void *)NULL, marks_bytes, het_first_iter(thrust::counting_iterator<int>(0), f),
             (int *)NULL, (int)items, c->stream));
         c->cub_bytes = counts_bytes > marks_bytes ? counts_bytes : marks_bytes;
-        const size_t sizes[11] = {d * 8,       d * 8, (d + 1) * 4, (e + 1) * 8, (e + 1) * 4,
-                                  (e + 1) * 4, t * 8, t * 4,       z * 8,       c->cub_bytes,
-                                  16};
+        const size_t sizes[11] = {d * 8, d * 8, (d + 1) * 4, (e + 1) * 8,  (e + 1) * 4, (e + 1) * 4,
+                                  t * 8, t * 4, z * 8,       c->cub_bytes, 16};
         size_t off[11], total = 0;
         for (int k = 0; k < 11; k++) {
             off[k] = total;
@@ -434,8 +431,7 @@ extern "C" gd_status gd__hetero_cuda_init(gd_hetero_sampler_t *s) {
     }
     GD_CHECK(gd__cuda_pinned_alloc((void **)&c->h_seeds, (size_t)s->max_batch * sizeof(long long),
                                    "the typed sampler's seed staging", "lower max_batch"));
-    GD_CHECK(gd__cuda_pinned_alloc((void **)&c->h_sizes,
-                                   (size_t)sizes_count(s) * sizeof(long long),
+    GD_CHECK(gd__cuda_pinned_alloc((void **)&c->h_sizes, (size_t)sizes_count(s) * sizeof(long long),
                                    "the typed sampler's sizes", "lower max_batch"));
     gd__cuda_leave_device(s->device, prev);
     return GD_OK;
@@ -508,8 +504,8 @@ fail:
     return st;
 }
 
-extern "C" gd_status gd__hetero_cuda_sample(gd_hetero_sampler_t *s, const int64_t *seeds,
-                                            int64_t n, uint64_t key, gd_hetero_minibatch_t *mb) {
+extern "C" gd_status gd__hetero_cuda_sample(gd_hetero_sampler_t *s, const int64_t *seeds, int64_t n,
+                                            uint64_t key, gd_hetero_minibatch_t *mb) {
     gd_status st = GD_OK;
     gd__hetero_cuda *c = s->cuda;
     const cudaStream_t stream = c->stream;
@@ -552,13 +548,11 @@ extern "C" gd_status gd__hetero_cuda_sample(gd_hetero_sampler_t *s, const int64_
             GD_CUDA_CHECK_LAUNCH();
             GD_CHECK(het_scan(c, (const int *)c->d_counts, bip, nd_max + 1));
             het_draw_kernel<<<grid_for(nd_max, c->sms), HBLOCK, 0, stream>>>(
-                c->d_indices, s->is32, (unsigned long long)key, gd__typed_hop(h, r), f,
-                s->replace, dst_nodes, c->d_sizes, nd_at, c->d_starts, c->d_runs, bip,
-                c->d_draws, nd_max);
+                c->d_indices, s->is32, (unsigned long long)key, gd__typed_hop(h, r), f, s->replace,
+                dst_nodes, c->d_sizes, nd_at, c->d_starts, c->d_runs, bip, c->d_draws, nd_max);
             GD_CUDA_CHECK_LAUNCH();
             het_insert_kernel<<<grid_for(e_max, c->sms), HBLOCK, 0, stream>>>(
-                c->d_draws, bip, c->d_sizes, nd_at, c->d_keys, c->d_vals, mask, c->d_slots,
-                e_max);
+                c->d_draws, bip, c->d_sizes, nd_at, c->d_keys, c->d_vals, mask, c->d_slots, e_max);
             GD_CUDA_CHECK_LAUNCH();
             const het_first first = {c->d_sizes, nd_at, bip, c->d_vals, c->d_slots};
             GD_CHECK(het_scan(c, het_first_iter(thrust::counting_iterator<int>(0), first),
