@@ -1008,9 +1008,13 @@ gd_status gd_minibatch_input_nodes(gd_minibatch_t *mb, const int64_t **ids, int6
  * are local ids of its source type. fanouts has num_layers x num_edge_types entries, hop-major
  * from the seeds outward: fanouts[h * R + r] neighbours of edge type r for each node of hop h
  * (-1 all, 0 none). Draws are keyed as gd_sample's plus the edge type, so a minibatch depends
- * on (seed, epoch, batch, seeds) only. The sampler reads the dataset's CSC and edge types in
- * host memory and runs on the CPU (options: max_batch, replace, seed, threads; the backend
- * must be GD_SAMPLER_CPU). Every buffer is sized at create; gd_hetero_sample allocates nothing.
+ * on (seed, epoch, batch, seeds) only, and is the same on both backends. GD_SAMPLER_CPU reads
+ * the dataset's CSC and edge types in host memory (options: max_batch, replace, seed, threads).
+ * GD_SAMPLER_CUDA runs on the GPU current at create, to whose memory create copies indptr,
+ * indices and edge types (GD_ERR_NO_MEMORY if they do not fit); its minibatch arrays are GPU
+ * memory (gd_hetero_minibatch_on_device) and gd_hetero_sample returns once they are written.
+ * Biased draws are not offered. Every buffer is sized at create; gd_hetero_sample allocates
+ * nothing.
  */
 typedef struct gd_hetero_sampler gd_hetero_sampler_t;
 typedef struct gd_hetero_minibatch gd_hetero_minibatch_t;
@@ -1022,6 +1026,8 @@ void gd_hetero_minibatch_destroy(gd_hetero_minibatch_t *mb);
 /* Seeds: distinct nodes of the target type (else GD_ERR_RANGE / GD_ERR_INVALID_ARG). */
 gd_status gd_hetero_sample(gd_hetero_sampler_t *s, const int64_t *seeds, int64_t n, int64_t epoch,
                            int64_t batch, gd_hetero_minibatch_t *mb);
+/* 1 if the arrays of mb (blocks and node ids) are GPU memory (a CUDA sampler's), 0 if host. */
+int gd_hetero_minibatch_on_device(const gd_hetero_minibatch_t *mb);
 /* Layer `layer`'s block of edge type r (layer 0 = the input layer, as gd_minibatch_block). */
 gd_status gd_hetero_minibatch_block(const gd_hetero_minibatch_t *mb, int layer, int edge_type,
                                     gd_block *out);

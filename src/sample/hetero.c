@@ -11,7 +11,8 @@
  * epoch, minibatch, node and draw) and the hop word gd__typed_hop(h, r), so the edge type is
  * part of every key. A drawn node gets the next local id of its type at its first appearance,
  * in the order (edge type, destination, draw): the minibatch does not depend on the thread
- * count, which only parallelises the draws.
+ * count, which only parallelises the draws. With the CUDA backend (hetero_cuda.cu) the same
+ * minibatch is computed on the GPU; this file checks the arguments and the seeds for both.
  */
 #include "internal.h"
 
@@ -19,41 +20,6 @@
 #include "sample/hetero.h"
 
 #include <string.h>
-
-struct gd_hetero_sampler {
-    const gd_dataset_t *ds;
-    int num_layers, T, R, target;
-    int fanouts[GD_SAMPLER_MAX_LAYERS][GD_MAX_EDGE_TYPES];
-    int src[GD_MAX_EDGE_TYPES], dst[GD_MAX_EDGE_TYPES];
-    int64_t max_batch;
-    int replace;
-    uint64_t seed;
-    int threads;
-    /* Capacities: nodes of type t after hop h (h = 0: the seeds), edges of (hop, type). */
-    int64_t max_nodes[GD_SAMPLER_MAX_LAYERS + 1][GD_MAX_NODE_TYPES];
-    int64_t max_edges[GD_SAMPLER_MAX_LAYERS][GD_MAX_EDGE_TYPES];
-    int64_t table_cap; /* relabelling table slots (a power of two) */
-    const int64_t *indptr, *offsets;
-    const void *indices;
-    int is32;
-    gd_array_view etype;
-    /* Scratch: relabelling table and the draws of one (hop, edge type). */
-    int64_t *keys;
-    int32_t *vals;
-    int64_t *used; /* the table slots a minibatch filled, cleared after it */
-    int64_t *draws, *starts, *degs;
-};
-
-struct gd_hetero_minibatch {
-    const gd_hetero_sampler_t *sampler;
-    int num_layers, T, R;
-    int64_t count[GD_SAMPLER_MAX_LAYERS + 1][GD_MAX_NODE_TYPES]; /* by hop, as max_nodes */
-    int64_t *nodes[GD_MAX_NODE_TYPES];                           /* global ids, local order */
-    int32_t *indptr[GD_SAMPLER_MAX_LAYERS][GD_MAX_EDGE_TYPES];   /* by hop */
-    int32_t *indices[GD_SAMPLER_MAX_LAYERS][GD_MAX_EDGE_TYPES];
-    int64_t edges[GD_SAMPLER_MAX_LAYERS][GD_MAX_EDGE_TYPES];
-    int sampled;
-};
 
 /* The first position of [lo, hi) whose edge type is at least r (the list is sorted by type). */
 static int64_t run_start(const gd_array_view *et, int64_t lo, int64_t hi, int r) {
@@ -84,9 +50,14 @@ gd_status gd_hetero_sampler_create(const gd_dataset_t *ds, const int *fanouts, i
                "gd_hetero_sampler_create: dataset '%s' is homogeneous (no node types); use "
                "gd_sampler_create",
                gd_dataset_name(ds));
+    GD_REQUIRE(o.backend == GD_SAMPLER_CPU || o.backend == GD_SAMPLER_CUDA, GD_ERR_INVALID_ARG,
+               "gd_hetero_sampler_create: backend %d; use GD_SAMPLER_CPU or GD_SAMPLER_CUDA",
+               (int)o.backend);
+#ifndef GD_WITH_CUDA
     GD_REQUIRE(o.backend == GD_SAMPLER_CPU, GD_ERR_UNSUPPORTED,
-               "gd_hetero_sampler_create: typed sampling runs on the CPU backend only in this "
-               "version");
+               "gd_hetero_sampler_create: the CUDA typed sampler needs a GPU, and graphdirect was "
+               "built without CUDA; use GD_SAMPLER_CPU or rebuild with the CUDA toolkit");
+#endif
     GD_REQUIRE(o.bias_factor <= 1, GD_ERR_UNSUPPORTED,
                "gd_hetero_sampler_create: biased (locality-aware) draws are for homogeneous "
                "graphs");
@@ -98,6 +69,8 @@ gd_status gd_hetero_sampler_create(const gd_dataset_t *ds, const int *fanouts, i
     s = gd_calloc(1, sizeof *s);
     GD_REQUIRE(s, GD_ERR_NO_MEMORY, "out of memory creating a typed sampler");
     s->ds = ds;
+    s->backend = o.backend;
+    s->device = -1;
     s->num_layers = num_layers;
     s->T = gd_dataset_num_node_types(ds);
     s->R = gd_dataset_num_edge_types(ds);
@@ -175,17 +148,30 @@ gd_status gd_hetero_sampler_create(const gd_dataset_t *ds, const int *fanouts, i
                (long long)all);
     s->table_cap = 16;
     while (s->table_cap < 2 * all) s->table_cap *= 2;
-    GD_ALLOC(s->keys, (size_t)s->table_cap * sizeof *s->keys, "the typed sampler's table");
-    GD_ALLOC(s->vals, (size_t)s->table_cap * sizeof *s->vals, "the typed sampler's table");
-    GD_ALLOC(s->used, (size_t)(all + 1) * sizeof *s->used, "the typed sampler's table");
-    for (int64_t i = 0; i < s->table_cap; i++) s->keys[i] = -1;
     int64_t most_dst = 1;
     for (int h = 0; h < num_layers; h++)
         for (int t = 0; t < s->T; t++)
             most_dst = s->max_nodes[h][t] > most_dst ? s->max_nodes[h][t] : most_dst;
-    GD_ALLOC(s->draws, (size_t)(step_edges + 1) * sizeof *s->draws, "the typed sampler's draws");
-    GD_ALLOC(s->starts, (size_t)most_dst * sizeof *s->starts, "the typed sampler's draws");
-    GD_ALLOC(s->degs, (size_t)(most_dst + 1) * sizeof *s->degs, "the typed sampler's draws");
+    s->all_nodes = all;
+    s->most_dst = most_dst;
+    s->step_edges = step_edges;
+    if (s->backend == GD_SAMPLER_CPU) {
+        GD_ALLOC(s->keys, (size_t)s->table_cap * sizeof *s->keys, "the typed sampler's table");
+        GD_ALLOC(s->vals, (size_t)s->table_cap * sizeof *s->vals, "the typed sampler's table");
+        GD_ALLOC(s->used, (size_t)(all + 1) * sizeof *s->used, "the typed sampler's table");
+        for (int64_t i = 0; i < s->table_cap; i++) s->keys[i] = -1;
+        GD_ALLOC(s->draws, (size_t)(step_edges + 1) * sizeof *s->draws,
+                 "the typed sampler's draws");
+        GD_ALLOC(s->starts, (size_t)most_dst * sizeof *s->starts, "the typed sampler's draws");
+        GD_ALLOC(s->degs, (size_t)(most_dst + 1) * sizeof *s->degs, "the typed sampler's draws");
+    }
+#ifdef GD_WITH_CUDA
+    else {
+        GD_ALLOC(s->sorted, (size_t)(s->max_batch + 1) * sizeof *s->sorted,
+                 "the typed sampler's seed check");
+        GD_CHECK(gd__hetero_cuda_init(s));
+    }
+#endif
     *out = s;
     return GD_OK;
 fail:
@@ -195,6 +181,10 @@ fail:
 
 void gd_hetero_sampler_destroy(gd_hetero_sampler_t *s) {
     if (!s) return;
+#ifdef GD_WITH_CUDA
+    gd__hetero_cuda_release(s);
+#endif
+    gd_free(s->sorted);
     gd_free(s->keys);
     gd_free(s->vals);
     gd_free(s->used);
@@ -216,6 +206,13 @@ gd_status gd_hetero_minibatch_create(const gd_hetero_sampler_t *s, gd_hetero_min
     mb->T = s->T;
     mb->R = s->R;
     const int L = s->num_layers;
+#ifdef GD_WITH_CUDA
+    if (s->backend == GD_SAMPLER_CUDA) {
+        GD_CHECK(gd__hetero_cuda_minibatch_init(s, mb));
+        *out = mb;
+        return GD_OK;
+    }
+#endif
     for (int t = 0; t < s->T; t++)
         GD_ALLOC(mb->nodes[t], (size_t)(s->max_nodes[L][t] + 1) * sizeof(int64_t),
                  "a typed minibatch's nodes");
@@ -235,6 +232,14 @@ fail:
 
 void gd_hetero_minibatch_destroy(gd_hetero_minibatch_t *mb) {
     if (!mb) return;
+#ifdef GD_WITH_CUDA
+    if (mb->d_base) {
+        /* The arrays point into the one device allocation, which this frees. */
+        gd__hetero_cuda_minibatch_release(mb);
+        gd_free(mb);
+        return;
+    }
+#endif
     for (int t = 0; t < GD_MAX_NODE_TYPES; t++) gd_free(mb->nodes[t]);
     for (int h = 0; h < GD_SAMPLER_MAX_LAYERS; h++)
         for (int r = 0; r < GD_MAX_EDGE_TYPES; r++) {
@@ -258,6 +263,35 @@ static int32_t relabel(gd_hetero_sampler_t *s, gd_hetero_minibatch_t *mb, int t,
     return (int32_t)count[t]++;
 }
 
+#ifdef GD_WITH_CUDA
+/*
+ * The CUDA sampler's seed check, on the host as the CPU sampler's: every seed of the target
+ * type ([lo, hi)), and none repeated (found in a sorted copy; the message names the later
+ * position of the smallest repeated node).
+ */
+static gd_status check_seeds(gd_hetero_sampler_t *s, const int64_t *seeds, int64_t n, int64_t lo,
+                             int64_t hi) {
+    gd_status st = GD_OK;
+    for (int64_t i = 0; i < n; i++)
+        GD_REQUIRE(seeds[i] >= lo && seeds[i] < hi, GD_ERR_RANGE,
+                   "gd_hetero_sample: seed %lld is node %lld, not of the target type %d (ids "
+                   "[%lld, %lld))",
+                   (long long)i, (long long)seeds[i], s->target, (long long)lo, (long long)hi);
+    if (n > 0) memcpy(s->sorted, seeds, (size_t)n * sizeof *seeds);
+    gd__sort_i64(s->sorted, n);
+    for (int64_t i = 1; i < n; i++) {
+        if (s->sorted[i] != s->sorted[i - 1]) continue;
+        int64_t seen = 0, at = 0;
+        for (at = 0; at < n && seen < 2; at++) seen += seeds[at] == s->sorted[i];
+        GD_REQUIRE(0, GD_ERR_INVALID_ARG,
+                   "gd_hetero_sample: seed %lld (node %lld) repeats an earlier seed",
+                   (long long)(at - 1), (long long)s->sorted[i]);
+    }
+fail:
+    return st;
+}
+#endif
+
 gd_status gd_hetero_sample(gd_hetero_sampler_t *s, const int64_t *seeds, int64_t n, int64_t epoch,
                            int64_t batch, gd_hetero_minibatch_t *mb) {
     gd_status st = GD_OK;
@@ -273,6 +307,14 @@ gd_status gd_hetero_sample(gd_hetero_sampler_t *s, const int64_t *seeds, int64_t
     mb->sampled = 0;
     const int L = s->num_layers, T = s->T, R = s->R;
     const int64_t lo = s->offsets[s->target], hi = s->offsets[s->target + 1];
+#ifdef GD_WITH_CUDA
+    if (s->backend == GD_SAMPLER_CUDA) {
+        GD_CHECK(check_seeds(s, seeds, n, lo, hi));
+        GD_CHECK(gd__hetero_cuda_sample(s, seeds, n, gd__sample_key(s->seed, epoch, batch), mb));
+        mb->sampled = 1;
+        return GD_OK;
+    }
+#endif
     int64_t count[GD_MAX_NODE_TYPES] = {0};
     for (int64_t i = 0; i < n; i++) {
         GD_REQUIRE(seeds[i] >= lo && seeds[i] < hi, GD_ERR_RANGE,
@@ -357,6 +399,10 @@ gd_status gd__hetero_sampler_capacity(const gd_hetero_sampler_t *s, int64_t *max
         for (int r = 0; r < s->R; r++) max_edges[l * s->R + r] = s->max_edges[L - 1 - l][r];
 fail:
     return st;
+}
+
+int gd_hetero_minibatch_on_device(const gd_hetero_minibatch_t *mb) {
+    return mb && mb->d_base ? 1 : 0;
 }
 
 /* Layer l of training (0 = input) is hop num_layers - 1 - l. */
