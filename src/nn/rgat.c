@@ -517,19 +517,7 @@ gd_status gd__rgat_backward(gd__rgat *m, const gd__nn_tensor *dlogits, gd__nn_te
     const gd__nn_ctx *ctx = &m->ctx;
     const int T = cfg->schema.num_types, R = cfg->schema.num_relations, L = cfg->num_layers;
     const int target = cfg->schema.target_type, H = m->heads;
-    const int64_t nt = m->num_nodes[L * T + target];
-    GD_REQUIRE(dlogits->rows == nt && dlogits->cols == cfg->num_classes, GD_ERR_INVALID_ARG,
-               "R-GAT backward: dlogits is %lld x %lld, the logits were %lld x %lld",
-               (long long)dlogits->rows, (long long)dlogits->cols, (long long)nt,
-               (long long)cfg->num_classes);
-    /* The input gradients' shapes, before any work, so that a bad one leaves nothing written. */
-    for (int t = 0; dx && t < T; t++)
-        GD_REQUIRE(!dx[t] || cfg->in_dim[t] == 0 ||
-                       (dx[t]->rows == m->num_nodes[t] && dx[t]->cols == cfg->in_dim[t]),
-                   GD_ERR_INVALID_ARG,
-                   "R-GAT backward: dx[%d] is %lld x %lld, expected %lld x %lld", t,
-                   (long long)dx[t]->rows, (long long)dx[t]->cols, (long long)m->num_nodes[t],
-                   (long long)cfg->in_dim[t]);
+    GD_CHECK(gd__typed_check_backward(cfg, m->num_nodes, dlogits, dx, "R-GAT backward"));
 
     /* dz[t]: the gradient of layer l's output of type t (only the target in the last layer). */
     gd__nn_tensor dz[GD__RSAGE_MAX_TYPES];

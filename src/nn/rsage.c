@@ -169,6 +169,27 @@ fail:
     return st;
 }
 
+gd_status gd__typed_check_backward(const gd__rsage_config *cfg, const int64_t *num_nodes,
+                                   const gd__nn_tensor *dlogits, gd__nn_tensor *const *dx,
+                                   const char *what) {
+    gd_status st = GD_OK;
+    const int T = cfg->schema.num_types, L = cfg->num_layers;
+    const int64_t nt = num_nodes[L * T + cfg->schema.target_type];
+    GD_REQUIRE(dlogits->rows == nt && dlogits->cols == cfg->num_classes, GD_ERR_INVALID_ARG,
+               "%s: dlogits is %lld x %lld, the logits were %lld x %lld", what,
+               (long long)dlogits->rows, (long long)dlogits->cols, (long long)nt,
+               (long long)cfg->num_classes);
+    /* The input gradients' shapes, before any work, so that a bad one leaves nothing written. */
+    for (int t = 0; dx && t < T; t++)
+        GD_REQUIRE(!dx[t] || cfg->in_dim[t] == 0 ||
+                       (dx[t]->rows == num_nodes[t] && dx[t]->cols == cfg->in_dim[t]),
+                   GD_ERR_INVALID_ARG, "%s: dx[%d] is %lld x %lld, expected %lld x %lld", what, t,
+                   (long long)dx[t]->rows, (long long)dx[t]->cols, (long long)num_nodes[t],
+                   (long long)cfg->in_dim[t]);
+fail:
+    return st;
+}
+
 gd_status gd__typed_alloc_nonempty(const gd__nn_ctx *ctx, gd_dtype dtype, int64_t rows,
                                    int64_t cols, gd__nn_tensor *out) {
     if (rows > 0 && cols > 0) return gd__nn_tensor_alloc(ctx, dtype, rows, cols, out);
@@ -460,19 +481,7 @@ gd_status gd__rsage_backward(gd__rsage *m, const gd__nn_tensor *dlogits, gd__nn_
     const int T = cfg->schema.num_types, R = cfg->schema.num_relations, L = cfg->num_layers;
     const int target = cfg->schema.target_type;
     const double p = cfg->dropout;
-    const int64_t nt = m->num_nodes[L * T + target];
-    GD_REQUIRE(dlogits->rows == nt && dlogits->cols == cfg->num_classes, GD_ERR_INVALID_ARG,
-               "R-SAGE backward: dlogits is %lld x %lld, the logits were %lld x %lld",
-               (long long)dlogits->rows, (long long)dlogits->cols, (long long)nt,
-               (long long)cfg->num_classes);
-    /* The input gradients' shapes, before any work, so that a bad one leaves nothing written. */
-    for (int t = 0; dx && t < T; t++)
-        GD_REQUIRE(!dx[t] || cfg->in_dim[t] == 0 ||
-                       (dx[t]->rows == m->num_nodes[t] && dx[t]->cols == cfg->in_dim[t]),
-                   GD_ERR_INVALID_ARG,
-                   "R-SAGE backward: dx[%d] is %lld x %lld, expected %lld x %lld", t,
-                   (long long)dx[t]->rows, (long long)dx[t]->cols, (long long)m->num_nodes[t],
-                   (long long)cfg->in_dim[t]);
+    GD_CHECK(gd__typed_check_backward(cfg, m->num_nodes, dlogits, dx, "R-SAGE backward"));
 
     /* dz[t]: the gradient of layer l's output of type t (only the target in the last layer). */
     gd__nn_tensor dz[GD__RSAGE_MAX_TYPES];

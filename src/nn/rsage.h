@@ -183,6 +183,14 @@ gd_status gd__rsage_weights(const gd__rsage *m, int l, int r, int grads, gd__nn_
 gd_status gd__typed_alloc_nonempty(const gd__nn_ctx *ctx, gd_dtype dtype, int64_t rows,
                                    int64_t cols, gd__nn_tensor *out);
 gd_status gd__typed_grow(int64_t *a, int64_t rows, int64_t cols, const char *what);
+/*
+ * The typed kinds' backward arguments against the last forward's counts: dlogits the target
+ * type's logits' shape, each dx[t] (when given, for a featured type) its input rows' shape.
+ * GD_ERR_INVALID_ARG naming `what` and both shapes.
+ */
+gd_status gd__typed_check_backward(const gd__rsage_config *cfg, const int64_t *num_nodes,
+                                   const gd__nn_tensor *dlogits, gd__nn_tensor *const *dx,
+                                   const char *what);
 /* An estimate of the device bytes a model of cfg takes: parameters, gradients, Adam state and
  * activations (0 for a config that create would refuse). */
 int64_t gd__rsage_bytes(const gd__rsage_config *cfg);
