@@ -222,6 +222,19 @@ gd_status gd__gat_bip_edge_keys_cuda(const gd__nn_ctx *ctx, const gd_block *blk,
                                      int64_t *keys);
 #endif
 
+/*
+ * An op of this family on ctx's backend: GAT_OP(edge_softmax, ctx, args...) calls the _cpu entry
+ * (without ctx) for the CPU backend and the _cuda one (with ctx) otherwise. The GAT and R-GAT
+ * models dispatch through it.
+ */
+#ifdef GD_WITH_CUDA
+#define GAT_OP(name, ctx, ...)                                                                     \
+    ((ctx)->be == &gd__nn_cpu_backend ? gd__gat_##name##_cpu(__VA_ARGS__)                          \
+                                      : gd__gat_##name##_cuda(ctx, __VA_ARGS__))
+#else
+#define GAT_OP(name, ctx, ...) gd__gat_##name##_cpu(__VA_ARGS__)
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,20 +6,8 @@
 
 #include <string.h>
 
-#ifdef GD_WITH_CUDA
-#define GAT_OP(name, ctx, ...)                                                                     \
-    ((ctx)->be == &gd__nn_cpu_backend ? gd__gat_##name##_cpu(__VA_ARGS__)                          \
-                                      : gd__gat_##name##_cuda(ctx, __VA_ARGS__))
-#else
-#define GAT_OP(name, ctx, ...) gd__gat_##name##_cpu(__VA_ARGS__)
-#endif
-
 #define SLOPE 0.2
 #define ATTN_STREAM 64u
-
-static gd__nn_tensor shaped(const gd__nn_tensor *buf, int64_t rows, int64_t cols) {
-    return gd__nn_view(buf->data, buf->dtype, buf->device, rows, cols);
-}
 
 void gd__gat_model_destroy(gd__gat_model *m) {
     if (!m) return;
@@ -247,9 +235,9 @@ gd_status gd__gat_model_backward(gd__gat_model *m, const gd_block *blocks,
         gd__nn_tensor pp = gd__nn_rows(&m->p[l], ns), ss = gd__nn_rows(&m->ssrc[l], ns);
         gd__nn_tensor sd = gd__nn_rows(&m->sdst[l], nd), al = gd__nn_rows(&m->alpha[l], ne);
         gd__nn_tensor ald = gd__nn_rows(&m->alphad[l], ne);
-        gd__nn_tensor dagg = shaped(&m->dagg, nd, hf), dal = shaped(&m->dalpha, ne, H);
-        gd__nn_tensor dp = shaped(&m->dp, ns, hf), dss = shaped(&m->dss, ns, H),
-                      dsd = shaped(&m->dsd, nd, H);
+        gd__nn_tensor dagg = gd__nn_shaped(&m->dagg, nd, hf), dal = gd__nn_shaped(&m->dalpha, ne, H);
+        gd__nn_tensor dp = gd__nn_shaped(&m->dp, ns, hf), dss = gd__nn_shaped(&m->dss, ns, H),
+                      dsd = gd__nn_shaped(&m->dsd, nd, H);
         GD_CHECK(ctx->be->bias_grad(ctx, &dz, &db, 1));
         if (l == L - 1) {
             GD_CHECK(gd__nn_zero(ctx, &dagg));
@@ -279,7 +267,7 @@ gd_status gd__gat_model_backward(gd__gat_model *m, const gd_block *blocks,
                 dh = dx;
             }
         } else {
-            dhb = shaped(&m->dh[l & 1], ns, m->in[l]);
+            dhb = gd__nn_shaped(&m->dh[l & 1], ns, m->in[l]);
             dh = &dhb;
         }
         GD_CHECK(gd__nn_linear_backward(ctx, &hin, &w, &dp, dh, 0, &dw, NULL, 1));

@@ -56,6 +56,16 @@ static inline gd__nn_tensor gd__nn_view(void *data, gd_dtype dtype, int device, 
     gd__nn_tensor v = {data, dtype, device, 0, rows, cols};
     return v;
 }
+/* Rows [r0, r1) of a contiguous tensor, as a view. */
+static inline gd__nn_tensor gd__nn_row_range(const gd__nn_tensor *t, int64_t r0, int64_t r1) {
+    char *base = (char *)t->data;
+    return gd__nn_view(base ? base + (size_t)(r0 * t->cols) * gd_dtype_size(t->dtype) : NULL,
+                       t->dtype, t->device, r1 - r0, t->cols);
+}
+/* A rows x cols view at the start of a flat buffer (the caller checked the capacity). */
+static inline gd__nn_tensor gd__nn_shaped(const gd__nn_tensor *buf, int64_t rows, int64_t cols) {
+    return gd__nn_view(buf->data, buf->dtype, buf->device, rows, cols);
+}
 
 /* ------------------------------------------------------------ the op table */
 

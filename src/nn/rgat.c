@@ -18,27 +18,7 @@
 
 #include <string.h>
 
-#ifdef GD_WITH_CUDA
-#define GAT_OP(name, ctx, ...)                                                                     \
-    ((ctx)->be == &gd__nn_cpu_backend ? gd__gat_##name##_cpu(__VA_ARGS__)                          \
-                                      : gd__gat_##name##_cuda(ctx, __VA_ARGS__))
-#else
-#define GAT_OP(name, ctx, ...) gd__gat_##name##_cpu(__VA_ARGS__)
-#endif
-
 #define SLOPE 0.2
-
-/* Rows [r0, r1) of a contiguous tensor, as a view. */
-static gd__nn_tensor row_range(const gd__nn_tensor *t, int64_t r0, int64_t r1) {
-    char *base = t->data;
-    return gd__nn_view(base ? base + (size_t)(r0 * t->cols) * gd_dtype_size(t->dtype) : NULL,
-                       t->dtype, t->device, r1 - r0, t->cols);
-}
-
-/* A rows x cols view at the start of a flat buffer (the caller checked the capacity). */
-static gd__nn_tensor shaped(const gd__nn_tensor *buf, int64_t rows, int64_t cols) {
-    return gd__nn_view(buf->data, buf->dtype, buf->device, rows, cols);
-}
 
 static int64_t dim_of(const gd__rsage_config *cfg, int H, int l, int t) {
     return l == 0                 ? cfg->in_dim[t]
@@ -162,7 +142,7 @@ static gd__nn_tensor part(const gd__rgat *m, gd__rgat_at at, int64_t rows, int64
     if (at.tensor < 0) return gd__nn_view(NULL, m->cfg.dtype, m->ctx.device, 0, cols);
     gd__nn_tensor t =
         grads ? gd__nn_grad(&m->params, at.tensor) : gd__nn_param(&m->params, at.tensor);
-    return row_range(&t, at.row, at.row + rows);
+    return gd__nn_row_range(&t, at.row, at.row + rows);
 }
 
 gd_status gd__rgat_weights(const gd__rgat *m, int l, int r, int grads, gd__rgat_rel *w) {
@@ -379,26 +359,8 @@ gd_status gd__rgat_forward(gd__rgat *m, const gd_block *blocks, const int64_t *n
     const gd__nn_ctx *ctx = &m->ctx;
     const int T = cfg->schema.num_types, R = cfg->schema.num_relations, L = cfg->num_layers;
     const int H = m->heads;
-    for (int t = 0; t < T; t++) {
-        const int64_t w = cfg->in_dim[t];
-        const gd__nn_tensor *xt = x ? x[t] : NULL;
-        if (w == 0) {
-            GD_REQUIRE(!xt || xt->cols == 0, GD_ERR_INVALID_ARG,
-                       "R-GAT forward: node type %d has no features, but x[%d] has %lld columns", t,
-                       t, (long long)xt->cols);
-            m->input[t] = gd__nn_view(NULL, cfg->dtype, ctx->device, num_nodes[t], 0);
-        } else {
-            GD_REQUIRE(xt && xt->cols == w && xt->rows >= num_nodes[t], GD_ERR_INVALID_ARG,
-                       "R-GAT forward: x[%d] is %lld x %lld, expected at least %lld rows of %lld",
-                       t, xt ? (long long)xt->rows : 0LL, xt ? (long long)xt->cols : 0LL,
-                       (long long)num_nodes[t], (long long)w);
-            GD_REQUIRE(xt->dtype == cfg->dtype, GD_ERR_INVALID_ARG,
-                       "R-GAT forward: x[%d] is %s, the model %s", t, gd_dtype_name(xt->dtype),
-                       gd_dtype_name(cfg->dtype));
-            m->input[t] = gd__nn_rows(xt, num_nodes[t]);
-        }
-        m->node_ids[t] = node_ids ? node_ids[t] : NULL;
-    }
+    GD_CHECK(gd__typed_bind_inputs(cfg, ctx, num_nodes, x, node_ids, m->input, m->node_ids,
+                                   "R-GAT forward"));
     memcpy(m->blocks, blocks, sizeof *blocks * (size_t)(L * R));
     memcpy(m->num_nodes, num_nodes, sizeof *num_nodes * (size_t)((L + 1) * T));
     m->train = train;
@@ -472,8 +434,8 @@ static gd_status attend_backward(gd__rgat *m, int l, int r, const gd__nn_tensor 
     gd__nn_tensor ht = gd__nn_rows(&hd, nd);
     gd__nn_tensor ps = gd__nn_rows(&m->ps[l][r], ns), ss = gd__nn_rows(&m->ss[l][r], ns);
     gd__nn_tensor sd = gd__nn_rows(&m->sd[l][r], nd), al = gd__nn_rows(&m->alpha[l][r], ne);
-    gd__nn_tensor dps = shaped(&m->dps, ns, HF), dal = shaped(&m->dalpha, ne, H);
-    gd__nn_tensor dss = shaped(&m->dss, ns, H), dsd = shaped(&m->dsd, nd, H);
+    gd__nn_tensor dps = gd__nn_shaped(&m->dps, ns, HF), dal = gd__nn_shaped(&m->dalpha, ne, H);
+    gd__nn_tensor dss = gd__nn_shaped(&m->dss, ns, H), dsd = gd__nn_shaped(&m->dsd, nd, H);
     gd__nn_tensor no_dss = gd__nn_rows(&dss, 0), no_dsd = gd__nn_rows(&dsd, 0);
     const int attn = m->train && m->attn_dropout > 0;
     gd__nn_tensor used = attn ? gd__nn_rows(&m->alphad[l][r], ne) : al;
@@ -495,7 +457,7 @@ static gd_status attend_backward(gd__rgat *m, int l, int r, const gd__nn_tensor 
     GD_CHECK(gd__nn_linear_backward(ctx, &hs, &w.w_src, &dps, want[src] ? &dh[src] : NULL, 1,
                                     &g.w_src, NULL, 1));
     if (w.w_dst.rows > 0) {
-        gd__nn_tensor pd = gd__nn_rows(&m->pd[l][r], nd), dpd = shaped(&m->dpd, nd, HF);
+        gd__nn_tensor pd = gd__nn_rows(&m->pd[l][r], nd), dpd = gd__nn_shaped(&m->dpd, nd, HF);
         gd__nn_tensor dht = dpd; /* unused unless wanted */
         if (want[dst]) dht = gd__nn_rows(&dh[dst], nd);
         GD_CHECK(gd__nn_zero(ctx, &dpd));
@@ -531,7 +493,7 @@ gd_status gd__rgat_backward(gd__rgat *m, const gd__nn_tensor *dlogits, gd__nn_te
                 want[t] = m->has_in[t];
                 if (want[t])
                     dh[t] =
-                        shaped(&m->dh[l & 1][t], m->num_nodes[l * T + t], gd__rgat_dim(m, l, t));
+                        gd__nn_shaped(&m->dh[l & 1][t], m->num_nodes[l * T + t], gd__rgat_dim(m, l, t));
             } else {
                 want[t] = dx && dx[t] && cfg->in_dim[t] > 0;
                 if (want[t]) dh[t] = *dx[t];
@@ -544,7 +506,7 @@ gd_status gd__rgat_backward(gd__rgat *m, const gd__nn_tensor *dlogits, gd__nn_te
             /* The sum's gradient: dz itself in a hidden layer, through the heads' mean last. */
             gd__nn_tensor dsum = dz[t];
             if (l == L - 1) {
-                dsum = shaped(&m->dsum, nd, (int64_t)H * cfg->num_classes);
+                dsum = gd__nn_shaped(&m->dsum, nd, (int64_t)H * cfg->num_classes);
                 GD_CHECK(gd__nn_zero(ctx, &dsum));
                 GD_CHECK(GAT_OP(head_mean_backward, ctx, &dz[t], H, &dsum));
             }

@@ -16,18 +16,6 @@
 
 #include <string.h>
 
-/* Rows [r0, r1) of a contiguous tensor, as a view. */
-static gd__nn_tensor row_range(const gd__nn_tensor *t, int64_t r0, int64_t r1) {
-    char *base = t->data;
-    return gd__nn_view(base ? base + (size_t)(r0 * t->cols) * gd_dtype_size(t->dtype) : NULL,
-                       t->dtype, t->device, r1 - r0, t->cols);
-}
-
-/* A rows x cols view at the start of a flat buffer (the caller checked the capacity). */
-static gd__nn_tensor shaped(const gd__nn_tensor *buf, int64_t rows, int64_t cols) {
-    return gd__nn_view(buf->data, buf->dtype, buf->device, rows, cols);
-}
-
 int64_t gd__rsage_dim(const gd__rsage_config *cfg, int l, int t) {
     return l == 0 ? cfg->in_dim[t] : l == cfg->num_layers ? cfg->num_classes : cfg->hidden_dim;
 }
@@ -164,6 +152,35 @@ static gd_status layout_params(gd__rsage *m) {
             if (s->a_tensor >= 0) s->a_tensor += first;
             if (s->r_tensor >= 0) s->r_tensor += first;
         }
+    }
+fail:
+    return st;
+}
+
+gd_status gd__typed_bind_inputs(const gd__rsage_config *cfg, const gd__nn_ctx *ctx,
+                                const int64_t *num_nodes, const gd__nn_tensor *const *x,
+                                const int64_t *const *node_ids, gd__nn_tensor *input,
+                                const int64_t **ids, const char *what) {
+    gd_status st = GD_OK;
+    for (int t = 0; t < cfg->schema.num_types; t++) {
+        const int64_t w = cfg->in_dim[t];
+        const gd__nn_tensor *xt = x ? x[t] : NULL;
+        if (w == 0) {
+            GD_REQUIRE(!xt || xt->cols == 0, GD_ERR_INVALID_ARG,
+                       "%s: node type %d has no features, but x[%d] has %lld columns", what, t,
+                       t, (long long)xt->cols);
+            input[t] = gd__nn_view(NULL, cfg->dtype, ctx->device, num_nodes[t], 0);
+        } else {
+            GD_REQUIRE(xt && xt->cols == w && xt->rows >= num_nodes[t], GD_ERR_INVALID_ARG,
+                       "%s: x[%d] is %lld x %lld, expected at least %lld rows of %lld", what, t,
+                       xt ? (long long)xt->rows : 0LL, xt ? (long long)xt->cols : 0LL,
+                       (long long)num_nodes[t], (long long)w);
+            GD_REQUIRE(xt->dtype == cfg->dtype, GD_ERR_INVALID_ARG,
+                       "%s: x[%d] is %s, the model %s", what, t, gd_dtype_name(xt->dtype),
+                       gd_dtype_name(cfg->dtype));
+            input[t] = gd__nn_rows(xt, num_nodes[t]);
+        }
+        ids[t] = node_ids ? node_ids[t] : NULL;
     }
 fail:
     return st;
@@ -354,12 +371,12 @@ gd_status gd__rsage_weights(const gd__rsage *m, int l, int r, int grads, gd__nn_
     const int64_t ws = gd__rsage_dim(&m->cfg, l, src), wd = gd__rsage_dim(&m->cfg, l, dst);
     gd__nn_tensor a =
         grads ? gd__nn_grad(&m->params, s->a_tensor) : gd__nn_param(&m->params, s->a_tensor);
-    *w_l = row_range(&a, s->a_row, s->a_row + ws);
-    *b = row_range(&a, s->a_row + ws, s->a_row + ws + 1);
+    *w_l = gd__nn_row_range(&a, s->a_row, s->a_row + ws);
+    *b = gd__nn_row_range(&a, s->a_row + ws, s->a_row + ws + 1);
     if (s->r_tensor >= 0) {
         gd__nn_tensor rt =
             grads ? gd__nn_grad(&m->params, s->r_tensor) : gd__nn_param(&m->params, s->r_tensor);
-        *w_root = row_range(&rt, s->r_row, s->r_row + wd);
+        *w_root = gd__nn_row_range(&rt, s->r_row, s->r_row + wd);
     } else {
         *w_root = gd__nn_view(NULL, a.dtype, a.device, 0, a.cols);
     }
@@ -384,27 +401,8 @@ gd_status gd__rsage_forward(gd__rsage *m, const gd_block *blocks, const int64_t 
     const gd__nn_ctx *ctx = &m->ctx;
     const int T = cfg->schema.num_types, R = cfg->schema.num_relations, L = cfg->num_layers;
     const double p = cfg->dropout;
-    for (int t = 0; t < T; t++) {
-        const int64_t w = cfg->in_dim[t];
-        const gd__nn_tensor *xt = x ? x[t] : NULL;
-        if (w == 0) {
-            GD_REQUIRE(!xt || xt->cols == 0, GD_ERR_INVALID_ARG,
-                       "R-SAGE forward: node type %d has no features, but x[%d] has %lld "
-                       "columns",
-                       t, t, (long long)xt->cols);
-            m->input[t] = gd__nn_view(NULL, cfg->dtype, ctx->device, num_nodes[t], 0);
-        } else {
-            GD_REQUIRE(xt && xt->cols == w && xt->rows >= num_nodes[t], GD_ERR_INVALID_ARG,
-                       "R-SAGE forward: x[%d] is %lld x %lld, expected at least %lld rows of %lld",
-                       t, xt ? (long long)xt->rows : 0LL, xt ? (long long)xt->cols : 0LL,
-                       (long long)num_nodes[t], (long long)w);
-            GD_REQUIRE(xt->dtype == cfg->dtype, GD_ERR_INVALID_ARG,
-                       "R-SAGE forward: x[%d] is %s, the model %s", t, gd_dtype_name(xt->dtype),
-                       gd_dtype_name(cfg->dtype));
-            m->input[t] = gd__nn_rows(xt, num_nodes[t]);
-        }
-        m->node_ids[t] = node_ids ? node_ids[t] : NULL;
-    }
+    GD_CHECK(gd__typed_bind_inputs(cfg, ctx, num_nodes, x, node_ids, m->input, m->node_ids,
+                                   "R-SAGE forward"));
     memcpy(m->blocks, blocks, sizeof *blocks * (size_t)(L * R));
     memcpy(m->num_nodes, num_nodes, sizeof *num_nodes * (size_t)((L + 1) * T));
 
@@ -494,7 +492,7 @@ gd_status gd__rsage_backward(gd__rsage *m, const gd__nn_tensor *dlogits, gd__nn_
             const int64_t ns = m->num_nodes[l * T + t];
             if (l > 0) {
                 want[t] = m->has_in[t];
-                if (want[t]) dh[t] = shaped(&m->dh[l & 1][t], ns, cfg->hidden_dim);
+                if (want[t]) dh[t] = gd__nn_shaped(&m->dh[l & 1][t], ns, cfg->hidden_dim);
             } else {
                 want[t] = dx && dx[t] && cfg->in_dim[t] > 0;
                 if (want[t]) dh[t] = *dx[t];
@@ -514,7 +512,7 @@ gd_status gd__rsage_backward(gd__rsage *m, const gd__nn_tensor *dlogits, gd__nn_
                 GD_CHECK(gd__rsage_weights(m, l, r, 1, &dwl, &db, &dwr));
                 /* dW_l += mean^T dz, db += colsum(dz), and d(mean) = dz W_l^T where wanted. */
                 const int to_src = want[src] && agg.cols > 0 && b->num_edges > 0;
-                gd__nn_tensor dagg = shaped(&m->dagg, nd, agg.cols);
+                gd__nn_tensor dagg = gd__nn_shaped(&m->dagg, nd, agg.cols);
                 GD_CHECK(gd__nn_linear_backward(ctx, &agg, &wl, &dz[t], to_src ? &dagg : NULL, 0,
                                                 &dwl, &db, 1));
                 if (to_src) {

@@ -184,6 +184,15 @@ gd_status gd__typed_alloc_nonempty(const gd__nn_ctx *ctx, gd_dtype dtype, int64_
                                    int64_t cols, gd__nn_tensor *out);
 gd_status gd__typed_grow(int64_t *a, int64_t rows, int64_t cols, const char *what);
 /*
+ * The typed kinds' forward inputs: x[t] (NULL, or 0 columns, for a featureless type; else at
+ * least num_nodes[t] rows of in_dim[t] in the model's dtype) checked and viewed as input[t]
+ * (num_nodes[t] rows), node_ids[t] (NULL: none) into ids[t]. GD_ERR_INVALID_ARG naming `what`.
+ */
+gd_status gd__typed_bind_inputs(const gd__rsage_config *cfg, const gd__nn_ctx *ctx,
+                                const int64_t *num_nodes, const gd__nn_tensor *const *x,
+                                const int64_t *const *node_ids, gd__nn_tensor *input,
+                                const int64_t **ids, const char *what);
+/*
  * The typed kinds' backward arguments against the last forward's counts: dlogits the target
  * type's logits' shape, each dx[t] (when given, for a featured type) its input rows' shape.
  * GD_ERR_INVALID_ARG naming `what` and both shapes.

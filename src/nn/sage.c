@@ -11,18 +11,6 @@
 
 #include <string.h>
 
-/* Rows [r0, r1) of a contiguous tensor, as a view. */
-static gd__nn_tensor row_range(const gd__nn_tensor *t, int64_t r0, int64_t r1) {
-    char *base = t->data;
-    return gd__nn_view(base ? base + (size_t)(r0 * t->cols) * gd_dtype_size(t->dtype) : NULL,
-                       t->dtype, t->device, r1 - r0, t->cols);
-}
-
-/* A rows x cols view at the start of a flat buffer (the caller checked the capacity). */
-static gd__nn_tensor shaped(const gd__nn_tensor *buf, int64_t rows, int64_t cols) {
-    return gd__nn_view(buf->data, buf->dtype, buf->device, rows, cols);
-}
-
 void gd__sage_destroy(gd__sage *m) {
     if (!m) return;
     const gd__nn_ctx *ctx = &m->ctx;
@@ -213,10 +201,10 @@ gd_status gd__sage_backward(gd__sage *m, const gd_block *blocks, const gd__nn_te
                        (long long)m->dims[0]);
             dh = *dx;
         } else {
-            dh = shaped(&m->dh[l & 1], ns, m->dims[l]);
+            dh = gd__nn_shaped(&m->dh[l & 1], ns, m->dims[l]);
         }
-        gd__nn_tensor dh_self = gd__nn_rows(&dh, nd), dh_rest = row_range(&dh, nd, ns);
-        gd__nn_tensor dagg = shaped(&m->dagg, nd, m->dims[l]);
+        gd__nn_tensor dh_self = gd__nn_rows(&dh, nd), dh_rest = gd__nn_row_range(&dh, nd, ns);
+        gd__nn_tensor dagg = gd__nn_shaped(&m->dagg, nd, m->dims[l]);
         GD_CHECK(gd__nn_gemm(ctx, GD__NN_N, GD__NN_T, 1.0, &dz, &wr, 0.0, &dh_self));
         GD_CHECK(gd__nn_zero(ctx, &dh_rest));
         GD_CHECK(gd__nn_gemm(ctx, GD__NN_N, GD__NN_T, 1.0, &dz, &wl, 0.0, &dagg));
