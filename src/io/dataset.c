@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -621,6 +622,15 @@ gd_status gd__dataset_set_info(gd_dataset_t *ds, const char *key, const char *va
     ds->info_value[ds->num_info] = v;
     ds->num_info++;
     return GD_OK;
+}
+
+gd_status gd__dataset_set_infof(gd_dataset_t *ds, const char *key, const char *fmt, ...) {
+    char text[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    return gd__dataset_set_info(ds, key, text);
 }
 
 /* Set a count derived from the arrays; a value set earlier by the builder must agree. */

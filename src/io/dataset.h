@@ -171,6 +171,9 @@ gd_status gd__dataset_borrow(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, i
                              const int64_t *shape, const void *data);
 /* Record a provenance entry for meta.json "info" (both strings are copied). */
 gd_status gd__dataset_set_info(gd_dataset_t *ds, const char *key, const char *value);
+/* The same with the value formatted as printf does (at most 255 bytes). */
+gd_status gd__dataset_set_infof(gd_dataset_t *ds, const char *key, const char *fmt, ...)
+    GD_PRINTF(3, 4);
 /*
  * Complete the dataset: derive and check the counts (num_nodes from indptr, num_edges, feature
  * dim, num_classes = max label + 1 unless already set), run gd__dataset_check, and for an

@@ -589,18 +589,6 @@ gd_status gd_generate_preset_sizes(const char *preset, int64_t *num_nodes, doubl
     return GD_OK;
 }
 
-/* Record one provenance entry formatted with printf. */
-static gd_status set_info(gd_dataset_t *ds, const char *key, const char *fmt, ...)
-    GD_PRINTF(3, 4);
-static gd_status set_info(gd_dataset_t *ds, const char *key, const char *fmt, ...) {
-    char text[128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    return gd__dataset_set_info(ds, key, text);
-}
-
 /*
  * The generator's parameters from the options, the preset filling what they leave unset, each
  * range-checked, and the degree law calibrated to the average degree asked for (*avg_out).
@@ -774,16 +762,16 @@ gd_status gd_generate(const gd_generate_options *options, gd_dataset_t **out) {
 
     /* Stage 5: splits, then provenance and the finishing checks. */
     GD_CHECK(make_splits(&g, ds, progress, user));
-    GD_CHECK(set_info(ds, "generator", "graphdirect synthetic v1"));
-    GD_CHECK(set_info(ds, "preset", "%s", p->name));
-    GD_CHECK(set_info(ds, "seed", "%llu", (unsigned long long)g.seed));
-    GD_CHECK(set_info(ds, "avg_degree_target", "%.6g", avg));
-    GD_CHECK(set_info(ds, "degree_law", "lomax alpha=%.2f scale=%.6g max=%lld", GEN_ALPHA, g.scale,
+    GD_CHECK(gd__dataset_set_infof(ds, "generator", "graphdirect synthetic v1"));
+    GD_CHECK(gd__dataset_set_infof(ds, "preset", "%s", p->name));
+    GD_CHECK(gd__dataset_set_infof(ds, "seed", "%llu", (unsigned long long)g.seed));
+    GD_CHECK(gd__dataset_set_infof(ds, "avg_degree_target", "%.6g", avg));
+    GD_CHECK(gd__dataset_set_infof(ds, "degree_law", "lomax alpha=%.2f scale=%.6g max=%lld", GEN_ALPHA, g.scale,
                       (long long)g.cap));
-    GD_CHECK(set_info(ds, "source_pick", "p_in=%.2f rank=floor(S*u^%d) by in-degree", g.p_in,
+    GD_CHECK(gd__dataset_set_infof(ds, "source_pick", "p_in=%.2f rank=floor(S*u^%d) by in-degree", g.p_in,
                       GEN_RANK_SKEW));
-    GD_CHECK(set_info(ds, "features", "centroid N(0,1) + %.4g * N(0,1)", g.noise));
-    GD_CHECK(set_info(ds, "split", "train=%.6g valid=%.6g test=%.6g", g.train, g.valid, g.test));
+    GD_CHECK(gd__dataset_set_infof(ds, "features", "centroid N(0,1) + %.4g * N(0,1)", g.noise));
+    GD_CHECK(gd__dataset_set_infof(ds, "split", "train=%.6g valid=%.6g test=%.6g", g.train, g.valid, g.test));
     ds->num_classes = g.classes;
     GD_CHECK(gd__progress(progress, user, "generate: finish", 0, 1));
     /* The graph is valid by construction; checking every index is left to small graphs, where

@@ -22,7 +22,6 @@
 #include "io/dataset.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -393,15 +392,6 @@ fail:
     return st;
 }
 
-static gd_status hg_info(gd_dataset_t *ds, const char *key, const char *fmt, ...) {
-    char text[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    return gd__dataset_set_info(ds, key, text);
-}
-
 gd_status gd__generate_hetero(const gd_generate_options *o, gd_dataset_t **out) {
     gd_status st = GD_OK;
     gd_dataset_t *ds = NULL;
@@ -474,14 +464,14 @@ gd_status gd__generate_hetero(const gd_generate_options *o, gd_dataset_t **out) 
     GD_CHECK(hg_features(&g, ds, o->progress, o->progress_user));
     GD_CHECK(hg_labels_splits(&g, ds));
     ds->num_classes = scaled.classes;
-    GD_CHECK(hg_info(ds, "generator", "graphdirect synthetic heterogeneous v1"));
-    GD_CHECK(hg_info(ds, "preset", "%s", p->name));
-    GD_CHECK(hg_info(ds, "seed", "%llu", (unsigned long long)g.seed));
-    GD_CHECK(hg_info(ds, "degree_law", "lomax alpha=%.2f per relation, max %d", HG_ALPHA,
+    GD_CHECK(gd__dataset_set_infof(ds, "generator", "graphdirect synthetic heterogeneous v1"));
+    GD_CHECK(gd__dataset_set_infof(ds, "preset", "%s", p->name));
+    GD_CHECK(gd__dataset_set_infof(ds, "seed", "%llu", (unsigned long long)g.seed));
+    GD_CHECK(gd__dataset_set_infof(ds, "degree_law", "lomax alpha=%.2f per relation, max %d", HG_ALPHA,
                      HG_MAX_DEGREE));
-    GD_CHECK(hg_info(ds, "source_pick", "p_in=%.2f rank=floor(m*u^2) in the community",
+    GD_CHECK(gd__dataset_set_infof(ds, "source_pick", "p_in=%.2f rank=floor(m*u^2) in the community",
                      scaled.p_in));
-    GD_CHECK(hg_info(ds, "features", "centroid N(0,1) + %.4g * N(0,1)", scaled.noise));
+    GD_CHECK(gd__dataset_set_infof(ds, "features", "centroid N(0,1) + %.4g * N(0,1)", scaled.noise));
     GD_CHECK(gd__progress(o->progress, o->progress_user, "generate: finish", 0, 1));
     GD_CHECK(gd__dataset_finish(ds, g.indptr[g.n] <= ((int64_t)1 << 24)));
     if (out)
