@@ -67,7 +67,9 @@ struct gd__htrain {
     gd__rsage_config rc;
     /* The splits and the shuffled order of an epoch. */
     gd_array_view split[3];
+    int64_t *train_ids; /* train_idx as int64, what every epoch shuffles */
     int64_t *order;
+    int64_t type_off[GD_MAX_NODE_TYPES + 1]; /* node type t owns ids [type_off[t], ...[t+1]) */
     gd_array_view label_view;
 };
 
@@ -135,6 +137,7 @@ void gd__htrain_destroy(gd__htrain *h) {
     gd_hetero_minibatch_destroy(h->mb);
     gd_hetero_sampler_destroy(h->sampler);
     gd_free(h->order);
+    gd_free(h->train_ids);
     gd_free(h);
 }
 
@@ -154,7 +157,8 @@ static gd_status find_edge_type(const gd_dataset_t *ds, const char *name, int *o
         char full[3 * 72];
         snprintf(full, sizeof full, "%s:%s:%s", s.name, ei.name, d.name);
         if (used < sizeof known)
-            used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", r ? ", " : "", full);
+            used +=
+                (size_t)snprintf(known + used, sizeof known - used, "%s%s", r ? ", " : "", full);
         if (strcmp(name, full) == 0) {
             *out = r;
             return GD_OK;
@@ -195,8 +199,8 @@ static gd_status typed_fanouts(const gd_dataset_t *ds, const gd__train_config *c
             const char *eq = memchr(p, '=', (size_t)(item_end - p));
             char name[3 * 72], *stop = NULL;
             GD_REQUIRE(eq && eq > p && (size_t)(eq - p) < sizeof name, GD_ERR_INVALID_ARG,
-                       "--relation-fanouts: '%.*s' in '%s' is not EDGE=COUNT",
-                       (int)(item_end - p), p, cfg->relation_fanouts);
+                       "--relation-fanouts: '%.*s' in '%s' is not EDGE=COUNT", (int)(item_end - p),
+                       p, cfg->relation_fanouts);
             memcpy(name, p, (size_t)(eq - p));
             name[eq - p] = '\0';
             const long k = strtol(eq + 1, &stop, 10);
@@ -312,8 +316,8 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     rc.dtype = GD_DTYPE_FLOAT32;
     /* The typed kinds share this config; attention kinds read heads and attn_dropout too. */
     GD_CHECK(gd__hetero_sampler_capacity(h->sampler, rc.max_nodes, rc.max_edges));
-    gd__model_config mc = gd__model_config_make(h->kind, L, 0, cfg->hidden_dim,
-                                                rc.num_classes, cfg->dropout, GD_DTYPE_FLOAT32);
+    gd__model_config mc = gd__model_config_make(h->kind, L, 0, cfg->hidden_dim, rc.num_classes,
+                                                cfg->dropout, GD_DTYPE_FLOAT32);
     h->rc = rc;
     mc.typed = &h->rc;
     mc.heads = cfg->heads;
@@ -370,10 +374,17 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
                "trainer: dataset '%s' has no training nodes (train_idx is absent or empty)",
                gd_dataset_name(ds));
     GD_ALLOC(h->order, (size_t)most * sizeof *h->order, "the epoch's order");
+    GD_ALLOC(h->train_ids, (size_t)h->split[0].shape[0] * sizeof *h->train_ids,
+             "the training nodes");
+    for (int64_t i = 0; i < h->split[0].shape[0]; i++)
+        h->train_ids[i] = gd__int_at(h->split[0].data, h->split[0].dtype, i);
+    gd_array_view off;
+    GD_CHECK(gd_dataset_node_type_offsets(ds, &off));
+    memcpy(h->type_off, off.data, (size_t)(T + 1) * sizeof(int64_t));
     GD_INFO("trainer: heterogeneous dataset %s (%d node types, %d edge types), %s of %d "
             "layers on the %s, %lld parameters",
-            gd_dataset_name(ds), T, R, gd__model_iface(h->model)->title, L,
-            h->gpu ? "GPU" : "CPU", (long long)gd__model_num_params(h->model));
+            gd_dataset_name(ds), T, R, gd__model_iface(h->model)->title, L, h->gpu ? "GPU" : "CPU",
+            (long long)gd__model_num_params(h->model));
     *out = h;
     return GD_OK;
 fail:
@@ -381,12 +392,11 @@ fail:
     return st;
 }
 
-gd__model *gd__htrain_model(gd__htrain *h) { return h->model; }
-const gd__nn_ctx *gd__htrain_ctx(const gd__htrain *h) { return &h->ctx; }
-
-static int64_t split_id(const gd_array_view *v, int64_t i) {
-    return v->dtype == GD_DTYPE_INT32 ? ((const int32_t *)v->data)[i]
-                                      : ((const int64_t *)v->data)[i];
+gd__model *gd__htrain_model(gd__htrain *h) {
+    return h->model;
+}
+const gd__nn_ctx *gd__htrain_ctx(const gd__htrain *h) {
+    return &h->ctx;
 }
 
 /*
@@ -396,8 +406,7 @@ static int64_t split_id(const gd_array_view *v, int64_t i) {
  * back, which waits for the stream.
  */
 static gd_status to_device(gd__htrain *h, int64_t n, const gd_block **blocks,
-                           const int64_t *const **ids, const int64_t **labels,
-                           int64_t **correct) {
+                           const int64_t *const **ids, const int64_t **labels, int64_t **correct) {
     gd_status st = GD_OK;
 #ifdef GD_WITH_CUDA
     const int T = h->T, R = h->R, L = h->L;
@@ -421,11 +430,11 @@ static gd_status to_device(gd__htrain *h, int64_t n, const gd_block **blocks,
         h->dids[t] = h->d_ids[t];
         if (h->xp[t] && rows > 0)
             GD_CHECK(gd__cuda_memcpy_async(h->x[t].data, h->rows[t],
-                                           (size_t)(rows * h->x[t].cols) * sizeof(float),
-                                           stream));
+                                           (size_t)(rows * h->x[t].cols) * sizeof(float), stream));
     }
     if (n > 0)
-        GD_CHECK(gd__cuda_memcpy_async(h->d_labels, h->labels, (size_t)n * sizeof(int64_t), stream));
+        GD_CHECK(
+            gd__cuda_memcpy_async(h->d_labels, h->labels, (size_t)n * sizeof(int64_t), stream));
     *blocks = h->dblocks;
     *ids = h->dids;
     *labels = h->d_labels;
@@ -448,9 +457,9 @@ fail:
  * backward and an Adam step. *loss gets the minibatch's mean loss (training), correct and
  * labelled its counts.
  */
-static gd_status one_batch(gd__htrain *h, const int64_t *seeds, int64_t n, int64_t epoch,
-                           int64_t b, int train, double *loss, int64_t *correct,
-                           int64_t *labelled, double *times) {
+static gd_status one_batch(gd__htrain *h, const int64_t *seeds, int64_t n, int64_t epoch, int64_t b,
+                           int train, double *loss, int64_t *correct, int64_t *labelled,
+                           double *times) {
     gd_status st = GD_OK;
     const int T = h->T, R = h->R, L = h->L;
     double t0 = gd__now();
@@ -471,25 +480,25 @@ static gd_status one_batch(gd__htrain *h, const int64_t *seeds, int64_t n, int64
         h->xp[t] = NULL;
         if (!h->feat[t].data) continue;
         const gd_array_view *f = &h->feat[t];
-        gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
-        GD_CHECK(gd_dataset_node_type(h->ds, t, &ti));
+        const int64_t first = h->type_off[t];
         const int64_t rows = h->num_nodes[t], dim = f->shape[1];
         float *dst = h->rows[t];
         const int64_t *ids = h->ids[t];
 #pragma omp parallel for num_threads(gd__num_threads()) schedule(static) if (rows * dim > 65536)
         for (int64_t i = 0; i < rows; i++) {
-            const int64_t row = ids[i] - ti.offset;
+            const int64_t row = ids[i] - first;
             if (f->dtype == GD_DTYPE_FLOAT32)
                 memcpy(dst + i * dim, (const float *)f->data + row * dim,
                        (size_t)dim * sizeof(float));
             else
-                for (int64_t j = 0; j < dim; j++) dst[i * dim + j] = gd__feature_at(f->data, f->dtype, row * dim + j);
+                for (int64_t j = 0; j < dim; j++)
+                    dst[i * dim + j] = gd__feature_at(f->data, f->dtype, row * dim + j);
         }
         h->xp[t] = &h->x[t];
     }
     int64_t lab = 0;
     for (int64_t i = 0; i < n; i++) {
-        h->labels[i] = split_id(&h->label_view, seeds[i]);
+        h->labels[i] = gd__int_at(h->label_view.data, h->label_view.dtype, seeds[i]);
         lab += h->labels[i] >= 0;
     }
     double t2 = gd__now();
@@ -533,10 +542,7 @@ gd_status gd__htrain_epoch(gd__htrain *h, int64_t epoch, gd__train_epoch_stats *
     double loss_sum = 0, times[3] = {0, 0, 0};
     memset(stats, 0, sizeof *stats);
     stats->epoch = epoch;
-    int64_t *ids = NULL;
-    GD_ALLOC(ids, (size_t)n * sizeof *ids, "the training nodes");
-    for (int64_t i = 0; i < n; i++) ids[i] = split_id(&h->split[0], i);
-    GD_CHECK(gd_seed_batches(ids, n, B, h->cfg.seed, epoch, 0, h->order, &batches));
+    GD_CHECK(gd_seed_batches(h->train_ids, n, B, h->cfg.seed, epoch, 0, h->order, &batches));
     if (h->cfg.max_batches > 0 && batches > h->cfg.max_batches) batches = h->cfg.max_batches;
     for (int64_t b = 0; b < batches; b++) {
         const int64_t k = b * B + B <= n ? B : n - b * B;
@@ -565,19 +571,17 @@ gd_status gd__htrain_epoch(gd__htrain *h, int64_t epoch, gd__train_epoch_stats *
     stats->seconds = gd__now() - start;
     stats->cpu_core_s = gd__cpu_seconds() - cpu0;
 fail:
-    gd_free(ids);
     return st;
 }
 
-gd_status gd__htrain_evaluate(gd__htrain *h, gd_array_id split, double *accuracy,
-                              int64_t *count) {
+gd_status gd__htrain_evaluate(gd__htrain *h, gd_array_id split, double *accuracy, int64_t *count) {
     gd_status st = GD_OK;
     const int s = (int)(split - GD_ARRAY_TRAIN_IDX);
     const gd_array_view *v = &h->split[s];
     const int64_t n = v->data ? v->shape[0] : 0, B = h->cfg.batch_size;
     int64_t correct = 0, labelled = 0;
     double times[3] = {0, 0, 0}, loss = 0;
-    for (int64_t i = 0; i < n; i++) h->order[i] = split_id(v, i);
+    for (int64_t i = 0; i < n; i++) h->order[i] = gd__int_at(v->data, v->dtype, i);
     for (int64_t b = 0; b * B < n; b++) {
         const int64_t k = b * B + B <= n ? B : n - b * B;
         int64_t c = 0, l = 0;
@@ -635,10 +639,9 @@ void gd__htrain_checkpoint_meta(const gd__htrain *h, gd__checkpoint_meta *m) {
                                  ti.name, (long long)ti.feature_dim);
     }
     snprintf(m->dataset, sizeof m->dataset,
-             "%s nodes=%lld edges=%lld types=%d relations=%d classes=%lld",
-             gd_dataset_name(h->ds), (long long)gd_dataset_num_nodes(h->ds),
-             (long long)gd_dataset_num_edges(h->ds), h->T, h->R,
-             (long long)gd_dataset_num_classes(h->ds));
+             "%s nodes=%lld edges=%lld types=%d relations=%d classes=%lld", gd_dataset_name(h->ds),
+             (long long)gd_dataset_num_nodes(h->ds), (long long)gd_dataset_num_edges(h->ds), h->T,
+             h->R, (long long)gd_dataset_num_classes(h->ds));
     char attn[48] = "";
     if (h->kind == GD__MODEL_RGAT && h->cfg.attn_dropout > 0)
         snprintf(attn, sizeof attn, " attn_dropout=%g", h->cfg.attn_dropout);
@@ -677,7 +680,8 @@ gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, i
     const gd_array_view *v = &h->split[split - GD_ARRAY_TRAIN_IDX];
     int64_t correct = 0, labelled = 0;
     for (int64_t i = 0; v->data && i < v->shape[0]; i++) {
-        const int64_t id = split_id(v, i), label = split_id(&h->label_view, id);
+        const int64_t id = gd__int_at(v->data, v->dtype, i),
+                      label = gd__int_at(h->label_view.data, h->label_view.dtype, id);
         if (label < 0) continue;
         labelled++;
         correct += pred[id - ti.offset] == label;
@@ -690,4 +694,6 @@ fail:
     return st;
 }
 
-int gd__htrain_has_exact(const gd__htrain *h) { return h->kind == GD__MODEL_RSAGE; }
+int gd__htrain_has_exact(const gd__htrain *h) {
+    return h->kind == GD__MODEL_RSAGE;
+}
