@@ -59,6 +59,22 @@ static inline int gd__edge_type_at(const void *data, gd_dtype dtype, int64_t i) 
         return ((const int16_t *)data)[i];
     }
 }
+/*
+ * The first position of [lo, hi) whose edge type is at least r, in a list sorted by edge type
+ * (every node's CSC list of a heterogeneous dataset): a node's run of edge type r is
+ * [lower(r), lower(r + 1)), found in O(log degree) reads.
+ */
+static inline int64_t gd__edge_type_lower(const void *data, gd_dtype dtype, int64_t lo,
+                                          int64_t hi, int r) {
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (gd__edge_type_at(data, dtype, mid) < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 /* Element i of a feature table (float32, float16 or bfloat16), widened to float. */
 static inline float gd__feature_at(const void *data, gd_dtype dtype, int64_t i) {
     switch (dtype) {

@@ -21,20 +21,6 @@
 
 #include <string.h>
 
-/* The first position of [lo, hi) whose edge type is at least r (the list is sorted by type). */
-static int64_t run_start(const gd_array_view *et, int64_t lo, int64_t hi, int r) {
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (gd__edge_type_at(et->data, et->dtype, mid) < r)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
 gd_status gd_hetero_sampler_create(const gd_dataset_t *ds, const int *fanouts, int num_layers,
                                    const gd_sampler_options *options, gd_hetero_sampler_t **out) {
     gd_status st = GD_OK;
@@ -117,22 +103,22 @@ gd_status gd_hetero_sampler_create(const gd_dataset_t *ds, const int *fanouts, i
     }
     for (int t = 0; t < s->T; t++) {
         const int64_t own = s->offsets[t + 1] - s->offsets[t];
-        s->max_nodes[0][t] = t == s->target ? min64(s->max_batch, own) : 0;
+        s->max_nodes[0][t] = t == s->target ? gd__min64(s->max_batch, own) : 0;
     }
     int64_t all = 0, step_edges = 0;
     for (int h = 0; h < num_layers; h++) {
         for (int t = 0; t < s->T; t++) s->max_nodes[h + 1][t] = s->max_nodes[h][t];
         for (int r = 0; r < s->R; r++) {
             const int f = s->fanouts[h][r];
-            const int64_t per = f < 0 ? maxdeg : s->replace ? f : min64(f, maxdeg);
+            const int64_t per = f < 0 ? maxdeg : s->replace ? f : gd__min64(f, maxdeg);
             int64_t e = 0;
             if (gd__mul_overflow_i64(s->max_nodes[h][s->dst[r]], per, &e)) e = INT64_MAX;
-            if (!s->replace) e = min64(e, gd_dataset_num_edges(ds));
+            if (!s->replace) e = gd__min64(e, gd_dataset_num_edges(ds));
             s->max_edges[h][r] = e;
             step_edges = e > step_edges ? e : step_edges;
             const int t = s->src[r];
             const int64_t own = s->offsets[t + 1] - s->offsets[t];
-            s->max_nodes[h + 1][t] = min64(own, s->max_nodes[h + 1][t] + e);
+            s->max_nodes[h + 1][t] = gd__min64(own, s->max_nodes[h + 1][t] + e);
         }
     }
     for (int h = 0; h < num_layers; h++)
@@ -324,8 +310,8 @@ gd_status gd_hetero_sample(gd_hetero_sampler_t *s, const int64_t *seeds, int64_t
         const int64_t before = count[s->target];
         relabel(s, mb, s->target, seeds[i], count, used, &nused);
         GD_REQUIRE(count[s->target] > before, GD_ERR_INVALID_ARG,
-                   "gd_hetero_sample: seed %lld (node %lld) repeats an earlier seed",
-                   (long long)i, (long long)seeds[i]);
+                   "gd_hetero_sample: seed %lld (node %lld) repeats an earlier seed", (long long)i,
+                   (long long)seeds[i]);
     }
     const uint64_t key = gd__sample_key(s->seed, epoch, batch);
     for (int t = 0; t < T; t++) mb->count[0][t] = count[t];
@@ -339,8 +325,10 @@ gd_status gd_hetero_sample(gd_hetero_sampler_t *s, const int64_t *seeds, int64_t
 #pragma omp parallel for num_threads(s->threads) schedule(static) if (nd > 4096)
             for (int64_t d = 0; d < nd; d++) {
                 const int64_t v = dst_nodes[d];
-                const int64_t a = run_start(&s->etype, s->indptr[v], s->indptr[v + 1], r);
-                const int64_t b = run_start(&s->etype, a, s->indptr[v + 1], r + 1);
+                const int64_t a = gd__edge_type_lower(s->etype.data, s->etype.dtype, s->indptr[v],
+                                                      s->indptr[v + 1], r);
+                const int64_t b =
+                    gd__edge_type_lower(s->etype.data, s->etype.dtype, a, s->indptr[v + 1], r + 1);
                 s->starts[d] = a;
                 s->degs[d] = f == 0 ? 0 : gd__sample_count(b - a, f, s->replace);
             }
@@ -361,7 +349,8 @@ gd_status gd_hetero_sample(gd_hetero_sampler_t *s, const int64_t *seeds, int64_t
             for (int64_t d = 0; d < nd; d++) {
                 const int64_t v = dst_nodes[d], a = s->starts[d];
                 const int64_t at = s->degs[d], cnt = ip[d + 1] - ip[d];
-                const int64_t b = run_start(&s->etype, a, s->indptr[v + 1], r + 1);
+                const int64_t b =
+                    gd__edge_type_lower(s->etype.data, s->etype.dtype, a, s->indptr[v + 1], r + 1);
                 int64_t *out = s->draws + at;
                 if (cnt == 0) continue;
                 if (gd__sample_takes_all(b - a, cnt, f, s->replace))
@@ -375,7 +364,8 @@ gd_status gd_hetero_sample(gd_hetero_sampler_t *s, const int64_t *seeds, int64_t
                                      : ((const int64_t *)s->indices)[out[j]];
             }
             int32_t *ix = mb->indices[h][r];
-            for (int64_t i = 0; i < e; i++) ix[i] = relabel(s, mb, su, s->draws[i], count, used, &nused);
+            for (int64_t i = 0; i < e; i++)
+                ix[i] = relabel(s, mb, su, s->draws[i], count, used, &nused);
             mb->edges[h][r] = e;
         }
         for (int t = 0; t < T; t++) mb->count[h + 1][t] = count[t];

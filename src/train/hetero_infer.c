@@ -30,7 +30,8 @@ typedef struct {
 } hi_rows;
 
 static float hi_at(const hi_rows *h, int64_t row, int64_t j) {
-    return h->table ? gd__feature_at(h->table->data, h->table->dtype, row * h->dim + j) : h->rows[row * h->dim + j];
+    return h->table ? gd__feature_at(h->table->data, h->table->dtype, row * h->dim + j)
+                    : h->rows[row * h->dim + j];
 }
 
 typedef struct {
@@ -43,12 +44,8 @@ typedef struct {
 
 /* Node v's run of edge type r: [*a, *b) of its list. */
 static void hi_run(const hi_graph *g, int64_t v, int r, int64_t *a, int64_t *b) {
-    int64_t lo = g->indptr[v], hi = g->indptr[v + 1];
-    while (lo < hi && gd__edge_type_at(g->et.data, g->et.dtype, lo) < r) lo++;
-    int64_t e = lo;
-    while (e < hi && gd__edge_type_at(g->et.data, g->et.dtype, e) == r) e++;
-    *a = lo;
-    *b = e;
+    *a = gd__edge_type_lower(g->et.data, g->et.dtype, g->indptr[v], g->indptr[v + 1], r);
+    *b = gd__edge_type_lower(g->et.data, g->et.dtype, *a, g->indptr[v + 1], r + 1);
 }
 
 /*
@@ -123,8 +120,8 @@ gd_status gd__htrain_exact_rsage(const gd_dataset_t *ds, gd__model *model, int32
             memset(out[d].rows, 0, (size_t)(n * od) * sizeof(float));
             for (int64_t lo = 0; lo < n; lo += HI_CHUNK) {
                 const int64_t k = n - lo < HI_CHUNK ? n - lo : HI_CHUNK;
-                gd__nn_tensor z = gd__nn_view(out[d].rows + lo * od, GD_DTYPE_FLOAT32,
-                                              GD__NN_HOST, k, od);
+                gd__nn_tensor z =
+                    gd__nn_view(out[d].rows + lo * od, GD_DTYPE_FLOAT32, GD__NN_HOST, k, od);
                 /* The chunk's own rows (layer 0 widened from the table). */
                 const int64_t wd = in[d].dim;
                 for (int64_t i = 0; i < k; i++)
