@@ -48,6 +48,12 @@ static inline int64_t gd__int_at(const void *data, gd_dtype dtype, int64_t i) {
 static inline int64_t gd__array_int(const gd__array *a, int64_t i) {
     return gd__int_at(a->data, a->dtype, i);
 }
+/* The node type of node v from the T + 1 type offsets (T <= 16: a linear scan). */
+static inline int gd__node_type_of(const int64_t *off, int T, int64_t v) {
+    int t = 0;
+    while (t + 1 < T && v >= off[t + 1]) t++;
+    return t;
+}
 /* Element i of a heterogeneous dataset's edge_type array (int8, uint8 or int16). */
 static inline int gd__edge_type_at(const void *data, gd_dtype dtype, int64_t i) {
     switch (dtype) {

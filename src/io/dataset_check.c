@@ -208,13 +208,6 @@ static gd_status check_layout(const gd_dataset_t *ds, int id, int ndim, int64_t 
     return GD_OK;
 }
 
-/* The node type of node v from the T + 1 type offsets (T is small: a linear scan). */
-static inline int type_of(const int64_t *off, int T, int64_t v) {
-    int t = 0;
-    while (t + 1 < T && v >= off[t + 1]) t++;
-    return t;
-}
-
 /*
  * The lowest edge position whose edge type is out of range, joins the wrong node types, or
  * comes before a smaller type in its destination's list (a node's neighbours of one relation
@@ -230,12 +223,12 @@ static int64_t first_bad_edge(const gd_dataset_t *ds) {
     int64_t first = e;
     GD_PAR_FIRST(first, e)
     for (int64_t v = 0; v < n; v++) {
-        const int dt = type_of(off, T, v);
+        const int dt = gd__node_type_of(off, T, v);
         int prev = -1;
         for (int64_t i = indptr[v]; i < indptr[v + 1]; i++) {
             const int r = gd__edge_type_at(et->data, et->dtype, i);
             if (r < 0 || r >= R || r < prev || sc->edge_dst[r] != dt ||
-                sc->edge_src[r] != type_of(off, T, gd__array_int(ix, i))) {
+                sc->edge_src[r] != gd__node_type_of(off, T, gd__array_int(ix, i))) {
                 if (i < first) first = i;
                 break;
             }
@@ -272,7 +265,7 @@ static gd_status bad_edge(const gd_dataset_t *ds, int64_t i) {
                          "node's in-neighbours must be sorted by edge type (convert and "
                          "generate write them so)",
                          (long long)i, r, gd__edge_type_at(et->data, et->dtype, i - 1), (long long)v);
-    const int dt = type_of(off, T, v), st = type_of(off, T, u);
+    const int dt = gd__node_type_of(off, T, v), st = gd__node_type_of(off, T, u);
     return gd__error(GD_ERR_FORMAT,
                      "edge_type.npy: element %lld says edge %lld -> %lld is (%s, %s, %s), but the "
                      "nodes are of types %s and %s",

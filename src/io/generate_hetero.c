@@ -203,20 +203,13 @@ static int64_t hg_source(const hg_ctx *g, int64_t v, int64_t c, int r, int64_t j
     return g->off[s] + k;
 }
 
-/* The type of node v. */
-static int hg_type_of(const hg_ctx *g, int64_t v) {
-    int t = 0;
-    while (t + 1 < g->p->num_types && v >= g->off[t + 1]) t++;
-    return t;
-}
-
 /*
  * Node v's in-neighbours, relation by relation, each relation's sorted without repeats (buf:
  * HG_MAX_DEGREE entries of scratch); written with their edge types from list position `at`
  * unless it is negative. Returns the count.
  */
 static int64_t hg_lists(const hg_ctx *g, int64_t v, int64_t *buf, int64_t at) {
-    const int t = hg_type_of(g, v);
+    const int t = gd__node_type_of(g->off, g->p->num_types, v);
     const int64_t c = v - g->off[t];
     int64_t total = 0;
     for (int r = 0; r < g->p->num_rels; r++) {
