@@ -29,8 +29,11 @@ if ! env -u PYTHONPATH "$py" -c 'import scikit_build_core' 2>/dev/null; then
         skip "scikit-build-core ($where) cannot be imported in a virtual environment"
 fi
 cd "$tmp"
-env -u PYTHONPATH -u GRAPHDIRECT_LIB "$py" -m pip install --no-build-isolation --no-deps -q \
-    -C cmake.define.GD_WITH_CUDA=OFF -C build-dir="$tmp/build" "$src" >"$tmp/log" 2>&1 ||
+# GD_PIP_CMAKE_ARGS (set by ctest): where the surrounding build found cJSON, zlib and DLPack.
+# GD_PIP_CUDA=ON (the device runs): the CUDA backend, and the venv trains on the GPU.
+cuda=${GD_PIP_CUDA:-OFF}
+env -u PYTHONPATH -u GRAPHDIRECT_LIB CMAKE_ARGS="${GD_PIP_CMAKE_ARGS:-}" "$py" -m pip install --no-build-isolation --no-deps -q \
+    -C cmake.define.GD_WITH_CUDA="$cuda" -C build-dir="$tmp/build" "$src" >"$tmp/log" 2>&1 ||
     fail "pip install $src"
 run() { env -u PYTHONPATH -u GRAPHDIRECT_LIB "$@"; }
 run "$py" -c "
@@ -53,4 +56,41 @@ print('pip install: trained 2 epochs in the venv, test accuracy %.3f' % r['test_
 " >"$tmp/log" 2>&1 || fail "training from the venv"
 cat "$tmp/log"
 run "$py" -m graphdirect no-such-command >"$tmp/log" 2>&1 && fail "an unknown command succeeded"
+if [ "$cuda" = ON ]; then
+    run "$py" -c "
+import graphdirect
+assert graphdirect.device_count() > 0, 'the CUDA build of the package sees no GPU'
+ds = graphdirect.Dataset('$tmp/ds')
+with graphdirect.Trainer(ds, mode='zero-copy', fanouts=[5, 5], hidden=16) as t:
+    r = t.fit(2)
+assert r['test_acc'] > 0.3, r
+print('pip install: trained 2 epochs on the GPU (zero-copy), test accuracy %.3f' % r['test_acc'])
+" >"$tmp/log" 2>&1 || fail "training on the GPU from the venv"
+    cat "$tmp/log"
+fi
+# A wheel (python -m build where the build module is installed, else pip wheel: the same
+# scikit-build-core backend, the CMake build above reused), installed into a second fresh venv.
+if env -u PYTHONPATH "$py" -c 'import build' 2>/dev/null; then
+    wheel_cmd=("$py" -m build --wheel --no-isolation --outdir "$tmp/wheels"
+               -C cmake.define.GD_WITH_CUDA="$cuda" -C build-dir="$tmp/build" "$src")
+else
+    wheel_cmd=("$py" -m pip wheel --no-build-isolation --no-deps -q -w "$tmp/wheels"
+               -C cmake.define.GD_WITH_CUDA="$cuda" -C build-dir="$tmp/build" "$src")
+fi
+env -u PYTHONPATH -u GRAPHDIRECT_LIB CMAKE_ARGS="${GD_PIP_CMAKE_ARGS:-}" "${wheel_cmd[@]}" \
+    >"$tmp/log" 2>&1 || fail "building a wheel (${wheel_cmd[*]:1:3})"
+whl=$(ls "$tmp"/wheels/graphdirect-*.whl 2>/dev/null | head -1)
+[ -n "$whl" ] || fail "no wheel in $tmp/wheels"
+python3 -m venv --system-site-packages "$tmp/venv2" >/dev/null 2>&1 || fail "a second venv"
+env -u PYTHONPATH -u GRAPHDIRECT_LIB "$tmp/venv2/bin/python" -m pip install --no-deps -q "$whl" \
+    >"$tmp/log" 2>&1 || fail "pip install $(basename "$whl")"
+run "$tmp/venv2/bin/python" -c "
+import graphdirect
+assert graphdirect._lib.path.startswith('$tmp/venv2'), graphdirect._lib.path
+ds = graphdirect.Dataset('$tmp/ds')
+with graphdirect.Trainer(ds, mode='cpu', fanouts=[5, 5], hidden=16) as t:
+    r = t.fit(1)
+print('wheel: %s installed and trained, test accuracy %.3f' % ('$(basename "$whl")', r['test_acc']))
+" >"$tmp/log" 2>&1 || fail "the installed wheel"
+cat "$tmp/log"
 echo "pip install: ok"
