@@ -187,6 +187,7 @@ static void pipeline(gd__evict_policy policy, int window, int use_loc, int pinne
     /* Refusals, named by check_errors. */
     int64_t bad[2] = {ROWS + 5, -1};
     CU(cudaMemcpy(DROWS(0), bad, sizeof bad, cudaMemcpyHostToDevice));
+    CU(cudaDeviceSynchronize()); /* a pageable copy may return before it lands */
     T_OK(gd__dyncache_gpu_lookup(g, DROWS(0), 1, DSLOTS(0), d_miss_pos, m_rows, m_num, s));
     T_FAILS(gd__dyncache_gpu_check_errors(g, s), GD_ERR_RANGE, "outside [0, 3000)");
     int64_t free_slot = -1;
@@ -194,12 +195,14 @@ static void pipeline(gd__evict_policy policy, int window, int use_loc, int pinne
         if (gd__dyncache_users(ref, k) == 0) free_slot = k;
     T_ASSERT(free_slot >= 0);
     CU(cudaMemcpy(DSLOTS(0), &free_slot, sizeof free_slot, cudaMemcpyHostToDevice));
+    CU(cudaDeviceSynchronize()); /* a pageable copy may return before it lands */
     T_OK(gd__dyncache_gpu_release(g, DSLOTS(0), 1, s));
     T_FAILS(gd__dyncache_gpu_check_errors(g, s), GD_ERR_INTERNAL, "not in use");
     if (window) {
         int64_t r = 7;
         while (gd__dyncache_protected(ref, r)) r++;
         CU(cudaMemcpy(DROWS(0), &r, sizeof r, cudaMemcpyHostToDevice));
+        CU(cudaDeviceSynchronize()); /* a pageable copy may return before it lands */
         T_OK(gd__dyncache_gpu_withdraw(g, DROWS(0), 1, s));
         T_FAILS(gd__dyncache_gpu_check_errors(g, s), GD_ERR_INVALID_ARG, "no announcement");
     } else {

@@ -150,6 +150,9 @@ static void one(const gd__nn_ctx *ctx, uint64_t *rng, int64_t heads, int64_t fea
     if (E) CU(cudaMemcpy(dix, ix, (size_t)E * sizeof *dix, cudaMemcpyHostToDevice));
     gd_block hb = {D, S, E, ip, ix}, db = {D, S, E, dip, dix};
     run(NULL, &hb, &cpu);
+    /* The poison, zeroes and inputs went in on the legacy stream; ctx's ops run on its own
+     * non-blocking stream, so they start only after all of it has landed. */
+    CU(cudaDeviceSynchronize());
     run(ctx, &db, &gpu);
     T_OK(ctx->be->synchronize(ctx));
     for (int i = 0; i < FIELDS; i++)
@@ -239,6 +242,7 @@ static void offsets_and_keys(const gd__nn_ctx *ctx, uint64_t *rng, int64_t heads
     gd__nn_tensor gss = t(dss, ctx->device, ns, heads), gsd = t(dsd, ctx->device, nd, heads),
                   gh = t(dh, ctx->device, ns, hf), gtal = t(dal, ctx->device, ne + nd, heads),
                   gtout = t(dout, ctx->device, nd, hf);
+    CU(cudaDeviceSynchronize()); /* the poison and inputs (legacy stream) before ctx's ops */
     T_OK(gd__gat_edge_softmax_at_cuda(ctx, &db, off, &gss, &gsd, 0.2, &gtal));
     T_OK(gd__gat_aggregate_at_cuda(ctx, &db, off, &gtal, &gh, &gtout));
     T_OK(gd__gat_edge_keys_cuda(ctx, &db, dids, dkeys));
@@ -293,6 +297,7 @@ static void bipartite(const gd__nn_ctx *ctx, uint64_t *rng, int64_t heads, int64
     int64_t *dsid = dev_copy(sid, (size_t)ns * 8), *ddid = dev_copy(did, (size_t)nd * 8);
     int64_t *dkeys = dev_copy(keys, (size_t)ne * 8);
     const gd_block hb = {nd, ns, ne, hip, hix}, db = {nd, ns, ne, dip, dix};
+    CU(cudaDeviceSynchronize()); /* the poison and inputs (legacy stream) before ctx's ops */
     for (int side = 0; side < 2; side++) {
         const int dev = side ? ctx->device : GD__NN_HOST;
         float **p = side ? d : c;

@@ -131,6 +131,8 @@ extern "C" gd_status gd__read_plan_replay(const gd__read_plan *p, const gd_graph
     if (p->num_positions)
         GD_CUDA_CHECK(cudaMemcpy(d_pos, p->positions, (size_t)p->num_positions * sizeof *d_pos,
                                  cudaMemcpyHostToDevice));
+    /* The copies (legacy stream, pageable memory) land before the replay's streams read them. */
+    GD_CUDA_CHECK(cudaDeviceSynchronize());
     GD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     GD_CUDA_CHECK(cudaEventCreate(&ev[0]));
     GD_CUDA_CHECK(cudaEventCreate(&ev[1]));

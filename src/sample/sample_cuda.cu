@@ -247,9 +247,12 @@ static gd_status cuda_bias_update(gd_sampler_t *s) {
     gd_status st = GD_OK;
     int prev = -1;
     GD_CHECK(gd__cuda_enter_device(s->graph->device, &prev));
-    st = copy_bitmap(s, s->cuda);
-    gd__cuda_leave_device(s->graph->device, prev);
+    GD_CHECK(copy_bitmap(s, s->cuda));
+    /* The copy from pageable memory may return before it lands; the sampler's kernels run on
+     * other streams. */
+    GD_CUDA_CHECK(cudaDeviceSynchronize());
 fail:
+    if (prev >= 0) gd__cuda_leave_device(s->graph->device, prev);
     return st;
 }
 
