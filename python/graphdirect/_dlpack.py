@@ -60,6 +60,18 @@ _api.PyCapsule_GetPointer.restype = c_void_p
 _api.PyCapsule_GetPointer.argtypes = [c_void_p, c_char_p]
 _api.PyCapsule_GetName.restype = c_char_p
 _api.PyCapsule_GetName.argtypes = [c_void_p]
+_api.Py_IncRef.restype = None
+_api.Py_IncRef.argtypes = [ctypes.py_object]
+
+
+def _immortal(obj):
+    """obj, kept alive to the end of the process. A consumer may free its tensor while the
+    interpreter tears the modules down at exit (a numpy array in a class attribute), after this
+    module's globals are gone: the callbacks it calls then, and what they read, must still be
+    there. So the callbacks are never freed, and they take what they use as default arguments
+    (bound when they are defined) instead of reading this module's globals."""
+    _api.Py_IncRef(obj)
+    return obj
 
 
 # Every tensor the library exports has the same deleter, so the ctypes function object that
@@ -68,13 +80,14 @@ _DELETER_OFFSET = DLManagedTensor.deleter.offset
 _deleters = {}
 
 
-def delete_managed(ptr):
+def delete_managed(ptr, _offset=_DELETER_OFFSET, _deleters=_deleters, _void_p=ctypes.c_void_p,
+                   _make=DELETER):
     """Call a DLManagedTensor's deleter (the owner of an unconsumed tensor gives it back)."""
-    addr = ctypes.c_void_p.from_address(ptr + _DELETER_OFFSET).value
+    addr = _void_p.from_address(ptr + _offset).value
     if addr:
         fn = _deleters.get(addr)
         if fn is None:
-            fn = _deleters[addr] = DELETER(addr)
+            fn = _deleters[addr] = _make(addr)
         fn(ptr)
 
 
@@ -86,10 +99,13 @@ _get_pointer = _api.PyCapsule_GetPointer
 # into a Python object again (that would resurrect it). A consumed capsule was renamed
 # "used_dltensor", so the check below leaves its tensor to the consumer; it runs for every
 # capsule, which is why it makes one call into the C API and no more.
-@ctypes.CFUNCTYPE(None, c_void_p)
-def _capsule_destructor(capsule):
-    if _is_valid(capsule, _NAME):
-        delete_managed(_get_pointer(capsule, _NAME))
+def _destroy_capsule(capsule, _is_valid=_is_valid, _get_pointer=_get_pointer, _name=_NAME,
+                     _delete=delete_managed):
+    if _is_valid(capsule, _name):
+        _delete(_get_pointer(capsule, _name))
+
+
+_capsule_destructor = _immortal(ctypes.CFUNCTYPE(None, c_void_p)(_destroy_capsule))
 
 
 _DESTRUCTOR_PTR = ctypes.cast(_capsule_destructor, c_void_p).value
@@ -141,10 +157,14 @@ _live = {}
 _live_lock = threading.Lock()
 
 
-@DELETER
-def _python_deleter(ptr):
-    with _live_lock:
+def _drop_live(ptr, _live=_live, _lock=_live_lock):
+    with _lock:
         _live.pop(ptr, None)
+
+
+# The tensors in _live stay with the callback (its default argument) through the module's
+# teardown, so a consumer freed after it still finds its DLManagedTensor (see _immortal).
+_python_deleter = _immortal(DELETER(_drop_live))
 
 
 def managed_from_host(data, dtype, shape, owner):

@@ -329,6 +329,41 @@ class BindingTest(unittest.TestCase):
         self.assertIn("/nonexistent/libgraphdirect.so.0 ($GRAPHDIRECT_LIB)", r.stderr)
         self.assertIn("GRAPHDIRECT_LIB", r.stderr)
 
+    def test_arrays_held_to_exit_do_not_crash_it(self):
+        # Regression (test_pyg crashed at exit on the H100): a numpy array over a dataset's
+        # memory in a class attribute is freed in the interpreter's last collection, after
+        # graphdirect's modules are torn down; its deleter and DLManagedTensor must still be
+        # there. PYTHONMALLOC=debug poisons freed memory so that a stale read crashes.
+        code = """
+import os, sys, tempfile, unittest
+import numpy as np
+import graphdirect
+
+class Held(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        path = os.path.join(cls.tmp.name, "t")
+        graphdirect.generate("tiny", seed=7, out=path).close()
+        cls.ds = graphdirect.Dataset(path)
+        cls.x = np.from_dlpack(cls.ds.array("features"))
+        cls.unconsumed = cls.ds.array("labels").__dlpack__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ds.close()
+        cls.tmp.cleanup()
+
+    def test_held(self):
+        self.assertEqual(self.x.shape[0], self.ds.num_nodes)
+
+unittest.main()
+"""
+        env = dict(os.environ, PYTHONMALLOC="debug",
+                   PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+
     # ---------------------------------------------------------------------- dataset
 
     def test_dataset_matches_numpy_load(self):
