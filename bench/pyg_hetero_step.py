@@ -35,14 +35,13 @@ input rows of every step are built on the device before timing.
 """
 import os
 import sys
-import time
 import warnings
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from pyg_step import emit, environment, time_steps
+from pyg_step import emit, record_head, time_steps
 
 FORMS = ("heteroconv", "trimmed")
 # The last layer computes the target type alone, by design (as ours): HeteroConv's warning that
@@ -240,20 +239,8 @@ def run(args, meta, device):
     same = [r for r in ran if r["eval_loss_diff_vs_ours"] <= 1e-3 * max(1.0, abs(ours))]
     best = min(same, key=lambda r: r["step_ms"]["median"]) if same else None
     record = {
-        "benchmark": "pyg_step",
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        **environment(device),
-        "steps": len(steps),
-        "warmup": args.warmup,
-        "preset": meta.get("preset"),
-        "model": meta["model"],
-        "heads": meta.get("heads", 1),
-        "attn_dropout": meta.get("attn_dropout", 0),
-        "fanouts": meta["fanouts"],
+        **record_head(meta, args, len(steps), device),
         "relation_fanouts": meta.get("relation_fanouts"),
-        "batch": meta["batch"],
-        "hidden": meta["hidden"],
-        "num_classes": meta["num_classes"],
         "relations": [list(edge_type(meta, r)) for r in range(len(meta["relations"]))],
         "ours_eval_loss_step0": ours,
         "forms": results,

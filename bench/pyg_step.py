@@ -196,6 +196,25 @@ def environment(device):
     }
 
 
+def record_head(meta, args, steps, device):
+    """The fields every record of pyg_step starts with: the machine, the run and the model."""
+    return {
+        "benchmark": "pyg_step",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **environment(device),
+        "steps": steps,
+        "warmup": args.warmup,
+        "preset": meta.get("preset"),
+        "model": meta.get("model", "sage"),
+        "heads": meta.get("heads", 1),
+        "attn_dropout": meta.get("attn_dropout", 0),
+        "fanouts": meta["fanouts"],
+        "batch": meta["batch"],
+        "hidden": meta["hidden"],
+        "num_classes": meta["num_classes"],
+    }
+
+
 def emit(record, path):
     """Print the record and write it atomically to path (if given)."""
     text = json.dumps(record, indent=2)
@@ -288,20 +307,8 @@ def main():
           r.get("max_abs_diff_vs_edge_index", 0.0) <= 1e-3]
     best = min(ok, key=lambda r: r["step_ms"]["median"]) if ok else None
     record = {
-        "benchmark": "pyg_step",
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        **environment(device),
-        "steps": len(steps),
-        "warmup": args.warmup,
-        "preset": meta.get("preset"),
-        "model": meta.get("model", "sage"),
-        "heads": meta.get("heads", 1),
-        "attn_dropout": meta.get("attn_dropout", 0),
-        "fanouts": meta["fanouts"],
-        "batch": meta["batch"],
-        "hidden": meta["hidden"],
+        **record_head(meta, args, len(steps), device),
         "feature_dim": meta["feature_dim"],
-        "num_classes": meta["num_classes"],
         "forms": results,
         "best_form": best["form"] if best else None,
         "best_step_ms_median": best["step_ms"]["median"] if best else None,
