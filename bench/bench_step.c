@@ -19,6 +19,13 @@
  * kind of op (the events add small gaps, so the step time of that pass is reported beside it).
  * --dump DIR writes the blocks and labels of the timed minibatches as .npy files with a
  * meta.json (written last, so a dump without it is incomplete); docs/nn.md gives the layout.
+ *
+ * The relational models (--model rsage, rgat) run on a heterogeneous preset through the
+ * heterogeneous trainer's data path instead (a typed step of step.h: typed sampling and the
+ * per-type gather on the CPU, the minibatch copied to the GPU, then the timed step); their
+ * dump adds the typed blocks, the per-type input rows and tables, the relations and the initial
+ * parameters, which bench/pyg_hetero_step.py loads into PyG (docs/bench.md). --cpu runs their
+ * model on the CPU backend, so that the benchmark and its dump are tested without a GPU.
  */
 #include "bench.h"
 #include "cli.h"
@@ -908,9 +915,13 @@ static int run(const step_bench *b, cJSON *root) {
     printf("bench step: %s, %s, fanouts", b->opt.preset,
            r.tstep ? gd_instrument_tstep_title(r.tstep) : gd_instrument_step_model_title());
     for (int l = 0; l < b->layers; l++) printf("%s%d", l ? "," : " ", b->fanouts[l]);
-    printf("%s, batch %lld, hidden %lld, %lld features, %lld classes, dropout %g, Adam lr %g\n",
-           r.tstep ? " (every edge type)" : "", (long long)b->opt.batch, (long long)b->opt.hidden,
-           (long long)r.in_dim, (long long)r.num_classes, b->dropout, b->lr);
+    /* A heterogeneous preset's widths are per type: its input layer's table names the types. */
+    char features[48] = "";
+    if (!r.tstep) snprintf(features, sizeof features, ", %lld features", (long long)r.in_dim);
+    printf("%s%s%s, batch %lld, hidden %lld%s, %lld classes, dropout %g, Adam lr %g\n",
+           r.tstep ? " (every edge type)" : "", b->relation_fanouts ? "; " : "",
+           b->relation_fanouts ? b->relation_fanouts : "", (long long)b->opt.batch,
+           (long long)b->opt.hidden, features, (long long)r.num_classes, b->dropout, b->lr);
     if (r.tstep ? typed_report(b, &r, res) : block_report(b, sizes, res)) goto fail;
     printf("training step%s: median %.3f ms, mean %.3f ms, min %.3f, max %.3f over %d minibatches "
            "(after %d warm-up); loss %.4f -> %.4f\n",
