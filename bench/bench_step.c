@@ -972,6 +972,9 @@ static int add_parameters(const step_bench *b, cJSON *root) {
         BENCH_JSON(cJSON_AddItemToArray(a, cJSON_CreateNumber(b->fanouts[l])));
     BENCH_JSON(cJSON_AddNumberToObject(p, "batch", (double)b->opt.batch));
     BENCH_JSON(cJSON_AddNumberToObject(p, "hidden", (double)b->opt.hidden));
+    if (b->relation_fanouts)
+        BENCH_JSON(cJSON_AddStringToObject(p, "relation_fanouts", b->relation_fanouts));
+    BENCH_JSON(cJSON_AddStringToObject(p, "model", b->model ? b->model : "sage"));
     BENCH_JSON(cJSON_AddNumberToObject(p, "dropout", b->dropout));
     BENCH_JSON(cJSON_AddNumberToObject(p, "lr", b->lr));
     BENCH_JSON(cJSON_AddNumberToObject(p, "steps", b->steps));
