@@ -19,6 +19,13 @@
  * kind of op (the events add small gaps, so the step time of that pass is reported beside it).
  * --dump DIR writes the blocks and labels of the timed minibatches as .npy files with a
  * meta.json (written last, so a dump without it is incomplete); docs/nn.md gives the layout.
+ *
+ * The relational models (--model rsage, rgat) run on a heterogeneous preset through the
+ * heterogeneous trainer's data path instead (a typed step of step.h: typed sampling and the
+ * per-type gather on the CPU, the minibatch copied to the GPU, then the timed step); their
+ * dump adds the typed blocks, the per-type input rows and tables, the relations and the initial
+ * parameters, which bench/pyg_hetero_step.py loads into PyG (docs/bench.md). --cpu runs their
+ * model on the CPU backend, so that the benchmark and its dump are tested without a GPU.
  */
 #include "bench.h"
 #include "cli.h"
@@ -43,7 +50,14 @@ typedef struct {
     const char *dump_dir;
     const char *model; /* NULL: GraphSAGE */
     int heads;
+    const char *relation_fanouts; /* rsage, rgat: per (hop, edge type), as train's */
+    int cpu;                      /* rsage, rgat: the model on the CPU backend (a test run) */
 } step_bench;
+
+/* The relational models, which train on heterogeneous presets (mag, igbh-*). */
+static int typed_model(const step_bench *b) {
+    return b->model && (strcmp(b->model, "rsage") == 0 || strcmp(b->model, "rgat") == 0);
+}
 
 static void help(void) {
     printf("usage: graphdirect bench step [options]\n\n"
@@ -52,13 +66,20 @@ static void help(void) {
            "the features in GPU memory. --dump writes the timed blocks so that\n"
            "bench/pyg_step.py runs the same steps in PyTorch + PyG (docs/nn.md, \"Speed\").\n\n"
            "options:\n"
-           "  --preset NAME      generator preset (default products)\n"
+           "  --preset NAME      generator preset (default products; rsage, rgat: mag)\n"
            "  --nodes N          scale the preset to N nodes (default: the preset's)\n"
-           "  --fanouts LIST     neighbours per hop, seeds first (default 15,10,5)\n"
+           "  --fanouts LIST     neighbours per hop, seeds first (default 15,10,5; rsage,\n"
+           "                     rgat: 10,5 for every edge type)\n"
            "  --batch N          seeds per minibatch (default 1024)\n"
            "  --hidden N         hidden width (default 256)\n"
            "  --dropout P        dropout between layers (default 0.5)\n"
-           "  --model sage|gat   the model (default sage); gat: --heads N (1), --attn-dropout P (0)\n"
+           "  --model NAME       sage (default), gat, or the relational rsage, rgat on a\n"
+           "                     heterogeneous preset; gat, rgat: --heads N (1),\n"
+           "                     --attn-dropout P (0)\n"
+           "  --relation-fanouts TEXT  rsage, rgat: per (hop, edge type) fanouts, as train's\n"
+           "                     (\"cites=5,writes=3;cites=2\")\n"
+           "  --cpu              rsage, rgat: run the model on the CPU backend, timed by the\n"
+           "                     host clock (a test of the benchmark and its dump, no measurement)\n"
            "  --lr X             Adam learning rate (default 0.003)\n"
            "  --steps N          timed steps, each on its own minibatch (default 50)\n"
            "  --warmup N         untimed steps first (default 10)\n"
@@ -121,6 +142,12 @@ static int own_option(void *self, int c, const char *arg) {
             return cli_usage_error(cmd, "--heads '%s' is not in 1..64", arg);
         b->heads = (int)v;
         break;
+    case 'R':
+        b->relation_fanouts = arg;
+        break;
+    case 'c':
+        b->cpu = 1;
+        break;
     case 'a':
         if (cli_parse_double(arg, &x) || !(x >= 0 && x < 1))
             return cli_usage_error(cmd, "--attn-dropout '%s' is not a probability in [0, 1)",
@@ -143,18 +170,27 @@ static int parse_options(step_bench *b, int argc, char **argv) {
         {"warmup", required_argument, 0, 'w'},  {"breakdown", no_argument, 0, 'B'},
         {"dump", required_argument, 0, 'u'},    {"model", required_argument, 0, 'M'},
         {"heads", required_argument, 0, 'A'},   {"attn-dropout", required_argument, 0, 'a'},
+        {"relation-fanouts", required_argument, 0, 'R'}, {"cpu", no_argument, 0, 'c'},
         BENCH_LONG_END};
     bench_options_init(&b->opt);
-    b->opt.preset = "products";
     b->dropout = 0.5;
     b->lr = 3e-3;
     b->steps = 50;
     b->warmup = 10;
-    if (parse_fanouts(b, "15,10,5")) return CLI_EXIT_FAIL;
-    return bench_parse_options(&b->opt, cmd, argc, argv, long_opts, help, own_option, b);
+    const int rc = bench_parse_options(&b->opt, cmd, argc, argv, long_opts, help, own_option, b);
+    if (rc >= 0) return rc;
+    /* The defaults of the model's kind: the relational ones as the heterogeneous trainer's. */
+    const int typed = typed_model(b);
+    if (!b->opt.preset) b->opt.preset = typed ? "mag" : "products";
+    if (!b->layers && parse_fanouts(b, typed ? "10,5" : "15,10,5")) return CLI_EXIT_FAIL;
+    if (!typed && (b->cpu || b->relation_fanouts))
+        return cli_usage_error(cmd, "%s is for the relational models (--model rsage or rgat)",
+                               b->cpu ? "--cpu" : "--relation-fanouts");
+    if (typed && b->breakdown)
+        return cli_usage_error(cmd, "--breakdown times the homogeneous models' op table; time "
+                                    "the %s step without it", b->model);
+    return -1;
 }
-
-#ifdef GD_WITH_CUDA
 
 /* ---- the run */
 
@@ -178,6 +214,13 @@ typedef struct {
     /* dumps */
     int32_t *h_indptr, *h_indices;
     cJSON *dump_steps;
+    /* rsage, rgat: the typed step (the trainer's data path and model) and its sizes */
+    gd_instrument_tstep *tstep;
+    int T, R;
+    double t_nodes[(GD_SAMPLER_MAX_LAYERS + 1) * GD_MAX_NODE_TYPES]; /* mean, by (layer, type) */
+    double t_edges[GD_SAMPLER_MAX_LAYERS * GD_MAX_EDGE_TYPES];       /* by (layer, edge type) */
+    int64_t *t_rows, t_rows_cap; /* a dumped type's table rows */
+    double check_loss;           /* the evaluation loss of timed step 0 on params0.npy */
 } step_run;
 
 static int64_t label_at(const gd_array_view *v, int64_t i) {
@@ -197,6 +240,7 @@ static void run_release(step_run *r) {
     gd_minibatch_destroy(r->mb);
     gd_sampler_destroy(r->sampler);
     gd_instrument_step_destroy(r->step);
+    gd_instrument_tstep_destroy(r->tstep);
     gd_graph_destroy(r->graph);
     gd_context_destroy(r->context);
     gd_dataset_close(r->ds);
@@ -205,6 +249,7 @@ static void run_release(step_run *r) {
     free(r->order);
     free(r->h_indptr);
     free(r->h_indices);
+    free(r->t_rows);
     cJSON_Delete(r->dump_steps);
     memset(r, 0, sizeof *r);
 }
@@ -235,13 +280,11 @@ fail:
     return -1;
 }
 
-/* Generate the preset and set up the all-gpu data path, the model and the step's buffers. */
-static int run_setup(const step_bench *b, step_run *r) {
+/* Generate the preset in memory; read its sizes and its training nodes, the seeds. */
+static int load_preset(const step_bench *b, step_run *r) {
     gd_status st;
     cli_progress prog;
-    gd_array_view fv, tv;
-    const double t0 = bench_now();
-    const int L = b->layers;
+    gd_array_view tv;
     gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
     go.preset = b->opt.preset;
     go.seed = b->opt.seed;
@@ -258,11 +301,6 @@ static int run_setup(const step_bench *b, step_run *r) {
     r->in_dim = gd_dataset_feature_dim(r->ds);
     r->num_classes = gd_dataset_num_classes(r->ds);
     BENCH_GD(gd_dataset_array(r->ds, GD_ARRAY_LABELS, &r->label_view), "reading the labels");
-    BENCH_GD(gd_dataset_array(r->ds, GD_ARRAY_FEATURES, &fv), "reading the features");
-    BENCH_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32,
-                  "preset %s has %s features; the step trains on "
-                  "float32",
-                  b->opt.preset, gd_dtype_name(fv.dtype));
 
     /* Seeds: the training nodes, shuffled per epoch. */
     if (gd_dataset_array(r->ds, GD_ARRAY_TRAIN_IDX, &tv) == GD_OK && tv.shape[0] > 0) {
@@ -283,6 +321,25 @@ static int run_setup(const step_bench *b, step_run *r) {
     r->order = malloc(sizeof *r->order * (size_t)r->num_train);
     BENCH_REQUIRE(r->order, "out of memory for the shuffled seeds");
     r->order_epoch = -1;
+    return 0;
+fail:
+    return -1;
+}
+
+/* Generate the preset and set up the all-gpu data path, the model and the step's buffers. */
+static int run_setup(const step_bench *b, step_run *r) {
+    gd_array_view fv;
+    const double t0 = bench_now();
+    const int L = b->layers;
+    BENCH_REQUIRE(gd_dataset_num_node_types(r->ds) <= 1,
+                  "preset %s is heterogeneous: time it with a relational model (--model rsage "
+                  "or rgat)",
+                  b->opt.preset);
+    BENCH_GD(gd_dataset_array(r->ds, GD_ARRAY_FEATURES, &fv), "reading the features");
+    BENCH_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32,
+                  "preset %s has %s features; the step trains on "
+                  "float32",
+                  b->opt.preset, gd_dtype_name(fv.dtype));
 
     /* The nn context first: its stream carries the sampler, the gather and the step. */
     BENCH_GD(gd_instrument_step_create(b->opt.device, &r->step), "creating the CUDA nn context");
@@ -381,6 +438,268 @@ fail:
     return -1;
 }
 
+/* ---- the relational models (rsage, rgat) */
+
+/* The trainer's heterogeneous data path and the model, on the GPU or (--cpu) the CPU. */
+static int typed_setup(const step_bench *b, step_run *r) {
+    const double t0 = bench_now();
+    r->T = gd_dataset_num_node_types(r->ds);
+    r->R = gd_dataset_num_edge_types(r->ds);
+    BENCH_REQUIRE(r->T > 1 || r->R > 1,
+                  "preset %s is homogeneous: --model %s trains on heterogeneous presets (mag, "
+                  "mag-tiny, igbh-tiny, igbh-medium)",
+                  b->opt.preset, b->model);
+    const gd_instrument_tstep_config c = {.model = b->model,
+                                          .num_layers = b->layers,
+                                          .fanouts = b->fanouts,
+                                          .relation_fanouts = b->relation_fanouts,
+                                          .batch = b->opt.batch,
+                                          .hidden = b->opt.hidden,
+                                          .dropout = b->dropout,
+                                          .lr = b->lr,
+                                          .heads = b->heads,
+                                          .attn_dropout = b->attn_dropout,
+                                          .seed = b->opt.seed,
+                                          .device = b->cpu ? -1 : b->opt.device};
+    BENCH_GD(gd_instrument_tstep_create(r->ds, &c, &r->tstep), "creating the typed data path and "
+                                                              "the model");
+    if (b->dump_dir) BENCH_REQUIRE(r->dump_steps = cJSON_CreateArray(), "out of memory");
+    fprintf(stderr,
+            "step: %s: %d node types, %d edge types, %lld classes; %s of %lld parameters on the "
+            "%s (%.1f s)\n",
+            b->opt.preset, r->T, r->R, (long long)r->num_classes,
+            gd_instrument_tstep_title(r->tstep),
+            (long long)gd_instrument_tstep_num_params(r->tstep), b->cpu ? "CPU" : "GPU",
+            bench_now() - t0);
+    return 0;
+fail:
+    return -1;
+}
+
+/* n values of dtype as the dump's file name. */
+static int dump_array(const step_bench *b, const char *name, gd_dtype dtype, int64_t n,
+                      const void *data) {
+    char path[4096];
+    static const int64_t none = 0;
+    snprintf(path, sizeof path, "%s/%s", b->dump_dir, name);
+    BENCH_GD(gd_npy_write(path, dtype, 1, &n, data ? data : &none), "writing the dump");
+    return 0;
+fail:
+    return -1;
+}
+
+/*
+ * What the PyG side needs before the steps: every featured type's table, the initial
+ * parameters (params0.npy) and the evaluation loss of timed step 0 on them, which
+ * bench/pyg_step.py recomputes with the same weights. Timed step 0 is sampled here and again
+ * after the warm-up: the same minibatch, since the draws are keyed by its number.
+ */
+static int typed_dump_start(const step_bench *b, step_run *r) {
+    char path[4096];
+    float *params = NULL, loss = 0;
+    const int64_t *seeds;
+    int64_t epoch;
+    for (int t = 0; t < r->T; t++) {
+        gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
+        gd_array_view f;
+        BENCH_GD(gd_dataset_node_type(r->ds, t, &ti), "reading a node type");
+        if (ti.feature_dim == 0) continue;
+        BENCH_GD(gd_dataset_type_features(r->ds, t, &f), "reading a type's features");
+        snprintf(path, sizeof path, "%s/type%d_features.npy", b->dump_dir, t);
+        BENCH_GD(gd_npy_write(path, f.dtype, 2, f.shape, f.data), "writing the dump");
+    }
+    const int64_t np = gd_instrument_tstep_num_params(r->tstep);
+    params = malloc(sizeof *params * (size_t)np);
+    BENCH_REQUIRE(params, "out of memory for %lld parameters", (long long)np);
+    BENCH_GD(gd_instrument_tstep_params(r->tstep, params), "reading the parameters");
+    if (dump_array(b, "params0.npy", GD_DTYPE_FLOAT32, np, params)) goto fail;
+    if (seeds_of(b, r, b->warmup, &seeds, &epoch)) goto fail;
+    BENCH_GD(gd_instrument_tstep_eval_loss(r->tstep, seeds, b->opt.batch, epoch, b->warmup, &loss),
+             "the evaluation loss of the first timed minibatch");
+    r->check_loss = loss;
+    free(params);
+    return 0;
+fail:
+    free(params);
+    return -1;
+}
+
+/* The table rows (global id - the type's offset) of the n nodes of type t in ids. */
+static int table_rows(step_run *r, int t, const int64_t *ids, int64_t n) {
+    gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
+    BENCH_GD(gd_dataset_node_type(r->ds, t, &ti), "reading a node type");
+    if (n > r->t_rows_cap) {
+        int64_t *p = realloc(r->t_rows, sizeof *p * (size_t)n);
+        BENCH_REQUIRE(p, "out of memory for %lld rows", (long long)n);
+        r->t_rows = p;
+        r->t_rows_cap = n;
+    }
+    for (int64_t i = 0; i < n; i++) r->t_rows[i] = ids[i] - ti.offset;
+    return 0;
+fail:
+    return -1;
+}
+
+/* Write the typed blocks, each type's input rows and the labels of timed step s. */
+static int typed_dump_step(const step_bench *b, step_run *r, int s) {
+    char name[96];
+    cJSON *js, *jn, *jl;
+    BENCH_REQUIRE(js = cJSON_CreateObject(), "out of memory");
+    cJSON_AddItemToArray(r->dump_steps, js);
+    BENCH_JSON(jn = cJSON_AddArrayToObject(js, "num_nodes"));
+    BENCH_JSON(jl = cJSON_AddArrayToObject(js, "blocks"));
+    for (int l = 0; l <= b->layers; l++)
+        for (int t = 0; t < r->T; t++) {
+            const int64_t *ids;
+            int64_t n;
+            BENCH_GD(gd_instrument_tstep_nodes(r->tstep, l, t, &ids, &n), "reading the nodes");
+            BENCH_JSON(cJSON_AddItemToArray(jn, cJSON_CreateNumber((double)n)));
+            if (l > 0) continue; /* a layer's nodes are a prefix of the input layer's */
+            if (table_rows(r, t, ids, n)) goto fail;
+            snprintf(name, sizeof name, "step%04d_type%d_rows.npy", s, t);
+            if (dump_array(b, name, GD_DTYPE_INT64, n, r->t_rows)) goto fail;
+        }
+    for (int l = 0; l < b->layers; l++)
+        for (int e = 0; e < r->R; e++) {
+            gd_block k;
+            cJSON *o;
+            BENCH_GD(gd_instrument_tstep_block(r->tstep, l, e, &k), "reading a block");
+            snprintf(name, sizeof name, "step%04d_layer%d_rel%d_indptr.npy", s, l, e);
+            if (dump_array(b, name, GD_DTYPE_INT32, k.num_dst + 1, k.indptr)) goto fail;
+            snprintf(name, sizeof name, "step%04d_layer%d_rel%d_indices.npy", s, l, e);
+            if (dump_array(b, name, GD_DTYPE_INT32, k.num_edges, k.indices)) goto fail;
+            BENCH_REQUIRE(o = cJSON_CreateObject(), "out of memory");
+            cJSON_AddItemToArray(jl, o);
+            BENCH_JSON(cJSON_AddNumberToObject(o, "num_src", (double)k.num_src));
+            BENCH_JSON(cJSON_AddNumberToObject(o, "num_dst", (double)k.num_dst));
+            BENCH_JSON(cJSON_AddNumberToObject(o, "num_edges", (double)k.num_edges));
+        }
+    int64_t n;
+    const int64_t *labels = gd_instrument_tstep_labels(r->tstep, &n);
+    snprintf(name, sizeof name, "step%04d_labels.npy", s);
+    return dump_array(b, name, GD_DTYPE_INT64, n, labels);
+fail:
+    return -1;
+}
+
+/* meta.json's schema of a typed dump: node types, relations, and every relation's weights. */
+static int typed_dump_meta(const step_bench *b, const step_run *r, cJSON *root) {
+    cJSON *a, *o;
+    BENCH_JSON(cJSON_AddNumberToObject(root, "target_type", gd_dataset_target_type(r->ds)));
+    if (b->relation_fanouts)
+        BENCH_JSON(cJSON_AddStringToObject(root, "relation_fanouts", b->relation_fanouts));
+    BENCH_JSON(a = cJSON_AddArrayToObject(root, "node_types"));
+    for (int t = 0; t < r->T; t++) {
+        gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
+        BENCH_GD(gd_dataset_node_type(r->ds, t, &ti), "reading a node type");
+        BENCH_REQUIRE(o = cJSON_CreateObject(), "out of memory");
+        cJSON_AddItemToArray(a, o);
+        BENCH_JSON(cJSON_AddStringToObject(o, "name", ti.name));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "count", (double)ti.count));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "feature_dim", (double)ti.feature_dim));
+    }
+    BENCH_JSON(a = cJSON_AddArrayToObject(root, "relations"));
+    for (int e = 0; e < r->R; e++) {
+        gd_edge_type_info ei = GD_EDGE_TYPE_INFO_INIT;
+        BENCH_GD(gd_dataset_edge_type(r->ds, e, &ei), "reading an edge type");
+        BENCH_REQUIRE(o = cJSON_CreateObject(), "out of memory");
+        cJSON_AddItemToArray(a, o);
+        BENCH_JSON(cJSON_AddNumberToObject(o, "src", ei.src_type));
+        BENCH_JSON(cJSON_AddStringToObject(o, "name", ei.name));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "dst", ei.dst_type));
+    }
+    BENCH_JSON(a = cJSON_AddArrayToObject(root, "weights"));
+    for (int l = 0; l < b->layers; l++)
+        for (int e = 0; e < r->R; e++) {
+            gd_instrument_weight w[GD_INSTRUMENT_MAX_WEIGHTS];
+            const int n = gd_instrument_tstep_weights(r->tstep, l, e, w);
+            for (int k = 0; k < n; k++) {
+                BENCH_REQUIRE(o = cJSON_CreateObject(), "out of memory");
+                cJSON_AddItemToArray(a, o);
+                BENCH_JSON(cJSON_AddNumberToObject(o, "layer", l));
+                BENCH_JSON(cJSON_AddNumberToObject(o, "relation", e));
+                BENCH_JSON(cJSON_AddStringToObject(o, "name", w[k].name));
+                BENCH_JSON(cJSON_AddNumberToObject(o, "offset", (double)w[k].offset));
+                BENCH_JSON(cJSON_AddNumberToObject(o, "rows", (double)w[k].rows));
+                BENCH_JSON(cJSON_AddNumberToObject(o, "cols", (double)w[k].cols));
+            }
+        }
+    BENCH_JSON(o = cJSON_AddObjectToObject(root, "check"));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "step", 0));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "eval_loss", r->check_loss));
+    return 0;
+fail:
+    return -1;
+}
+
+/* One typed step on global minibatch i (sampled, gathered and copied first, untimed). */
+static int typed_step(const step_bench *b, step_run *r, int64_t i, float *ms, float *loss) {
+    const int64_t *seeds;
+    int64_t epoch;
+    if (seeds_of(b, r, i, &seeds, &epoch)) goto fail;
+    BENCH_GD(gd_instrument_tstep_run(r->tstep, seeds, b->opt.batch, epoch, i, i, ms, loss),
+             "running the training step");
+    return 0;
+fail:
+    return -1;
+}
+
+/* Add the typed minibatch's sizes to the means over the timed steps. */
+static void typed_sizes(const step_bench *b, step_run *r) {
+    for (int l = 0; l <= b->layers; l++)
+        for (int t = 0; t < r->T; t++) {
+            const int64_t *ids;
+            int64_t n = 0;
+            if (gd_instrument_tstep_nodes(r->tstep, l, t, &ids, &n) == GD_OK)
+                r->t_nodes[l * r->T + t] += (double)n / b->steps;
+        }
+    for (int l = 0; l < b->layers; l++)
+        for (int e = 0; e < r->R; e++) {
+            gd_block k;
+            if (gd_instrument_tstep_block(r->tstep, l, e, &k) == GD_OK)
+                r->t_edges[l * r->R + e] += (double)k.num_edges / b->steps;
+        }
+}
+
+/* The typed sizes per layer into the results and on stdout. */
+static int typed_report(const step_bench *b, const step_run *r, cJSON *res) {
+    cJSON *jn, *je, *row;
+    BENCH_JSON(jn = cJSON_AddArrayToObject(res, "num_nodes"));
+    BENCH_JSON(je = cJSON_AddArrayToObject(res, "num_edges"));
+    printf("%-7s", "layer");
+    for (int t = 0; t < r->T; t++) {
+        gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
+        BENCH_GD(gd_dataset_node_type(r->ds, t, &ti), "reading a node type");
+        printf(" %14.14s", ti.name);
+    }
+    printf(" %12s   (mean nodes by type and edges over the timed minibatches; layer 0 = input)\n",
+           "edges");
+    for (int l = 0; l <= b->layers; l++) {
+        double edges = 0;
+        BENCH_REQUIRE(row = cJSON_CreateArray(), "out of memory");
+        cJSON_AddItemToArray(jn, row);
+        printf("%-7d", l);
+        for (int t = 0; t < r->T; t++) {
+            BENCH_JSON(cJSON_AddItemToArray(row, cJSON_CreateNumber(r->t_nodes[l * r->T + t])));
+            printf(" %14.0f", r->t_nodes[l * r->T + t]);
+        }
+        if (l == b->layers) {
+            printf("\n");
+            break;
+        }
+        BENCH_REQUIRE(row = cJSON_CreateArray(), "out of memory");
+        cJSON_AddItemToArray(je, row);
+        for (int e = 0; e < r->R; e++) {
+            BENCH_JSON(cJSON_AddItemToArray(row, cJSON_CreateNumber(r->t_edges[l * r->R + e])));
+            edges += r->t_edges[l * r->R + e];
+        }
+        printf(" %12.0f\n", edges);
+    }
+    return 0;
+fail:
+    return -1;
+}
+
 /* Write the blocks and labels of timed step s to the dump directory. */
 static int dump_step(const step_bench *b, step_run *r, int s, const gd_block *blocks) {
     char path[4096];
@@ -392,11 +711,13 @@ static int dump_step(const step_bench *b, step_run *r, int s, const gd_block *bl
         const gd_block *k = &blocks[l];
         const int64_t np = k->num_dst + 1, ne = k->num_edges;
         cJSON *o;
+#ifdef GD_WITH_CUDA
         BENCH_CUDA(cudaMemcpy(r->h_indptr, k->indptr, sizeof(int32_t) * (size_t)np,
                               cudaMemcpyDeviceToHost));
         if (ne > 0)
             BENCH_CUDA(cudaMemcpy(r->h_indices, k->indices, sizeof(int32_t) * (size_t)ne,
                                   cudaMemcpyDeviceToHost));
+#endif
         snprintf(path, sizeof path, "%s/step%04d_layer%d_indptr.npy", b->dump_dir, s, l);
         BENCH_GD(gd_npy_write(path, GD_DTYPE_INT32, 1, &np, r->h_indptr), "writing the dump");
         snprintf(path, sizeof path, "%s/step%04d_layer%d_indices.npy", b->dump_dir, s, l);
@@ -435,10 +756,19 @@ static int write_dump_meta(const step_bench *b, const step_run *r) {
     BENCH_JSON(cJSON_AddStringToObject(root, "model", b->model ? b->model : "sage"));
     BENCH_JSON(cJSON_AddNumberToObject(root, "heads", b->heads > 0 ? b->heads : 1));
     BENCH_JSON(cJSON_AddNumberToObject(root, "attn_dropout", b->attn_dropout));
-    BENCH_JSON(cJSON_AddStringToObject(root, "files", "stepSSSS_layerL_indptr.npy, "
-                                                      "stepSSSS_layerL_indices.npy (int32 CSC, "
-                                                      "layer 0 = input layer), "
-                                                      "stepSSSS_labels.npy (int64)"));
+    if (r->tstep) {
+        BENCH_JSON(cJSON_AddStringToObject(
+            root, "files",
+            "stepSSSS_layerL_relR_indptr.npy, stepSSSS_layerL_relR_indices.npy (int32 CSC of "
+            "edge type R, local ids of its types; layer 0 = input layer), stepSSSS_typeT_rows.npy "
+            "(int64 rows of typeT_features.npy), stepSSSS_labels.npy (int64), params0.npy"));
+        if (typed_dump_meta(b, r, root)) goto fail;
+    } else {
+        BENCH_JSON(cJSON_AddStringToObject(root, "files", "stepSSSS_layerL_indptr.npy, "
+                                                          "stepSSSS_layerL_indices.npy (int32 "
+                                                          "CSC, layer 0 = input layer), "
+                                                          "stepSSSS_labels.npy (int64)"));
+    }
     cJSON_AddItemReferenceToObject(root, "step_blocks", r->dump_steps);
     snprintf(path, sizeof path, "%s/meta.json", b->dump_dir);
     if (bench_json_write(path, root) != 0) goto fail;
@@ -486,21 +816,29 @@ static int run_pass(const step_bench *b, step_run *r, int timed_ops, double *ms,
         const int s = (int)(i - b->warmup); /* timed step number, < 0 in the warm-up */
         int64_t num_in;
         float loss, elapsed;
-        if (prepare(b, r, i, blocks, &num_in)) goto fail;
-        BENCH_GD(gd_instrument_step_run(r->step, blocks, num_in, i, timed_ops, &elapsed, &loss),
-                 "running the training step");
+        if (r->tstep) {
+            if (typed_step(b, r, i, &elapsed, &loss)) goto fail;
+        } else {
+            if (prepare(b, r, i, blocks, &num_in)) goto fail;
+            BENCH_GD(gd_instrument_step_run(r->step, blocks, num_in, i, timed_ops, &elapsed,
+                                            &loss),
+                     "running the training step");
+        }
         BENCH_REQUIRE(isfinite(loss), "step %lld: the loss is %g: the step is broken, no number "
                       "is reported", (long long)i, (double)loss);
         if (s < 0) continue;
         ms[s] = elapsed;
         if (losses) losses[s] = loss;
-        if (sizes)
+        if (sizes && r->tstep) typed_sizes(b, r);
+        if (sizes && !r->tstep)
             for (int l = 0; l < b->layers; l++) {
                 sizes[l][0] += (double)blocks[l].num_src / b->steps;
                 sizes[l][1] += (double)blocks[l].num_dst / b->steps;
                 sizes[l][2] += (double)blocks[l].num_edges / b->steps;
             }
-        if (!timed_ops && b->dump_dir && dump_step(b, r, s, blocks)) goto fail;
+        if (!timed_ops && b->dump_dir &&
+            (r->tstep ? typed_dump_step(b, r, s) : dump_step(b, r, s, blocks)))
+            goto fail;
         if (cli_interrupted()) goto fail;
     }
     return 0;
@@ -508,46 +846,10 @@ fail:
     return -1;
 }
 
-static int run_cuda(const step_bench *b, cJSON *root) {
-    step_run r;
-    double *ms = NULL, *ms_bd = NULL, *losses = NULL;
-    double sizes[GD_SAMPLER_MAX_LAYERS][3] = {{0}};
-    double median, mean, bd_median = 0, bd_mean = 0;
-    cJSON *res, *jl, *jb;
-    int rc = -1;
-    memset(&r, 0, sizeof r);
-    ms = calloc((size_t)b->steps, sizeof *ms);
-    ms_bd = calloc((size_t)b->steps, sizeof *ms_bd);
-    losses = calloc((size_t)b->steps, sizeof *losses);
-    BENCH_REQUIRE(ms && ms_bd && losses, "out of memory for %d steps", b->steps);
-    if (run_setup(b, &r)) goto fail;
-
-    fprintf(stderr, "step: %d warm-up and %d timed steps\n", b->warmup, b->steps);
-    if (run_pass(b, &r, 0, ms, losses, sizes)) goto fail;
-    if (b->breakdown && run_pass(b, &r, 1, ms_bd, NULL, NULL)) goto fail;
-    BENCH_GD(gd_sampler_check_errors(r.sampler), "sampling (CUDA)");
-    BENCH_GD(gd_gatherer_check_errors(r.gatherer), "gathering (gpu)");
-    BENCH_GD(gd_instrument_step_check_errors(r.step), "the training step");
-    if (b->dump_dir && write_dump_meta(b, &r)) goto fail;
-
-    BENCH_JSON(res = cJSON_AddObjectToObject(root, "results"));
-    BENCH_JSON(cJSON_AddNumberToObject(res, "parameters", (double)gd_instrument_step_num_params(r.step)));
-    BENCH_JSON(cJSON_AddStringToObject(res, "model", b->model ? b->model : "sage"));
-    BENCH_JSON(cJSON_AddNumberToObject(res, "heads", b->heads > 0 ? b->heads : 1));
-    BENCH_JSON(cJSON_AddNumberToObject(res, "attn_dropout", b->attn_dropout));
-    BENCH_JSON(cJSON_AddNumberToObject(res, "num_nodes", (double)r.num_nodes));
-    BENCH_JSON(cJSON_AddNumberToObject(res, "num_edges", (double)r.num_edges));
-    BENCH_JSON(cJSON_AddNumberToObject(res, "feature_dim", (double)r.in_dim));
-    BENCH_JSON(cJSON_AddNumberToObject(res, "num_classes", (double)r.num_classes));
-    BENCH_JSON(cJSON_AddNumberToObject(res, "first_loss", losses[0]));
-    BENCH_JSON(cJSON_AddNumberToObject(res, "last_loss", losses[b->steps - 1]));
-    if (add_stats(res, "step_ms", ms, b->steps, &median, &mean)) goto fail;
+/* The homogeneous blocks' mean sizes per layer into the results and on stdout. */
+static int block_report(const step_bench *b, double (*sizes)[3], cJSON *res) {
+    cJSON *jl;
     BENCH_JSON(jl = cJSON_AddArrayToObject(res, "blocks"));
-    printf("bench step: %s, fanouts", b->opt.preset);
-    for (int l = 0; l < b->layers; l++) printf("%s%d", l ? "," : " ", b->fanouts[l]);
-    printf(", batch %lld, hidden %lld, %lld features, %lld classes, dropout %g, Adam lr %g\n",
-           (long long)b->opt.batch, (long long)b->opt.hidden, (long long)r.in_dim,
-           (long long)r.num_classes, b->dropout, b->lr);
     printf("%-7s %12s %12s %12s   (mean over the timed minibatches; layer 0 = input layer)\n",
            "layer", "num_src", "num_dst", "edges");
     for (int l = 0; l < b->layers; l++) {
@@ -559,9 +861,71 @@ static int run_cuda(const step_bench *b, cJSON *root) {
         BENCH_JSON(cJSON_AddNumberToObject(o, "num_edges", sizes[l][2]));
         printf("%-7d %12.0f %12.0f %12.0f\n", l, sizes[l][0], sizes[l][1], sizes[l][2]);
     }
-    printf("training step: median %.3f ms, mean %.3f ms, min %.3f, max %.3f over %d minibatches "
+    return 0;
+fail:
+    return -1;
+}
+
+/* Set up the model's data path, run the passes, report (and dump) them. */
+static int run(const step_bench *b, cJSON *root) {
+    step_run r;
+    double *ms = NULL, *ms_bd = NULL, *losses = NULL;
+    double sizes[GD_SAMPLER_MAX_LAYERS][3] = {{0}};
+    double median, mean, bd_median = 0, bd_mean = 0;
+    cJSON *res, *jb;
+    int rc = -1;
+    memset(&r, 0, sizeof r);
+    ms = calloc((size_t)b->steps, sizeof *ms);
+    ms_bd = calloc((size_t)b->steps, sizeof *ms_bd);
+    losses = calloc((size_t)b->steps, sizeof *losses);
+    BENCH_REQUIRE(ms && ms_bd && losses, "out of memory for %d steps", b->steps);
+    if (load_preset(b, &r)) goto fail;
+    if (typed_model(b) ? typed_setup(b, &r) : run_setup(b, &r)) goto fail;
+    if (r.tstep && b->dump_dir && typed_dump_start(b, &r)) goto fail;
+
+    fprintf(stderr, "step: %d warm-up and %d timed steps\n", b->warmup, b->steps);
+    if (run_pass(b, &r, 0, ms, losses, sizes)) goto fail;
+    if (b->breakdown && run_pass(b, &r, 1, ms_bd, NULL, NULL)) goto fail;
+    if (r.tstep) {
+        BENCH_GD(gd_instrument_tstep_check_errors(r.tstep), "the training step");
+    } else {
+        BENCH_GD(gd_sampler_check_errors(r.sampler), "sampling (CUDA)");
+        BENCH_GD(gd_gatherer_check_errors(r.gatherer), "gathering (gpu)");
+        BENCH_GD(gd_instrument_step_check_errors(r.step), "the training step");
+    }
+    if (b->dump_dir && write_dump_meta(b, &r)) goto fail;
+
+    BENCH_JSON(res = cJSON_AddObjectToObject(root, "results"));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "parameters",
+                                       (double)(r.tstep ? gd_instrument_tstep_num_params(r.tstep)
+                                                        : gd_instrument_step_num_params(r.step))));
+    BENCH_JSON(cJSON_AddStringToObject(res, "backend", b->cpu ? "cpu (host clock)" : "cuda"));
+    BENCH_JSON(cJSON_AddStringToObject(res, "model", b->model ? b->model : "sage"));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "heads", b->heads > 0 ? b->heads : 1));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "attn_dropout", b->attn_dropout));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "num_nodes", (double)r.num_nodes));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "num_edges", (double)r.num_edges));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "feature_dim", (double)r.in_dim));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "num_classes", (double)r.num_classes));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "first_loss", losses[0]));
+    BENCH_JSON(cJSON_AddNumberToObject(res, "last_loss", losses[b->steps - 1]));
+    if (add_stats(res, "step_ms", ms, b->steps, &median, &mean)) goto fail;
+    if (r.tstep && b->dump_dir)
+        BENCH_JSON(cJSON_AddNumberToObject(res, "check_eval_loss", r.check_loss));
+    printf("bench step: %s, %s, fanouts", b->opt.preset,
+           r.tstep ? gd_instrument_tstep_title(r.tstep) : gd_instrument_step_model_title());
+    for (int l = 0; l < b->layers; l++) printf("%s%d", l ? "," : " ", b->fanouts[l]);
+    /* A heterogeneous preset's widths are per type: its input layer's table names the types. */
+    char features[48] = "";
+    if (!r.tstep) snprintf(features, sizeof features, ", %lld features", (long long)r.in_dim);
+    printf("%s%s%s, batch %lld, hidden %lld%s, %lld classes, dropout %g, Adam lr %g\n",
+           r.tstep ? " (every edge type)" : "", b->relation_fanouts ? "; " : "",
+           b->relation_fanouts ? b->relation_fanouts : "", (long long)b->opt.batch,
+           (long long)b->opt.hidden, features, (long long)r.num_classes, b->dropout, b->lr);
+    if (r.tstep ? typed_report(b, &r, res) : block_report(b, sizes, res)) goto fail;
+    printf("training step%s: median %.3f ms, mean %.3f ms, min %.3f, max %.3f over %d minibatches "
            "(after %d warm-up); loss %.4f -> %.4f\n",
-           median, mean, ms[0], ms[b->steps - 1], b->steps, b->warmup,
+           b->cpu ? " (CPU backend, host clock: a test run, not a measurement)" : "", median, mean, ms[0], ms[b->steps - 1], b->steps, b->warmup,
            cJSON_GetObjectItem(res, "first_loss")->valuedouble,
            cJSON_GetObjectItem(res, "last_loss")->valuedouble);
     if (b->breakdown) {
@@ -598,8 +962,6 @@ fail:
     return rc;
 }
 
-#endif /* GD_WITH_CUDA */
-
 static int add_parameters(const step_bench *b, cJSON *root) {
     cJSON *p, *a;
     BENCH_JSON(p = cJSON_AddObjectToObject(root, "parameters"));
@@ -610,6 +972,9 @@ static int add_parameters(const step_bench *b, cJSON *root) {
         BENCH_JSON(cJSON_AddItemToArray(a, cJSON_CreateNumber(b->fanouts[l])));
     BENCH_JSON(cJSON_AddNumberToObject(p, "batch", (double)b->opt.batch));
     BENCH_JSON(cJSON_AddNumberToObject(p, "hidden", (double)b->opt.hidden));
+    if (b->relation_fanouts)
+        BENCH_JSON(cJSON_AddStringToObject(p, "relation_fanouts", b->relation_fanouts));
+    BENCH_JSON(cJSON_AddStringToObject(p, "model", b->model ? b->model : "sage"));
     BENCH_JSON(cJSON_AddNumberToObject(p, "dropout", b->dropout));
     BENCH_JSON(cJSON_AddNumberToObject(p, "lr", b->lr));
     BENCH_JSON(cJSON_AddNumberToObject(p, "steps", b->steps));
@@ -634,12 +999,15 @@ int bench_step(int argc, char **argv) {
         if (prc >= 0) return prc;
     }
     if (b.opt.json_path && bench_json_probe(b.opt.json_path) != 0) goto fail;
-    {
+    if (!b.cpu) {
         const int count = gd_device_count();
         BENCH_REQUIRE(gd_has_cuda() && count > 0,
                       "the training step runs on the CUDA nn backend, which needs a CUDA build "
-                      "and a GPU, and %s (train on the CPU with `graphdirect train --mode cpu`)",
-                      gd_has_cuda() ? "no GPU is visible" : "this build has no CUDA");
+                      "and a GPU, and %s (%s)",
+                      gd_has_cuda() ? "no GPU is visible" : "this build has no CUDA",
+                      typed_model(&b) ? "--cpu runs the relational models' step on the CPU "
+                                        "backend as a test, without a measurement"
+                                      : "train on the CPU with `graphdirect train --mode cpu`");
         BENCH_REQUIRE(b.opt.device < count, "GPU %d does not exist: %d GPU(s) visible (0..%d)",
                       b.opt.device, count, count - 1);
     }
@@ -650,11 +1018,9 @@ int bench_step(int argc, char **argv) {
         BENCH_REQUIRE(stat(b.dump_dir, &sb) == 0 && S_ISDIR(sb.st_mode),
                       "--dump %s: not a directory", b.dump_dir);
     }
-    if (bench_json_header(&root, "step", &b.opt, 1) != 0) goto fail;
+    if (bench_json_header(&root, "step", &b.opt, !b.cpu) != 0) goto fail;
     if (add_parameters(&b, root) != 0) goto fail;
-#ifdef GD_WITH_CUDA
-    if (run_cuda(&b, root) != 0) goto fail;
-#endif
+    if (run(&b, root) != 0) goto fail;
     if (bench_run_done(&b.opt, root, "step", t_start) != 0) goto fail;
     rc = 0;
 fail:

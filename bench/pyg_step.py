@@ -23,7 +23,8 @@ Before timing, every form's forward output on the first step is compared with ed
 the same weights, so a form that computes something else is reported, not timed as a win.
 A GAT dump (meta.json "model": "gat") builds GATConv layers instead (heads concatenated, then
 averaged in the last layer; attention dropout inside the conv); the forms GATConv does not take
-are reported unavailable.
+are reported unavailable. A dump of a relational model (meta.json "model": "rsage" or "rgat")
+is replayed by bench/pyg_hetero_step.py, which this script hands it to.
 Prints one JSON object (and writes it to --json FILE when given).
 """
 import argparse
@@ -38,14 +39,18 @@ import torch
 import torch.nn.functional as F
 
 
-def load(dump_dir, device):
+def read_meta(dump_dir):
     meta_path = os.path.join(dump_dir, "meta.json")
     if not os.path.exists(meta_path):
         sys.exit(f"pyg_step: {meta_path} not found: run `graphdirect bench step --dump "
                  f"{dump_dir}` first (meta.json is written last, so a dump without it is "
                  f"incomplete)")
     with open(meta_path) as f:
-        meta = json.load(f)
+        return json.load(f)
+
+
+def load(dump_dir, device):
+    meta = read_meta(dump_dir)
     steps = []
     for s, info in enumerate(meta["step_blocks"]):
         layers = []
@@ -140,6 +145,89 @@ def make_model(meta):
                 meta["dropout"])
 
 
+def time_steps(step, n, warmup, device):
+    """step(i) over the first `warmup` steps untimed, then over all n timed: CUDA events around
+    each on the GPU (waited for before the next), the wall clock on the CPU (a smoke run)."""
+    cuda = device.type == "cuda"
+    if cuda:
+        ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for i in range(min(warmup, n)):
+        step(i)
+    if cuda:
+        torch.cuda.synchronize()
+    ms, losses = [], []
+    t0 = time.perf_counter()
+    for i in range(n):
+        if cuda:
+            ev0.record()
+            loss = step(i)
+            ev1.record()
+            ev1.synchronize()
+            ms.append(ev0.elapsed_time(ev1))
+        else:
+            t = time.perf_counter()
+            loss = step(i)
+            ms.append(1e3 * (time.perf_counter() - t))
+        losses.append(float(loss.detach()))
+    return {
+        "step_ms": {
+            "median": statistics.median(ms),
+            "mean": statistics.fmean(ms),
+            "min": min(ms),
+            "max": max(ms),
+        },
+        "wall_s_all_steps": time.perf_counter() - t0,
+        "first_loss": losses[0],
+        "last_loss": losses[-1],
+    }
+
+
+def environment(device):
+    """The record's description of the machine and the libraries."""
+    import torch_geometric
+    return {
+        "device": (torch.cuda.get_device_properties(0).name if device.type == "cuda"
+                   else "cpu"),
+        "torch": torch.__version__,
+        "torch_geometric": torch_geometric.__version__,
+        "cuda": torch.version.cuda,
+        "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+    }
+
+
+def record_head(meta, args, steps, device):
+    """The fields every record of pyg_step starts with: the machine, the run and the model."""
+    return {
+        "benchmark": "pyg_step",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **environment(device),
+        "steps": steps,
+        "warmup": args.warmup,
+        "preset": meta.get("preset"),
+        "model": meta.get("model", "sage"),
+        "heads": meta.get("heads", 1),
+        "attn_dropout": meta.get("attn_dropout", 0),
+        "fanouts": meta["fanouts"],
+        "batch": meta["batch"],
+        "hidden": meta["hidden"],
+        "num_classes": meta["num_classes"],
+    }
+
+
+def emit(record, path):
+    """Print the record and write it atomically to path (if given)."""
+    text = json.dumps(record, indent=2)
+    print(text)
+    if path:
+        tmp = f"{path}.tmp.{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(text + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+
 def time_form(form, meta, steps, feats, warmup, state, device):
     try:
         adjs = [[(make_adj(form, b), b["num_dst"]) for b in st["layers"]] for st in steps]
@@ -166,51 +254,17 @@ def time_form(form, meta, steps, feats, warmup, state, device):
         x0 = feats[:steps[0]["layers"][0]["num_src"]]
         out = model(x0, adjs[0]).float().cpu()
     model.train()
-
-    cuda = device.type == "cuda"
-    if cuda:
-        ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for i in range(min(warmup, len(steps))):
-        step(i)
-    if cuda:
-        torch.cuda.synchronize()
-    ms, losses = [], []
-    t0 = time.perf_counter()
-    for i in range(len(steps)):
-        if cuda:
-            ev0.record()
-            loss = step(i)
-            ev1.record()
-            ev1.synchronize()
-            ms.append(ev0.elapsed_time(ev1))
-        else:  # the CPU smoke run: wall clock
-            t = time.perf_counter()
-            loss = step(i)
-            ms.append(1e3 * (time.perf_counter() - t))
-        losses.append(float(loss.detach()))
-    wall = time.perf_counter() - t0
-    return {
-        "form": form,
-        "available": True,
-        "step_ms": {
-            "median": statistics.median(ms),
-            "mean": statistics.fmean(ms),
-            "min": min(ms),
-            "max": max(ms),
-        },
-        "wall_s_all_steps": wall,
-        "first_loss": losses[0],
-        "last_loss": losses[-1],
-        "_out0": out,
-    }
+    return {"form": form, "available": True, **time_steps(step, len(steps), warmup, device),
+            "_out0": out}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dump_dir", help="the directory of `graphdirect bench step --dump DIR`")
     ap.add_argument("--warmup", type=int, default=10, help="untimed steps first (default 10)")
-    ap.add_argument("--forms", default="edge_index,EdgeIndex,sparse_csr,SparseTensor",
-                    help="adjacency forms to time (default: all)")
+    ap.add_argument("--forms", default=None,
+                    help="adjacency forms to time (default: all; edge_index, EdgeIndex, "
+                         "sparse_csr, SparseTensor; relational dumps: heteroconv, trimmed)")
     ap.add_argument("--json", help="also write the JSON record to this file")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                     help="cuda (default; timed with CUDA events) or cpu (a smoke run of the "
@@ -219,8 +273,11 @@ def main():
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("pyg_step: PyTorch sees no GPU: the step is timed on CUDA (--device cpu "
                  "runs the script on the CPU as a smoke test)")
-    import torch_geometric
     device = torch.device(args.device)
+    if read_meta(args.dump_dir).get("model") in ("rsage", "rgat"):
+        import pyg_hetero_step
+        return pyg_hetero_step.run(args, read_meta(args.dump_dir), device)
+    forms = args.forms or "edge_index,EdgeIndex,sparse_csr,SparseTensor"
     meta, steps = load(args.dump_dir, device)
     max_src = max(st["layers"][0]["num_src"] for st in steps)
     gen = torch.Generator(device=device).manual_seed(1)
@@ -230,7 +287,7 @@ def main():
     state = {k: v.clone() for k, v in state.items()}
 
     results = []
-    for form in args.forms.split(","):
+    for form in forms.split(","):
         try:
             r = time_form(form, meta, steps, feats, args.warmup, state, device)
         except Exception as e:  # a form PyG rejects on this setup is reported, not fatal
@@ -249,42 +306,15 @@ def main():
     ok = [r for r in results if r.get("available") and
           r.get("max_abs_diff_vs_edge_index", 0.0) <= 1e-3]
     best = min(ok, key=lambda r: r["step_ms"]["median"]) if ok else None
-    device_name = (torch.cuda.get_device_properties(0).name if device.type == "cuda"
-                   else "cpu")
     record = {
-        "benchmark": "pyg_step",
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "device": device_name,
-        "torch": torch.__version__,
-        "torch_geometric": torch_geometric.__version__,
-        "cuda": torch.version.cuda,
-        "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "steps": len(steps),
-        "warmup": args.warmup,
-        "preset": meta.get("preset"),
-        "model": meta.get("model", "sage"),
-        "heads": meta.get("heads", 1),
-        "attn_dropout": meta.get("attn_dropout", 0),
-        "fanouts": meta["fanouts"],
-        "batch": meta["batch"],
-        "hidden": meta["hidden"],
+        **record_head(meta, args, len(steps), device),
         "feature_dim": meta["feature_dim"],
-        "num_classes": meta["num_classes"],
         "forms": results,
         "best_form": best["form"] if best else None,
         "best_step_ms_median": best["step_ms"]["median"] if best else None,
         "best_step_ms_mean": best["step_ms"]["mean"] if best else None,
     }
-    text = json.dumps(record, indent=2)
-    print(text)
-    if args.json:
-        tmp = f"{args.json}.tmp.{os.getpid()}"
-        with open(tmp, "w") as f:
-            f.write(text + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, args.json)
+    emit(record, args.json)
     if best is None:
         sys.exit("pyg_step: no adjacency form ran")
 

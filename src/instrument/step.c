@@ -2,12 +2,16 @@
  * The timed training step of `graphdirect bench step` (step.h): the default model on the CUDA
  * nn backend, the step the trainer runs for a minibatch (less the accuracy count) between two
  * events, and the per-op breakdown, a copy of the CUDA op table whose entries bracket every op
- * with a pair of events.
+ * with a pair of events. The relational models' typed step (at the end) runs the heterogeneous
+ * trainer's data path and step (train/hetero.c) between the marks of the same clock.
  */
 #include "instrument/step.h"
 
 #include "core/philox.h"
 #include "nn/model.h"
+#include "nn/rgat.h"
+#include "nn/rsage.h"
+#include "train/internal.h"
 
 #include <string.h>
 
@@ -53,6 +57,79 @@ const char *gd_instrument_step_op_name(int kind) {
     return kind >= 0 && kind < K_COUNT ? kind_names[kind] : "";
 }
 
+/* The dropout key of global minibatch `step`, the same for every model ("bStp"). */
+static uint64_t step_dropout_key(uint64_t seed, int64_t step) {
+    const gd_philox_ctr key = gd_philox(seed, (uint32_t)step, 0, 0, 0x62537470u /* bStp */);
+    return ((uint64_t)key.v[1] << 32) | key.v[0];
+}
+
+#ifdef GD_WITH_CUDA
+/* A CUDA runtime result as a status naming the call (the error is read and cleared once). */
+static gd_status cuda_status(cudaError_t ce, const char *call) {
+    if (ce == cudaSuccess) return GD_OK;
+    (void)cudaGetLastError();
+    return gd__error(ce == cudaErrorMemoryAllocation ? GD_ERR_NO_MEMORY : GD_ERR_CUDA,
+                     "%s failed: %s (%s)", call, cudaGetErrorString(ce), cudaGetErrorName(ce));
+}
+#define STEP_CUDA(call) GD_CHECK(cuda_status((call), #call))
+#endif
+
+/*
+ * The clock of a step: two CUDA events on the model's stream, or the host clock for a model on
+ * the CPU backend, whose ops return when they are done. Stopping waits for the step.
+ */
+typedef struct {
+    int cuda;     /* 0: the host clock */
+    void *stream; /* a cudaStream_t */
+#ifdef GD_WITH_CUDA
+    cudaEvent_t ev[2];
+#endif
+    int created; /* events made */
+    double t0;
+} step_clock;
+
+static gd_status clock_init(step_clock *c, int cuda, void *stream) {
+    gd_status st = GD_OK;
+    c->cuda = cuda;
+    c->stream = stream;
+#ifdef GD_WITH_CUDA
+    for (; cuda && c->created < 2; c->created++) STEP_CUDA(cudaEventCreate(&c->ev[c->created]));
+fail:
+#endif
+    return st;
+}
+
+static void clock_destroy(step_clock *c) {
+#ifdef GD_WITH_CUDA
+    for (int i = 0; i < c->created; i++) (void)cudaEventDestroy(c->ev[i]);
+#endif
+    c->created = 0;
+}
+
+static gd_status clock_start(step_clock *c) {
+    gd_status st = GD_OK;
+    c->t0 = gd__now();
+#ifdef GD_WITH_CUDA
+    if (c->cuda) STEP_CUDA(cudaEventRecord(c->ev[0], (cudaStream_t)c->stream));
+fail:
+#endif
+    return st;
+}
+
+static gd_status clock_stop(step_clock *c, float *ms) {
+    gd_status st = GD_OK;
+    *ms = (float)(1e3 * (gd__now() - c->t0));
+#ifdef GD_WITH_CUDA
+    if (c->cuda) {
+        STEP_CUDA(cudaEventRecord(c->ev[1], (cudaStream_t)c->stream));
+        STEP_CUDA(cudaEventSynchronize(c->ev[1]));
+        STEP_CUDA(cudaEventElapsedTime(ms, c->ev[0], c->ev[1]));
+    }
+fail:
+#endif
+    return st;
+}
+
 #ifdef GD_WITH_CUDA
 
 enum { MAX_TIMED_OPS = 512 };
@@ -79,22 +156,13 @@ struct gd_instrument_step {
     int64_t *labels_dev;
     int64_t batch;
     uint64_t seed;
-    cudaEvent_t ev0, ev1;
-    int have_events; /* how many of ev0, ev1 exist */
+    step_clock clock;
     op_timing bd;
 };
 
 /* The op timing of the step being run with timed_ops: the wrappers see only the nn context. */
 static _Thread_local op_timing *timing;
 
-/* A CUDA runtime result as a status naming the call (the error is read and cleared once). */
-static gd_status cuda_status(cudaError_t ce, const char *call) {
-    if (ce == cudaSuccess) return GD_OK;
-    (void)cudaGetLastError();
-    return gd__error(ce == cudaErrorMemoryAllocation ? GD_ERR_NO_MEMORY : GD_ERR_CUDA,
-                     "%s failed: %s (%s)", call, cudaGetErrorString(ce), cudaGetErrorName(ce));
-}
-#define STEP_CUDA(call) GD_CHECK(cuda_status((call), #call))
 
 static void bd_mark(const gd__nn_ctx *ctx, int end) {
     op_timing *bd = timing;
@@ -231,8 +299,7 @@ void gd_instrument_step_destroy(gd_instrument_step *s) {
         gd__nn_tensor_free(&s->ctx, &s->dlogits);
         if (s->labels_dev) s->ctx.be->release(&s->ctx, s->labels_dev);
     }
-    if (s->have_events > 0) (void)cudaEventDestroy(s->ev0);
-    if (s->have_events > 1) (void)cudaEventDestroy(s->ev1);
+    clock_destroy(&s->clock);
     for (int i = 0; i < s->bd.created; i++) (void)cudaEventDestroy(s->bd.ev[i]);
     if (s->have_ctx) gd__nn_cuda_ctx_destroy(&s->ctx);
     gd_free(s);
@@ -274,10 +341,7 @@ gd_status gd_instrument_step_model(gd_instrument_step *s, const gd_instrument_st
         gd__nn_tensor_alloc(&s->ctx, GD_DTYPE_FLOAT32, c->batch, c->num_classes, &s->dlogits));
     GD_CHECK(s->ctx.be->alloc(&s->ctx, sizeof(int64_t) * (size_t)c->batch,
                               (void **)&s->labels_dev));
-    STEP_CUDA(cudaEventCreate(&s->ev0));
-    s->have_events = 1;
-    STEP_CUDA(cudaEventCreate(&s->ev1));
-    s->have_events = 2;
+    GD_CHECK(clock_init(&s->clock, 1, s->ctx.stream));
     if (c->breakdown)
         for (; s->bd.created < 2 * MAX_TIMED_OPS; s->bd.created++)
             STEP_CUDA(cudaEventCreate(&s->bd.ev[s->bd.created]));
@@ -328,12 +392,9 @@ gd_status gd_instrument_step_run(gd_instrument_step *s, const gd_block *blocks, 
     gd__model_set_backend(s->model, timed_ops ? &timed : &gd__nn_cuda_backend);
     s->bd.used = 0;
     timing = timed_ops ? &s->bd : NULL;
-    const gd_philox_ctr key = gd_philox(s->seed, (uint32_t)step, 0, 0, 0x62537470u /* bStp */);
-    STEP_CUDA(cudaEventRecord(s->ev0, (cudaStream_t)s->ctx.stream));
-    GD_CHECK(nn_step(s, blocks, num_in, ((uint64_t)key.v[1] << 32) | key.v[0]));
-    STEP_CUDA(cudaEventRecord(s->ev1, (cudaStream_t)s->ctx.stream));
-    STEP_CUDA(cudaEventSynchronize(s->ev1));
-    STEP_CUDA(cudaEventElapsedTime(ms, s->ev0, s->ev1));
+    GD_CHECK(clock_start(&s->clock));
+    GD_CHECK(nn_step(s, blocks, num_in, step_dropout_key(s->seed, step)));
+    GD_CHECK(clock_stop(&s->clock, ms));
     if (timed_ops) GD_CHECK(bd_collect(&s->bd));
     GD_CHECK(gd__nn_to_host(gd__model_ctx(s->model), &s->loss, loss));
 fail:
@@ -396,3 +457,186 @@ void gd_instrument_step_op_total(const gd_instrument_step *s, int kind, double *
 }
 
 #endif /* GD_WITH_CUDA */
+
+/* ---- the relational models: a typed step over the heterogeneous trainer's data path */
+
+struct gd_instrument_tstep {
+    gd__htrain *h;
+    gd__htrain_batch mb; /* the last minibatch loaded */
+    int T, R;
+    gd__model_kind kind;
+    uint64_t seed;
+    step_clock clock;
+};
+
+gd_status gd_instrument_tstep_create(const gd_dataset_t *ds, const gd_instrument_tstep_config *c,
+                                     gd_instrument_tstep **out) {
+    gd_status st = GD_OK;
+    gd_instrument_tstep *s = NULL;
+    GD_REQUIRE(ds && c && out && c->fanouts && c->num_layers >= 1 &&
+                   c->num_layers <= GD_SAMPLER_MAX_LAYERS,
+               GD_ERR_INVALID_ARG, "gd_instrument_tstep_create: a dataset, a config with 1 to "
+                                   "%d layers and an output handle, please",
+               GD_SAMPLER_MAX_LAYERS);
+    *out = NULL;
+    gd__model_kind kind;
+    GD_CHECK(gd__model_kind_parse(c->model ? c->model : "rsage", &kind));
+    GD_REQUIRE(gd__model_kind_typed(kind), GD_ERR_INVALID_ARG,
+               "the typed step times the relational models (rsage, rgat), not %s", c->model);
+    GD_ALLOC(s, sizeof *s, "the typed step's state");
+    memset(s, 0, sizeof *s);
+    /* The trainer's config: its data path sizes, samples and gathers as a training run does. */
+    gd__train_config tc = GD__TRAIN_CONFIG_INIT;
+    tc.model = kind;
+    tc.num_layers = c->num_layers;
+    memcpy(tc.fanouts, c->fanouts, sizeof(int) * (size_t)c->num_layers);
+    tc.relation_fanouts = c->relation_fanouts;
+    tc.batch_size = c->batch;
+    tc.hidden_dim = c->hidden;
+    tc.heads = c->heads;
+    tc.attn_dropout = c->attn_dropout;
+    tc.dropout = c->dropout;
+    tc.lr = c->lr;
+    tc.seed = c->seed;
+    tc.mode = c->device >= 0 ? GD__TRAIN_CPU_CENTRIC : GD__TRAIN_CPU;
+    tc.device = c->device >= 0 ? c->device : 0;
+    GD_CHECK(gd__htrain_create(ds, &tc, &s->h));
+    s->T = gd_dataset_num_node_types(ds);
+    s->R = gd_dataset_num_edge_types(ds);
+    s->kind = kind;
+    s->seed = c->seed;
+    GD_CHECK(clock_init(&s->clock, c->device >= 0, gd__htrain_ctx(s->h)->stream));
+    *out = s;
+    return GD_OK;
+fail:
+    gd_instrument_tstep_destroy(s);
+    return st;
+}
+
+void gd_instrument_tstep_destroy(gd_instrument_tstep *s) {
+    if (!s) return;
+    clock_destroy(&s->clock);
+    gd__htrain_destroy(s->h);
+    gd_free(s);
+}
+
+const char *gd_instrument_tstep_title(const gd_instrument_tstep *s) {
+    return s ? gd__model_kind_iface(s->kind)->title : "";
+}
+
+int64_t gd_instrument_tstep_num_params(const gd_instrument_tstep *s) {
+    return s ? gd__model_num_params(gd__htrain_model(s->h)) : 0;
+}
+
+/* Load a minibatch and wait for its copies, so that the clock starts on an idle stream. */
+static gd_status tstep_load(gd_instrument_tstep *s, const int64_t *seeds, int64_t n,
+                            int64_t epoch, int64_t batch) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(s && seeds && n > 0, GD_ERR_INVALID_ARG,
+               "the typed step: a step object and seeds, please");
+    const gd__nn_ctx *ctx = gd__htrain_ctx(s->h);
+    GD_CHECK(gd__htrain_load(s->h, seeds, n, epoch, batch, NULL, &s->mb));
+    GD_CHECK(ctx->be->synchronize(ctx));
+fail:
+    return st;
+}
+
+gd_status gd_instrument_tstep_run(gd_instrument_tstep *s, const int64_t *seeds, int64_t n,
+                                  int64_t epoch, int64_t batch, int64_t step, float *ms,
+                                  float *loss) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(ms && loss, GD_ERR_INVALID_ARG, "gd_instrument_tstep_run: outputs, please");
+    GD_CHECK(tstep_load(s, seeds, n, epoch, batch));
+    GD_CHECK(clock_start(&s->clock));
+    GD_CHECK(gd__htrain_step(s->h, &s->mb, GD__HSTEP_TRAIN, step_dropout_key(s->seed, step), 0));
+    GD_CHECK(clock_stop(&s->clock, ms));
+    GD_CHECK(gd__htrain_loss(s->h, loss));
+fail:
+    return st;
+}
+
+gd_status gd_instrument_tstep_eval_loss(gd_instrument_tstep *s, const int64_t *seeds, int64_t n,
+                                        int64_t epoch, int64_t batch, float *loss) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(loss, GD_ERR_INVALID_ARG, "gd_instrument_tstep_eval_loss: an output, please");
+    GD_CHECK(tstep_load(s, seeds, n, epoch, batch));
+    GD_CHECK(gd__htrain_step(s->h, &s->mb, GD__HSTEP_LOSS, 0, 0));
+    GD_CHECK(gd__htrain_loss(s->h, loss));
+fail:
+    return st;
+}
+
+gd_status gd_instrument_tstep_check_errors(gd_instrument_tstep *s) {
+    if (!s) return gd__error(GD_ERR_INVALID_ARG, "gd_instrument_tstep_check_errors: NULL step");
+    return gd__nn_check_errors(gd__htrain_ctx(s->h));
+}
+
+gd_status gd_instrument_tstep_block(const gd_instrument_tstep *s, int l, int r, gd_block *out) {
+    if (!s || !out || !s->mb.host_blocks || l < 0 || r < 0 || r >= s->R ||
+        l >= gd__model_get_config(gd__htrain_model(s->h))->num_layers)
+        return gd__error(GD_ERR_INVALID_ARG, "gd_instrument_tstep_block: no block %d of layer %d "
+                                             "in the last minibatch", r, l);
+    *out = s->mb.host_blocks[l * s->R + r];
+    return GD_OK;
+}
+
+gd_status gd_instrument_tstep_nodes(const gd_instrument_tstep *s, int l, int t,
+                                    const int64_t **ids, int64_t *n) {
+    if (!s || !ids || !n || !s->mb.host_ids || l < 0 || t < 0 || t >= s->T ||
+        l > gd__model_get_config(gd__htrain_model(s->h))->num_layers)
+        return gd__error(GD_ERR_INVALID_ARG, "gd_instrument_tstep_nodes: no nodes of type %d at "
+                                             "layer %d in the last minibatch", t, l);
+    *ids = s->mb.host_ids[t];
+    *n = s->mb.num_nodes[l * s->T + t];
+    return GD_OK;
+}
+
+const int64_t *gd_instrument_tstep_labels(const gd_instrument_tstep *s, int64_t *n) {
+    if (n) *n = s ? s->mb.n : 0;
+    return s ? s->mb.host_labels : NULL;
+}
+
+gd_status gd_instrument_tstep_params(gd_instrument_tstep *s, float *host) {
+    if (!s || !host) return gd__error(GD_ERR_INVALID_ARG, "gd_instrument_tstep_params: NULL");
+    gd__nn_params *p = gd__model_params(gd__htrain_model(s->h));
+    return gd__nn_to_host(gd__htrain_ctx(s->h), &p->params, host);
+}
+
+/* A view of the flat parameter buffer as a named weight: its element offset and shape. */
+static gd_instrument_weight weight_of(const gd__nn_params *p, const char *name,
+                                      const gd__nn_tensor *v) {
+    const int64_t at = v->rows > 0 ? ((const char *)v->data - (const char *)p->params.data) /
+                                         (int64_t)gd_dtype_size(p->dtype)
+                                   : 0;
+    return (gd_instrument_weight){name, at, v->rows, v->cols};
+}
+
+int gd_instrument_tstep_weights(const gd_instrument_tstep *s, int l, int r,
+                                gd_instrument_weight *w) {
+    if (!s || !w) return 0;
+    gd__model *m = gd__htrain_model(s->h);
+    const gd__nn_params *p = gd__model_params(m);
+    int n = 0;
+    if (s->kind == GD__MODEL_RSAGE) {
+        gd__nn_tensor wl, b, wr;
+        if (gd__rsage_weights(gd__model_context(m), l, r, 0, &wl, &b, &wr) != GD_OK) {
+            gd_clear_error(); /* no parameters: a relation the last layer does not compute */
+            return 0;
+        }
+        w[n++] = weight_of(p, "w_l", &wl);
+        w[n++] = weight_of(p, "b", &b);
+        w[n++] = weight_of(p, "w_root", &wr);
+    } else {
+        gd__rgat_rel g;
+        if (gd__rgat_weights(gd__model_context(m), l, r, 0, &g) != GD_OK) {
+            gd_clear_error();
+            return 0;
+        }
+        w[n++] = weight_of(p, "w_src", &g.w_src);
+        w[n++] = weight_of(p, "w_dst", &g.w_dst);
+        w[n++] = weight_of(p, "att_src", &g.att_src);
+        w[n++] = weight_of(p, "att_dst", &g.att_dst);
+        w[n++] = weight_of(p, "bias", &g.bias);
+    }
+    return n;
+}

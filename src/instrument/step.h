@@ -12,6 +12,14 @@
  * the step is also bracketed by its own events and its time added to a total per kind of op.
  * Only one step object may time its ops at a time per thread. Without CUDA every entry fails
  * with GD_ERR_NO_DEVICE.
+ *
+ * A typed step object (gd_instrument_tstep) times the relational models (R-SAGE, R-GAT) on a
+ * heterogeneous dataset the same way, through the heterogeneous trainer's own data path
+ * (src/train/hetero.c): the typed sampler and the per-type gather on the CPU, the minibatch
+ * copied to the GPU, then the step between two events on the nn context's stream. With device
+ * -1 the model runs on the CPU backend instead and the host clock times it (a test of the
+ * benchmark and of its dump on machines without a GPU, not a measurement); that part builds
+ * without CUDA too.
  */
 #ifndef GD_INSTRUMENT_STEP_H
 #define GD_INSTRUMENT_STEP_H
@@ -87,6 +95,75 @@ const char *gd_instrument_step_op_name(int kind);
 /* The milliseconds and calls of kind k over every timed_ops step so far. */
 void gd_instrument_step_op_total(const gd_instrument_step *s, int kind, double *ms,
                                  int64_t *calls);
+
+/* ---- the relational models: a typed step */
+
+typedef struct gd_instrument_tstep gd_instrument_tstep;
+
+typedef struct {
+    const char *model;            /* "rsage" or "rgat" */
+    int num_layers;
+    const int *fanouts;           /* per hop, for every edge type: the seeds' hop first */
+    const char *relation_fanouts; /* NULL, or per (hop, edge type) as train --relation-fanouts */
+    int64_t batch;                /* seeds per minibatch */
+    int64_t hidden;               /* hidden width (R-GAT: per head) */
+    double dropout, lr;
+    int heads;                    /* rgat: attention heads (0: 1) */
+    double attn_dropout;          /* rgat: dropout on the attention weights */
+    uint64_t seed;                /* parameters, draws and every step's dropout key */
+    int device;                   /* the GPU, or -1: the CPU backend, timed by the host clock */
+} gd_instrument_tstep_config;
+
+/* The trainer's data path and model for ds (heterogeneous) as c says, parameters initialised. */
+gd_status gd_instrument_tstep_create(const gd_dataset_t *ds, const gd_instrument_tstep_config *c,
+                                     gd_instrument_tstep **out);
+void gd_instrument_tstep_destroy(gd_instrument_tstep *s);
+/* "R-SAGE", "R-GAT": the model's kind, as text for people. */
+const char *gd_instrument_tstep_title(const gd_instrument_tstep *s);
+int64_t gd_instrument_tstep_num_params(const gd_instrument_tstep *s);
+
+/*
+ * Minibatch `batch` of `epoch` (the n seeds: global ids of the target type) sampled, gathered
+ * and copied to the model's device, untimed and waited for; then one training step, its dropout
+ * keyed by the seed and step (the global minibatch number), between the clock's two marks. *ms
+ * gets its time, *loss the mean loss.
+ */
+gd_status gd_instrument_tstep_run(gd_instrument_tstep *s, const int64_t *seeds, int64_t n,
+                                  int64_t epoch, int64_t batch, int64_t step, float *ms,
+                                  float *loss);
+/* The same minibatch's mean loss of an evaluation forward (no dropout), nothing trained: the
+ * number bench/pyg_step.py compares PyG's with on the same parameters. */
+gd_status gd_instrument_tstep_eval_loss(gd_instrument_tstep *s, const int64_t *seeds, int64_t n,
+                                        int64_t epoch, int64_t batch, float *loss);
+/* Report an error a device op recorded (a label out of range); waits for the stream. */
+gd_status gd_instrument_tstep_check_errors(gd_instrument_tstep *s);
+
+/* The last minibatch, in host memory: the block of layer l (input layer first) and edge type r
+ * (local ids of its two node types), the global ids of the nodes of type t at layer l (local
+ * order; a layer's nodes are a prefix of the layer below's), the n seeds' labels. */
+gd_status gd_instrument_tstep_block(const gd_instrument_tstep *s, int l, int r, gd_block *out);
+gd_status gd_instrument_tstep_nodes(const gd_instrument_tstep *s, int l, int t,
+                                    const int64_t **ids, int64_t *n);
+const int64_t *gd_instrument_tstep_labels(const gd_instrument_tstep *s, int64_t *n);
+
+/* The flat parameter buffer (num_params floats) copied to host; waits for the stream. */
+gd_status gd_instrument_tstep_params(gd_instrument_tstep *s, float *host);
+/* One parameter tensor of a relation: a name ("w_l", "att_src" ...), and its rows x cols
+ * (row-major) at an element offset of the flat buffer. */
+typedef struct {
+    const char *name;
+    int64_t offset, rows, cols;
+} gd_instrument_weight;
+#define GD_INSTRUMENT_MAX_WEIGHTS 5
+/*
+ * The parameters of layer l's edge type r into w (at most GD_INSTRUMENT_MAX_WEIGHTS); returns
+ * how many (0: the relation has none, as relations into other types than the target in the
+ * last layer). R-SAGE: w_l (source width x out), b (1 x out), w_root (destination width x
+ * out); R-GAT: w_src, w_dst (width x heads F), att_src, att_dst (heads x F), bias (1 x out).
+ * A featureless side's matrix has 0 rows.
+ */
+int gd_instrument_tstep_weights(const gd_instrument_tstep *s, int l, int r,
+                                gd_instrument_weight *w);
 
 #ifdef __cplusplus
 }

@@ -402,8 +402,8 @@ const gd__nn_ctx *gd__htrain_ctx(const gd__htrain *h) {
 /*
  * cpu-centric: the minibatch the CPU made (blocks, ids, labels, gathered rows) copied to the GPU
  * on the nn backend's stream, which then runs the model; *blocks, *ids, *labels and *correct
- * are set to the GPU copies. The host buffers may be refilled once one_batch has read the loss
- * back, which waits for the stream.
+ * are set to the GPU copies. The host buffers may be refilled once the loss has been read
+ * back (gd__htrain_loss), which waits for the stream.
  */
 static gd_status to_device(gd__htrain *h, int64_t n, const gd_block **blocks,
                            const int64_t *const **ids, const int64_t **labels, int64_t **correct) {
@@ -452,14 +452,8 @@ fail:
     return st;
 }
 
-/*
- * One minibatch: sample, gather each type's rows, forward; for training also the loss,
- * backward and an Adam step. *loss gets the minibatch's mean loss (training), correct and
- * labelled its counts.
- */
-static gd_status one_batch(gd__htrain *h, const int64_t *seeds, int64_t n, int64_t epoch, int64_t b,
-                           int train, double *loss, int64_t *correct, int64_t *labelled,
-                           double *times) {
+gd_status gd__htrain_load(gd__htrain *h, const int64_t *seeds, int64_t n, int64_t epoch,
+                          int64_t b, double *times, gd__htrain_batch *out) {
     gd_status st = GD_OK;
     const int T = h->T, R = h->R, L = h->L;
     double t0 = gd__now();
@@ -474,7 +468,7 @@ static gd_status one_batch(gd__htrain *h, const int64_t *seeds, int64_t n, int64
             if (l == 0) h->ids[t] = ids;
         }
     double t1 = gd__now();
-    times[0] += t1 - t0;
+    if (times) times[0] += t1 - t0;
     /* The rows of each featured type, from its table (float16 and bfloat16 widened). */
     for (int t = 0; t < T; t++) {
         h->xp[t] = NULL;
@@ -496,32 +490,70 @@ static gd_status one_batch(gd__htrain *h, const int64_t *seeds, int64_t n, int64
         }
         h->xp[t] = &h->x[t];
     }
-    int64_t lab = 0;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i++)
         h->labels[i] = gd__int_at(h->label_view.data, h->label_view.dtype, seeds[i]);
-        lab += h->labels[i] >= 0;
-    }
-    double t2 = gd__now();
-    times[1] += t2 - t1;
-    const gd_block *blocks = h->blocks;
-    const int64_t *const *ids = h->ids;
-    const int64_t *labels = h->labels;
-    int64_t *correct_at = &h->correct;
-    if (h->gpu) GD_CHECK(to_device(h, n, &blocks, &ids, &labels, &correct_at));
+    if (times) times[1] += gd__now() - t1;
+    out->n = n;
+    out->blocks = h->blocks;
+    out->ids = h->ids;
+    out->labels = h->labels;
+    out->correct = &h->correct;
+    if (h->gpu) GD_CHECK(to_device(h, n, &out->blocks, &out->ids, &out->labels, &out->correct));
+    out->num_nodes = h->num_nodes;
+    out->x = h->xp;
+    out->host_blocks = h->blocks;
+    out->host_ids = h->ids;
+    out->host_labels = h->labels;
+fail:
+    return st;
+}
+
+gd_status gd__htrain_step(gd__htrain *h, const gd__htrain_batch *mb, gd__hstep_what what,
+                          uint64_t dropout_seed, int count) {
+    gd_status st = GD_OK;
+    const int train = what == GD__HSTEP_TRAIN;
     gd__nn_tensor logits;
-    GD_CHECK(gd__model_typed_forward(h->model, blocks, h->num_nodes, h->xp, ids, train,
-                                     dropout_seed(h, epoch, b), &logits));
-    GD_CHECK(gd__nn_accuracy(&h->ctx, &logits, labels, correct_at));
+    GD_CHECK(gd__model_typed_forward(h->model, mb->blocks, mb->num_nodes, mb->x, mb->ids, train,
+                                     dropout_seed, &logits));
+    if (count) GD_CHECK(gd__nn_accuracy(&h->ctx, &logits, mb->labels, mb->correct));
+    /* Evaluation computes no loss: its seeds may be unlabelled (-1), which the loss refuses. */
+    if (what != GD__HSTEP_FORWARD) {
+        gd__nn_tensor dl = gd__nn_rows(&h->dlogits, mb->n);
+        GD_CHECK(gd__nn_softmax_xent(&h->ctx, &logits, mb->labels, 1.0, &h->loss, &dl));
+    }
     if (train) {
         gd__nn_params *params = gd__model_params(h->model);
-        gd__nn_tensor dl = gd__nn_rows(&h->dlogits, n);
-        GD_CHECK(gd__nn_softmax_xent(&h->ctx, &logits, labels, 1.0, &h->loss, &dl));
+        gd__nn_tensor dl = gd__nn_rows(&h->dlogits, mb->n);
         GD_CHECK(gd__nn_params_zero_grad(&h->ctx, params));
         GD_CHECK(gd__model_typed_backward(h->model, &dl, NULL));
         GD_CHECK(gd__nn_params_adam(&h->ctx, params, &h->adam));
     }
+fail:
+    return st;
+}
+
+gd_status gd__htrain_loss(gd__htrain *h, float *loss) {
+    return gd__nn_to_host(&h->ctx, &h->loss, loss); /* waits for the stream */
+}
+
+/*
+ * One minibatch: load it (sample, gather each type's rows), forward and count the right
+ * predictions; for training also the loss, backward and an Adam step. *loss gets the
+ * minibatch's mean loss (training), correct and labelled its counts.
+ */
+static gd_status one_batch(gd__htrain *h, const int64_t *seeds, int64_t n, int64_t epoch, int64_t b,
+                           int train, double *loss, int64_t *correct, int64_t *labelled,
+                           double *times) {
+    gd_status st = GD_OK;
+    gd__htrain_batch mb;
+    GD_CHECK(gd__htrain_load(h, seeds, n, epoch, b, times, &mb));
+    const double t2 = gd__now();
+    int64_t lab = 0;
+    for (int64_t i = 0; i < n; i++) lab += h->labels[i] >= 0;
+    GD_CHECK(gd__htrain_step(h, &mb, train ? GD__HSTEP_TRAIN : GD__HSTEP_FORWARD,
+                             dropout_seed(h, epoch, b), 1));
     float loss_host = 0;
-    GD_CHECK(gd__nn_to_host(&h->ctx, &h->loss, &loss_host)); /* waits for the stream */
+    GD_CHECK(gd__htrain_loss(h, &loss_host));
     if (h->gpu) {
         GD_CHECK(h->ctx.be->to_host(&h->ctx, &h->correct, h->d_correct, sizeof h->correct));
         GD_CHECK(gd__nn_check_errors(&h->ctx));

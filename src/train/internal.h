@@ -241,6 +241,40 @@ void gd__htrain_destroy(gd__htrain *h);
 gd__model *gd__htrain_model(gd__htrain *h);
 const gd__nn_ctx *gd__htrain_ctx(const gd__htrain *h);
 gd_status gd__htrain_epoch(gd__htrain *h, int64_t epoch, gd__train_epoch_stats *stats);
+/*
+ * A minibatch loaded by gd__htrain_load: sampled, each featured type's rows gathered from its
+ * table and the seeds' labels read, in the model's memory (their GPU copies in cpu-centric),
+ * beside the host arrays the sampler and the gather wrote. Valid until the next load. The
+ * benchmark of the training step (src/instrument/step.c) times gd__htrain_step on it.
+ */
+typedef struct {
+    int64_t n;                     /* seeds */
+    const gd_block *blocks;        /* L x R blocks, layer-major (arrays on the model's device) */
+    const int64_t *num_nodes;      /* nodes of type t at layer l: [l * T + t], (L + 1) x T */
+    const gd__nn_tensor *const *x; /* per type: its input rows; NULL for a featureless type */
+    const int64_t *const *ids;     /* per type: the input nodes' global ids (model's device) */
+    const int64_t *labels;         /* the n seeds' labels (model's device) */
+    int64_t *correct;              /* the counter of right predictions (model's device) */
+    const gd_block *host_blocks;   /* the blocks, ids and labels in host memory */
+    const int64_t *const *host_ids;
+    const int64_t *host_labels;
+} gd__htrain_batch;
+/* Sample the n seeds as minibatch b of epoch, gather and copy; times[0..1] (if non-NULL) gain
+ * the sampling and the gather's seconds. */
+gd_status gd__htrain_load(gd__htrain *h, const int64_t *seeds, int64_t n, int64_t epoch,
+                          int64_t b, double *times, gd__htrain_batch *out);
+/* What gd__htrain_step runs: the forward alone (evaluation), the forward and the loss without
+ * dropout (the benchmark's check against PyG), or a training step. */
+typedef enum { GD__HSTEP_FORWARD, GD__HSTEP_LOSS, GD__HSTEP_TRAIN } gd__hstep_what;
+/*
+ * The model over a loaded minibatch, queued on the nn context (nothing waits): the forward
+ * (with dropout keyed by dropout_seed in a training step), with count the right predictions
+ * into mb->correct; the loss, and in a training step the backward and an Adam step.
+ */
+gd_status gd__htrain_step(gd__htrain *h, const gd__htrain_batch *mb, gd__hstep_what what,
+                          uint64_t dropout_seed, int count);
+/* The mean loss of the last step that had one; waits for the nn context's stream. */
+gd_status gd__htrain_loss(gd__htrain *h, float *loss);
 gd_status gd__htrain_evaluate(gd__htrain *h, gd_array_id split, double *accuracy, int64_t *count);
 void gd__htrain_info(const gd__htrain *h, gd__trainer_info *info);
 void gd__htrain_checkpoint_meta(const gd__htrain *h, gd__checkpoint_meta *meta);
