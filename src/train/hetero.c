@@ -686,10 +686,24 @@ fail:
     return st;
 }
 
+/* Type t's input rows on the GPU (GPU-centric): from its placed table, on the nn stream. */
+static gd_status gather_gpu(gd__htrain *h, int t) {
+#ifdef GD_WITH_CUDA
+    const gd_array_view *f = &h->feat[t];
+    return gd__hetero_gather_cuda(h->device, h->table_dev[t], f->dtype, f->shape[1],
+                                  h->type_off[t], h->ids[t], h->num_nodes[t], h->x[t].data,
+                                  h->ctx.stream);
+#else
+    (void)h;
+    (void)t;
+    return gd__error(GD_ERR_INTERNAL, "trainer: a GPU path in a build without CUDA");
+#endif
+}
+
 /*
  * Each featured type's input rows into the model's input tensors: on the CPU into rows[t]
- * (cpu: the tensors themselves; cpu-centric: pinned buffers copied later), or on the GPU
- * (GPU-centric) from the placed tables, queued on the nn stream, where the model reads them.
+ * (cpu: the tensors themselves; cpu-centric: pinned buffers copied later), or queued on the
+ * GPU (GPU-centric), where the model reads them.
  */
 static gd_status gather(gd__htrain *h) {
     gd_status st = GD_OK;
@@ -697,15 +711,11 @@ static gd_status gather(gd__htrain *h) {
         const gd_array_view *f = &h->feat[t];
         h->xp[t] = NULL;
         if (!f->data) continue;
-        if (!h->gpu_sampling)
+        if (h->gpu_sampling)
+            GD_CHECK(gather_gpu(h, t));
+        else
             gd__hetero_gather_cpu(f->data, f->dtype, f->shape[1], h->type_off[t], h->ids[t],
                                   h->num_nodes[t], h->rows[t], gd__num_threads());
-#ifdef GD_WITH_CUDA
-        else
-            GD_CHECK(gd__hetero_gather_cuda(h->device, h->table_dev[t], f->dtype, f->shape[1],
-                                            h->type_off[t], h->ids[t], h->num_nodes[t],
-                                            h->x[t].data, h->ctx.stream));
-#endif
         h->xp[t] = &h->x[t];
     }
 fail:
