@@ -4,7 +4,10 @@
  * mag-tiny, where only papers have features and the graph carries the rest), runs are
  * reproducible, a saved model loads back to the same accuracy (and an R-GAT one only into a
  * trainer of its heads), a run resumed from its checkpoint trains as the uninterrupted one, and
- * the combinations that are not built are refused with messages that say what to do.
+ * the combinations that are not built are refused with messages that say what to do. On a GPU,
+ * every GPU mode (cpu-centric, all-gpu, zero-copy) trains as cpu does up to float tolerance:
+ * R-SAGE on float32, float16 and bfloat16 tables, R-GAT on float32; auto picks all-gpu. Without
+ * a GPU those parts are skipped, the GPU modes are refused naming --mode cpu and auto picks cpu.
  */
 #include "test.h"
 
@@ -31,10 +34,11 @@ static int on_epoch(void *user, const gd_epoch_stats *s) {
     return 0;
 }
 
-static gd_dataset_t *make(const char *preset, uint64_t seed) {
+static gd_dataset_t *make(const char *preset, uint64_t seed, gd_dtype dtype) {
     gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
     go.preset = preset;
     go.seed = seed;
+    go.feature_dtype = dtype;
     gd_dataset_t *ds = NULL;
     T_OK(gd_generate(&go, &ds));
     return ds;
@@ -80,15 +84,38 @@ static double run(const gd_dataset_t *ds, const gd_train_options *o, int64_t epo
     T_OK(gd_trainer_get_info(t, &info));
     /* The MLP baseline is R-SAGE's whatever the model (R-GAT has no root term). */
     T_EQ_STR(info.model, o->mlp ? "rsage" : o->model);
+    if (strcmp(o->mode, "auto") != 0) T_EQ_STR(info.mode, o->mode);
     gd_trainer_destroy(t);
     return r.test_acc;
+}
+
+static const char *const gpu_modes[3] = {"cpu-centric", "all-gpu", "zero-copy"};
+
+/*
+ * A GPU mode trains as cpu did (its log and test accuracy given) up to float tolerance: the
+ * same minibatches (the CUDA typed sampler's equal the CPU's, the gathers are exact), the GPU's
+ * GEMMs summing in another order. The exact test runs on a CPU copy of the model.
+ */
+static void same_as_cpu(const gd_dataset_t *ds, const gd_train_options *o, const log_t *cpu,
+                        double cpu_test, const char *mode, const char *what) {
+    gd_train_options g = *o;
+    g.mode = mode;
+    log_t l = {0};
+    const double test = run(ds, &g, EPOCHS, NULL, 0, &l, NULL);
+    for (int e = 0; e < EPOCHS; e++) {
+        fprintf(stderr, "%s, %s epoch %d: loss %.6f (cpu %.6f) valid %.4f (%.4f)\n", what, mode,
+                e + 1, l.loss[e], cpu->loss[e], l.valid[e], cpu->valid[e]);
+        T_NEAR(l.loss[e], cpu->loss[e], 2e-3 * cpu->loss[e] + 1e-5);
+        T_NEAR(l.valid[e], cpu->valid[e], 0.01);
+    }
+    T_NEAR(test, cpu_test, 0.01);
 }
 
 int main(void) {
     const uint64_t seed = t_seed() % 100000;
     char tmp[4096], ck[4200], ck2[4200], model[4200];
     t_tmpdir(tmp, sizeof tmp);
-    gd_dataset_t *mag = make("mag-tiny", seed);
+    gd_dataset_t *mag = make("mag-tiny", seed, GD_DTYPE_FLOAT32);
     const gd_train_options o = options(seed, 0), mlp = options(seed, 1);
 
     /* It learns, and beyond what the papers' own features give (32 classes: chance 0.03). */
@@ -190,7 +217,7 @@ int main(void) {
     run(mag, &rmlp, 1, NULL, 0, &gm, NULL);
 
     /* IGBH's shape: every type has 1024-dim features. */
-    gd_dataset_t *igbh = make("igbh-tiny", seed);
+    gd_dataset_t *igbh = make("igbh-tiny", seed, GD_DTYPE_FLOAT32);
     log_t g = {0};
     const double test_igbh = run(igbh, &o, 2, NULL, 0, &g, NULL);
     fprintf(stderr, "igbh-tiny: loss %.4f -> %.4f, test %.4f\n", g.loss[0], g.loss[1], test_igbh);
@@ -228,27 +255,45 @@ int main(void) {
     }
 
     /*
-     * cpu-centric (the model on the GPU, the typed sampling and the gather on the CPU): the
-     * same training as cpu up to float tolerance (the GPU's GEMMs sum in another order), and
-     * an exact test from a CPU copy of the model. Skipped without a GPU.
+     * The GPU modes against cpu: R-SAGE on mag-tiny in every one, on its float16 and bfloat16
+     * versions in the GPU-centric ones (the gather kernel widens in registers), R-GAT in the
+     * GPU-centric ones; auto picks all-gpu for so small a dataset. Skipped without a GPU, where
+     * each GPU mode is refused with the way out and auto picks cpu.
      */
+    gd_trainer_info info = GD_TRAINER_INFO_INIT;
+    gd_train_options au = o;
+    au.mode = "auto";
     if (gd_device_count() > 0) {
-        gd_train_options g2 = o;
-        g2.mode = "cpu-centric";
-        log_t gg = {0};
-        const double test_gpu = run(mag, &g2, EPOCHS, NULL, 0, &gg, NULL);
-        for (int e = 0; e < EPOCHS; e++) {
-            fprintf(stderr, "cpu-centric epoch %d: loss %.6f (cpu %.6f) valid %.4f (%.4f)\n", e + 1,
-                    gg.loss[e], a.loss[e], gg.valid[e], a.valid[e]);
-            T_NEAR(gg.loss[e], a.loss[e], 2e-3 * a.loss[e] + 1e-5);
-            T_NEAR(gg.valid[e], a.valid[e], 0.01);
+        for (int i = 0; i < 3; i++) same_as_cpu(mag, &o, &a, test, gpu_modes[i], "R-SAGE");
+        static const gd_dtype halves[2] = {GD_DTYPE_FLOAT16, GD_DTYPE_BFLOAT16};
+        for (int d = 0; d < 2; d++) {
+            gd_dataset_t *half = make("mag-tiny", seed, halves[d]);
+            log_t hl = {0};
+            const double test_half = run(half, &o, EPOCHS, NULL, 0, &hl, NULL);
+            for (int i = 1; i < 3; i++)
+                same_as_cpu(half, &o, &hl, test_half, gpu_modes[i], gd_dtype_name(halves[d]));
+            gd_dataset_close(half);
         }
-        T_NEAR(test_gpu, test, 0.01);
+        for (int i = 1; i < 3; i++) same_as_cpu(mag, &ro, &ga, test_rgat, gpu_modes[i], "R-GAT");
+        T_OK(gd_trainer_create(mag, &au, &t));
+        T_OK(gd_trainer_get_info(t, &info));
+        T_EQ_STR(info.mode, "all-gpu");
+        T_ASSERT(strstr(info.plan, "auto picked all-gpu"));
+        gd_trainer_destroy(t);
     } else {
-        fprintf(stderr, "no GPU: the cpu-centric case is skipped\n");
-        gd_train_options g2 = o;
-        g2.mode = "cpu-centric";
-        T_ASSERT(gd_trainer_create(mag, &g2, &t) != GD_OK);
+        fprintf(stderr, "no GPU: the GPU modes' cases are skipped\n");
+        for (int i = 0; i < 3; i++) {
+            gd_train_options g2 = o;
+            g2.mode = gpu_modes[i];
+            T_FAILS(gd_trainer_create(mag, &g2, &t), GD_ERR_NO_DEVICE, "use --mode cpu");
+            g2.model = "rgat";
+            T_FAILS(gd_trainer_create(mag, &g2, &t), GD_ERR_NO_DEVICE, "use --mode cpu");
+        }
+        T_OK(gd_trainer_create(mag, &au, &t));
+        T_OK(gd_trainer_get_info(t, &info));
+        T_EQ_STR(info.mode, "cpu");
+        T_ASSERT(strstr(info.plan, "auto picked cpu"));
+        gd_trainer_destroy(t);
     }
 
     /* What is not built, or not meant, is refused with the way out. */
@@ -257,12 +302,6 @@ int main(void) {
     T_FAILS(gd_trainer_create(mag, &bad, &t), GD_ERR_INVALID_ARG, "--model rsage or --model rgat");
     bad.model = "gat";
     T_FAILS(gd_trainer_create(mag, &bad, &t), GD_ERR_INVALID_ARG, "--model rgat");
-    bad = ro;
-    bad.mode = "all-gpu";
-    T_FAILS(gd_trainer_create(mag, &bad, &t), GD_ERR_UNSUPPORTED, "--mode cpu");
-    bad = o;
-    bad.mode = "all-gpu";
-    T_FAILS(gd_trainer_create(mag, &bad, &t), GD_ERR_UNSUPPORTED, "--mode cpu or cpu-centric");
     gd_dataset_t *homo = t_tiny_dataset(seed);
     T_FAILS(gd_trainer_create(homo, &o, &t), GD_ERR_INVALID_ARG, "heterogeneous datasets");
     gd_loader_options lo = GD_LOADER_OPTIONS_INIT;
@@ -272,7 +311,9 @@ int main(void) {
     T_FAILS(gd_trainer_create(homo, &ro, &t), GD_ERR_INVALID_ARG, "use --model gat");
     char plan[2048];
     T_OK(gd_trainer_plan(mag, &o, plan, sizeof plan));
-    T_ASSERT(strstr(plan, "heterogeneous"));
+    T_ASSERT(strstr(plan, "heterogeneous") && strstr(plan, "features (per node type)"));
+    T_OK(gd_trainer_plan(mag, &au, plan, sizeof plan));
+    T_ASSERT(strstr(plan, gd_device_count() > 0 ? "auto picked all-gpu" : "auto picked cpu"));
 
     gd_dataset_close(homo);
     gd_dataset_close(igbh);

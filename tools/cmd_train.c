@@ -86,7 +86,7 @@ static void help(void) {
            "  --model NAME       sage (GraphSAGE, default) or gat (PyG's GATConv); rsage\n"
            "                     (relational GraphSAGE) or rgat (relational GAT, MLPerf's\n"
            "                     IGBH model) for heterogeneous datasets (node and edge types:\n"
-           "                     docs/hetero.md; mode cpu or cpu-centric, one rank)\n"
+           "                     docs/hetero.md; every mode, one rank)\n"
            "  --heads N          gat, rgat: attention heads (default 1); hidden layers are\n"
            "                     N x H wide\n"
            "  --attn-dropout P   gat, rgat: dropout on the attention weights in training\n"

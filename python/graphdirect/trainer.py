@@ -134,7 +134,9 @@ class Trainer(_lib.Closing):
     (the same masks on any number of GPUs).
 
     Heterogeneous datasets (node and edge types, docs/hetero.md) train with model="rsage"
-    (relational GraphSAGE, PyG's to_hetero(SAGEConv)) in mode "cpu" or "auto". `fanouts` then
+    (relational GraphSAGE, PyG's to_hetero(SAGEConv)) or "rgat" in any mode (all-gpu and
+    zero-copy keep the graph in GPU memory; zero-copy reads the per-type feature tables from
+    pinned host memory; one rank). `fanouts` then
     apply to every edge type; relation_fanouts sets them per (hop, edge type): a list with a
     dict per hop, {edge: count}, an edge being a relation name ("cites") or a (source,
     relation, destination) triple, e.g. [{"cites": 10, "writes": 5}, {"cites": 5}]; or the

@@ -7,6 +7,7 @@
  * halves. The conversion follows the bits exactly as the CPU reference (widen.c) does.
  */
 #include "widen.h"
+#include "widen.cuh"
 
 #include "core/cuda.h"
 
@@ -14,22 +15,6 @@
 
 #define WIDEN_THREADS 256
 #define WIDEN_MAX_BLOCKS 4096
-
-/* float16 -> float32, bit for bit as widen.c's half_to_float. */
-__device__ __forceinline__ float widen_half(uint32_t h) {
-    const uint32_t sign = (h & 0x8000u) << 16;
-    const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-    if (exp == 0) {
-        const float f = (float)mant * 5.9604644775390625e-8f; /* 2^-24: exact, a normal float */
-        return sign ? -f : f;
-    }
-    if (exp == 0x1f) return __uint_as_float(sign | 0x7f800000u | (mant << 13));
-    return __uint_as_float(sign | ((exp + 112u) << 23) | (mant << 13));
-}
-
-__device__ __forceinline__ float widen_one(uint32_t h, int bf16) {
-    return bf16 ? __uint_as_float(h << 16) : widen_half(h);
-}
 
 /*
  * Pairs: src read as 32-bit words and out written as float2 (both aligned, count even, which

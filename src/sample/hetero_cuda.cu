@@ -368,6 +368,9 @@ static gd_status copy_graph(gd_hetero_sampler_t *s, gd__hetero_cuda *c) {
             GD_CUDA_CHECK(cudaMemcpy(b + align256(ip) + align256(ix), s->etype.data, et,
                                      cudaMemcpyHostToDevice));
         }
+        /* A copy from pageable memory may return before its data lands, and the kernels that
+         * read the graph run on the sampler's non-blocking stream: wait for the copies here. */
+        GD_CUDA_CHECK(cudaDeviceSynchronize());
     }
 fail:
     return st;

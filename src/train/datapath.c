@@ -587,31 +587,39 @@ fail:
     return st;
 }
 
-/* The device's free memory and the budget of cfg on it; *have_gpu: a GPU mode can run. */
-static gd_status machine(gd__datapath *d, int device, int *have_gpu) {
+gd_status gd__datapath_machine(gd__train_mode mode, int device, int64_t gpu_mem_budget,
+                               int *have_gpu, int64_t *free0, int64_t *budget) {
     gd_status st = GD_OK;
-    const gd__data_config *c = &d->cfg;
     *have_gpu = 0;
-    if (c->mode == GD__TRAIN_CPU) return GD_OK;
+    if (mode == GD__TRAIN_CPU) return GD_OK;
 #ifdef GD_WITH_CUDA
-    if (c->mode != GD__TRAIN_AUTO || gd__cuda_device_count() > 0) {
+    if (mode != GD__TRAIN_AUTO || gd__cuda_device_count() > 0) {
         char what[64];
         int64_t total;
-        snprintf(what, sizeof what, "--mode %s", gd__train_mode_name(c->mode));
+        snprintf(what, sizeof what, "--mode %s", gd__train_mode_name(mode));
         GD_CHECK(gd__cuda_check_device(device, what, "use --mode cpu"));
-        GD_CHECK(gd__cuda_mem_info(device, &d->free0, &total));
-        d->budget = c->gpu_mem_budget > 0 ? gd__min64(c->gpu_mem_budget, d->free0) : d->free0;
+        GD_CHECK(gd__cuda_mem_info(device, free0, &total));
+        *budget = gpu_mem_budget > 0 ? gd__min64(gpu_mem_budget, *free0) : *free0;
         *have_gpu = 1;
     }
 #else
     (void)device;
-    GD_REQUIRE(c->mode == GD__TRAIN_AUTO, GD_ERR_NO_DEVICE,
+    (void)gpu_mem_budget;
+    (void)free0;
+    (void)budget;
+    GD_REQUIRE(mode == GD__TRAIN_AUTO, GD_ERR_NO_DEVICE,
                "--mode %s needs a GPU, but graphdirect was built without CUDA: install the "
                "CUDA toolkit and rebuild, or use --mode cpu",
-               gd__train_mode_name(c->mode));
+               gd__train_mode_name(mode));
 #endif
 fail:
     return st;
+}
+
+/* The device's free memory and the budget of cfg on it; *have_gpu: a GPU mode can run. */
+static gd_status machine(gd__datapath *d, int device, int *have_gpu) {
+    return gd__datapath_machine(d->cfg.mode, device, d->cfg.gpu_mem_budget, have_gpu, &d->free0,
+                                &d->budget);
 }
 
 /* The plan of d (its dataset, config and borrowed host graph) on device. */

@@ -198,6 +198,14 @@ gd_status gd__datapath_place_cache(gd__datapath *d, const gd_gatherer_options *g
                                    const int64_t *scores, int *placed);
 gd_status gd__datapath_place_features(gd__datapath *d);
 /*
+ * The machine a mode runs on: *have_gpu = 1 with the GPU's free memory (*free0) and the budget
+ * the data may use (min(gpu_mem_budget, free), or free for 0) unless mode is cpu, or auto
+ * without a GPU. A GPU mode asked by name without a GPU, or in a build without CUDA, fails
+ * with GD_ERR_NO_DEVICE naming --mode cpu. Shared by both data paths (heterogeneous: hetero.c).
+ */
+gd_status gd__datapath_machine(gd__train_mode mode, int device, int64_t gpu_mem_budget,
+                               int *have_gpu, int64_t *free0, int64_t *budget);
+/*
  * The plan a data path of cfg over ds would follow on GPU `device` now (its free memory, the
  * locked-memory limit), without placing anything: what auto picks, and why.
  */

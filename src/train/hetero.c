@@ -7,20 +7,28 @@
  * here at create and calls this file for the epochs and the evaluations; parameters, Adam and
  * checkpoints stay in trainer.c, which reads them through the model.
  *
- * Two modes, one minibatch after another. cpu: the typed sampler and the per-type gather on
- * CPU threads, the model on the CPU backend. cpu-centric: the same sampling and gather into
- * pinned host buffers, copied to the GPU on the nn backend's stream (the only stream: every
- * copy, op and read-back is ordered on it), the model on the CUDA backend; the loss and the
- * correct count come back with one synchronisation per minibatch. The GPU-centric modes
- * (all-gpu, zero-copy: a CUDA typed sampler and the tier store's gather per type) are not built
- * and are refused with a message saying so (docs/hetero.md lists what is not built).
+ * Four modes, one minibatch after another (auto picks one: gd__htrain_plan). cpu: the typed
+ * sampler and the per-type gather on CPU threads, the model on the CPU backend. cpu-centric:
+ * the same sampling and gather into pinned host buffers, copied to the GPU on the nn backend's
+ * stream, the model on the CUDA backend. all-gpu and zero-copy (GPU-centric): the CUDA typed
+ * sampler (which copies the graph to GPU memory at create and leaves each minibatch in GPU
+ * memory) and the per-type gather kernel (feature/hetero_gather.h) reading every type's table
+ * from GPU memory (all-gpu: copied there at create) or from registered host memory over PCIe
+ * (zero-copy); only the seeds' labels are copied. The nn backend's stream is the only stream
+ * of the trainer: every copy, gather, op and read-back is ordered on it, and the loss and the
+ * correct count come back with one synchronisation per minibatch.
  */
 #include "core/comm.h"
+#include "core/context.h"
 #include "core/cuda.h"
+#include "feature/hetero_gather.h"
+#include "feature/internal.h"
 #include "io/dataset.h"
 #include "nn/rsage.h"
 #include "sample/hetero.h"
+#include "train/datapath.h"
 #include "train/internal.h"
+#include "train/plan.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -51,11 +59,18 @@ struct gd__htrain {
     gd__nn_tensor loss, dlogits;
     int64_t correct;
     /*
-     * cpu-centric: the model on the GPU. x[t] and xp are then GPU tensors, rows[t] the pinned
-     * host rows the CPU gathers into; the blocks' arrays, the ids and the labels have GPU
-     * copies (dblocks, d_ids, d_labels) and d_correct receives the count.
+     * The mode (auto resolved) and where everything lives, as gd__htrain_plan says. gpu: the
+     * model on the GPU (every mode but cpu); x[t] and xp are then GPU tensors, the labels have
+     * a GPU copy (d_labels) and d_correct receives the count. gpu_sampling: all-gpu or
+     * zero-copy, whose minibatch arrays (blocks, ids) are the CUDA sampler's, in GPU memory.
      */
-    int gpu;
+    gd__plan plan;
+    gd__train_mode mode;
+    int gpu, gpu_sampling, device;
+    /*
+     * cpu-centric: rows[t] the pinned host rows the CPU gathers into (cpu: the model's x[t]);
+     * the blocks' arrays and the ids have GPU copies (dblocks, d_ids).
+     */
     float *rows[GD_MAX_NODE_TYPES];
     gd_block dblocks[GD_SAMPLER_MAX_LAYERS * GD_MAX_EDGE_TYPES];
     int32_t *d_indptr[GD_SAMPLER_MAX_LAYERS * GD_MAX_EDGE_TYPES];
@@ -63,6 +78,15 @@ struct gd__htrain {
     int64_t *d_ids[GD_MAX_NODE_TYPES];
     const int64_t *dids[GD_MAX_NODE_TYPES];
     int64_t *d_labels, *d_correct;
+    /*
+     * GPU-centric: what the gather kernel reads of type t's table (table_dev[t]): all-gpu its
+     * copy in GPU memory (d_table[t]), zero-copy the device address of the table registered in
+     * host memory (pinned[t], through the registry of context).
+     */
+    const void *table_dev[GD_MAX_NODE_TYPES];
+    void *d_table[GD_MAX_NODE_TYPES];
+    gd_host_tensor_t *pinned[GD_MAX_NODE_TYPES];
+    gd_context_t *context;
     /* The model's typed config, which its gd__model_config.typed points to for its lifetime. */
     gd__rsage_config rc;
     /* The splits and the shuffled order of an epoch. */
@@ -124,6 +148,9 @@ void gd__htrain_destroy(gd__htrain *h) {
         }
         nn_free(h, h->d_labels);
         nn_free(h, h->d_correct);
+#ifdef GD_WITH_CUDA
+        for (int t = 0; t < GD_MAX_NODE_TYPES; t++) gd__cuda_free(h->d_table[t]);
+#endif
         gd__nn_tensor_free(&h->ctx, &h->loss);
         gd__nn_tensor_free(&h->ctx, &h->dlogits);
     }
@@ -134,6 +161,9 @@ void gd__htrain_destroy(gd__htrain *h) {
 #ifdef GD_WITH_CUDA
     if (h->ctx.be == &gd__nn_cuda_backend) gd__nn_cuda_ctx_destroy(&h->ctx);
 #endif
+    /* The registrations go back to the context before the context reference does. */
+    for (int t = 0; t < GD_MAX_NODE_TYPES; t++) gd_host_tensor_destroy(h->pinned[t]);
+    gd__context_unref(h->context);
     gd_hetero_minibatch_destroy(h->mb);
     gd_hetero_sampler_destroy(h->sampler);
     gd_free(h->order);
@@ -220,17 +250,199 @@ fail:
     return st;
 }
 
+/* The bytes of the graph's arrays (indptr, indices, edge types) and of every type's table. */
+static gd_status data_bytes(const gd_dataset_t *ds, int64_t bytes[4]) {
+    gd_status st = GD_OK;
+    gd_array_view v;
+    GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDPTR, &v));
+    bytes[0] = v.shape[0] * 8;
+    GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDICES, &v));
+    bytes[1] = v.shape[0] * (int64_t)gd_dtype_size(v.dtype);
+    GD_CHECK(gd_dataset_edge_types(ds, &v));
+    bytes[2] = v.shape[0] * (int64_t)gd_dtype_size(v.dtype);
+    bytes[3] = 0;
+    for (int t = 0; t < gd_dataset_num_node_types(ds); t++) {
+        gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
+        GD_CHECK(gd_dataset_node_type(ds, t, &ti));
+        if (ti.feature_dim == 0) continue;
+        GD_CHECK(gd_dataset_type_features(ds, t, &v));
+        bytes[3] += v.shape[0] * v.shape[1] * (int64_t)gd_dtype_size(v.dtype);
+    }
+fail:
+    return st;
+}
+
+/*
+ * auto: all-gpu when the graph and the tables take at most half of what the GPU memory budget
+ * leaves after the plan's reserve (the other half is for the model and the minibatch buffers,
+ * whose sizes the sampler's capacities give only later); else zero-copy when the graph fits
+ * that half alone (the CUDA typed sampler keeps it in GPU memory) and the tables may be
+ * page-locked; else cpu-centric. Without a GPU: cpu.
+ */
+static void pick(int64_t graph, int64_t tables, int have_gpu, int64_t budget, gd__plan *p) {
+    char a[32], b[32], c[32];
+    const int64_t half = gd__max64(0, budget - GD__PLAN_GPU_RESERVE) / 2;
+    gd__plan_gib(graph, a, sizeof a);
+    gd__plan_gib(tables, b, sizeof b);
+    gd__plan_gib(budget, c, sizeof c);
+    if (!have_gpu) {
+        p->mode = GD__TRAIN_CPU;
+#ifdef GD_WITH_CUDA
+        snprintf(p->text, sizeof p->text, "auto picked cpu: no GPU is visible");
+#else
+        snprintf(p->text, sizeof p->text, "auto picked cpu: graphdirect was built without CUDA");
+#endif
+    } else if (graph + tables <= half) {
+        p->mode = GD__TRAIN_ALL_GPU;
+        snprintf(p->text, sizeof p->text,
+                 "auto picked all-gpu: graph %s + features %s fit in half of the GPU memory "
+                 "budget of %s (after the reserve)",
+                 a, b, c);
+    } else if (graph <= half && tables <= gd__plan_memlock_limit()) {
+        p->mode = GD__TRAIN_ZERO_COPY;
+        snprintf(p->text, sizeof p->text,
+                 "auto picked zero-copy: graph %s + features %s exceed half of the GPU memory "
+                 "budget of %s (after the reserve), so the features stay in pinned host memory",
+                 a, b, c);
+    } else {
+        p->mode = GD__TRAIN_CPU_CENTRIC;
+        snprintf(p->text, sizeof p->text,
+                 "auto picked cpu-centric: the graph (%s) exceeds half of the GPU memory budget "
+                 "of %s, or the features (%s) cannot be page-locked (ulimit -l)",
+                 a, c, b);
+    }
+}
+
+gd_status gd__htrain_plan(const gd_dataset_t *ds, const gd__train_config *cfg, gd__plan *out) {
+    gd_status st = GD_OK;
+    static const char *const names[4] = {"indptr", "indices", "edge types",
+                                          "features (per node type)"};
+    static const char *const doing[GD__TRAIN_MODE_COUNT] = {
+        [GD__TRAIN_CPU] = "typed sampling, per-type gather and the model on the CPU",
+        [GD__TRAIN_CPU_CENTRIC] = "typed sampling and per-type gather on the CPU, the model on "
+                                  "the GPU",
+        [GD__TRAIN_ALL_GPU] = "the graph and every type's features in GPU memory; typed "
+                              "sampling, per-type gather and the model on the GPU",
+        [GD__TRAIN_ZERO_COPY] = "the graph in GPU memory (the CUDA typed sampler's copy), every "
+                                "type's features in pinned host memory read over PCIe by the "
+                                "GPU's per-type gather; sampling and the model on the GPU"};
+    int64_t bytes[4], free0 = 0, budget = 0;
+    int have_gpu = 0;
+    memset(out, 0, sizeof *out);
+    GD_CHECK(data_bytes(ds, bytes));
+    const int device = cfg->context ? gd_context_device(cfg->context) : cfg->device;
+    GD_CHECK(gd__datapath_machine(cfg->mode, device, cfg->gpu_mem_budget, &have_gpu, &free0,
+                                  &budget));
+    if (cfg->mode == GD__TRAIN_AUTO)
+        pick(bytes[0] + bytes[1] + bytes[2], bytes[3], have_gpu, budget, out);
+    else {
+        out->mode = cfg->mode;
+        snprintf(out->text, sizeof out->text, "mode %s (as asked)",
+                 gd__train_mode_name(cfg->mode));
+    }
+    const size_t used = strlen(out->text);
+    snprintf(out->text + used, sizeof out->text - used,
+             "; heterogeneous dataset (%d node types, %d edge types): %s",
+             gd_dataset_num_node_types(ds), gd_dataset_num_edge_types(ds), doing[out->mode]);
+    out->budget = budget;
+    out->gpu_free = free0;
+    const int gpu_graph = out->mode == GD__TRAIN_ALL_GPU || out->mode == GD__TRAIN_ZERO_COPY;
+    const char *features = out->mode == GD__TRAIN_ALL_GPU     ? "gpu"
+                           : out->mode == GD__TRAIN_ZERO_COPY ? "pinned host"
+                                                              : "host";
+    for (int i = 0; i < 4; i++)
+        out->rows[out->num_rows++] =
+            (gd__plan_row){names[i], i < 3 ? (gpu_graph ? "gpu" : "host") : features, bytes[i]};
+fail:
+    return st;
+}
+
+#ifdef GD_WITH_CUDA
+/*
+ * zero-copy: type t's table registered for the GPU through the trainer's context, in place
+ * (read-only for a table mapped read-only from its file, so that the page cache's copy is the
+ * one pinned). Where that is refused (a read-only registration the GPU or the file system does
+ * not allow, a range registered outside the context), a pinned copy instead, as the
+ * homogeneous data path does.
+ */
+static gd_status pin_table(gd__htrain *h, int t) {
+    gd_status st = GD_OK;
+    const gd_array_view *f = &h->feat[t];
+    const int ro = h->ds->arrays[GD__ARRAY_TYPE_FEATURES + t].store == GD__STORE_MAP_RO;
+    st = gd_host_tensor_adopt(f->data, f->shape[0], f->shape[1], f->dtype,
+                              ro ? GD_HOST_TENSOR_READ_ONLY : 0u, &h->pinned[t]);
+    if (st == GD_OK) st = gd_host_tensor_register(h->pinned[t], h->context);
+    if (st == GD_OK || !(ro || st == GD_ERR_ALREADY_REGISTERED)) return st;
+    GD_INFO("zero-copy: the features of node type %d cannot be registered in place (%s): "
+            "pinning a copy",
+            t, gd_last_error());
+    gd_clear_error();
+    gd_host_tensor_destroy(h->pinned[t]);
+    h->pinned[t] = NULL;
+    GD_CHECK(gd_host_tensor_create(f->shape[0], f->shape[1], f->dtype, 0, &h->pinned[t]));
+    memcpy(gd_host_tensor_data(h->pinned[t]), f->data,
+           (size_t)(f->shape[0] * gd_host_tensor_row_bytes(h->pinned[t])));
+    GD_CHECK(gd_host_tensor_register(h->pinned[t], h->context));
+fail:
+    return st;
+}
+
+/*
+ * GPU-centric: the table the gather kernel reads for every featured type. all-gpu copies it
+ * into GPU memory once; zero-copy registers it (pin_table) and reads it where it is. The copies
+ * are queued on the nn stream, which the gathers run on too, and waited for here: a copy from
+ * pageable memory may return before its data has landed.
+ */
+static gd_status place_tables(gd__htrain *h) {
+    gd_status st = GD_OK;
+    if (h->mode == GD__TRAIN_ZERO_COPY)
+        GD_CHECK(gd__context_acquire(h->cfg.context, &h->device, &h->context));
+    for (int t = 0; t < h->T; t++) {
+        const gd_array_view *f = &h->feat[t];
+        if (!f->data || f->shape[0] == 0) continue;
+        const size_t bytes = (size_t)(f->shape[0] * f->shape[1]) * gd_dtype_size(f->dtype);
+        if (h->mode == GD__TRAIN_ALL_GPU) {
+            GD_CHECK(gd__cuda_malloc(h->device, &h->d_table[t], bytes,
+                                     "a node type's feature table (all-gpu)"));
+            GD_CHECK(gd__cuda_memcpy_async(h->d_table[t], f->data, bytes, h->ctx.stream));
+            h->table_dev[t] = h->d_table[t];
+        } else {
+            GD_CHECK(pin_table(h, t));
+            h->table_dev[t] = h->pinned[t]->device_ptr;
+        }
+    }
+    GD_CHECK(h->ctx.be->synchronize(&h->ctx));
+fail:
+    return st;
+}
+#endif
+
+/*
+ * The typed sampler and its minibatch: the CUDA one (GPU-centric modes) on the trainer's GPU,
+ * which its create takes as the current device.
+ */
+static gd_status make_sampler(gd__htrain *h, const int *fanouts, const gd_sampler_options *so) {
+    gd_status st = GD_OK;
+#ifdef GD_WITH_CUDA
+    int prev = -1;
+    if (so->backend == GD_SAMPLER_CUDA) {
+        GD_CHECK(gd__cuda_enter_device(h->device, &prev));
+        st = gd_hetero_sampler_create(h->ds, fanouts, h->L, so, &h->sampler);
+        if (st == GD_OK) st = gd_hetero_minibatch_create(h->sampler, &h->mb);
+        gd__cuda_leave_device(h->device, prev);
+        return st;
+    }
+#endif
+    GD_CHECK(gd_hetero_sampler_create(h->ds, fanouts, h->L, so, &h->sampler));
+    GD_CHECK(gd_hetero_minibatch_create(h->sampler, &h->mb));
+fail:
+    return st;
+}
+
 gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg, gd__htrain **out) {
     gd_status st = GD_OK;
     gd__htrain *h = NULL;
     *out = NULL;
-    GD_REQUIRE(cfg->mode == GD__TRAIN_CPU || cfg->mode == GD__TRAIN_AUTO ||
-                   cfg->mode == GD__TRAIN_CPU_CENTRIC,
-               GD_ERR_UNSUPPORTED,
-               "trainer: dataset '%s' is heterogeneous; relational models train in mode cpu or "
-               "cpu-centric in this version (the typed sampler and the per-type gather run on "
-               "the CPU; there is no CUDA typed sampler yet): use --mode cpu or cpu-centric",
-               gd_dataset_name(ds));
     GD_REQUIRE(gd__model_kind_typed(cfg->model), GD_ERR_INVALID_ARG,
                "trainer: dataset '%s' is heterogeneous (%d node types, %d edge types); train "
                "it with a relational model: --model rsage or --model rgat",
@@ -248,17 +460,17 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     h->R = gd_dataset_num_edge_types(ds);
     h->L = cfg->num_layers;
     h->target = gd_dataset_target_type(ds);
-    /* auto stays on the CPU: the GPU path here is the cpu-centric one, asked for by name. */
-    h->gpu = cfg->mode == GD__TRAIN_CPU_CENTRIC;
+    /* The mode (auto's pick) and the machine; a GPU mode without a GPU fails here. */
+    GD_CHECK(gd__htrain_plan(ds, cfg, &h->plan));
+    h->mode = h->plan.mode;
+    h->gpu = h->mode != GD__TRAIN_CPU;
+    h->gpu_sampling = h->mode == GD__TRAIN_ALL_GPU || h->mode == GD__TRAIN_ZERO_COPY;
+    h->device = cfg->context ? gd_context_device(cfg->context) : cfg->device;
     if (h->gpu) {
 #ifdef GD_WITH_CUDA
-        const int device = cfg->context ? gd_context_device(cfg->context) : cfg->device;
-        GD_CHECK(gd__cuda_check_device(device, "trainer: --mode cpu-centric", "--mode cpu"));
-        GD_CHECK(gd__nn_cuda_ctx_create(device, &h->ctx));
+        GD_CHECK(gd__nn_cuda_ctx_create(h->device, &h->ctx));
 #else
-        GD_REQUIRE(0, GD_ERR_UNSUPPORTED,
-                   "trainer: --mode cpu-centric needs a build with CUDA; this one has none: use "
-                   "--mode cpu");
+        GD_REQUIRE(0, GD_ERR_INTERNAL, "trainer: a GPU mode planned in a build without CUDA");
 #endif
     } else {
         h->ctx = (gd__nn_ctx){&gd__nn_cpu_backend, GD__NN_HOST, NULL, NULL, NULL};
@@ -281,8 +493,8 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     so.max_batch = cfg->batch_size;
     so.seed = cfg->seed;
     so.threads = cfg->threads;
-    GD_CHECK(gd_hetero_sampler_create(ds, fanouts, L, &so, &h->sampler));
-    GD_CHECK(gd_hetero_minibatch_create(h->sampler, &h->mb));
+    so.backend = h->gpu_sampling ? GD_SAMPLER_CUDA : GD_SAMPLER_CPU;
+    GD_CHECK(make_sampler(h, fanouts, &so));
 
     /* The model, sized from the sampler's capacities. */
     gd__rsage_config rc;
@@ -301,7 +513,14 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
         gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
         GD_CHECK(gd_dataset_node_type(ds, t, &ti));
         rc.in_dim[t] = ti.feature_dim;
-        if (ti.feature_dim > 0) GD_CHECK(gd_dataset_type_features(ds, t, &h->feat[t]));
+        if (ti.feature_dim == 0) continue;
+        GD_CHECK(gd_dataset_type_features(ds, t, &h->feat[t]));
+        const gd_dtype d = h->feat[t].dtype;
+        GD_REQUIRE(d == GD_DTYPE_FLOAT32 || d == GD_DTYPE_FLOAT16 || d == GD_DTYPE_BFLOAT16,
+                   GD_ERR_UNSUPPORTED,
+                   "trainer: node type %d (%s) of dataset '%s' has %s features; training reads "
+                   "float32, float16 or bfloat16 features (regenerate or convert with --dtype)",
+                   t, ti.name, gd_dataset_name(ds), gd_dtype_name(d));
     }
     int64_t widths = 0;
     for (int t = 0; t < T; t++) widths += rc.in_dim[t];
@@ -328,24 +547,25 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     h->adam.weight_decay = cfg->weight_decay;
 
     /*
-     * Buffers, each at its most: every type's input rows (the model's tensors; on a GPU also
-     * the pinned rows the CPU gathers into, and copies of the ids and blocks), the seeds'
+     * Buffers, each at its most: every type's input rows (the model's tensors; in cpu-centric
+     * also the pinned rows the CPU gathers into, and copies of the ids and blocks), the seeds'
      * labels and the logits' gradient.
      */
+    const int copies = h->mode == GD__TRAIN_CPU_CENTRIC;
     for (int t = 0; t < T; t++) {
         const int64_t cap = rc.max_nodes[t] > 0 ? rc.max_nodes[t] : 1;
         if (rc.in_dim[t] > 0) {
             GD_CHECK(gd__nn_tensor_alloc(&h->ctx, GD_DTYPE_FLOAT32, cap, rc.in_dim[t], &h->x[t]));
-            if (h->gpu)
+            if (copies)
                 GD_CHECK(host_buf(h, (void **)&h->rows[t],
                                   (size_t)(cap * rc.in_dim[t]) * sizeof(float),
                                   "a node type's gathered rows"));
-            else
+            else if (!h->gpu)
                 h->rows[t] = h->x[t].data;
         }
-        if (h->gpu) GD_CHECK(nn_buf(h, (void **)&h->d_ids[t], (size_t)cap * sizeof(int64_t)));
+        if (copies) GD_CHECK(nn_buf(h, (void **)&h->d_ids[t], (size_t)cap * sizeof(int64_t)));
     }
-    if (h->gpu) {
+    if (copies)
         for (int l = 0; l < L; l++)
             for (int r = 0; r < R; r++) {
                 const int64_t nd = rc.max_nodes[(l + 1) * T + rc.schema.rel_dst[r]];
@@ -354,6 +574,7 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
                 GD_CHECK(nn_buf(h, (void **)&h->d_indices[l * R + r],
                                 (size_t)rc.max_edges[l * R + r] * sizeof(int32_t)));
             }
+    if (h->gpu) {
         GD_CHECK(nn_buf(h, (void **)&h->d_labels, (size_t)cfg->batch_size * sizeof(int64_t)));
         GD_CHECK(nn_buf(h, (void **)&h->d_correct, sizeof(int64_t)));
     }
@@ -362,6 +583,9 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     GD_CHECK(gd__nn_tensor_alloc(&h->ctx, GD_DTYPE_FLOAT32, 1, 1, &h->loss));
     GD_CHECK(gd__nn_tensor_alloc(&h->ctx, GD_DTYPE_FLOAT32, cfg->batch_size, rc.num_classes,
                                  &h->dlogits));
+#ifdef GD_WITH_CUDA
+    if (h->gpu_sampling) GD_CHECK(place_tables(h));
+#endif
     GD_CHECK(gd_dataset_array(ds, GD_ARRAY_LABELS, &h->label_view));
     int64_t most = 1;
     for (int s = 0; s < 3; s++) {
@@ -381,10 +605,8 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     gd_array_view off;
     GD_CHECK(gd_dataset_node_type_offsets(ds, &off));
     memcpy(h->type_off, off.data, (size_t)(T + 1) * sizeof(int64_t));
-    GD_INFO("trainer: heterogeneous dataset %s (%d node types, %d edge types), %s of %d "
-            "layers on the %s, %lld parameters",
-            gd_dataset_name(ds), T, R, gd__model_iface(h->model)->title, L, h->gpu ? "GPU" : "CPU",
-            (long long)gd__model_num_params(h->model));
+    GD_INFO("trainer: %s; %s of %d layers, %lld parameters", h->plan.text,
+            gd__model_iface(h->model)->title, L, (long long)gd__model_num_params(h->model));
     *out = h;
     return GD_OK;
 fail:
@@ -400,18 +622,17 @@ const gd__nn_ctx *gd__htrain_ctx(const gd__htrain *h) {
 }
 
 /*
- * cpu-centric: the minibatch the CPU made (blocks, ids, labels, gathered rows) copied to the GPU
- * on the nn backend's stream, which then runs the model; *blocks, *ids, *labels and *correct
- * are set to the GPU copies. The host buffers may be refilled once the loss has been read
- * back (gd__htrain_loss), which waits for the stream.
+ * cpu-centric: the minibatch the CPU made (blocks, ids, gathered rows) copied to the GPU on the
+ * nn backend's stream, which then runs the model; *blocks and *ids are set to the GPU copies.
+ * The host buffers may be refilled once the loss has been read back (gd__htrain_loss), which
+ * waits for the stream.
  */
-static gd_status to_device(gd__htrain *h, int64_t n, const gd_block **blocks,
-                           const int64_t *const **ids, const int64_t **labels, int64_t **correct) {
+static gd_status copy_minibatch(gd__htrain *h, const gd_block **blocks,
+                                const int64_t *const **ids) {
     gd_status st = GD_OK;
 #ifdef GD_WITH_CUDA
-    const int T = h->T, R = h->R, L = h->L;
     void *stream = h->ctx.stream;
-    for (int i = 0; i < L * R; i++) {
+    for (int i = 0; i < h->L * h->R; i++) {
         const gd_block *b = &h->blocks[i];
         GD_CHECK(gd__cuda_memcpy_async(h->d_indptr[i], b->indptr,
                                        (size_t)(b->num_dst + 1) * sizeof(int32_t), stream));
@@ -422,7 +643,7 @@ static gd_status to_device(gd__htrain *h, int64_t n, const gd_block **blocks,
         h->dblocks[i].indptr = h->d_indptr[i];
         h->dblocks[i].indices = h->d_indices[i];
     }
-    for (int t = 0; t < T; t++) {
+    for (int t = 0; t < h->T; t++) {
         const int64_t rows = h->num_nodes[t];
         if (rows > 0)
             GD_CHECK(gd__cuda_memcpy_async(h->d_ids[t], h->ids[t], (size_t)rows * sizeof(int64_t),
@@ -432,26 +653,83 @@ static gd_status to_device(gd__htrain *h, int64_t n, const gd_block **blocks,
             GD_CHECK(gd__cuda_memcpy_async(h->x[t].data, h->rows[t],
                                            (size_t)(rows * h->x[t].cols) * sizeof(float), stream));
     }
-    if (n > 0)
-        GD_CHECK(
-            gd__cuda_memcpy_async(h->d_labels, h->labels, (size_t)n * sizeof(int64_t), stream));
     *blocks = h->dblocks;
     *ids = h->dids;
-    *labels = h->d_labels;
-    *correct = h->d_correct;
 #else
     (void)h;
-    (void)n;
     (void)blocks;
     (void)ids;
-    (void)labels;
-    (void)correct;
     GD_REQUIRE(0, GD_ERR_INTERNAL, "trainer: a GPU path in a build without CUDA");
 #endif
 fail:
     return st;
 }
 
+/*
+ * The model on the GPU: what it reads there. cpu-centric copies the whole minibatch
+ * (copy_minibatch); the GPU-centric modes have it there already, from the CUDA sampler and the
+ * gather, and copy the seeds' labels alone. *labels and *correct are set to the GPU buffers.
+ */
+static gd_status to_device(gd__htrain *h, int64_t n, const gd_block **blocks,
+                           const int64_t *const **ids, const int64_t **labels, int64_t **correct) {
+    gd_status st = GD_OK;
+    if (!h->gpu_sampling) GD_CHECK(copy_minibatch(h, blocks, ids));
+#ifdef GD_WITH_CUDA
+    if (n > 0)
+        GD_CHECK(gd__cuda_memcpy_async(h->d_labels, h->labels, (size_t)n * sizeof(int64_t),
+                                       h->ctx.stream));
+#endif
+    (void)n;
+    *labels = h->d_labels;
+    *correct = h->d_correct;
+fail:
+    return st;
+}
+
+/* Type t's input rows on the GPU (GPU-centric): from its placed table, on the nn stream. */
+static gd_status gather_gpu(gd__htrain *h, int t) {
+#ifdef GD_WITH_CUDA
+    const gd_array_view *f = &h->feat[t];
+    return gd__hetero_gather_cuda(h->device, h->table_dev[t], f->dtype, f->shape[1],
+                                  h->type_off[t], h->ids[t], h->num_nodes[t], h->x[t].data,
+                                  h->ctx.stream);
+#else
+    (void)h;
+    (void)t;
+    return gd__error(GD_ERR_INTERNAL, "trainer: a GPU path in a build without CUDA");
+#endif
+}
+
+/*
+ * Each featured type's input rows into the model's input tensors: on the CPU into rows[t]
+ * (cpu: the tensors themselves; cpu-centric: pinned buffers copied later), or queued on the
+ * GPU (GPU-centric), where the model reads them.
+ */
+static gd_status gather(gd__htrain *h) {
+    gd_status st = GD_OK;
+    for (int t = 0; t < h->T; t++) {
+        const gd_array_view *f = &h->feat[t];
+        h->xp[t] = NULL;
+        if (!f->data) continue;
+        if (h->gpu_sampling)
+            GD_CHECK(gather_gpu(h, t));
+        else
+            gd__hetero_gather_cpu(f->data, f->dtype, f->shape[1], h->type_off[t], h->ids[t],
+                                  h->num_nodes[t], h->rows[t], gd__num_threads());
+        h->xp[t] = &h->x[t];
+    }
+fail:
+    return st;
+}
+
+/*
+ * The CUDA sampler writes the minibatch on its own stream and returns once it is written (it
+ * waits for that stream), so the nn stream's gathers and ops queued afterwards read it
+ * complete; and the minibatch is rewritten only by the next load, after the previous one's
+ * loss was read back (gd__htrain_loss waits for the nn stream). In the GPU-centric modes the
+ * gather is queued, not run, by the time gather() returns: its time counts in the train
+ * stage's.
+ */
 gd_status gd__htrain_load(gd__htrain *h, const int64_t *seeds, int64_t n, int64_t epoch,
                           int64_t b, double *times, gd__htrain_batch *out) {
     gd_status st = GD_OK;
@@ -469,27 +747,7 @@ gd_status gd__htrain_load(gd__htrain *h, const int64_t *seeds, int64_t n, int64_
         }
     double t1 = gd__now();
     if (times) times[0] += t1 - t0;
-    /* The rows of each featured type, from its table (float16 and bfloat16 widened). */
-    for (int t = 0; t < T; t++) {
-        h->xp[t] = NULL;
-        if (!h->feat[t].data) continue;
-        const gd_array_view *f = &h->feat[t];
-        const int64_t first = h->type_off[t];
-        const int64_t rows = h->num_nodes[t], dim = f->shape[1];
-        float *dst = h->rows[t];
-        const int64_t *ids = h->ids[t];
-#pragma omp parallel for num_threads(gd__num_threads()) schedule(static) if (rows * dim > 65536)
-        for (int64_t i = 0; i < rows; i++) {
-            const int64_t row = ids[i] - first;
-            if (f->dtype == GD_DTYPE_FLOAT32)
-                memcpy(dst + i * dim, (const float *)f->data + row * dim,
-                       (size_t)dim * sizeof(float));
-            else
-                for (int64_t j = 0; j < dim; j++)
-                    dst[i * dim + j] = gd__feature_at(f->data, f->dtype, row * dim + j);
-        }
-        h->xp[t] = &h->x[t];
-    }
+    GD_CHECK(gather(h));
     for (int64_t i = 0; i < n; i++)
         h->labels[i] = gd__int_at(h->label_view.data, h->label_view.dtype, seeds[i]);
     if (times) times[1] += gd__now() - t1;
@@ -630,11 +888,8 @@ fail:
 
 void gd__htrain_info(const gd__htrain *h, gd__trainer_info *info) {
     memset(info, 0, sizeof *info);
-    info->mode = h->gpu ? GD__TRAIN_CPU_CENTRIC : GD__TRAIN_CPU;
-    snprintf(info->plan, sizeof info->plan,
-             "heterogeneous (%d node types, %d edge types): typed sampling and per-type gather "
-             "on the CPU, %s on the %s",
-             h->T, h->R, gd__model_iface(h->model)->title, h->gpu ? "GPU" : "CPU");
+    info->mode = h->mode;
+    snprintf(info->plan, sizeof info->plan, "%s", h->plan.text);
     info->num_params = gd__model_num_params(h->model);
     for (int t = 0; t < h->T; t++) {
         info->max_input_nodes += h->x[t].rows;

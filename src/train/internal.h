@@ -255,7 +255,9 @@ typedef struct {
     const int64_t *const *ids;     /* per type: the input nodes' global ids (model's device) */
     const int64_t *labels;         /* the n seeds' labels (model's device) */
     int64_t *correct;              /* the counter of right predictions (model's device) */
-    const gd_block *host_blocks;   /* the blocks, ids and labels in host memory */
+    /* The blocks, ids and labels in host memory (modes cpu and cpu-centric; in the GPU-centric
+     * modes the blocks and ids are the CUDA sampler's, in GPU memory, and these are too). */
+    const gd_block *host_blocks;
     const int64_t *const *host_ids;
     const int64_t *host_labels;
 } gd__htrain_batch;

@@ -132,6 +132,12 @@ void gd__plan_table(const gd__plan *p, char *buf, size_t n);
  * anything (trainer.c): what `auto` picks and why; `graphdirect info` prints it.
  */
 gd_status gd__trainer_plan(const gd_dataset_t *ds, const gd__train_config *cfg, gd__plan *out);
+/*
+ * The plan of a heterogeneous dataset (train/hetero.c): the mode (auto's pick: all-gpu, else
+ * zero-copy, else cpu-centric on a GPU; cpu without one), the graph's arrays and the per-type
+ * feature tables with their place; a GPU mode asked by name without a GPU fails here.
+ */
+gd_status gd__htrain_plan(const gd_dataset_t *ds, const gd__train_config *cfg, gd__plan *out);
 /* Host memory that may be page-locked (RLIMIT_MEMLOCK; INT64_MAX = unlimited). */
 int64_t gd__plan_memlock_limit(void);
 /* "%.2f GiB" of bytes, into buf. */

@@ -333,32 +333,7 @@ gd_status gd__trainer_plan(const gd_dataset_t *ds, const gd__train_config *cfg, 
     gd__data_config dc;
     memset(&t, 0, sizeof t);
     GD_CHECK(check_config(ds, cfg));
-    if (gd_dataset_num_node_types(ds) > 0) {
-        /* A heterogeneous dataset: everything on the CPU, every structure in host memory. */
-        memset(out, 0, sizeof *out);
-        out->mode = GD__TRAIN_CPU;
-        snprintf(out->text, sizeof out->text,
-                 "cpu: heterogeneous dataset (%d node types, %d edge types): typed sampling, "
-                 "per-type gather and R-SAGE on the CPU",
-                 gd_dataset_num_node_types(ds), gd_dataset_num_edge_types(ds));
-        gd_array_view v;
-        int64_t bytes[4] = {0, 0, 0, 0};
-        static const char *const rows[] = {"indptr", "indices", "edge types",
-                                           "features (per node type)"};
-        GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDPTR, &v));
-        bytes[0] = v.shape[0] * 8;
-        GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDICES, &v));
-        bytes[1] = v.shape[0] * (int64_t)gd_dtype_size(v.dtype);
-        GD_CHECK(gd_dataset_edge_types(ds, &v));
-        bytes[2] = v.shape[0] * (int64_t)gd_dtype_size(v.dtype);
-        for (int ty = 0; ty < gd_dataset_num_node_types(ds); ty++)
-            if (gd_dataset_type_features(ds, ty, &v) == GD_OK)
-                bytes[3] += v.shape[0] * v.shape[1] * (int64_t)gd_dtype_size(v.dtype);
-        gd_clear_error();
-        for (int i = 0; i < 4; i++)
-            out->rows[out->num_rows++] = (gd__plan_row){rows[i], "host", bytes[i]};
-        return GD_OK;
-    }
+    if (gd_dataset_num_node_types(ds) > 0) return gd__htrain_plan(ds, cfg, out);
     shape_from(&t, ds, cfg);
     data_config(&t, &dc);
     GD_CHECK(gd__datapath_plan(ds, &dc,

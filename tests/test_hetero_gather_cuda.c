@@ -1,0 +1,184 @@
+/*
+ * The per-type gather of heterogeneous training (feature/hetero_gather.h). The CPU gather (the
+ * cpu modes' and the kernel's reference) against an element-by-element loop over
+ * gd__feature_at, on fresh random tables of every dtype (float32, float16, bfloat16: random
+ * bits, NaN payloads included), odd and aligned widths, random ids with repeats and a type
+ * offset, one and two threads, and no rows. On a GPU, the kernel against the CPU gather bit for
+ * bit, reading the table from GPU memory (all-gpu) and from host memory registered through a
+ * context (zero-copy), with the table and the output 16-byte aligned (the vector path) and
+ * shifted by one element (the scalar path), the output poisoned first and a sentinel after its
+ * end. Without a GPU the CPU part runs and the test exits 77.
+ */
+#include "feature/hetero_gather.h"
+#include "feature/internal.h"
+#include "io/dataset.h"
+#include "test.h"
+
+#include <string.h>
+
+#ifdef GD_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static const gd_dtype dtypes[3] = {GD_DTYPE_FLOAT32, GD_DTYPE_FLOAT16, GD_DTYPE_BFLOAT16};
+static const int64_t widths[] = {1, 3, 7, 8, 16, 33, 128, 129, 300};
+#define NUM_WIDTHS ((int)(sizeof widths / sizeof widths[0]))
+
+/* A random case: a table of rows x dim of dtype (random bits), n ids in [first, first + rows). */
+typedef struct {
+    gd_dtype dtype;
+    int64_t rows, dim, first, n;
+    void *table;
+    int64_t *ids;
+} gcase;
+
+static gcase make_case(gd_dtype dtype, int64_t dim, int64_t n, uint64_t *rng) {
+    gcase c;
+    c.dtype = dtype;
+    c.dim = dim;
+    c.rows = 1 + (int64_t)(t_rand(rng) % 500);
+    c.first = (int64_t)(t_rand(rng) % 100000);
+    c.n = n;
+    const size_t bytes = (size_t)(c.rows * dim) * gd_dtype_size(dtype);
+    c.table = malloc(bytes);
+    c.ids = malloc((size_t)(n > 0 ? n : 1) * sizeof *c.ids);
+    T_ASSERT(c.table && c.ids);
+    for (size_t i = 0; i < bytes; i++) ((unsigned char *)c.table)[i] = (unsigned char)t_rand(rng);
+    for (int64_t i = 0; i < n; i++) c.ids[i] = c.first + (int64_t)(t_rand(rng) % (uint64_t)c.rows);
+    return c;
+}
+
+static void free_case(gcase *c) {
+    free(c->table);
+    free(c->ids);
+}
+
+static uint32_t bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* got[0 .. n * dim) equals want bit for bit. */
+static void check_rows(const gcase *c, const float *want, const float *got, const char *what) {
+    for (int64_t i = 0; i < c->n * c->dim; i++)
+        if (bits(want[i]) != bits(got[i]))
+            T_FAIL_("%s: %s, width %lld, %lld rows: value %lld (row %lld, id %lld) is 0x%08x, "
+                    "want 0x%08x",
+                    what, gd_dtype_name(c->dtype), (long long)c->dim, (long long)c->n,
+                    (long long)i, (long long)(i / c->dim), (long long)c->ids[i / c->dim],
+                    bits(got[i]), bits(want[i]));
+}
+
+/* The CPU gather against the element loop; the result goes to want (n * dim floats). */
+static void cpu_case(const gcase *c, int threads, float *want) {
+    const size_t count = (size_t)(c->n * c->dim);
+    float *got = malloc((count + 1) * sizeof *got);
+    T_ASSERT(got);
+    for (int64_t i = 0; i < c->n; i++)
+        for (int64_t j = 0; j < c->dim; j++)
+            want[i * c->dim + j] =
+                gd__feature_at(c->table, c->dtype, (c->ids[i] - c->first) * c->dim + j);
+    memset(got, 0xa5, (count + 1) * sizeof *got);
+    const uint32_t sentinel = bits(got[count]);
+    gd__hetero_gather_cpu(c->table, c->dtype, c->dim, c->first, c->ids, c->n, got, threads);
+    check_rows(c, want, got, "cpu");
+    T_EQ_INT(bits(got[count]), sentinel);
+    free(got);
+}
+
+#ifdef GD_WITH_CUDA
+/*
+ * The kernel on c with the table at device address table (already holding c's rows shifted by
+ * shift elements from an aligned start) into an output shifted by out_shift floats.
+ */
+static void kernel_run(const gcase *c, const void *table, int out_shift, const float *want,
+                       cudaStream_t stream, const char *what) {
+    const size_t count = (size_t)(c->n * c->dim), total = count + (size_t)out_shift + 1;
+    int64_t *d_ids = NULL;
+    float *d_out = NULL, *got = malloc(total * sizeof *got);
+    T_ASSERT(got);
+    CU(cudaMalloc((void **)&d_ids, (size_t)(c->n > 0 ? c->n : 1) * sizeof *d_ids));
+    CU(cudaMalloc((void **)&d_out, total * sizeof *d_out));
+    CU(cudaMemcpy(d_ids, c->ids, (size_t)c->n * sizeof *d_ids, cudaMemcpyHostToDevice));
+    CU(cudaMemset(d_out, 0xa5, total * sizeof *d_out));
+    /* The copy and the memset are on the legacy stream, the kernel on a non-blocking one. */
+    CU(cudaDeviceSynchronize());
+    T_OK(gd__hetero_gather_cuda(0, table, c->dtype, c->dim, c->first, d_ids, c->n,
+                                d_out + out_shift, stream));
+    CU(cudaStreamSynchronize(stream));
+    CU(cudaMemcpy(got, d_out, total * sizeof *got, cudaMemcpyDeviceToHost));
+    check_rows(c, want, got + out_shift, what);
+    for (int k = 0; k < out_shift; k++) T_EQ_INT(bits(got[k]), 0xa5a5a5a5u);
+    T_EQ_INT(bits(got[total - 1]), 0xa5a5a5a5u);
+    CU(cudaFree(d_ids));
+    CU(cudaFree(d_out));
+    free(got);
+}
+
+/*
+ * The kernel on c against want, from GPU memory and from registered host memory, aligned and
+ * shifted: shift 0 takes the vector path where the width allows it, shift 1 (a table or an
+ * output one element off the 16-byte grid) the scalar path.
+ */
+static void gpu_case(const gcase *c, const float *want, cudaStream_t stream) {
+    const size_t esize = gd_dtype_size(c->dtype);
+    const size_t bytes = (size_t)(c->rows * c->dim) * esize;
+    for (int shift = 0; shift < 2; shift++) {
+        unsigned char *d_table = NULL;
+        CU(cudaMalloc((void **)&d_table, bytes + 16));
+        CU(cudaMemcpy(d_table + shift * esize, c->table, bytes, cudaMemcpyHostToDevice));
+        kernel_run(c, d_table + shift * esize, 0, want, stream,
+                   shift ? "gpu memory, shifted table" : "gpu memory");
+        if (shift == 0) kernel_run(c, d_table, 1, want, stream, "gpu memory, shifted output");
+        CU(cudaFree(d_table));
+    }
+    /* zero-copy: the table in host memory, registered through the default context. */
+    gd_host_tensor_t *t = NULL;
+    T_OK(gd_host_tensor_create(c->rows + 1, c->dim, c->dtype, 0, &t));
+    T_OK(gd_host_tensor_register(t, NULL));
+    for (int shift = 0; shift < 2; shift++) {
+        memcpy((unsigned char *)gd_host_tensor_data(t) + shift * esize, c->table, bytes);
+        kernel_run(c, (const unsigned char *)t->device_ptr + shift * esize, 0, want, stream,
+                   shift ? "registered host memory, shifted table" : "registered host memory");
+    }
+    gd_host_tensor_destroy(t);
+}
+#endif
+
+int main(void) {
+    const uint64_t seed = t_seed();
+    uint64_t rng = seed;
+    int gpu = 0;
+#ifdef GD_WITH_CUDA
+    cudaStream_t stream = NULL;
+    gpu = gd_device_count() > 0;
+    if (gpu) CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+#endif
+    for (int d = 0; d < 3; d++)
+        for (int w = 0; w < NUM_WIDTHS; w++) {
+            /* No rows, one, and a random count (past the threads' threshold at wide rows). */
+            const int64_t counts[3] = {0, 1, 1 + (int64_t)(t_rand(&rng) % 1500)};
+            for (int k = 0; k < 3; k++) {
+                gcase c = make_case(dtypes[d], widths[w], counts[k], &rng);
+                float *want = malloc((size_t)(c.n * c.dim + 1) * sizeof *want);
+                T_ASSERT(want);
+                cpu_case(&c, 1 + (int)(t_rand(&rng) % 2), want);
+#ifdef GD_WITH_CUDA
+                if (gpu) gpu_case(&c, want, stream);
+#endif
+                free(want);
+                free_case(&c);
+            }
+        }
+#ifdef GD_WITH_CUDA
+    if (gpu) CU(cudaStreamDestroy(stream));
+#endif
+    t_check_no_leaks();
+    if (!gpu) {
+        fprintf(stderr, "no GPU: the CPU gather is checked, the kernel is skipped\n");
+        return GD_TEST_SKIP;
+    }
+    fprintf(stderr, "the per-type gather kernel equals the CPU gather\n");
+    return 0;
+}
