@@ -41,7 +41,9 @@ typedef struct {
     int64_t gpu_cache, graph_cache, max_batches, warmup, cpu_batches;
     int layers, fanouts[GD_SAMPLER_MAX_LAYERS];
     const char *gather_sms;
-    gd_dtype dtype; /* the generated features' (GD_DTYPE_INVALID: float32) */
+    const char *model; /* --model: the kind every run trains (NULL: the default) */
+    int heads;         /* --heads: attention heads of gat and rgat (0: 1) */
+    gd_dtype dtype;    /* the generated features' (GD_DTYPE_INVALID: float32) */
     run_spec runs[MAX_RUNS];
     int nruns;
 } epoch_bench;
@@ -70,6 +72,9 @@ static void help(void) {
            "  --fanouts LIST     neighbours per hop (default 15,10,5: three layers)\n"
            "  --batch B          seeds per minibatch (default 1024)\n"
            "  --hidden H         hidden width (default 256)\n"
+           "  --model NAME       the model every run trains (default sage; gat, and rsage or\n"
+           "                     rgat on a heterogeneous preset such as mag or mag-tiny)\n"
+           "  --heads H          attention heads of gat and rgat (default 1)\n"
            "  --gpu-cache SIZE   zero-copy feature cache (default: what the budget leaves)\n"
            "  --graph-cache SIZE zero-copy neighbour-list cache (default: a quarter of what the\n"
            "                     budget leaves)\n"
@@ -221,6 +226,14 @@ static int own_option(void *self, int c, const char *arg) {
             return cli_usage_error(cmd, "--cpu-batches '%s' is not a positive count", arg);
         b->cpu_batches = v;
         break;
+    case 'k':
+        b->model = arg; /* the trainer names the kinds it knows when it refuses one */
+        break;
+    case 'H':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > 64)
+            return cli_usage_error(cmd, "--heads '%s' is not in 1..64", arg);
+        b->heads = (int)v;
+        break;
     default:
         return -1;
     }
@@ -242,6 +255,8 @@ static int parse_options(epoch_bench *b, int argc, char **argv) {
                                               {"warmup", required_argument, 0, 'w'},
                                               {"max-batches", required_argument, 0, 'M'},
                                               {"cpu-batches", required_argument, 0, 'C'},
+                                              {"model", required_argument, 0, 'k'},
+                                              {"heads", required_argument, 0, 'H'},
                                               BENCH_LONG("threads", THREADS),
                                               BENCH_LONG_END};
     int rc;
@@ -280,6 +295,8 @@ static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec
     memcpy(cfg.fanouts, b->fanouts, sizeof cfg.fanouts);
     cfg.batch_size = b->opt.batch;
     cfg.hidden = b->opt.hidden;
+    cfg.model = b->model;
+    cfg.heads = b->heads;
     cfg.seed = b->opt.seed;
     cfg.threads = b->opt.threads;
     cfg.mode = r->mode;
@@ -337,6 +354,8 @@ static int add_config_json(const epoch_bench *b, cJSON *root, gd_dataset_t *ds) 
     for (int h = 0; h < b->layers; h++) cJSON_AddItemToArray(fj, cJSON_CreateNumber(b->fanouts[h]));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "batch", (double)b->opt.batch));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "hidden", (double)b->opt.hidden));
+    BENCH_JSON(cJSON_AddStringToObject(cfgj, "model", b->model ? b->model : "sage"));
+    BENCH_JSON(cJSON_AddNumberToObject(cfgj, "heads", b->heads > 0 ? b->heads : 1));
     BENCH_JSON(cJSON_AddStringToObject(cfgj, "feature_dtype", gd_dtype_name(feature_dtype(ds))));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "threads", b->opt.threads));
     BENCH_JSON(cJSON_AddNumberToObject(cfgj, "depth", b->depth));

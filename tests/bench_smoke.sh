@@ -99,6 +99,16 @@ for r in runs.values():
 assert runs["cpu"]["projected"] is True, runs["cpu"]
 PY
 fi
+# bench epoch of the relational models on a heterogeneous preset (every heterogeneous mode
+# where a GPU is visible); the modes must agree on the warm-up loss, which bench epoch checks.
+hmodes=cpu
+[ "$modes" = cpu ] || hmodes=cpu,cpu-centric,all-gpu,zero-copy
+expect_rc 0 "$cli" bench epoch --preset mag-tiny --model rsage --modes "$hmodes" --warmup 2 \
+    --cpu-batches 2 --max-batches 3 --fanouts 5,3 --hidden 16 --json "$tmp/hepoch.json"
+grep -q "heterogeneous dataset" "$tmp/err" || { cat "$tmp/err"; fail "bench epoch --model rsage"; }
+expect_rc 0 "$cli" bench epoch --preset mag-tiny --model rgat --heads 2 --modes "$hmodes" \
+    --warmup 2 --cpu-batches 2 --max-batches 3 --fanouts 5,3 --hidden 8
+expect_rc 2 "$cli" bench epoch --heads 0
 # bench loader: the public loader iterated from C, every field exported.
 expect_rc 0 "$cli" bench loader --preset tiny --mode cpu --epochs 1 --batch 512
 grep -q "loader from C, mode cpu" "$tmp/out" || { cat "$tmp/out"; fail "bench loader"; }
