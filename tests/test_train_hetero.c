@@ -72,8 +72,7 @@ static double run(const gd_dataset_t *ds, const gd_train_options *o, int64_t epo
     f.resume = resume;
     f.keep_best = 0;
     T_OK(gd_trainer_fit(t, &f, &r));
-    /* The MLP baseline's sampled inference is its exact one; R-SAGE and R-GAT have layer-wise ones.
-     */
+    /* The MLP baseline's sampled inference is its exact one; R-SAGE, R-GAT have layer-wise ones. */
     if (o->mlp)
         T_ASSERT(r.test_exact == r.test_acc);
     else

@@ -316,7 +316,7 @@ static void pick(int64_t graph, int64_t tables, int have_gpu, int64_t budget, gd
 gd_status gd__htrain_plan(const gd_dataset_t *ds, const gd__train_config *cfg, gd__plan *out) {
     gd_status st = GD_OK;
     static const char *const names[4] = {"indptr", "indices", "edge types",
-                                         "features (per node type)"};
+                                          "features (per node type)"};
     static const char *const doing[GD__TRAIN_MODE_COUNT] = {
         [GD__TRAIN_CPU] = "typed sampling, per-type gather and the model on the CPU",
         [GD__TRAIN_CPU_CENTRIC] = "typed sampling and per-type gather on the CPU, the model on "
@@ -331,13 +331,14 @@ gd_status gd__htrain_plan(const gd_dataset_t *ds, const gd__train_config *cfg, g
     memset(out, 0, sizeof *out);
     GD_CHECK(data_bytes(ds, bytes));
     const int device = cfg->context ? gd_context_device(cfg->context) : cfg->device;
-    GD_CHECK(
-        gd__datapath_machine(cfg->mode, device, cfg->gpu_mem_budget, &have_gpu, &free0, &budget));
+    GD_CHECK(gd__datapath_machine(cfg->mode, device, cfg->gpu_mem_budget, &have_gpu, &free0,
+                                  &budget));
     if (cfg->mode == GD__TRAIN_AUTO)
         pick(bytes[0] + bytes[1] + bytes[2], bytes[3], have_gpu, budget, out);
     else {
         out->mode = cfg->mode;
-        snprintf(out->text, sizeof out->text, "mode %s (as asked)", gd__train_mode_name(cfg->mode));
+        snprintf(out->text, sizeof out->text, "mode %s (as asked)",
+                 gd__train_mode_name(cfg->mode));
     }
     const size_t used = strlen(out->text);
     snprintf(out->text + used, sizeof out->text - used,
@@ -689,8 +690,9 @@ fail:
 static gd_status gather_gpu(gd__htrain *h, int t) {
 #ifdef GD_WITH_CUDA
     const gd_array_view *f = &h->feat[t];
-    return gd__hetero_gather_cuda(h->device, h->table_dev[t], f->dtype, f->shape[1], h->type_off[t],
-                                  h->ids[t], h->num_nodes[t], h->x[t].data, h->ctx.stream);
+    return gd__hetero_gather_cuda(h->device, h->table_dev[t], f->dtype, f->shape[1],
+                                  h->type_off[t], h->ids[t], h->num_nodes[t], h->x[t].data,
+                                  h->ctx.stream);
 #else
     (void)h;
     (void)t;
@@ -728,8 +730,8 @@ fail:
  * gather is queued, not run, by the time gather() returns: its time counts in the train
  * stage's.
  */
-gd_status gd__htrain_load(gd__htrain *h, const int64_t *seeds, int64_t n, int64_t epoch, int64_t b,
-                          double *times, gd__htrain_batch *out) {
+gd_status gd__htrain_load(gd__htrain *h, const int64_t *seeds, int64_t n, int64_t epoch,
+                          int64_t b, double *times, gd__htrain_batch *out) {
     gd_status st = GD_OK;
     const int T = h->T, R = h->R, L = h->L;
     double t0 = gd__now();
