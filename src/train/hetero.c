@@ -965,7 +965,7 @@ gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, i
     }
     gd__model *cpu_model = clone ? clone : h->model;
     if (h->kind == GD__MODEL_RGAT)
-        GD_CHECK(gd__htrain_exact_rgat(h->ds, cpu_model, pred));
+        GD_CHECK(gd__htrain_exact_rgat(h->ds, cpu_model, pred, NULL));
     else
         GD_CHECK(gd__htrain_exact_rsage(h->ds, cpu_model, pred));
     const gd_array_view *v = &h->split[split - GD_ARRAY_TRAIN_IDX];

@@ -30,7 +30,6 @@
 #include <string.h>
 
 #define HI_CHUNK 4096 /* destination nodes per step */
-#define HI_SLOPE 0.2  /* R-GAT's LeakyReLU slope (rgat.c) */
 
 /* Layer-l rows of one node type: a dataset table (layer 0) or a float32 buffer. */
 typedef struct {
@@ -361,7 +360,7 @@ static gd_status hi_attend(const hi_graph *g, const gd__rgat_rel *w, int r, int 
     gd__nn_tensor ps = gd__nn_view(a->ps, GD_DTYPE_FLOAT32, GD__NN_HOST, ns, HF);
     gd__nn_tensor ss = gd__nn_view(a->ss, GD_DTYPE_FLOAT32, GD__NN_HOST, ns, H);
     gd__nn_tensor al = gd__nn_view(a->alpha, GD_DTYPE_FLOAT32, GD__NN_HOST, b.num_edges, H);
-    GD_CHECK(gd__gat_bip_softmax_cpu(&b, &ss, &sd, HI_SLOPE, &al));
+    GD_CHECK(gd__gat_bip_softmax_cpu(&b, &ss, &sd, GD__RGAT_SLOPE, &al));
     GD_CHECK(gd__gat_bip_aggregate_cpu(&b, &al, &ps, 1, sum));
 fail:
     return st;
@@ -445,7 +444,8 @@ fail:
     return st;
 }
 
-gd_status gd__htrain_exact_rgat(const gd_dataset_t *ds, gd__model *model, int32_t *pred) {
+gd_status gd__htrain_exact_rgat(const gd_dataset_t *ds, gd__model *model, int32_t *pred,
+                                float *logits) {
     gd_status st = GD_OK;
     gd__rgat *m = gd__model_context(model);
     const gd__rsage_config *cfg = &m->cfg;
@@ -485,6 +485,7 @@ gd_status gd__htrain_exact_rgat(const gd_dataset_t *ds, gd__model *model, int32_
         hi_advance(in, out, T);
     }
     hi_argmax(in[target].rows, nt, cfg->num_classes, pred);
+    if (logits) memcpy(logits, in[target].rows, (size_t)(nt * cfg->num_classes) * sizeof *logits);
 fail:
     hi_free_rows(in, out);
     hi_att_free(&a);
