@@ -18,8 +18,6 @@
 
 #include <string.h>
 
-#define SLOPE 0.2
-
 static int64_t dim_of(const gd__rsage_config *cfg, int H, int l, int t) {
     return l == 0                 ? cfg->in_dim[t]
            : l == cfg->num_layers ? cfg->num_classes
@@ -334,7 +332,7 @@ static gd_status attend(gd__rgat *m, int l, int r, int accumulate, gd__nn_tensor
     } else {
         GD_CHECK(gd__nn_zero(ctx, &sd)); /* a featureless destination projects to 0 */
     }
-    GD_CHECK(GAT_OP(bip_softmax, ctx, b, &ss, &sd, SLOPE, &al));
+    GD_CHECK(GAT_OP(bip_softmax, ctx, b, &ss, &sd, GD__RGAT_SLOPE, &al));
     gd__nn_tensor use = al;
     if (m->train && m->attn_dropout > 0) {
         const int64_t *keys;
@@ -450,7 +448,8 @@ static gd_status attend_backward(gd__rgat *m, int l, int r, const gd__nn_tensor 
     }
     GD_CHECK(gd__nn_zero(ctx, &dss));
     GD_CHECK(gd__nn_zero(ctx, &dsd));
-    GD_CHECK(GAT_OP(bip_softmax_backward, ctx, b, &ss, &sd, SLOPE, &al, &dal, &dss, &dsd));
+    GD_CHECK(GAT_OP(bip_softmax_backward, ctx, b, &ss, &sd, GD__RGAT_SLOPE, &al, &dal, &dss,
+                    &dsd));
     /* The scores: into dp and att_src; p = h_s W_src: dW_src += h_s^T dp, dh_s += dp W_src^T. */
     GD_CHECK(GAT_OP(node_scores_backward, ctx, &ps, &w.att_src, &w.att_dst, 0, &dss, &no_dsd, &dps,
                     &g.att_src, &g.att_dst));

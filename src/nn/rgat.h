@@ -22,6 +22,8 @@ extern "C" {
 
 /* Heads a layer may have at most (as GAT). */
 #define GD__RGAT_MAX_HEADS 64
+/* The negative slope of the LeakyReLU on the attention scores (PyG's GATConv default). */
+#define GD__RGAT_SLOPE 0.2
 /*
  * Philox streams of the dropouts: type t's hidden output of layer l draws from stream
  * l * GD__RSAGE_MAX_TYPES + t (as R-SAGE), relation r's attention weights of layer l from

@@ -948,7 +948,7 @@ gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, i
     gd_status st = GD_OK;
     int32_t *pred = NULL;
     gd__model *clone = NULL;
-    GD_REQUIRE(h->kind == GD__MODEL_RSAGE, GD_ERR_UNSUPPORTED,
+    GD_REQUIRE(gd__htrain_has_exact(h), GD_ERR_UNSUPPORTED,
                "exact (layer-wise) inference of %s is not built yet; evaluate with sampled "
                "neighbours (exact = 0)",
                gd__model_iface(h->model)->title);
@@ -963,7 +963,11 @@ gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, i
         gd__nn_params *from = gd__model_params(h->model), *to = gd__model_params(clone);
         GD_CHECK(gd__nn_to_host(&h->ctx, &from->params, to->params.data));
     }
-    GD_CHECK(gd__htrain_exact_rsage(h->ds, clone ? clone : h->model, pred));
+    gd__model *cpu_model = clone ? clone : h->model;
+    if (h->kind == GD__MODEL_RGAT)
+        GD_CHECK(gd__htrain_exact_rgat(h->ds, cpu_model, pred, NULL));
+    else
+        GD_CHECK(gd__htrain_exact_rsage(h->ds, cpu_model, pred));
     const gd_array_view *v = &h->split[split - GD_ARRAY_TRAIN_IDX];
     int64_t correct = 0, labelled = 0;
     for (int64_t i = 0; v->data && i < v->shape[0]; i++) {
@@ -982,5 +986,5 @@ fail:
 }
 
 int gd__htrain_has_exact(const gd__htrain *h) {
-    return h->kind == GD__MODEL_RSAGE;
+    return h->kind == GD__MODEL_RSAGE || h->kind == GD__MODEL_RGAT;
 }

@@ -287,7 +287,13 @@ void gd__htrain_set_max_batches(gd__htrain *h, int64_t max_batches);
  */
 gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, int64_t *count);
 int gd__htrain_has_exact(const gd__htrain *h);
+/*
+ * The target type's predicted classes of every node by exact inference, of a model on the CPU;
+ * R-GAT's also its logits (n_target x classes) where logits is not NULL (tests/test_rgat_exact.c).
+ */
 gd_status gd__htrain_exact_rsage(const gd_dataset_t *ds, gd__model *model, int32_t *pred);
+gd_status gd__htrain_exact_rgat(const gd_dataset_t *ds, gd__model *model, int32_t *pred,
+                                float *logits);
 /* The trainer's heterogeneous path, if it has one (NULL for a homogeneous dataset). */
 gd__htrain *gd__trainer_hetero(gd__trainer *t);
 
