@@ -81,6 +81,26 @@ static inline int64_t gd__edge_type_lower(const void *data, gd_dtype dtype, int6
     }
     return lo;
 }
+/* A heterogeneous dataset's CSC as its typed readers use it (the typed sampler, exact inference). */
+typedef struct {
+    const int64_t *indptr, *offsets; /* the CSC's list starts; the T + 1 node type offsets */
+    const void *indices;             /* int32 (is32) or int64 */
+    int is32;
+    gd_array_view etype; /* each edge's type, sorted within each list */
+} gd__typed_csc;
+/* ds's typed CSC (views into ds, valid while it is open). */
+static inline gd_status gd__dataset_typed_csc(const gd_dataset_t *ds, gd__typed_csc *g) {
+    gd_status st = GD_OK;
+    gd_array_view v;
+    if ((st = gd_dataset_array(ds, GD_ARRAY_INDPTR, &v)) != GD_OK) return st;
+    g->indptr = v.data;
+    if ((st = gd_dataset_array(ds, GD_ARRAY_INDICES, &v)) != GD_OK) return st;
+    g->indices = v.data;
+    g->is32 = v.dtype == GD_DTYPE_INT32;
+    if ((st = gd_dataset_node_type_offsets(ds, &v)) != GD_OK) return st;
+    g->offsets = v.data;
+    return gd_dataset_edge_types(ds, &g->etype);
+}
 /* Element i of a feature table (float32, float16 or bfloat16), widened to float. */
 static inline float gd__feature_at(const void *data, gd_dtype dtype, int64_t i) {
     switch (dtype) {

@@ -80,15 +80,13 @@ gd_status gd_hetero_sampler_create(const gd_dataset_t *ds, const int *fanouts, i
                        f, h, r);
             s->fanouts[h][r] = f;
         }
-    gd_array_view v;
-    GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDPTR, &v));
-    s->indptr = v.data;
-    GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDICES, &v));
-    s->indices = v.data;
-    s->is32 = v.dtype == GD_DTYPE_INT32;
-    GD_CHECK(gd_dataset_node_type_offsets(ds, &v));
-    s->offsets = v.data;
-    GD_CHECK(gd_dataset_edge_types(ds, &s->etype));
+    gd__typed_csc csc;
+    GD_CHECK(gd__dataset_typed_csc(ds, &csc));
+    s->indptr = csc.indptr;
+    s->indices = csc.indices;
+    s->is32 = csc.is32;
+    s->offsets = csc.offsets;
+    s->etype = csc.etype;
 
     /*
      * Capacities, the worst case of every hop: a destination of relation r adds at most

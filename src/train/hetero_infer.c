@@ -65,19 +65,16 @@ typedef struct {
 
 /* The dataset's CSC, its node types' offsets and its edges' types (sorted within each list). */
 static gd_status hi_open(const gd_dataset_t *ds, hi_graph *g) {
-    gd_status st = GD_OK;
-    gd_array_view v;
+    gd__typed_csc c;
+    const gd_status st = gd__dataset_typed_csc(ds, &c);
+    if (st != GD_OK) return st;
     g->ds = ds;
-    GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDPTR, &v));
-    g->indptr = v.data;
-    GD_CHECK(gd_dataset_array(ds, GD_ARRAY_INDICES, &v));
-    g->indices = v.data;
-    g->is32 = v.dtype == GD_DTYPE_INT32;
-    GD_CHECK(gd_dataset_node_type_offsets(ds, &v));
-    g->off = v.data;
-    GD_CHECK(gd_dataset_edge_types(ds, &g->et));
-fail:
-    return st;
+    g->indptr = c.indptr;
+    g->off = c.offsets;
+    g->indices = c.indices;
+    g->is32 = c.is32;
+    g->et = c.etype;
+    return GD_OK;
 }
 
 static int64_t hi_num(const hi_graph *g, int t) {
