@@ -145,6 +145,21 @@ fit_exact=$(grep -o "[0-9.]* exact (all neighbours" "$tmp/out" | cut -d' ' -f1)
 expect_rc 0 "$cli" eval --preset tiny --model "$tmp/ck-gat/best.gdc" --mode cpu
 grep -q "^test acc $fit_exact (" "$tmp/out" \
     || { cat "$tmp/out"; fail "eval of a GAT model: test acc is not the fit's exact $fit_exact"; }
+# The relational models: the fit's exact test and eval of the best model agree (a
+# heterogeneous dataset has no single feature width for eval to compare), and a model is refused
+# on a dataset of other classes.
+for m in rsage "rgat --heads 2"; do
+    # shellcheck disable=SC2086
+    expect_rc 0 "$cli" train --preset mag-tiny --model $m --hidden 16 --epochs 1 --no-baseline \
+        --mode cpu --checkpoint "$tmp/ck-${m%% *}"
+    fit_exact=$(grep -o "[0-9.]* exact (all neighbours" "$tmp/out" | cut -d' ' -f1)
+    [ -n "$fit_exact" ] || { cat "$tmp/out"; fail "train --model $m: no exact test"; }
+    expect_rc 0 "$cli" eval --preset mag-tiny --model "$tmp/ck-${m%% *}/best.gdc" --mode cpu
+    grep -q "^test acc $fit_exact (" "$tmp/out" ||
+        { cat "$tmp/out"; fail "eval of $m: test acc is not the fit's exact $fit_exact"; }
+done
+expect_rc 1 "$cli" eval --preset igbh-tiny --model "$tmp/ck-rsage/best.gdc" --mode cpu
+grep -q "use the dataset it was trained on" "$tmp/err" || { cat "$tmp/err"; fail "eval refusal"; }
 # Regression, "train --checkpoint DIR without --resume silently replaces an earlier run": a
 # new run is refused naming the run found (epochs, best accuracy) and the two ways out, and DIR
 # is left as it was; --overwrite starts again.

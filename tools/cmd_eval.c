@@ -122,7 +122,10 @@ int cmd_eval(int argc, char **argv) {
         st = gd_dataset_open(dir, &oo, &ds);
     }
     if (st != GD_OK) return cli_fail("opening the dataset", st);
-    if (gd_dataset_feature_dim(ds) != meta.in_dim ||
+    /* A heterogeneous dataset has a table per node type, not one width: loading the file
+     * checks each of them against the model's (gd_trainer_load). */
+    const int typed = gd_dataset_num_node_types(ds) > 0;
+    if ((!typed && gd_dataset_feature_dim(ds) != meta.in_dim) ||
         gd_dataset_num_classes(ds) != meta.num_classes) {
         fprintf(stderr,
                 "graphdirect eval: the model takes %lld features and has %lld classes, dataset "
