@@ -278,6 +278,11 @@ static void bad_options(const gd_dataset_t *ds, const char *tmp) {
     T_OK(gd_model_get_info("gat", &mi));
     T_EQ_STR(mi.name, "gat");
     T_EQ_INT(mi.exact_inference, 1);
+    /* The relational kinds too (their fit's exact test and eval run: test_train_hetero). */
+    T_OK(gd_model_get_info("rsage", &mi));
+    T_EQ_INT(mi.exact_inference, 1);
+    T_OK(gd_model_get_info("rgat", &mi));
+    T_EQ_INT(mi.exact_inference, 1);
     /* GAT trains through the same trainer; its fit has the sampled and the exact test. */
     {
         gd_train_options g = options("cpu", 1);

@@ -80,7 +80,9 @@ gd_status gd_model_get_info(const char *kind, gd_model_info *info) {
     i.label = m->label;
     i.title = m->title;
     i.description = m->description;
-    i.exact_inference = gd__model_i_exact(m);
+    /* The relational kinds' exact inference is the heterogeneous trainer's (hetero_infer.c),
+     * not a layer hook of the interface. */
+    i.exact_inference = gd__model_i_exact(m) || gd__model_kind_typed(k);
     GD_CHECK(gd__info_out(info, &i, sizeof i, "gd_model_get_info: info", "GD_MODEL_INFO_INIT"));
 fail:
     return st;
