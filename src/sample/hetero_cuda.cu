@@ -35,6 +35,7 @@
 #include "core/cuda.h"
 #include "internal.h"
 #include "sample/hetero.h"
+#include "sample/table_insert.cuh"
 
 #include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
@@ -46,7 +47,6 @@
 #include <string.h>
 
 #define HBLOCK 256
-#define HEMPTY 0xffffffffffffffffull
 
 struct gd__hetero_cuda {
     cudaStream_t stream;
@@ -140,21 +140,6 @@ __device__ void het_positions(unsigned long long key, unsigned hop, int replace,
     }
 }
 
-/* The slot of key, inserting it if absent (the table never fills: load at most one half). */
-__device__ __forceinline__ unsigned long long
-het_insert(unsigned long long *keys, unsigned long long mask, unsigned long long key) {
-    unsigned long long h = gd__sample_hash(key) & mask;
-    for (;;) {
-        unsigned long long cur = *(volatile unsigned long long *)&keys[h];
-        if (cur == key) return h;
-        if (cur == HEMPTY) {
-            cur = atomicCAS(&keys[h], HEMPTY, key);
-            if (cur == HEMPTY || cur == key) return h;
-        }
-        h = (h + 1) & mask;
-    }
-}
-
 /* Every table slot empty (value INT_MAX, above every position), the sizes zero but the seeds'. */
 __global__ void __launch_bounds__(HBLOCK)
     het_clear_kernel(unsigned long long *keys, int *vals, long long cap, long long *sizes,
@@ -162,7 +147,7 @@ __global__ void __launch_bounds__(HBLOCK)
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     for (long long i = tid; i < cap; i += stride) {
-        keys[i] = HEMPTY;
+        keys[i] = GD__TABLE_EMPTY;
         vals[i] = INT_MAX;
     }
     if (tid < nsizes) sizes[tid] = tid == seeds_at ? seeds : 0;
@@ -174,7 +159,7 @@ __global__ void __launch_bounds__(HBLOCK)
                     int *vals, unsigned long long mask) {
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const unsigned long long slot = het_insert(keys, mask, (unsigned long long)seeds[i]);
+        const unsigned long long slot = gd__table_insert(keys, mask, (unsigned long long)seeds[i]);
         vals[slot] = -(int)i - 1;
     }
 }
@@ -247,7 +232,7 @@ __global__ void __launch_bounds__(HBLOCK)
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < items && j < e;
          j += stride) {
-        const unsigned long long slot = het_insert(keys, mask, (unsigned long long)draws[j]);
+        const unsigned long long slot = gd__table_insert(keys, mask, (unsigned long long)draws[j]);
         /* Values only decrease, so a stale read that is already <= j is safe to trust. */
         if (*(volatile int *)&vals[slot] > (int)j) atomicMin(&vals[slot], (int)j);
         slots[j] = (int)slot;

@@ -9,6 +9,7 @@
 #include "core/dev_error.h"
 #include "internal.h"
 #include "list_read.cuh"
+#include "table_insert.cuh"
 
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -21,7 +22,6 @@
 namespace cg = cooperative_groups;
 
 #define BLOCK 256
-#define EMPTY_KEY 0xffffffffffffffffull
 /* The smallest relabelling table (slots); the CPU sampler starts from the same size. */
 #define MIN_TABLE 64
 
@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(BLOCK)
     if (hop == 0 && tid == 0) sizes[0] = seeds;
     const long long used = clear_all ? clear_all : *dirty;
     for (long long i = tid; i < used; i += stride) {
-        keys[i] = EMPTY_KEY;
+        keys[i] = GD__TABLE_EMPTY;
         vals[i] = INT_MAX;
     }
     for (long long t = tid; t < items; t += stride) {
@@ -362,21 +362,6 @@ __global__ void __launch_bounds__(BLOCK)
     }
 }
 
-/* The slot of key, inserting it if absent (the table never fills: load <= 1/2). */
-__device__ __forceinline__ unsigned long long
-table_insert(unsigned long long *keys, unsigned long long mask, unsigned long long key) {
-    unsigned long long h = gd__sample_hash(key) & mask;
-    for (;;) {
-        unsigned long long cur = *(volatile unsigned long long *)&keys[h];
-        if (cur == key) return h;
-        if (cur == EMPTY_KEY) {
-            cur = atomicCAS(&keys[h], EMPTY_KEY, key);
-            if (cur == EMPTY_KEY || cur == key) return h;
-        }
-        h = (h + 1) & mask;
-    }
-}
-
 /*
  * Every position p of the hop (frontier nodes, then edges) records itself in its node's slot, in a
  * table of table_slots(P) slots (the first part of the table memory, clear at this point).
@@ -393,7 +378,7 @@ __global__ void __launch_bounds__(BLOCK)
     for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < items && p < P;
          p += stride) {
         const long long key = p < nf ? nodes[p] : edge_ids[p - nf];
-        const unsigned long long slot = table_insert(keys, mask, (unsigned long long)key);
+        const unsigned long long slot = gd__table_insert(keys, mask, (unsigned long long)key);
         /* Minimums only decrease, so a stale read that is already <= p is safe to trust. */
         if (*(volatile int *)&vals[slot] > (int)p) atomicMin(&vals[slot], (int)p);
         slots[p] = (int)slot;
