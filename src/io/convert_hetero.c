@@ -69,16 +69,6 @@ typedef struct {
     int target;
 } hx_graph;
 
-static int is_file(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
-static int is_dir(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 static void hx_free(hx_graph *g) {
     for (int r = 0; r < g->R; r++) {
         gd_free(g->rel[r].what);
@@ -117,58 +107,6 @@ static char *hx_path(const char *a, const char *b, const char *c, const char *d)
         p = q;
     }
     return p;
-}
-
-static int cmp_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void free_names(char **names, int n) {
-    for (int i = 0; i < n; i++) gd_free(names[i]);
-    gd_free(names);
-}
-
-/*
- * The sub-folders of dir (hidden ones left out) sorted by name, so that nothing depends on the
- * order in which the file system lists them. A missing dir is an empty list.
- */
-static gd_status hx_subdirs(const char *dir, char ***out, int *count) {
-    gd_status st = GD_OK;
-    DIR *d = NULL;
-    char **names = NULL, *path = NULL;
-    int n = 0, cap = 0;
-    *out = NULL;
-    *count = 0;
-    if (!is_dir(dir)) return GD_OK;
-    d = opendir(dir);
-    GD_REQUIRE(d, GD_ERR_IO, "cannot list '%s'", dir);
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.') continue;
-        gd_free(path);
-        path = gd__path_join(dir, de->d_name);
-        GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory listing '%s'", dir);
-        if (!is_dir(path)) continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            char **grown = gd_realloc(names, (size_t)cap * sizeof *names);
-            GD_REQUIRE(grown, GD_ERR_NO_MEMORY, "out of memory listing '%s'", dir);
-            names = grown;
-        }
-        names[n] = gd__strdup(de->d_name);
-        GD_REQUIRE(names[n], GD_ERR_NO_MEMORY, "out of memory listing '%s'", dir);
-        n++;
-    }
-    if (n > 1) qsort(names, (size_t)n, sizeof *names, cmp_names);
-    *out = names;
-    *count = n;
-    names = NULL;
-    n = 0;
-fail:
-    if (d) closedir(d);
-    free_names(names, n);
-    gd_free(path);
-    return st;
 }
 
 /*
@@ -609,9 +547,9 @@ static gd_status ogb_relation(hx_graph *g, const char *rel_root, const char *fol
     count_path = hx_path(rel_root, folder, "num-edge-list.csv.gz", NULL);
     GD_REQUIRE(e->what && count_path, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'",
                rel_root);
-    GD_REQUIRE(is_file(e->what), GD_ERR_NOT_FOUND,
+    GD_REQUIRE(gd__is_file(e->what), GD_ERR_NOT_FOUND,
                "%s is missing: every relation folder holds its edges in edge.csv.gz", e->what);
-    if (is_file(count_path)) GD_CHECK(gd__ogb_read_count(job, count_path, &expect));
+    if (gd__is_file(count_path)) GD_CHECK(gd__ogb_read_count(job, count_path, &expect));
     c.kind = GD__CSV_INT;
     c.split2 = 1;
     c.ncols = 2;
@@ -644,12 +582,12 @@ static gd_status ogb_target(hx_graph *g, const char *raw, const char *split_dir)
     size_t used = 0;
     root = gd__path_join(raw, "node-label");
     GD_REQUIRE(root, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", raw);
-    GD_CHECK(hx_subdirs(root, &names, &count));
+    GD_CHECK(gd__subdirs(root, &names, &count));
     for (int i = 0; i < count; i++) {
         gd_free(path);
         path = hx_path(root, names[i], "node-label.csv.gz", NULL);
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", raw);
-        if (!is_file(path)) continue;
+        if (!gd__is_file(path)) continue;
         const int t = hx_type_index(g, names[i]);
         GD_REQUIRE(t >= 0, GD_ERR_FORMAT,
                    "%s labels node type '%s', which %s does not list (it has: %s)", path, names[i],
@@ -663,7 +601,7 @@ static gd_status ogb_target(hx_graph *g, const char *raw, const char *split_dir)
             gd_free(path);
             path = hx_path(split_dir, names[i], "train.csv.gz", NULL);
             GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", raw);
-            if (is_file(path)) pick_split = t, split_types++;
+            if (gd__is_file(path)) pick_split = t, split_types++;
         }
     }
     if (labelled > 1) {
@@ -679,12 +617,12 @@ static gd_status ogb_target(hx_graph *g, const char *raw, const char *split_dir)
             gd_free(path);
             path = hx_path(split_dir, g->type[t], "train.csv.gz", NULL);
             GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", raw);
-            if (is_file(path) && pick < 0) pick = t;
+            if (gd__is_file(path) && pick < 0) pick = t;
         }
     }
     g->target = pick >= 0 ? pick : 0;
 fail:
-    free_names(names, count);
+    gd__free_names(names, count);
     gd_free(root);
     gd_free(path);
     return st;
@@ -714,7 +652,7 @@ gd_status gd__convert_ogb_hetero(const gd__convert_job *job) {
     split_root = gd__path_join(job->input, "split");
     GD_REQUIRE(raw && dict && rel_root && split_root, GD_ERR_NO_MEMORY,
                "out of memory naming files of '%s'", job->input);
-    GD_REQUIRE(is_file(dict), GD_ERR_NOT_FOUND,
+    GD_REQUIRE(gd__is_file(dict), GD_ERR_NOT_FOUND,
                "'%s' is not an OGB heterogeneous raw folder: %s is missing (it lists the node "
                "types and their counts)",
                job->input, dict);
@@ -730,7 +668,7 @@ gd_status gd__convert_ogb_hetero(const gd__convert_job *job) {
     }
 
     /* The relations, in name order. */
-    GD_CHECK(hx_subdirs(rel_root, &folders, &nfolders));
+    GD_CHECK(gd__subdirs(rel_root, &folders, &nfolders));
     GD_REQUIRE(nfolders > 0, GD_ERR_NOT_FOUND,
                "%s has no relation folders (<source type>___<relation>___<destination type>/"
                "edge.csv.gz)",
@@ -750,7 +688,7 @@ gd_status gd__convert_ogb_hetero(const gd__convert_job *job) {
         gd_free(path);
         path = hx_path(raw, "node-feat", g.type[t], "node-feat.csv.gz");
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
-        if (!is_file(path)) continue;
+        if (!gd__is_file(path)) continue;
         memset(&c, 0, sizeof c);
         c.kind = GD__CSV_FLOAT;
         c.reserve_rows = g.count[t];
@@ -777,7 +715,7 @@ gd_status gd__convert_ogb_hetero(const gd__convert_job *job) {
     gd_free(path);
     path = hx_path(raw, "node-label", g.type[tt], "node-label.csv.gz");
     GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
-    if (is_file(path)) {
+    if (gd__is_file(path)) {
         memset(&c, 0, sizeof c);
         c.kind = GD__CSV_LABEL;
         c.ncols = 1;
@@ -802,7 +740,7 @@ gd_status gd__convert_ogb_hetero(const gd__convert_job *job) {
             gd_free(path);
             path = hx_path(split_dir, g.type[tt], file[k], NULL);
             GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a split file");
-            GD_REQUIRE(is_file(path), GD_ERR_NOT_FOUND,
+            GD_REQUIRE(gd__is_file(path), GD_ERR_NOT_FOUND,
                        "%s is missing: the split of the target type %s holds train.csv.gz, "
                        "valid.csv.gz and test.csv.gz",
                        path, g.type[tt]);
@@ -825,7 +763,7 @@ gd_status gd__convert_ogb_hetero(const gd__convert_job *job) {
 fail:
     hx_free(&g);
     gd__csv_free(&c);
-    free_names(folders, nfolders);
+    gd__free_names(folders, nfolders);
     gd_free(raw);
     gd_free(dict);
     gd_free(rel_root);
@@ -843,7 +781,7 @@ static int igbh_relation_folder(const char *processed, const char *name) {
     hx_name s, r, d;
     if (!hx_split_name(name, "__", s, r, d)) return 0;
     char *p = hx_path(processed, name, "edge_index.npy", NULL);
-    const int ok = p && is_file(p);
+    const int ok = p && gd__is_file(p);
     gd_free(p);
     return ok;
 }
@@ -851,9 +789,9 @@ static int igbh_relation_folder(const char *processed, const char *name) {
 int gd__is_igbh(const char *input) {
     char *processed = gd__path_join(input, "processed"), **names = NULL;
     int count = 0, relations = 0;
-    if (processed && hx_subdirs(processed, &names, &count) == GD_OK)
+    if (processed && gd__subdirs(processed, &names, &count) == GD_OK)
         for (int i = 0; i < count; i++) relations += igbh_relation_folder(processed, names[i]);
-    free_names(names, count);
+    gd__free_names(names, count);
     gd_free(processed);
     return relations >= 2;
 }
@@ -920,7 +858,7 @@ gd_status gd__convert_igbh(const gd__convert_job *job) {
     memset(&la, 0, sizeof la);
     processed = gd__path_join(job->input, "processed");
     GD_REQUIRE(processed, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
-    GD_CHECK(hx_subdirs(processed, &names, &count));
+    GD_CHECK(gd__subdirs(processed, &names, &count));
 
     /* The types: every folder without "__" that holds arrays, every end of a relation. */
     for (int i = 0; i < count; i++) {
@@ -935,7 +873,8 @@ gd_status gd__convert_igbh(const gd__convert_job *job) {
         gd_free(path);
         path = hx_path(processed, names[i], "node_feat.npy", NULL);
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
-        if (is_file(path) && gd__type_name_ok(names[i])) GD_CHECK(igbh_type(&g, names[i], path));
+        if (gd__is_file(path) && gd__type_name_ok(names[i]))
+            GD_CHECK(igbh_type(&g, names[i], path));
     }
     GD_REQUIRE(g.T > 0, GD_ERR_NOT_FOUND,
                "'%s' is not an IGBH folder: %s holds no <src>__<rel>__<dst>/edge_index.npy",
@@ -948,7 +887,7 @@ gd_status gd__convert_igbh(const gd__convert_job *job) {
         gd_free(path);
         path = hx_path(processed, g.type[t], "node_feat.npy", NULL);
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
-        if (is_file(path)) {
+        if (gd__is_file(path)) {
             GD_CHECK(gd_npy_read_info(path, &info));
             GD_REQUIRE(info.ndim == 2, GD_ERR_FORMAT,
                        "'%s' has %d dimensions: a feature table is (nodes, dim)", path, info.ndim);
@@ -959,7 +898,7 @@ gd_status gd__convert_igbh(const gd__convert_job *job) {
             path =
                 hx_path(processed, g.type[t], f ? "node_label_2K.npy" : "node_label_19.npy", NULL);
             GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
-            if (!is_file(path)) continue;
+            if (!gd__is_file(path)) continue;
             GD_REQUIRE(labelled < 0 || labelled == t, GD_ERR_UNSUPPORTED,
                        "'%s' labels node types %s and %s; a dataset has one target type: keep "
                        "the labels of one",
@@ -996,7 +935,7 @@ gd_status gd__convert_igbh(const gd__convert_job *job) {
         gd_free(path);
         path = hx_path(processed, g.type[t], "node_feat.npy", NULL);
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
-        if (!is_file(path) || g.count[t] == 0) continue;
+        if (!gd__is_file(path) || g.count[t] == 0) continue;
         snprintf(whose, sizeof whose, "node type %s", g.type[t]);
         GD_CHECK(
             gd__convert_npy_features_to(job, GD__ARRAY_TYPE_FEATURES + t, path, g.count[t], whose));
@@ -1034,7 +973,7 @@ gd_status gd__convert_igbh(const gd__convert_job *job) {
 fail:
     hx_free(&g);
     gd__array_release(&la);
-    free_names(names, count);
+    gd__free_names(names, count);
     gd_free(processed);
     gd_free(path);
     gd_free(label_path);

@@ -142,6 +142,16 @@ gd_status gd__ogb_read_csv(const gd__convert_job *job, const char *path, gd__csv
                            const char *stage);
 /* A file holding one count (num-node-list, num-edge-list). */
 gd_status gd__ogb_read_count(const gd__convert_job *job, const char *path, int64_t *out);
+/* Whether path is a regular file / a directory (stat; 0 when it cannot be read). */
+int gd__is_file(const char *path);
+int gd__is_dir(const char *path);
+/*
+ * The sub-folders of dir (hidden ones left out) sorted by name, so that nothing depends on the
+ * order in which the file system lists them; a missing dir is an empty list. Free the list with
+ * gd__free_names.
+ */
+gd_status gd__subdirs(const char *dir, char ***out, int *count);
+void gd__free_names(char **names, int n);
 /*
  * The split folder under split_root: the one wanted, else the only one, else "random"; *out is
  * NULL (and the call succeeds) when split_root does not exist and none is wanted.

@@ -225,14 +225,66 @@ void gd__csv_free(gd__csv *c) {
 
 /* ------------------------------------------------------------ the OGB folder */
 
-static int is_file(const char *path) {
+int gd__is_file(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-static int is_dir(const char *path) {
+int gd__is_dir(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void gd__free_names(char **names, int n) {
+    for (int i = 0; i < n; i++) gd_free(names[i]);
+    gd_free(names);
+}
+
+/*
+ * The sub-folders of dir (hidden ones left out) sorted by name, so that nothing depends on the
+ * order in which the file system lists them. A missing dir is an empty list.
+ */
+gd_status gd__subdirs(const char *dir, char ***out, int *count) {
+    gd_status st = GD_OK;
+    DIR *d = NULL;
+    char **names = NULL, *path = NULL;
+    int n = 0, cap = 0;
+    *out = NULL;
+    *count = 0;
+    if (!gd__is_dir(dir)) return GD_OK;
+    d = opendir(dir);
+    GD_REQUIRE(d, GD_ERR_IO, "cannot list '%s'", dir);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') continue;
+        gd_free(path);
+        path = gd__path_join(dir, de->d_name);
+        GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory listing '%s'", dir);
+        if (!gd__is_dir(path)) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **grown = gd_realloc(names, (size_t)cap * sizeof *names);
+            GD_REQUIRE(grown, GD_ERR_NO_MEMORY, "out of memory listing '%s'", dir);
+            names = grown;
+        }
+        names[n] = gd__strdup(de->d_name);
+        GD_REQUIRE(names[n], GD_ERR_NO_MEMORY, "out of memory listing '%s'", dir);
+        n++;
+    }
+    if (n > 1) qsort(names, (size_t)n, sizeof *names, cmp_names);
+    *out = names;
+    *count = n;
+    names = NULL;
+    n = 0;
+fail:
+    if (d) closedir(d);
+    gd__free_names(names, n);
+    gd_free(path);
+    return st;
 }
 
 /* Read one CSV file of the layout into c (c->what is set to the path, which must outlive c). */
@@ -263,54 +315,38 @@ fail:
 /* Pick the split folder: the one asked for, else the only one, else "random". */
 gd_status gd__ogb_choose_split(const char *split_root, const char *wanted, char **out) {
     gd_status st = GD_OK;
-    DIR *d = NULL;
-    char names[512] = "";
+    char names[512] = "", **dirs = NULL, *path = NULL;
     int count = 0, has_random = 0;
-    char *only = NULL, *path = NULL;
     *out = NULL;
-    if (!is_dir(split_root)) {
+    if (!gd__is_dir(split_root)) {
         GD_REQUIRE(!wanted, GD_ERR_NOT_FOUND,
                    "split '%s' asked for, but '%s' does not exist", wanted, split_root);
         return GD_OK;
     }
-    d = opendir(split_root);
-    GD_REQUIRE(d, GD_ERR_IO, "cannot list '%s'", split_root);
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.') continue;
-        gd_free(path);
-        path = gd__path_join(split_root, de->d_name);
-        GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory listing '%s'", split_root);
-        if (!is_dir(path)) continue;
-        count++;
-        if (strcmp(de->d_name, "random") == 0) has_random = 1;
-        if (!only) {
-            only = gd__strdup(de->d_name);
-            GD_REQUIRE(only, GD_ERR_NO_MEMORY, "out of memory listing '%s'", split_root);
-        }
+    GD_CHECK(gd__subdirs(split_root, &dirs, &count));
+    for (int k = 0; k < count; k++) {
+        if (strcmp(dirs[k], "random") == 0) has_random = 1;
         size_t used = strlen(names);
-        if (used + strlen(de->d_name) + 3 < sizeof names)
-            snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", de->d_name);
+        if (used + strlen(dirs[k]) + 3 < sizeof names)
+            snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", dirs[k]);
     }
     if (wanted) {
-        gd_free(path);
         path = gd__path_join(split_root, wanted);
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a split");
-        GD_REQUIRE(strchr(wanted, '/') == NULL && is_dir(path), GD_ERR_NOT_FOUND,
+        GD_REQUIRE(strchr(wanted, '/') == NULL && gd__is_dir(path), GD_ERR_NOT_FOUND,
                    "split '%s' not found in '%s' (it has: %s)", wanted, split_root,
                    count ? names : "no splits");
         *out = path;
         path = NULL;
     } else if (count == 1 || has_random) {
-        *out = gd__path_join(split_root, count == 1 ? only : "random");
+        *out = gd__path_join(split_root, count == 1 ? dirs[0] : "random");
         GD_REQUIRE(*out, GD_ERR_NO_MEMORY, "out of memory naming a split");
     } else {
         GD_REQUIRE(count == 0, GD_ERR_INVALID_ARG,
                    "'%s' has several splits (%s): choose one with --split", split_root, names);
     }
 fail:
-    if (d) closedir(d);
-    gd_free(only);
+    gd__free_names(dirs, count);
     gd_free(path);
     return st;
 }
@@ -333,7 +369,7 @@ static gd_status read_splits(const gd__convert_job *job, const char *split_dir, 
         gd_free(split_path);
         split_path = gd__path_join(split_dir, split_file[k]);
         GD_REQUIRE(split_path, GD_ERR_NO_MEMORY, "out of memory naming a split file");
-        GD_REQUIRE(is_file(split_path), GD_ERR_NOT_FOUND,
+        GD_REQUIRE(gd__is_file(split_path), GD_ERR_NOT_FOUND,
                    "%s is missing: a split folder holds train.csv.gz, valid.csv.gz and "
                    "test.csv.gz",
                    split_path);
@@ -471,7 +507,7 @@ static gd_status convert_ogb_bin(const gd__convert_job *job, const char *data_pa
         buf = NULL;
         GD_CHECK(gd__convert_features(job, data, n, dim));
     }
-    if (label_path && is_file(label_path)) {
+    if (label_path && gd__is_file(label_path)) {
         GD_CHECK(gd__npz_open(label_path, &zl));
         GD_CHECK(read_whole(zl, "node_label", &info, &buf));
         GD_REQUIRE(info.shape[0] == n && (info.ndim == 1 || info.shape[1] == 1), GD_ERR_FORMAT,
@@ -511,11 +547,12 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
         path[i] = gd__path_join(job->input, rel[i]);
         GD_REQUIRE(path[i], GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
     }
-    if (!is_file(path[P_EDGES])) {
+    if (!gd__is_file(path[P_EDGES])) {
         /* The binary layout instead of the CSV one? */
         char *npz = gd__path_join(job->input, "raw/data.npz");
         char *labels = gd__path_join(job->input, "raw/node-label.npz");
-        if (npz && labels && is_file(npz)) st = convert_ogb_bin(job, npz, labels, path[P_SPLIT]);
+        if (npz && labels && gd__is_file(npz))
+            st = convert_ogb_bin(job, npz, labels, path[P_SPLIT]);
         else if (!npz || !labels)
             st = gd__error(GD_ERR_NO_MEMORY, "out of memory naming files of '%s'", job->input);
         else
@@ -530,7 +567,7 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
 
     /* The node count bounds every id read after it. */
     int64_t n = 0, expect_edges = -1;
-    if (is_file(path[P_NODES])) {
+    if (gd__is_file(path[P_NODES])) {
         GD_CHECK(gd__ogb_read_count(job, path[P_NODES], &n));
         GD_REQUIRE(opt->num_nodes == 0 || opt->num_nodes == n, GD_ERR_INVALID_ARG,
                    "--num-nodes %lld disagrees with %s, which says %lld", (long long)opt->num_nodes,
@@ -540,7 +577,7 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
         n = opt->num_nodes;
         snprintf(why, sizeof why, "the node count given");
     }
-    if (is_file(path[P_EDGES_N]))
+    if (gd__is_file(path[P_EDGES_N]))
         GD_CHECK(gd__ogb_read_count(job, path[P_EDGES_N], &expect_edges));
 
     c.kind = GD__CSV_INT;
@@ -567,7 +604,7 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
     GD_CHECK(gd__convert_graph(job, n, &c.ints, &c.ints2));
     gd__csv_free(&c);
 
-    if (is_file(path[P_FEAT])) {
+    if (gd__is_file(path[P_FEAT])) {
         memset(&c, 0, sizeof c);
         c.kind = GD__CSV_FLOAT;
         c.reserve_rows = n;
@@ -582,7 +619,7 @@ gd_status gd__convert_ogb(const gd__convert_job *job) {
         gd__csv_free(&c);
         GD_CHECK(gd__convert_features(job, data, n, dim));
     }
-    if (is_file(path[P_LABEL])) {
+    if (gd__is_file(path[P_LABEL])) {
         memset(&c, 0, sizeof c);
         c.kind = GD__CSV_LABEL;
         c.ncols = 1;
