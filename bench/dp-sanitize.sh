@@ -8,6 +8,8 @@
 # racecheck and synccheck skip NCCL's and cuBLAS's kernels (not ours).
 # Usage (on a machine of >= 2 GPUs, after bench/run-device.sh built build-device):
 #   bash bench/dp-sanitize.sh [TOOLS] [PARTS] [LIMIT_S]
+# A part PART:PLACEMENT (staged:replicate, staged:partition, staged:auto) runs one placement of
+# that part (GD_TEST_DP_PLACE), for racecheck's slowest part; staged needs one GPU only.
 set -uo pipefail
 tools=${1:-memcheck racecheck synccheck}
 parts=${2:-staged nccl nccl-place}
@@ -24,11 +26,12 @@ for tool in $tools; do
         (
             cd build-device/tests || exit 1
             t0=$(date +%s)
-            GD_TEST_DP_PART=$part timeout "$limit" "$san" --tool "$tool" --error-exitcode 99 \
-                --print-limit 20 "${extra[@]}" ./test_dp >"$out/$tool-$part.log" 2>&1
+            GD_TEST_DP_PART=${part%%:*} GD_TEST_DP_PLACE=$([ "${part#*:}" = "$part" ] || echo "${part#*:}") \
+                timeout "$limit" "$san" --tool "$tool" --error-exitcode 99 \
+                --print-limit 20 "${extra[@]}" ./test_dp >"$out/$tool-${part/:/-}.log" 2>&1
             rc=$?
             echo "$tool test_dp part $part: rc $rc in $(( $(date +%s) - t0 )) s;" \
-                "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool-$part.log" | tail -1)"
+                "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool-${part/:/-}.log" | tail -1)"
         ) &
         pids+=($!)
     done

@@ -267,7 +267,10 @@ static void placements(const gd_dataset_t *ds, const int *devices, int staged, i
     /* int32 entries: a third of the lists (less if they are stored as int64). */
     const int64_t lists = gd_dataset_num_edges(ds) * 4;
     rank_run one[1], many[MAX_RANKS];
+    /* GD_TEST_DP_PLACE names one placement to run (all when unset): racecheck's slow parts. */
+    const char *only = getenv("GD_TEST_DP_PLACE");
     for (int k = 0; k < 3; k++) {
+        if (only && *only && strcmp(only, kinds[k]) != 0) continue;
         world_spec w = {"zero-copy", devices, staged, kinds[k], table / 3, lists / 3, NULL, 0};
         run_world(one, 1, ds, &w, seed, BATCH, EPOCHS, NULL, 0, NULL);
         for (int world = 2; world <= most; world++) {
