@@ -103,6 +103,26 @@ static inline void t_check_no_leaks(void) {
                 (long long)bytes);
 }
 
+/*
+ * gd_convert(input, o) must fail with `status`, set no dataset, leave a message naming both
+ * needles (needle2 may be NULL) and leak nothing: the converters' rejection of bad input.
+ */
+static inline void t_convert_rejected(const char *input, const gd_convert_options *o,
+                                      gd_status status, const char *needle1,
+                                      const char *needle2) {
+    gd_dataset_t *ds = (gd_dataset_t *)&ds; /* must be reset to NULL */
+    const gd_status s = gd_convert(input, o, &ds);
+    if (s != status)
+        T_FAIL_("converting %s: got %s, expected %s (%s): %s", input, gd_status_string(s),
+                gd_status_string(status), needle1, gd_last_error());
+    T_ASSERT(ds == NULL);
+    if (!strstr(gd_last_error(), needle1) || (needle2 && !strstr(gd_last_error(), needle2)))
+        T_FAIL_("message \"%s\" should mention \"%s\" and \"%s\"", gd_last_error(), needle1,
+                needle2 ? needle2 : "");
+    printf("rejected as expected: %s\n", gd_last_error());
+    t_check_no_leaks();
+}
+
 /* A fresh temporary directory under TMPDIR (or /tmp); the caller removes it. */
 static inline void t_tmpdir(char *buf, size_t n) {
     const char *base = getenv("TMPDIR");

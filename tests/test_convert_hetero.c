@@ -377,17 +377,7 @@ static void expect_error(const char *input, gd_input_format fmt, gd_status statu
                          const char *needle1, const char *needle2) {
     gd_convert_options o = GD_CONVERT_OPTIONS_INIT;
     o.format = fmt;
-    gd_dataset_t *ds = (gd_dataset_t *)&o; /* must be reset to NULL */
-    gd_status s = gd_convert(input, &o, &ds);
-    if (s != status)
-        T_FAIL_("expected %s (%s), got %s: %s", gd_status_string(status), needle1,
-                gd_status_string(s), gd_last_error());
-    T_ASSERT(ds == NULL);
-    if (!strstr(gd_last_error(), needle1) || (needle2 && !strstr(gd_last_error(), needle2)))
-        T_FAIL_("message \"%s\" should mention \"%s\" and \"%s\"", gd_last_error(), needle1,
-                needle2 ? needle2 : "");
-    printf("rejected as expected: %s\n", gd_last_error());
-    t_check_no_leaks();
+    t_convert_rejected(input, &o, status, needle1, needle2);
 }
 
 /* ---- OGB's heterogeneous layout */
