@@ -35,7 +35,7 @@ void gd__hetero_gather_cpu(const gd__hetero_rows *rows, gd_dtype dtype, int64_t 
 #pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static) \
     if (n * dim > HG_PARALLEL_VALUES)
     for (int64_t i = 0; i < n; i++) {
-        const unsigned char *row = gd__hetero_row_at(rows, ids[i] - first, row_bytes);
+        const unsigned char *row = gd__hetero_row_at(*rows, ids[i] - first, row_bytes);
         if (half)
             gd__widen_cpu((const uint16_t *)row, dtype, dim, out + i * dim);
         else

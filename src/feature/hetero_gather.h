@@ -39,14 +39,16 @@ gd__hetero_rows gd__hetero_rows_table(const void *table);
 /* The rows of a tier store: its bases and its map (NULL until a cache is built). */
 gd__hetero_rows gd__hetero_rows_store(const gd__tier_store *s);
 
-/* Where row r of a table of row_bytes rows starts, as rows says (host or device code). */
-GD_HOST_DEVICE const unsigned char *gd__hetero_row_at(const gd__hetero_rows *rows, int64_t r,
+/*
+ * Where row r of a table of row_bytes rows starts, as rows says (host or device code). By value
+ * and through gd__tier_base's switch rather than an indexed load, as tier.h's kernels take the
+ * bases, so that a kernel keeps its copy in its parameter space.
+ */
+GD_HOST_DEVICE const unsigned char *gd__hetero_row_at(gd__hetero_rows rows, int64_t r,
                                                       int64_t row_bytes) {
     int64_t slot = r;
-    /* gd__tier_base's switch rather than an indexed load keeps a kernel's copy of the bases in
-     * its parameter space. */
-    const void *base = rows->loc ? gd__tier_base_of(rows->bases, rows->loc[r], &slot, NULL)
-                                 : gd__tier_base(rows->bases, rows->bases.home, NULL);
+    const void *base = rows.loc ? gd__tier_base_of(rows.bases, rows.loc[r], &slot, NULL)
+                                : gd__tier_base(rows.bases, rows.bases.home, NULL);
     return (const unsigned char *)base + slot * row_bytes;
 }
 

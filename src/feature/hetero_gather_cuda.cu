@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(HG_THREADS)
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long groups = (long long)gridDim.x * blockDim.x / group;
     for (long long r = tid / group; r < n; r += groups) {
-        const uint4 *src = (const uint4 *)gd__hetero_row_at(&rows, ids[r] - first, words * 16);
+        const uint4 *src = (const uint4 *)gd__hetero_row_at(rows, ids[r] - first, words * 16);
         float4 *dst = out + r * words * PER;
 #pragma unroll 4
         for (long long w = lig; w < words; w += group) {
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(HG_THREADS)
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long groups = (long long)gridDim.x * blockDim.x / group;
     for (long long r = tid / group; r < n; r += groups) {
-        const unsigned char *src = gd__hetero_row_at(&rows, ids[r] - first, row_bytes);
+        const unsigned char *src = gd__hetero_row_at(rows, ids[r] - first, row_bytes);
         float *dst = out + r * dim;
 #pragma unroll 4
         for (long long j = lig; j < dim; j += group) dst[j] = hg_elem<K>(src, j);
