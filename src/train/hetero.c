@@ -332,13 +332,14 @@ static void pick(int64_t graph, int64_t tables, int have_gpu, int64_t budget, gd
 }
 
 /*
- * zero-copy's GPU memory: the half of the budget (after the reserve) that pick grants the data
- * holds the arrays of the typed graph that fit, in the order of their reads per byte (indptr:
- * two a destination and relation; edge types: each relation's binary searches; indices: the
- * drawn entries), and the per-type GPU caches the rest. --gpu-cache SIZE (cfg->gpu_cache_bytes
- * >= 0) gives the caches, rows and location maps together, that many bytes first, and the graph
- * what is left. An array that does not fit stays in pinned host memory, read by the CUDA typed
- * sampler over UVA as the homogeneous sampler reads pinned lists. The caches' budget is split
+ * zero-copy's GPU memory (gd__plan_hetero_zero_copy): the half of the budget (after the
+ * reserve) that pick grants the data holds the arrays of the typed graph that fit, in the order
+ * of their reads per byte (indptr: two a destination and relation; edge types: each relation's
+ * binary searches; indices: the drawn entries), and the per-type GPU caches the rest.
+ * --gpu-cache SIZE (cfg->gpu_cache_bytes >= 0) gives the caches, rows and location maps
+ * together, that many bytes first, and the graph what is left. An array that does not fit
+ * stays in pinned host memory, read by the CUDA typed sampler over UVA as the homogeneous
+ * sampler reads pinned lists. The caches' budget is split
  * over the types by gd__hot_rows_split: every type's rows ranked together by out-degree (how
  * often uniform sampling reaches a node, the homogeneous cache's score; node types own
  * disjoint id ranges of one CSC, so one pass scores them all), since a cached row saves its
@@ -349,19 +350,11 @@ static gd_status zero_copy_place(const gd_dataset_t *ds, const gd__train_config 
                                  const int64_t bytes[4], int64_t budget, gd__plan *p,
                                  int64_t **lists) {
     gd_status st = GD_OK;
-    static const int order[3] = {0, 2, 1};
     const int T = gd_dataset_num_node_types(ds);
     int64_t *scores = NULL, rows[GD_MAX_NODE_TYPES] = {0}, rb[GD_MAX_NODE_TYPES] = {0};
-    int64_t maps[GD_MAX_NODE_TYPES] = {0};
+    int64_t maps[GD_MAX_NODE_TYPES] = {0}, cache = 0;
     const int64_t *typed[GD_MAX_NODE_TYPES] = {NULL};
-    int64_t left = gd__max64(0, budget - GD__PLAN_GPU_RESERVE) / 2;
-    if (cfg->gpu_cache_bytes >= 0) left -= cfg->gpu_cache_bytes;
-    for (int k = 0; k < 3; k++) {
-        const int i = order[k];
-        p->hgraph_gpu[i] = bytes[i] <= left;
-        if (p->hgraph_gpu[i]) left -= bytes[i];
-    }
-    const int64_t cache = cfg->gpu_cache_bytes >= 0 ? cfg->gpu_cache_bytes : gd__max64(0, left);
+    gd__plan_hetero_zero_copy(bytes, budget, cfg->gpu_cache_bytes, p->hgraph_gpu, &cache);
     if (cache <= 0 || bytes[3] == 0) return GD_OK;
     gd__typed_csc csc;
     gd_array_view off;

@@ -219,6 +219,19 @@ fail:
     return st;
 }
 
+void gd__plan_hetero_zero_copy(const int64_t graph[3], int64_t budget, int64_t asked, int gpu[3],
+                               int64_t *cache) {
+    static const int order[3] = {0, 2, 1};
+    int64_t left = gd__max64(0, budget - GD__PLAN_GPU_RESERVE) / 2;
+    if (asked >= 0) left -= asked;
+    for (int k = 0; k < 3; k++) {
+        const int i = order[k];
+        gpu[i] = graph[i] <= left;
+        if (gpu[i]) left -= graph[i];
+    }
+    *cache = asked >= 0 ? asked : gd__max64(0, left);
+}
+
 gd_status gd__plan_infer(const gd__infer_plan_input *in, gd__infer_plan *out) {
     gd_status st = GD_OK;
     const int L = in->num_layers;

@@ -135,6 +135,16 @@ void gd__plan_add_infer_cpu(gd__plan *p, int hidden_tables, int64_t hidden_bytes
 /* The row of a GPU inference whose chunk buffers (needed bytes) exceed its budget. */
 void gd__plan_add_infer_none(gd__plan *p, int64_t needed);
 
+/*
+ * Heterogeneous zero-copy's GPU memory (pure; train/hetero.c plans with it): the half of what
+ * budget leaves after the reserve that auto grants the data holds the typed graph's arrays
+ * (graph[0..2]: indptr, indices, edge types) that fit, in the order indptr, edge types,
+ * indices (their reads per byte), gpu[k] = 1 for those, and *cache gets what is left for the
+ * per-type caches (>= 0). asked >= 0 (--gpu-cache) gives the caches that many bytes first and
+ * the graph what remains.
+ */
+void gd__plan_hetero_zero_copy(const int64_t graph[3], int64_t budget, int64_t asked, int gpu[3],
+                               int64_t *cache);
 /* A row of the plan (dropped past GD__PLAN_MAX_ROWS; the structure is copied, cut at 63). */
 void gd__plan_add_row(gd__plan *p, const char *structure, const char *where, int64_t bytes);
 /* bytes in the largest unit that keeps the number >= 1 ("512 B", "1.50 MiB"), into buf. */
