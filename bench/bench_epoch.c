@@ -284,6 +284,26 @@ static gd_dtype feature_dtype(const gd_dataset_t *ds) {
     return fv.dtype;
 }
 
+/*
+ * The bytes of the feature tables, what cache=N% is a share of: the one table, or every node
+ * type's of a heterogeneous dataset (whose per-type caches share the cache budget).
+ */
+static double table_bytes(const gd_dataset_t *ds) {
+    double bytes = 0;
+    if (gd_dataset_num_node_types(ds) == 0)
+        return (double)gd_dataset_num_nodes(ds) * (double)gd_dataset_feature_dim(ds) *
+               (double)gd_dtype_size(feature_dtype(ds));
+    for (int t = 0; t < gd_dataset_num_node_types(ds); t++) {
+        gd_array_view f;
+        if (gd_dataset_type_features(ds, t, &f) != GD_OK) {
+            gd_clear_error(); /* a type without features */
+            continue;
+        }
+        bytes += (double)f.shape[0] * (double)f.shape[1] * (double)gd_dtype_size(f.dtype);
+    }
+    return bytes;
+}
+
 /* Build the trainer of run r, warm it up, time one epoch. 0 or -1 (message printed). */
 static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec *r,
                     run_result *out) {
@@ -303,9 +323,7 @@ static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec
     cfg.device = b->opt.device;
     cfg.gpu_cache_bytes = r->cache >= 0 ? r->cache : b->gpu_cache;
     if (r->cache_frac >= 0)
-        cfg.gpu_cache_bytes = (int64_t)(r->cache_frac * (double)gd_dataset_num_nodes(ds) *
-                                        (double)gd_dataset_feature_dim(ds) *
-                                        (double)gd_dtype_size(feature_dtype(ds)));
+        cfg.gpu_cache_bytes = (int64_t)(r->cache_frac * table_bytes(ds));
     cfg.graph_cache_bytes = r->graph_cache >= 0 ? r->graph_cache : b->graph_cache;
     cfg.gpu_mem_budget = r->budget;
     cfg.gather_sms = r->sms[0] ? r->sms : b->gather_sms;

@@ -7,7 +7,10 @@
  * every layer, every block's sizes, indptr and indices. Two GPU minibatches take turns and are
  * poisoned before they are sampled into again, so an element the GPU leaves unwritten shows.
  * Bad seeds (another type, repeated, too many), a minibatch of another sampler and options the
- * typed sampler refuses fail with their messages, and the sampler still works after them.
+ * typed sampler refuses fail with their messages, and the sampler still works after them. The
+ * graph's arrays are read from GPU memory (copied) or, in random combinations, from pinned host
+ * memory over UVA (gd__hetero_sampler_create's mapped pointers, as heterogeneous zero-copy
+ * training uses them): the minibatches are the same either way.
  */
 #include "test.h"
 
@@ -38,6 +41,8 @@ static void random_fanouts(uint64_t *rng, int L, int R, int replace, int *fanout
 }
 
 #ifdef GD_WITH_CUDA
+#include "feature/internal.h"
+#include "io/dataset.h"
 #include "sample/hetero.h"
 
 #include <cuda_runtime_api.h>
@@ -129,6 +134,32 @@ static void same_as_cpu(const gd_hetero_minibatch_t *c, const gd_hetero_minibatc
         }
 }
 
+/*
+ * The arrays of ds's graph chosen by mask (bit 0 indptr, 1 indices, 2 edge types) copied into
+ * registered host tensors (pinned[k]; NULL for the others), and their device addresses.
+ */
+static void pin_graph(const gd_dataset_t *ds, int mask, gd_host_tensor_t **pinned,
+                      gd__hetero_graph_dev *mapped) {
+    gd__typed_csc csc;
+    T_OK(gd__dataset_typed_csc(ds, &csc));
+    const int64_t n = gd_dataset_num_nodes(ds), m = gd_dataset_num_edges(ds);
+    const void *data[3] = {csc.indptr, csc.indices, csc.etype.data};
+    const int64_t count[3] = {n + 1, m, m};
+    const gd_dtype dtype[3] = {GD_DTYPE_INT64, csc.is32 ? GD_DTYPE_INT32 : GD_DTYPE_INT64,
+                               csc.etype.dtype};
+    const void **dev[3] = {&mapped->indptr, &mapped->indices, &mapped->etype};
+    memset(mapped, 0, sizeof *mapped);
+    for (int k = 0; k < 3; k++) {
+        pinned[k] = NULL;
+        if (!(mask >> k & 1)) continue;
+        T_OK(gd_host_tensor_create(count[k], 1, dtype[k], 0, &pinned[k]));
+        memcpy(gd_host_tensor_data(pinned[k]), data[k],
+               (size_t)count[k] * gd_dtype_size(dtype[k]));
+        T_OK(gd_host_tensor_register(pinned[k], NULL));
+        *dev[k] = pinned[k]->device_ptr;
+    }
+}
+
 static void compare(const char *preset, uint64_t seed, uint64_t *rng) {
     gd_dataset_t *ds = make(preset, seed);
     const int T = gd_dataset_num_node_types(ds), R = gd_dataset_num_edge_types(ds);
@@ -144,8 +175,12 @@ static void compare(const char *preset, uint64_t seed, uint64_t *rng) {
     int64_t *order = malloc((size_t)nt * sizeof *order + 1);
     T_ASSERT(order);
     int64_t checked = 0, edges = 0;
-    for (int trial = 0; trial < 6; trial++) {
+    for (int trial = 0; trial < 9; trial++) {
         const int L = 1 + (int)(t_rand(rng) % 3), replace = trial % 3 == 2;
+        /* The first trials copy the graph, the next read all of it in place, the rest a part. */
+        const int mask = trial < 3 ? 0 : trial < 6 ? 7 : 1 + (int)(t_rand(rng) % 6);
+        gd_host_tensor_t *pinned[3];
+        gd__hetero_graph_dev mapped;
         int fanouts[GD_SAMPLER_MAX_LAYERS * GD_MAX_EDGE_TYPES];
         random_fanouts(rng, L, R, replace, fanouts);
         const int64_t batch = 1 + (int64_t)(t_rand(rng) % 96);
@@ -157,7 +192,8 @@ static void compare(const char *preset, uint64_t seed, uint64_t *rng) {
         gd_hetero_sampler_t *sc = NULL, *sg = NULL;
         T_OK(gd_hetero_sampler_create(ds, fanouts, L, &so, &sc));
         so.backend = GD_SAMPLER_CUDA;
-        T_OK(gd_hetero_sampler_create(ds, fanouts, L, &so, &sg));
+        pin_graph(ds, mask, pinned, &mapped);
+        T_OK(gd__hetero_sampler_create(ds, fanouts, L, &so, &mapped, &sg));
         int64_t max_nodes[(GD_SAMPLER_MAX_LAYERS + 1) * GD_MAX_NODE_TYPES];
         int64_t max_edges[GD_SAMPLER_MAX_LAYERS * GD_MAX_EDGE_TYPES];
         T_OK(gd__hetero_sampler_capacity(sg, max_nodes, max_edges));
@@ -222,6 +258,7 @@ static void compare(const char *preset, uint64_t seed, uint64_t *rng) {
         gd_hetero_minibatch_destroy(mg[1]);
         gd_hetero_sampler_destroy(sc);
         gd_hetero_sampler_destroy(sg);
+        for (int k = 0; k < 3; k++) gd_host_tensor_destroy(pinned[k]);
     }
     T_ASSERT(checked > 0 && edges > 0);
     fprintf(stderr, "%s: %lld minibatches (%lld edges) equal on the CPU and the GPU\n", preset,

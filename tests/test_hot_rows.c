@@ -2,7 +2,10 @@
  * Hot-row choice for the GPU cache: degree scores from a CSC graph, access counts, and the
  * top-k selection against a plain sort (score descending, id ascending) on fresh random
  * scores, small and huge (the histogram path and the path for scores past its range), with
- * ties, k = 0, k = n, k > n, bad arguments and allocation faults.
+ * ties, k = 0, k = n, k > n, bad arguments and allocation faults. One budget split over
+ * several tables (gd__hot_rows_split, heterogeneous zero-copy's per-type caches) against a
+ * plain sort of every table's rows together, filled greedily with each table's map paid at
+ * its first row, on fresh random tables, widths and budgets.
  */
 #include "feature/internal.h"
 #include "test.h"
@@ -151,8 +154,88 @@ static void check_access_counts(uint64_t *state) {
     T_OK(gd_access_counts_add(counts, 50, NULL, 0));
 }
 
+typedef struct {
+    int64_t score, table, row;
+} split_row;
+
+static int split_order(const void *a, const void *b) {
+    const split_row *x = a, *y = b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    if (x->table != y->table) return x->table < y->table ? -1 : 1;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+static void check_split(uint64_t *state) {
+    enum { TABLES = 5 };
+    for (int round = 0; round < 200; round++) {
+        const int T = 1 + (int)(t_rand(state) % TABLES);
+        int64_t rows[TABLES], rb[TABLES], maps[TABLES], counts[TABLES], want[TABLES];
+        int64_t *scores[TABLES], *lists[TABLES], total = 0, all_bytes = 0;
+        const int64_t *typed[TABLES];
+        for (int t = 0; t < T; t++) {
+            /* Some tables absent (no rows or no width), scores with many ties. */
+            rows[t] = t_rand(state) % 4 == 0 ? 0 : (int64_t)(t_rand(state) % 300);
+            rb[t] = t_rand(state) % 6 == 0 ? 0 : 4 * (1 + (int64_t)(t_rand(state) % 64));
+            maps[t] = 8 * rows[t];
+            scores[t] = malloc((size_t)(rows[t] + 1) * sizeof(int64_t));
+            T_ASSERT(scores[t]);
+            for (int64_t r = 0; r < rows[t]; r++)
+                scores[t][r] = (int64_t)(t_rand(state) % (round % 2 ? 5 : 100000));
+            typed[t] = scores[t];
+            total += rows[t];
+            if (rb[t] > 0) all_bytes += rows[t] * rb[t] + maps[t];
+        }
+        const int64_t budget =
+            round % 10 == 0 ? all_bytes : (int64_t)(t_rand(state) % (uint64_t)(all_bytes + 2));
+        /* The reference: every row of every table in one order, taken greedily. */
+        split_row *all = malloc((size_t)(total + 1) * sizeof *all);
+        T_ASSERT(all);
+        int64_t k = 0, used = 0;
+        int closed[TABLES] = {0};
+        for (int t = 0; t < T; t++) {
+            want[t] = 0;
+            for (int64_t r = 0; r < rows[t]; r++) all[k++] = (split_row){scores[t][r], t, r};
+        }
+        qsort(all, (size_t)k, sizeof *all, split_order);
+        for (int64_t i = 0; i < k; i++) {
+            const int t = (int)all[i].table;
+            const int64_t cost = rb[t] + (want[t] ? 0 : maps[t]);
+            if (rb[t] == 0 || closed[t]) continue;
+            if (cost > budget - used) {
+                closed[t] = 1;
+                continue;
+            }
+            used += cost;
+            want[t]++;
+        }
+        T_OK(gd__hot_rows_split(T, typed, rows, rb, maps, budget, lists, counts));
+        for (int t = 0; t < T; t++) {
+            T_EQ_INT(counts[t], want[t]);
+            T_ASSERT((lists[t] != NULL) == (counts[t] > 0));
+            /* Each table's rows in the order of the reference. */
+            int64_t at = 0;
+            for (int64_t i = 0; i < k && at < counts[t]; i++)
+                if (all[i].table == t) T_EQ_INT(lists[t][at++], all[i].row);
+            gd_free(lists[t]);
+        }
+        if (round % 10 == 0)
+            for (int t = 0; t < T; t++) T_EQ_INT(counts[t], rb[t] > 0 ? rows[t] : 0);
+        T_OK(gd__hot_rows_split(T, typed, rows, rb, maps, budget, NULL, counts));
+        for (int t = 0; t < T; t++) T_EQ_INT(counts[t], want[t]);
+        for (int t = 0; t < T; t++) free(scores[t]);
+        free(all);
+    }
+    int64_t one = 1;
+    const int64_t *none[1] = {&one};
+    int64_t c[1];
+    T_FAILS(gd__hot_rows_split(GD_MAX_NODE_TYPES + 1, none, &one, &one, &one, 10, NULL, c),
+            GD_ERR_INVALID_ARG, "tables");
+    t_check_no_leaks();
+}
+
 int main(void) {
     uint64_t state = t_seed();
+    check_split(&state);
     check_select(&state);
     check_faults();
     check_degrees(&state);

@@ -5,7 +5,9 @@
  * page-locked (a quarter of what the budget leaves to the neighbour lists, at most all of
  * them); cpu-centric otherwise; an asked all-gpu over budget refused with the sizes; a row per
  * structure and tier; exact inference's tables in GPU memory while they fit; the features on
- * disk when they exceed the host budget.
+ * disk when they exceed the host budget. Heterogeneous zero-copy's split of its data half
+ * between the typed graph's arrays (in the order indptr, edge types, indices, each where it
+ * fits) and the per-type caches, with and without --gpu-cache.
  */
 #include "test.h"
 #include "train/plan.h"
@@ -141,8 +143,59 @@ static void disk_plan(uint64_t *state) {
     }
 }
 
+static void hetero_zero_copy(uint64_t *state) {
+    const int64_t R = GD__PLAN_GPU_RESERVE, MiB = INT64_C(1) << 20;
+    const int64_t graph[3] = {16 * MiB, 144 * MiB, 36 * MiB}; /* indptr, indices, edge types */
+    int gpu[3];
+    int64_t cache = -1;
+    /* Room for everything: the graph in GPU memory, the caches the rest of the half. */
+    gd__plan_hetero_zero_copy(graph, R + 2 * 1000 * MiB, -1, gpu, &cache);
+    T_ASSERT(gpu[0] && gpu[1] && gpu[2]);
+    T_EQ_INT(cache, 1000 * MiB - 196 * MiB);
+    /* A half of 100 MiB: indptr and the edge types fit, indices stay pinned. */
+    gd__plan_hetero_zero_copy(graph, R + 2 * 100 * MiB, -1, gpu, &cache);
+    T_ASSERT(gpu[0] && !gpu[1] && gpu[2]);
+    T_EQ_INT(cache, 100 * MiB - 52 * MiB);
+    /* --gpu-cache first: 80 MiB of 100 leave room for indptr alone. */
+    gd__plan_hetero_zero_copy(graph, R + 2 * 100 * MiB, 80 * MiB, gpu, &cache);
+    T_ASSERT(gpu[0] && !gpu[1] && !gpu[2]);
+    T_EQ_INT(cache, 80 * MiB);
+    /* The caches take the whole half: the graph pinned. */
+    gd__plan_hetero_zero_copy(graph, R + 2 * 100 * MiB, 100 * MiB, gpu, &cache);
+    T_ASSERT(!gpu[0] && !gpu[1] && !gpu[2]);
+    T_EQ_INT(cache, 100 * MiB);
+    /* Under the reserve: nothing on the GPU, no caches; an asked cache is kept as asked. */
+    gd__plan_hetero_zero_copy(graph, R / 2, -1, gpu, &cache);
+    T_ASSERT(!gpu[0] && !gpu[1] && !gpu[2]);
+    T_EQ_INT(cache, 0);
+    gd__plan_hetero_zero_copy(graph, R / 2, 5 * MiB, gpu, &cache);
+    T_EQ_INT(cache, 5 * MiB);
+    /* Random sizes: what is placed never exceeds the half, arrays in order of priority. */
+    for (int round = 0; round < 1000; round++) {
+        int64_t g[3];
+        for (int k = 0; k < 3; k++) g[k] = (int64_t)(t_rand(state) % (uint64_t)(400 * MiB));
+        const int64_t budget = (int64_t)(t_rand(state) % (uint64_t)(2 * R + 1200 * MiB));
+        const int64_t asked = round % 2 ? -1 : (int64_t)(t_rand(state) % (uint64_t)(300 * MiB));
+        gd__plan_hetero_zero_copy(g, budget, asked, gpu, &cache);
+        const int64_t half = (budget > R ? budget - R : 0) / 2;
+        int64_t used = asked >= 0 ? asked : 0, left = half - used;
+        for (int k = 0; k < 3; k++) used += gpu[k] ? g[k] : 0;
+        if (asked >= 0) T_EQ_INT(cache, asked);
+        else T_ASSERT(cache >= 0 && used + cache <= (half > 0 ? half : 0));
+        T_ASSERT(asked >= 0 || used <= half);
+        /* Greedy in the order indptr, edge types, indices. */
+        static const int order[3] = {0, 2, 1};
+        for (int k = 0; k < 3; k++) {
+            const int i = order[k];
+            T_EQ_INT(gpu[i], g[i] <= left);
+            if (gpu[i]) left -= g[i];
+        }
+    }
+}
+
 int main(void) {
     uint64_t state = t_seed();
+    hetero_zero_copy(&state);
     const int64_t indptr = 8 * (1000000 + 1), lists = 4 * INT64_C(20000000),
                   feat = INT64_C(400) * 1000000;
     gd__plan p;

@@ -6,8 +6,12 @@
  * trainer of its heads), a run resumed from its checkpoint trains as the uninterrupted one, and
  * the combinations that are not built are refused with messages that say what to do. On a GPU,
  * every GPU mode (cpu-centric, all-gpu, zero-copy) trains as cpu does up to float tolerance:
- * R-SAGE on float32, float16 and bfloat16 tables, R-GAT on float32; auto picks all-gpu. Without
- * a GPU those parts are skipped, the GPU modes are refused naming --mode cpu and auto picks cpu.
+ * R-SAGE on float32, float16 and bfloat16 tables, R-GAT on float32; auto picks all-gpu. So does
+ * zero-copy with its per-type GPU caches holding part of every featured type's rows (mag-tiny,
+ * its bfloat16 version and igbh-tiny, whose four types all have features), none (--gpu-cache 0),
+ * and with a GPU memory budget that leaves the typed graph in pinned host memory (sampled over
+ * UVA), each plan saying so. Without a GPU those parts are skipped, the GPU modes are refused
+ * naming --mode cpu and auto picks cpu.
  */
 #include "test.h"
 
@@ -94,19 +98,87 @@ static const char *const gpu_modes[3] = {"cpu-centric", "all-gpu", "zero-copy"};
  * same minibatches (the CUDA typed sampler's equal the CPU's, the gathers are exact), the GPU's
  * GEMMs summing in another order. The exact test runs on a CPU copy of the model.
  */
-static void same_as_cpu(const gd_dataset_t *ds, const gd_train_options *o, const log_t *cpu,
-                        double cpu_test, const char *mode, const char *what) {
+static void same_as_cpu_n(const gd_dataset_t *ds, const gd_train_options *o, const log_t *cpu,
+                          double cpu_test, const char *mode, const char *what, int epochs) {
     gd_train_options g = *o;
     g.mode = mode;
     log_t l = {0};
-    const double test = run(ds, &g, EPOCHS, NULL, 0, &l, NULL);
-    for (int e = 0; e < EPOCHS; e++) {
+    const double test = run(ds, &g, epochs, NULL, 0, &l, NULL);
+    for (int e = 0; e < epochs; e++) {
         fprintf(stderr, "%s, %s epoch %d: loss %.6f (cpu %.6f) valid %.4f (%.4f)\n", what, mode,
                 e + 1, l.loss[e], cpu->loss[e], l.valid[e], cpu->valid[e]);
         T_NEAR(l.loss[e], cpu->loss[e], 2e-3 * cpu->loss[e] + 1e-5);
         T_NEAR(l.valid[e], cpu->valid[e], 0.01);
     }
     T_NEAR(test, cpu_test, 0.01);
+}
+
+static void same_as_cpu(const gd_dataset_t *ds, const gd_train_options *o, const log_t *cpu,
+                        double cpu_test, const char *mode, const char *what) {
+    same_as_cpu_n(ds, o, cpu, cpu_test, mode, what, EPOCHS);
+}
+
+/* A third of every featured type's table plus the types' location maps (8 bytes a node). */
+static int64_t third_of_tables(const gd_dataset_t *ds) {
+    int64_t bytes = 0;
+    for (int t = 0; t < gd_dataset_num_node_types(ds); t++) {
+        gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
+        T_OK(gd_dataset_node_type(ds, t, &ti));
+        if (ti.feature_dim == 0) continue;
+        gd_array_view f;
+        T_OK(gd_dataset_type_features(ds, t, &f));
+        bytes += f.shape[0] * f.shape[1] * (int64_t)gd_dtype_size(f.dtype) / 3 + 8 * f.shape[0];
+    }
+    return bytes;
+}
+
+/* The plan of zero-copy under o: it names every piece of needles (NULL-terminated). */
+static void zero_copy_plan_says(const gd_dataset_t *ds, const gd_train_options *o,
+                                const char *const *needles) {
+    gd_train_options z = *o;
+    z.mode = "zero-copy";
+    char plan[4096];
+    T_OK(gd_trainer_plan(ds, &z, plan, sizeof plan));
+    fprintf(stderr, "%s", plan);
+    for (int i = 0; needles[i]; i++) {
+        if (!strstr(plan, needles[i])) T_FAIL_("the plan does not say '%s'", needles[i]);
+    }
+    gd_trainer_t *t = NULL;
+    gd_trainer_info info = GD_TRAINER_INFO_INIT;
+    T_OK(gd_trainer_create(ds, &z, &t));
+    T_OK(gd_trainer_get_info(t, &info));
+    T_ASSERT(strstr(info.plan, "cached rows:"));
+    gd_trainer_destroy(t);
+}
+
+/*
+ * zero-copy's per-type caches and the graph's place against cpu's training (its log, test and
+ * epochs given): caches of a third of every table (the graph in GPU memory), no caches, and
+ * the same caches under a budget (the 768 MiB reserve plus twice the caches: pick's data half
+ * is the caches alone) that leaves every array of the graph in pinned host memory.
+ */
+static void zero_copy_caches(const gd_dataset_t *ds, const gd_train_options *o, const log_t *cpu,
+                             double cpu_test, int epochs, const char *what) {
+    char name[128];
+    gd_train_options part = *o, none = *o, pinned = *o;
+    part.gpu_cache_bytes = third_of_tables(ds);
+    none.gpu_cache_bytes = 0;
+    pinned.gpu_cache_bytes = part.gpu_cache_bytes;
+    pinned.gpu_mem_budget = (INT64_C(768) << 20) + 2 * part.gpu_cache_bytes;
+    static const char *const part_says[] = {"feature cache: ", "the graph in GPU memory",
+                                            "cached rows: ", NULL};
+    static const char *const none_says[] = {"cached rows: none", NULL};
+    static const char *const pinned_says[] = {"feature cache: ",
+                                              "the graph in pinned host memory", NULL};
+    zero_copy_plan_says(ds, &part, part_says);
+    zero_copy_plan_says(ds, &none, none_says);
+    zero_copy_plan_says(ds, &pinned, pinned_says);
+    snprintf(name, sizeof name, "%s, caches of a third", what);
+    same_as_cpu_n(ds, &part, cpu, cpu_test, "zero-copy", name, epochs);
+    snprintf(name, sizeof name, "%s, no caches", what);
+    same_as_cpu_n(ds, &none, cpu, cpu_test, "zero-copy", name, epochs);
+    snprintf(name, sizeof name, "%s, caches, graph in pinned memory", what);
+    same_as_cpu_n(ds, &pinned, cpu, cpu_test, "zero-copy", name, epochs);
 }
 
 /*
@@ -300,9 +372,14 @@ int main(void) {
             const double test_half = run(half, &o, EPOCHS, NULL, 0, &hl, NULL);
             for (int i = 1; i < 3; i++)
                 same_as_cpu(half, &o, &hl, test_half, gpu_modes[i], gd_dtype_name(halves[d]));
+            if (halves[d] == GD_DTYPE_BFLOAT16)
+                zero_copy_caches(half, &o, &hl, test_half, EPOCHS, "R-SAGE, bfloat16");
             gd_dataset_close(half);
         }
         for (int i = 1; i < 3; i++) same_as_cpu(mag, &ro, &ga, test_rgat, gpu_modes[i], "R-GAT");
+        zero_copy_caches(mag, &o, &a, test, EPOCHS, "R-SAGE");
+        zero_copy_caches(mag, &ro, &ga, test_rgat, EPOCHS, "R-GAT");
+        zero_copy_caches(igbh, &o, &g, test_igbh, 2, "igbh-tiny");
         T_OK(gd_trainer_create(mag, &au, &t));
         T_OK(gd_trainer_get_info(t, &info));
         T_EQ_STR(info.mode, "all-gpu");

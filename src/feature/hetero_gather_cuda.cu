@@ -10,7 +10,11 @@
  * values leave as 16-byte stores; otherwise each lane moves one element at a time, still
  * consecutive across the group. A half value is widened in registers (widen.cuh), so a half
  * table crosses PCIe at half the bytes with no staging buffer. Rows are independent: the row
- * loop strides over the grid, so a capped grid covers any count.
+ * loop strides over the grid, so a capped grid covers any count. A row's start comes from the
+ * view of its table (gd__hetero_row_at): with a location map (zero-copy's per-type GPU cache)
+ * one load of the map picks the cache slot or the home row, so the cached rows are read from
+ * GPU memory and the rest over PCIe in the same launch; the 16-byte path then needs every
+ * tier's base aligned.
  */
 #include "hetero_gather.h"
 #include "widen.cuh"
@@ -42,7 +46,7 @@ template <int K> __device__ __forceinline__ float2 hg_pair(unsigned w) {
  */
 template <int K>
 __global__ void __launch_bounds__(HG_THREADS)
-    hg_rows_vec(const uint4 *__restrict__ table, long long words, long long first,
+    hg_rows_vec(gd__hetero_rows rows, long long words, long long first,
                 const long long *__restrict__ ids, long long n, float4 *__restrict__ out,
                 int group) {
     constexpr int PER = K == HG_F32 ? 1 : 2; /* output float4 per input word */
@@ -50,7 +54,7 @@ __global__ void __launch_bounds__(HG_THREADS)
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long groups = (long long)gridDim.x * blockDim.x / group;
     for (long long r = tid / group; r < n; r += groups) {
-        const uint4 *src = table + (ids[r] - first) * words;
+        const uint4 *src = (const uint4 *)gd__hetero_row_at(rows, ids[r] - first, words * 16);
         float4 *dst = out + r * words * PER;
 #pragma unroll 4
         for (long long w = lig; w < words; w += group) {
@@ -71,14 +75,14 @@ __global__ void __launch_bounds__(HG_THREADS)
 /* Any width and alignment: one element a lane per step. */
 template <int K>
 __global__ void __launch_bounds__(HG_THREADS)
-    hg_rows_scalar(const unsigned char *__restrict__ table, long long dim, long long row_bytes,
-                   long long first, const long long *__restrict__ ids, long long n,
-                   float *__restrict__ out, int group) {
+    hg_rows_scalar(gd__hetero_rows rows, long long dim, long long row_bytes, long long first,
+                   const long long *__restrict__ ids, long long n, float *__restrict__ out,
+                   int group) {
     const int lig = threadIdx.x & (group - 1);
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long groups = (long long)gridDim.x * blockDim.x / group;
     for (long long r = tid / group; r < n; r += groups) {
-        const unsigned char *src = table + (ids[r] - first) * row_bytes;
+        const unsigned char *src = gd__hetero_row_at(rows, ids[r] - first, row_bytes);
         float *dst = out + r * dim;
 #pragma unroll 4
         for (long long j = lig; j < dim; j += group) dst[j] = hg_elem<K>(src, j);
@@ -98,36 +102,47 @@ static unsigned blocks_for(long long n, int group) {
     return (unsigned)(b < HG_MAX_BLOCKS ? b : HG_MAX_BLOCKS);
 }
 
+/* Whether every tier the view can send a row to starts on a 16-byte boundary. */
+static int bases_aligned(const gd__hetero_rows *rows) {
+    uintptr_t a = 0;
+    for (int c = 0; c < GD__TIER_COUNT; c++) a |= (uintptr_t)rows->bases.base[c];
+    for (int q = 0; q < GD__TIER_MAX_PEERS; q++) a |= (uintptr_t)rows->bases.peer_base[q];
+    return a % 16 == 0;
+}
+
 template <int K>
-static void hg_launch(const void *table, long long dim, long long first, const long long *ids,
-                      long long n, float *out, cudaStream_t stream) {
+static void hg_launch(const gd__hetero_rows *rows, long long dim, long long first,
+                      const long long *ids, long long n, float *out, cudaStream_t stream) {
     const long long row_bytes = dim * (K == HG_F32 ? 4 : 2);
-    const int aligned =
-        row_bytes % 16 == 0 && (uintptr_t)table % 16 == 0 && (uintptr_t)out % 16 == 0;
+    const int aligned = row_bytes % 16 == 0 && bases_aligned(rows) && (uintptr_t)out % 16 == 0;
     if (aligned) {
         const long long words = row_bytes / 16;
         const int g = group_for(words);
-        hg_rows_vec<K><<<blocks_for(n, g), HG_THREADS, 0, stream>>>(
-            (const uint4 *)table, words, first, ids, n, (float4 *)out, g);
+        hg_rows_vec<K><<<blocks_for(n, g), HG_THREADS, 0, stream>>>(*rows, words, first, ids, n,
+                                                                     (float4 *)out, g);
     } else {
         const int g = group_for(dim);
-        hg_rows_scalar<K><<<blocks_for(n, g), HG_THREADS, 0, stream>>>(
-            (const unsigned char *)table, dim, row_bytes, first, ids, n, out, g);
+        hg_rows_scalar<K><<<blocks_for(n, g), HG_THREADS, 0, stream>>>(*rows, dim, row_bytes,
+                                                                        first, ids, n, out, g);
     }
 }
 
-extern "C" gd_status gd__hetero_gather_cuda(int device, const void *table, gd_dtype dtype,
-                                            int64_t dim, int64_t first, const int64_t *ids,
-                                            int64_t n, float *out, void *stream) {
+extern "C" gd_status gd__hetero_gather_cuda(int device, const gd__hetero_rows *rows,
+                                            gd_dtype dtype, int64_t dim, int64_t first,
+                                            const int64_t *ids, int64_t n, float *out,
+                                            void *stream) {
     gd_status st = GD_OK;
     int prev = -1, entered = 0;
     GD_REQUIRE(dtype == GD_DTYPE_FLOAT32 || dtype == GD_DTYPE_FLOAT16 ||
                    dtype == GD_DTYPE_BFLOAT16,
                GD_ERR_INTERNAL, "per-type gather: a %s table is not float32, float16 or bfloat16",
                gd_dtype_name(dtype));
-    GD_REQUIRE(n >= 0 && dim >= 0 && (n == 0 || dim == 0 || (table && ids && out)),
+    GD_REQUIRE(n >= 0 && dim >= 0 &&
+                   (n == 0 || dim == 0 ||
+                    (rows && rows->bases.base[rows->bases.home] && ids && out)),
                GD_ERR_INTERNAL, "per-type gather: %lld rows of %lld values from %p into %p",
-               (long long)n, (long long)dim, table, (void *)out);
+               (long long)n, (long long)dim,
+               rows ? rows->bases.base[rows->bases.home] : NULL, (void *)out);
     if (n == 0 || dim == 0) return GD_OK;
     GD_CHECK(gd__cuda_enter_device(device, &prev));
     entered = 1;
@@ -135,11 +150,11 @@ extern "C" gd_status gd__hetero_gather_cuda(int device, const void *table, gd_dt
         const cudaStream_t s = (cudaStream_t)stream;
         const long long *lids = (const long long *)ids;
         if (dtype == GD_DTYPE_FLOAT32)
-            hg_launch<HG_F32>(table, dim, first, lids, n, out, s);
+            hg_launch<HG_F32>(rows, dim, first, lids, n, out, s);
         else if (dtype == GD_DTYPE_FLOAT16)
-            hg_launch<HG_F16>(table, dim, first, lids, n, out, s);
+            hg_launch<HG_F16>(rows, dim, first, lids, n, out, s);
         else
-            hg_launch<HG_BF16>(table, dim, first, lids, n, out, s);
+            hg_launch<HG_BF16>(rows, dim, first, lids, n, out, s);
         GD_CUDA_CHECK_LAUNCH();
     }
 fail:

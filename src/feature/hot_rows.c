@@ -138,3 +138,69 @@ fail:
     gd_free(hubs);
     return st;
 }
+
+/*
+ * One budget over several tables (heterogeneous zero-copy: one feature table per node type).
+ * Caching a row saves its reads times its bytes of PCIe traffic and costs its bytes of GPU
+ * memory, so the saving per cached byte is the row's read count whatever its width: one ranking
+ * of every table's rows by score, filled in that order while the budget lasts, saves the most.
+ * Each table's candidates are its hottest rows (gd_hot_rows_select, at most what the budget
+ * could hold of them); a T-way merge takes the hottest head, ties to the lower table (node types
+ * own ascending id ranges, so that is the lower global id). A table's first row also pays for
+ * its location map; a row that does not fit closes its table, whose later rows are as wide.
+ */
+gd_status gd__hot_rows_split(int T, const int64_t *const *scores, const int64_t *rows,
+                             const int64_t *row_bytes, const int64_t *map_bytes, int64_t budget,
+                             int64_t **lists, int64_t *counts) {
+    gd_status st = GD_OK;
+    int64_t *cand[GD_MAX_NODE_TYPES] = {NULL}, have[GD_MAX_NODE_TYPES] = {0};
+    int64_t pos[GD_MAX_NODE_TYPES] = {0}, used = 0;
+    int open[GD_MAX_NODE_TYPES] = {0}, closed[GD_MAX_NODE_TYPES] = {0};
+    GD_REQUIRE(T >= 0 && T <= GD_MAX_NODE_TYPES && counts && scores && rows && row_bytes &&
+                   map_bytes,
+               GD_ERR_INVALID_ARG, "gd__hot_rows_split: %d tables (at most %d) or a NULL array",
+               T, GD_MAX_NODE_TYPES);
+    for (int t = 0; t < T; t++) {
+        counts[t] = 0;
+        if (lists) lists[t] = NULL;
+    }
+    for (int t = 0; t < T; t++) {
+        const int64_t room = budget - map_bytes[t];
+        if (rows[t] <= 0 || row_bytes[t] <= 0 || room < row_bytes[t]) continue;
+        const int64_t most = gd__min64(rows[t], room / row_bytes[t]);
+        GD_ALLOC(cand[t], (size_t)most * sizeof(int64_t), "the hottest rows of a node type");
+        GD_CHECK(gd_hot_rows_select(scores[t], rows[t], most, cand[t], &have[t]));
+    }
+    for (;;) {
+        int best = -1;
+        for (int t = 0; t < T; t++) {
+            if (closed[t] || pos[t] >= have[t]) continue;
+            if (best < 0 || scores[t][cand[t][pos[t]]] > scores[best][cand[best][pos[best]]])
+                best = t;
+        }
+        if (best < 0) break;
+        const int64_t cost = row_bytes[best] + (open[best] ? 0 : map_bytes[best]);
+        if (cost > budget - used) {
+            closed[best] = 1;
+            continue;
+        }
+        used += cost;
+        open[best] = 1;
+        pos[best]++;
+    }
+    for (int t = 0; t < T; t++) {
+        counts[t] = pos[t];
+        if (lists && pos[t] > 0) {
+            lists[t] = cand[t];
+            cand[t] = NULL;
+        }
+    }
+fail:
+    for (int t = 0; t < T; t++) gd_free(cand[t]);
+    if (st != GD_OK && lists)
+        for (int t = 0; t < T; t++) {
+            gd_free(lists[t]);
+            lists[t] = NULL;
+        }
+    return st;
+}

@@ -88,6 +88,17 @@ struct gd_gatherer {
  */
 gd_status gd__gather_check_ids(const int64_t *ids, int64_t n, int64_t rows);
 /*
+ * One GPU memory budget over T tables (hot_rows.c): table t has rows[t] rows of row_bytes[t]
+ * bytes (0 rows or 0 bytes: no table) scored by scores[t] (higher = read more often) and a
+ * location map of map_bytes[t] bytes, paid once it caches a row. counts[t] gets how many of its
+ * hottest rows to cache, the rows of every table ranked together by score (ties: the lower
+ * table, then the lower row) and taken while they fit; with lists non-NULL, lists[t] gets those
+ * rows, hottest first (gd_free; NULL for none).
+ */
+gd_status gd__hot_rows_split(int T, const int64_t *const *scores, const int64_t *rows,
+                             const int64_t *row_bytes, const int64_t *map_bytes, int64_t budget,
+                             int64_t **lists, int64_t *counts);
+/*
  * out[i] = row ids[i] of src for i in [0, n), with up to `threads` threads; the ids must have
  * been checked. This is the "cpu" mode, the CPU half of "cpu-dma" and the tests' oracle.
  */

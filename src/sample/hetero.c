@@ -23,6 +23,12 @@
 
 gd_status gd_hetero_sampler_create(const gd_dataset_t *ds, const int *fanouts, int num_layers,
                                    const gd_sampler_options *options, gd_hetero_sampler_t **out) {
+    return gd__hetero_sampler_create(ds, fanouts, num_layers, options, NULL, out);
+}
+
+gd_status gd__hetero_sampler_create(const gd_dataset_t *ds, const int *fanouts, int num_layers,
+                                    const gd_sampler_options *options,
+                                    const gd__hetero_graph_dev *mapped, gd_hetero_sampler_t **out) {
     gd_status st = GD_OK;
     gd_sampler_options o = GD_SAMPLER_OPTIONS_INIT;
     gd_hetero_sampler_t *s = NULL;
@@ -57,6 +63,7 @@ gd_status gd_hetero_sampler_create(const gd_dataset_t *ds, const int *fanouts, i
     s->ds = ds;
     s->backend = o.backend;
     s->device = -1;
+    if (mapped) s->mapped = *mapped;
     s->num_layers = num_layers;
     s->T = gd_dataset_num_node_types(ds);
     s->R = gd_dataset_num_edge_types(ds);

@@ -14,6 +14,16 @@
 extern "C" {
 #endif
 
+/*
+ * The typed graph's arrays as the CUDA sampler may read them where they are: the device
+ * addresses of the dataset's indptr, indices and edge types registered in host memory (pinned,
+ * read over UVA) by the caller, who keeps them registered while the sampler lives. A NULL
+ * member: the sampler copies that array to GPU memory at create.
+ */
+typedef struct {
+    const void *indptr, *indices, *etype;
+} gd__hetero_graph_dev;
+
 struct gd_hetero_sampler {
     const gd_dataset_t *ds;
     gd_sampler_backend backend;
@@ -42,8 +52,9 @@ struct gd_hetero_sampler {
     int64_t *draws, *starts, *degs;
     /* CUDA: a sorted copy of the seeds (max_batch), for the host's repeat check. */
     int64_t *sorted;
-    /* CUDA: the GPU (the current one at create) and the backend's state. */
+    /* CUDA: the GPU (the current one at create), the arrays it reads in place, its state. */
     int device;
+    gd__hetero_graph_dev mapped;
     struct gd__hetero_cuda *cuda;
 };
 
@@ -69,9 +80,19 @@ struct gd_hetero_minibatch {
 gd_status gd__hetero_sampler_capacity(const gd_hetero_sampler_t *s, int64_t *max_nodes,
                                       int64_t *max_edges);
 
+/*
+ * gd_hetero_sampler_create with, for GD_SAMPLER_CUDA, the arrays of the graph it reads in place
+ * (mapped; NULL or NULL members: copied to GPU memory), as heterogeneous zero-copy training
+ * keeps a graph that does not fit its GPU budget in pinned host memory.
+ */
+gd_status gd__hetero_sampler_create(const gd_dataset_t *ds, const int *fanouts, int num_layers,
+                                    const gd_sampler_options *options,
+                                    const gd__hetero_graph_dev *mapped, gd_hetero_sampler_t **out);
+
 #ifdef GD_WITH_CUDA
 /*
- * The CUDA backend (hetero_cuda.cu). init copies the graph to GPU memory and allocates every
+ * The CUDA backend (hetero_cuda.cu). init copies the graph to GPU memory (the arrays not
+ * mapped) and allocates every
  * scratch buffer from s's capacities; release frees them (s->cuda NULL: nothing). The minibatch
  * pair allocates and frees mb's arrays in GPU memory. sample writes the minibatch of the n
  * seeds (checked by the caller) with draws under key, and returns when it is written, with

@@ -3,9 +3,12 @@
  * same order and the same blocks, computed on the GPU (docs/sampling.md, "Typed sampling").
  *
  * Where the graph is: gd_hetero_sampler_create copies the dataset's indptr, indices and
- * edge_type arrays to GPU memory, once (reading them from pinned host memory over UVA, as the
- * homogeneous sampler can, is a later step). A graph that does not fit the GPU's free memory
- * fails there with GD_ERR_NO_MEMORY, naming the bytes and the CPU sampler as the way out.
+ * edge_type arrays to GPU memory, once. gd__hetero_sampler_create may instead name arrays the
+ * caller registered in host memory (zero-copy training of a graph that does not fit its GPU
+ * budget): the kernels then read those through their mapped device addresses, over UVA, as the
+ * homogeneous sampler reads pinned lists; nothing else changes, since every read of the graph
+ * goes through the three pointers. A graph whose copied part does not fit the GPU's free memory
+ * fails with GD_ERR_NO_MEMORY, naming the bytes and the ways out.
  *
  * One call, all queued on the sampler's own stream, with the sizes kept in device memory (the
  * kernels are launched for the worst case of each step, from the capacities hetero.c computes,
@@ -319,44 +322,58 @@ extern "C" void gd__hetero_cuda_release(gd_hetero_sampler_t *s) {
     s->cuda = NULL;
 }
 
-/* The graph's three arrays, copied to GPU memory in one allocation. */
+/*
+ * The graph's three arrays as the kernels read them: those the caller mapped (registered host
+ * memory, read over UVA) in place, the others copied to GPU memory in one allocation.
+ */
 static gd_status copy_graph(gd_hetero_sampler_t *s, gd__hetero_cuda *c) {
     gd_status st = GD_OK;
     const long long n = gd_dataset_num_nodes(s->ds), m = gd_dataset_num_edges(s->ds);
-    const size_t ip = (size_t)(n + 1) * sizeof(long long);
-    const size_t ix = (size_t)m * (s->is32 ? sizeof(int) : sizeof(long long));
-    const size_t et = (size_t)m * gd_dtype_size(s->etype.dtype);
-    const size_t total = align256(ip) + align256(ix) + align256(et);
-    size_t free_bytes = 0, total_bytes = 0;
-    cudaError_t ce;
+    const void *const mapped[3] = {s->mapped.indptr, s->mapped.indices, s->mapped.etype};
+    const void *const host[3] = {s->indptr, s->indices, s->etype.data};
+    const size_t bytes[3] = {(size_t)(n + 1) * sizeof(long long),
+                             (size_t)m * (s->is32 ? sizeof(int) : sizeof(long long)),
+                             (size_t)m * gd_dtype_size(s->etype.dtype)};
+    const void *dev[3] = {NULL, NULL, NULL};
+    size_t off[3], total = 0, free_bytes = 0, total_bytes = 0;
+    cudaError_t ce = cudaSuccess;
     c->etype_kind = s->etype.dtype == GD_DTYPE_INT8 ? 0 : s->etype.dtype == GD_DTYPE_UINT8 ? 1 : 2;
-    GD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    ce = total <= free_bytes ? cudaMalloc(&c->d_graph, total) : cudaErrorMemoryAllocation;
+    for (int k = 0; k < 3; k++) {
+        off[k] = total;
+        if (!mapped[k]) total += align256(bytes[k]);
+    }
+    if (total > 0) {
+        GD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+        ce = total <= free_bytes ? cudaMalloc(&c->d_graph, total) : cudaErrorMemoryAllocation;
+    }
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
         c->d_graph = NULL;
         GD_REQUIRE(ce != cudaErrorMemoryAllocation, GD_ERR_NO_MEMORY,
                    "the CUDA typed sampler copies the graph of '%s' to GPU memory: %zu bytes "
-                   "(indptr %zu, indices %zu, edge types %zu) do not fit the %zu bytes free on GPU "
-                   "%d; use the CPU typed sampler (GD_SAMPLER_CPU) or a GPU with more memory",
-                   gd_dataset_name(s->ds), total, ip, ix, et, free_bytes, s->device);
+                   "(indptr %zu, indices %zu, edge types %zu, those not read in place) do not fit "
+                   "the %zu bytes free on GPU %d; use the CPU typed sampler (GD_SAMPLER_CPU), "
+                   "zero-copy training (which keeps the graph in pinned host memory), or a GPU "
+                   "with more memory",
+                   gd_dataset_name(s->ds), total, mapped[0] ? 0 : bytes[0],
+                   mapped[1] ? 0 : bytes[1], mapped[2] ? 0 : bytes[2], free_bytes, s->device);
         GD_CUDA_CHECK(ce);
     }
-    {
-        unsigned char *b = (unsigned char *)c->d_graph;
-        c->d_indptr = (const long long *)b;
-        c->d_indices = b + align256(ip);
-        c->d_etype = b + align256(ip) + align256(ix);
-        GD_CUDA_CHECK(cudaMemcpy(b, s->indptr, ip, cudaMemcpyHostToDevice));
-        if (m > 0) {
-            GD_CUDA_CHECK(cudaMemcpy(b + align256(ip), s->indices, ix, cudaMemcpyHostToDevice));
-            GD_CUDA_CHECK(cudaMemcpy(b + align256(ip) + align256(ix), s->etype.data, et,
-                                     cudaMemcpyHostToDevice));
+    for (int k = 0; k < 3; k++) {
+        if (mapped[k]) {
+            dev[k] = mapped[k];
+            continue;
         }
-        /* A copy from pageable memory may return before its data lands, and the kernels that
-         * read the graph run on the sampler's non-blocking stream: wait for the copies here. */
-        GD_CUDA_CHECK(cudaDeviceSynchronize());
+        unsigned char *to = (unsigned char *)c->d_graph + off[k];
+        dev[k] = to;
+        if (bytes[k] > 0) GD_CUDA_CHECK(cudaMemcpy(to, host[k], bytes[k], cudaMemcpyHostToDevice));
     }
+    c->d_indptr = (const long long *)dev[0];
+    c->d_indices = dev[1];
+    c->d_etype = dev[2];
+    /* A copy from pageable memory may return before its data lands, and the kernels that read
+     * the graph run on the sampler's non-blocking stream: wait for the copies here. */
+    if (total > 0) GD_CUDA_CHECK(cudaDeviceSynchronize());
 fail:
     return st;
 }

@@ -11,10 +11,14 @@
  * sampler and the per-type gather on CPU threads, the model on the CPU backend. cpu-centric:
  * the same sampling and gather into pinned host buffers, copied to the GPU on the nn backend's
  * stream, the model on the CUDA backend. all-gpu and zero-copy (GPU-centric): the CUDA typed
- * sampler (which copies the graph to GPU memory at create and leaves each minibatch in GPU
- * memory) and the per-type gather kernel (feature/hetero_gather.h) reading every type's table
- * from GPU memory (all-gpu: copied there at create) or from registered host memory over PCIe
- * (zero-copy); only the seeds' labels are copied. The nn backend's stream is the only stream
+ * sampler (which leaves each minibatch in GPU memory) and the per-type gather kernel
+ * (feature/hetero_gather.h) reading every type's table from GPU memory (all-gpu: the graph and
+ * the tables copied there at create) or from registered host memory over PCIe (zero-copy);
+ * only the seeds' labels are copied. zero-copy splits the GPU memory it may use (the plan:
+ * zero_copy_place) between the typed graph's arrays, which the sampler reads in GPU memory or,
+ * those that do not fit, in pinned host memory over UVA, and a GPU cache per node type of that
+ * type's hottest rows (a tier store per table), which the gather reads in the same launch as
+ * the rows it reads over PCIe. The nn backend's stream is the only stream
  * of the trainer: every copy, gather, op and read-back is ordered on it, and the loss and the
  * correct count come back with one synchronisation per minibatch.
  */
@@ -79,13 +83,19 @@ struct gd__htrain {
     const int64_t *dids[GD_MAX_NODE_TYPES];
     int64_t *d_labels, *d_correct;
     /*
-     * GPU-centric: what the gather kernel reads of type t's table (table_dev[t]): all-gpu its
-     * copy in GPU memory (d_table[t]), zero-copy the device address of the table registered in
-     * host memory (pinned[t], through the registry of context).
+     * GPU-centric: where the gather kernel reads type t's rows (src[t]): all-gpu its copy in
+     * GPU memory (d_table[t]), zero-copy the tier store store[t] over the table registered in
+     * host memory (pinned[t], through the registry of context), with the type's hottest rows
+     * (hot[t], the plan's, freed once cached) in its GPU cache. pinned_graph: the arrays of the
+     * typed graph that zero-copy keeps in pinned host memory (indptr, indices, edge types; NULL:
+     * copied to GPU memory by the sampler).
      */
-    const void *table_dev[GD_MAX_NODE_TYPES];
+    gd__hetero_rows src[GD_MAX_NODE_TYPES];
     void *d_table[GD_MAX_NODE_TYPES];
     gd_host_tensor_t *pinned[GD_MAX_NODE_TYPES];
+    gd__tier_store *store[GD_MAX_NODE_TYPES];
+    int64_t *hot[GD_MAX_NODE_TYPES];
+    gd_host_tensor_t *pinned_graph[3];
     gd_context_t *context;
     /* The model's typed config, which its gd__model_config.typed points to for its lifetime. */
     gd__rsage_config rc;
@@ -161,11 +171,17 @@ void gd__htrain_destroy(gd__htrain *h) {
 #ifdef GD_WITH_CUDA
     if (h->ctx.be == &gd__nn_cuda_backend) gd__nn_cuda_ctx_destroy(&h->ctx);
 #endif
-    /* The registrations go back to the context before the context reference does. */
-    for (int t = 0; t < GD_MAX_NODE_TYPES; t++) gd_host_tensor_destroy(h->pinned[t]);
-    gd__context_unref(h->context);
+    /* The sampler (which waits for its stream) and the caches go before the memory they read,
+     * and the registrations back to the context before the context reference does. */
     gd_hetero_minibatch_destroy(h->mb);
     gd_hetero_sampler_destroy(h->sampler);
+    for (int t = 0; t < GD_MAX_NODE_TYPES; t++) {
+        gd__tier_store_destroy(h->store[t]);
+        gd_free(h->hot[t]);
+        gd_host_tensor_destroy(h->pinned[t]);
+    }
+    for (int k = 0; k < 3; k++) gd_host_tensor_destroy(h->pinned_graph[k]);
+    gd__context_unref(h->context);
     gd_free(h->order);
     gd_free(h->train_ids);
     gd_free(h);
@@ -275,13 +291,14 @@ fail:
 /*
  * auto: all-gpu when the graph and the tables take at most half of what the GPU memory budget
  * leaves after the plan's reserve (the other half is for the model and the minibatch buffers,
- * whose sizes the sampler's capacities give only later); else zero-copy when the graph fits
- * that half alone (the CUDA typed sampler keeps it in GPU memory) and the tables may be
+ * whose sizes the sampler's capacities give only later); else zero-copy when what it keeps in
+ * pinned host memory (the tables, and the graph when it does not fit that half) may be
  * page-locked; else cpu-centric. Without a GPU: cpu.
  */
 static void pick(int64_t graph, int64_t tables, int have_gpu, int64_t budget, gd__plan *p) {
     char a[32], b[32], c[32];
     const int64_t half = gd__max64(0, budget - GD__PLAN_GPU_RESERVE) / 2;
+    const int64_t pinned = tables + (graph > half ? graph : 0);
     gd__plan_gib(graph, a, sizeof a);
     gd__plan_gib(tables, b, sizeof b);
     gd__plan_gib(budget, c, sizeof c);
@@ -298,22 +315,119 @@ static void pick(int64_t graph, int64_t tables, int have_gpu, int64_t budget, gd
                  "auto picked all-gpu: graph %s + features %s fit in half of the GPU memory "
                  "budget of %s (after the reserve)",
                  a, b, c);
-    } else if (graph <= half && tables <= gd__plan_memlock_limit()) {
+    } else if (pinned <= gd__plan_memlock_limit()) {
         p->mode = GD__TRAIN_ZERO_COPY;
         snprintf(p->text, sizeof p->text,
                  "auto picked zero-copy: graph %s + features %s exceed half of the GPU memory "
-                 "budget of %s (after the reserve), so the features stay in pinned host memory",
+                 "budget of %s (after the reserve)",
                  a, b, c);
     } else {
         p->mode = GD__TRAIN_CPU_CENTRIC;
+        gd__plan_gib(pinned, a, sizeof a);
         snprintf(p->text, sizeof p->text,
-                 "auto picked cpu-centric: the graph (%s) exceeds half of the GPU memory budget "
-                 "of %s, or the features (%s) cannot be page-locked (ulimit -l)",
-                 a, c, b);
+                 "auto picked cpu-centric: the data exceeds half of the GPU memory budget of %s "
+                 "and %s cannot be page-locked (ulimit -l)",
+                 c, a);
     }
 }
 
-gd_status gd__htrain_plan(const gd_dataset_t *ds, const gd__train_config *cfg, gd__plan *out) {
+/*
+ * zero-copy's GPU memory (gd__plan_hetero_zero_copy): the half of the budget (after the
+ * reserve) that pick grants the data holds the arrays of the typed graph that fit, in the order
+ * of their reads per byte (indptr: two a destination and relation; edge types: each relation's
+ * binary searches; indices: the drawn entries), and the per-type GPU caches the rest.
+ * --gpu-cache SIZE (cfg->gpu_cache_bytes >= 0) gives the caches, rows and location maps
+ * together, that many bytes first, and the graph what is left. An array that does not fit
+ * stays in pinned host memory, read by the CUDA typed sampler over UVA as the homogeneous
+ * sampler reads pinned lists. The caches' budget is split
+ * over the types by gd__hot_rows_split: every type's rows ranked together by out-degree (how
+ * often uniform sampling reaches a node, the homogeneous cache's score; node types own
+ * disjoint id ranges of one CSC, so one pass scores them all), since a cached row saves its
+ * reads times its bytes for its bytes of cache, whatever the width. lists (optional) get each
+ * type's cached rows (local to the type, hottest first).
+ */
+static gd_status zero_copy_place(const gd_dataset_t *ds, const gd__train_config *cfg,
+                                 const int64_t bytes[4], int64_t budget, gd__plan *p,
+                                 int64_t **lists) {
+    gd_status st = GD_OK;
+    const int T = gd_dataset_num_node_types(ds);
+    int64_t *scores = NULL, rows[GD_MAX_NODE_TYPES] = {0}, rb[GD_MAX_NODE_TYPES] = {0};
+    int64_t maps[GD_MAX_NODE_TYPES] = {0}, cache = 0;
+    const int64_t *typed[GD_MAX_NODE_TYPES] = {NULL};
+    gd__plan_hetero_zero_copy(bytes, budget, cfg->gpu_cache_bytes, p->hgraph_gpu, &cache);
+    if (cache <= 0 || bytes[3] == 0) return GD_OK;
+    gd__typed_csc csc;
+    gd_array_view off;
+    GD_CHECK(gd__dataset_typed_csc(ds, &csc));
+    GD_CHECK(gd_dataset_node_type_offsets(ds, &off));
+    const int64_t N = gd_dataset_num_nodes(ds);
+    GD_ALLOC(scores, (size_t)(N > 0 ? N : 1) * sizeof *scores, "the hot rows' scores");
+    GD_CHECK(gd_csc_degree_scores(N, csc.indptr, csc.indices,
+                                  csc.is32 ? GD_DTYPE_INT32 : GD_DTYPE_INT64, GD_DEGREE_OUT,
+                                  scores));
+    for (int t = 0; t < T; t++) {
+        gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
+        gd_array_view f;
+        typed[t] = scores + csc.offsets[t];
+        GD_CHECK(gd_dataset_node_type(ds, t, &ti));
+        if (ti.feature_dim == 0) continue;
+        GD_CHECK(gd_dataset_type_features(ds, t, &f));
+        rows[t] = f.shape[0];
+        rb[t] = f.shape[1] * (int64_t)gd_dtype_size(f.dtype);
+        maps[t] = rows[t] * (int64_t)sizeof(int64_t); /* the tier store's location map */
+    }
+    GD_CHECK(gd__hot_rows_split(T, typed, rows, rb, maps, cache, lists, p->hcached));
+    for (int t = 0; t < T; t++)
+        if (p->hcached[t] > 0) p->hcache_bytes += p->hcached[t] * rb[t] + maps[t];
+fail:
+    gd_free(scores);
+    return st;
+}
+
+/* zero-copy's rows and text: where each graph array is, each type's cache. */
+static gd_status zero_copy_describe(const gd_dataset_t *ds, gd__plan *p) {
+    gd_status st = GD_OK;
+    static const char *const arrays[3] = {"indptr", "indices", "edge types"};
+    char line[64], b[32];
+    int64_t maps = 0;
+    size_t used = strlen(p->text);
+    const int on_gpu = p->hgraph_gpu[0] + p->hgraph_gpu[1] + p->hgraph_gpu[2];
+    if (on_gpu == 3 || on_gpu == 0)
+        used += (size_t)snprintf(p->text + used, sizeof p->text - used, "; the graph in %s",
+                                 on_gpu ? "GPU memory" : "pinned host memory (over UVA)");
+    else
+        for (int k = 0; k < 3 && used < sizeof p->text; k++)
+            used += (size_t)snprintf(p->text + used, sizeof p->text - used, "%s%s %s",
+                                     k ? ", " : "; ", arrays[k],
+                                     p->hgraph_gpu[k] ? "in GPU memory" : "pinned");
+    if (used < sizeof p->text)
+        used += (size_t)snprintf(p->text + used, sizeof p->text - used, "; cached rows:%s",
+                                 p->hcache_bytes ? "" : " none");
+    for (int t = 0; t < gd_dataset_num_node_types(ds); t++) {
+        gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;
+        gd_array_view f;
+        GD_CHECK(gd_dataset_node_type(ds, t, &ti));
+        if (ti.feature_dim == 0) continue;
+        GD_CHECK(gd_dataset_type_features(ds, t, &f));
+        const int64_t k = p->hcached[t], bytes = k * f.shape[1] * (int64_t)gd_dtype_size(f.dtype);
+        if (k == 0) continue;
+        maps += f.shape[0] * (int64_t)sizeof(int64_t);
+        snprintf(line, sizeof line, "feature cache: %s (%lld of %lld rows)", ti.name,
+                 (long long)k, (long long)f.shape[0]);
+        gd__plan_add_row(p, line, "gpu cache", bytes);
+        if (used < sizeof p->text)
+            used += (size_t)snprintf(p->text + used, sizeof p->text - used, " %s %lld/%lld (%s)",
+                                     ti.name, (long long)k, (long long)f.shape[0],
+                                     gd__plan_bytes(bytes, b, sizeof b));
+    }
+    if (maps > 0) gd__plan_add_row(p, "feature cache location maps", "gpu", maps);
+fail:
+    return st;
+}
+
+/* The plan; in zero-copy lists (optional) get each type's rows to cache, hottest first. */
+static gd_status plan_full(const gd_dataset_t *ds, const gd__train_config *cfg, gd__plan *out,
+                           int64_t **lists) {
     gd_status st = GD_OK;
     static const char *const names[4] = {"indptr", "indices", "edge types",
                                           "features (per node type)"};
@@ -323,9 +437,9 @@ gd_status gd__htrain_plan(const gd_dataset_t *ds, const gd__train_config *cfg, g
                                   "the GPU",
         [GD__TRAIN_ALL_GPU] = "the graph and every type's features in GPU memory; typed "
                               "sampling, per-type gather and the model on the GPU",
-        [GD__TRAIN_ZERO_COPY] = "the graph in GPU memory (the CUDA typed sampler's copy), every "
-                                "type's features in pinned host memory read over PCIe by the "
-                                "GPU's per-type gather; sampling and the model on the GPU"};
+        [GD__TRAIN_ZERO_COPY] = "every type's features in pinned host memory, read over PCIe "
+                                "by the GPU's per-type gather but for each type's hottest rows "
+                                "(GPU caches); sampling and the model on the GPU"};
     int64_t bytes[4], free0 = 0, budget = 0;
     int have_gpu = 0;
     memset(out, 0, sizeof *out);
@@ -346,57 +460,133 @@ gd_status gd__htrain_plan(const gd_dataset_t *ds, const gd__train_config *cfg, g
              gd_dataset_num_node_types(ds), gd_dataset_num_edge_types(ds), doing[out->mode]);
     out->budget = budget;
     out->gpu_free = free0;
-    const int gpu_graph = out->mode == GD__TRAIN_ALL_GPU || out->mode == GD__TRAIN_ZERO_COPY;
-    const char *features = out->mode == GD__TRAIN_ALL_GPU     ? "gpu"
-                           : out->mode == GD__TRAIN_ZERO_COPY ? "pinned host"
-                                                              : "host";
+    const int zc = out->mode == GD__TRAIN_ZERO_COPY;
+    if (zc) GD_CHECK(zero_copy_place(ds, cfg, bytes, budget, out, lists));
+    for (int i = 0; i < 3; i++)
+        out->hgraph_gpu[i] |= out->mode == GD__TRAIN_ALL_GPU;
+    const char *features = out->mode == GD__TRAIN_ALL_GPU ? "gpu"
+                           : zc                           ? "pinned host"
+                                                          : "host";
     for (int i = 0; i < 4; i++)
-        out->rows[out->num_rows++] =
-            (gd__plan_row){names[i], i < 3 ? (gpu_graph ? "gpu" : "host") : features, bytes[i]};
+        gd__plan_add_row(out, names[i],
+                         i == 3             ? features
+                         : out->hgraph_gpu[i] ? "gpu"
+                         : zc               ? "pinned host"
+                                            : "host",
+                         bytes[i]);
+    if (zc) GD_CHECK(zero_copy_describe(ds, out));
 fail:
     return st;
+}
+
+gd_status gd__htrain_plan(const gd_dataset_t *ds, const gd__train_config *cfg, gd__plan *out) {
+    return plan_full(ds, cfg, out, NULL);
 }
 
 #ifdef GD_WITH_CUDA
 /*
- * zero-copy: type t's table registered for the GPU through the trainer's context, in place
- * (read-only for a table mapped read-only from its file, so that the page cache's copy is the
- * one pinned). Where that is refused (a read-only registration the GPU or the file system does
- * not allow, a range registered outside the context), a pinned copy instead, as the
+ * zero-copy: an array of the dataset (a type's table, an array of the typed graph) registered
+ * for the GPU through the trainer's context, in place (read-only for an array mapped read-only
+ * from its file, so that the page cache's copy is the one pinned). Where that is refused (a
+ * read-only registration the GPU or the file system does not allow, a range registered outside
+ * the context, a page shared with an array registered already), a pinned copy instead, as the
  * homogeneous data path does.
  */
-static gd_status pin_table(gd__htrain *h, int t) {
+static gd_status pin_array(gd__htrain *h, int slot, const void *data, int64_t rows, int64_t cols,
+                           gd_dtype dtype, const char *what, gd_host_tensor_t **out) {
     gd_status st = GD_OK;
-    const gd_array_view *f = &h->feat[t];
-    const int ro = h->ds->arrays[GD__ARRAY_TYPE_FEATURES + t].store == GD__STORE_MAP_RO;
-    st = gd_host_tensor_adopt(f->data, f->shape[0], f->shape[1], f->dtype,
-                              ro ? GD_HOST_TENSOR_READ_ONLY : 0u, &h->pinned[t]);
-    if (st == GD_OK) st = gd_host_tensor_register(h->pinned[t], h->context);
+    const int ro = h->ds->arrays[slot].store == GD__STORE_MAP_RO;
+    st = gd_host_tensor_adopt((void *)data, rows, cols, dtype, ro ? GD_HOST_TENSOR_READ_ONLY : 0u,
+                              out);
+    if (st == GD_OK) st = gd_host_tensor_register(*out, h->context);
     if (st == GD_OK || !(ro || st == GD_ERR_ALREADY_REGISTERED)) return st;
-    GD_INFO("zero-copy: the features of node type %d cannot be registered in place (%s): "
-            "pinning a copy",
-            t, gd_last_error());
+    GD_INFO("zero-copy: %s cannot be registered in place (%s): pinning a copy", what,
+            gd_last_error());
     gd_clear_error();
-    gd_host_tensor_destroy(h->pinned[t]);
-    h->pinned[t] = NULL;
-    GD_CHECK(gd_host_tensor_create(f->shape[0], f->shape[1], f->dtype, 0, &h->pinned[t]));
-    memcpy(gd_host_tensor_data(h->pinned[t]), f->data,
-           (size_t)(f->shape[0] * gd_host_tensor_row_bytes(h->pinned[t])));
-    GD_CHECK(gd_host_tensor_register(h->pinned[t], h->context));
+    gd_host_tensor_destroy(*out);
+    *out = NULL;
+    GD_CHECK(gd_host_tensor_create(rows, cols, dtype, 0, out));
+    memcpy(gd_host_tensor_data(*out), data, (size_t)(rows * gd_host_tensor_row_bytes(*out)));
+    GD_CHECK(gd_host_tensor_register(*out, h->context));
 fail:
     return st;
 }
 
 /*
- * GPU-centric: the table the gather kernel reads for every featured type. all-gpu copies it
- * into GPU memory once; zero-copy registers it (pin_table) and reads it where it is. The copies
- * are queued on the nn stream, which the gathers run on too, and waited for here: a copy from
- * pageable memory may return before its data has landed.
+ * zero-copy: the arrays of the typed graph that the plan keeps in pinned host memory, registered
+ * (pin_array), and their device addresses for the CUDA typed sampler, which copies the others.
+ */
+static gd_status pin_graph(gd__htrain *h, gd__hetero_graph_dev *mapped) {
+    gd_status st = GD_OK;
+    static const char *const what[3] = {"the graph's indptr", "the graph's indices",
+                                        "the graph's edge types"};
+    const int slots[3] = {GD_ARRAY_INDPTR, GD_ARRAY_INDICES, GD__ARRAY_EDGE_TYPE};
+    const void **dev[3] = {&mapped->indptr, &mapped->indices, &mapped->etype};
+    gd__typed_csc csc;
+    memset(mapped, 0, sizeof *mapped);
+    GD_CHECK(gd__dataset_typed_csc(h->ds, &csc));
+    const int64_t n = gd_dataset_num_nodes(h->ds), m = gd_dataset_num_edges(h->ds);
+    const void *data[3] = {csc.indptr, csc.indices, csc.etype.data};
+    const int64_t count[3] = {n + 1, m, m};
+    const gd_dtype dtype[3] = {GD_DTYPE_INT64, csc.is32 ? GD_DTYPE_INT32 : GD_DTYPE_INT64,
+                               csc.etype.dtype};
+    for (int k = 0; k < 3; k++) {
+        if (h->plan.hgraph_gpu[k] || count[k] == 0) continue;
+        GD_CHECK(pin_array(h, slots[k], data[k], count[k], 1, dtype[k], what[k],
+                           &h->pinned_graph[k]));
+        *dev[k] = h->pinned_graph[k]->device_ptr;
+    }
+fail:
+    return st;
+}
+
+/*
+ * zero-copy: type t's table registered (pin_array) in a tier store on the trainer's GPU, whose
+ * GPU cache holds the rows the plan chose (the store fills it from the registered table and
+ * publishes the rows' locations, finished before it returns).
+ */
+static gd_status cache_table(gd__htrain *h, int t) {
+    gd_status st = GD_OK;
+    const gd_array_view *f = &h->feat[t];
+    char what[96];
+    snprintf(what, sizeof what, "the features of node type %d", t);
+    GD_CHECK(pin_array(h, GD__ARRAY_TYPE_FEATURES + t, f->data, f->shape[0], f->shape[1],
+                       f->dtype, what, &h->pinned[t]));
+    const int64_t rb = gd_host_tensor_row_bytes(h->pinned[t]), k = h->plan.hcached[t];
+    const gd__row_shape shape = {f->shape[0], rb, NULL, NULL};
+    GD_CHECK(gd__tier_store_create(&shape, h->device, GD__TIER_HOST, h->pinned[t]->device_ptr,
+                                   f->shape[0], &h->store[t]));
+    if (k > 0) {
+        st = gd__tier_cache_build(h->store[t], h->hot[t], k, k * rb);
+        if (st != GD_OK) {
+            gd__error_context(st,
+                              "building the GPU cache of %lld rows of node type %d (%.1f MiB "
+                              "and a %.1f MiB location map): lower --gpu-cache or "
+                              "--gpu-mem-budget to fit free GPU memory",
+                              (long long)k, t, (double)(k * rb) / 1048576.0,
+                              (double)(f->shape[0] * 8) / 1048576.0);
+            goto fail;
+        }
+        GD_REQUIRE(h->store[t]->cache.count == k, GD_ERR_INTERNAL,
+                   "zero-copy: the cache of node type %d holds %lld rows, the plan %lld", t,
+                   (long long)h->store[t]->cache.count, (long long)k);
+    }
+    h->src[t] = gd__hetero_rows_store(h->store[t]);
+fail:
+    gd_free(h->hot[t]);
+    h->hot[t] = NULL;
+    return st;
+}
+
+/*
+ * GPU-centric: where the gather kernel reads every featured type's rows. all-gpu copies the
+ * table into GPU memory once; zero-copy registers it in a tier store with the type's GPU cache
+ * (cache_table) and reads it where it is. The copies are queued on the nn stream, which the
+ * gathers run on too, and waited for here: a copy from pageable memory may return before its
+ * data has landed.
  */
 static gd_status place_tables(gd__htrain *h) {
     gd_status st = GD_OK;
-    if (h->mode == GD__TRAIN_ZERO_COPY)
-        GD_CHECK(gd__context_acquire(h->cfg.context, &h->device, &h->context));
     for (int t = 0; t < h->T; t++) {
         const gd_array_view *f = &h->feat[t];
         if (!f->data || f->shape[0] == 0) continue;
@@ -405,10 +595,9 @@ static gd_status place_tables(gd__htrain *h) {
             GD_CHECK(gd__cuda_malloc(h->device, &h->d_table[t], bytes,
                                      "a node type's feature table (all-gpu)"));
             GD_CHECK(gd__cuda_memcpy_async(h->d_table[t], f->data, bytes, h->ctx.stream));
-            h->table_dev[t] = h->d_table[t];
+            h->src[t] = gd__hetero_rows_table(h->d_table[t]);
         } else {
-            GD_CHECK(pin_table(h, t));
-            h->table_dev[t] = h->pinned[t]->device_ptr;
+            GD_CHECK(cache_table(h, t));
         }
     }
     GD_CHECK(h->ctx.be->synchronize(&h->ctx));
@@ -419,20 +608,23 @@ fail:
 
 /*
  * The typed sampler and its minibatch: the CUDA one (GPU-centric modes) on the trainer's GPU,
- * which its create takes as the current device.
+ * which its create takes as the current device, reading the arrays of the graph that mapped
+ * names in place.
  */
-static gd_status make_sampler(gd__htrain *h, const int *fanouts, const gd_sampler_options *so) {
+static gd_status make_sampler(gd__htrain *h, const int *fanouts, const gd_sampler_options *so,
+                              const gd__hetero_graph_dev *mapped) {
     gd_status st = GD_OK;
 #ifdef GD_WITH_CUDA
     int prev = -1;
     if (so->backend == GD_SAMPLER_CUDA) {
         GD_CHECK(gd__cuda_enter_device(h->device, &prev));
-        st = gd_hetero_sampler_create(h->ds, fanouts, h->L, so, &h->sampler);
+        st = gd__hetero_sampler_create(h->ds, fanouts, h->L, so, mapped, &h->sampler);
         if (st == GD_OK) st = gd_hetero_minibatch_create(h->sampler, &h->mb);
         gd__cuda_leave_device(h->device, prev);
         return st;
     }
 #endif
+    (void)mapped;
     GD_CHECK(gd_hetero_sampler_create(h->ds, fanouts, h->L, so, &h->sampler));
     GD_CHECK(gd_hetero_minibatch_create(h->sampler, &h->mb));
 fail:
@@ -461,7 +653,7 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     h->L = cfg->num_layers;
     h->target = gd_dataset_target_type(ds);
     /* The mode (auto's pick) and the machine; a GPU mode without a GPU fails here. */
-    GD_CHECK(gd__htrain_plan(ds, cfg, &h->plan));
+    GD_CHECK(plan_full(ds, cfg, &h->plan, h->hot));
     h->mode = h->plan.mode;
     h->gpu = h->mode != GD__TRAIN_CPU;
     h->gpu_sampling = h->mode == GD__TRAIN_ALL_GPU || h->mode == GD__TRAIN_ZERO_COPY;
@@ -494,7 +686,17 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     so.seed = cfg->seed;
     so.threads = cfg->threads;
     so.backend = h->gpu_sampling ? GD_SAMPLER_CUDA : GD_SAMPLER_CPU;
-    GD_CHECK(make_sampler(h, fanouts, &so));
+    gd__hetero_graph_dev mapped;
+    memset(&mapped, 0, sizeof mapped);
+#ifdef GD_WITH_CUDA
+    /* zero-copy reads the tables, and the graph's arrays the plan keeps there, in host memory
+     * registered through the trainer's context. */
+    if (h->mode == GD__TRAIN_ZERO_COPY) {
+        GD_CHECK(gd__context_acquire(h->cfg.context, &h->device, &h->context));
+        GD_CHECK(pin_graph(h, &mapped));
+    }
+#endif
+    GD_CHECK(make_sampler(h, fanouts, &so, &mapped));
 
     /* The model, sized from the sampler's capacities. */
     gd__rsage_config rc;
@@ -686,11 +888,14 @@ fail:
     return st;
 }
 
-/* Type t's input rows on the GPU (GPU-centric): from its placed table, on the nn stream. */
+/*
+ * Type t's input rows on the GPU (GPU-centric): from its placed table (zero-copy: its GPU cache
+ * and pinned host memory), on the nn stream.
+ */
 static gd_status gather_gpu(gd__htrain *h, int t) {
 #ifdef GD_WITH_CUDA
     const gd_array_view *f = &h->feat[t];
-    return gd__hetero_gather_cuda(h->device, h->table_dev[t], f->dtype, f->shape[1],
+    return gd__hetero_gather_cuda(h->device, &h->src[t], f->dtype, f->shape[1],
                                   h->type_off[t], h->ids[t], h->num_nodes[t], h->x[t].data,
                                   h->ctx.stream);
 #else
@@ -713,9 +918,11 @@ static gd_status gather(gd__htrain *h) {
         if (!f->data) continue;
         if (h->gpu_sampling)
             GD_CHECK(gather_gpu(h, t));
-        else
-            gd__hetero_gather_cpu(f->data, f->dtype, f->shape[1], h->type_off[t], h->ids[t],
+        else {
+            const gd__hetero_rows table = gd__hetero_rows_table(f->data);
+            gd__hetero_gather_cpu(&table, f->dtype, f->shape[1], h->type_off[t], h->ids[t],
                                   h->num_nodes[t], h->rows[t], gd__num_threads());
+        }
         h->xp[t] = &h->x[t];
     }
 fail:

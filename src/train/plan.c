@@ -26,12 +26,16 @@ int64_t gd__plan_memlock_limit(void) {
     return (int64_t)rl.rlim_cur;
 }
 
-static void row(gd__plan *p, const char *structure, const char *where, int64_t bytes) {
+void gd__plan_add_row(gd__plan *p, const char *structure, const char *where, int64_t bytes) {
     if (p->num_rows >= GD__PLAN_MAX_ROWS) return;
     gd__plan_row *r = &p->rows[p->num_rows++];
-    r->structure = structure;
+    snprintf(r->structure, sizeof r->structure, "%s", structure);
     r->where = where;
     r->bytes = bytes;
+}
+
+static void row(gd__plan *p, const char *structure, const char *where, int64_t bytes) {
+    gd__plan_add_row(p, structure, where, bytes);
 }
 
 /* auto: the mode and its reason. */
@@ -215,6 +219,19 @@ fail:
     return st;
 }
 
+void gd__plan_hetero_zero_copy(const int64_t graph[3], int64_t budget, int64_t asked, int gpu[3],
+                               int64_t *cache) {
+    static const int order[3] = {0, 2, 1};
+    int64_t left = gd__max64(0, budget - GD__PLAN_GPU_RESERVE) / 2;
+    if (asked >= 0) left -= asked;
+    for (int k = 0; k < 3; k++) {
+        const int i = order[k];
+        gpu[i] = graph[i] <= left;
+        if (gpu[i]) left -= graph[i];
+    }
+    *cache = asked >= 0 ? asked : gd__max64(0, left);
+}
+
 gd_status gd__plan_infer(const gd__infer_plan_input *in, gd__infer_plan *out) {
     gd_status st = GD_OK;
     const int L = in->num_layers;
@@ -275,8 +292,7 @@ void gd__plan_add_infer_none(gd__plan *p, int64_t needed) {
     row(p, "exact inference: chunks", "no room: raise the GPU memory budget", needed);
 }
 
-/* bytes in the largest unit that keeps the number >= 1 (B, KiB, MiB, GiB, TiB). */
-static const char *human(int64_t bytes, char *buf, size_t n) {
+const char *gd__plan_bytes(int64_t bytes, char *buf, size_t n) {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)bytes;
     int u = 0;
@@ -293,7 +309,7 @@ void gd__plan_table(const gd__plan *p, char *buf, size_t n) {
         const gd__plan_row *r = &p->rows[i];
         used += (size_t)snprintf(buf + used, n - used, "  %-28s %-28s %s\n", r->structure, r->where,
                                  r->bytes < 0 ? "what the budget leaves"
-                                              : human(r->bytes, g, sizeof g));
+                                              : gd__plan_bytes(r->bytes, g, sizeof g));
     }
     if (used < n) snprintf(buf + used, n - used, "  %s\n", p->text);
 }

@@ -17,7 +17,7 @@ extern "C" {
 
 /* GPU memory kept free beyond the estimate (cuBLAS workspaces, kernels' own buffers). */
 #define GD__PLAN_GPU_RESERVE (INT64_C(768) << 20)
-#define GD__PLAN_MAX_ROWS 12
+#define GD__PLAN_MAX_ROWS 24
 
 typedef struct {
     /* The dataset. */
@@ -56,7 +56,8 @@ typedef struct {
 } gd__plan_input;
 
 typedef struct {
-    const char *structure; /* "indptr", "indices", "neighbour-list cache", "features", ... */
+    /* "indptr", "indices", "neighbour-list cache", "features", "feature cache: paper ..." */
+    char structure[64];
     const char *where;     /* "gpu", "gpu cache", "pinned host", "host" */
     int64_t bytes;         /* -1: decided at creation (what the budget leaves) */
 } gd__plan_row;
@@ -79,6 +80,15 @@ typedef struct {
      */
     int features_on_disk;
     int64_t host_buffer_rows, staging_bytes;
+    /*
+     * A heterogeneous dataset in zero-copy (train/hetero.c): whether each array of the typed
+     * graph (indptr, indices, edge types) is in GPU memory (else pinned host memory, read by the
+     * CUDA typed sampler over UVA), and how many of each node type's hottest rows its GPU cache
+     * holds, in cache_bytes of GPU memory (the rows and the types' location maps).
+     */
+    int hgraph_gpu[3];
+    int64_t hcached[GD_MAX_NODE_TYPES];
+    int64_t hcache_bytes;
     int num_rows;
     gd__plan_row rows[GD__PLAN_MAX_ROWS];
 } gd__plan;
@@ -125,6 +135,20 @@ void gd__plan_add_infer_cpu(gd__plan *p, int hidden_tables, int64_t hidden_bytes
 /* The row of a GPU inference whose chunk buffers (needed bytes) exceed its budget. */
 void gd__plan_add_infer_none(gd__plan *p, int64_t needed);
 
+/*
+ * Heterogeneous zero-copy's GPU memory (pure; train/hetero.c plans with it): the half of what
+ * budget leaves after the reserve that auto grants the data holds the typed graph's arrays
+ * (graph[0..2]: indptr, indices, edge types) that fit, in the order indptr, edge types,
+ * indices (their reads per byte), gpu[k] = 1 for those, and *cache gets what is left for the
+ * per-type caches (>= 0). asked >= 0 (--gpu-cache) gives the caches that many bytes first and
+ * the graph what remains.
+ */
+void gd__plan_hetero_zero_copy(const int64_t graph[3], int64_t budget, int64_t asked, int gpu[3],
+                               int64_t *cache);
+/* A row of the plan (dropped past GD__PLAN_MAX_ROWS; the structure is copied, cut at 63). */
+void gd__plan_add_row(gd__plan *p, const char *structure, const char *where, int64_t bytes);
+/* bytes in the largest unit that keeps the number >= 1 ("512 B", "1.50 MiB"), into buf. */
+const char *gd__plan_bytes(int64_t bytes, char *buf, size_t n);
 /* The plan as a table, one row a line ("structure  where  bytes"), then the reason. */
 void gd__plan_table(const gd__plan *p, char *buf, size_t n);
 /*
