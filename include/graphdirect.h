@@ -1123,10 +1123,12 @@ typedef struct {
      * host's in cpu mode); -1: none (gd_loader_next fails on a held set).
      */
     int64_t max_held_bytes;
+    /* zero-copy: how the rows outside the GPU cache come; as gd_train_options.host_gather. */
+    const char *host_gather;
 } gd_loader_options;
 #define GD_LOADER_OPTIONS_INIT                                                                     \
     {sizeof(gd_loader_options), NULL, 2, {10, 5}, 1024, GD_ARRAY_TRAIN_IDX, 1, 0, 0, 0, 0, 3, -1, -1, \
-     0, NULL, NULL, 0, 0, 0, NULL, 0, 0}
+     0, NULL, NULL, 0, 0, 0, NULL, 0, 0, NULL}
 void gd_loader_options_init(gd_loader_options *o);
 
 /*

@@ -231,7 +231,8 @@ class LoaderOptions(_Sized):  # gd_loader_options, GD_LOADER_OPTIONS_INIT
                 ("gpu_cache_bytes", c_int64), ("graph_cache_bytes", c_int64),
                 ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("context", c_void_p),
                 ("rank", c_int), ("world_size", c_int), ("host_mem_budget", c_int64),
-                ("seeds", c_void_p), ("num_seeds", c_int64), ("max_held_bytes", c_int64)]
+                ("seeds", c_void_p), ("num_seeds", c_int64), ("max_held_bytes", c_int64),
+                ("host_gather", c_char_p)]
     _init_ = "gd_loader_options_init"
 
 
