@@ -18,16 +18,6 @@
 
 #define POISON 0xA5
 
-static void fill_random(void *p, size_t n, uint64_t *state) {
-    unsigned char *b = p;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t v = t_rand(state);
-        memcpy(b + i, &v, 8);
-    }
-    for (; i < n; i++) b[i] = (unsigned char)t_rand(state);
-}
-
 /* ------------------------------------------------------------------ CPU checks */
 
 static void check_names(void) {
@@ -117,7 +107,7 @@ static void check_flow_cpu(uint64_t *state) {
         int64_t *loc = malloc(8 * (size_t)rows), *ids = malloc(8 * (size_t)n);
         int64_t *slot = malloc(8 * (size_t)n), *list = malloc(8 * (size_t)n);
         T_ASSERT(table && cache && staging && out && want && loc && ids && slot && list);
-        fill_random(table, (size_t)(rows * w), state);
+        t_fill_random(table, (size_t)(rows * w), state);
         /* A third of the rows cached, each in a slot of its own (slot k holds row cached[k]). */
         int64_t cached = 0;
         for (int64_t r = 0; r < rows; r++) {
@@ -294,7 +284,7 @@ static void check_gpu(uint64_t *state, uint64_t seed) {
         gd_host_tensor_t *t = NULL;
         T_OK(gd_host_tensor_create(rows, cols, dt, 0, &t));
         const unsigned char *table = gd_host_tensor_data(t);
-        fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
+        t_fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
         T_OK(gd_host_tensor_register(t, NULL));
         int64_t *scores = malloc(8 * (size_t)rows);
         T_ASSERT(scores);
