@@ -7,7 +7,8 @@
  * auto's rule; the gatherer, trainer and loader refuse bad values. GPU (exits 77 without one):
  * zerocopy gatherers with host_gather over tables of several row widths and caches (none, a
  * third, every row), ids sorted or not, on the host or the device, with duplicates, outputs
- * poisoned and misaligned: the output equals the CPU reference, the GPU's list and staging slots
+ * poisoned and misaligned, rows wide enough that the staging fills in several chunks: the output
+ * equals the CPU reference, the GPU's list and staging slots
  * equal gd__host_rows_list_cpu, the same gatherer switched to zero-copy loads writes the same
  * bytes, two gathers queued back to back on one stream both land (the staging is not reused
  * early), a bad device id is reported and not listed, and the start-up probe measures both ways
@@ -263,13 +264,14 @@ static void gather_equal(gd_gatherer_t *g, const int64_t *ids, const int64_t *d_
 }
 
 static void check_gpu(uint64_t *state, uint64_t seed) {
-    static const int64_t widths[] = {4, 12, 256, 400, 2, 1028};
+    /* 4100-byte rows fill the staging in three chunks (HOST_CHUNK_BYTES, feature_cuda.cu). */
+    static const int64_t widths[] = {4, 12, 256, 400, 2, 1028, 4100};
     const int64_t cap = 2500;
     cudaStream_t stream;
     CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     int64_t *ids = malloc(8 * (size_t)cap), *ids2 = malloc(8 * (size_t)cap), *d_ids = NULL,
             *d_ids2 = NULL;
-    const size_t buf = (size_t)(cap * 1028) + 256;
+    const size_t buf = (size_t)(cap * 4100) + 256;
     unsigned char *d_buf = NULL, *d_buf2 = NULL, *host = malloc(buf), *want = malloc(buf),
                   *want2 = malloc(buf), *first = malloc(buf);
     T_ASSERT(ids && ids2 && host && want && want2 && first);

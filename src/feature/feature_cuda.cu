@@ -713,10 +713,17 @@ static unsigned grid_for(long long work_blocks, int cap) {
 }
 
 /*
+ * The CPU gathers host rows into pinned staging in chunks of this many bytes, and the copy of
+ * each chunk to GPU memory is queued as soon as it is filled: the DMA of a chunk runs while the
+ * CPU threads fill the next, so the two costs overlap instead of adding up.
+ */
+#define HOST_CHUNK_BYTES ((int64_t)4 << 20)
+
+/*
  * Steps 1 and 2 of the CPU gather of host rows (host_gather.h), on stream, for the n ids the
  * aligned kernel is about to read (dids, sorted or not): the GPU lists the host rows, the host
  * waits for the list alone, CPU threads copy the rows into pinned staging (once the previous
- * DMA has read it), and one DMA queues them into GPU staging ahead of the kernel.
+ * call's copies have read it), and the copies to GPU staging are queued ahead of the kernel.
  */
 static gd_status stage_host_rows(gd_gatherer_t *g, gd__cuda_gatherer *c, const long long *dids,
                                  long long n, cudaStream_t stream) {
@@ -737,12 +744,15 @@ static gd_status stage_host_rows(gd_gatherer_t *g, gd__cuda_gatherer *c, const l
         const long long m = *c->h_count;
         GD_REQUIRE(m >= 0 && m <= n, GD_ERR_INTERNAL,
                    "host_gather: the GPU listed %lld host rows of %lld ids", m, n);
+        const int64_t rb = t->row_bytes, chunk = gd__max64(1, HOST_CHUNK_BYTES / rb);
         GD_CUDA_CHECK(cudaEventSynchronize(c->stage_free));
-        gd__gather_rows_cpu(t->data, t->row_bytes, (const int64_t *)c->h_list, m, c->h_stage,
-                            g->threads);
-        if (m > 0)
-            GD_CUDA_CHECK(cudaMemcpyAsync(c->d_stage, c->h_stage, (size_t)(m * t->row_bytes),
-                                          cudaMemcpyHostToDevice, stream));
+        for (int64_t lo = 0; lo < m; lo += chunk) {
+            const int64_t k = gd__min64(chunk, m - lo);
+            gd__gather_rows_cpu(t->data, rb, (const int64_t *)c->h_list + lo, k,
+                                c->h_stage + lo * rb, g->threads);
+            GD_CUDA_CHECK(cudaMemcpyAsync(c->d_stage + lo * rb, c->h_stage + lo * rb,
+                                          (size_t)(k * rb), cudaMemcpyHostToDevice, stream));
+        }
         GD_CUDA_CHECK(cudaEventRecord(c->stage_free, stream));
         c->last_m = m;
     }
