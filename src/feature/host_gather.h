@@ -11,7 +11,8 @@
  *      the kernel reads them: sorted when the gatherer sorts its ids) and writes their rows to
  *      pinned memory, with each position's staging slot in GPU memory;
  *   2. the host waits for that list only, and CPU threads copy those rows from the table into
- *      pinned staging, slot after slot; one copy moves the staging to GPU memory;
+ *      pinned staging, slot after slot; copies move the staging to GPU memory, each 4 MiB
+ *      chunk as soon as it is full, so that the DMA overlaps the CPU's copying;
  *   3. the gather kernel reads every other row where the map says, and a listed row from its
  *      staging slot.
  * The host never walks the minibatch's ids: it reads the GPU's list. The ids of a minibatch are
