@@ -10,7 +10,9 @@
  * them from GPU memory.
  *
  * Nothing here synchronises the host in the steady state: buffers are made at create time,
- * and calls are ordered against each other with events. Every CUDA call is checked.
+ * and calls are ordered against each other with events. Every CUDA call is checked. The
+ * exceptions are the CPU's gathers: cpu-dma with device ids reads them back, and the CPU gather
+ * of host rows waits for the GPU's list of them (not for the rest of the gather).
  */
 #include "core/cuda.h"
 #include "core/dev_error.h"
@@ -886,12 +888,13 @@ gd_status gd__gatherer_host_list(gd_gatherer_t *g, const int64_t **rows,
     return GD_OK;
 }
 
-/* A 64-bit mix (splitmix64) for the probe's draws. */
-static uint64_t probe_next(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+/* The Philox purpose word of the probe's draws (core/philox.h: "host"). */
+#define PROBE_PURPOSE 0x686f7374u
+
+/* Draw number i of the probe, uniform in [0, n), keyed by the seed. */
+static uint64_t probe_draw(uint64_t seed, uint64_t i, uint64_t n) {
+    const gd_philox_ctr r = gd_philox(seed, (uint32_t)i, (uint32_t)(i >> 32), 0, PROBE_PURPOSE);
+    return gd_philox_below(r.v[0], r.v[1], n);
 }
 
 /*
@@ -903,6 +906,7 @@ static gd_status probe_rows(const gd_gatherer_t *g, int64_t host_rows, int64_t k
     gd_status st = GD_OK;
     const int64_t R = g->tensor->rows;
     unsigned char *taken = NULL;
+    uint64_t draw = 0;
     if (host_rows <= 2 * k) {
         int64_t *all = (int64_t *)gd_malloc((size_t)(host_rows > 0 ? host_rows : 1) * 8);
         GD_REQUIRE(all, GD_ERR_NO_MEMORY, "host_gather probe: out of memory for %lld rows",
@@ -911,7 +915,7 @@ static gd_status probe_rows(const gd_gatherer_t *g, int64_t host_rows, int64_t k
         for (int64_t r = 0; r < R && h < host_rows; r++)
             if (!gd__gatherer_in_gpu_memory(g, r)) all[h++] = r;
         for (int64_t i = 0; i < k && i < h; i++) {
-            const int64_t j = i + (int64_t)(probe_next(&seed) % (uint64_t)(h - i));
+            const int64_t j = i + (int64_t)probe_draw(seed, draw++, (uint64_t)(h - i));
             const int64_t v = all[j];
             all[j] = all[i];
             all[i] = v;
@@ -924,7 +928,7 @@ static gd_status probe_rows(const gd_gatherer_t *g, int64_t host_rows, int64_t k
     GD_REQUIRE(taken, GD_ERR_NO_MEMORY, "host_gather probe: out of memory for %lld rows",
                (long long)R);
     for (int64_t i = 0; i < k;) {
-        const int64_t r = (int64_t)(probe_next(&seed) % (uint64_t)R);
+        const int64_t r = (int64_t)probe_draw(seed, draw++, (uint64_t)R);
         if ((taken[r >> 3] >> (r & 7)) & 1 || gd__gatherer_in_gpu_memory(g, r)) continue;
         taken[r >> 3] |= (unsigned char)(1u << (r & 7));
         out[i++] = r;
