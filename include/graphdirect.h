@@ -693,8 +693,18 @@ typedef struct {
      * that many SMs where the driver supports it, else a grid cap; 1: grid cap only.
      */
     int sm_grid_cap_only;
+    /*
+     * zerocopy: how the rows that are not in the GPU cache reach the GPU. 0 (default): the
+     * gather kernel reads them from the registered table (zero-copy loads). 1: the GPU lists
+     * them, CPU threads (`threads`) copy them into pinned staging and one copy moves them to
+     * GPU memory, where the kernel reads them (faster where random reads of a large table are
+     * bound by the GPU's address translation; docs/feature_store.md). gd_gather then returns
+     * once the CPU has copied the rows: the host waits for the GPU's list, not for the ids.
+     * The output is the same either way. Other modes reject 1.
+     */
+    int host_gather;
 } gd_gatherer_options;
-#define GD_GATHERER_OPTIONS_INIT {sizeof(gd_gatherer_options), 0, 0, NULL, 0, 0, NULL, 0}
+#define GD_GATHERER_OPTIONS_INIT {sizeof(gd_gatherer_options), 0, 0, NULL, 0, 0, NULL, 0, 0}
 void gd_gatherer_options_init(gd_gatherer_options *o);
 
 /*
@@ -1113,10 +1123,12 @@ typedef struct {
      * host's in cpu mode); -1: none (gd_loader_next fails on a held set).
      */
     int64_t max_held_bytes;
+    /* zero-copy: how the rows outside the GPU cache come; as gd_train_options.host_gather. */
+    const char *host_gather;
 } gd_loader_options;
 #define GD_LOADER_OPTIONS_INIT                                                                     \
     {sizeof(gd_loader_options), NULL, 2, {10, 5}, 1024, GD_ARRAY_TRAIN_IDX, 1, 0, 0, 0, 0, 3, -1, -1, \
-     0, NULL, NULL, 0, 0, 0, NULL, 0, 0}
+     0, NULL, NULL, 0, 0, 0, NULL, 0, 0, NULL}
 void gd_loader_options_init(gd_loader_options *o);
 
 /*
@@ -1301,10 +1313,19 @@ typedef struct {
      * value; COUNT -1 takes all, 0 none. NULL: fanouts[] for every edge type.
      */
     const char *relation_fanouts;
+    /*
+     * zero-copy: how the feature rows outside the GPU cache reach the GPU. "zero-copy" (NULL):
+     * the gather kernel reads them from pinned host memory. "cpu": the GPU lists them after
+     * sampling, CPU threads (`threads`) copy them into pinned staging while the GPU trains the
+     * previous minibatch, and one copy moves them. "auto": a probe of both on the table at
+     * start-up picks the faster, and the plan says which and at what rates. The minibatches
+     * are the same either way. Other modes ignore it.
+     */
+    const char *host_gather;
 } gd_train_options;
 #define GD_TRAIN_OPTIONS_INIT                                                                      \
     {sizeof(gd_train_options), NULL, NULL, 2, {10, 5}, 1024, 128, 0.5, 3e-3, 0.0, 0, 0, 0, NULL, \
-     -1, -1, 0, NULL, 3, 0, 0, NULL, 0, 0, 0.0, NULL}
+     -1, -1, 0, NULL, 3, 0, 0, NULL, 0, 0, 0.0, NULL, NULL}
 void gd_train_options_init(gd_train_options *o);
 
 /* GD_OK if name is a training mode (cpu, all-gpu, zero-copy, cpu-centric, auto), else

@@ -79,10 +79,14 @@ grep -q "missing/dir" "$tmp/err" || { cat "$tmp/err"; fail "unwritable JSON not 
 expect_rc 2 "$cli" bench epoch --modes zero-copy:cache=lots
 grep -q "cache=lots" "$tmp/err" || fail "bad bench epoch run not named"
 expect_rc 2 "$cli" bench epoch --modes auto
+expect_rc 2 "$cli" bench epoch --modes zero-copy@16G:host=dma
+grep -q "host=dma" "$tmp/err" || fail "bad host= of a bench epoch run not named"
+expect_rc 2 "$cli" bench epoch --host-gather gpu
+grep -q "zero-copy, cpu, auto" "$tmp/err" || fail "bad bench epoch --host-gather message"
 modes=cpu
 if "$cli" info --params 2>/dev/null | grep -q "built with CUDA" && \
    ! "$cli" info --params 2>/dev/null | grep -q "GPUs: none visible"; then
-    modes=cpu,all-gpu,zero-copy,zero-copy:cache=0:graph=0:sms=8,cpu-centric
+    modes=cpu,all-gpu,zero-copy,zero-copy:cache=0:graph=0:sms=8,zero-copy:cache=25%:host=cpu,zero-copy:host=auto,cpu-centric
 fi
 expect_rc 0 "$cli" bench epoch --preset tiny --modes "$modes" --warmup 2 --cpu-batches 2 \
     --hidden 32 --json "$tmp/epoch.json" --commit smoke-test

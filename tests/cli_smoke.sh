@@ -29,6 +29,8 @@ expect_rc 2 "$cli" convert
 # Several GPUs' options: named choices, and locality-aware sampling only where rows are cached.
 expect_rc 2 "$cli" train --placement everywhere
 grep -q "replicate, partition" "$tmp/err" || fail "bad --placement message"
+expect_rc 2 "$cli" train --host-gather dma
+grep -q "zero-copy, cpu, auto" "$tmp/err" || fail "bad --host-gather message"
 expect_rc 2 "$cli" train --locality 1
 grep -q "factor from 2" "$tmp/err" || fail "bad --locality message"
 expect_rc 1 "$cli" train --preset tiny --mode cpu --epochs 1 --locality 4

@@ -95,6 +95,17 @@ static inline uint64_t t_rand(uint64_t *state) {
     return z ^ (z >> 31);
 }
 
+/* n random bytes at p (a table's rows, whatever their dtype). */
+static inline void t_fill_random(void *p, size_t n, uint64_t *state) {
+    unsigned char *b = p;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v = t_rand(state);
+        memcpy(b + i, &v, 8);
+    }
+    for (; i < n; i++) b[i] = (unsigned char)t_rand(state);
+}
+
 static inline void t_check_no_leaks(void) {
     int64_t blocks, bytes;
     gd_alloc_stats(&blocks, &bytes);

@@ -35,16 +35,6 @@ static int64_t rows_for(int64_t w) {
     return r;
 }
 
-static void fill_random(void *p, size_t n, uint64_t *state) {
-    unsigned char *b = p;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t v = t_rand(state);
-        memcpy(b + i, &v, 8);
-    }
-    for (; i < n; i++) b[i] = (unsigned char)t_rand(state);
-}
-
 static void reference(const unsigned char *table, int64_t row_bytes, const int64_t *ids, int64_t n,
                       unsigned char *out) {
     for (int64_t i = 0; i < n; i++)
@@ -86,7 +76,7 @@ static void check_cpu_mode(uint64_t *state) {
         T_EQ_INT(gd_host_tensor_rows(t), rows);
         T_ASSERT(gd_host_tensor_dtype(t) == dt);
         T_ASSERT(((uintptr_t)gd_host_tensor_data(t) & 4095) == 0);
-        fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
+        t_fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
         gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
         o.threads = 1 + wi % 3;
         T_OK(gd_gatherer_create(t, NULL, GD_GATHER_CPU, &o, &g));
@@ -337,7 +327,7 @@ static void check_gpu_modes(uint64_t *state, cudaStream_t stream) {
             T_OK(gd_host_tensor_create(rows, cols, dt, 0, &t));
         }
         const unsigned char *table = gd_host_tensor_data(t);
-        fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
+        t_fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
         T_OK(gd_host_tensor_register(t, NULL));
         T_OK(gd_host_tensor_register(t, NULL)); /* a second registration is a no-op */
         T_ASSERT(gd_host_tensor_is_registered(t));
@@ -417,7 +407,7 @@ static void check_sm_budgets(uint64_t *state, cudaStream_t stream) {
     const int64_t w = 1028, rows = 4000, cap = 4000;
     gd_host_tensor_t *t = NULL;
     T_OK(gd_host_tensor_create(rows, w / 4, GD_DTYPE_FLOAT32, 0, &t));
-    fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
+    t_fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
     T_OK(gd_host_tensor_register(t, NULL));
     int64_t *ids = malloc(sizeof *ids * (size_t)cap), *d_ids = NULL;
     unsigned char *d_buf = NULL, *host = malloc((size_t)(cap * w) + SLACK + 64),
@@ -492,7 +482,7 @@ static void check_cache(uint64_t *state, cudaStream_t stream) {
         const int64_t cols = w / (int64_t)gd_dtype_size(dt);
         gd_host_tensor_t *t = NULL;
         T_OK(gd_host_tensor_create(rows, cols, dt, 0, &t));
-        fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
+        t_fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
         T_OK(gd_host_tensor_register(t, NULL));
         int64_t *scores = malloc(sizeof *scores * (size_t)rows),
                 *hot = malloc(sizeof *hot * (size_t)rows);
@@ -573,7 +563,7 @@ static void check_shapes(uint64_t *state, cudaStream_t stream) {
         const int64_t w = shape_widths[wi], rows = rows_for(w);
         gd_host_tensor_t *t = NULL;
         T_OK(gd_host_tensor_create(rows, w, GD_DTYPE_UINT8, 0, &t));
-        fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
+        t_fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
         T_OK(gd_host_tensor_register(t, NULL));
         for (int lanes = 1; lanes <= 32; lanes *= 2) {
             for (int loads = 4; loads <= 16; loads *= 2) {

@@ -4,7 +4,8 @@
  * masks, so for one seed all modes give the same losses and accuracies up to float tolerance
  * (the CUDA nn backend sums in another order than the CPU one). Checked on a generated dataset
  * for all-gpu, zero-copy (without a cache, with a feature cache smaller than the table, with a
- * neighbour-list cache too, with an SM budget on the gather), cpu-centric, auto, and ring
+ * neighbour-list cache too, with an SM budget on the gather, with the rows outside the cache
+ * gathered by CPU threads + one DMA, and with auto's probe choosing), cpu-centric, auto, and ring
  * depths 2 and 5; epochs of the GPU modes allocate no host memory; a checkpoint taken in one
  * GPU mode resumes in another with the losses of the uninterrupted run; a GPU memory budget
  * too small for all-gpu fails with a message naming the sizes.
@@ -14,6 +15,7 @@
  */
 #include "test.h"
 
+#include "feature/host_gather.h"
 #include "train/internal.h"
 
 #include <stdio.h>
@@ -63,6 +65,17 @@ static curve run(const gd_dataset_t *ds, const gd__train_config *cfg, const char
     }
     gd__trainer_destroy(t);
     return c;
+}
+
+/* The plan of a trainer of cfg contains needle (and is printed). */
+static void plan_says(const gd_dataset_t *ds, const gd__train_config *cfg, const char *needle) {
+    gd__trainer *t = NULL;
+    gd__trainer_info info;
+    T_OK(gd__trainer_create(ds, cfg, &t));
+    gd__trainer_get_info(t, &info);
+    fprintf(stderr, "plan: %s\n", info.plan);
+    if (!strstr(info.plan, needle)) T_FAIL_("the plan does not say \"%s\"", needle);
+    gd__trainer_destroy(t);
 }
 
 static void same_curve(const curve *a, const curve *b) {
@@ -187,6 +200,20 @@ int main(void) {
     c.gather_sms = "8";
     got = run(ds, &c, "zero-copy, caches, 8 SMs");
     same_curve(&ref, &got);
+    /* The rows outside the cache by CPU gather + DMA (issue 16), then as auto's probe picks. */
+    c.host_gather = GD__HOST_GATHER_CPU;
+    got = run(ds, &c, "zero-copy, host rows by cpu");
+    same_curve(&ref, &got);
+    plan_says(ds, &c, "host rows by CPU gather + DMA (--host-gather cpu)");
+    c.host_gather = GD__HOST_GATHER_AUTO;
+    got = run(ds, &c, "zero-copy, host gather auto");
+    same_curve(&ref, &got);
+    plan_says(ds, &c, "rows probed");
+    c.gpu_cache_bytes = 0; /* no cache: every row comes from host memory */
+    c.host_gather = GD__HOST_GATHER_CPU;
+    got = run(ds, &c, "zero-copy, no cache, cpu rows");
+    same_curve(&ref, &got);
+    c.host_gather = GD__HOST_GATHER_ZEROCOPY;
     c.gpu_cache_bytes = -1;
     c.graph_cache_bytes = -1;
     c.gather_sms = NULL;

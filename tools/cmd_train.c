@@ -61,6 +61,10 @@ static void help(void) {
            "  --host-mem-budget SIZE host memory the run may take beyond the dataset (default:\n"
            "                     what is available, or GD_HOST_MEM_MB)\n"
            "  --gather-sms N     SMs the gather kernel may use, N or N%% (default: all)\n"
+           "  --host-gather H    zero-copy: how the feature rows outside the GPU cache come\n"
+           "                       zero-copy  the gather kernel reads pinned host memory (default)\n"
+           "                       cpu        CPU threads copy them into pinned staging, one DMA\n"
+           "                       auto       whichever a probe at start-up finds faster\n"
            "  --placement P      several GPUs in zero-copy: where the hot feature rows live\n"
            "                       replicate  every GPU caches the hottest rows it holds\n"
            "                       partition  each hot row cached once, read over NVLink\n"
@@ -643,6 +647,12 @@ static int train_option(train_args *a, int c, const char *arg) {
     case 'S':
         a->cfg.gather_sms = arg;
         break;
+    case 1001:
+        if (strcmp(arg, "zero-copy") && strcmp(arg, "cpu") && strcmp(arg, "auto"))
+            return cli_usage_error("train", "--host-gather '%s' is none of zero-copy, cpu, auto",
+                                   arg);
+        a->cfg.host_gather = arg;
+        break;
     case 'Q':
     case 'Y':
         return multi_gpu_option(a, c, arg);
@@ -699,6 +709,7 @@ static int parse_train(int argc, char **argv, train_args *a) {
                                               {"gpu-mem-budget", required_argument, 0, 'G'},
                                               {"host-mem-budget", required_argument, 0, 'K'},
                                               {"gather-sms", required_argument, 0, 'S'},
+                                              {"host-gather", required_argument, 0, 1001},
                                               {"placement", required_argument, 0, 'Q'},
                                               {"locality", required_argument, 0, 'Y'},
                                               {"depth", required_argument, 0, 'R'},

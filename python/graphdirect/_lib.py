@@ -195,7 +195,8 @@ class DatasetArrays(_Sized):  # gd_dataset_arrays, GD_DATASET_ARRAYS_INIT
 class GathererOptions(_Sized):  # gd_gatherer_options, GD_GATHERER_OPTIONS_INIT
     _fields_ = [("size", c_size_t), ("max_ids", c_int64), ("sort_ids", c_int),
                 ("sm_budget", c_char_p), ("threads", c_int), ("cache_bytes", c_int64),
-                ("cache_scores", c_void_p), ("sm_grid_cap_only", c_int)]
+                ("cache_scores", c_void_p), ("sm_grid_cap_only", c_int),
+                ("host_gather", c_int)]
     _init_ = "gd_gatherer_options_init"
 
 
@@ -230,7 +231,8 @@ class LoaderOptions(_Sized):  # gd_loader_options, GD_LOADER_OPTIONS_INIT
                 ("gpu_cache_bytes", c_int64), ("graph_cache_bytes", c_int64),
                 ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("context", c_void_p),
                 ("rank", c_int), ("world_size", c_int), ("host_mem_budget", c_int64),
-                ("seeds", c_void_p), ("num_seeds", c_int64), ("max_held_bytes", c_int64)]
+                ("seeds", c_void_p), ("num_seeds", c_int64), ("max_held_bytes", c_int64),
+                ("host_gather", c_char_p)]
     _init_ = "gd_loader_options_init"
 
 
@@ -264,7 +266,7 @@ class TrainOptions(_Sized):  # gd_train_options, GD_TRAIN_OPTIONS_INIT
                 ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("depth", c_int),
                 ("mlp", c_int), ("host_mem_budget", c_int64), ("placement", c_char_p),
                 ("locality", c_int), ("heads", c_int), ("attn_dropout", c_double),
-                ("relation_fanouts", c_char_p)]
+                ("relation_fanouts", c_char_p), ("host_gather", c_char_p)]
     _init_ = "gd_train_options_init"
 
 

@@ -463,10 +463,13 @@ class Loader(_lib.Closing):
     Loader(dataset, fanouts=[15, 10, 5], batch_size=1024, mode="auto", gpu_cache="4G",
            shuffle=True, seed=0, device=0, split="train", drop_last=False, depth=3, threads=0,
            graph_cache=None, gpu_mem_budget=None, gather_sms=None, context=None, rank=None,
-           world_size=None, host_mem_budget=None, input_nodes=None, max_held=None)
+           world_size=None, host_mem_budget=None, input_nodes=None, max_held=None,
+           host_gather=None)
 
     context: a graphdirect.Context (its device replaces `device`); loaders and trainers of one
     context share the registration of a zero-copy feature table.
+    host_gather: zero-copy's rows outside the GPU cache by "zero-copy" loads (default), "cpu"
+    gather + one DMA, or "auto" (a probe at start-up), as graphdirect.Trainer's.
     rank, world_size: seed sharding for data parallelism (torch DDP, one process per GPU).
     Minibatch b of an epoch is then this rank's share of global minibatch b, the
     world_size * batch_size seeds that one loader of that batch size would give (shuffled and
@@ -507,7 +510,7 @@ class Loader(_lib.Closing):
                  gather_sms: Optional[str] = None, context: Optional["Context"] = None,
                  rank: Optional[int] = None, world_size: Optional[int] = None,
                  host_mem_budget: Size = None, input_nodes: Optional[ArrayLike] = None,
-                 max_held: Size = None) -> None:
+                 max_held: Size = None, host_gather: Optional[str] = None) -> None:
         self._ptr = None
         self._ring = None
         self._token = 0
@@ -558,6 +561,7 @@ class Loader(_lib.Closing):
         held = parse_size(max_held, "graphdirect.Loader: max_held")
         opts.max_held_bytes = 0 if held < 0 else (-1 if held == 0 else held)
         opts.gather_sms = _lib.text(gather_sms)
+        opts.host_gather = _lib.text(host_gather)
         opts.context = _context_handle(context, "graphdirect.Loader")
         opts.rank, opts.world_size = _shard(rank, world_size)
         seeds = None

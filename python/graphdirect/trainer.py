@@ -109,7 +109,7 @@ class Trainer(_lib.Closing):
             dropout=0.5, lr=3e-3, weight_decay=0.0, seed=0, threads=0, device=0,
             gpu_cache=None, graph_cache=None, gpu_mem_budget=None, gather_sms=None, depth=3,
             mlp=False, context=None, host_mem_budget=None, rank=None, world_size=None,
-            comm_id=None, comm_timeout=None, placement=None, locality=0)
+            comm_id=None, comm_timeout=None, placement=None, locality=0, host_gather=None)
 
     mode: "cpu", "all-gpu", "zero-copy", "cpu-centric" or "auto" (docs/train.md). fanouts:
     neighbours drawn per node from the seeds outward (-1 = all), one layer each. mlp=True: the
@@ -128,6 +128,9 @@ class Trainer(_lib.Closing):
     where zero-copy ranks cache the hot feature rows, "replicate", "partition" or "auto" (the
     default; docs/multi_gpu.md). locality: locality-aware sampling in zero-copy training, 0 (off),
     a factor >= 2 by which rows in GPU memory are favoured, or "auto" (adapted each epoch).
+    host_gather: how zero-copy's feature rows outside the GPU cache reach the GPU, "zero-copy"
+    (the default: the gather kernel reads pinned host memory), "cpu" (CPU threads copy them
+    into pinned staging, one DMA) or "auto" (a probe of both at start-up; the plan says which).
     model: "sage" (GraphSAGE) or "gat" (PyG's GATConv, `heads` attention heads, hidden layers
     heads x hidden wide; its exact test runs attention over every neighbour, layer by layer);
     attn_dropout: GAT's dropout on the attention weights in training, keyed by each edge's nodes
@@ -154,7 +157,8 @@ class Trainer(_lib.Closing):
                  rank: Optional[int] = None, world_size: Optional[int] = None,
                  comm_id: Optional[bytes] = None, comm_timeout: Optional[float] = None,
                  placement: Optional[str] = None, locality: int = 0, heads: int = 1,
-                 attn_dropout: float = 0.0, relation_fanouts=None) -> None:
+                 attn_dropout: float = 0.0, relation_fanouts=None,
+                 host_gather: Optional[str] = None) -> None:
         self._ptr = None
         self._own_context = None
         from .dataset import Dataset
@@ -200,6 +204,7 @@ class Trainer(_lib.Closing):
         o.depth = _lib.int_arg(depth, who, "depth", _lib.INT_MIN, _lib.INT_MAX)
         o.mlp = 1 if mlp else 0
         o.placement = _lib.text(placement)
+        o.host_gather = _lib.text(host_gather)
         o.locality = -1 if locality == "auto" else _lib.int_arg(locality, who, "locality",
                                                                   _lib.INT_MIN, _lib.INT_MAX)
         _context_handle(context, "graphdirect.Trainer")  # checked before a context is made

@@ -490,7 +490,7 @@ unittest.main()
             with self.assertRaises(ValueError):
                 self.loader(**kw)
         for kw in (dict(batch_size=0), dict(depth=1), dict(depth=9), dict(threads=100000),
-                   dict(threads=10**9), dict(threads=-1)):
+                   dict(threads=10**9), dict(threads=-1), dict(host_gather="dma")):
             with self.assertRaises(graphdirect.GraphdirectError) as cm:
                 self.loader(**kw)
             self.assertEqual(cm.exception.status_name, "GD_ERR_INVALID_ARG")

@@ -117,6 +117,19 @@ class GPUTest(Base):
                         self.assertEqual(tuple(t.shape), a.shape)
                     self.ref.check_batch(self, b, [4, 3, -1], to_np=to_np)
 
+    def test_host_gather_cpu_gives_the_same_batches(self):
+        # zero-copy's rows outside the GPU cache (here every row) by CPU gather + DMA: the
+        # batches of the zero-copy loads, bit for bit, and the plan says which way.
+        with self.loader(mode="zero-copy", gpu_cache=0) as a, \
+                self.loader(mode="zero-copy", gpu_cache=0, host_gather="cpu") as b:
+            self.assertIn("host rows by CPU gather + DMA", b.plan)
+            n = 0
+            for x, y in zip(a, b):
+                self.assertTrue(torch.equal(torch.from_dlpack(x.features),
+                                            torch.from_dlpack(y.features)))
+                n += 1
+            self.assertGreater(n, 0)
+
     def test_tensors_fast_path(self):
         # graphdirect.pyg.tensors: every field in one export, the same memory and values as
         # the protocol path, on the default stream and on a side stream.

@@ -4,10 +4,15 @@
  * of gather_kernels.cuh. "zerocopy" reads the registered host tensor directly, "gpu" a copy of
  * the table in device memory; both see the table through a tier store (tier.h), whose GPU cache
  * holds the hot rows of a zero-copy gatherer with a cache budget. "cpu-dma" is the CPU-centric
- * path: CPU threads gather into pinned memory, then one copy.
+ * path: CPU threads gather into pinned memory, then one copy. A zerocopy gatherer created with
+ * host_gather can serve the rows outside its GPU cache that way too (host_gather.h): the GPU
+ * lists them, CPU threads copy them into pinned staging, one copy, and the aligned kernel reads
+ * them from GPU memory.
  *
  * Nothing here synchronises the host in the steady state: buffers are made at create time,
- * and calls are ordered against each other with events. Every CUDA call is checked.
+ * and calls are ordered against each other with events. Every CUDA call is checked. The
+ * exceptions are the CPU's gathers: cpu-dma with device ids reads them back, and the CPU gather
+ * of host rows waits for the GPU's list of them (not for the rest of the gather).
  */
 #include "core/cuda.h"
 #include "core/dev_error.h"
@@ -16,6 +21,7 @@
 #include "tier.h"
 
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 
 #include <pthread.h>
@@ -50,6 +56,19 @@ struct gd__cuda_gatherer {
     int unroll;               /* loads per lane before stores */
     int grid_cap;             /* most blocks a launch may have (the SM budget) */
     int sms;
+    /* host_gather (host_gather.h): the host-row list, the staging both sides, their events. */
+    int *d_flags, *d_pos;     /* max_ids each: host row or not, and its slot (prefix sum) */
+    void *d_scan_tmp;
+    size_t scan_bytes;
+    long long *d_stage_slot;  /* max_ids: each position's staging slot, -1: not a host row */
+    long long *h_list;        /* pinned, max_ids: the listed rows, in slot order */
+    long long *h_count;       /* pinned: their number */
+    unsigned char *h_stage;   /* pinned, max_ids rows: the CPU's copies */
+    unsigned char *d_stage;   /* GPU memory, max_ids rows: the same after the DMA */
+    cudaEvent_t listed;       /* recorded after the list: what the host waits for */
+    cudaEvent_t stage_free;   /* recorded after the DMA that last read h_stage */
+    int host_events;          /* how many of those two exist */
+    long long last_m;         /* rows the last call listed (-1: it read host rows zero-copy) */
 };
 
 /* ------------------------------------------------------------- registration */
@@ -383,6 +402,16 @@ static void cuda_gatherer_release(gd_gatherer_t *g) {
         if (c->d_perm_out) (void)cudaFree(c->d_perm_out);
         if (c->d_sort_tmp) (void)cudaFree(c->d_sort_tmp);
         if (c->d_err) (void)cudaFree(c->d_err);
+        if (c->host_events >= 1) (void)cudaEventSynchronize(c->listed);
+        if (c->host_events >= 2) (void)cudaEventSynchronize(c->stage_free);
+        if (c->host_events >= 1) (void)cudaEventDestroy(c->listed);
+        if (c->host_events >= 2) (void)cudaEventDestroy(c->stage_free);
+        void *const dev[] = {c->d_flags, c->d_pos, c->d_scan_tmp, c->d_stage_slot, c->d_stage};
+        for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+            if (dev[i]) (void)cudaFree(dev[i]);
+        void *const pinned[] = {c->h_list, c->h_count, c->h_stage};
+        for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
+            if (pinned[i]) (void)cudaFreeHost(pinned[i]);
         (void)cudaGetLastError();
         gd__cuda_leave_device(g->device, prev);
     }
@@ -518,6 +547,41 @@ fail:
     return st;
 }
 
+/*
+ * host_gather: the buffers of the CPU gather of host rows, max_ids of everything (the list, the
+ * staging in pinned and in GPU memory, padded by a word for the aligned kernel's 16-byte
+ * loads) and the scratch of the list's prefix sum.
+ */
+static gd_status init_host_gather(gd_gatherer_t *g, gd__cuda_gatherer *c) {
+    gd_status st = GD_OK;
+    const int64_t M = g->max_ids > 0 ? g->max_ids : 1;
+    int64_t stage_bytes;
+    GD_REQUIRE(!gd__mul_overflow_i64(M, g->tensor->row_bytes, &stage_bytes) &&
+                   stage_bytes <= INT64_MAX - 16,
+               GD_ERR_OVERFLOW, "host_gather: max_ids %lld x %lld-byte rows overflow",
+               (long long)M, (long long)g->tensor->row_bytes);
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_flags, (size_t)M * sizeof(int)));
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_pos, (size_t)M * sizeof(int)));
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_stage_slot, (size_t)M * sizeof(long long)));
+    GD_CUDA_CHECK(cudaMalloc((void **)&c->d_stage, (size_t)stage_bytes + 16));
+    GD_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(NULL, c->scan_bytes, (const int *)NULL,
+                                                (int *)NULL, (int)M));
+    GD_CUDA_CHECK(cudaMalloc(&c->d_scan_tmp, c->scan_bytes ? c->scan_bytes : 16));
+    GD_CHECK(pinned_alloc((void **)&c->h_list, (size_t)M * sizeof(long long),
+                          "the host-row list of host_gather"));
+    GD_CHECK(pinned_alloc((void **)&c->h_count, sizeof(long long),
+                          "the host-row count of host_gather"));
+    GD_CHECK(pinned_alloc((void **)&c->h_stage, (size_t)stage_bytes,
+                          "the staging of host_gather (max_ids x row bytes)"));
+    GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->listed, cudaEventDisableTiming));
+    c->host_events = 1;
+    GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->stage_free, cudaEventDisableTiming));
+    c->host_events = 2;
+    c->last_m = -1;
+fail:
+    return st;
+}
+
 /* Resident blocks per SM of the kernel the mode launches (at least 1). */
 static gd_status blocks_per_sm(const gd_gatherer_t *g, const gd__cuda_gatherer *c, int *bps) {
     gd_status st = GD_OK;
@@ -587,6 +651,7 @@ static gd_status cuda_gatherer_init(gd_gatherer_t *g) {
     if (g->info.sms < c->sms && !g->grid_cap_only) GD_CHECK(make_green(g, c));
     c->grid_cap = g->info.sms * bps;
     if (g->mode != GD_GATHER_NAIVE_ZEROCOPY) GD_CHECK(make_store(g, c));
+    if (g->host_gather) GD_CHECK(init_host_gather(g, c));
     /*
      * The table copy (from pageable memory it may return before the data lands), the error
      * record's clear and the set-up kernels ran on the legacy stream, which the non-blocking
@@ -649,6 +714,54 @@ static unsigned grid_for(long long work_blocks, int cap) {
     return (unsigned)(work_blocks < cap ? work_blocks : cap);
 }
 
+/*
+ * The CPU gathers host rows into pinned staging in chunks of this many bytes, and the copy of
+ * each chunk to GPU memory is queued as soon as it is filled: the DMA of a chunk runs while the
+ * CPU threads fill the next, so the two costs overlap instead of adding up.
+ */
+#define HOST_CHUNK_BYTES ((int64_t)4 << 20)
+
+/*
+ * Steps 1 and 2 of the CPU gather of host rows (host_gather.h), on stream, for the n ids the
+ * aligned kernel is about to read (dids, sorted or not): the GPU lists the host rows, the host
+ * waits for the list alone, CPU threads copy the rows into pinned staging (once the previous
+ * call's copies have read it), and the copies to GPU staging are queued ahead of the kernel.
+ */
+static gd_status stage_host_rows(gd_gatherer_t *g, gd__cuda_gatherer *c, const long long *dids,
+                                 long long n, cudaStream_t stream) {
+    gd_status st = GD_OK;
+    const gd_host_tensor_t *t = g->tensor;
+    const unsigned blocks = grid_for((n + BLOCK_THREADS - 1) / BLOCK_THREADS, 1 << 16);
+    size_t bytes = c->scan_bytes;
+    host_flag_kernel<<<blocks, BLOCK_THREADS, 0, stream>>>(c->loc, t->rows, dids, n, c->d_flags);
+    GD_CUDA_CHECK_LAUNCH();
+    GD_CUDA_CHECK(
+        cub::DeviceScan::ExclusiveSum(c->d_scan_tmp, bytes, c->d_flags, c->d_pos, (int)n, stream));
+    host_list_kernel<<<blocks, BLOCK_THREADS, 0, stream>>>(dids, c->d_flags, c->d_pos, n,
+                                                           c->d_stage_slot, c->h_list, c->h_count);
+    GD_CUDA_CHECK_LAUNCH();
+    GD_CUDA_CHECK(cudaEventRecord(c->listed, stream));
+    GD_CUDA_CHECK(cudaEventSynchronize(c->listed));
+    {
+        const long long m = *c->h_count;
+        GD_REQUIRE(m >= 0 && m <= n, GD_ERR_INTERNAL,
+                   "host_gather: the GPU listed %lld host rows of %lld ids", m, n);
+        const int64_t rb = t->row_bytes, chunk = gd__max64(1, HOST_CHUNK_BYTES / rb);
+        GD_CUDA_CHECK(cudaEventSynchronize(c->stage_free));
+        for (int64_t lo = 0; lo < m; lo += chunk) {
+            const int64_t k = gd__min64(chunk, m - lo);
+            gd__gather_rows_cpu(t->data, rb, (const int64_t *)c->h_list + lo, k,
+                                c->h_stage + lo * rb, g->threads);
+            GD_CUDA_CHECK(cudaMemcpyAsync(c->d_stage + lo * rb, c->h_stage + lo * rb,
+                                          (size_t)(k * rb), cudaMemcpyHostToDevice, stream));
+        }
+        GD_CUDA_CHECK(cudaEventRecord(c->stage_free, stream));
+        c->last_m = m;
+    }
+fail:
+    return st;
+}
+
 static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, int ids_on_device,
                              void *out, void *stream_ptr) {
     gd_status st = GD_OK;
@@ -659,6 +772,13 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
     int prev = -1;
     const long long *dids = (const long long *)ids;
     const int *perm = NULL;
+    /*
+     * With a green context, the sort and the kernel run on its stream, inside the budget. The
+     * CPU gather of host rows keeps the caller's stream: its kernels read GPU memory only, for
+     * a moment, so there is no PCIe-bound gather for the budget to keep off the training SMs.
+     */
+    const int host_cpu = g->host_cpu && g->mode == GD_GATHER_ZEROCOPY;
+    const int green = c->green && !host_cpu;
     GD_CHECK(gd__cuda_enter_device(g->device, &prev));
     /* Scratch buffers are shared by every call: order this call after the previous one. */
     GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->done, 0));
@@ -672,8 +792,8 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
         GD_CHECK(stage_ids(c, ids, n, stream));
         dids = c->d_ids;
     }
-    /* With a green context, the sort and the kernel run on its stream, inside the budget. */
-    if (c->green) {
+    c->last_m = -1;
+    if (green) {
         ks = (cudaStream_t)gd__green_stream(c->green);
         GD_CUDA_CHECK(cudaEventRecord(c->to_green, stream));
         GD_CUDA_CHECK(cudaStreamWaitEvent(ks, c->to_green, 0));
@@ -726,13 +846,14 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
     } else {
         const int groups_per_block = BLOCK_THREADS / c->group;
         const unsigned grid = grid_for((n + groups_per_block - 1) / groups_per_block, c->grid_cap);
+        if (host_cpu) GD_CHECK(stage_host_rows(g, c, dids, n, ks));
         aligned_kernel(c->group, c->unroll)<<<grid, BLOCK_THREADS, 0, ks>>>(
             gd__tier_store_bases(g->store), c->loc, t->rows, t->row_bytes, dids, perm, n,
-            (unsigned char *)out,
-            c->d_err);
+            (unsigned char *)out, host_cpu ? c->d_stage : NULL,
+            host_cpu ? c->d_stage_slot : NULL, c->d_err);
         GD_CUDA_CHECK_LAUNCH();
     }
-    if (c->green) {
+    if (green) {
         GD_CUDA_CHECK(cudaEventRecord(c->from_green, ks));
         GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->from_green, 0));
     }
@@ -753,6 +874,129 @@ static gd_status cuda_check_errors(gd_gatherer_t *g) {
                      "table's rows [0, %lld); its output row was zeroed: pass ids of rows that "
                      "exist",
                      e.v[1], e.v[0], (long long)g->tensor->rows);
+}
+
+gd_status gd__gatherer_host_list(gd_gatherer_t *g, const int64_t **rows,
+                                 const int64_t **stage_slot, int64_t *m) {
+    gd__cuda_gatherer *c = g->cuda;
+    if (!c || !g->host_gather)
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "gd__gatherer_host_list: the gatherer was created without host_gather");
+    *rows = (const int64_t *)c->h_list;
+    *stage_slot = (const int64_t *)c->d_stage_slot;
+    *m = c->last_m;
+    return GD_OK;
+}
+
+/* The Philox purpose word of the probe's draws (core/philox.h: "host"). */
+#define PROBE_PURPOSE 0x686f7374u
+
+/* Draw number i of the probe, uniform in [0, n), keyed by the seed. */
+static uint64_t probe_draw(uint64_t seed, uint64_t i, uint64_t n) {
+    const gd_philox_ctr r = gd_philox(seed, (uint32_t)i, (uint32_t)(i >> 32), 0, PROBE_PURPOSE);
+    return gd_philox_below(r.v[0], r.v[1], n);
+}
+
+/*
+ * k distinct rows outside GPU memory (the cache or a peer's), drawn with the seed: rejection
+ * while they are a small part of those rows, else every such row shuffled and cut to k.
+ */
+static gd_status probe_rows(const gd_gatherer_t *g, int64_t host_rows, int64_t k, uint64_t seed,
+                            int64_t *out) {
+    gd_status st = GD_OK;
+    const int64_t R = g->tensor->rows;
+    unsigned char *taken = NULL;
+    uint64_t draw = 0;
+    if (host_rows <= 2 * k) {
+        int64_t *all = (int64_t *)gd_malloc((size_t)(host_rows > 0 ? host_rows : 1) * 8);
+        GD_REQUIRE(all, GD_ERR_NO_MEMORY, "host_gather probe: out of memory for %lld rows",
+                   (long long)host_rows);
+        int64_t h = 0;
+        for (int64_t r = 0; r < R && h < host_rows; r++)
+            if (!gd__gatherer_in_gpu_memory(g, r)) all[h++] = r;
+        for (int64_t i = 0; i < k && i < h; i++) {
+            const int64_t j = i + (int64_t)probe_draw(seed, draw++, (uint64_t)(h - i));
+            const int64_t v = all[j];
+            all[j] = all[i];
+            all[i] = v;
+            out[i] = v;
+        }
+        gd_free(all);
+        return GD_OK;
+    }
+    taken = (unsigned char *)gd_calloc((size_t)(R + 7) / 8, 1);
+    GD_REQUIRE(taken, GD_ERR_NO_MEMORY, "host_gather probe: out of memory for %lld rows",
+               (long long)R);
+    for (int64_t i = 0; i < k;) {
+        const int64_t r = (int64_t)probe_draw(seed, draw++, (uint64_t)R);
+        if ((taken[r >> 3] >> (r & 7)) & 1 || gd__gatherer_in_gpu_memory(g, r)) continue;
+        taken[r >> 3] |= (unsigned char)(1u << (r & 7));
+        out[i++] = r;
+    }
+fail:
+    gd_free(taken);
+    return st;
+}
+
+/* The best of reps timed gathers of ids[0..k) into out one way (after one to warm up), in s. */
+static gd_status probe_way(gd_gatherer_t *g, int cpu, const int64_t *d_ids, int64_t k, void *out,
+                           cudaStream_t stream, int reps, double *best) {
+    gd_status st = GD_OK;
+    g->host_cpu = cpu;
+    *best = 0;
+    for (int i = -1; i < reps; i++) {
+        const double t0 = gd__now();
+        GD_CHECK(cuda_gather(g, d_ids, k, 1, out, stream));
+        GD_CUDA_CHECK(cudaStreamSynchronize(stream));
+        const double dt = gd__now() - t0;
+        if (i >= 0 && (*best == 0 || dt < *best)) *best = dt;
+    }
+fail:
+    return st;
+}
+
+gd_status gd__gatherer_host_probe(gd_gatherer_t *g, int64_t max_rows, int reps, uint64_t seed,
+                                  gd__host_probe *out) {
+    gd_status st = GD_OK;
+    int prev = -1, entered = 0;
+    const int was = g->host_cpu;
+    int64_t *ids = NULL, *d_ids = NULL, host_rows = 0, k = 0;
+    void *d_out = NULL;
+    cudaStream_t stream = NULL;
+    double zc = 0, cpu = 0;
+    memset(out, 0, sizeof *out);
+    out->row_bytes = g->tensor->row_bytes;
+    GD_REQUIRE(g->host_gather && g->cuda && g->mode == GD_GATHER_ZEROCOPY, GD_ERR_INVALID_ARG,
+               "host_gather probe: a zerocopy gatherer created with host_gather is needed");
+    for (int64_t r = 0; r < g->tensor->rows; r++) host_rows += !gd__gatherer_in_gpu_memory(g, r);
+    k = gd__min64(gd__min64(max_rows, g->max_ids), host_rows);
+    if (k <= 0 || reps < 1) goto done; /* nothing read from host memory: no rates */
+    GD_CHECK(gd__cuda_enter_device(g->device, &prev));
+    entered = 1;
+    ids = (int64_t *)gd_malloc((size_t)k * sizeof *ids);
+    GD_REQUIRE(ids, GD_ERR_NO_MEMORY, "host_gather probe: out of memory for %lld rows",
+               (long long)k);
+    GD_CHECK(probe_rows(g, host_rows, k, seed, ids));
+    GD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    GD_CUDA_CHECK(cudaMalloc((void **)&d_ids, (size_t)k * sizeof *ids));
+    GD_CUDA_CHECK(cudaMalloc(&d_out, (size_t)(k * g->tensor->row_bytes)));
+    GD_CUDA_CHECK(cudaMemcpy(d_ids, ids, (size_t)k * sizeof *ids, cudaMemcpyHostToDevice));
+    GD_CHECK(probe_way(g, 0, d_ids, k, d_out, stream, reps, &zc));
+    GD_CHECK(probe_way(g, 1, d_ids, k, d_out, stream, reps, &cpu));
+    out->rows = k;
+    out->zerocopy_gbs = zc > 0 ? (double)(k * g->tensor->row_bytes) / zc / 1e9 : 0;
+    out->cpu_gbs = cpu > 0 ? (double)(k * g->tensor->row_bytes) / cpu / 1e9 : 0;
+    g->probe = *out;
+done:
+fail:
+    g->host_cpu = was;
+    if (stream) (void)cudaStreamSynchronize(stream);
+    if (d_ids) (void)cudaFree(d_ids);
+    if (d_out) (void)cudaFree(d_out);
+    if (stream) (void)cudaStreamDestroy(stream);
+    gd_free(ids);
+    if (entered) gd__cuda_leave_device(g->device, prev);
+    return st;
 }
 
 extern "C" const gd__feature_backend gd__feature_cuda_backend = {

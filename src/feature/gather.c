@@ -112,6 +112,15 @@ static gd_status create(gd_host_tensor_t *t, gd_context_t *context, gd_gather_mo
         goto fail;
     }
     g->grid_cap_only = o.sm_grid_cap_only != 0;
+    GD_REQUIRE(o.host_gather == 0 || o.host_gather == 1, GD_ERR_INVALID_ARG,
+               "gd_gatherer_create: host_gather %d is not 0 (zero-copy loads) or 1 (CPU gather "
+               "and one copy)",
+               o.host_gather);
+    GD_REQUIRE(!o.host_gather || mode == GD_GATHER_ZEROCOPY, GD_ERR_INVALID_ARG,
+               "gd_gatherer_create: host_gather = 1 serves the host rows of the zerocopy mode, "
+               "not \"%s\": leave it 0 (cpu-dma gathers every row on the CPU already)",
+               gd_gather_mode_name(mode));
+    g->host_gather = g->host_cpu = o.host_gather;
     GD_REQUIRE(o.cache_bytes >= 0, GD_ERR_INVALID_ARG,
                "gd_gatherer_create: negative cache_bytes %lld", (long long)o.cache_bytes);
     if (o.cache_bytes > 0) GD_CHECK(choose_hot_rows(g, &o));
@@ -168,6 +177,15 @@ gd_status gd__gatherer_set_peer(gd_gatherer_t *g, int peer, const void *base, in
     if (!g->store)
         return gd__error(GD_ERR_INVALID_ARG, "gd__gatherer_set_peer: the gatherer has no cache");
     return gd__tier_store_set_peer(g->store, peer, base, units);
+}
+
+gd_status gd__gatherer_set_host_cpu(gd_gatherer_t *g, int cpu) {
+    if (cpu && !g->host_gather)
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "the gatherer was created without host_gather, so it has no staging "
+                         "for a CPU gather of its host rows: create it with host_gather = 1");
+    g->host_cpu = cpu != 0;
+    return GD_OK;
 }
 
 void gd_gatherer_destroy(gd_gatherer_t *g) {

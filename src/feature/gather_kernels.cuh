@@ -89,7 +89,8 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
     gather_aligned_kernel(gd__tier_bases tiers, const long long *__restrict__ loc,
                           long long rows, long long row_bytes, const long long *__restrict__ ids,
                           const int *__restrict__ perm, long long n,
-                          unsigned char *__restrict__ out, gd__dev_error *err) {
+                          unsigned char *__restrict__ out, const unsigned char *stage,
+                          const long long *__restrict__ stage_slot, gd__dev_error *err) {
     constexpr int GROUPS = 32 / G;
     constexpr unsigned long long SPAN = 16ull * G < 128 ? 16ull * G : 128;
     const int lane = threadIdx.x & 31;
@@ -117,6 +118,14 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
         int64_t slot = id;
         if (loc && load_ok)
             base = (unsigned long long)gd__tier_base_of(tiers, __ldg(loc + id), &slot, NULL);
+        /* A host row the CPU gathered (host_gather.h) is read from its staging slot instead. */
+        if (stage_slot && load_ok) {
+            const long long k = stage_slot[r];
+            if (k >= 0) {
+                base = (unsigned long long)stage;
+                slot = k;
+            }
+        }
 
         /*
          * Geometry of the row, all in byte addresses. Output word v (16-byte aligned, at
@@ -190,6 +199,32 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
     }
 }
 
+/*
+ * Step 1 of the CPU gather of host rows (host_gather.h), in two kernels around a prefix sum of
+ * the flags: flag the positions whose row is in the host tier (every in-range row without a
+ * map: the zerocopy home is host memory), then give each its staging slot and list its row in
+ * pinned memory, in position order, with their number. gd__host_rows_list_cpu is the reference.
+ */
+__global__ void host_flag_kernel(const long long *__restrict__ loc, long long rows,
+                                 const long long *__restrict__ ids, long long n, int *flags) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        const long long id = ids[i];
+        flags[i] = id >= 0 && id < rows && (!loc || gd__loc_tier(__ldg(loc + id)) == GD__TIER_HOST);
+    }
+}
+
+__global__ void host_list_kernel(const long long *__restrict__ ids, const int *__restrict__ flags,
+                                 const int *__restrict__ pos, long long n, long long *stage_slot,
+                                 long long *list, long long *count) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        stage_slot[i] = flags[i] ? pos[i] : -1;
+        if (flags[i]) list[pos[i]] = ids[i];
+        if (i == n - 1) *count = (long long)pos[i] + flags[i];
+    }
+}
+
 __global__ void iota_kernel(int *p, long long n) {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x)
@@ -200,7 +235,7 @@ __global__ void iota_kernel(int *p, long long n) {
 
 typedef void (*aligned_kernel_fn)(gd__tier_bases, const long long *, long long, long long,
                                   const long long *, const int *, long long, unsigned char *,
-                                  gd__dev_error *);
+                                  const unsigned char *, const long long *, gd__dev_error *);
 
 /*
  * Lanes per row: enough that one round of U loads per lane covers a row with its alignment

@@ -10,6 +10,7 @@
 #define GD_FEATURE_INTERNAL_H
 
 #include "core/internal.h"
+#include "host_gather.h"
 #include "placed.h"
 #include "tier.h"
 
@@ -69,6 +70,13 @@ struct gd_gatherer {
     int sm_budget_count;     /* SMs, 0 = all; resolved from sm_budget_percent at create */
     double sm_budget_percent; /* > 0 when the budget was given as "N%" */
     int grid_cap_only;        /* do not use a green context for the SM budget */
+    /*
+     * zerocopy created with the host_gather option: the buffers of the CPU gather of host rows
+     * exist (host_gather.h), and host_cpu says whether gathers take that way now.
+     */
+    int host_gather;
+    int host_cpu;
+    gd__host_probe probe;     /* the last gd__gatherer_host_probe (rows 0: none) */
     /* The hot-row cache (zerocopy). hot_rows lives only while the backend builds the cache. */
     int64_t *hot_rows;        /* the rows to cache, hottest first; slot i holds hot_rows[i] */
     int64_t hot_count;        /* their number */
@@ -113,6 +121,30 @@ void gd__gather_rows_cpu(const void *src, int64_t row_bytes, const int64_t *ids,
 gd_status gd__parse_sm_budget(const char *text, int *count, double *percent);
 /* The SMs a budget allows on a GPU with `sms` multiprocessors (at least 1, at most sms). */
 int gd__sm_budget_resolve(int count, double percent, int sms);
+
+/* ---- host rows by CPU gather + DMA (host_gather.h; the CUDA backend) */
+
+/*
+ * Switch a zerocopy gatherer created with host_gather = 1 between zero-copy loads (cpu 0) and
+ * the CPU gather (cpu 1) of its host rows; later gathers take the new way.
+ */
+gd_status gd__gatherer_set_host_cpu(gd_gatherer_t *g, int cpu);
+/*
+ * The host-row list of the gatherer's last CPU-gather call, for tests: *rows (pinned host
+ * memory, *m entries) and *stage_slot (GPU memory, one entry per id in the order the kernel
+ * read them: sorted when the gatherer sorts), valid until the next call. *m = -1 when the last
+ * call did not take the CPU way.
+ */
+gd_status gd__gatherer_host_list(gd_gatherer_t *g, const int64_t **rows,
+                                 const int64_t **stage_slot, int64_t *m);
+/*
+ * Measure both ways on this table (start-up of "auto"): up to max_rows distinct random rows
+ * that the GPU cache does not hold (seeded), gathered into scratch GPU memory the probe
+ * allocates and frees, each way once to warm up and then `reps` times; the best rates go to
+ * *out and g->probe. The gatherer is left in the way it was.
+ */
+gd_status gd__gatherer_host_probe(gd_gatherer_t *g, int64_t max_rows, int reps, uint64_t seed,
+                                  gd__host_probe *out);
 
 /* ---- backends */
 

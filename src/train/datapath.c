@@ -11,6 +11,8 @@
 #include "core/hostmem.h"
 #include "core/peers.h"
 #include "feature/disk_rows.h"
+#include "feature/host_gather.h"
+#include "feature/internal.h" /* the gatherer's host_gather switch and probe */
 #include "feature/widen.h"
 #include "io/dataset.h"
 #ifdef GD_WITH_CUDA
@@ -453,6 +455,43 @@ fail:
     return st;
 }
 
+#ifdef GD_WITH_CUDA
+/* Host rows gathered per call of the host_gather probe, and its timed calls each way. */
+#define HOST_PROBE_ROWS 65536
+#define HOST_PROBE_REPS 3
+
+/*
+ * zero-copy with rows in host memory, --host-gather cpu or auto: set the way the gatherer takes
+ * (auto: a probe of both on this table, host_gather.h) and say it in the plan.
+ */
+static gd_status choose_host_gather(gd__datapath *d) {
+    gd_status st = GD_OK;
+    const size_t used = strlen(d->plan.text);
+    char why[160];
+    gd__host_gather way = (gd__host_gather)d->cfg.host_gather;
+    snprintf(why, sizeof why, "--host-gather cpu");
+    if (way == GD__HOST_GATHER_AUTO) {
+        gd__host_probe p;
+        GD_CHECK(gd__gatherer_host_probe(d->gatherer, HOST_PROBE_ROWS, HOST_PROBE_REPS,
+                                         d->cfg.seed, &p));
+        way = gd__host_gather_choose(p.zerocopy_gbs, p.cpu_gbs);
+        snprintf(why, sizeof why, "auto: %.1f GB/s against %.1f GB/s %s, %lld rows probed",
+                 way == GD__HOST_GATHER_CPU ? p.cpu_gbs : p.zerocopy_gbs,
+                 way == GD__HOST_GATHER_CPU ? p.zerocopy_gbs : p.cpu_gbs,
+                 way == GD__HOST_GATHER_CPU ? "by zero-copy loads" : "by CPU gather",
+                 (long long)p.rows);
+        startup_mark(d, "host gather probe");
+    }
+    GD_CHECK(gd__gatherer_set_host_cpu(d->gatherer, way == GD__HOST_GATHER_CPU));
+    GD_INFO("zero-copy: host rows by %s (%s)",
+            way == GD__HOST_GATHER_CPU ? "CPU gather + DMA" : "zero-copy loads", why);
+    snprintf(d->plan.text + used, sizeof d->plan.text - used, "; host rows by %s (%s)",
+             way == GD__HOST_GATHER_CPU ? "CPU gather + DMA" : "zero-copy loads", why);
+fail:
+    return st;
+}
+#endif
+
 /* The gatherer of the mode; zero-copy sizes its cache from what the budget leaves. */
 static gd_status make_gatherer(gd__datapath *d) {
     gd_status st = GD_OK;
@@ -469,13 +508,18 @@ static gd_status make_gatherer(gd__datapath *d) {
 #ifdef GD_WITH_CUDA
     if (gm == GD_GATHER_ZEROCOPY) {
         int64_t cache = d->plan.feature_cache_bytes, used;
-        const int64_t table = d->num_nodes * gd_host_tensor_row_bytes(d->features);
+        const int64_t rb = gd_host_tensor_row_bytes(d->features), table = d->num_nodes * rb;
+        /* The CPU gather of host rows stages max_ids rows (and lists them) in GPU memory too. */
+        const int64_t host_stage =
+            d->cfg.host_gather != GD__HOST_GATHER_ZEROCOPY ? go.max_ids * (rb + 24) : 0;
         if (cache < 0) {
             /* What is left of the budget, less the location map and the gather's buffers. */
             GD_CHECK(used_gpu(d, &used));
-            cache = d->budget - used - GD__PLAN_GPU_RESERVE - 8 * d->num_nodes - 64 * go.max_ids;
+            cache = d->budget - used - GD__PLAN_GPU_RESERVE - 8 * d->num_nodes - 64 * go.max_ids -
+                    host_stage;
             cache = cache < 0 ? 0 : gd__min64(cache, table);
         }
+        go.host_gather = host_stage > 0 && cache < table;
         /*
          * Rows left in host memory make the gather PCIe-bound, and then a gather spread over
          * every SM only holds SMs the training kernels need: on papers with a 16 GiB budget the
@@ -516,6 +560,9 @@ static gd_status make_gatherer(gd__datapath *d) {
                  : d->features_shared ? "pinned in place (the file's pages, shared)"
                                       : "pinned in place");
     }
+#ifdef GD_WITH_CUDA
+    if (go.host_gather) GD_CHECK(choose_host_gather(d));
+#endif
 fail:
     return st;
 }

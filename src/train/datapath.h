@@ -56,6 +56,8 @@ typedef struct {
     const char *gather_sms;
     const char *placement; /* several ranks in zero-copy: replicate, partition, auto (NULL) */
     int locality;          /* locality-aware sampling: 0 off, a factor >= 2, GD__LOCALITY_AUTO */
+    /* zero-copy: how the rows outside the GPU cache come (gd__host_gather; 0: zero-copy loads) */
+    int host_gather;
     int depth;           /* buffer sets of the GPU modes (cpu: 1 unless sets_on_cpu) */
     int sets_on_cpu;     /* the cpu mode keeps `depth` sets too (the loader's caller holds them) */
     int labels_optional; /* the loader serves unlabelled data */

@@ -16,6 +16,7 @@
  * its creation: it calls forward_progress, which hands the report to the callback of the fit in
  * progress, with the epoch.
  */
+#include "feature/host_gather.h"
 #include "io/dataset.h"
 #include "train/infer.h"
 #include "train/datapath.h"
@@ -118,6 +119,11 @@ static gd_status train_config(const gd_train_options *o, gd_trainer_t *t, gd__tr
     c->placement = o->placement;
     c->locality = o->locality;
     c->relation_fanouts = o->relation_fanouts;
+    {
+        gd__host_gather h;
+        GD_CHECK(gd__host_gather_parse(o->host_gather, &h));
+        c->host_gather = (int)h;
+    }
     /* Every minibatch reaches forward_progress, which reports at the fit's own cadence. */
     c->progress = forward_progress;
     c->progress_user = t;

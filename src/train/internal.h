@@ -94,6 +94,11 @@ typedef struct {
     const char *placement;
     /* Locality-aware sampling in training passes: 0 off, a factor >= 2, -1 auto (locality.c). */
     int locality;
+    /*
+     * zero-copy: how the feature rows outside the GPU cache reach the GPU, a gd__host_gather
+     * (feature/host_gather.h): zero-copy loads (0), CPU gather + one DMA, or auto (a probe).
+     */
+    int host_gather;
     int depth;              /* GPU modes: buffer sets in the ring, >= 2 */
     const char *relation_fanouts; /* heterogeneous: per (hop, edge type); see gd_train_options */
     int64_t max_batches;    /* stop a training epoch after this many minibatches (0: all) */

@@ -24,6 +24,7 @@
  * Python garbage collector): the counts are under the loader's mutex.
  */
 #include "train/datapath.h"
+#include "feature/host_gather.h"
 
 #include "io/dataset.h"
 
@@ -387,6 +388,11 @@ static gd_status data_config(const gd_loader_options *o, gd__data_config *c) {
     c->seeds = o->seeds;
     c->num_seeds = o->num_seeds;
     c->seeds_split = (int)(o->split - GD_ARRAY_TRAIN_IDX);
+    {
+        gd__host_gather h;
+        GD_CHECK(gd__host_gather_parse(o->host_gather, &h));
+        c->host_gather = (int)h;
+    }
 fail:
     return st;
 }

@@ -261,6 +261,7 @@ static void data_config(gd__trainer *t, gd__data_config *dc) {
     dc->host_mem_budget = cfg->host_mem_budget;
     dc->placement = cfg->placement;
     dc->locality = cfg->locality;
+    dc->host_gather = cfg->host_gather;
     dc->model_bytes = plan_model_bytes;
     dc->model_user = t;
 }

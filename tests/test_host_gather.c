@@ -1,0 +1,416 @@
+/*
+ * Host rows of a zero-copy gather by CPU gather + one DMA (src/feature/host_gather.h, issue 16).
+ * CPU: the names of the choice and their refusal; the CPU reference of the GPU's host-row list
+ * against the rule it states, on fresh random location maps (host, cache, GPU and peer rows,
+ * ids out of range, duplicates); the whole flow run on the CPU (list, CPU gather into staging,
+ * each row placed from its staging slot or its cache slot) equals the direct gather bit for bit;
+ * auto's rule; the gatherer, trainer and loader refuse bad values. GPU (exits 77 without one):
+ * zerocopy gatherers with host_gather over tables of several row widths and caches (none, a
+ * third, every row), ids sorted or not, on the host or the device, with duplicates, outputs
+ * poisoned and misaligned, rows wide enough that the staging fills in several chunks: the output
+ * equals the CPU reference, the GPU's list and staging slots
+ * equal gd__host_rows_list_cpu, the same gatherer switched to zero-copy loads writes the same
+ * bytes, two gathers queued back to back on one stream both land (the staging is not reused
+ * early), a bad device id is reported and not listed, and the start-up probe measures both ways
+ * and leaves the gatherer as it was.
+ */
+#include "feature/internal.h"
+#include "test.h"
+
+#define POISON 0xA5
+
+/* ------------------------------------------------------------------ CPU checks */
+
+static void check_names(void) {
+    gd__host_gather h = GD__HOST_GATHER_CPU;
+    T_OK(gd__host_gather_parse(NULL, &h));
+    T_EQ_INT(h, GD__HOST_GATHER_ZEROCOPY);
+    for (int i = 0; i < GD__HOST_GATHER_COUNT; i++) {
+        T_OK(gd__host_gather_parse(gd__host_gather_name((gd__host_gather)i), &h));
+        T_EQ_INT(h, i);
+    }
+    T_EQ_STR(gd__host_gather_name(GD__HOST_GATHER_ZEROCOPY), "zero-copy");
+    T_EQ_STR(gd__host_gather_name(GD__HOST_GATHER_CPU), "cpu");
+    T_EQ_STR(gd__host_gather_name(GD__HOST_GATHER_AUTO), "auto");
+    T_ASSERT(gd__host_gather_name(GD__HOST_GATHER_COUNT) == NULL);
+    T_FAILS(gd__host_gather_parse("zerocopy", &h), GD_ERR_INVALID_ARG, "zero-copy");
+    T_FAILS(gd__host_gather_parse("", &h), GD_ERR_INVALID_ARG, "auto");
+}
+
+/* A random location map: host rows at their own slot, cached, GPU-resident and peer rows. */
+static void random_map(int64_t *loc, int64_t rows, int host_percent, uint64_t *state) {
+    for (int64_t r = 0; r < rows; r++) {
+        const uint64_t x = t_rand(state);
+        if ((int)(x % 100) < host_percent) {
+            loc[r] = gd__loc_make(GD__TIER_HOST, r);
+            continue;
+        }
+        switch ((x >> 8) % 3) {
+        case 0: loc[r] = gd__loc_make(GD__TIER_GPU_CACHE, (int64_t)(x >> 16) % rows); break;
+        case 1: loc[r] = gd__loc_make(GD__TIER_GPU, r); break;
+        default: loc[r] = gd__loc_make_peer((int)((x >> 16) % 4), (int64_t)(x >> 24) % rows);
+        }
+    }
+}
+
+/* The list's rule, checked as stated in host_gather.h (with and without a map). */
+static void check_list_reference(uint64_t *state) {
+    for (int round = 0; round < 200; round++) {
+        const int64_t rows = 1 + (int64_t)(t_rand(state) % 500);
+        const int64_t n = (int64_t)(t_rand(state) % 700);
+        const int with_map = round % 4 != 0;
+        int64_t *loc = malloc(sizeof *loc * (size_t)rows), *ids = malloc(8 * (size_t)(n + 1));
+        int64_t *slot = malloc(8 * (size_t)(n + 1)), *list = malloc(8 * (size_t)(n + 1));
+        T_ASSERT(loc && ids && slot && list);
+        random_map(loc, rows, (int)(t_rand(state) % 101), state);
+        for (int64_t r = 0; r < n; r++) {
+            const uint64_t x = t_rand(state);
+            ids[r] = x % 20 == 0 ? (x % 40 == 0 ? -1 : rows) /* out of range */
+                     : r > 0 && x % 7 == 0 ? ids[(x >> 8) % (uint64_t)r] /* a duplicate */
+                                           : (int64_t)((x >> 8) % (uint64_t)rows);
+        }
+        const int64_t *map = with_map ? loc : NULL;
+        memset(slot, 0x5a, 8 * (size_t)(n + 1));
+        const int64_t m = gd__host_rows_list_cpu(map, rows, ids, n, slot, list);
+        int64_t next = 0;
+        for (int64_t r = 0; r < n; r++) {
+            const int in = ids[r] >= 0 && ids[r] < rows;
+            const int host = in && (!map || gd__loc_tier(map[ids[r]]) == GD__TIER_HOST);
+            if (!host) {
+                T_EQ_INT(slot[r], -1);
+                continue;
+            }
+            T_EQ_INT(slot[r], next);
+            T_EQ_INT(list[next], ids[r]);
+            next++;
+        }
+        T_EQ_INT(m, next);
+        /* Counting alone gives the same number. */
+        T_EQ_INT(gd__host_rows_list_cpu(map, rows, ids, n, NULL, NULL), m);
+        free(loc);
+        free(ids);
+        free(slot);
+        free(list);
+    }
+}
+
+/*
+ * The flow on the CPU: list the host rows, gather them into staging with CPU threads, then place
+ * every row from its staging slot or its cache slot. It must equal the direct gather exactly.
+ */
+static void check_flow_cpu(uint64_t *state) {
+    static const int64_t widths[] = {2, 12, 256, 400, 1028};
+    for (int wi = 0; wi < (int)(sizeof widths / sizeof widths[0]); wi++) {
+        const int64_t w = widths[wi], rows = 5000, n = 4000;
+        unsigned char *table = malloc((size_t)(rows * w)), *cache = malloc((size_t)(rows * w));
+        unsigned char *staging = malloc((size_t)(n * w)), *out = malloc((size_t)(n * w));
+        unsigned char *want = malloc((size_t)(n * w));
+        int64_t *loc = malloc(8 * (size_t)rows), *ids = malloc(8 * (size_t)n);
+        int64_t *slot = malloc(8 * (size_t)n), *list = malloc(8 * (size_t)n);
+        T_ASSERT(table && cache && staging && out && want && loc && ids && slot && list);
+        t_fill_random(table, (size_t)(rows * w), state);
+        /* A third of the rows cached, each in a slot of its own (slot k holds row cached[k]). */
+        int64_t cached = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            if (t_rand(state) % 3 == 0) {
+                memcpy(cache + cached * w, table + r * w, (size_t)w);
+                loc[r] = gd__loc_make(GD__TIER_GPU_CACHE, cached++);
+            } else {
+                loc[r] = gd__loc_make(GD__TIER_HOST, r);
+            }
+        }
+        for (int64_t i = 0; i < n; i++) ids[i] = (int64_t)(t_rand(state) % (uint64_t)rows);
+        gd__gather_rows_cpu(table, w, ids, n, want, 1);
+        memset(out, POISON, (size_t)(n * w));
+        const int64_t m = gd__host_rows_list_cpu(loc, rows, ids, n, slot, list);
+        T_ASSERT(m > 0 && m < n);
+        gd__gather_rows_cpu(table, w, list, m, staging, 4);
+        for (int64_t i = 0; i < n; i++) {
+            const unsigned char *src = slot[i] >= 0
+                                           ? staging + slot[i] * w
+                                           : cache + gd__loc_slot(loc[ids[i]]) * w;
+            memcpy(out + i * w, src, (size_t)w);
+        }
+        T_ASSERT(memcmp(out, want, (size_t)(n * w)) == 0);
+        free(table);
+        free(cache);
+        free(staging);
+        free(out);
+        free(want);
+        free(loc);
+        free(ids);
+        free(slot);
+        free(list);
+    }
+}
+
+static void check_choose(void) {
+    T_EQ_INT(gd__host_gather_choose(8.6, 21.4), GD__HOST_GATHER_CPU);
+    T_EQ_INT(gd__host_gather_choose(47.8, 21.4), GD__HOST_GATHER_ZEROCOPY);
+    T_EQ_INT(gd__host_gather_choose(10.0, 10.0), GD__HOST_GATHER_ZEROCOPY); /* a tie: no change */
+    T_EQ_INT(gd__host_gather_choose(0.0, 21.4), GD__HOST_GATHER_ZEROCOPY);  /* not measured */
+    T_EQ_INT(gd__host_gather_choose(8.6, 0.0), GD__HOST_GATHER_ZEROCOPY);
+    T_EQ_INT(gd__host_gather_choose(NAN, 21.4), GD__HOST_GATHER_ZEROCOPY);
+}
+
+static void check_refusals(uint64_t seed) {
+    gd_host_tensor_t *t = NULL;
+    gd_gatherer_t *g = NULL;
+    T_OK(gd_host_tensor_create(10, 4, GD_DTYPE_FLOAT32, 0, &t));
+    gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
+    o.host_gather = 2;
+    T_FAILS(gd_gatherer_create(t, NULL, GD_GATHER_CPU, &o, &g), GD_ERR_INVALID_ARG, "host_gather");
+    o.host_gather = 1;
+    T_FAILS(gd_gatherer_create(t, NULL, GD_GATHER_CPU, &o, &g), GD_ERR_INVALID_ARG, "zerocopy");
+    T_ASSERT(g == NULL);
+    o.host_gather = 0;
+    T_OK(gd_gatherer_create(t, NULL, GD_GATHER_CPU, &o, &g));
+    T_FAILS(gd__gatherer_set_host_cpu(g, 1), GD_ERR_INVALID_ARG, "host_gather = 1");
+    T_OK(gd__gatherer_set_host_cpu(g, 0));
+    gd_gatherer_destroy(g);
+    gd_host_tensor_destroy(t);
+
+    gd_dataset_t *ds = t_tiny_dataset(seed);
+    gd_train_options to = GD_TRAIN_OPTIONS_INIT;
+    char plan[1024];
+    to.mode = "cpu";
+    to.host_gather = "fast";
+    T_FAILS(gd_trainer_plan(ds, &to, plan, sizeof plan), GD_ERR_INVALID_ARG, "zero-copy");
+    gd_trainer_t *tr = NULL;
+    T_FAILS(gd_trainer_create(ds, &to, &tr), GD_ERR_INVALID_ARG, "cpu");
+    T_ASSERT(tr == NULL);
+    /* Modes without host rows read by the GPU take the option and ignore it. */
+    to.host_gather = "cpu";
+    T_OK(gd_trainer_create(ds, &to, &tr));
+    gd_trainer_destroy(tr);
+    gd_loader_options lo = GD_LOADER_OPTIONS_INIT;
+    gd_loader_t *l = NULL;
+    lo.mode = "cpu";
+    lo.host_gather = "dma";
+    T_FAILS(gd_loader_create(ds, &lo, &l), GD_ERR_INVALID_ARG, "auto");
+    T_ASSERT(l == NULL);
+    gd_dataset_close(ds);
+}
+
+/* ------------------------------------------------------------------ GPU checks */
+
+#ifdef GD_WITH_CUDA
+/* Distinct ids in random order, with one duplicate pair when dup is set; n <= rows. */
+static void make_ids(int64_t rows, int64_t n, int dup, uint64_t *state, int64_t *ids) {
+    unsigned char *taken = calloc((size_t)rows, 1);
+    T_ASSERT(taken);
+    for (int64_t i = 0; i < n;) {
+        const int64_t r = (int64_t)(t_rand(state) % (uint64_t)rows);
+        if (taken[r]) continue;
+        taken[r] = 1;
+        ids[i++] = r;
+    }
+    if (dup && n >= 2) ids[n - 1] = ids[0];
+    free(taken);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The host-row list of g's last call against the CPU reference over the ids it read. */
+static void check_list(gd_gatherer_t *g, int64_t rows, const int64_t *ids, int64_t n, int sorted) {
+    const int64_t *list = NULL, *d_slot = NULL;
+    int64_t m = -2;
+    T_OK(gd__gatherer_host_list(g, &list, &d_slot, &m));
+    int64_t *order = malloc(8 * (size_t)n), *loc = malloc(8 * (size_t)rows);
+    int64_t *want_slot = malloc(8 * (size_t)n), *want_list = malloc(8 * (size_t)n);
+    int64_t *got_slot = malloc(8 * (size_t)n);
+    T_ASSERT(order && loc && want_slot && want_list && got_slot);
+    memcpy(order, ids, 8 * (size_t)n);
+    if (sorted) qsort(order, (size_t)n, 8, cmp_i64);
+    for (int64_t r = 0; r < rows; r++)
+        loc[r] = gd__gatherer_in_gpu_memory(g, r) ? gd__loc_make(GD__TIER_GPU_CACHE, 0)
+                                                  : gd__loc_make(GD__TIER_HOST, r);
+    const int64_t want = gd__host_rows_list_cpu(loc, rows, order, n, want_slot, want_list);
+    T_EQ_INT(m, want);
+    T_ASSERT(m == 0 || memcmp(list, want_list, 8 * (size_t)m) == 0);
+    CU(cudaMemcpy(got_slot, d_slot, 8 * (size_t)n, cudaMemcpyDeviceToHost));
+    T_ASSERT(memcmp(got_slot, want_slot, 8 * (size_t)n) == 0);
+    free(order);
+    free(loc);
+    free(want_slot);
+    free(want_list);
+    free(got_slot);
+}
+
+/* Gather ids into d_buf + off (poisoned first) and compare with want; the bytes come back. */
+static void gather_equal(gd_gatherer_t *g, const int64_t *ids, const int64_t *d_ids, int64_t n,
+                         int on_device, unsigned char *d_buf, size_t off, int64_t w,
+                         cudaStream_t stream, const unsigned char *want, unsigned char *host,
+                         const char *what) {
+    const size_t bytes = (size_t)(n * w);
+    CU(cudaMemset(d_buf, POISON, bytes + off + 64));
+    T_OK(gd_gather(g, on_device ? d_ids : ids, n, on_device, d_buf + off, stream));
+    CU(cudaStreamSynchronize(stream));
+    T_OK(gd_gatherer_check_errors(g));
+    CU(cudaMemcpy(host, d_buf, bytes + off + 64, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < off; i++)
+        if (host[i] != POISON) T_FAIL_("%s: byte %zu before the output was written", what, i);
+    if (memcmp(host + off, want, bytes) != 0) {
+        for (int64_t i = 0; i < n; i++)
+            if (memcmp(host + off + i * w, want + i * w, (size_t)w) != 0)
+                T_FAIL_("%s: row %lld (id %lld) differs from the CPU reference", what,
+                        (long long)i, (long long)ids[i]);
+    }
+    for (size_t i = 0; i < 64; i++)
+        if (host[off + bytes + i] != POISON) T_FAIL_("%s: byte %zu past the output", what, i);
+}
+
+static void check_gpu(uint64_t *state, uint64_t seed) {
+    /* 4100-byte rows fill the staging in three chunks (HOST_CHUNK_BYTES, feature_cuda.cu). */
+    static const int64_t widths[] = {4, 12, 256, 400, 2, 1028, 4100};
+    const int64_t cap = 2500;
+    cudaStream_t stream;
+    CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    int64_t *ids = malloc(8 * (size_t)cap), *ids2 = malloc(8 * (size_t)cap), *d_ids = NULL,
+            *d_ids2 = NULL;
+    const size_t buf = (size_t)(cap * 4100) + 256;
+    unsigned char *d_buf = NULL, *d_buf2 = NULL, *host = malloc(buf), *want = malloc(buf),
+                  *want2 = malloc(buf), *first = malloc(buf);
+    T_ASSERT(ids && ids2 && host && want && want2 && first);
+    CU(cudaMalloc((void **)&d_ids, 8 * (size_t)cap));
+    CU(cudaMalloc((void **)&d_ids2, 8 * (size_t)cap));
+    CU(cudaMalloc((void **)&d_buf, buf));
+    CU(cudaMalloc((void **)&d_buf2, buf));
+    for (int wi = 0; wi < (int)(sizeof widths / sizeof widths[0]); wi++) {
+        const int64_t w = widths[wi], rows = 3000;
+        const gd_dtype dt = w % 4 == 0 ? GD_DTYPE_FLOAT32 : GD_DTYPE_BFLOAT16;
+        const int64_t cols = w / (int64_t)gd_dtype_size(dt);
+        gd_host_tensor_t *t = NULL;
+        T_OK(gd_host_tensor_create(rows, cols, dt, 0, &t));
+        const unsigned char *table = gd_host_tensor_data(t);
+        t_fill_random(gd_host_tensor_data(t), (size_t)(rows * w), state);
+        T_OK(gd_host_tensor_register(t, NULL));
+        int64_t *scores = malloc(8 * (size_t)rows);
+        T_ASSERT(scores);
+        for (int64_t r = 0; r < rows; r++) scores[r] = (int64_t)(t_rand(state) % 50);
+        const int64_t budgets[] = {0, rows * w / 3, rows * w};
+        for (int bi = 0; bi < 3; bi++) {
+            for (int sorted = 0; sorted < 2; sorted++) {
+                gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
+                o.max_ids = cap;
+                o.sort_ids = sorted ? 1 : -1;
+                o.cache_bytes = budgets[bi];
+                o.cache_scores = budgets[bi] ? scores : NULL;
+                o.host_gather = 1;
+                o.threads = 3;
+                gd_gatherer_t *g = NULL;
+                T_OK(gd_gatherer_create(t, NULL, GD_GATHER_ZEROCOPY, &o, &g));
+                char what[128];
+                for (int v = 0; v < 6; v++) {
+                    const int64_t n = v == 0 ? 1 : v == 1 ? cap
+                                                          : 1 + (int64_t)(t_rand(state) % cap);
+                    const int on_device = v % 2, dup = v >= 4;
+                    const size_t off = (size_t)(v % 3) * gd_dtype_size(dt);
+                    snprintf(what, sizeof what,
+                             "width %lld, cache %lld B, %s, %lld %s ids%s, output +%zu",
+                             (long long)w, (long long)budgets[bi], sorted ? "sorted" : "unsorted",
+                             (long long)n, on_device ? "device" : "host",
+                             dup ? " (a duplicate)" : "", off);
+                    make_ids(rows, n, dup, state, ids);
+                    CU(cudaMemcpy(d_ids, ids, 8 * (size_t)n, cudaMemcpyHostToDevice));
+                    gd__gather_rows_cpu(table, w, ids, n, want, 1);
+                    T_OK(gd__gatherer_set_host_cpu(g, 1));
+                    gather_equal(g, ids, d_ids, n, on_device, d_buf, off, w,
+                                 v >= 3 ? stream : NULL, want, host, what);
+                    memcpy(first, host, (size_t)(n * w) + off);
+                    check_list(g, rows, ids, n, sorted);
+                    /* The other way writes the same bytes. */
+                    T_OK(gd__gatherer_set_host_cpu(g, 0));
+                    gather_equal(g, ids, d_ids, n, on_device, d_buf, off, w, stream, want, host,
+                                 what);
+                    T_ASSERT(memcmp(first, host, (size_t)(n * w) + off) == 0);
+                    const int64_t *l = NULL, *s = NULL;
+                    int64_t m = 0;
+                    T_OK(gd__gatherer_host_list(g, &l, &s, &m));
+                    T_EQ_INT(m, -1); /* the zero-copy call listed nothing */
+                }
+                /* Two calls queued back to back: the second's CPU copy waits for the first's
+                 * DMA out of the staging, and both outputs are right. */
+                T_OK(gd__gatherer_set_host_cpu(g, 1));
+                make_ids(rows, cap, 0, state, ids);
+                make_ids(rows, cap, 0, state, ids2);
+                CU(cudaMemcpy(d_ids, ids, 8 * (size_t)cap, cudaMemcpyHostToDevice));
+                CU(cudaMemcpy(d_ids2, ids2, 8 * (size_t)cap, cudaMemcpyHostToDevice));
+                gd__gather_rows_cpu(table, w, ids, cap, want, 1);
+                gd__gather_rows_cpu(table, w, ids2, cap, want2, 1);
+                CU(cudaMemset(d_buf, POISON, (size_t)(cap * w)));
+                CU(cudaMemset(d_buf2, POISON, (size_t)(cap * w)));
+                T_OK(gd_gather(g, d_ids, cap, 1, d_buf, stream));
+                T_OK(gd_gather(g, d_ids2, cap, 1, d_buf2, stream));
+                CU(cudaStreamSynchronize(stream));
+                CU(cudaMemcpy(host, d_buf, (size_t)(cap * w), cudaMemcpyDeviceToHost));
+                T_ASSERT(memcmp(host, want, (size_t)(cap * w)) == 0);
+                CU(cudaMemcpy(host, d_buf2, (size_t)(cap * w), cudaMemcpyDeviceToHost));
+                T_ASSERT(memcmp(host, want2, (size_t)(cap * w)) == 0);
+                /* A bad device id is reported, and not listed for the CPU. */
+                make_ids(rows, 100, 0, state, ids);
+                ids[50] = rows;
+                CU(cudaMemcpy(d_ids, ids, 8 * 100, cudaMemcpyHostToDevice));
+                T_OK(gd_gather(g, d_ids, 100, 1, d_buf, stream));
+                T_FAILS(gd_gatherer_check_errors(g), GD_ERR_RANGE, "outside");
+                check_list(g, rows, ids, 100, sorted);
+                /* The probe measures both ways (none without host rows) and changes nothing. */
+                gd__host_probe p;
+                const int64_t host_rows = rows - (budgets[bi] ? budgets[bi] / w : 0);
+                /* 1200 of 2000 host rows takes the probe's shuffle, 700 of 3000 its draws. */
+                const int64_t k = bi == 1 ? 1200 : 700;
+                for (int way = 0; way < 2; way++) {
+                    T_OK(gd__gatherer_set_host_cpu(g, way));
+                    T_OK(gd__gatherer_host_probe(g, k, 2, seed, &p));
+                    T_EQ_INT(g->host_cpu, way);
+                    T_EQ_INT(p.rows, host_rows < k ? host_rows : k);
+                    T_EQ_INT(p.row_bytes, w);
+                    T_ASSERT(p.rows == 0 ? p.zerocopy_gbs == 0 && p.cpu_gbs == 0
+                                         : p.zerocopy_gbs > 0 && p.cpu_gbs > 0);
+                }
+                fprintf(stderr, "%s: probe %.2f GB/s zero-copy, %.2f GB/s cpu over %lld rows\n",
+                        what, p.zerocopy_gbs, p.cpu_gbs, (long long)p.rows);
+                gd_gatherer_destroy(g);
+            }
+        }
+        free(scores);
+        gd_host_tensor_destroy(t);
+    }
+    CU(cudaFree(d_ids));
+    CU(cudaFree(d_ids2));
+    CU(cudaFree(d_buf));
+    CU(cudaFree(d_buf2));
+    CU(cudaStreamDestroy(stream));
+    free(ids);
+    free(ids2);
+    free(host);
+    free(want);
+    free(want2);
+    free(first);
+}
+#endif
+
+int main(void) {
+    const uint64_t seed = t_seed();
+    uint64_t state = seed;
+    check_names();
+    check_list_reference(&state);
+    check_flow_cpu(&state);
+    check_choose();
+    check_refusals(seed);
+    t_check_no_leaks();
+    fprintf(stderr, "CPU checks passed\n");
+    if (gd_device_count() == 0) {
+        fprintf(stderr, "skip: no GPU (the CPU checks passed)\n");
+        return GD_TEST_SKIP;
+    }
+#ifdef GD_WITH_CUDA
+    check_gpu(&state, seed);
+    t_check_no_leaks();
+    fprintf(stderr, "GPU checks passed\n");
+#endif
+    return 0;
+}
