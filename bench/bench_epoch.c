@@ -114,11 +114,15 @@ static int parse_run(char *tok, run_spec *r) {
     r->host[0] = 0;
     char *at = strchr(tok, '@'), *save = NULL;
     if (at) {
-        *at = 0;
+        /* MODE@SIZE[:key=value...]: the size ends at the next ':', the keys follow the mode. */
+        char *rest = strchr(at + 1, ':');
+        if (rest) *rest = 0;
         if (cli_parse_i64(at + 1, &r->budget) || r->budget < 1) {
             bench_error("--modes: '%s' is not a GPU memory size (e.g. 16G)", at + 1);
             return -1;
         }
+        *at = 0;
+        if (rest) memmove(at + 1, rest + 1, strlen(rest + 1) + 1), *at = ':';
     }
     char *mode = strtok_r(tok, ":", &save);
     for (char *kv = strtok_r(NULL, ":", &save); kv; kv = strtok_r(NULL, ":", &save)) {

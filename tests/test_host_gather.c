@@ -316,6 +316,7 @@ static void check_gpu(uint64_t *state, uint64_t seed) {
                              dup ? " (a duplicate)" : "", off);
                     make_ids(rows, n, dup, state, ids);
                     CU(cudaMemcpy(d_ids, ids, 8 * (size_t)n, cudaMemcpyHostToDevice));
+                    CU(cudaDeviceSynchronize()); /* legacy-stream copies land first */
                     gd__gather_rows_cpu(table, w, ids, n, want, 1);
                     T_OK(gd__gatherer_set_host_cpu(g, 1));
                     gather_equal(g, ids, d_ids, n, on_device, d_buf, off, w,
@@ -343,6 +344,7 @@ static void check_gpu(uint64_t *state, uint64_t seed) {
                 gd__gather_rows_cpu(table, w, ids2, cap, want2, 1);
                 CU(cudaMemset(d_buf, POISON, (size_t)(cap * w)));
                 CU(cudaMemset(d_buf2, POISON, (size_t)(cap * w)));
+                CU(cudaDeviceSynchronize()); /* legacy-stream copies land first */
                 T_OK(gd_gather(g, d_ids, cap, 1, d_buf, stream));
                 T_OK(gd_gather(g, d_ids2, cap, 1, d_buf2, stream));
                 CU(cudaStreamSynchronize(stream));
@@ -354,6 +356,7 @@ static void check_gpu(uint64_t *state, uint64_t seed) {
                 make_ids(rows, 100, 0, state, ids);
                 ids[50] = rows;
                 CU(cudaMemcpy(d_ids, ids, 8 * 100, cudaMemcpyHostToDevice));
+                CU(cudaDeviceSynchronize()); /* legacy-stream copies land first */
                 T_OK(gd_gather(g, d_ids, 100, 1, d_buf, stream));
                 T_FAILS(gd_gatherer_check_errors(g), GD_ERR_RANGE, "outside");
                 check_list(g, rows, ids, 100, sorted);
