@@ -170,16 +170,17 @@ gd_status gd__typed_bind_inputs(const gd__rsage_config *cfg, const gd__nn_ctx *c
         const gd__nn_tensor *xt = x ? x[t] : NULL;
         if (w == 0) {
             GD_REQUIRE(!xt || xt->cols == 0, GD_ERR_INVALID_ARG,
-                       "%s: node type %d has no features, but x[%d] has %lld columns", what, t, t,
-                       (long long)xt->cols);
+                       "%s: node type %d has no features, but x[%d] has %lld columns", what, t,
+                       t, (long long)xt->cols);
             input[t] = gd__nn_view(NULL, cfg->dtype, ctx->device, num_nodes[t], 0);
         } else {
             GD_REQUIRE(xt && xt->cols == w && xt->rows >= num_nodes[t], GD_ERR_INVALID_ARG,
                        "%s: x[%d] is %lld x %lld, expected at least %lld rows of %lld", what, t,
                        xt ? (long long)xt->rows : 0LL, xt ? (long long)xt->cols : 0LL,
                        (long long)num_nodes[t], (long long)w);
-            GD_REQUIRE(xt->dtype == cfg->dtype, GD_ERR_INVALID_ARG, "%s: x[%d] is %s, the model %s",
-                       what, t, gd_dtype_name(xt->dtype), gd_dtype_name(cfg->dtype));
+            GD_REQUIRE(xt->dtype == cfg->dtype, GD_ERR_INVALID_ARG,
+                       "%s: x[%d] is %s, the model %s", what, t, gd_dtype_name(xt->dtype),
+                       gd_dtype_name(cfg->dtype));
             input[t] = gd__nn_rows(xt, num_nodes[t]);
         }
         ids[t] = node_ids ? node_ids[t] : NULL;
@@ -614,11 +615,13 @@ int64_t gd__rsage_bytes(const gd__rsage_config *cfg) {
     for (int r = 0; r < R; r++) has_in[s->rel_dst[r]] = 1;
     /*
      * In doubles: an estimate for planning, which must not overflow on a huge config. p counts
-     * parameters, a activations, d the largest hidden gradient of a type, g the largest mean.
+     * parameters, a activations, d the largest hidden gradient of a type, g the means'
+     * gradients (the largest of each relation), sc the grouped GEMM's scratch.
      */
-    double p = 0, a = 0, d = 0, g = 0;
+    double p = 0, a = 0, d = 0, g = 0, sc = 0, gr[GD__RSAGE_MAX_RELATIONS] = {0};
     for (int l = 0; l < L; l++) {
         const double out = (double)gd__rsage_dim(cfg, l + 1, 0);
+        double fwd = 0, bwd = 0; /* the grouped GEMM's scratch, as grow_scratch counts it */
         p += (2.0 * R + 1) * GD__NN_PARAM_ALIGN; /* the groups' padding, at most */
         for (int r = 0; r < R; r++) {
             if (l == L - 1 && s->rel_dst[r] != s->target_type) continue;
@@ -627,8 +630,12 @@ int64_t gd__rsage_bytes(const gd__rsage_config *cfg) {
             const double nd = (double)cfg->max_nodes[(l + 1) * T + s->rel_dst[r]];
             p += (ws + 1 + wd) * out;
             a += nd * ws;
-            if (nd * ws > g) g = nd * ws;
+            if (nd * ws > gr[r]) gr[r] = nd * ws;
+            fwd += 2 * (nd * out + GD__NN_SCRATCH_ALIGN);
+            bwd += nd * wd + GD__NN_SCRATCH_ALIGN;
         }
+        if (fwd > sc) sc = fwd;
+        if (bwd > sc) sc = bwd;
         for (int t = 0; t < T; t++) {
             if (l < L - 1 || t == s->target_type)
                 a += (double)cfg->max_nodes[(l + 1) * T + t] * out;
@@ -638,7 +645,11 @@ int64_t gd__rsage_bytes(const gd__rsage_config *cfg) {
             }
         }
     }
-    /* Parameters, gradients and Adam's two moments; activations; two gradient buffers a type. */
-    const double total = (4 * p + a + 2.0 * T * d + g) * (double)gd_dtype_size(cfg->dtype);
+    for (int r = 0; r < R; r++) g += gr[r];
+    /*
+     * Parameters, gradients and Adam's two moments; activations; two gradient buffers a type;
+     * each relation's mean gradient; the grouped GEMM's scratch.
+     */
+    const double total = (4 * p + a + 2.0 * T * d + g + sc) * (double)gd_dtype_size(cfg->dtype);
     return total < 9.0e18 ? (int64_t)total : INT64_MAX;
 }
