@@ -163,8 +163,10 @@ static gd_status cpu_adam(const gd__nn_ctx *ctx, const gd__nn_adam_options *o, d
  * wrote (outputs that overlap share their first element, as the front-end checked), so the
  * groups of a wave are independent and the waves keep the order of the writers of an output.
  * A wave of several products, each too small to pay for threads of its own (the threshold of
- * the GEMM's own split), runs them in parallel, one thread each; otherwise each product is
- * threaded by the GEMM, one after another.
+ * the GEMM's own split) but together large enough, runs them in parallel, one thread each;
+ * otherwise each product is threaded by the GEMM (or not) one after another. Smaller waves stay
+ * on one thread: a parallel region costs more than their products, and far more when the
+ * cores are shared (R-GAT's gradient test took 12x longer with a region for every wave).
  */
 #define GROUP_SMALL (1 << 20)
 
@@ -188,6 +190,7 @@ static gd_status cpu_gemm_grouped(const gd__nn_ctx *ctx, gd__nn_grouped *plan, i
     int w0 = 0;
     while (w0 < count) {
         int w1 = w0 + 1, small = 1;
+        double work = 0;
         for (; w1 < count; w1++) {
             int clash = 0;
             for (int i = w0; i < w1 && !clash; i++)
@@ -196,10 +199,11 @@ static gd_status cpu_gemm_grouped(const gd__nn_ctx *ctx, gd__nn_grouped *plan, i
         }
         for (int j = w0; j < w1; j++) {
             const int64_t k = g[j].ta ? g[j].a.rows : g[j].a.cols;
-            small &= (double)g[j].c.rows * (double)g[j].c.cols * (double)(k > 0 ? k : 1) <
-                     (double)GROUP_SMALL;
+            const double w = (double)g[j].c.rows * (double)g[j].c.cols * (double)(k > 0 ? k : 1);
+            small &= w < (double)GROUP_SMALL;
+            work += w;
         }
-        if (small && w1 - w0 > 1 && threads > 1) {
+        if (small && work >= (double)GROUP_SMALL && w1 - w0 > 1 && threads > 1) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
             for (int j = w0; j < w1; j++) cpu_gemm_group(&g[j], 1);
         } else {
@@ -210,10 +214,13 @@ static gd_status cpu_gemm_grouped(const gd__nn_ctx *ctx, gd__nn_grouped *plan, i
     return GD_OK;
 }
 
-/* The columns sums of the groups, in parallel over the groups (each is one thread's loop). */
+/* The column sums of the groups, in parallel over the groups where there is enough to sum. */
 static gd_status cpu_bias_grad_grouped(const gd__nn_ctx *ctx, int count,
                                        const gd__nn_bias_grad_group *g) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(gd__num_threads()) if (count > 1)
+    int64_t total = 0;
+    for (int j = 0; j < count; j++) total += gd__nn_numel(&g[j].dy);
+#pragma omp parallel for schedule(dynamic, 1)                                                      \
+    num_threads(gd__num_threads()) if (count > 1 && total > 65536)
     for (int j = 0; j < count; j++) {
         gd__nn_tensor db = g[j].db;
         cpu_bias_grad(ctx, &g[j].dy, &db, g[j].accumulate);
