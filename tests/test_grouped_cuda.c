@@ -17,21 +17,12 @@
 static gd__nn_ctx cpu, gpu;
 
 static gd__nn_tensor up(const gd__nn_tensor *h) {
-    gd__nn_tensor d;
-    T_OK(gd__nn_tensor_alloc(&gpu, h->dtype, h->rows, h->cols, &d));
-    T_OK(gd__nn_from_host(&gpu, &d, h->data));
-    return d;
-}
-
-static gd__nn_tensor down(const gd__nn_tensor *d) {
-    gd__nn_tensor h = t_tensor(F32, d->rows, d->cols, NULL, 0);
-    T_OK(gd__nn_to_host(&gpu, d, h.data));
-    return h;
+    return t_up(&gpu, h);
 }
 
 /* The device result against the CPU's (host tensors), |w - g| <= tol * max(1, |w|). */
 static void compare(const char *what, const gd__nn_tensor *want, const gd__nn_tensor *got_dev) {
-    gd__nn_tensor got = down(got_dev);
+    gd__nn_tensor got = t_down(&gpu, got_dev);
     double *w = malloc(sizeof(double) * (size_t)(gd__nn_numel(want) + 1));
     T_ASSERT(w);
     for (int64_t i = 0; i < gd__nn_numel(want); i++) w[i] = t_get(want, i);
