@@ -39,6 +39,21 @@ static inline void t_tensor_free(gd__nn_tensor *t) {
     gd__nn_tensor_free(&ctx, t);
 }
 
+/* A copy of host tensor h in the memory of ctx's backend (a tensor of that backend). */
+static inline gd__nn_tensor t_up(const gd__nn_ctx *ctx, const gd__nn_tensor *h) {
+    gd__nn_tensor d;
+    T_OK(gd__nn_tensor_alloc(ctx, h->dtype, h->rows, h->cols, &d));
+    T_OK(gd__nn_from_host(ctx, &d, h->data));
+    return d;
+}
+
+/* A host copy (a CPU tensor of its dtype) of d, a tensor of ctx's backend. */
+static inline gd__nn_tensor t_down(const gd__nn_ctx *ctx, const gd__nn_tensor *d) {
+    gd__nn_tensor h = t_tensor(d->dtype, d->rows, d->cols, NULL, 0);
+    T_OK(gd__nn_to_host(ctx, d, h.data));
+    return h;
+}
+
 /* Copy a's values into b (any dtypes, same element count). */
 static inline void t_copy(const gd__nn_tensor *a, gd__nn_tensor *b) {
     for (int64_t i = 0; i < gd__nn_numel(a); i++) t_set(b, i, t_get(a, i));

@@ -70,6 +70,9 @@ static inline gd__nn_tensor gd__nn_shaped(const gd__nn_tensor *buf, int64_t rows
 /* ------------------------------------------------------------ the op table */
 
 typedef struct gd__nn_backend gd__nn_backend;
+typedef struct gd__nn_grouped gd__nn_grouped;
+typedef struct gd__nn_gemm_group gd__nn_gemm_group;
+typedef struct gd__nn_bias_grad_group gd__nn_bias_grad_group;
 
 /*
  * What ops run with: the backend and its per-stream state. For the CPU backend stream, blas and
@@ -189,6 +192,21 @@ struct gd__nn_backend {
     gd_status (*adam)(const gd__nn_ctx *ctx, const gd__nn_adam_options *o, double bc1, double bc2,
                       gd__nn_tensor *param, const gd__nn_tensor *grad, gd__nn_tensor *m,
                       gd__nn_tensor *v);
+
+    /*
+     * The grouped ops (see "Grouped GEMM" below); a backend may leave them NULL, and the
+     * front-ends then run each group with gemm, add_bias and bias_grad. grouped_init and
+     * grouped_release make and free the backend's state of a plan (NULL: it has none).
+     * gemm_grouped gets at most GD__NN_GROUP_MAX groups that the front-end checked (outputs
+     * disjoint or row prefixes of one another, a later writer of an output accumulating);
+     * bias_grad_grouped at most GD__NN_GROUP_MAX groups with disjoint db.
+     */
+    gd_status (*grouped_init)(const gd__nn_ctx *ctx, struct gd__nn_grouped *plan);
+    void (*grouped_release)(const gd__nn_ctx *ctx, struct gd__nn_grouped *plan);
+    gd_status (*gemm_grouped)(const gd__nn_ctx *ctx, struct gd__nn_grouped *plan, int count,
+                              const struct gd__nn_gemm_group *g);
+    gd_status (*bias_grad_grouped)(const gd__nn_ctx *ctx, int count,
+                                   const struct gd__nn_bias_grad_group *g);
 };
 
 extern const gd__nn_backend gd__nn_cpu_backend;
@@ -279,6 +297,89 @@ gd_status gd__nn_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *logits
                               gd__nn_tensor *dlogits);
 gd_status gd__nn_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *logits, const int64_t *labels,
                           int64_t *correct);
+
+/* ------------------------------------------------------- grouped GEMM */
+
+/*
+ * A grouped GEMM runs many independent-sized products as one call: the relational models
+ * (rsage.c, rgat.c) give it a layer's products of every relation, which would otherwise be one
+ * small GEMM launch each. Group g is C_g (+)= op(A_g) op(B_g), then + bias_g on every row of
+ * C_g (has_bias), with the shapes and dtypes gd__nn_gemm asks. The result is that of running
+ * the groups one after another in their order, which several groups may use to sum into one
+ * output. Outputs must be disjoint or share their first element and width (one a row prefix of
+ * the other: the same tensor, or a relation's destinations within its type's rows); a group
+ * whose output overlaps an earlier group's must accumulate; no group's output may be one of its
+ * inputs. The CPU backend runs the groups in waves of disjoint outputs, the groups of a wave in
+ * parallel when they are too small to thread one by one; the CUDA backend runs every product in
+ * one cublasGemmGroupedBatchedEx, the second and later writers of an output into the plan's
+ * scratch, and adds those and the biases in one more launch (docs/nn.md, "Grouped GEMM").
+ */
+struct gd__nn_gemm_group {
+    gd__nn_trans ta, tb;
+    gd__nn_tensor a, b, c;
+    gd__nn_tensor bias; /* 1 x c.cols, when has_bias */
+    int has_bias;
+    int accumulate; /* 1: C += ..., 0: C = ... */
+};
+
+/* db (+)= colsum(dy), as bias_grad; the db of a call's groups are disjoint. */
+struct gd__nn_bias_grad_group {
+    gd__nn_tensor dy, db;
+    int accumulate;
+};
+
+/* The most groups one backend call takes; the front-ends cut longer lists, in order. */
+#define GD__NN_GROUP_MAX 64
+/* Scratch partial products start at multiples of this many elements (aligned vector loads). */
+#define GD__NN_SCRATCH_ALIGN 64
+
+/*
+ * What a model keeps for its grouped calls, made at create: the scratch for partial products
+ * (sized by the model from its capacities: the elements of the outputs that a call writes a
+ * second time, each rounded up to GD__NN_SCRATCH_ALIGN; gd__nn_gemm_grouped_scratch says what
+ * a call needs) and the backend's state (the CUDA backend's device arrays of matrix pointers).
+ * grouped is 0 when GD_NN_GROUPED=0 asked for one product at a time, the path the front-ends
+ * also take on a backend without the grouped ops.
+ */
+struct gd__nn_grouped {
+    int grouped;
+    gd__nn_tensor scratch; /* 1 x elements, or empty */
+    void *state;
+};
+
+gd_status gd__nn_grouped_create(const gd__nn_ctx *ctx, gd_dtype dtype, int64_t scratch_elems,
+                                gd__nn_grouped *plan);
+void gd__nn_grouped_destroy(const gd__nn_ctx *ctx, gd__nn_grouped *plan);
+/* The scratch elements a call of these groups needs (the same on every backend). */
+int64_t gd__nn_gemm_grouped_scratch(int count, const gd__nn_gemm_group *g);
+/* A partial product of rows x cols in the scratch: its elements, rounded up. */
+static inline int64_t gd__nn_scratch_elems(int64_t rows, int64_t cols) {
+    const int64_t n = rows * cols;
+    return (n + GD__NN_SCRATCH_ALIGN - 1) / GD__NN_SCRATCH_ALIGN * GD__NN_SCRATCH_ALIGN;
+}
+gd_status gd__nn_gemm_grouped(const gd__nn_ctx *ctx, gd__nn_grouped *plan, int count,
+                              const gd__nn_gemm_group *g);
+gd_status gd__nn_bias_grad_grouped(const gd__nn_ctx *ctx, int count,
+                                   const gd__nn_bias_grad_group *g);
+
+/* gd__nn_linear over groups: y (+)= x W (+ b when has_bias), in order, as one grouped call. */
+typedef struct {
+    gd__nn_tensor x, w, b, y;
+    int has_bias, accumulate;
+} gd__nn_linear_group;
+gd_status gd__nn_linear_grouped(const gd__nn_ctx *ctx, gd__nn_grouped *plan, int count,
+                                const gd__nn_linear_group *g);
+/*
+ * gd__nn_linear_backward over groups: dx (+)= dy W^T (when want_dx), dW (+)= x^T dy, db (+)=
+ * colsum(dy) (when has_db); every product in one grouped call (so a dx that several groups sum
+ * into follows the rules above), then the bias gradients in one more.
+ */
+typedef struct {
+    gd__nn_tensor x, w, dy, dx, dw, db;
+    int want_dx, accumulate_dx, has_db, accumulate_dw;
+} gd__nn_linear_grad_group;
+gd_status gd__nn_linear_backward_grouped(const gd__nn_ctx *ctx, gd__nn_grouped *plan, int count,
+                                         const gd__nn_linear_grad_group *g);
 
 /* --------------------------------------------- flat parameter buffers */
 

@@ -7,6 +7,7 @@
 #include "nn/internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *dev_name(int device, char *buf, size_t n) {
     if (device == GD__NN_HOST) return "host";
@@ -315,6 +316,227 @@ gd_status gd__nn_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *logits, co
     GD_REQUIRE((labels || logits->rows == 0) && correct, GD_ERR_INVALID_ARG,
                "accuracy: labels or correct is NULL");
     GD_CHECK(ctx->be->accuracy(ctx, logits, labels, correct));
+fail:
+    return st;
+}
+
+/* ------------------------------------------------------------ grouped GEMM */
+
+gd_status gd__nn_grouped_create(const gd__nn_ctx *ctx, gd_dtype dtype, int64_t scratch_elems,
+                                gd__nn_grouped *plan) {
+    gd_status st = GD_OK;
+    int64_t on = 1;
+    GD_CHECK(check_ctx(ctx, "grouped GEMM plan"));
+    GD_REQUIRE(plan && scratch_elems >= 0, GD_ERR_INVALID_ARG,
+               "grouped GEMM plan: no plan, or %lld scratch elements", (long long)scratch_elems);
+    memset(plan, 0, sizeof *plan);
+    plan->scratch = gd__nn_view(NULL, dtype, ctx->device, 0, 0);
+    GD_CHECK(gd_param_get_int("GD_NN_GROUPED", &on));
+    plan->grouped = on != 0 && ctx->be->gemm_grouped != NULL;
+    if (scratch_elems > 0) GD_CHECK(gd__nn_tensor_alloc(ctx, dtype, 1, scratch_elems, &plan->scratch));
+    if (plan->grouped && ctx->be->grouped_init) GD_CHECK(ctx->be->grouped_init(ctx, plan));
+    return GD_OK;
+fail:
+    if (plan) gd__nn_grouped_destroy(ctx, plan);
+    return st;
+}
+
+void gd__nn_grouped_destroy(const gd__nn_ctx *ctx, gd__nn_grouped *plan) {
+    if (!plan || !ctx || !ctx->be) return;
+    if (plan->state && ctx->be->grouped_release) ctx->be->grouped_release(ctx, plan);
+    plan->state = NULL;
+    gd__nn_tensor_free(ctx, &plan->scratch);
+}
+
+/* The bytes [lo, hi) of a contiguous tensor (empty: lo == hi). */
+static void span(const gd__nn_tensor *t, uintptr_t *lo, uintptr_t *hi) {
+    *lo = (uintptr_t)t->data;
+    *hi = *lo + (uintptr_t)tensor_bytes(t);
+}
+
+/* The first earlier group whose output overlaps group j's (-1: none); the check made it so. */
+static int family_of(const gd__nn_gemm_group *g, int j) {
+    for (int i = 0; i < j; i++)
+        if (g[i].c.data == g[j].c.data && tensor_bytes(&g[i].c) && tensor_bytes(&g[j].c))
+            return i;
+    return -1;
+}
+
+int64_t gd__nn_gemm_grouped_scratch(int count, const gd__nn_gemm_group *g) {
+    int64_t need = 0;
+    for (int j = 0; j < count; j++)
+        if (family_of(g, j) >= 0) need += gd__nn_scratch_elems(g[j].c.rows, g[j].c.cols);
+    return need;
+}
+
+/* Group j as gd__nn_gemm checks a GEMM, its bias, and its output against the earlier ones'. */
+static gd_status check_gemm_group(const gd__nn_ctx *ctx, const gd__nn_gemm_group *g, int j) {
+    gd_status st = GD_OK;
+    const char *op = "grouped GEMM";
+    const gd__nn_gemm_group *x = &g[j];
+    GD_CHECK(check_any(ctx, op, "C", &x->c));
+    GD_CHECK(check_tensor(ctx, op, "A", &x->a, x->c.dtype, -1, -1));
+    GD_CHECK(check_tensor(ctx, op, "B", &x->b, x->c.dtype, -1, -1));
+    const int64_t m = x->ta ? x->a.cols : x->a.rows, k = x->ta ? x->a.rows : x->a.cols;
+    const int64_t kb = x->tb ? x->b.cols : x->b.rows, n = x->tb ? x->b.rows : x->b.cols;
+    GD_REQUIRE(k == kb && x->c.rows == m && x->c.cols == n, GD_ERR_INVALID_ARG,
+               "%s: group %d: op(A) is %lld x %lld, op(B) %lld x %lld and C %lld x %lld", op, j,
+               (long long)m, (long long)k, (long long)kb, (long long)n, (long long)x->c.rows,
+               (long long)x->c.cols);
+    GD_REQUIRE(tensor_bytes(&x->c) == 0 ||
+                   (x->c.data != x->a.data && x->c.data != x->b.data &&
+                    (!x->has_bias || x->c.data != x->bias.data)),
+               GD_ERR_INVALID_ARG, "%s: group %d: C aliases an input", op, j);
+    if (x->has_bias) GD_CHECK(check_tensor(ctx, op, "bias", &x->bias, x->c.dtype, 1, n));
+    uintptr_t lo, hi;
+    span(&x->c, &lo, &hi);
+    for (int i = 0; i < j && lo < hi; i++) {
+        uintptr_t li, hi_i;
+        span(&g[i].c, &li, &hi_i);
+        if (li >= hi_i || hi <= li || hi_i <= lo) continue;
+        GD_REQUIRE(g[i].c.data == x->c.data && g[i].c.cols == x->c.cols &&
+                       g[i].c.dtype == x->c.dtype,
+                   GD_ERR_INVALID_ARG,
+                   "%s: the outputs of groups %d (%lld x %lld) and %d (%lld x %lld) overlap "
+                   "without one being a row prefix of the other",
+                   op, i, (long long)g[i].c.rows, (long long)g[i].c.cols, j, (long long)x->c.rows,
+                   (long long)x->c.cols);
+        GD_REQUIRE(x->accumulate, GD_ERR_INVALID_ARG,
+                   "%s: group %d overwrites (accumulate 0) the output that group %d wrote; only "
+                   "the first writer of an output may overwrite it",
+                   op, j, i);
+    }
+fail:
+    return st;
+}
+
+/* One product at a time through the backend's GEMM and bias add: the per-group path. */
+static gd_status gemm_groups_each(const gd__nn_ctx *ctx, int count, const gd__nn_gemm_group *g) {
+    gd_status st = GD_OK;
+    for (int j = 0; j < count; j++) {
+        gd__nn_tensor c = g[j].c;
+        GD_CHECK(ctx->be->gemm(ctx, g[j].ta, g[j].tb, 1.0, &g[j].a, &g[j].b,
+                               g[j].accumulate ? 1.0 : 0.0, &c));
+        if (g[j].has_bias) GD_CHECK(ctx->be->add_bias(ctx, &c, &g[j].bias));
+    }
+fail:
+    return st;
+}
+
+gd_status gd__nn_gemm_grouped(const gd__nn_ctx *ctx, gd__nn_grouped *plan, int count,
+                              const gd__nn_gemm_group *g) {
+    gd_status st = GD_OK;
+    const char *op = "grouped GEMM";
+    GD_CHECK(check_ctx(ctx, op));
+    GD_REQUIRE(plan && count >= 0 && (g || count == 0), GD_ERR_INVALID_ARG,
+               "%s: no plan, or %d groups", op, count);
+    for (int j0 = 0; j0 < count; j0 += GD__NN_GROUP_MAX) {
+        const int n = count - j0 < GD__NN_GROUP_MAX ? count - j0 : GD__NN_GROUP_MAX;
+        for (int j = 0; j < n; j++) GD_CHECK(check_gemm_group(ctx, g + j0, j));
+        const int64_t need = gd__nn_gemm_grouped_scratch(n, g + j0);
+        GD_REQUIRE(need <= gd__nn_numel(&plan->scratch), GD_ERR_RANGE,
+                   "%s: groups %d to %d sum into shared outputs and need %lld scratch elements, "
+                   "but the plan has %lld (the model sized it too small)",
+                   op, j0, j0 + n - 1, (long long)need, (long long)gd__nn_numel(&plan->scratch));
+        GD_REQUIRE(need == 0 || plan->scratch.dtype == g[j0].c.dtype, GD_ERR_INVALID_ARG,
+                   "%s: the plan's scratch is %s, the groups %s", op,
+                   gd_dtype_name(plan->scratch.dtype), gd_dtype_name(g[j0].c.dtype));
+        if (plan->grouped && ctx->be->gemm_grouped)
+            GD_CHECK(ctx->be->gemm_grouped(ctx, plan, n, g + j0));
+        else
+            GD_CHECK(gemm_groups_each(ctx, n, g + j0));
+    }
+fail:
+    return st;
+}
+
+gd_status gd__nn_bias_grad_grouped(const gd__nn_ctx *ctx, int count,
+                                   const gd__nn_bias_grad_group *g) {
+    gd_status st = GD_OK;
+    const char *op = "grouped bias gradient";
+    GD_CHECK(check_ctx(ctx, op));
+    GD_REQUIRE(count >= 0 && (g || count == 0), GD_ERR_INVALID_ARG, "%s: %d groups", op, count);
+    for (int j = 0; j < count; j++) {
+        GD_CHECK(check_any(ctx, op, "dy", &g[j].dy));
+        GD_CHECK(check_tensor(ctx, op, "db", &g[j].db, g[j].dy.dtype, 1, g[j].dy.cols));
+        uintptr_t lo, hi;
+        span(&g[j].db, &lo, &hi);
+        for (int i = 0; i < j; i++) {
+            uintptr_t li, hi_i;
+            span(&g[i].db, &li, &hi_i);
+            GD_REQUIRE(lo >= hi || li >= hi_i || hi <= li || hi_i <= lo, GD_ERR_INVALID_ARG,
+                       "%s: groups %d and %d write overlapping db", op, i, j);
+        }
+    }
+    for (int j0 = 0; j0 < count; j0 += GD__NN_GROUP_MAX) {
+        const int n = count - j0 < GD__NN_GROUP_MAX ? count - j0 : GD__NN_GROUP_MAX;
+        if (ctx->be->bias_grad_grouped) {
+            GD_CHECK(ctx->be->bias_grad_grouped(ctx, n, g + j0));
+        } else {
+            for (int j = j0; j < j0 + n; j++) {
+                gd__nn_tensor db = g[j].db;
+                GD_CHECK(ctx->be->bias_grad(ctx, &g[j].dy, &db, g[j].accumulate));
+            }
+        }
+    }
+fail:
+    return st;
+}
+
+gd_status gd__nn_linear_grouped(const gd__nn_ctx *ctx, gd__nn_grouped *plan, int count,
+                                const gd__nn_linear_group *g) {
+    gd_status st = GD_OK;
+    gd__nn_gemm_group gg[GD__NN_GROUP_MAX];
+    GD_CHECK(check_ctx(ctx, "grouped linear"));
+    GD_REQUIRE(count >= 0 && (g || count == 0), GD_ERR_INVALID_ARG, "grouped linear: %d groups",
+               count);
+    for (int j0 = 0; j0 < count; j0 += GD__NN_GROUP_MAX) {
+        const int n = count - j0 < GD__NN_GROUP_MAX ? count - j0 : GD__NN_GROUP_MAX;
+        for (int j = 0; j < n; j++) {
+            const gd__nn_linear_group *x = &g[j0 + j];
+            gd__nn_gemm_group y = {GD__NN_N, GD__NN_N, x->x, x->w, x->y, x->b, x->has_bias,
+                                   x->accumulate};
+            gg[j] = y;
+        }
+        GD_CHECK(gd__nn_gemm_grouped(ctx, plan, n, gg));
+    }
+fail:
+    return st;
+}
+
+gd_status gd__nn_linear_backward_grouped(const gd__nn_ctx *ctx, gd__nn_grouped *plan, int count,
+                                         const gd__nn_linear_grad_group *g) {
+    gd_status st = GD_OK;
+    const char *op = "grouped linear backward";
+    gd__nn_gemm_group gg[GD__NN_GROUP_MAX];
+    gd__nn_bias_grad_group bg[GD__NN_GROUP_MAX / 2];
+    GD_CHECK(check_ctx(ctx, op));
+    GD_REQUIRE(count >= 0 && (g || count == 0), GD_ERR_INVALID_ARG, "%s: %d groups", op, count);
+    for (int j0 = 0; j0 < count; j0 += GD__NN_GROUP_MAX / 2) {
+        const int n = count - j0 < GD__NN_GROUP_MAX / 2 ? count - j0 : GD__NN_GROUP_MAX / 2;
+        int ng = 0, nb = 0;
+        for (int j = 0; j < n; j++) {
+            const gd__nn_linear_grad_group *x = &g[j0 + j];
+            /* The shapes as gd__nn_linear_backward names them; the GEMM checks redo the rest. */
+            GD_CHECK(check_any(ctx, op, "x", &x->x));
+            GD_CHECK(check_tensor(ctx, op, "W", &x->w, x->x.dtype, x->x.cols, -1));
+            GD_CHECK(check_tensor(ctx, op, "dy", &x->dy, x->x.dtype, x->x.rows, x->w.cols));
+            if (x->want_dx) {
+                gd__nn_gemm_group d = {GD__NN_N, GD__NN_T, x->dy, x->w, x->dx,
+                                       x->dx, 0, x->accumulate_dx};
+                gg[ng++] = d;
+            }
+            gd__nn_gemm_group w = {GD__NN_T, GD__NN_N, x->x, x->dy, x->dw, x->dw, 0,
+                                   x->accumulate_dw};
+            gg[ng++] = w;
+            if (x->has_db) {
+                gd__nn_bias_grad_group b = {x->dy, x->db, x->accumulate_dw};
+                bg[nb++] = b;
+            }
+        }
+        GD_CHECK(gd__nn_gemm_grouped(ctx, plan, ng, gg));
+        GD_CHECK(gd__nn_bias_grad_grouped(ctx, nb, bg));
+    }
 fail:
     return st;
 }

@@ -52,42 +52,16 @@ __global__ void add_bias4_kernel(float4 *y, const float4 *__restrict__ b, long l
     }
 }
 
-/*
- * Column sums over the rows [r0, r1) of chunk blockIdx.y: block (32, 32), threadIdx.x a
- * column, threadIdx.y strides over the chunk's rows; the 32 partial sums of a column (double,
- * as the CPU) are added in shared memory. With one chunk the sum goes to db (accumulate: db +=);
- * with several each chunk's sum goes to part[chunk][column] and bias_grad_finish_kernel adds
- * them in chunk order, so the result does not depend on scheduling.
- */
+/* The column sums of dy into db, or into row chunks of partial sums (bias_grad_block). */
 __global__ void bias_grad_kernel(const float *__restrict__ dy, float *db, double *part,
                                  long long rows, long long cols, long long chunk_rows,
                                  int accumulate) {
-    __shared__ double sum[32][33];
-    const long long j = (long long)blockIdx.x * 32 + threadIdx.x;
-    const long long r0 = (long long)blockIdx.y * chunk_rows;
-    const long long r1 = r0 + chunk_rows < rows ? r0 + chunk_rows : rows;
-    double s = 0.0;
-    if (j < cols)
-        for (long long i = r0 + threadIdx.y; i < r1; i += 32) s += (double)dy[i * cols + j];
-    sum[threadIdx.y][threadIdx.x] = s;
-    __syncthreads();
-    if (threadIdx.y == 0 && j < cols) {
-        double t = 0.0;
-        for (int k = 0; k < 32; k++) t += sum[k][threadIdx.x];
-        if (part)
-            part[(long long)blockIdx.y * cols + j] = t;
-        else
-            db[j] = (float)(accumulate ? (double)db[j] + t : t);
-    }
+    bias_grad_block(dy, db, part, rows, cols, chunk_rows, accumulate, blockIdx.x, blockIdx.y);
 }
 
 __global__ void bias_grad_finish_kernel(const double *__restrict__ part, int chunks, float *db,
                                         long long cols, int accumulate) {
-    FOR_EACH(j, cols) {
-        double t = 0.0;
-        for (int c = 0; c < chunks; c++) t += part[(long long)c * cols + j];
-        db[j] = (float)(accumulate ? (double)db[j] + t : t);
-    }
+    FOR_EACH(j, cols) bias_grad_finish(part, chunks, db, cols, j, accumulate);
 }
 
 __global__ void relu_kernel(const float *x, float *y, long long n) {
@@ -324,14 +298,6 @@ fail:
     OP_LEAVE();
 }
 
-/*
- * Rows per chunk of the bias gradient: chunks of at least BIAS_CHUNK_ROWS rows, at most
- * BIAS_BLOCKS blocks in all (a few per SM of a large GPU), and partial sums that fit the work
- * buffer. One chunk sums straight into db.
- */
-#define BIAS_CHUNK_ROWS 512
-#define BIAS_BLOCKS 512
-
 static gd_status cuda_bias_grad(const gd__nn_ctx *ctx, const gd__nn_tensor *dy, gd__nn_tensor *db,
                                 int accumulate) {
     const long long rows = dy->rows, cols = dy->cols;
@@ -339,10 +305,7 @@ static gd_status cuda_bias_grad(const gd__nn_ctx *ctx, const gd__nn_tensor *dy, 
     OP_ENTER();
     GD_REQUIRE(col_blocks <= INT_MAX, GD_ERR_UNSUPPORTED, "bias gradient: %lld columns", cols);
     if (col_blocks > 0) {
-        long long chunks = (rows + BIAS_CHUNK_ROWS - 1) / BIAS_CHUNK_ROWS;
-        if (chunks > BIAS_BLOCKS / col_blocks) chunks = BIAS_BLOCKS / col_blocks;
-        if (chunks > WORK_PARTIALS / cols) chunks = WORK_PARTIALS / cols;
-        if (chunks < 1) chunks = 1;
+        const long long chunks = bias_chunks(rows, cols, WORK_PARTIALS);
         const long long chunk_rows = (rows + chunks - 1) / chunks;
         double *part = chunks > 1 ? PARTIALS(ctx) : NULL;
         bias_grad_kernel<<<dim3((unsigned)col_blocks, (unsigned)chunks), dim3(32, 32), 0,
@@ -456,6 +419,10 @@ extern "C" const gd__nn_backend gd__nn_cuda_backend = {
     gd__nn_cuda_softmax_xent,
     gd__nn_cuda_accuracy,
     cuda_adam,
+    gd__nn_cuda_grouped_init,
+    gd__nn_cuda_grouped_release,
+    gd__nn_cuda_gemm_grouped,
+    gd__nn_cuda_bias_grad_grouped,
 };
 
 /* ------------------------------------------------------------------ context */

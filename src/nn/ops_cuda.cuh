@@ -3,8 +3,9 @@
  * float4 tests, the context's work buffer, the device enter/leave of every op, and the ops that
  * live in their own files. ops_cuda.cu holds the op table, the context and the elementwise ops
  * and Adam; agg_cuda.cu the neighbour aggregation; loss_cuda.cu softmax cross-entropy and
- * accuracy. A new model's ops (attention, relational aggregation) go in a file of their own
- * beside these and join the table in ops_cuda.cu. CUDA only.
+ * accuracy; grouped_cuda.cu the grouped GEMM and bias gradient. A new model's ops (attention,
+ * relational aggregation) go in a file of their own beside these and join the table in
+ * ops_cuda.cu. CUDA only.
  */
 #ifndef GD_NN_OPS_CUDA_CUH
 #define GD_NN_OPS_CUDA_CUH
@@ -99,7 +100,64 @@ static inline int vec4(const void *p, long long n) {
     gd__cuda_leave_device(ctx->device, prev_);                                                     \
     return st
 
-/* ---- ops defined in agg_cuda.cu and loss_cuda.cu, entries of the op table */
+/* ---- the bias gradient's column sums, shared by bias_grad and its grouped form */
+
+/*
+ * Rows per chunk of the bias gradient: chunks of at least BIAS_CHUNK_ROWS rows, at most
+ * BIAS_BLOCKS blocks in all (a few per SM of a large GPU), and partial sums that fit the
+ * `partials` doubles given. One chunk sums straight into db. cols > 0.
+ */
+#define BIAS_CHUNK_ROWS 512
+#define BIAS_BLOCKS 512
+
+static inline long long bias_chunks(long long rows, long long cols, long long partials) {
+    const long long col_blocks = (cols + 31) / 32;
+    long long chunks = (rows + BIAS_CHUNK_ROWS - 1) / BIAS_CHUNK_ROWS;
+    if (chunks > BIAS_BLOCKS / col_blocks) chunks = BIAS_BLOCKS / col_blocks;
+    if (chunks > partials / cols) chunks = partials / cols;
+    return chunks < 1 ? 1 : chunks;
+}
+
+/*
+ * Column sums over the rows [r0, r1) of chunk `by`, columns from 32 * bx: block (32, 32),
+ * threadIdx.x a column, threadIdx.y strides over the chunk's rows; the 32 partial sums of a
+ * column (double, as the CPU) are added in shared memory. With one chunk (part NULL) the sum
+ * goes to db (accumulate: db +=); with several each chunk's sum goes to part[chunk][column]
+ * and bias_grad_finish adds them in chunk order, so the result does not depend on scheduling.
+ */
+static __device__ __forceinline__ void bias_grad_block(const float *__restrict__ dy, float *db,
+                                                       double *part, long long rows,
+                                                       long long cols, long long chunk_rows,
+                                                       int accumulate, unsigned bx, unsigned by) {
+    __shared__ double sum[32][33];
+    const long long j = (long long)bx * 32 + threadIdx.x;
+    const long long r0 = (long long)by * chunk_rows;
+    const long long r1 = r0 + chunk_rows < rows ? r0 + chunk_rows : rows;
+    double s = 0.0;
+    if (j < cols)
+        for (long long i = r0 + threadIdx.y; i < r1; i += 32) s += (double)dy[i * cols + j];
+    sum[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < cols) {
+        double t = 0.0;
+        for (int k = 0; k < 32; k++) t += sum[k][threadIdx.x];
+        if (part)
+            part[(long long)by * cols + j] = t;
+        else
+            db[j] = (float)(accumulate ? (double)db[j] + t : t);
+    }
+}
+
+/* Column j of db from the chunks' partial sums, added in chunk order. */
+static __device__ __forceinline__ void bias_grad_finish(const double *__restrict__ part,
+                                                        int chunks, float *db, long long cols,
+                                                        long long j, int accumulate) {
+    double t = 0.0;
+    for (int c = 0; c < chunks; c++) t += part[(long long)c * cols + j];
+    db[j] = (float)(accumulate ? (double)db[j] + t : t);
+}
+
+/* ---- ops defined in agg_cuda.cu, loss_cuda.cu and grouped_cuda.cu, entries of the op table */
 
 gd_status gd__nn_cuda_mean_agg(const gd__nn_ctx *ctx, const gd_block *blk, const gd__nn_tensor *x,
                                gd__nn_tensor *out);
@@ -110,5 +168,11 @@ gd_status gd__nn_cuda_softmax_xent(const gd__nn_ctx *ctx, const gd__nn_tensor *z
                                    gd__nn_tensor *dz);
 gd_status gd__nn_cuda_accuracy(const gd__nn_ctx *ctx, const gd__nn_tensor *z, const int64_t *labels,
                                int64_t *correct);
+gd_status gd__nn_cuda_grouped_init(const gd__nn_ctx *ctx, gd__nn_grouped *plan);
+void gd__nn_cuda_grouped_release(const gd__nn_ctx *ctx, gd__nn_grouped *plan);
+gd_status gd__nn_cuda_gemm_grouped(const gd__nn_ctx *ctx, gd__nn_grouped *plan, int count,
+                                   const gd__nn_gemm_group *g);
+gd_status gd__nn_cuda_bias_grad_grouped(const gd__nn_ctx *ctx, int count,
+                                        const gd__nn_bias_grad_group *g);
 
 #endif /* GD_NN_OPS_CUDA_CUH */

@@ -13,6 +13,13 @@
  * The relations into one type share one sum: each relation's attention-weighted sums are added
  * into it by the aggregation itself, and the biases after them (the heads' mean of the last
  * layer is linear, so it is taken once, of the sum).
+ *
+ * A layer's projections of every relation (h_s W_src, h_t W_dst) are one grouped GEMM
+ * (gd__nn_linear_grouped) before its attention, and in the backward pass their gradients (the
+ * weights', and the inputs', summed per type over its relations) one grouped GEMM after it,
+ * with the relations' bias gradients one grouped call: one cublasGemmGroupedBatchedEx on the
+ * GPU where each was a GEMM launch (docs/nn.md, "Grouped GEMM"). Each relation keeps its
+ * projection gradients (dps[r], dpd[r]) for that.
  */
 #include "nn/rgat.h"
 
@@ -53,8 +60,13 @@ void gd__rgat_destroy(gd__rgat *m) {
         gd__nn_tensor_free(ctx, &m->dh[0][t]);
         gd__nn_tensor_free(ctx, &m->dh[1][t]);
     }
-    gd__nn_tensor *const s[] = {&m->sum, &m->dps, &m->dpd, &m->dss, &m->dsd, &m->dalpha, &m->dsum};
+    gd__nn_tensor *const s[] = {&m->sum, &m->dss, &m->dsd, &m->dalpha, &m->dsum};
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) gd__nn_tensor_free(ctx, s[i]);
+    for (int r = 0; r < GD__RSAGE_MAX_RELATIONS; r++) {
+        gd__nn_tensor_free(ctx, &m->dps[r]);
+        gd__nn_tensor_free(ctx, &m->dpd[r]);
+    }
+    gd__nn_grouped_destroy(ctx, &m->gemm);
     if (m->keys) ctx->be->release(ctx, m->keys);
     gd__nn_params_free(ctx, &m->params);
     gd_free(m);
@@ -207,13 +219,17 @@ gd_status gd__rgat_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, in
      * Activations: every type's output of every layer (the target's alone in the last), the
      * last layer's sum of heads, and each relation's projections, scores and weights. Scratch:
      * a hidden input's gradient of each type that a relation enters (the others are constant),
-     * and one relation's projection, score and weight gradients at a time.
+     * each relation's projection gradients, and one relation's score and weight gradients at a
+     * time.
      */
     const gd_dtype dt = cfg->dtype;
-    int64_t dh_cap[GD__RSAGE_MAX_TYPES] = {0}, dps = 0, dpd = 0, dss = 0, dsd = 0, dal = 0;
-    int64_t keys = 0;
+    int64_t dh_cap[GD__RSAGE_MAX_TYPES] = {0}, dss = 0, dsd = 0, dal = 0;
+    int64_t dps[GD__RSAGE_MAX_RELATIONS] = {0}, dpd[GD__RSAGE_MAX_RELATIONS] = {0};
+    int64_t keys = 0, scratch = 0;
     for (int l = 0; l < L; l++) {
         const int64_t F = head_dim(cfg, l), HF = H * F;
+        /* The backward GEMM's scratch: input gradients summed into a type (generously). */
+        int64_t need = 0;
         for (int t = 0; t < T; t++) {
             const int64_t nd = cfg->max_nodes[(l + 1) * T + t];
             if (l < L - 1 || t == s->target_type)
@@ -233,19 +249,22 @@ gd_status gd__rgat_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, in
             GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, ns, HF, &m->ps[l][r]));
             if (dim_of(cfg, H, l, dst) > 0) {
                 GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, nd, HF, &m->pd[l][r]));
-                GD_CHECK(gd__typed_grow(&dpd, nd, HF, "R-GAT"));
+                GD_CHECK(gd__typed_grow(&dpd[r], nd, HF, "R-GAT"));
+                need += gd__nn_scratch_elems(nd, dim_of(cfg, H, l, dst));
             }
             GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, ns, H, &m->ss[l][r]));
             GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, nd, H, &m->sd[l][r]));
             GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, ne, H, &m->alpha[l][r]));
             if (attn_dropout > 0)
                 GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, ne, H, &m->alphad[l][r]));
-            GD_CHECK(gd__typed_grow(&dps, ns, HF, "R-GAT"));
+            GD_CHECK(gd__typed_grow(&dps[r], ns, HF, "R-GAT"));
+            need += gd__nn_scratch_elems(ns, dim_of(cfg, H, l, src));
             GD_CHECK(gd__typed_grow(&dss, ns, H, "R-GAT"));
             GD_CHECK(gd__typed_grow(&dsd, nd, H, "R-GAT"));
             GD_CHECK(gd__typed_grow(&dal, ne, H, "R-GAT"));
             if (ne > keys) keys = ne;
         }
+        if (need > scratch) scratch = need;
     }
     const int64_t nt = cfg->max_nodes[L * T + s->target_type];
     GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, nt, (int64_t)H * cfg->num_classes, &m->sum));
@@ -254,8 +273,11 @@ gd_status gd__rgat_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, in
         GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dh_cap[t], &m->dh[0][t]));
         GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dh_cap[t], &m->dh[1][t]));
     }
-    GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dps, &m->dps));
-    GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dpd, &m->dpd));
+    for (int r = 0; r < R; r++) {
+        GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dps[r], &m->dps[r]));
+        GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dpd[r], &m->dpd[r]));
+    }
+    GD_CHECK(gd__nn_grouped_create(ctx, dt, scratch, &m->gemm));
     GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dss, &m->dss));
     GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dsd, &m->dsd));
     GD_CHECK(gd__typed_alloc_nonempty(ctx, dt, 1, dal, &m->dalpha));
@@ -308,7 +330,40 @@ fail:
     return st;
 }
 
-/* Relation r of layer l: its attention-weighted sums, written or added (accumulate) into sum. */
+/*
+ * Layer l's projections of the relations that attend, p_s = h_s W_src and p_d = h_t W_dst
+ * (a featureless destination has none), as one grouped call.
+ */
+static gd_status project(gd__rgat *m, int l) {
+    gd_status st = GD_OK;
+    const gd__rsage_config *cfg = &m->cfg;
+    const int T = cfg->schema.num_types, R = cfg->schema.num_relations;
+    gd__nn_linear_group g[2 * GD__RSAGE_MAX_RELATIONS];
+    int ng = 0;
+    for (int r = 0; r < R; r++) {
+        const int src = cfg->schema.rel_src[r], dst = cfg->schema.rel_dst[r];
+        const int64_t nd = m->num_nodes[(l + 1) * T + dst];
+        if (!computes(m, l, dst) || nd == 0 || !active(m, l, r)) continue;
+        gd__rgat_rel w;
+        GD_CHECK(gd__rgat_weights(m, l, r, 0, &w));
+        const gd__nn_tensor hs = layer_input(m, l, src), hd = layer_input(m, l, dst);
+        gd__nn_linear_group ps = {hs, w.w_src, w.w_src, gd__nn_rows(&m->ps[l][r], hs.rows), 0, 0};
+        g[ng++] = ps;
+        if (w.w_dst.rows > 0) {
+            gd__nn_linear_group pd = {gd__nn_rows(&hd, nd),          w.w_dst, w.w_dst,
+                                      gd__nn_rows(&m->pd[l][r], nd), 0,       0};
+            g[ng++] = pd;
+        }
+    }
+    GD_CHECK(gd__nn_linear_grouped(&m->ctx, &m->gemm, ng, g));
+fail:
+    return st;
+}
+
+/*
+ * Relation r of layer l, its projections made: its attention-weighted sums, written or added
+ * (accumulate) into sum.
+ */
 static gd_status attend(gd__rgat *m, int l, int r, int accumulate, gd__nn_tensor *sum) {
     gd_status st = GD_OK;
     const gd__nn_ctx *ctx = &m->ctx;
@@ -317,17 +372,13 @@ static gd_status attend(gd__rgat *m, int l, int r, int accumulate, gd__nn_tensor
     const int64_t ns = b->num_src, nd = b->num_dst, ne = b->num_edges;
     gd__rgat_rel w;
     GD_CHECK(gd__rgat_weights(m, l, r, 0, &w));
-    gd__nn_tensor hs = layer_input(m, l, src), hd = layer_input(m, l, dst);
-    gd__nn_tensor ht = gd__nn_rows(&hd, nd);
     gd__nn_tensor ps = gd__nn_rows(&m->ps[l][r], ns), ss = gd__nn_rows(&m->ss[l][r], ns);
     gd__nn_tensor sd = gd__nn_rows(&m->sd[l][r], nd), al = gd__nn_rows(&m->alpha[l][r], ne);
     /* The scores of each side: node_scores over one side's rows, no destinations among them. */
     gd__nn_tensor no_ss = gd__nn_rows(&ss, 0), no_sd = gd__nn_rows(&sd, 0);
-    GD_CHECK(gd__nn_linear(ctx, &hs, &w.w_src, NULL, &ps, 0));
     GD_CHECK(GAT_OP(node_scores, ctx, &ps, &w.att_src, &w.att_dst, 0, &ss, &no_sd));
     if (w.w_dst.rows > 0) {
         gd__nn_tensor pd = gd__nn_rows(&m->pd[l][r], nd);
-        GD_CHECK(gd__nn_linear(ctx, &ht, &w.w_dst, NULL, &pd, 0));
         GD_CHECK(GAT_OP(node_scores, ctx, &pd, &w.att_dst, &w.att_src, 0, &sd, &no_ss));
     } else {
         GD_CHECK(gd__nn_zero(ctx, &sd)); /* a featureless destination projects to 0 */
@@ -364,7 +415,8 @@ gd_status gd__rgat_forward(gd__rgat *m, const gd_block *blocks, const int64_t *n
     m->train = train;
     m->dropout_seed = dropout_seed;
 
-    for (int l = 0; l < L; l++)
+    for (int l = 0; l < L; l++) {
+        GD_CHECK(project(m, l));
         for (int t = 0; t < T; t++) {
             const int64_t nd = m->num_nodes[(l + 1) * T + t];
             if (!computes(m, l, t)) {
@@ -404,6 +456,7 @@ gd_status gd__rgat_forward(gd__rgat *m, const gd_block *blocks, const int64_t *n
                                             m->node_ids[t], &z, &z));
             }
         }
+    }
     m->have_forward = 1;
     *logits = gd__nn_rows(&m->out[L - 1][cfg->schema.target_type],
                           m->num_nodes[L * T + cfg->schema.target_type]);
@@ -415,24 +468,27 @@ fail:
 
 /*
  * Relation r of layer l given dsum, the gradient of the sum its messages went into: the
- * gradients of its W_src, W_dst, att_src, att_dst, and of the inputs in dh where want says.
+ * gradients of its att_src and att_dst, and of its projections (dps[r], dpd[r]), whose
+ * products (the gradients of W_src, W_dst, and of the inputs in dh where want says) it appends
+ * to g[*ng...] for the layer's grouped call.
  */
 static gd_status attend_backward(gd__rgat *m, int l, int r, const gd__nn_tensor *dsum,
-                                 const int *want, gd__nn_tensor *dh) {
+                                 const int *want, gd__nn_tensor *dh, gd__nn_linear_grad_group *g,
+                                 int *ng) {
     gd_status st = GD_OK;
     const gd__nn_ctx *ctx = &m->ctx;
     const int src = m->cfg.schema.rel_src[r], dst = m->cfg.schema.rel_dst[r], H = m->heads;
     const gd_block *b = &m->blocks[l * m->cfg.schema.num_relations + r];
     const int64_t ns = b->num_src, nd = b->num_dst, ne = b->num_edges;
     const int64_t HF = H * head_dim(&m->cfg, l);
-    gd__rgat_rel w, g;
+    gd__rgat_rel w, gr;
     GD_CHECK(gd__rgat_weights(m, l, r, 0, &w));
-    GD_CHECK(gd__rgat_weights(m, l, r, 1, &g));
+    GD_CHECK(gd__rgat_weights(m, l, r, 1, &gr));
     gd__nn_tensor hs = layer_input(m, l, src), hd = layer_input(m, l, dst);
     gd__nn_tensor ht = gd__nn_rows(&hd, nd);
     gd__nn_tensor ps = gd__nn_rows(&m->ps[l][r], ns), ss = gd__nn_rows(&m->ss[l][r], ns);
     gd__nn_tensor sd = gd__nn_rows(&m->sd[l][r], nd), al = gd__nn_rows(&m->alpha[l][r], ne);
-    gd__nn_tensor dps = gd__nn_shaped(&m->dps, ns, HF), dal = gd__nn_shaped(&m->dalpha, ne, H);
+    gd__nn_tensor dps = gd__nn_shaped(&m->dps[r], ns, HF), dal = gd__nn_shaped(&m->dalpha, ne, H);
     gd__nn_tensor dss = gd__nn_shaped(&m->dss, ns, H), dsd = gd__nn_shaped(&m->dsd, nd, H);
     gd__nn_tensor no_dss = gd__nn_rows(&dss, 0), no_dsd = gd__nn_rows(&dsd, 0);
     const int attn = m->train && m->attn_dropout > 0;
@@ -450,20 +506,25 @@ static gd_status attend_backward(gd__rgat *m, int l, int r, const gd__nn_tensor 
     GD_CHECK(gd__nn_zero(ctx, &dsd));
     GD_CHECK(GAT_OP(bip_softmax_backward, ctx, b, &ss, &sd, GD__RGAT_SLOPE, &al, &dal, &dss,
                     &dsd));
-    /* The scores: into dp and att_src; p = h_s W_src: dW_src += h_s^T dp, dh_s += dp W_src^T. */
+    /*
+     * The scores: into dp and att_src. p = h_s W_src: dW_src += h_s^T dp and dh_s += dp W_src^T
+     * join the layer's grouped backward GEMM (g), as do those of p_d = h_t W_dst.
+     */
     GD_CHECK(GAT_OP(node_scores_backward, ctx, &ps, &w.att_src, &w.att_dst, 0, &dss, &no_dsd, &dps,
-                    &g.att_src, &g.att_dst));
-    GD_CHECK(gd__nn_linear_backward(ctx, &hs, &w.w_src, &dps, want[src] ? &dh[src] : NULL, 1,
-                                    &g.w_src, NULL, 1));
+                    &gr.att_src, &gr.att_dst));
+    gd__nn_linear_grad_group gs = {
+        hs, w.w_src, dps, want[src] ? dh[src] : dps, gr.w_src, gr.w_src, want[src], 1, 0, 1};
+    g[(*ng)++] = gs;
     if (w.w_dst.rows > 0) {
-        gd__nn_tensor pd = gd__nn_rows(&m->pd[l][r], nd), dpd = gd__nn_shaped(&m->dpd, nd, HF);
-        gd__nn_tensor dht = dpd; /* unused unless wanted */
-        if (want[dst]) dht = gd__nn_rows(&dh[dst], nd);
+        gd__nn_tensor pd = gd__nn_rows(&m->pd[l][r], nd), dpd = gd__nn_shaped(&m->dpd[r], nd, HF);
         GD_CHECK(gd__nn_zero(ctx, &dpd));
         GD_CHECK(GAT_OP(node_scores_backward, ctx, &pd, &w.att_dst, &w.att_src, 0, &dsd, &no_dss,
-                        &dpd, &g.att_dst, &g.att_src));
-        GD_CHECK(gd__nn_linear_backward(ctx, &ht, &w.w_dst, &dpd, want[dst] ? &dht : NULL, 1,
-                                        &g.w_dst, NULL, 1));
+                        &dpd, &gr.att_dst, &gr.att_src));
+        gd__nn_linear_grad_group gd = {
+            ht,       w.w_dst,  dpd,       want[dst] ? gd__nn_rows(&dh[dst], nd) : dpd,
+            gr.w_dst, gr.w_dst, want[dst], 1,
+            0,        1};
+        g[(*ng)++] = gd;
     }
 fail:
     return st;
@@ -499,6 +560,9 @@ gd_status gd__rgat_backward(gd__rgat *m, const gd__nn_tensor *dlogits, gd__nn_te
             }
             if (want[t]) GD_CHECK(gd__nn_zero(ctx, &dh[t]));
         }
+        gd__nn_linear_grad_group g[2 * GD__RSAGE_MAX_RELATIONS];
+        gd__nn_bias_grad_group bg[GD__RSAGE_MAX_RELATIONS];
+        int ng = 0, nb = 0;
         for (int t = 0; t < T; t++) {
             const int64_t nd = m->num_nodes[(l + 1) * T + t];
             if (!computes(m, l, t) || nd == 0) continue;
@@ -511,12 +575,16 @@ gd_status gd__rgat_backward(gd__rgat *m, const gd__nn_tensor *dlogits, gd__nn_te
             }
             for (int r = 0; r < R; r++) {
                 if (cfg->schema.rel_dst[r] != t) continue;
-                gd__rgat_rel g;
-                GD_CHECK(gd__rgat_weights(m, l, r, 1, &g));
-                GD_CHECK(ctx->be->bias_grad(ctx, &dz[t], &g.bias, 1));
-                if (active(m, l, r)) GD_CHECK(attend_backward(m, l, r, &dsum, want, dh));
+                gd__rgat_rel gr;
+                GD_CHECK(gd__rgat_weights(m, l, r, 1, &gr));
+                gd__nn_bias_grad_group bias = {dz[t], gr.bias, 1};
+                bg[nb++] = bias;
+                if (active(m, l, r)) GD_CHECK(attend_backward(m, l, r, &dsum, want, dh, g, &ng));
             }
         }
+        /* The relations' bias gradients, then the projections' gradients, each one call. */
+        GD_CHECK(gd__nn_bias_grad_grouped(ctx, nb, bg));
+        GD_CHECK(gd__nn_linear_backward_grouped(ctx, &m->gemm, ng, g));
         if (l == 0) break;
         /*
          * h^l_t = dropout(relu(z^{l-1}_t)) was computed in place, so out[l-1][t] holds h^l_t. Its
@@ -552,11 +620,13 @@ int64_t gd__rgat_bytes(const gd__rsage_config *cfg, int heads, double attn_dropo
     /*
      * In doubles: an estimate for planning, which must not overflow on a huge config. p counts
      * parameters, a activations, d the largest hidden gradient of a type, g one relation's
-     * largest scratch (projection, scores and weights' gradients).
+     * largest scratch (scores' and weights' gradients) and every relation's projection
+     * gradients, sc the grouped GEMM's scratch.
      */
-    double p = 0, a = 0, d = 0, g = 0, k = 0;
+    double p = 0, a = 0, d = 0, g = 0, k = 0, sc = 0, pr[GD__RSAGE_MAX_RELATIONS] = {0};
     for (int l = 0; l < L; l++) {
         const double F = (double)head_dim(cfg, l), HF = H * F;
+        double need = 0;                   /* the grouped GEMM's scratch, as create counts it */
         p += 5.0 * R * GD__NN_PARAM_ALIGN; /* the groups' padding, at most */
         for (int r = 0; r < R; r++) {
             if (l == L - 1 && s->rel_dst[r] != s->target_type) continue;
@@ -567,10 +637,13 @@ int64_t gd__rgat_bytes(const gd__rsage_config *cfg, int heads, double attn_dropo
             const double ne = (double)cfg->max_edges[l * R + r];
             p += (ws + wd) * HF + 2 * HF + (l < L - 1 ? HF : F);
             a += (ns + nd) * (HF + H) + ne * H * (attn_dropout > 0 ? 2 : 1);
-            const double sg = (ns + nd) * (HF + H) + ne * H;
+            const double sg = (ns + nd) * H + ne * H;
             if (sg > g) g = sg;
+            if ((ns + nd) * HF > pr[r]) pr[r] = (ns + nd) * HF;
+            need += ns * ws + nd * wd + 2.0 * GD__NN_SCRATCH_ALIGN;
             if (ne > k) k = ne;
         }
+        if (need > sc) sc = need;
         for (int t = 0; t < T; t++) {
             const double nd = (double)cfg->max_nodes[(l + 1) * T + t];
             if (l < L - 1 || t == s->target_type) a += nd * (double)dim_of(cfg, H, l + 1, t);
@@ -581,8 +654,12 @@ int64_t gd__rgat_bytes(const gd__rsage_config *cfg, int heads, double attn_dropo
         }
     }
     a += 2.0 * (double)cfg->max_nodes[L * T + s->target_type] * H * (double)cfg->num_classes;
-    /* Parameters, gradients and Adam's two moments; activations; scratch; the edge keys. */
-    const double total = (4 * p + a + 2.0 * T * d + g) * (double)gd_dtype_size(cfg->dtype) +
+    for (int r = 0; r < R; r++) g += pr[r];
+    /*
+     * Parameters, gradients and Adam's two moments; activations; scratch (each relation's
+     * projection gradients, the grouped GEMM's); the edge keys.
+     */
+    const double total = (4 * p + a + 2.0 * T * d + g + sc) * (double)gd_dtype_size(cfg->dtype) +
                          (attn_dropout > 0 ? 8.0 * k : 0);
     return total < 9.0e18 ? (int64_t)total : INT64_MAX;
 }

@@ -99,7 +99,10 @@ typedef struct {
     gd__nn_tensor alphad[GD__RSAGE_MAX_LAYERS][GD__RSAGE_MAX_RELATIONS];
     /* Backward scratch, each sized for the largest relation or type that uses it. */
     gd__nn_tensor dh[2][GD__RSAGE_MAX_TYPES]; /* ping-pong gradients of the hidden inputs */
-    gd__nn_tensor dps, dpd, dss, dsd, dalpha, dsum;
+    gd__nn_tensor dss, dsd, dalpha, dsum;
+    /* Each relation's projection gradients, kept for the layer's grouped backward GEMM. */
+    gd__nn_tensor dps[GD__RSAGE_MAX_RELATIONS], dpd[GD__RSAGE_MAX_RELATIONS];
+    gd__nn_grouped gemm; /* a layer's projections of every relation as one grouped GEMM */
     /* The attention dropout's key of each edge (gd__gat_bip_edge_keys), with node ids. */
     int64_t *keys;
     /* The last forward pass: its minibatch, inputs, and whether dropout ran with which key. */

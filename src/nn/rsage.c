@@ -7,10 +7,12 @@
  * outputs, accumulated in place by the linear layers. Every buffer is allocated at create from
  * the configured capacities; forward and backward allocate nothing.
  *
- * Each relation's matrix products are separate gd__nn_linear calls for now: one launch per
- * relation, small GEMMs when the relations are many and their blocks small. A grouped GEMM
- * (cublasGemmGroupedBatchedEx, CUDA 12.5 and later; a loop on the CPU) will run a layer's
- * products in one launch when the backends gain that op (docs/hetero.md).
+ * A layer's matrix products of every relation and type, forward (mean W_l + b, self W_root)
+ * and backward (the means' and the roots' input gradients, every weight gradient), go to the
+ * backend as one grouped GEMM (gd__nn_linear_grouped, gd__nn_linear_backward_grouped): one
+ * cublasGemmGroupedBatchedEx on the GPU instead of a small GEMM a product, the relations into
+ * a type summed by the op in their order (docs/nn.md, "Grouped GEMM"). Each relation keeps the
+ * gradient of its mean for that (dagg[r]).
  */
 #include "nn/rsage.h"
 
@@ -42,7 +44,8 @@ void gd__rsage_destroy(gd__rsage *m) {
         gd__nn_tensor_free(ctx, &m->dh[0][t]);
         gd__nn_tensor_free(ctx, &m->dh[1][t]);
     }
-    gd__nn_tensor_free(ctx, &m->dagg);
+    for (int r = 0; r < GD__RSAGE_MAX_RELATIONS; r++) gd__nn_tensor_free(ctx, &m->dagg[r]);
+    gd__nn_grouped_destroy(ctx, &m->gemm);
     gd__nn_params_free(ctx, &m->params);
     gd_free(m);
 }
@@ -223,6 +226,26 @@ gd_status gd__typed_grow(int64_t *a, int64_t rows, int64_t cols, const char *wha
     return GD_OK;
 }
 
+/*
+ * The grouped GEMMs' scratch for layer l (*need = the most of any layer): the products that sum
+ * into a type's output after its first (forward: a mean's and a root's per relation) or into
+ * its input gradient (backward: a root's per relation), at the capacities, counted generously
+ * (the first writer too). Called once the layer's outputs are allocated, so no size overflows.
+ */
+static void grow_scratch(const gd__rsage *m, int l, int64_t *need) {
+    const gd__rsage_config *cfg = &m->cfg;
+    const int T = cfg->schema.num_types;
+    int64_t fwd = 0, bwd = 0;
+    for (int r = 0; r < cfg->schema.num_relations; r++) {
+        if (!m->slot[l][r].used) continue;
+        const int dst = cfg->schema.rel_dst[r];
+        const int64_t nd = cfg->max_nodes[(l + 1) * T + dst];
+        fwd += 2 * gd__nn_scratch_elems(nd, gd__rsage_dim(cfg, l + 1, dst));
+        bwd += gd__nn_scratch_elems(nd, gd__rsage_dim(cfg, l, dst));
+    }
+    *need = gd__max64(*need, gd__max64(fwd, bwd));
+}
+
 gd_status gd__rsage_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, uint64_t init_seed,
                            gd__rsage **out) {
     gd_status st = GD_OK;
@@ -252,7 +275,8 @@ gd_status gd__rsage_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, u
      * means. Gradients: a hidden input of each type that a relation enters (the others are
      * constant), and one relation's mean at a time.
      */
-    int64_t dh_cap[GD__RSAGE_MAX_TYPES] = {0}, dagg_cap = 0;
+    int64_t dh_cap[GD__RSAGE_MAX_TYPES] = {0}, dagg_cap[GD__RSAGE_MAX_RELATIONS] = {0};
+    int64_t scratch = 0;
     for (int l = 0; l < L; l++) {
         for (int t = 0; t < T; t++) {
             const int64_t nd = cfg->max_nodes[(l + 1) * T + t];
@@ -268,14 +292,17 @@ gd_status gd__rsage_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, u
             const int64_t nd = cfg->max_nodes[(l + 1) * T + s->rel_dst[r]];
             const int64_t w = gd__rsage_dim(cfg, l, s->rel_src[r]);
             GD_CHECK(gd__typed_alloc_nonempty(ctx, cfg->dtype, nd, w, &m->agg[l][r]));
-            GD_CHECK(gd__typed_grow(&dagg_cap, nd, w, "R-SAGE"));
+            GD_CHECK(gd__typed_grow(&dagg_cap[r], nd, w, "R-SAGE"));
         }
+        grow_scratch(m, l, &scratch);
     }
     for (int t = 0; t < T; t++) {
         GD_CHECK(gd__typed_alloc_nonempty(ctx, cfg->dtype, 1, dh_cap[t], &m->dh[0][t]));
         GD_CHECK(gd__typed_alloc_nonempty(ctx, cfg->dtype, 1, dh_cap[t], &m->dh[1][t]));
     }
-    GD_CHECK(gd__typed_alloc_nonempty(ctx, cfg->dtype, 1, dagg_cap, &m->dagg));
+    for (int r = 0; r < R; r++)
+        GD_CHECK(gd__typed_alloc_nonempty(ctx, cfg->dtype, 1, dagg_cap[r], &m->dagg[r]));
+    GD_CHECK(gd__nn_grouped_create(ctx, cfg->dtype, scratch, &m->gemm));
     *out = m;
     return GD_OK;
 fail:
@@ -406,7 +433,14 @@ gd_status gd__rsage_forward(gd__rsage *m, const gd_block *blocks, const int64_t 
     memcpy(m->blocks, blocks, sizeof *blocks * (size_t)(L * R));
     memcpy(m->num_nodes, num_nodes, sizeof *num_nodes * (size_t)((L + 1) * T));
 
-    for (int l = 0; l < L; l++)
+    for (int l = 0; l < L; l++) {
+        /*
+         * The means of every relation, then z (+)= mean W_l + b + h_t[:nd] W_root over the
+         * relations into each type, every product of the layer in one grouped call (the first
+         * relation into a type writes its z, the others add to it), then ReLU and dropout.
+         */
+        gd__nn_linear_group g[2 * GD__RSAGE_MAX_RELATIONS];
+        int ng = 0;
         for (int t = 0; t < T; t++) {
             if (!computes(m, l, t)) {
                 /* A type that no relation enters: zeros, which the next layer reads. */
@@ -443,22 +477,28 @@ gd_status gd__rsage_forward(gd__rsage *m, const gd_block *blocks, const int64_t 
                         GD_CHECK(gd__nn_mean_agg(ctx, &ob, &ohs, &agg));
                     }
                 }
-                GD_CHECK(gd__nn_linear(ctx, &agg, &wl, &bias, &z, accumulate));
+                gd__nn_linear_group lin = {agg, wl, bias, z, 1, accumulate};
+                g[ng++] = lin;
                 accumulate = 1;
                 /* z += h_t[:nd] W_root, the destinations' own rows (none without features). */
                 if (wr.rows > 0) {
                     gd__nn_tensor ht = layer_input(m, l, t);
-                    gd__nn_tensor self = gd__nn_rows(&ht, nd);
-                    GD_CHECK(gd__nn_linear(ctx, &self, &wr, NULL, &z, 1));
+                    gd__nn_linear_group root = {gd__nn_rows(&ht, nd), wr, wr, z, 0, 1};
+                    g[ng++] = root;
                 }
             }
-            if (l < L - 1) {
-                GD_CHECK(gd__nn_relu(ctx, &z, &z));
-                if (train && p > 0)
-                    GD_CHECK(gd__nn_dropout(ctx, p, dropout_seed, dropout_stream(l, t),
-                                            m->node_ids[t], &z, &z));
-            }
         }
+        GD_CHECK(gd__nn_linear_grouped(ctx, &m->gemm, ng, g));
+        for (int t = 0; t < T && l < L - 1; t++) {
+            const int64_t nd = m->num_nodes[(l + 1) * T + t];
+            if (!computes(m, l, t) || nd == 0) continue;
+            gd__nn_tensor z = gd__nn_rows(&m->out[l][t], nd);
+            GD_CHECK(gd__nn_relu(ctx, &z, &z));
+            if (train && p > 0)
+                GD_CHECK(gd__nn_dropout(ctx, p, dropout_seed, dropout_stream(l, t), m->node_ids[t],
+                                        &z, &z));
+        }
+    }
     m->train = train;
     m->dropout_seed = dropout_seed;
     m->have_forward = 1;
@@ -499,6 +539,14 @@ gd_status gd__rsage_backward(gd__rsage *m, const gd__nn_tensor *dlogits, gd__nn_
             }
             if (want[t]) GD_CHECK(gd__nn_zero(ctx, &dh[t]));
         }
+        /*
+         * Every product of the layer in one grouped call: for each relation into a computing
+         * type, dW_l += mean^T dz, db += colsum(dz), d(mean) = dz W_l^T into the relation's own
+         * dagg where wanted; dW_root += self^T dz, and dh_t[:nd] += dz W_root^T where wanted
+         * (the relations into t sum there). Then each mean's gradient goes to its sources.
+         */
+        gd__nn_linear_grad_group g[2 * GD__RSAGE_MAX_RELATIONS];
+        int ng = 0, to_src[GD__RSAGE_MAX_RELATIONS] = {0};
         for (int t = 0; t < T; t++) {
             const int64_t nd = m->num_nodes[(l + 1) * T + t];
             if (!computes(m, l, t) || nd == 0) continue;
@@ -510,26 +558,30 @@ gd_status gd__rsage_backward(gd__rsage *m, const gd__nn_tensor *dlogits, gd__nn_
                 gd__nn_tensor wl, bias, wr, dwl, db, dwr;
                 GD_CHECK(gd__rsage_weights(m, l, r, 0, &wl, &bias, &wr));
                 GD_CHECK(gd__rsage_weights(m, l, r, 1, &dwl, &db, &dwr));
-                /* dW_l += mean^T dz, db += colsum(dz), and d(mean) = dz W_l^T where wanted. */
-                const int to_src = want[src] && agg.cols > 0 && b->num_edges > 0;
-                gd__nn_tensor dagg = gd__nn_shaped(&m->dagg, nd, agg.cols);
-                GD_CHECK(gd__nn_linear_backward(ctx, &agg, &wl, &dz[t], to_src ? &dagg : NULL, 0,
-                                                &dwl, &db, 1));
-                if (to_src) {
-                    gd_block ob;
-                    gd__nn_tensor odh;
-                    bipartite(b, &dh[src], &ob, &odh);
-                    GD_CHECK(gd__nn_mean_agg_backward(ctx, &ob, &dagg, &odh));
-                }
-                /* dW_root += self^T dz, and dh_t[:nd] += dz W_root^T where wanted. */
+                to_src[r] = want[src] && agg.cols > 0 && b->num_edges > 0;
+                gd__nn_linear_grad_group ga = {
+                    agg, wl, dz[t], gd__nn_shaped(&m->dagg[r], nd, agg.cols), dwl, db, to_src[r],
+                    0,   1,  1};
+                g[ng++] = ga;
                 if (wr.rows > 0) {
                     gd__nn_tensor ht = layer_input(m, l, t);
-                    gd__nn_tensor self = gd__nn_rows(&ht, nd), dself;
-                    if (want[t]) dself = gd__nn_rows(&dh[t], nd);
-                    GD_CHECK(gd__nn_linear_backward(ctx, &self, &wr, &dz[t],
-                                                    want[t] ? &dself : NULL, 1, &dwr, NULL, 1));
+                    gd__nn_tensor dself = want[t] ? gd__nn_rows(&dh[t], nd) : dz[t];
+                    gd__nn_linear_grad_group gr = {
+                        gd__nn_rows(&ht, nd), wr, dz[t], dself, dwr, dwr, want[t], 1, 0, 1};
+                    g[ng++] = gr;
                 }
             }
+        }
+        GD_CHECK(gd__nn_linear_backward_grouped(ctx, &m->gemm, ng, g));
+        for (int r = 0; r < R; r++) {
+            if (!to_src[r]) continue;
+            const int src = cfg->schema.rel_src[r];
+            const int64_t nd = m->num_nodes[(l + 1) * T + cfg->schema.rel_dst[r]];
+            gd__nn_tensor dagg = gd__nn_shaped(&m->dagg[r], nd, m->agg[l][r].cols);
+            gd_block ob;
+            gd__nn_tensor odh;
+            bipartite(&m->blocks[l * R + r], &dh[src], &ob, &odh);
+            GD_CHECK(gd__nn_mean_agg_backward(ctx, &ob, &dagg, &odh));
         }
         if (l == 0) break;
         /*
@@ -563,11 +615,13 @@ int64_t gd__rsage_bytes(const gd__rsage_config *cfg) {
     for (int r = 0; r < R; r++) has_in[s->rel_dst[r]] = 1;
     /*
      * In doubles: an estimate for planning, which must not overflow on a huge config. p counts
-     * parameters, a activations, d the largest hidden gradient of a type, g the largest mean.
+     * parameters, a activations, d the largest hidden gradient of a type, g the means'
+     * gradients (the largest of each relation), sc the grouped GEMM's scratch.
      */
-    double p = 0, a = 0, d = 0, g = 0;
+    double p = 0, a = 0, d = 0, g = 0, sc = 0, gr[GD__RSAGE_MAX_RELATIONS] = {0};
     for (int l = 0; l < L; l++) {
         const double out = (double)gd__rsage_dim(cfg, l + 1, 0);
+        double fwd = 0, bwd = 0; /* the grouped GEMM's scratch, as grow_scratch counts it */
         p += (2.0 * R + 1) * GD__NN_PARAM_ALIGN; /* the groups' padding, at most */
         for (int r = 0; r < R; r++) {
             if (l == L - 1 && s->rel_dst[r] != s->target_type) continue;
@@ -576,8 +630,12 @@ int64_t gd__rsage_bytes(const gd__rsage_config *cfg) {
             const double nd = (double)cfg->max_nodes[(l + 1) * T + s->rel_dst[r]];
             p += (ws + 1 + wd) * out;
             a += nd * ws;
-            if (nd * ws > g) g = nd * ws;
+            if (nd * ws > gr[r]) gr[r] = nd * ws;
+            fwd += 2 * (nd * out + GD__NN_SCRATCH_ALIGN);
+            bwd += nd * wd + GD__NN_SCRATCH_ALIGN;
         }
+        if (fwd > sc) sc = fwd;
+        if (bwd > sc) sc = bwd;
         for (int t = 0; t < T; t++) {
             if (l < L - 1 || t == s->target_type)
                 a += (double)cfg->max_nodes[(l + 1) * T + t] * out;
@@ -587,7 +645,11 @@ int64_t gd__rsage_bytes(const gd__rsage_config *cfg) {
             }
         }
     }
-    /* Parameters, gradients and Adam's two moments; activations; two gradient buffers a type. */
-    const double total = (4 * p + a + 2.0 * T * d + g) * (double)gd_dtype_size(cfg->dtype);
+    for (int r = 0; r < R; r++) g += gr[r];
+    /*
+     * Parameters, gradients and Adam's two moments; activations; two gradient buffers a type;
+     * each relation's mean gradient; the grouped GEMM's scratch.
+     */
+    const double total = (4 * p + a + 2.0 * T * d + g + sc) * (double)gd_dtype_size(cfg->dtype);
     return total < 9.0e18 ? (int64_t)total : INT64_MAX;
 }

@@ -93,8 +93,9 @@ typedef struct {
     /* Saved by the forward pass for the backward pass (empty tensors where nothing is kept). */
     gd__nn_tensor out[GD__RSAGE_MAX_LAYERS][GD__RSAGE_MAX_TYPES];     /* z^l_t, then h^{l+1}_t */
     gd__nn_tensor agg[GD__RSAGE_MAX_LAYERS][GD__RSAGE_MAX_RELATIONS]; /* the means of relation r */
-    gd__nn_tensor dh[2][GD__RSAGE_MAX_TYPES]; /* ping-pong gradients of the hidden inputs */
-    gd__nn_tensor dagg;                       /* gradient of one relation's mean */
+    gd__nn_tensor dh[2][GD__RSAGE_MAX_TYPES];    /* ping-pong gradients of the hidden inputs */
+    gd__nn_tensor dagg[GD__RSAGE_MAX_RELATIONS]; /* gradient of each relation's mean */
+    gd__nn_grouped gemm; /* a layer's products of every relation as one grouped GEMM */
     /* The last forward pass: its minibatch, inputs, and whether dropout ran with which key. */
     int have_forward;
     gd_block blocks[GD__RSAGE_MAX_LAYERS * GD__RSAGE_MAX_RELATIONS];
