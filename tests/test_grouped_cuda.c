@@ -6,7 +6,8 @@
  * more groups than one call takes. The same calls again and calls with other pointers past the
  * plan's ring of pointer sets (the reuse of an uploaded set, and of a slot). The grouped linear
  * backward at minibatch sizes (the bias gradients' row chunks) and the per-group path of
- * GD_NN_GROUPED=0. Float32 sums in another order: within 2e-5 of the CPU relative to max(1, |x|).
+ * GD_NN_GROUPED=0. Float32 sums in another order: within 2e-5 of the CPU relative to max(1, the
+ * tensor's largest |x|).
  */
 #include "test_grouped_util.h"
 
@@ -20,14 +21,24 @@ static gd__nn_tensor up(const gd__nn_tensor *h) {
     return t_up(&gpu, h);
 }
 
-/* The device result against the CPU's (host tensors), |w - g| <= tol * max(1, |w|). */
+/*
+ * The device result against the CPU's (host tensors): |w - g| <= 2e-5 * max(1, max |w|) over
+ * the tensor, the norm-wise bound that float32 products in another order keep. An element-wise
+ * bound does not hold where a long sum cancels: a dW of 5000 rows (entries near 23) had an
+ * element of 0.806 off by 3.8e-5 on the H100, float32 rounding of its 5000 terms.
+ */
 static void compare(const char *what, const gd__nn_tensor *want, const gd__nn_tensor *got_dev) {
     gd__nn_tensor got = t_down(&gpu, got_dev);
-    double *w = malloc(sizeof(double) * (size_t)(gd__nn_numel(want) + 1));
-    T_ASSERT(w);
-    for (int64_t i = 0; i < gd__nn_numel(want); i++) w[i] = t_get(want, i);
-    t_grouped_compare(what, w, &got, 2e-5);
-    free(w);
+    const int64_t n = gd__nn_numel(want);
+    double scale = 1;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(t_get(want, i)));
+    for (int64_t i = 0; i < n; i++) {
+        const double w = t_get(want, i), g = t_get(&got, i);
+        if (!(fabs(w - g) <= 2e-5 * scale))
+            T_FAIL_("%s (%lld x %lld): element %lld: want %.12g, got %.12g (tolerance 2e-5 x "
+                    "%.4g)",
+                    what, (long long)want->rows, (long long)want->cols, (long long)i, w, g, scale);
+    }
     t_tensor_free(&got);
 }
 

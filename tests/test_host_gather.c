@@ -247,6 +247,7 @@ static void gather_equal(gd_gatherer_t *g, const int64_t *ids, const int64_t *d_
                          const char *what) {
     const size_t bytes = (size_t)(n * w);
     CU(cudaMemset(d_buf, POISON, bytes + off + 64));
+    CU(cudaDeviceSynchronize()); /* the legacy-stream poison lands first */
     T_OK(gd_gather(g, on_device ? d_ids : ids, n, on_device, d_buf + off, stream));
     CU(cudaStreamSynchronize(stream));
     T_OK(gd_gatherer_check_errors(g));
