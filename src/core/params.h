@@ -18,7 +18,7 @@
     X(GD_DISK_EVICT, "clock", "eviction policy of the features-on-disk caches: clock, sieve, random") \
     X(GD_DISK_WINDOW, "0", "window buffering of the GPU cache of features on disk: minibatches ahead") \
     X(GD_DISK_DEPTH, "auto", "reads in flight for features on disk: auto (probed) or 1-4096") \
-    X(GD_NN_GROUPED, "1", "relational models run a layer's products as grouped GEMMs (0: one GEMM each)")
+    X(GD_NN_GROUPED, "0", "relational models run a layer's products as grouped GEMMs (1), or one GEMM each (0: faster on the H100)")
 
 void gd__log_init(void);
 
