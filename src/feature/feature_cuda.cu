@@ -969,7 +969,9 @@ gd_status gd__gatherer_host_probe(gd_gatherer_t *g, int64_t max_rows, int reps, 
     GD_REQUIRE(g->host_gather && g->cuda && g->mode == GD_GATHER_ZEROCOPY, GD_ERR_INVALID_ARG,
                "host_gather probe: a zerocopy gatherer created with host_gather is needed");
     for (int64_t r = 0; r < g->tensor->rows; r++) host_rows += !gd__gatherer_in_gpu_memory(g, r);
+    /* At most 256 MiB of rows: the probe's output is GPU memory outside the budget's plan. */
     k = gd__min64(gd__min64(max_rows, g->max_ids), host_rows);
+    k = gd__min64(k, gd__max64(1, ((int64_t)256 << 20) / g->tensor->row_bytes));
     if (k <= 0 || reps < 1) goto done; /* nothing read from host memory: no rates */
     GD_CHECK(gd__cuda_enter_device(g->device, &prev));
     entered = 1;
@@ -980,7 +982,9 @@ gd_status gd__gatherer_host_probe(gd_gatherer_t *g, int64_t max_rows, int reps, 
     GD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     GD_CUDA_CHECK(cudaMalloc((void **)&d_ids, (size_t)k * sizeof *ids));
     GD_CUDA_CHECK(cudaMalloc(&d_out, (size_t)(k * g->tensor->row_bytes)));
-    GD_CUDA_CHECK(cudaMemcpy(d_ids, ids, (size_t)k * sizeof *ids, cudaMemcpyHostToDevice));
+    GD_CUDA_CHECK(cudaMemcpyAsync(d_ids, ids, (size_t)k * sizeof *ids, cudaMemcpyHostToDevice,
+                                  stream));
+    GD_CUDA_CHECK(cudaStreamSynchronize(stream));
     GD_CHECK(probe_way(g, 0, d_ids, k, d_out, stream, reps, &zc));
     GD_CHECK(probe_way(g, 1, d_ids, k, d_out, stream, reps, &cpu));
     out->rows = k;
