@@ -12,6 +12,7 @@
 #include "core/peers.h"
 #include "feature/disk_rows.h"
 #include "feature/widen.h"
+#include "graph/internal.h"
 #include "io/dataset.h"
 #ifdef GD_WITH_CUDA
 #include "feature/disk_tier.h"
@@ -276,24 +277,22 @@ static void startup_mark(gd__datapath *d, const char *what) {
  * Each row's out-degree (how often uniform sampling reaches it), the score of the hot rows: the
  * neighbour-list cache's, the feature cache's and the disk tier's host buffer's. One pass over
  * the edges, made once per build and shared (d->out_degrees, freed when the features are
- * placed); *scores points into it.
+ * placed); *scores points into it. The graph counts them: on the GPU once it is placed where
+ * GPU kernels read it (the CUDA sampler's modes), else on every core over the host view.
  */
 static gd_status out_degree_scores(gd__datapath *d, const int64_t **scores) {
     gd_status st = GD_OK;
-    gd_array_view ip, ix;
     *scores = NULL;
     if (!d->out_degrees) {
-        GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDPTR, &ip));
-        GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDICES, &ix));
+        const int on_gpu = d->graph->d_indices != NULL;
         GD_ALLOC(d->out_degrees, (size_t)d->num_nodes * sizeof(int64_t), "the hot rows' scores");
-        st = gd_csc_degree_scores(d->num_nodes, ip.data, ix.data, ix.dtype, GD_DEGREE_OUT,
-                                  d->out_degrees);
+        st = gd__graph_out_degrees(d->graph, d->out_degrees);
         if (st != GD_OK) {
             gd_free(d->out_degrees);
             d->out_degrees = NULL;
             goto fail;
         }
-        startup_mark(d, "out-degrees");
+        startup_mark(d, on_gpu ? "out-degrees (GPU)" : "out-degrees");
     }
     *scores = d->out_degrees;
 fail:
@@ -528,11 +527,21 @@ static gd_status place_graph_as(gd__datapath *d, int copy) {
     o.indptr_placement = d->plan.indptr;
     o.indices_placement = d->plan.indices;
     o.copy_host = copy;
-    if (d->plan.indices == GD_PLACE_PINNED) o.gpu_cache_bytes = d->plan.graph_cache_bytes;
-    if (o.gpu_cache_bytes > 0) GD_CHECK(out_degree_scores(d, &o.out_degrees));
+    const int64_t cache = d->plan.indices == GD_PLACE_PINNED ? d->plan.graph_cache_bytes : 0;
     gd_graph_destroy(d->graph);
     d->graph = NULL;
+    /* The graph without its list cache first: placed, its indices are what the GPU counts the
+     * out-degrees over, by which the cache is then ranked. */
     GD_CHECK(gd_graph_create_from_dataset(d->ds, &o, &d->graph));
+    startup_mark(d, "graph placed");
+    if (cache > 0) {
+        const int64_t *scores = NULL;
+        gd_array_view ip;
+        GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDPTR, &ip));
+        GD_CHECK(out_degree_scores(d, &scores));
+        GD_CHECK(gd__graph_build_cache(d->graph, ip.data, cache, scores));
+        startup_mark(d, "neighbour-list cache");
+    }
     gd_graph_info gi = GD_GRAPH_INFO_INIT;
     GD_CHECK(gd_graph_get_info(d->graph, &gi));
     d->graph_cache_bytes = gi.cache_bytes;
@@ -744,10 +753,7 @@ gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg
     startup_mark(d, "plan");
 
     /* The graph where the sampler reads it, the sampler and the minibatch buffers. */
-    if (d->cuda_sampler) {
-        GD_CHECK(place_graph(d));
-        startup_mark(d, "graph placed");
-    }
+    if (d->cuda_sampler) GD_CHECK(place_graph(d)); /* marks its phases */
     gd_sampler_options so = GD_SAMPLER_OPTIONS_INIT;
     so.backend = d->cuda_sampler ? GD_SAMPLER_CUDA : GD_SAMPLER_CPU;
     so.max_batch = d->batch;
