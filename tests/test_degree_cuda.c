@@ -9,47 +9,14 @@
  * in the same order and slots as the serial slot rule over the CPU ranking, the same location
  * map and the same cache memory, byte for byte.
  */
-#include "test.h"
+#include "skewed_graph.h"
 
 #include "core/internal.h"
 #include "feature/tier.h"
 #include "graph/internal.h"
 
 #ifdef GD_WITH_CUDA
-typedef struct {
-    int64_t n, edges;
-    int64_t *indptr;
-    void *indices;
-    gd_dtype dtype;
-} graph;
-
-static graph make_graph(uint64_t *state, int64_t n, int64_t max_deg, gd_dtype dtype) {
-    graph g;
-    g.n = n;
-    g.dtype = dtype;
-    g.indptr = malloc(sizeof *g.indptr * (size_t)(n + 1));
-    T_ASSERT(g.indptr);
-    g.indptr[0] = 0;
-    for (int64_t v = 0; v < n; v++) {
-        const double u = (double)(t_rand(state) >> 11) / 9007199254740992.0;
-        const int64_t d = t_rand(state) % 10 == 0 ? 0 : 1 + (int64_t)(u * u * u * u * max_deg);
-        g.indptr[v + 1] = g.indptr[v] + d;
-    }
-    g.edges = g.indptr[n];
-    g.indices = malloc(gd_dtype_size(dtype) * (size_t)(g.edges + 1));
-    T_ASSERT(g.indices);
-    for (int64_t e = 0; e < g.edges; e++) {
-        const double u = (double)(t_rand(state) >> 11) / 9007199254740992.0;
-        const int64_t v = (int64_t)(u * u * (double)n) % n;
-        if (dtype == GD_DTYPE_INT32)
-            ((int32_t *)g.indices)[e] = (int32_t)v;
-        else
-            ((int64_t *)g.indices)[e] = v;
-    }
-    return g;
-}
-
-static gd_graph_t *placed(const graph *g, gd_placement indices, int64_t cache,
+static gd_graph_t *placed(const skewed_graph *g, gd_placement indices, int64_t cache,
                           const int64_t *outdeg) {
     gd_graph_options o = GD_GRAPH_OPTIONS_INIT;
     gd_graph_t *pg = NULL;
@@ -100,7 +67,7 @@ static void check_round(uint64_t *state, int round) {
     const int64_t es = (int64_t)gd_dtype_size(dtype);
     const int64_t n = round % 3 == 0 ? 1 + (int64_t)(t_rand(state) % 500)
                                      : 100000 + (int64_t)(t_rand(state) % 1000000);
-    graph g = make_graph(state, n, 1 + (int64_t)(t_rand(state) % 150), dtype);
+    skewed_graph g = make_skewed_graph(state, n, 1 + (int64_t)(t_rand(state) % 150), dtype);
     int64_t *want = malloc(sizeof *want * (size_t)n), *got = malloc(sizeof *got * (size_t)n);
     T_ASSERT(want && got);
     T_OK(gd_csc_degree_scores(n, g.indptr, g.indices, dtype, GD_DEGREE_OUT, want));
@@ -176,8 +143,7 @@ static void check_round(uint64_t *state, int round) {
     }
     free(want);
     free(got);
-    free(g.indptr);
-    free(g.indices);
+    free_skewed_graph(&g);
 }
 
 int main(void) {

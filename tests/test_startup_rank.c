@@ -9,7 +9,7 @@
  * named the same way. GD_TEST_STARTUP_NODES=N (millions of nodes) instead times each start-up
  * pass on a generated graph of N nodes: the serial rule and the compaction before and after.
  */
-#include "test.h"
+#include "skewed_graph.h"
 
 #include "core/internal.h"
 #include "feature/tier.h"
@@ -17,41 +17,7 @@
 
 #include <math.h>
 
-typedef struct {
-    int64_t n, edges;
-    int64_t *indptr;
-    int32_t *indices;
-} graph;
-
-/* A skewed random graph: 10 % of the lists empty, degrees heavy-tailed up to max_deg, sources
- * drawn with a square bias so that out-degrees spread too. */
-static graph make_graph(uint64_t *state, int64_t n, int64_t max_deg) {
-    graph g;
-    g.n = n;
-    g.indptr = malloc(sizeof *g.indptr * (size_t)(n + 1));
-    T_ASSERT(g.indptr);
-    g.indptr[0] = 0;
-    for (int64_t v = 0; v < n; v++) {
-        const double u = (double)(t_rand(state) >> 11) / 9007199254740992.0;
-        const int64_t d = t_rand(state) % 10 == 0 ? 0 : 1 + (int64_t)(u * u * u * u * max_deg);
-        g.indptr[v + 1] = g.indptr[v] + d;
-    }
-    g.edges = g.indptr[n];
-    g.indices = malloc(sizeof *g.indices * (size_t)(g.edges + 1));
-    T_ASSERT(g.indices);
-    for (int64_t e = 0; e < g.edges; e++) {
-        const double u = (double)(t_rand(state) >> 11) / 9007199254740992.0;
-        g.indices[e] = (int32_t)((int64_t)(u * u * (double)n) % n);
-    }
-    return g;
-}
-
-static void free_graph(graph *g) {
-    free(g->indptr);
-    free(g->indices);
-}
-
-static gd_graph_t *host_graph(const graph *g) {
+static gd_graph_t *host_graph(const skewed_graph *g) {
     gd_graph_t *hg = NULL;
     T_OK(gd_graph_create(g->n, g->indptr, g->indices, GD_DTYPE_INT32, NULL, &hg));
     return hg;
@@ -65,7 +31,7 @@ static void set_threads(int threads) {
 
 /* The candidates: the ranking of the lists (distinct, the start-up's), or random rows with
  * repeats. */
-static int64_t candidates(uint64_t *state, const graph *g, gd_graph_t *hg, int ranked,
+static int64_t candidates(uint64_t *state, const skewed_graph *g, gd_graph_t *hg, int ranked,
                           int64_t *cand) {
     if (ranked) {
         int64_t *score = malloc(sizeof *score * (size_t)g->n), count = 0;
@@ -82,7 +48,7 @@ static int64_t candidates(uint64_t *state, const graph *g, gd_graph_t *hg, int r
 }
 
 static void check_round(uint64_t *state, int64_t nodes, int ranked, int threads) {
-    graph g = make_graph(state, nodes, 1 + (int64_t)(t_rand(state) % 200));
+    skewed_graph g = make_skewed_graph(state, nodes, 1 + (int64_t)(t_rand(state) % 200), GD_DTYPE_INT32);
     gd_graph_t *hg = host_graph(&g);
     const gd__row_shape shape = {g.n, 4, g.indptr, NULL};
     int64_t *cand = malloc(sizeof *cand * (size_t)(2 * g.n + 1));
@@ -120,7 +86,7 @@ static void check_round(uint64_t *state, int64_t nodes, int ranked, int threads)
         T_EQ_INT(s->cache.slots[j], want[k]);
         if (j % 97 == 0 && s->cache.mem) {
             const int64_t r = cand[k], d = g.indptr[r + 1] - g.indptr[r];
-            T_ASSERT(memcmp((const int32_t *)s->cache.mem + want[k], g.indices + g.indptr[r],
+            T_ASSERT(memcmp((const int32_t *)s->cache.mem + want[k], (const int32_t *)g.indices + g.indptr[r],
                             (size_t)d * 4) == 0);
         }
         j++;
@@ -131,12 +97,12 @@ static void check_round(uint64_t *state, int64_t nodes, int ranked, int threads)
     free(want);
     free(got);
     free(bits);
-    free_graph(&g);
+    free_skewed_graph(&g);
 }
 
 /* The out-degrees of a host graph equal gd_csc_degree_scores'; a bad index is named. */
 static void check_degrees(uint64_t *state) {
-    graph g = make_graph(state, 1000 + (int64_t)(t_rand(state) % 200000), 60);
+    skewed_graph g = make_skewed_graph(state, 1000 + (int64_t)(t_rand(state) % 200000), 60, GD_DTYPE_INT32);
     gd_graph_t *hg = host_graph(&g);
     int64_t *a = malloc(sizeof *a * (size_t)g.n), *b = malloc(sizeof *b * (size_t)g.n);
     T_ASSERT(a && b);
@@ -146,7 +112,7 @@ static void check_degrees(uint64_t *state) {
     for (int64_t v = 0; v < g.n; v++) T_EQ_INT(b[v], a[v]);
     if (g.edges > 3) {
         const int64_t at = g.edges / 3;
-        g.indices[at] = (int32_t)g.n;
+        ((int32_t *)g.indices)[at] = (int32_t)g.n;
         T_FAILS(gd__graph_out_degrees(hg, b), GD_ERR_RANGE, "is outside");
         char where[64];
         snprintf(where, sizeof where, "indices[%lld]", (long long)at);
@@ -155,13 +121,13 @@ static void check_degrees(uint64_t *state) {
     gd_graph_destroy(hg);
     free(a);
     free(b);
-    free_graph(&g);
+    free_skewed_graph(&g);
 }
 
 /* The slot rule's walk and the compaction on one core and on every core, on n nodes. */
 static void time_passes(uint64_t *state, int64_t nodes) {
     double t0 = gd__now();
-    graph g = make_graph(state, nodes, 120);
+    skewed_graph g = make_skewed_graph(state, nodes, 120, GD_DTYPE_INT32);
     gd_graph_t *hg = host_graph(&g);
     const gd__row_shape shape = {g.n, 4, g.indptr, NULL};
     int64_t *score = malloc(sizeof *score * (size_t)g.n), *rank = malloc(sizeof *rank * (size_t)g.n);
@@ -217,7 +183,7 @@ static void time_passes(uint64_t *state, int64_t nodes) {
     free(want);
     free(got);
     free(bits);
-    free_graph(&g);
+    free_skewed_graph(&g);
 }
 
 int main(void) {
