@@ -587,7 +587,7 @@ static gd_status place_graph_as(gd__datapath *d, int copy) {
         GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDPTR, &ip));
         GD_CHECK(out_degree_scores(d, &scores));
         GD_CHECK(gd__graph_build_cache(d->graph, ip.data, cache, scores));
-        startup_mark(d, "neighbour-list cache");
+        startup_mark(d, "list cache");
     }
     gd_graph_info gi = GD_GRAPH_INFO_INIT;
     GD_CHECK(gd_graph_get_info(d->graph, &gi));
