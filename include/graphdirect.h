@@ -830,8 +830,9 @@ typedef struct {
     int64_t gpu_cache_bytes;
     /*
      * Optional, with a cache: the graph's out-degrees (gd_csc_degree_scores, GD_DEGREE_OUT),
-     * by which the lists are ranked; NULL computes them here (one pass over the edges: seconds
-     * on a billion). A caller that ranks a feature cache by the same scores passes them.
+     * by which the lists are ranked; NULL computes them here (one pass over the edges, by the
+     * GPU over the pinned indices). A caller that ranks a feature cache by the same scores
+     * passes them.
      */
     const int64_t *out_degrees;
 } gd_graph_options;

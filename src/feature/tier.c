@@ -88,15 +88,18 @@ void gd__tier_store_destroy(gd__tier_store *s) {
 }
 
 /*
- * The slot rule of tier.h over a bitmap of the rows taken so far (clear at the start):
- * slots[k] = the first slot of rows[k] if it is taken, -1 if not; *count and *units = the rows
- * taken and the slots they use. A row is taken when it is not empty, not taken already, and
- * fits the slots left. The callers have checked the rows' range.
+ * The slot rule of tier.h over a bitmap of the rows taken so far (clear at the start), one row
+ * after another: slots[k] = the first slot of rows[k] if it is taken, -1 if not; *count and
+ * *units = the rows taken and the slots they use. A row is taken when it is not empty, not taken
+ * already, and fits the slots left. The callers have checked the rows' range. units[k], where
+ * given, is rows[k]'s slot count (read in place of the offsets); first is the candidate to start
+ * from, with *count and *units holding what the candidates before it took.
  */
-static void assign_slots(const int64_t *offsets, const int64_t *rows, int64_t n, int64_t slots_left,
-                         unsigned char *bits, int64_t *slots, int64_t *count, int64_t *units) {
-    int64_t taken = 0, used = 0;
-    for (int64_t k = 0; k < n; k++) {
+static void assign_serial(const int64_t *offsets, const int64_t *rows, const int64_t *units_of,
+                          int64_t first, int64_t n, int64_t slots_left, unsigned char *bits,
+                          int64_t *slots, int64_t *count, int64_t *units) {
+    int64_t taken = *count, used = *units;
+    for (int64_t k = first; k < n; k++) {
         if (slots_left == 0) {
             /* Full: no row fits any more (every row takes a unit or more), so the rest of the
              * candidates (on papers, tens of millions of random reads of the offsets) are
@@ -104,7 +107,7 @@ static void assign_slots(const int64_t *offsets, const int64_t *rows, int64_t n,
             for (; k < n; k++) slots[k] = -1;
             break;
         }
-        const int64_t r = rows[k], u = gd__row_units(offsets, r);
+        const int64_t r = rows[k], u = units_of ? units_of[k] : gd__row_units(offsets, r);
         slots[k] = -1;
         if (u == 0 || u > slots_left || ((bits[r >> 3] >> (r & 7)) & 1)) continue;
         bits[r >> 3] |= (unsigned char)(1u << (r & 7));
@@ -115,6 +118,110 @@ static void assign_slots(const int64_t *offsets, const int64_t *rows, int64_t n,
     }
     *count = taken;
     *units = used;
+}
+
+void gd__tier_assign_serial(const int64_t *offsets, const int64_t *rows, int64_t n,
+                            int64_t slots_left, unsigned char *bits, int64_t *slots,
+                            int64_t *count, int64_t *units) {
+    *count = *units = 0;
+    assign_serial(offsets, rows, NULL, 0, n, slots_left, bits, slots, count, units);
+}
+
+/*
+ * The same rule on every core. Until the first candidate that does not fit, every distinct row
+ * is taken and its slot is the units of the candidates before it: a prefix sum. So the threads
+ * read each candidate's units (the offsets' random reads, the slow part on papers' 57M cached
+ * lists) into slots[], sum them by chunk, and the candidates before the first that overflows
+ * get their slots and their bits in parallel; the rest (what fills the gaps) follows the serial
+ * rule over the units already read. A row given twice among the first candidates (found by the
+ * bits) sends the whole walk to the serial rule, which passes over the second one.
+ */
+#define ASSIGN_MAX_CHUNKS 64
+#define ASSIGN_MIN_CHUNK ((int64_t)1 << 16)
+
+static void assign_slots(const int64_t *offsets, const int64_t *rows, int64_t n, int64_t slots_left,
+                         unsigned char *bits, int64_t *slots, int64_t *count, int64_t *units) {
+    int chunks = gd__num_threads();
+    if (chunks > ASSIGN_MAX_CHUNKS) chunks = ASSIGN_MAX_CHUNKS;
+    if (chunks > n / ASSIGN_MIN_CHUNK) chunks = (int)(n / ASSIGN_MIN_CHUNK);
+    if (chunks < 2 || slots_left == 0) {
+        gd__tier_assign_serial(offsets, rows, n, slots_left, bits, slots, count, units);
+        return;
+    }
+    const int64_t per = (n + chunks - 1) / chunks;
+    int64_t sum[ASSIGN_MAX_CHUNKS + 1], nonempty[ASSIGN_MAX_CHUNKS + 1];
+    int dup = 0;
+    /* Pass 1: each candidate's units into slots[], each chunk's total. */
+#pragma omp parallel for schedule(static, 1) num_threads(chunks)
+    for (int c = 0; c < chunks; c++) {
+        const int64_t lo = c * per, hi = lo + per < n ? lo + per : n;
+        int64_t s = 0, ne = 0;
+        for (int64_t k = lo; k < hi; k++) {
+            const int64_t u = gd__row_units(offsets, rows[k]);
+            slots[k] = u;
+            s += u;
+            ne += u > 0;
+        }
+        sum[c + 1] = s;
+        nonempty[c + 1] = ne;
+    }
+    /* The first candidate whose units overflow the slots: stop (n if all fit). */
+    int64_t stop = n, before = 0, taken = 0;
+    sum[0] = nonempty[0] = 0;
+    int full = chunks; /* the chunk holding stop */
+    for (int c = 0; c < chunks; c++) {
+        if (sum[c] + sum[c + 1] > slots_left) {
+            full = c;
+            break;
+        }
+        sum[c + 1] += sum[c];
+        nonempty[c + 1] += nonempty[c];
+    }
+    if (full < chunks) {
+        const int64_t lo = full * per;
+        int64_t s = sum[full], ne = nonempty[full], k = lo;
+        for (; k < n && s + slots[k] <= slots_left; k++) {
+            s += slots[k];
+            ne += slots[k] > 0;
+        }
+        stop = k;
+        before = s;
+        taken = ne;
+    } else {
+        before = sum[chunks];
+        taken = nonempty[chunks];
+    }
+    /* Pass 2: the candidates before stop take their slots and their bits. */
+#pragma omp parallel for schedule(static, 1) num_threads(chunks) reduction(| : dup)
+    for (int c = 0; c < chunks; c++) {
+        const int64_t lo = c * per, hi = lo + per < stop ? lo + per : stop;
+        int64_t at = c <= full ? sum[c] : 0; /* past full: no candidate */
+        for (int64_t k = lo; k < hi; k++) {
+            const int64_t r = rows[k], u = slots[k];
+            if (u == 0) {
+                slots[k] = -1;
+                continue;
+            }
+            const unsigned char bit = (unsigned char)(1u << (r & 7));
+            dup |= (__atomic_fetch_or(&bits[r >> 3], bit, __ATOMIC_RELAXED) & bit) != 0;
+            slots[k] = at;
+            at += u;
+        }
+    }
+    if (dup) {
+        /* A row given twice: undo the bits (the bitmap was clear) and walk serially. */
+#pragma omp parallel for schedule(static) num_threads(chunks)
+        for (int64_t k = 0; k < stop; k++)
+            __atomic_and_fetch(&bits[rows[k] >> 3], (unsigned char)~(1u << (rows[k] & 7)),
+                               __ATOMIC_RELAXED);
+        gd__tier_assign_serial(offsets, rows, n, slots_left, bits, slots, count, units);
+        return;
+    }
+    *count = taken;
+    *units = before;
+    if (stop < n)
+        assign_serial(offsets, rows, slots, stop, n, slots_left - before, bits, slots, count,
+                      units);
 }
 
 static gd_status check_rows(const gd__row_shape *shape, const int64_t *rows, int64_t n,
@@ -157,6 +264,44 @@ fail:
     return st;
 }
 
+/*
+ * The taken candidates (slots[i] >= 0) in candidate order into rows and their slots into
+ * out_slots, by chunks on every core (papers: 111M candidates); returns how many.
+ */
+static int64_t compact_taken(const int64_t *cand, const int64_t *slots, int64_t n, int64_t *rows,
+                             int64_t *out_slots) {
+    int chunks = gd__num_threads();
+    if (chunks > ASSIGN_MAX_CHUNKS) chunks = ASSIGN_MAX_CHUNKS;
+    if (chunks > n / ASSIGN_MIN_CHUNK) chunks = (int)(n / ASSIGN_MIN_CHUNK);
+    if (chunks < 1) chunks = 1;
+    const int64_t per = (n + chunks - 1) / chunks;
+    int64_t first[ASSIGN_MAX_CHUNKS + 1];
+    first[0] = 0;
+#pragma omp parallel num_threads(chunks)
+    {
+#pragma omp for schedule(static, 1)
+        for (int c = 0; c < chunks; c++) {
+            const int64_t lo = c * per, hi = lo + per < n ? lo + per : n;
+            int64_t m = 0;
+            for (int64_t i = lo; i < hi; i++) m += slots[i] >= 0;
+            first[c + 1] = m;
+        }
+#pragma omp single
+        for (int c = 0; c < chunks; c++) first[c + 1] += first[c];
+#pragma omp for schedule(static, 1)
+        for (int c = 0; c < chunks; c++) {
+            const int64_t lo = c * per, hi = lo + per < n ? lo + per : n;
+            int64_t at = first[c];
+            for (int64_t i = lo; i < hi; i++) {
+                if (slots[i] < 0) continue;
+                rows[at] = cand[i];
+                out_slots[at++] = slots[i];
+            }
+        }
+    }
+    return first[chunks];
+}
+
 /* The local part of a cache: which candidates get slots under the budget, recorded on the host. */
 static gd_status plan_local(gd__tier_store *s, const int64_t *cand, int64_t n, int64_t budget) {
     gd_status st = GD_OK;
@@ -172,11 +317,9 @@ static gd_status plan_local(gd__tier_store *s, const int64_t *cand, int64_t n, i
                  &count, &units);
     GD_ALLOC(c->rows, (size_t)count * sizeof(int64_t), "the GPU cache's rows");
     GD_ALLOC(c->slots, (size_t)count * sizeof(int64_t), "the GPU cache's slots");
-    for (int64_t i = 0; i < n; i++) {
-        if (slots[i] < 0) continue;
-        c->rows[k] = cand[i];
-        c->slots[k++] = slots[i];
-    }
+    k = compact_taken(cand, slots, n, c->rows, c->slots);
+    GD_REQUIRE(k == count, GD_ERR_INTERNAL, "tier store: %lld rows slotted, %lld counted",
+               (long long)k, (long long)count);
     c->count = count;
     c->units = units;
 fail:

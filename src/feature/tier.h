@@ -314,6 +314,16 @@ gd_status gd__tier_cache_slots(const gd__row_shape *shape, const int64_t *rows, 
                                int64_t budget, int64_t *slots, int64_t *count, int64_t *units);
 
 /*
+ * The slot rule walked one candidate after another (tier.c's reference for its parallel walk,
+ * which gd__tier_cache_slots and the cache builds use): bits is a clear bitmap of the table's
+ * rows, set for the rows taken; slots, *count and *units as gd__tier_cache_slots gives them.
+ * The rows must be in range.
+ */
+void gd__tier_assign_serial(const int64_t *offsets, const int64_t *rows, int64_t n,
+                            int64_t slots_left, unsigned char *bits, int64_t *slots,
+                            int64_t *count, int64_t *units);
+
+/*
  * Build the GPU cache from an explicit placement instead of the hottest rows that fit: own are
  * the rows this GPU caches (replicated ones and its own share, hottest first) under its budget,
  * slotted by the rule above; peers[q], for q in [0, num_peers), are the rows and budget with

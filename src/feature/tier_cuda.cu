@@ -94,6 +94,14 @@ __global__ void __launch_bounds__(BLOCK)
         map[r] = gd__loc_make(home, gd__row_start(offsets, r));
 }
 
+/* The cache's locations of its rows: locs[k] = the GPU cache tier at slots[k]. */
+__global__ void __launch_bounds__(BLOCK)
+    cache_locs_kernel(const int64_t *__restrict__ slots, int64_t n, int64_t *locs) {
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
+         k += (int64_t)gridDim.x * blockDim.x)
+        locs[k] = gd__loc_make(GD__TIER_GPU_CACHE, slots[k]);
+}
+
 /* ------------------------------------------------------------- host side */
 
 static unsigned grid_for(int64_t threads) {
@@ -186,21 +194,22 @@ static gd_status cuda_cache_fill(gd__tier_store *s) {
     const gd__tier *home = &s->tier[s->home];
     const size_t map_bytes = (size_t)s->map_bytes, list_bytes = (size_t)c->count * 8;
     const size_t mem_bytes = (size_t)(c->units * s->shape.unit_bytes + 15) / 16 * 16 + 16;
-    int64_t *d_tmp = NULL, *locs = NULL;
+    int64_t *d_tmp = NULL;
     int prev = -1;
     GD_CHECK(gd__cuda_check_device(s->device, "a GPU cache", "set its budget to 0"));
     GD_CHECK(gd__cuda_enter_device(s->device, &prev));
-    locs = (int64_t *)gd_malloc(list_bytes);
-    GD_REQUIRE(locs, GD_ERR_NO_MEMORY, "out of memory for the %lld cached rows' locations",
-               (long long)c->count);
-    for (int64_t k = 0; k < c->count; k++) locs[k] = gd__loc_make(GD__TIER_GPU_CACHE, c->slots[k]);
     GD_CUDA_CHECK(cudaMalloc((void **)&s->loc, map_bytes));
     GD_CUDA_CHECK(cudaMalloc(&s->cache.mem, mem_bytes));
-    /* A placed cache may hold no row itself (peers only): the lists are then empty. */
+    /* A placed cache may hold no row itself (peers only): the lists are then empty. The rows'
+     * locations are made from their slots here rather than on the host (57M on papers). */
     GD_CUDA_CHECK(cudaMalloc((void **)&d_tmp, list_bytes ? 3 * list_bytes : 16));
     GD_CUDA_CHECK(cudaMemcpy(d_tmp, c->rows, list_bytes, cudaMemcpyHostToDevice));
     GD_CUDA_CHECK(cudaMemcpy(d_tmp + c->count, c->slots, list_bytes, cudaMemcpyHostToDevice));
-    GD_CUDA_CHECK(cudaMemcpy(d_tmp + 2 * c->count, locs, list_bytes, cudaMemcpyHostToDevice));
+    if (c->count > 0) {
+        cache_locs_kernel<<<grid_for(c->count), BLOCK>>>(d_tmp + c->count, c->count,
+                                                         d_tmp + 2 * c->count);
+        GD_CUDA_CHECK_LAUNCH();
+    }
     map_home_kernel<<<grid_for(s->shape.rows), BLOCK>>>(s->loc, s->home, s->shape.d_offsets,
                                                         s->shape.rows);
     GD_CUDA_CHECK_LAUNCH();
@@ -208,14 +217,12 @@ static gd_status cuda_cache_fill(gd__tier_store *s) {
     GD_CHECK(cuda_map_update(s, d_tmp, d_tmp + 2 * c->count, c->count, NULL));
     GD_CUDA_CHECK(cudaDeviceSynchronize());
     GD_CUDA_CHECK(cudaFree(d_tmp));
-    gd_free(locs);
     gd__cuda_leave_device(s->device, prev);
     return GD_OK;
 fail:
     /* The caller releases the map and the cache memory. */
     if (d_tmp) (void)cudaFree(d_tmp);
     (void)cudaGetLastError();
-    gd_free(locs);
     gd__cuda_leave_device(s->device, prev);
     return st;
 }

@@ -32,12 +32,21 @@ gd_status gd_csc_degree_scores(int64_t num_nodes, const int64_t *indptr, const v
     edges = indptr[num_nodes];
     GD_REQUIRE_ARG(edges == 0 || indices, "gd_csc_degree_scores: NULL indices for %lld edges",
                    (long long)edges);
+    return gd__csc_out_degrees(num_nodes, edges, indices, indices_dtype, scores);
+fail:
+    return st;
+}
+
+gd_status gd__csc_out_degrees(int64_t num_nodes, int64_t edges, const void *indices,
+                              gd_dtype indices_dtype, int64_t *scores) {
+    gd_status st = GD_OK;
     memset(scores, 0, (size_t)num_nodes * sizeof *scores);
     /*
      * A scatter of one increment per edge to a random node: on papers (1.6G edges, 111M nodes)
      * one thread took about 16 s, each increment a cache miss. The threads take slices of the
      * edges and add atomically (relaxed: only the totals matter). A bad index fails naming the
-     * first bad position; the scores are then incomplete.
+     * first bad position; the scores are then incomplete. With a GPU the start-up counts them
+     * there instead (gd__graph_out_degrees).
      */
     int64_t bad = edges;
     const int threads = gd__num_threads();

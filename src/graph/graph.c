@@ -51,9 +51,14 @@ static gd_status none_to_device(gd_graph_t *g, const int64_t *indptr, const void
 
 static void none_release(gd_graph_t *g) {}
 
+static gd_status none_out_degrees(const gd_graph_t *g, int64_t *scores) {
+    return gd__error(GD_ERR_NO_DEVICE, "counting out-degrees on a GPU needs a CUDA build");
+}
+
 static const gd__graph_backend graph_none_backend = {
     none_to_device,
     none_release,
+    none_out_degrees,
 };
 #endif
 
@@ -185,13 +190,13 @@ static gd_status make_store(gd_graph_t *g, const int64_t *indptr) {
  * behind it still fill the space), packs them in that order and publishes their locations in the
  * map. Only where the CUDA sampler reads changes; the CPU sampler keeps reading the host arrays.
  */
-gd_status gd__graph_rank_lists(const gd_graph_t *g, const int64_t *indptr, int64_t *score,
-                               int64_t *rows, int64_t *count) {
+gd_status gd__graph_rank_lists(const gd_graph_t *g, const int64_t *indptr, const int64_t *outdeg,
+                               int64_t *score, int64_t *rows, int64_t *count) {
     const int64_t es = (int64_t)gd_dtype_size(g->indices_dtype), n = g->num_nodes;
 #pragma omp parallel for schedule(static) num_threads(gd__num_threads()) if (n > 65536)
     for (int64_t v = 0; v < n; v++) {
         const int64_t d = indptr[v + 1] - indptr[v];
-        score[v] = d > 0 ? score[v] * gd__graph_list_requests(d, es) * 4096 / (d * es) : 0;
+        score[v] = d > 0 ? outdeg[v] * gd__graph_list_requests(d, es) * 4096 / (d * es) : 0;
     }
     return gd_hot_rows_select(score, n, n, rows, count);
 }
@@ -205,8 +210,7 @@ gd_status gd__graph_list_candidates(const gd_graph_t *g, const int64_t *indptr,
     double total = 0;
     *count = 0;
     GD_ALLOC(score, (size_t)n * sizeof(int64_t), "the list ranking's scores");
-    memcpy(score, outdeg, (size_t)n * sizeof(int64_t));
-    GD_CHECK(gd__graph_rank_lists(g, indptr, score, rows, &ranked));
+    GD_CHECK(gd__graph_rank_lists(g, indptr, outdeg, score, rows, &ranked));
     for (int64_t v = 0; v < n; v++) {
         const int64_t d = indptr[v + 1] - indptr[v];
         total += (double)(outdeg[v] * gd__graph_list_requests(d, es));
@@ -246,12 +250,11 @@ static gd_status build_cache(gd_graph_t *g, const int64_t *indptr, int64_t budge
     GD_REQUIRE(g->store, GD_ERR_INTERNAL, "the GPU neighbour-list cache needs the graph's store");
     GD_ALLOC(scores, (size_t)n * sizeof(int64_t), "the GPU cache's node scores");
     GD_ALLOC(rows, (size_t)n * sizeof(int64_t), "the GPU cache's node ranking");
-    if (out_degrees)
-        memcpy(scores, out_degrees, (size_t)n * sizeof(int64_t)); /* ranking overwrites them */
-    else
-        GD_CHECK(gd_csc_degree_scores(n, indptr, g->h_indices, g->indices_dtype, GD_DEGREE_OUT,
-                                      scores));
-    GD_CHECK(gd__graph_rank_lists(g, indptr, scores, rows, &count));
+    if (!out_degrees) {
+        GD_CHECK(gd__graph_out_degrees(g, scores));
+        out_degrees = scores; /* ranked in place */
+    }
+    GD_CHECK(gd__graph_rank_lists(g, indptr, out_degrees, scores, rows, &count));
     GD_CHECK(gd__tier_cache_build(g->store, rows, count, budget));
     g->cache_budget = budget;
     cache_views(g);
@@ -261,6 +264,42 @@ static gd_status build_cache(gd_graph_t *g, const int64_t *indptr, int64_t budge
 fail:
     gd_free(scores);
     gd_free(rows);
+    return st;
+}
+
+gd_status gd__graph_out_degrees(const gd_graph_t *g, int64_t *scores) {
+    gd_status st = GD_OK;
+    if (g->d_indices && g->num_edges > 0) {
+        st = backend()->out_degrees(g, scores);
+        if (st != GD_OK) gd__error_context(st, "counting the out-degrees on GPU %d", g->device);
+        return st;
+    }
+    GD_REQUIRE(g->h_indices || g->num_edges == 0, GD_ERR_INTERNAL,
+               "out-degrees: the graph's indices are neither in host memory nor GPU-readable");
+    return gd__csc_out_degrees(g->num_nodes, g->num_edges, g->h_indices, g->indices_dtype,
+                               scores);
+fail:
+    return st;
+}
+
+gd_status gd__graph_build_cache(gd_graph_t *g, const int64_t *indptr, int64_t budget,
+                                const int64_t *out_degrees) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(g && indptr && budget >= 0, GD_ERR_INVALID_ARG,
+               "neighbour-list cache: NULL %s or a budget of %lld bytes",
+               !g ? "graph" : "indptr", (long long)budget);
+    GD_REQUIRE(g->indices_place == GD_PLACE_PINNED && g->d_indptr && g->store && !g->d_loc &&
+                   !g->cache_budget,
+               GD_ERR_INVALID_ARG,
+               "neighbour-list cache: the graph needs pinned indices, indptr in GPU memory and no "
+               "cache yet (indices %s, indptr %s, %s)",
+               gd_placement_name(g->indices_place), g->d_indptr ? "on the GPU" : "not",
+               g->cache_budget ? "a cache built" : "no cache");
+    if (budget == 0) return GD_OK;
+    st = build_cache(g, indptr, budget, out_degrees);
+    if (st != GD_OK) gd__error_context(st, "building the GPU neighbour-list cache on GPU %d",
+                                       g->device);
+fail:
     return st;
 }
 

@@ -82,14 +82,15 @@ static inline int64_t gd__graph_list_requests(int64_t d, int64_t es) {
 }
 
 /*
- * The ranking of the lists for the cache, best first: score[v] holds v's out-degree on entry
- * (how often v joins a frontier) and on return out-degree x requests / list bytes (times 4096,
- * 0 for an empty list), the requests a cached byte saves; rows[0 .. *count) are every node by
- * that score, ties by id (gd_hot_rows_select). indptr: the host indptr. A list's share of the
- * list-read requests, what a placement over several GPUs weighs it by, is out-degree x requests.
+ * The ranking of the lists for the cache, best first: from outdeg[v], v's out-degree (how often
+ * v joins a frontier), score[v] = out-degree x requests / list bytes (times 4096, 0 for an empty
+ * list), the requests a cached byte saves (score may be outdeg: ranked in place); rows[0 ..
+ * *count) are every node by that score, ties by id (gd_hot_rows_select). indptr: the host
+ * indptr. A list's share of the list-read requests, what a placement over several GPUs weighs
+ * it by, is out-degree x requests.
  */
-gd_status gd__graph_rank_lists(const gd_graph_t *g, const int64_t *indptr, int64_t *score,
-                               int64_t *rows, int64_t *count);
+gd_status gd__graph_rank_lists(const gd_graph_t *g, const int64_t *indptr, const int64_t *outdeg,
+                               int64_t *score, int64_t *rows, int64_t *count);
 
 /*
  * The candidates of a list cache placed over several GPUs (train/placed.c, train/placement.h's
@@ -127,8 +128,30 @@ gd_status gd__graph_set_peer(gd_graph_t *g, int peer, const void *base, int64_t 
  */
 void gd__graph_keep_peers(gd_graph_t *g, struct gd__peer_view_s *view);
 
+/*
+ * Every node's out-degree (gd_csc_degree_scores' GD_DEGREE_OUT) into scores: counted by the GPU
+ * where its kernels read the indices (pinned or GPU placement, a CUDA build), else by the CPU
+ * pass over the host indices. One result either way; the GPU pass is the start-up's (issue 19).
+ */
+gd_status gd__graph_out_degrees(const gd_graph_t *g, int64_t *scores);
+
+/*
+ * Build g's hot neighbour-list cache (gpu_cache_bytes of gd_graph_options) after the graph is
+ * created without one: the graph's indices pinned, its indptr in GPU memory. out_degrees are
+ * the nodes' out-degrees (gd__graph_out_degrees). indptr: the host indptr. A graph that has a
+ * cache already is refused.
+ */
+gd_status gd__graph_build_cache(gd_graph_t *g, const int64_t *indptr, int64_t budget,
+                                const int64_t *out_degrees);
+
 /* ---- CSC helpers shared by csc.c and degree.c */
 
+/*
+ * The CPU out-degree pass of gd_csc_degree_scores over `edges` indices (int32 or int64, checked
+ * by the caller) on every core; GD_ERR_RANGE names the first index outside [0, num_nodes).
+ */
+gd_status gd__csc_out_degrees(int64_t num_nodes, int64_t edges, const void *indices,
+                              gd_dtype indices_dtype, int64_t *scores);
 /* First v in [1, n] with indptr[v] < indptr[v - 1], or n + 1 if indptr is monotone. */
 int64_t gd__csc_first_descent(const int64_t *indptr, int64_t n, int threads);
 /* The largest degree of a monotone indptr of n nodes (one parallel pass; graph.c). */
@@ -149,6 +172,10 @@ typedef struct {
                            gd_dtype src_dtype);
     /* Free every device array of g (best effort) and clear the dev_* pointers. */
     void (*release)(gd_graph_t *g);
+    /* Every node's out-degree into scores (host, num_nodes entries), counted by the GPU over
+     * g->d_indices; GD_ERR_RANGE names the first index outside the nodes, as
+     * gd_csc_degree_scores does. */
+    gd_status (*out_degrees)(const gd_graph_t *g, int64_t *scores);
 } gd__graph_backend;
 
 #ifdef GD_WITH_CUDA

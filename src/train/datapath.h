@@ -20,6 +20,8 @@
 #include "train/pipeline.h"
 #include "train/plan.h"
 
+#include <pthread.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -134,6 +136,18 @@ typedef struct {
     struct gd__peer_view_s *peers;
     /* zero-copy: the features are the dataset file's pages, registered in place read-only. */
     int features_shared;
+    /*
+     * zero-copy on one GPU: the features are registered by a thread of their own from the
+     * moment the graph is placed, beside the out-degrees, the list cache and the model
+     * (issue 19); gd__datapath_place_features joins it before the gatherer, the first reader
+     * of d->features, and gd__datapath_destroy before anything is freed. pin_status and
+     * pin_error carry its result across threads (the error text is thread-local).
+     */
+    pthread_t pin_thread;
+    int pin_running;
+    gd_status pin_status;
+    double pin_s; /* the thread's own time */
+    char pin_error[512];
     /*
      * The features on disk (plan.features_on_disk): the GPU's disk tier (zero-copy), or the
      * CPU's rows through a host cache (cpu mode); d->features is then NULL.
