@@ -67,17 +67,32 @@ gd_status gd__infer_table_host(const gd__nn_ctx *ctx, int64_t rows, int64_t cols
     t->rows = rows;
     t->cols = cols;
     gd_host_tensor_t *h = given;
+    gd_context_t *c = NULL;
     if (!h) {
-        if (adopt)
-            GD_CHECK(gd_host_tensor_adopt((void *)adopt, rows, cols, GD_DTYPE_FLOAT32,
-                                          GD_HOST_TENSOR_READ_ONLY, &t->pinned));
-        else
-            GD_CHECK(gd_host_tensor_create(rows, cols, GD_DTYPE_FLOAT32, 0, &t->pinned));
         /* The default context of the model's GPU: its tables are nobody else's memory. */
-        gd_context_t *c = NULL;
-        st = gd__context_default(ctx->device, &c);
-        if (st == GD_OK) st = gd_host_tensor_register(t->pinned, c);
-        gd__context_unref(c); /* the tensor keeps its own reference */
+        GD_CHECK(gd__context_default(ctx->device, &c));
+        if (adopt) {
+            st = gd_host_tensor_adopt((void *)adopt, rows, cols, GD_DTYPE_FLOAT32,
+                                      GD_HOST_TENSOR_READ_ONLY, &t->pinned);
+            if (st == GD_OK) st = gd_host_tensor_register(t->pinned, c);
+            if (st != GD_OK) {
+                /* Refused in place (a page shared with memory registered already, a mapping
+                 * the GPU cannot pin read-only): a pinned copy, as the data paths do. */
+                GD_INFO("inference: %s cannot be registered in place (%s): pinning a copy", what,
+                        gd_last_error());
+                gd_clear_error();
+                gd_host_tensor_destroy(t->pinned);
+                t->pinned = NULL;
+                st = gd_host_tensor_create(rows, cols, GD_DTYPE_FLOAT32, 0, &t->pinned);
+                if (st == GD_OK)
+                    memcpy(gd_host_tensor_data(t->pinned), adopt,
+                           (size_t)(rows * cols) * sizeof(float));
+                if (st == GD_OK) st = gd_host_tensor_register(t->pinned, c);
+            }
+        } else {
+            st = gd_host_tensor_create(rows, cols, GD_DTYPE_FLOAT32, 0, &t->pinned);
+            if (st == GD_OK) st = gd_host_tensor_register(t->pinned, c);
+        }
         if (st != GD_OK) {
             gd__error_context(st,
                               "inference: pinning %s (%lld x %lld float32) for the GPU to read "
@@ -90,6 +105,7 @@ gd_status gd__infer_table_host(const gd__nn_ctx *ctx, int64_t rows, int64_t cols
     t->host = h->data;
     t->dev = h->device_ptr;
 fail:
+    gd__context_unref(c); /* the tensor keeps its own reference */
     return st;
 }
 
