@@ -361,16 +361,9 @@ fail:
     return st;
 }
 
-/*
- * A relation's block as the mean ops take it. Their front-ends check the invariant of a
- * homogeneous block, that the destinations are a prefix of the sources (num_dst <= num_src); a
- * relation joins two node sets, and may have more destinations than sources. Such a block goes
- * to the ops with num_src raised to num_dst and the source rows viewed as that many: the
- * backends touch only the rows that the indices name, all below the real num_src. The caller
- * handles a block without edges itself (its sources may not exist at all).
- */
-static void bipartite(const gd_block *b, const gd__nn_tensor *rows_src, gd_block *ob,
-                      gd__nn_tensor *orows) {
+/* The mean ops' view of a relation's block (rsage.h). */
+void gd__rsage_bipartite(const gd_block *b, const gd__nn_tensor *rows_src, gd_block *ob,
+                         gd__nn_tensor *orows) {
     *ob = *b;
     *orows = *rows_src;
     if (b->num_dst > b->num_src) {
@@ -473,7 +466,7 @@ gd_status gd__rsage_forward(gd__rsage *m, const gd_block *blocks, const int64_t 
                     } else {
                         gd_block ob;
                         gd__nn_tensor ohs;
-                        bipartite(b, &hs, &ob, &ohs);
+                        gd__rsage_bipartite(b, &hs, &ob, &ohs);
                         GD_CHECK(gd__nn_mean_agg(ctx, &ob, &ohs, &agg));
                     }
                 }
@@ -580,7 +573,7 @@ gd_status gd__rsage_backward(gd__rsage *m, const gd__nn_tensor *dlogits, gd__nn_
             gd__nn_tensor dagg = gd__nn_shaped(&m->dagg[r], nd, m->agg[l][r].cols);
             gd_block ob;
             gd__nn_tensor odh;
-            bipartite(&m->blocks[l * R + r], &dh[src], &ob, &odh);
+            gd__rsage_bipartite(&m->blocks[l * R + r], &dh[src], &ob, &odh);
             GD_CHECK(gd__nn_mean_agg_backward(ctx, &ob, &dagg, &odh));
         }
         if (l == 0) break;

@@ -178,6 +178,17 @@ int64_t gd__rsage_dim(const gd__rsage_config *cfg, int l, int t);
 gd_status gd__rsage_weights(const gd__rsage *m, int l, int r, int grads, gd__nn_tensor *w_l,
                             gd__nn_tensor *b, gd__nn_tensor *w_root);
 /*
+ * A relation's block as the mean ops take it. Their front-ends check the invariant of a
+ * homogeneous block, that the destinations are a prefix of the sources (num_dst <= num_src); a
+ * relation joins two node sets, and may have more destinations than sources. Such a block goes
+ * to the ops with num_src raised to num_dst and the source rows viewed as that many: the
+ * backends touch only the rows that the indices name, all below the real num_src. The caller
+ * handles a block without edges itself (its sources may not exist at all). The forward and
+ * backward, and the exact inference (train/hetero_infer.c), take their blocks through it.
+ */
+void gd__rsage_bipartite(const gd_block *b, const gd__nn_tensor *rows_src, gd_block *ob,
+                         gd__nn_tensor *orows);
+/*
  * Buffer helpers of the typed kinds (R-SAGE, R-GAT): a tensor of rows x cols, or a NULL view of
  * no rows when it would be empty; and *a = max(*a, rows * cols), GD_ERR_OVERFLOW naming `what`.
  */

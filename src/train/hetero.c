@@ -1154,7 +1154,6 @@ void gd__htrain_set_max_batches(gd__htrain *h, int64_t max_batches) {
 gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, int64_t *count) {
     gd_status st = GD_OK;
     int32_t *pred = NULL;
-    gd__model *clone = NULL;
     GD_REQUIRE(gd__htrain_has_exact(h), GD_ERR_UNSUPPORTED,
                "exact (layer-wise) inference of %s is not built yet; evaluate with sampled "
                "neighbours (exact = 0)",
@@ -1163,18 +1162,23 @@ gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, i
     GD_CHECK(gd_dataset_node_type(h->ds, h->target, &ti));
     GD_ALLOC(pred, (size_t)(ti.count > 0 ? ti.count : 1) * sizeof *pred,
              "the exact predictions of the target type");
+    /*
+     * The layer-wise passes run on the model's backend. On a GPU they get half of the memory
+     * free now, at most the trainer's budget, and read the tables zero-copy mode registered.
+     */
+    gd__hinfer_options io;
+    memset(&io, 0, sizeof io);
     if (h->gpu) {
-        /* The layer-wise passes run on the CPU: a CPU copy of the model's parameters. */
-        const gd__nn_ctx cpu = {&gd__nn_cpu_backend, GD__NN_HOST, NULL, NULL, NULL};
-        GD_CHECK(gd__model_create(&cpu, gd__model_get_config(h->model), h->cfg.seed, &clone));
-        gd__nn_params *from = gd__model_params(h->model), *to = gd__model_params(clone);
-        GD_CHECK(gd__nn_to_host(&h->ctx, &from->params, to->params.data));
+        gd_device_info info;
+        GD_CHECK(gd_device_info_get(h->ctx.device, &info));
+        io.memory_budget = info.free_memory / 2;
+        if (h->plan.budget > 0) io.memory_budget = gd__min64(io.memory_budget, h->plan.budget);
+        for (int t = 0; t < h->T; t++) io.features[t] = h->pinned[t];
     }
-    gd__model *cpu_model = clone ? clone : h->model;
     if (h->kind == GD__MODEL_RGAT)
-        GD_CHECK(gd__htrain_exact_rgat(h->ds, cpu_model, pred, NULL));
+        GD_CHECK(gd__htrain_exact_rgat(h->ds, h->model, &io, pred, NULL));
     else
-        GD_CHECK(gd__htrain_exact_rsage(h->ds, cpu_model, pred));
+        GD_CHECK(gd__htrain_exact_rsage(h->ds, h->model, &io, pred, NULL));
     const gd_array_view *v = &h->split[split - GD_ARRAY_TRAIN_IDX];
     int64_t correct = 0, labelled = 0;
     for (int64_t i = 0; v->data && i < v->shape[0]; i++) {
@@ -1187,7 +1191,6 @@ gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, i
     *accuracy = labelled ? (double)correct / (double)labelled : NAN;
     if (count) *count = labelled;
 fail:
-    gd__model_destroy(clone);
     gd_free(pred);
     return st;
 }

@@ -23,10 +23,9 @@
  */
 #include "train/infer.h"
 
+#include "train/infer_table.h"
 #include "train/plan.h"
 
-#include "core/context.h"
-#include "feature/internal.h"
 #include "feature/widen.h"
 #include "graph/internal.h"
 #ifdef GD_WITH_CUDA
@@ -38,18 +37,6 @@
 
 /* The CPU's chunk capacity (a GPU's is planned: plan.h, gd__plan_infer). */
 #define INFER_CPU_CHUNK_ROWS (INT64_C(1) << 20)
-/* Copies larger than this are split over the CPU threads. */
-#define INFER_PAR_COPY_BYTES ((size_t)1 << 22)
-
-/* One activation table: num_nodes x cols float32. */
-typedef struct {
-    int64_t cols;
-    float *host;              /* host address (CPU tables, pinned host tables), else NULL */
-    float *dev;               /* the address the aggregation and the ops read */
-    int on_device;            /* GPU: the table is in GPU memory */
-    gd__nn_tensor owned;      /* a table we allocated with the backend (CPU or GPU memory) */
-    gd_host_tensor_t *pinned; /* a pinned host table we created or adopted (GPU) */
-} act_table;
 
 typedef struct {
     gd__model *m;
@@ -67,13 +54,12 @@ typedef struct {
     int64_t cap;                  /* rows per chunk */
     int64_t chunks, pieces;       /* per layer */
     int64_t max_dst, max_window;  /* the largest chunk and edge window */
-    act_table tab[3];             /* features, hidden A, hidden B */
+    gd__infer_table tab[3];       /* features, hidden A, hidden B: num_nodes rows each */
     gd__nn_tensor agg, self, out; /* flat chunk buffers (self: GPU only) */
     int64_t self_cols, out_cols;
     /* GPU: the CSC slice staging (indptr slice, then indices) and the logits of a chunk. */
-    void *stage_host, *stage_dev;
+    gd__infer_stage stage;
     size_t stage_index_offset;
-    void *event;
     float *logits_host;
     int64_t device_bytes;
     /* A half table's features widened to float32 (owned; page-aligned for pinning), else NULL. */
@@ -81,14 +67,13 @@ typedef struct {
     float *widened;
     /*
      * Attention layers (GAT): each layer's projection of every node and its scores, a chunk's
-     * softmax weights and weighted sums, and the chunk's block (int32 CSC over global ids;
-     * GPU: built in pinned memory and copied to blk_dev).
+     * softmax weights and weighted sums, and the chunk's block (int32 CSC over global ids,
+     * staged: built on the host, copied to the GPU).
      */
     int attention;
     int64_t pcols, heads, max_degree;
     gd__nn_tensor p_all, ssrc_all, sdst_all, alpha, attn_agg;
-    int32_t *blk_host;
-    void *blk_dev;
+    gd__infer_stage blk;
 } infer_state;
 
 /*
@@ -134,19 +119,6 @@ static void plan(infer_state *s) {
     }
 }
 
-static void par_copy(void *dst, const void *src, size_t bytes, int threads) {
-    if (bytes < INFER_PAR_COPY_BYTES || threads <= 1) {
-        if (bytes) memcpy(dst, src, bytes);
-        return;
-    }
-    const size_t slice = (bytes + (size_t)threads - 1) / (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int k = 0; k < threads; k++) {
-        const size_t a = (size_t)k * slice, b = a + slice < bytes ? a + slice : bytes;
-        if (a < b) memcpy((char *)dst + a, (const char *)src + a, b - a);
-    }
-}
-
 void gd__infer_agg_cpu(const float *table, int64_t cols, const int64_t *indptr, const void *indices,
                        gd_dtype index_dtype, int64_t num_dst, int64_t e_begin, int64_t e_end,
                        int first, int last, float *agg, int threads) {
@@ -186,58 +158,24 @@ void gd__infer_argmax(const float *logits, int64_t rows, int64_t cols, int32_t *
 
 /* --------------------------------------------------------------- setup */
 
-static void table_release(infer_state *s, act_table *t) {
-    gd__nn_tensor_free(s->ctx, &t->owned);
-    gd_host_tensor_destroy(t->pinned);
-    memset(t, 0, sizeof *t);
-}
-
 static void state_release(infer_state *s) {
     if (!s->ctx) return;
 #ifdef GD_WITH_CUDA
     /* Work may still be queued after a failure: let it finish before its buffers go. */
     if (s->gpu) (void)gd__cuda_stream_sync(s->ctx->stream);
 #endif
-    for (int i = 0; i < 3; i++) table_release(s, &s->tab[i]);
+    for (int i = 0; i < 3; i++) gd__infer_table_release(s->ctx, &s->tab[i]);
     gd_host_tensor_destroy(s->widened_t); /* after the tables: one may have pinned it */
     gd__nn_tensor_free(s->ctx, &s->agg);
     gd__nn_tensor_free(s->ctx, &s->self);
     gd__nn_tensor_free(s->ctx, &s->out);
     gd__nn_tensor *const attn[] = {&s->p_all, &s->ssrc_all, &s->sdst_all, &s->alpha, &s->attn_agg};
     for (size_t i = 0; i < sizeof attn / sizeof attn[0]; i++) gd__nn_tensor_free(s->ctx, attn[i]);
-    if (s->blk_dev) s->ctx->be->release(s->ctx, s->blk_dev);
-    if (s->stage_dev) s->ctx->be->release(s->ctx, s->stage_dev);
+    gd__infer_stage_release(s->ctx, &s->blk);
+    gd__infer_stage_release(s->ctx, &s->stage);
 #ifdef GD_WITH_CUDA
-    if (s->stage_host) gd__cuda_host_free(s->stage_host);
-    if (s->gpu && s->blk_host) gd__cuda_host_free(s->blk_host);
     if (s->logits_host) gd__cuda_host_free(s->logits_host);
-    if (s->event) gd__cuda_event_destroy(s->event);
 #endif
-    if (!s->gpu) gd_free(s->blk_host);
-}
-
-/*
- * A half table widened once into a float32 copy that inference owns: every layer-wise pass
- * reads each row about (degree + 1) times, so one conversion up front is cheaper than one per
- * read, and the aggregation kernels stay float32. It costs the float32 table in host memory
- * (docs/train.md).
- */
-static gd_status widen_features(infer_state *s, const gd_array_view *fv, const float **features) {
-    gd_status st = GD_OK;
-    const int64_t cols = fv->shape[1];
-    st = gd_host_tensor_create(s->n, cols, GD_DTYPE_FLOAT32, 0, &s->widened_t);
-    if (st != GD_OK) {
-        gd__error_context(st, "inference: the float32 copy of the %s features", gd_dtype_name(fv->dtype));
-        goto fail;
-    }
-    s->widened = gd_host_tensor_data(s->widened_t);
-    const uint16_t *src = fv->data;
-#pragma omp parallel for num_threads(s->threads) schedule(static)
-    for (int64_t r = 0; r < s->n; r++)
-        gd__widen_cpu(src + r * cols, fv->dtype, cols, s->widened + r * cols);
-    *features = s->widened;
-fail:
-    return st;
 }
 
 /* The arrays of ds that inference reads, checked against the model. */
@@ -278,7 +216,12 @@ static gd_status load_dataset(infer_state *s, const gd_dataset_t *ds, const floa
     }
     s->index_size = gd_dtype_size(s->index_dtype);
     *features = fv.data;
-    if (gd__widen_dtype(fv.dtype)) GD_CHECK(widen_features(s, &fv, features));
+    /* A half table is widened once into a float32 copy (infer_table.h). */
+    if (gd__widen_dtype(fv.dtype)) {
+        GD_CHECK(gd__infer_widen(&fv, s->threads, &s->widened_t));
+        s->widened = gd_host_tensor_data(s->widened_t);
+        *features = s->widened;
+    }
 fail:
     return st;
 }
@@ -306,14 +249,9 @@ static gd_status setup_cpu(infer_state *s, const float *features, const gd__infe
     widths(s, &in_max, &out_max);
     s->cap = o->max_chunk_rows > 0 ? o->max_chunk_rows : INFER_CPU_CHUNK_ROWS;
     plan(s);
-    s->tab[0].cols = s->dims[0];
-    s->tab[0].host = s->tab[0].dev = (float *)features;
-    for (int i = 1; i <= gd__min64(s->num_layers - 1, 2); i++) {
-        act_table *t = &s->tab[i];
-        t->cols = s->hidden;
-        GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, s->n, t->cols, &t->owned));
-        t->host = t->dev = t->owned.data;
-    }
+    GD_CHECK(gd__infer_table_cpu(s->ctx, s->n, s->dims[0], features, &s->tab[0]));
+    for (int i = 1; i <= gd__min64(s->num_layers - 1, 2); i++)
+        GD_CHECK(gd__infer_table_cpu(s->ctx, s->n, s->hidden, NULL, &s->tab[i]));
     GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * in_max, &s->agg));
     s->out_cols = s->dims[s->num_layers];
     GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * s->out_cols, &s->out));
@@ -322,50 +260,11 @@ fail:
 }
 
 #ifdef GD_WITH_CUDA
-/* A table in GPU memory (features: with a copy of them). */
-static gd_status table_on_device(infer_state *s, act_table *t, int64_t cols, const float *init) {
-    gd_status st = GD_OK;
-    t->cols = cols;
-    GD_CHECK(gd__nn_tensor_alloc(s->ctx, GD_DTYPE_FLOAT32, s->n, cols, &t->owned));
-    if (init) GD_CHECK(gd__nn_from_host(s->ctx, &t->owned, init));
-    t->dev = t->owned.data;
-    t->on_device = 1;
+/* A table in GPU memory (features: with a copy of them), counted in the device bytes. */
+static gd_status table_on_device(infer_state *s, gd__infer_table *t, int64_t cols,
+                                 const float *init) {
     s->device_bytes += s->n * cols * (int64_t)sizeof(float);
-fail:
-    return st;
-}
-
-/* A table in pinned host memory that the GPU reads zero-copy: new, or the features adopted. */
-static gd_status table_on_host(infer_state *s, act_table *t, int64_t cols, const float *adopt,
-                               gd_host_tensor_t *given) {
-    gd_status st = GD_OK;
-    t->cols = cols;
-    gd_host_tensor_t *h = given;
-    if (!h) {
-        if (adopt)
-            GD_CHECK(gd_host_tensor_adopt((void *)adopt, s->n, cols, GD_DTYPE_FLOAT32,
-                                          GD_HOST_TENSOR_READ_ONLY, &t->pinned));
-        else
-            GD_CHECK(gd_host_tensor_create(s->n, cols, GD_DTYPE_FLOAT32, 0, &t->pinned));
-        /* The default context of the model's GPU: its tables are nobody else's memory. */
-        gd_context_t *ctx = NULL;
-        st = gd__context_default(s->ctx->device, &ctx);
-        if (st == GD_OK) st = gd_host_tensor_register(t->pinned, ctx);
-        gd__context_unref(ctx); /* the tensor keeps its own reference */
-        if (st != GD_OK) {
-            gd__error_context(st,
-                              "inference: pinning %s (%lld x %lld float32) for the GPU to read "
-                              "(or raise the memory budget so that it fits in GPU memory)",
-                              adopt ? "the features" : "a hidden activation table", (long long)s->n,
-                              (long long)cols);
-            goto fail;
-        }
-        h = t->pinned;
-    }
-    t->host = h->data;
-    t->dev = h->device_ptr;
-fail:
-    return st;
+    return gd__infer_table_device(s->ctx, s->n, cols, init, t);
 }
 
 /*
@@ -409,7 +308,8 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
         if (ip.hidden_on_gpu[i - 1])
             GD_CHECK(table_on_device(s, &s->tab[i], s->hidden, NULL));
         else
-            GD_CHECK(table_on_host(s, &s->tab[i], s->hidden, NULL, NULL));
+            GD_CHECK(gd__infer_table_host(s->ctx, s->n, s->hidden, NULL, NULL,
+                                          "a hidden activation table", &s->tab[i]));
     }
     if (ip.features_on_gpu) {
         GD_CHECK(table_on_device(s, &s->tab[0], s->dims[0], features));
@@ -426,7 +326,8 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
                        "float32 features and be registered with GPU %d (the model's)",
                        (long long)s->n, (long long)s->dims[0], s->ctx->device);
         }
-        GD_CHECK(table_on_host(s, &s->tab[0], s->dims[0], features, given));
+        GD_CHECK(gd__infer_table_host(s->ctx, s->n, s->dims[0], features, given, "the features",
+                                      &s->tab[0]));
     }
     s->cap = ip.chunk_rows;
     plan(s);
@@ -444,14 +345,12 @@ static gd_status setup_gpu(infer_state *s, const float *features, const gd__infe
     s->device_bytes += s->max_dst * (in_max + s->self_cols + s->out_cols) * (int64_t)sizeof(float);
     s->stage_index_offset = (size_t)(s->max_dst + 1) * sizeof(int64_t);
     const size_t stage_bytes = s->stage_index_offset + (size_t)s->max_window * s->index_size;
-    GD_CHECK(s->ctx->be->alloc(s->ctx, stage_bytes, &s->stage_dev));
+    GD_CHECK(gd__infer_stage_create(s->ctx, stage_bytes, "the inference's graph staging",
+                                    "lower max_chunk_rows", &s->stage));
     s->device_bytes += (int64_t)stage_bytes;
-    GD_CHECK(gd__cuda_pinned_alloc(&s->stage_host, stage_bytes, "the inference's graph staging",
-                                   "lower max_chunk_rows"));
     GD_CHECK(gd__cuda_pinned_alloc((void **)&s->logits_host,
                                    (size_t)(s->max_dst * s->dims[L]) * sizeof(float),
                                    "the inference's logits staging", "lower max_chunk_rows"));
-    GD_CHECK(gd__cuda_event_create(s->ctx->device, 0, &s->event));
 fail:
     return st;
 }
@@ -464,18 +363,16 @@ fail:
  */
 static gd_status stage(infer_state *s, int64_t lo, int64_t hi, int64_t wb, int64_t we) {
     gd_status st = GD_OK;
-    void *stream = s->ctx->stream;
     const size_t ip_bytes = (size_t)(hi - lo + 1) * sizeof(int64_t);
     const size_t ix_bytes = (size_t)(we - wb) * s->index_size;
-    char *host = s->stage_host, *dev = s->stage_dev;
-    GD_CHECK(gd__cuda_event_sync(s->event));
-    par_copy(host, s->indptr + lo, ip_bytes, s->threads);
-    if (ix_bytes) par_copy(host + s->stage_index_offset, indices_at(s, wb), ix_bytes, s->threads);
-    GD_CHECK(gd__cuda_memcpy_async(dev, host, ip_bytes, stream));
+    char *host = s->stage.host;
+    GD_CHECK(gd__infer_stage_wait(&s->stage));
+    gd__infer_par_copy(host, s->indptr + lo, ip_bytes, s->threads);
     if (ix_bytes)
-        GD_CHECK(gd__cuda_memcpy_async(dev + s->stage_index_offset, host + s->stage_index_offset,
-                                       ix_bytes, stream));
-    GD_CHECK(gd__cuda_event_record(s->event, stream));
+        gd__infer_par_copy(host + s->stage_index_offset, indices_at(s, wb), ix_bytes, s->threads);
+    GD_CHECK(gd__infer_stage_send(s->ctx, &s->stage, 0, ip_bytes));
+    GD_CHECK(gd__infer_stage_send(s->ctx, &s->stage, s->stage_index_offset, ix_bytes));
+    GD_CHECK(gd__infer_stage_sent(s->ctx, &s->stage));
 fail:
     return st;
 }
@@ -490,11 +387,8 @@ fail:
  */
 static gd__nn_tensor chunk_out(const infer_state *s, int l, int64_t lo, int64_t nd) {
     const int ot = out_table(s, l);
-    const act_table *out_tab = ot >= 0 ? &s->tab[ot] : NULL;
-    const int64_t dout = s->dims[l + 1];
-    const int direct = out_tab && (!s->gpu || out_tab->on_device);
-    return gd__nn_view(direct ? out_tab->dev + lo * dout : (float *)s->out.data, GD_DTYPE_FLOAT32,
-                       s->ctx->device, nd, dout);
+    if (ot >= 0) return gd__infer_table_out(s->ctx, &s->tab[ot], lo, nd, s->out.data);
+    return gd__nn_view(s->out.data, GD_DTYPE_FLOAT32, s->ctx->device, nd, s->dims[l + 1]);
 }
 
 /*
@@ -503,34 +397,10 @@ static gd__nn_tensor chunk_out(const infer_state *s, int l, int64_t lo, int64_t 
  */
 static gd_status chunk_done(infer_state *s, int l, int64_t lo, const gd__nn_tensor *out,
                             int32_t *pred, float *logits) {
-    gd_status st = GD_OK;
     const int ot = out_table(s, l);
-    const act_table *out_tab = ot >= 0 ? &s->tab[ot] : NULL;
-    const int64_t nd = out->rows, dout = out->cols;
-    const int direct = out_tab && (!s->gpu || out_tab->on_device);
-    if (out_tab && !direct) {
-#ifdef GD_WITH_CUDA
-        GD_CHECK(gd__cuda_memcpy_async(out_tab->host + lo * dout, out->data,
-                                       (size_t)(nd * dout) * sizeof(float), s->ctx->stream));
-#endif
-    } else if (!out_tab) {
-        const float *z = out->data;
-#ifdef GD_WITH_CUDA
-        if (s->gpu) {
-            GD_CHECK(gd__cuda_memcpy_async(s->logits_host, out->data,
-                                           (size_t)(nd * dout) * sizeof(float), s->ctx->stream));
-            GD_CHECK(gd__cuda_stream_sync(s->ctx->stream));
-            z = s->logits_host;
-        }
-#endif
-        gd__infer_argmax(z, nd, dout, pred + lo, s->threads);
-        if (logits)
-            par_copy(logits + lo * dout, z, (size_t)(nd * dout) * sizeof(float), s->threads);
-    }
-#ifdef GD_WITH_CUDA
-fail:
-#endif
-    return st;
+    if (ot >= 0) return gd__infer_table_commit(s->ctx, &s->tab[ot], lo, out);
+    return gd__infer_take_logits(s->ctx, out, s->logits_host, pred + lo,
+                                 logits ? logits + lo * out->cols : NULL, s->threads);
 }
 
 static gd_status run_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int32_t *pred,
@@ -538,7 +408,7 @@ static gd_status run_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int32_
     gd_status st = GD_OK;
     const gd__nn_ctx *ctx = s->ctx;
     const int L = s->num_layers;
-    const act_table *in = &s->tab[in_table(l)];
+    const gd__infer_table *in = &s->tab[in_table(l)];
     const int64_t nd = hi - lo, din = in->cols;
     const int64_t e0 = s->indptr[lo], e1 = s->indptr[hi];
     int64_t window, pieces;
@@ -548,7 +418,7 @@ static gd_status run_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int32_
         const int64_t wb = e0 + p * window, we = p == pieces - 1 ? e1 : wb + window;
         if (s->gpu) {
 #ifdef GD_WITH_CUDA
-            const char *dev = s->stage_dev;
+            const char *dev = s->stage.dev;
             GD_CHECK(stage(s, lo, hi, wb, we));
             GD_CHECK(gd__infer_cuda_agg(ctx->stream, in->dev, din, (const int64_t *)dev,
                                         dev + s->stage_index_offset, s->index_dtype, nd, wb, we,
@@ -562,15 +432,7 @@ static gd_status run_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int32_
 
     gd__nn_tensor agg = gd__nn_view(s->agg.data, GD_DTYPE_FLOAT32, ctx->device, nd, din);
     gd__nn_tensor self, out;
-    if (!s->gpu || in->on_device) {
-        self = gd__nn_view(in->dev + lo * din, GD_DTYPE_FLOAT32, ctx->device, nd, din);
-    } else {
-        self = gd__nn_view(s->self.data, GD_DTYPE_FLOAT32, ctx->device, nd, din);
-#ifdef GD_WITH_CUDA
-        GD_CHECK(gd__cuda_memcpy_async(self.data, in->host + lo * din,
-                                       (size_t)(nd * din) * sizeof(float), ctx->stream));
-#endif
-    }
+    GD_CHECK(gd__infer_table_rows(ctx, in, lo, nd, s->self.data, &self));
     out = chunk_out(s, l, lo, nd);
     GD_CHECK(gd__model_layer_combine(s->m, l, &agg, &self, &out, l < L - 1));
     GD_CHECK(chunk_done(s, l, lo, &out, pred, logits));
@@ -607,18 +469,12 @@ static gd_status attn_setup(infer_state *s) {
     GD_CHECK(gd__nn_tensor_alloc(ctx, GD_DTYPE_FLOAT32, 1, (s->max_window + s->max_dst) * s->heads,
                                  &s->alpha));
     GD_CHECK(gd__nn_tensor_alloc(ctx, GD_DTYPE_FLOAT32, 1, s->max_dst * s->pcols, &s->attn_agg));
-    const size_t blk_bytes = (size_t)(s->max_dst + 1 + s->max_window) * sizeof(int32_t);
-    if (s->gpu) {
-#ifdef GD_WITH_CUDA
-        GD_CHECK(gd__cuda_pinned_alloc((void **)&s->blk_host, blk_bytes,
-                                       "the inference's attention blocks", "lower max_chunk_rows"));
-        GD_CHECK(ctx->be->alloc(ctx, blk_bytes, &s->blk_dev));
+    const size_t blk_bytes = gd__infer_block_bytes(s->max_dst, s->max_window);
+    GD_CHECK(gd__infer_stage_create(ctx, blk_bytes, "the inference's attention blocks",
+                                    "lower max_chunk_rows", &s->blk));
+    if (s->gpu)
         s->device_bytes += (int64_t)blk_bytes + s->n * (s->pcols + 2 * s->heads) * 4 +
                            (s->max_window + s->max_dst) * s->heads * 4 + s->max_dst * s->pcols * 4;
-#endif
-    } else {
-        GD_ALLOC(s->blk_host, blk_bytes, "the inference's attention blocks");
-    }
 fail:
     return st;
 }
@@ -627,20 +483,12 @@ fail:
 static gd_status attn_project_layer(infer_state *s, int l, int64_t pcols) {
     gd_status st = GD_OK;
     const gd__nn_ctx *ctx = s->ctx;
-    const act_table *in = &s->tab[in_table(l)];
-    const int64_t din = in->cols, H = s->heads;
+    const gd__infer_table *in = &s->tab[in_table(l)];
+    const int64_t H = s->heads;
     for (int64_t r0 = 0; r0 < s->n; r0 += s->max_dst) {
         const int64_t nr = gd__min64(s->max_dst, s->n - r0);
         gd__nn_tensor h;
-        if (!s->gpu || in->on_device) {
-            h = gd__nn_view(in->dev + r0 * din, GD_DTYPE_FLOAT32, ctx->device, nr, din);
-        } else {
-            h = gd__nn_view(s->self.data, GD_DTYPE_FLOAT32, ctx->device, nr, din);
-#ifdef GD_WITH_CUDA
-            GD_CHECK(gd__cuda_memcpy_async(h.data, in->host + r0 * din,
-                                           (size_t)(nr * din) * sizeof(float), ctx->stream));
-#endif
-        }
+        GD_CHECK(gd__infer_table_rows(ctx, in, r0, nr, s->self.data, &h));
         gd__nn_tensor p = gd__nn_view((float *)s->p_all.data + r0 * pcols, GD_DTYPE_FLOAT32,
                                       ctx->device, nr, pcols);
         gd__nn_tensor ss = gd__nn_view((float *)s->ssrc_all.data + r0 * H, GD_DTYPE_FLOAT32,
@@ -663,29 +511,16 @@ static gd_status attn_chunk(infer_state *s, int l, int64_t lo, int64_t hi, int64
     gd_status st = GD_OK;
     const gd__nn_ctx *ctx = s->ctx;
     const int64_t nd = hi - lo, e0 = s->indptr[lo], ne = s->indptr[hi] - e0, H = s->heads;
-    int32_t *ip = s->blk_host, *ix = s->blk_host + s->max_dst + 1;
-#ifdef GD_WITH_CUDA
-    if (s->gpu) GD_CHECK(gd__cuda_event_sync(s->event));
-#endif
+    int32_t *ip = s->blk.host, *ix = ip + s->max_dst + 1;
+    GD_CHECK(gd__infer_stage_wait(&s->blk));
     for (int64_t i = 0; i <= nd; i++) ip[i] = (int32_t)(s->indptr[lo + i] - e0);
     const int wide = s->index_dtype == GD_DTYPE_INT64;
 #pragma omp parallel for schedule(static) num_threads(s->threads) if (ne > 65536)
     for (int64_t e = 0; e < ne; e++)
         ix[e] = wide ? (int32_t)((const int64_t *)s->indices)[e0 + e]
                      : ((const int32_t *)s->indices)[e0 + e];
-    gd_block blk = {nd, s->n, ne, ip, ix};
-#ifdef GD_WITH_CUDA
-    if (s->gpu) {
-        int32_t *dev = s->blk_dev;
-        GD_CHECK(gd__cuda_memcpy_async(dev, ip, (size_t)(nd + 1) * sizeof(int32_t), ctx->stream));
-        if (ne)
-            GD_CHECK(gd__cuda_memcpy_async(dev + s->max_dst + 1, ix, (size_t)ne * sizeof(int32_t),
-                                           ctx->stream));
-        GD_CHECK(gd__cuda_event_record(s->event, ctx->stream));
-        blk.indptr = dev;
-        blk.indices = dev + s->max_dst + 1;
-    }
-#endif
+    gd_block blk;
+    GD_CHECK(gd__infer_stage_block(ctx, &s->blk, s->max_dst, nd, s->n, ne, &blk));
     gd__nn_tensor p = gd__nn_view(s->p_all.data, GD_DTYPE_FLOAT32, ctx->device, s->n, pcols);
     gd__nn_tensor ss = gd__nn_view(s->ssrc_all.data, GD_DTYPE_FLOAT32, ctx->device, s->n, H);
     gd__nn_tensor sd = gd__nn_view((float *)s->sdst_all.data + lo * H, GD_DTYPE_FLOAT32,
@@ -794,7 +629,7 @@ gd_status gd__model_infer(gd__model *m, const gd_dataset_t *ds, const gd__infer_
                 GD_CHECK(run_chunk(&s, l, lo, hi, pred, logits));
             GD_CHECK(gd__progress(opts.progress, opts.progress_user, "inference", ++done, total));
         }
-        const act_table *in = &s.tab[in_table(l)];
+        const gd__infer_table *in = &s.tab[in_table(l)];
         const int64_t b = (s.num_edges + s.n) * in->cols * (int64_t)sizeof(float);
         bytes += b;
         if (s.gpu && !in->on_device) bytes_host += b;

@@ -292,13 +292,37 @@ void gd__htrain_set_max_batches(gd__htrain *h, int64_t max_batches);
  */
 gd_status gd__htrain_exact(gd__htrain *h, gd_array_id split, double *accuracy, int64_t *count);
 int gd__htrain_has_exact(const gd__htrain *h);
+/* What an exact inference of the relational models placed where (hetero_infer.c). */
+typedef struct {
+    int64_t chunk_rows;   /* destination nodes per chunk */
+    int64_t device_bytes;  /* GPU memory it allocated for tables and scratch (GPU) */
+    int64_t scratch_bytes; /* of which the scratch, placed before any table (GPU) */
+    int tables_on_device; /* feature and hidden tables in GPU memory */
+    int tables_pinned;    /* tables read from pinned host memory (GPU) */
+} gd__hinfer_stats;
+
+typedef struct {
+    /* GPU memory the inference may allocate (0: half of what is free at the call). */
+    int64_t memory_budget;
+    int64_t chunk_rows; /* destination nodes per chunk (0: 4096 on the CPU, up to 16384 on a GPU) */
+    int threads;        /* CPU threads of the host-side work (0: GD_THREADS) */
+    /* Float32 tables of the node types already registered for the model's GPU (the trainer's
+     * zero-copy ones), read in place instead of registered again; NULL entries: none. */
+    gd_host_tensor_t *features[GD_MAX_NODE_TYPES];
+    gd__hinfer_stats *stats; /* optional */
+} gd__hinfer_options;
+
 /*
- * The target type's predicted classes of every node by exact inference, of a model on the CPU;
- * R-GAT's also its logits (n_target x classes) where logits is not NULL (tests/test_rgat_exact.c).
+ * The target type's predicted classes of every node by exact inference (pred: n_target), and
+ * its logits (n_target x classes, host memory) where logits is not NULL, computed on the
+ * model's backend (the CPU, or its GPU with tables placed by o's memory budget). o NULL:
+ * defaults. tests/test_rgat_exact.c compares them with the sampled forward and the GPU's with
+ * the CPU's.
  */
-gd_status gd__htrain_exact_rsage(const gd_dataset_t *ds, gd__model *model, int32_t *pred);
-gd_status gd__htrain_exact_rgat(const gd_dataset_t *ds, gd__model *model, int32_t *pred,
-                                float *logits);
+gd_status gd__htrain_exact_rsage(const gd_dataset_t *ds, gd__model *model,
+                                 const gd__hinfer_options *o, int32_t *pred, float *logits);
+gd_status gd__htrain_exact_rgat(const gd_dataset_t *ds, gd__model *model,
+                                const gd__hinfer_options *o, int32_t *pred, float *logits);
 /* The trainer's heterogeneous path, if it has one (NULL for a homogeneous dataset). */
 gd__htrain *gd__trainer_hetero(gd__trainer *t);
 
