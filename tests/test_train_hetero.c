@@ -97,10 +97,13 @@ static const char *const gpu_modes[3] = {"cpu-centric", "all-gpu", "zero-copy"};
 /*
  * A GPU mode trains as cpu did (its log and test accuracy given) up to float tolerance: the
  * same minibatches (the CUDA typed sampler's equal the CPU's, the gathers are exact), the GPU's
- * GEMMs summing in another order.
+ * GEMMs summing in another order. The first epoch's loss within 2e-3 relative; later epochs
+ * within `later` relative, where training amplifies the regrouping (igbh-tiny, below), and the
+ * accuracies within `acc`.
  */
-static void same_as_cpu_n(const gd_dataset_t *ds, const gd_train_options *o, const log_t *cpu,
-                          double cpu_test, const char *mode, const char *what, int epochs) {
+static void same_as_cpu_tol(const gd_dataset_t *ds, const gd_train_options *o, const log_t *cpu,
+                            double cpu_test, const char *mode, const char *what, int epochs,
+                            double later, double acc) {
     gd_train_options g = *o;
     g.mode = mode;
     log_t l = {0};
@@ -108,10 +111,15 @@ static void same_as_cpu_n(const gd_dataset_t *ds, const gd_train_options *o, con
     for (int e = 0; e < epochs; e++) {
         fprintf(stderr, "%s, %s epoch %d: loss %.6f (cpu %.6f) valid %.4f (%.4f)\n", what, mode,
                 e + 1, l.loss[e], cpu->loss[e], l.valid[e], cpu->valid[e]);
-        T_NEAR(l.loss[e], cpu->loss[e], 2e-3 * cpu->loss[e] + 1e-5);
-        T_NEAR(l.valid[e], cpu->valid[e], 0.01);
+        T_NEAR(l.loss[e], cpu->loss[e], (e ? later : 2e-3) * cpu->loss[e] + 1e-5);
+        T_NEAR(l.valid[e], cpu->valid[e], acc);
     }
-    T_NEAR(test, cpu_test, 0.01);
+    T_NEAR(test, cpu_test, acc);
+}
+
+static void same_as_cpu_n(const gd_dataset_t *ds, const gd_train_options *o, const log_t *cpu,
+                          double cpu_test, const char *mode, const char *what, int epochs) {
+    same_as_cpu_tol(ds, o, cpu, cpu_test, mode, what, epochs, 2e-3, 0.01);
 }
 
 static void same_as_cpu(const gd_dataset_t *ds, const gd_train_options *o, const log_t *cpu,
@@ -159,7 +167,8 @@ static void zero_copy_plan_says(const gd_dataset_t *ds, const gd_train_options *
  * is the caches alone) that leaves every array of the graph in pinned host memory.
  */
 static void zero_copy_caches(const gd_dataset_t *ds, const gd_train_options *o, const log_t *cpu,
-                             double cpu_test, int epochs, const char *what) {
+                             double cpu_test, int epochs, const char *what, double later,
+                             double acc) {
     char name[128];
     gd_train_options part = *o, none = *o, pinned = *o;
     part.gpu_cache_bytes = third_of_tables(ds);
@@ -175,11 +184,11 @@ static void zero_copy_caches(const gd_dataset_t *ds, const gd_train_options *o, 
     zero_copy_plan_says(ds, &none, none_says);
     zero_copy_plan_says(ds, &pinned, pinned_says);
     snprintf(name, sizeof name, "%s, caches of a third", what);
-    same_as_cpu_n(ds, &part, cpu, cpu_test, "zero-copy", name, epochs);
+    same_as_cpu_tol(ds, &part, cpu, cpu_test, "zero-copy", name, epochs, later, acc);
     snprintf(name, sizeof name, "%s, no caches", what);
-    same_as_cpu_n(ds, &none, cpu, cpu_test, "zero-copy", name, epochs);
+    same_as_cpu_tol(ds, &none, cpu, cpu_test, "zero-copy", name, epochs, later, acc);
     snprintf(name, sizeof name, "%s, caches, graph in pinned memory", what);
-    same_as_cpu_n(ds, &pinned, cpu, cpu_test, "zero-copy", name, epochs);
+    same_as_cpu_tol(ds, &pinned, cpu, cpu_test, "zero-copy", name, epochs, later, acc);
 }
 
 /*
@@ -374,7 +383,7 @@ int main(void) {
             for (int i = 1; i < 3; i++)
                 same_as_cpu(half, &o, &hl, test_half, gpu_modes[i], gd_dtype_name(halves[d]));
             if (halves[d] == GD_DTYPE_BFLOAT16)
-                zero_copy_caches(half, &o, &hl, test_half, EPOCHS, "R-SAGE, bfloat16");
+                zero_copy_caches(half, &o, &hl, test_half, EPOCHS, "R-SAGE, bfloat16", 2e-3, 0.01);
             gd_dataset_close(half);
         }
         for (int i = 1; i < 3; i++) same_as_cpu(mag, &ro, &ga, test_rgat, gpu_modes[i], "R-GAT");
@@ -391,9 +400,15 @@ int main(void) {
             snprintf(what, sizeof what, "R-GAT, %s", gpu_modes[i]);
             exact_is_sampled(mag, &sro, rmodel, what);
         }
-        zero_copy_caches(mag, &o, &a, test, EPOCHS, "R-SAGE");
-        zero_copy_caches(mag, &ro, &ga, test_rgat, EPOCHS, "R-GAT");
-        zero_copy_caches(igbh, &o, &g, test_igbh, 2, "igbh-tiny");
+        zero_copy_caches(mag, &o, &a, test, EPOCHS, "R-SAGE", 2e-3, 0.01);
+        zero_copy_caches(mag, &ro, &ga, test_rgat, EPOCHS, "R-GAT", 2e-3, 0.01);
+        /*
+         * igbh-tiny's 1024-dim features start its loss at 27: on the H100 the GEMMs' regrouping
+         * moved epoch 1's loss by 5e-6 relative and epoch 2's by 3.4e-3 (validation by 0.007).
+         * Its first epoch is held to 2e-3 like the others, the second to 1e-2 and accuracies to
+         * 0.02; a row gathered from the wrong tier moves the first epoch by far more.
+         */
+        zero_copy_caches(igbh, &o, &g, test_igbh, 2, "igbh-tiny", 1e-2, 0.02);
         T_OK(gd_trainer_create(mag, &au, &t));
         T_OK(gd_trainer_get_info(t, &info));
         T_EQ_STR(info.mode, "all-gpu");

@@ -75,9 +75,10 @@ gd_status gd__infer_table_host(const gd__nn_ctx *ctx, int64_t rows, int64_t cols
             st = gd_host_tensor_adopt((void *)adopt, rows, cols, GD_DTYPE_FLOAT32,
                                       GD_HOST_TENSOR_READ_ONLY, &t->pinned);
             if (st == GD_OK) st = gd_host_tensor_register(t->pinned, c);
-            if (st != GD_OK) {
-                /* Refused in place (a page shared with memory registered already, a mapping
-                 * the GPU cannot pin read-only): a pinned copy, as the data paths do. */
+            if (st == GD_ERR_ALREADY_REGISTERED) {
+                /* Refused in place (a page shared with memory registered already outside the
+                 * context): a pinned copy, as the data paths do. Any other failure (out of
+                 * memory, a refused registration) is the caller's error. */
                 GD_INFO("inference: %s cannot be registered in place (%s): pinning a copy", what,
                         gd_last_error());
                 gd_clear_error();
