@@ -156,10 +156,11 @@ gd_status gd__hot_rows_split(int T, const int64_t *const *scores, const int64_t 
     int64_t *cand[GD_MAX_NODE_TYPES] = {NULL}, have[GD_MAX_NODE_TYPES] = {0};
     int64_t pos[GD_MAX_NODE_TYPES] = {0}, used = 0;
     int open[GD_MAX_NODE_TYPES] = {0}, closed[GD_MAX_NODE_TYPES] = {0};
-    GD_REQUIRE(T >= 0 && T <= GD_MAX_NODE_TYPES && counts && scores && rows && row_bytes &&
-                   map_bytes,
-               GD_ERR_INVALID_ARG, "gd__hot_rows_split: %d tables (at most %d) or a NULL array",
-               T, GD_MAX_NODE_TYPES);
+    /* Refused before anything is set: the cleanup below walks T tables. */
+    if (!(T >= 0 && T <= GD_MAX_NODE_TYPES && counts && scores && rows && row_bytes && map_bytes))
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "gd__hot_rows_split: %d tables (at most %d) or a NULL array", T,
+                         GD_MAX_NODE_TYPES);
     for (int t = 0; t < T; t++) {
         counts[t] = 0;
         if (lists) lists[t] = NULL;
