@@ -9,7 +9,8 @@
 #                  every rank stops, no hang
 #   ddp            examples/pyg_ddp.py under torchrun: 2 NCCL ranks at B/2 against 1 rank at B
 #   locality       --locality off / 4 / auto on products, one GPU, an eighth of the rows cached
-#   cli-scale      train --gpus 1/2/4 on products (processes, as users run it): epoch times
+#   cli-scale      train --gpus 1/2/4 on products (processes, as users run it): epoch times,
+#                  at 1024 / N per GPU and at 1024 per GPU
 #   step           bench step --breakdown at batch 1024, 512 and 256 (one GPU)
 #   scale:N:ARGS   graphdirect bench scale --gpus N ARGS, JSON to $OUT/scale-N-<k>.json
 #   cmd:TEXT       run TEXT with bash
@@ -164,6 +165,10 @@ step_cli_scale() {
         [ $n = 1 ] && g=()
         timeout 200 $cli "${common[@]}" --batch $((1024 / n)) "${g[@]}" >"$out/cli-scale-$n.txt" 2>&1
         echo "train --gpus $n (batch $((1024 / n)) each): rc $? epochs 2-6: $(epoch_times "$out/cli-scale-$n.txt")"
+        [ $n = 1 ] && continue
+        # Weak scaling: the per-GPU batch kept (N x 1024 a global minibatch).
+        timeout 200 $cli "${common[@]}" --batch 1024 "${g[@]}" >"$out/cli-scale-$n-weak.txt" 2>&1
+        echo "train --gpus $n (batch 1024 each): rc $? epochs 2-6: $(epoch_times "$out/cli-scale-$n-weak.txt")"
     done
 }
 
