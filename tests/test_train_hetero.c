@@ -386,7 +386,14 @@ int main(void) {
                 zero_copy_caches(half, &o, &hl, test_half, EPOCHS, "R-SAGE, bfloat16", 2e-3, 0.01);
             gd_dataset_close(half);
         }
-        for (int i = 1; i < 3; i++) same_as_cpu(mag, &ro, &ga, test_rgat, gpu_modes[i], "R-GAT");
+        /*
+         * R-GAT's softmax over each relation's edges amplifies the GEMMs' regrouping more than
+         * R-SAGE's means: in one of 8 concurrent copies on the H100 (seeds differ per process),
+         * epoch 2's loss moved by 3.1e-3 relative (all-gpu), epoch 1's by 1.6e-4. Its first
+         * epoch is held to 2e-3, later ones to 1e-2, as igbh-tiny's below.
+         */
+        for (int i = 1; i < 3; i++)
+            same_as_cpu_tol(mag, &ro, &ga, test_rgat, gpu_modes[i], "R-GAT", EPOCHS, 1e-2, 0.01);
         /*
          * Exact inference on the GPU (the model stays there) is sampled inference with every
          * neighbour there too, in all-gpu and in zero-copy, whose registered tables it reads.
@@ -401,7 +408,7 @@ int main(void) {
             exact_is_sampled(mag, &sro, rmodel, what);
         }
         zero_copy_caches(mag, &o, &a, test, EPOCHS, "R-SAGE", 2e-3, 0.01);
-        zero_copy_caches(mag, &ro, &ga, test_rgat, EPOCHS, "R-GAT", 2e-3, 0.01);
+        zero_copy_caches(mag, &ro, &ga, test_rgat, EPOCHS, "R-GAT", 1e-2, 0.01);
         /*
          * igbh-tiny's 1024-dim features start its loss at 27: on the H100 the GEMMs' regrouping
          * moved epoch 1's loss by 5e-6 relative and epoch 2's by 3.4e-3 (validation by 0.007).
