@@ -322,3 +322,179 @@ fail:
     gd_free(d);
     return st;
 }
+
+/* ------------------------------------------------ whole members into caller memory */
+
+/* Where a member's bytes start in the file, after its local header (checked). */
+static gd_status member_start(const gd__npz *z, const member *m, int64_t *at) {
+    gd_status st = GD_OK;
+    unsigned char lh[30];
+    GD_REQUIRE(m->method == 0 || m->method == 8, GD_ERR_UNSUPPORTED,
+               "%s: member %s is compressed with zip method %d; numpy writes stored (0) or "
+               "deflate (8)",
+               z->path, m->name, m->method);
+    GD_CHECK(read_at(z, lh, sizeof lh, (int64_t)m->local, "a member's local header"));
+    GD_REQUIRE(u32(lh) == 0x04034b50u, GD_ERR_FORMAT, "%s: the local header of %s is corrupt",
+               z->path, m->name);
+    *at = (int64_t)m->local + 30 + u16(lh + 26) + u16(lh + 28);
+    GD_REQUIRE(*at + (int64_t)m->csize <= z->size, GD_ERR_FORMAT,
+               "%s: member %s runs past the end of the file (the archive is truncated)", z->path,
+               m->name);
+fail:
+    return st;
+}
+
+/* The .npy header at the start of a stored member; *head_len = the bytes it spans. */
+static gd_status stored_header(const gd__npz *z, const member *m, int64_t at, gd_npy_info *info,
+                               unsigned char *head, size_t *head_len) {
+    gd_status st = GD_OK;
+    char what[600];
+    const size_t n = m->usize < 8192 ? (size_t)m->usize : 8192;
+    GD_CHECK(read_at(z, head, n, at, m->name));
+    snprintf(what, sizeof what, "%s member %s", z->path, m->name);
+    GD_CHECK(gd__npy_parse_header(head, n, (int64_t)m->usize, what, info));
+    GD_REQUIRE(info->data_offset + info->data_bytes == (int64_t)m->usize, GD_ERR_FORMAT,
+               "%s: member %s holds %llu bytes, its header says %lld of data after %lld of "
+               "header: the archive is corrupt",
+               z->path, m->name, (unsigned long long)m->usize, (long long)info->data_bytes,
+               (long long)info->data_offset);
+    *head_len = (size_t)info->data_offset;
+fail:
+    return st;
+}
+
+/* A sink that never receives data: gd__npz_info stops at the header through it. */
+static gd_status info_only(void *user, const void *data, size_t n, uint64_t offset) {
+    (void)user, (void)data, (void)n, (void)offset;
+    return GD_ERR_INTERRUPTED;
+}
+
+gd_status gd__npz_info(const gd__npz *z, const char *name, gd_npy_info *info) {
+    gd_status st = GD_OK;
+    unsigned char *head = NULL;
+    const member *m = find(z, name);
+    int64_t at;
+    size_t hl;
+    memset(info, 0, sizeof *info);
+    GD_REQUIRE(m, GD_ERR_NOT_FOUND, "%s has no array '%s' (no member %s.npy)", z->path, name, name);
+    GD_CHECK(member_start(z, m, &at));
+    if (m->method == 0) {
+        GD_ALLOC(head, 8192, "a .npy header");
+        GD_CHECK(stored_header(z, m, at, info, head, &hl));
+    } else {
+        /* Deflated: inflate until the header is parsed (the first data byte stops it). */
+        st = gd__npz_read(z, name, info, info_only, NULL);
+        if (st == GD_ERR_INTERRUPTED) st = GD_OK; /* the data began: the header is parsed */
+        if (st != GD_OK) goto fail;
+    }
+fail:
+    gd_free(head);
+    return st;
+}
+
+/* Sequential fallback (deflated members): the sink copies into the parts. */
+typedef struct {
+    void *const *parts;
+    const int64_t *part_bytes;
+    int nparts;
+} parts_sink;
+
+static gd_status to_parts(void *user, const void *data, size_t n, uint64_t offset) {
+    const parts_sink *ps = user;
+    const char *p = data;
+    uint64_t base = 0;
+    for (int k = 0; k < ps->nparts && n > 0; k++) {
+        const uint64_t end = base + (uint64_t)ps->part_bytes[k];
+        if (offset < end) {
+            const size_t take = (size_t)(end - offset) < n ? (size_t)(end - offset) : n;
+            memcpy((char *)ps->parts[k] + (offset - base), p, take);
+            p += take;
+            n -= take;
+            offset += take;
+        }
+        base = end;
+    }
+    return GD_OK;
+}
+
+#define PCHUNK ((int64_t)32 << 20)
+
+typedef struct {
+    int part;
+    int64_t in_part, len, file_off;
+    uint32_t crc;
+    int err; /* errno of a failed read, -1 for the end of the file */
+} pchunk;
+
+gd_status gd__npz_read_into(const gd__npz *z, const char *name, gd_npy_info *info,
+                            void *const *parts, const int64_t *part_bytes, int nparts) {
+    gd_status st = GD_OK;
+    unsigned char *head = NULL;
+    pchunk *ch = NULL;
+    const member *m = find(z, name);
+    int64_t at, total = 0, nch = 0;
+    size_t hl = 0;
+    memset(info, 0, sizeof *info);
+    GD_REQUIRE(m, GD_ERR_NOT_FOUND, "%s has no array '%s' (no member %s.npy)", z->path, name, name);
+    for (int k = 0; k < nparts; k++) total += part_bytes[k];
+    GD_CHECK(member_start(z, m, &at));
+    if (m->method != 0) {
+        parts_sink ps = {parts, part_bytes, nparts};
+        GD_CHECK(gd__npz_info(z, name, info));
+        GD_REQUIRE(info->data_bytes == total, GD_ERR_INTERNAL,
+                   "%s: member %s has %lld data bytes; %lld were asked for", z->path, m->name,
+                   (long long)info->data_bytes, (long long)total);
+        return gd__npz_read(z, name, info, to_parts, &ps);
+    }
+    GD_ALLOC(head, 8192, "a .npy header");
+    GD_CHECK(stored_header(z, m, at, info, head, &hl));
+    GD_REQUIRE(info->data_bytes == total, GD_ERR_INTERNAL,
+               "%s: member %s has %lld data bytes; %lld were asked for", z->path, m->name,
+               (long long)info->data_bytes, (long long)total);
+    for (int k = 0; k < nparts; k++) nch += (part_bytes[k] + PCHUNK - 1) / PCHUNK;
+    GD_ALLOC(ch, (size_t)(nch ? nch : 1) * sizeof *ch, "the chunks of a .npz member");
+    {
+        int64_t c = 0, file_off = at + (int64_t)hl;
+        for (int k = 0; k < nparts; k++)
+            for (int64_t o = 0; o < part_bytes[k]; o += PCHUNK) {
+                const int64_t len = part_bytes[k] - o < PCHUNK ? part_bytes[k] - o : PCHUNK;
+                ch[c++] = (pchunk){k, o, len, file_off, 0, 0};
+                file_off += len;
+            }
+    }
+    /*
+     * Several reads in flight keep the disk's queue full, and the CRC of each chunk is taken
+     * by the thread that read it, while it is still in that core's cache.
+     */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(gd__num_threads()) if (nch > 1)
+    for (int64_t c = 0; c < nch; c++) {
+        char *dst = (char *)parts[ch[c].part] + ch[c].in_part;
+        int64_t done = 0;
+        while (done < ch[c].len) {
+            const ssize_t r = pread(z->fd, dst + done, (size_t)(ch[c].len - done),
+                                    (off_t)(ch[c].file_off + done));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) {
+                ch[c].err = r < 0 ? errno : -1;
+                break;
+            }
+            done += r;
+        }
+        if (!ch[c].err)
+            ch[c].crc = (uint32_t)crc32(crc32(0, Z_NULL, 0), (const Bytef *)dst, (uInt)ch[c].len);
+    }
+    uint32_t crc = (uint32_t)crc32(crc32(0, Z_NULL, 0), head, (uInt)hl);
+    for (int64_t c = 0; c < nch; c++) {
+        GD_REQUIRE(!ch[c].err, GD_ERR_IO, "%s: reading %s failed: %s", z->path, m->name,
+                   ch[c].err < 0 ? "unexpected end of file" : strerror(ch[c].err));
+        crc = (uint32_t)crc32_combine(crc, ch[c].crc, (z_off_t)ch[c].len);
+    }
+    GD_REQUIRE(crc == m->crc, GD_ERR_FORMAT,
+               "%s: member %s fails its CRC-32 check (%08x, expected %08x): the archive is "
+               "corrupt",
+               z->path, m->name, crc, m->crc);
+fail:
+    gd_free(head);
+    gd_free(ch);
+    return st;
+}

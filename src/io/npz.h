@@ -29,6 +29,18 @@ const char *gd__npz_member(const gd__npz *z, int i);
 gd_status gd__npz_read(const gd__npz *z, const char *name, gd_npy_info *info, gd__npz_sink sink,
                        void *user);
 
+/* The header of array `name` (dtype, shape, data bytes), without reading its data. */
+gd_status gd__npz_info(const gd__npz *z, const char *name, gd_npy_info *info);
+/*
+ * Read array `name` whole into caller memory: its data bytes, in order, fill parts[0..nparts)
+ * (part k takes part_bytes[k] bytes; together they must be the array's data bytes). A stored
+ * member (np.savez) is read by every core in large chunks straight into the parts, each chunk's
+ * CRC-32 taken where it landed and the CRCs joined (crc32_combine); a deflated one is inflated
+ * in order. Sizes and the CRC-32 are checked as by gd__npz_read.
+ */
+gd_status gd__npz_read_into(const gd__npz *z, const char *name, gd_npy_info *info,
+                            void *const *parts, const int64_t *part_bytes, int nparts);
+
 #ifdef __cplusplus
 }
 #endif
