@@ -129,7 +129,7 @@ ratio=$(awk -v c="$conv_gbs" -v r="$read_gbs" 'BEGIN { printf "%.3f", c / r }')
 verdict=$(awk -v x="$ratio" 'BEGIN { print (x >= 0.5) ? "PASS" : "MISS" }')
 write_floor=$(awk -v n="$out_written" -v w="$write_gbs" 'BEGIN { printf "%.1f", n / w / 1e9 }')
 read_floor=$(awk -v n="$in_bytes" -v r="$read_gbs" 'BEGIN { printf "%.1f", n / r / 1e9 }')
-say "phases: reading and building (gd_convert) ${gd_convert_s:-?} s; writing and flushing the output the rest of ${conv_s%.*} s"
+say "phases: gd_convert (read, build, write and flush the output) ${gd_convert_s:-?} s of the command's ${conv_s%.*} s"
 say "convert: $(gb "$in_bytes") of archives in $conv_s s = $conv_gbs GB/s; wrote $(gb "$out_written")"
 say "floors in this run: reading the archives at $read_gbs GB/s: $read_floor s; writing the output at $write_gbs GB/s: $write_floor s"
 echo "  $verdict  convert GB/s / sequential read GB/s (>= 0.5)   $ratio"

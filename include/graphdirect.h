@@ -459,14 +459,23 @@ typedef struct {
     const char *labels;       /* edge lists: optional labels .npy */
     gd_progress_fn progress;
     void *progress_user;
+    /*
+     * NULL: build the dataset in memory (gd_dataset_save writes it). Else write it straight to
+     * this directory as it is read (a temporary "<out_dir>.tmp.<pid>" renamed into place once
+     * complete, as gd_generate does): the large arrays are written while the input is still
+     * being read, and *out is the finished dataset, opened from its files.
+     */
+    const char *out_dir;
+    int overwrite; /* with out_dir: replace it if it exists */
 } gd_convert_options;
 #define GD_CONVERT_OPTIONS_INIT                                                          \
     {sizeof(gd_convert_options), GD_INPUT_AUTO, NULL, 0, 0, 0, 0, NULL, GD_DTYPE_INVALID, \
-     NULL, NULL, NULL, NULL}
+     NULL, NULL, NULL, NULL, NULL, 0}
 void gd_convert_options_init(gd_convert_options *o);
 
 /*
- * Read a graph in one of the input formats and build an in-memory dataset. The heterogeneous
+ * Read a graph in one of the input formats and build a dataset, in memory or (out_dir) on disk.
+ * The heterogeneous
  * layouts (GD_INPUT_OGB_HETERO, GD_INPUT_IGBH; docs/formats.md, "Converting heterogeneous
  * graphs") give a dataset with node and edge types: edge types sorted by (source type,
  * relation, destination type) names, and with symmetrize reverse relations as PyG's

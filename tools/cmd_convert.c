@@ -103,16 +103,17 @@ int cmd_convert(int argc, char **argv) {
     cli_progress_init(&prog);
     opts.progress = cli_progress_cb;
     opts.progress_user = &prog;
+    /*
+     * Written straight to DIR as it is read (through DIR.tmp.<pid>, renamed once complete):
+     * the large arrays reach the disk while the input is still being read, instead of after.
+     */
+    opts.out_dir = out;
+    opts.overwrite = overwrite;
     gd_dataset_t *ds = NULL;
     double t0 = cli_now();
     gd_status st = gd_convert(argv[optind], &opts, &ds);
     cli_progress_end(&prog);
     if (st != GD_OK) return cli_fail("convert", st);
-    st = gd_dataset_save(ds, out, overwrite);
-    if (st != GD_OK) {
-        gd_dataset_close(ds);
-        return cli_fail("writing the dataset", st);
-    }
     char a[32], b[32], shape[64];
     /* A heterogeneous dataset has a feature width per node type, not one. */
     if (gd_dataset_num_node_types(ds) > 0)

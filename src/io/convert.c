@@ -1,7 +1,8 @@
 /*
  * gd_convert: turn an input graph (edge list, folder of .npy arrays, OGB raw layout, IGB; the
  * heterogeneous layouts in convert_hetero.c) into an in-memory dataset, ready for
- * gd_dataset_save. This file picks the reader, reads .npy inputs,
+ * gd_dataset_save, or (out_dir) into a dataset directory written as it is read. This file picks
+ * the reader, reads .npy inputs,
  * and holds the steps every reader ends with: the CSC build (gd_csc_from_coo, which sorts,
  * deduplicates and optionally symmetrizes) and the conversion of features to the requested
  * dtype. Arrays are handed to the dataset builder (gd__dataset_adopt) without copies; the
@@ -560,7 +561,8 @@ gd_status gd_convert(const char *input, const gd_convert_options *options, gd_da
         name = name_from_path(input, is_directory);
         GD_REQUIRE(name, GD_ERR_NO_MEMORY, "out of memory naming the dataset");
     }
-    GD_CHECK(gd__dataset_new(opt.name ? opt.name : name, NULL, 0, &ds));
+    /* With out_dir the arrays go to "<out_dir>.tmp.<pid>" as they are made (an on-disk build). */
+    GD_CHECK(gd__dataset_new(opt.name ? opt.name : name, opt.out_dir, opt.overwrite, &ds));
     gd__convert_job job = {&opt, input, ds};
     double t0 = gd__now();
     if (fmt == GD_INPUT_EDGELIST)

@@ -567,15 +567,37 @@ fail:
 gd_status gd__dataset_take(gd_dataset_t *ds, int id, gd__array *a) {
     gd_status st = GD_OK;
     int64_t bytes = 0;
-    char name[GD__TYPE_NAME_MAX + 32];
+    char *path = NULL;
     GD_CHECK(check_alloc_args(ds, id, a->dtype, a->ndim, a->shape, &bytes));
-    GD_REQUIRE(!ds->build_dir, GD_ERR_INTERNAL, "%s: an on-disk build takes no mapped file",
-               gd__array_slot_name(&ds->schema, id, name, sizeof name));
+    if (ds->build_dir) {
+        /*
+         * An on-disk build (gd_convert with out_dir) links a mapped .npy file into its directory
+         * as gd_dataset_save does (no copy), or writes it there from the mapping, and reads it
+         * back from there, as every array of the build.
+         */
+        char file[GD__TYPE_NAME_MAX + 32];
+        gd__array_slot_file(&ds->schema, id, file, sizeof file);
+        path = gd__path_join(ds->build_dir, file);
+        GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'", ds->build_dir);
+        if (a->store == GD__STORE_MAP_RO && a->path && link(a->path, path) == 0) {
+            GD_INFO("%s: linked from %s (no copy)", path, a->path);
+        } else {
+            const int64_t dims[2] = {a->shape[0], a->ndim == 2 ? a->shape[1] : 1};
+            GD_CHECK(gd_npy_write(path, a->dtype, a->ndim, dims, a->data));
+        }
+        gd__array_release(a);
+        gd__array_release(&ds->arrays[id]);
+        st = gd__npy_map(path, &ds->arrays[id]);
+        if (st != GD_OK) unlink(path);
+        gd_free(path);
+        return st;
+    }
     gd__array_release(&ds->arrays[id]);
     ds->arrays[id] = *a;
     memset(a, 0, sizeof *a);
 fail:
     if (st != GD_OK) gd__array_release(a);
+    gd_free(path);
     return st;
 }
 

@@ -206,7 +206,10 @@ gd_status gd__dataset_adopt(gd_dataset_t *ds, int id, gd_dtype dtype, int ndim,
  */
 int gd__validated_matches(const char *dir, const char *const *files, int n);
 void gd__validated_write(const char *dir, const char *const *files, int n);
-/* Move a (a mapped .npy file, GD__STORE_MAP_RO) into array id; a is reset, also on failure. */
+/*
+ * Move a (a mapped .npy file, GD__STORE_MAP_RO) into array id; a is reset, also on failure. An
+ * on-disk build links the file into its directory (or writes it there) and maps that.
+ */
 gd_status gd__dataset_take(gd_dataset_t *ds, int id, gd__array *a);
 /* Point array id at the caller's memory (in memory only; never freed or written). */
 gd_status gd__dataset_borrow(gd_dataset_t *ds, gd_array_id id, gd_dtype dtype, int ndim,

@@ -427,7 +427,8 @@ typedef struct {
 } pchunk;
 
 gd_status gd__npz_read_into(const gd__npz *z, const char *name, gd_npy_info *info,
-                            void *const *parts, const int64_t *part_bytes, int nparts) {
+                            void *const *parts, const int64_t *part_bytes, int nparts,
+                            gd__npz_landed landed, void *landed_user) {
     gd_status st = GD_OK;
     unsigned char *head = NULL;
     pchunk *ch = NULL;
@@ -444,7 +445,9 @@ gd_status gd__npz_read_into(const gd__npz *z, const char *name, gd_npy_info *inf
         GD_REQUIRE(info->data_bytes == total, GD_ERR_INTERNAL,
                    "%s: member %s has %lld data bytes; %lld were asked for", z->path, m->name,
                    (long long)info->data_bytes, (long long)total);
-        return gd__npz_read(z, name, info, to_parts, &ps);
+        GD_CHECK(gd__npz_read(z, name, info, to_parts, &ps));
+        for (int k = 0; k < nparts && landed; k++) landed(landed_user, k, 0, part_bytes[k]);
+        return GD_OK;
     }
     GD_ALLOC(head, 8192, "a .npy header");
     GD_CHECK(stored_header(z, m, at, info, head, &hl));
@@ -480,8 +483,10 @@ gd_status gd__npz_read_into(const gd__npz *z, const char *name, gd_npy_info *inf
             }
             done += r;
         }
-        if (!ch[c].err)
+        if (!ch[c].err) {
             ch[c].crc = (uint32_t)crc32(crc32(0, Z_NULL, 0), (const Bytef *)dst, (uInt)ch[c].len);
+            if (landed) landed(landed_user, ch[c].part, ch[c].in_part, ch[c].len);
+        }
     }
     uint32_t crc = (uint32_t)crc32(crc32(0, Z_NULL, 0), head, (uInt)hl);
     for (int64_t c = 0; c < nch; c++) {

@@ -38,8 +38,11 @@ gd_status gd__npz_info(const gd__npz *z, const char *name, gd_npy_info *info);
  * CRC-32 taken where it landed and the CRCs joined (crc32_combine); a deflated one is inflated
  * in order. Sizes and the CRC-32 are checked as by gd__npz_read.
  */
+typedef void (*gd__npz_landed)(void *user, int part, int64_t offset, int64_t n);
+/* landed (may be NULL) is told of each chunk once it is in its part (from any thread). */
 gd_status gd__npz_read_into(const gd__npz *z, const char *name, gd_npy_info *info,
-                            void *const *parts, const int64_t *part_bytes, int nparts);
+                            void *const *parts, const int64_t *part_bytes, int nparts,
+                            gd__npz_landed landed, void *landed_user);
 
 #ifdef __cplusplus
 }
