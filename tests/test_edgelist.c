@@ -9,6 +9,7 @@
 #include "io/ingest.h"
 #include "test.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 typedef struct {
@@ -268,6 +269,31 @@ int main(void) {
         check_graph(ds, &g, g.n);
         gd_dataset_close(ds);
 
+        /*
+         * The same written straight to a directory (out_dir, issue 19): the dataset returned is
+         * the finished one, read from its files; an open of the directory gives the same graph;
+         * an existing directory is refused before anything is read, unless replaced.
+         */
+        {
+            char out[400], input[400];
+            snprintf(input, sizeof input, "%s/graph%d.txt%s", tmp, round, gz ? ".gz" : "");
+            snprintf(out, sizeof out, "%s/out%d", tmp, round);
+            o.out_dir = out;
+            T_OK(gd_convert(input, &o, &ds));
+            check_graph(ds, &g, g.n);
+            gd_dataset_close(ds);
+            T_OK(gd_dataset_open(out, NULL, &ds));
+            check_graph(ds, &g, g.n);
+            gd_dataset_close(ds);
+            T_FAILS(gd_convert(input, &o, &ds), GD_ERR_INVALID_ARG, "already exists");
+            o.overwrite = 1;
+            T_OK(gd_convert(input, &o, &ds));
+            check_graph(ds, &g, g.n);
+            gd_dataset_close(ds);
+            o.out_dir = NULL;
+            o.overwrite = 0;
+        }
+
         /* an id beyond the node count asked for is named with its line */
         if (g.e > 0) {
             int64_t i = (int64_t)(t_rand(&rng) % (uint64_t)g.e), keep = g.src[i];
@@ -281,6 +307,15 @@ int main(void) {
             snprintf(wbuf, sizeof wbuf, "%s:%lld: source id %lld is outside [0, %lld)", path,
                      (long long)lines[i], (long long)(g.n + 5), (long long)g.n);
             T_FAILS(gd_convert(path, &o, &ds), GD_ERR_RANGE, want);
+            /* written to a directory, the failure leaves neither it nor its temporary copy */
+            char out[400], probe[420];
+            snprintf(out, sizeof out, "%s/failed%d", tmp, round);
+            o.out_dir = out;
+            T_FAILS(gd_convert(path, &o, &ds), GD_ERR_RANGE, want);
+            o.out_dir = NULL;
+            T_ASSERT(access(out, F_OK) != 0);
+            snprintf(probe, sizeof probe, "%s.tmp.%ld", out, (long)getpid());
+            T_ASSERT(access(probe, F_OK) != 0);
             /* without a node count, it is max id + 1 */
             o.num_nodes = 0;
             T_OK(gd_convert(path, &o, &ds));
