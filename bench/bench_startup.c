@@ -10,14 +10,26 @@
  *     time is the target for zero-copy, which only registers it (issue 19: 76.2 s vs 9.5 s on
  *     papers at 16 GiB on the H100 with one registering thread). zero-copy runs twice: with one
  *     registering thread (GD_PIN_THREADS=1, as before) and with the default.
+ * With --dir (a dataset directory on disk) it adds, also without a GPU:
+ *   - the ceilings of reading it: features.npy read sequentially from a dropped page cache by
+ *     one thread and by several (GB/s);
+ *   - the open: sizes only, with the .validated record, and with every value checked;
+ * and, with a GPU, runs each trainer twice, from a cold page cache (the dataset's files dropped
+ * before it is opened) and warm (opened again at once), each with its parts: open (and its
+ * validation), the build's phases, the first minibatch. The cudaMemcpy of the whole table to GPU
+ * memory is measured as a ceiling of all-gpu's build.
  */
 #include "bench.h"
 #include "cli.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_LIST 8
 
@@ -30,6 +42,7 @@ typedef struct {
     int64_t reg_gib; /* the registration buffer (0: no registration section) */
     int64_t pin_threads[MAX_LIST], chunk_mb[MAX_LIST];
     int num_threads, num_chunks;
+    int64_t read_threads; /* --read-threads */
 } startup_bench;
 
 static void help(void) {
@@ -43,7 +56,10 @@ static void help(void) {
            "  --preset NAME        dataset generated in memory (default products; papers\n"
            "                       with --gpu-mem-budget 16G is issue 19's case)\n"
            "  --nodes N            nodes of the preset (default: the preset's)\n"
-           "  --dir DIR            open this dataset directory instead of generating one\n"
+           "  --dir DIR            open this dataset directory instead of generating one:\n"
+           "                       adds its read ceilings and open times, and runs each\n"
+           "                       trainer from a cold page cache and a warm one\n"
+           "  --read-threads N     threads of the parallel read ceiling (default 8)\n"
            "  --gpu-mem-budget S   GPU memory of the zero-copy trainers (e.g. 16G; default:\n"
            "                       free); all-gpu takes what the whole table needs\n"
            "  --register-gib N     the registration-rate buffer in GiB (default 4; 0: skip)\n"
@@ -83,6 +99,11 @@ static int own_option(void *self, int c, const char *arg) {
         if (bench_parse_list("--pin-chunk-mb", arg, b->chunk_mb, MAX_LIST, &b->num_chunks))
             return CLI_EXIT_USAGE;
         return 0;
+    case 'P':
+        if (cli_parse_i64(arg, &v) || v < 1 || v > 256)
+            return cli_usage_error(cmd, "--read-threads '%s' is not in 1..256", arg);
+        b->read_threads = v;
+        return 0;
     default:
         return -1;
     }
@@ -97,12 +118,14 @@ static int parse_options(startup_bench *b, int argc, char **argv) {
                                               {"register-gib", required_argument, 0, 'R'},
                                               {"pin-threads", required_argument, 0, 'T'},
                                               {"pin-chunk-mb", required_argument, 0, 'C'},
+                                              {"read-threads", required_argument, 0, 'P'},
                                               BENCH_FLAG("quick", QUICK),
                                               BENCH_LONG("threads", THREADS),
                                               BENCH_LONG_END};
     bench_options_init(&b->opt);
     b->opt.preset = "products";
     b->reg_gib = 4;
+    b->read_threads = 8;
     const int64_t threads[] = {1, 2, 4, 8, 16}, chunks[] = {256, 1024};
     b->num_threads = 5;
     memcpy(b->pin_threads, threads, sizeof threads);
@@ -199,6 +222,156 @@ fail:
     return rc;
 }
 
+/* ---------------------------------------------------------------- a dataset on disk */
+
+/*
+ * Drop the page cache of every regular file of dir (written back first). Pages that a process
+ * maps stay in memory, so the dataset must be closed: the runs open it after the drop.
+ */
+static void drop_dir_cache(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[4096];
+        struct stat sb;
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+        const int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        (void)fdatasync(fd);
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+    }
+    if (d) closedir(d);
+}
+
+/*
+ * The file read ceiling: path read whole from a dropped page cache by `threads` threads, each
+ * a contiguous slice in 64 MiB reads (buffered, as the mapped dataset is read). GB/s.
+ */
+static int file_read(const char *path, int threads, double *gbs, int64_t *bytes) {
+    int rc = -1, fd = -1, bad = 0;
+    struct stat sb;
+    const size_t chunk = (size_t)64 << 20;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    BENCH_REQUIRE(fd >= 0 && fstat(fd, &sb) == 0, "cannot read '%s': %s", path, strerror(errno));
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    const int64_t size = (int64_t)sb.st_size;
+    const double t0 = bench_now();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : bad)
+#endif
+    for (int t = 0; t < threads; t++) {
+        char *buf = malloc(chunk);
+        const int64_t lo = size / threads * t, hi = t == threads - 1 ? size : size / threads * (t + 1);
+        for (int64_t at = lo; buf && at < hi;) {
+            const size_t want = (size_t)(hi - at) < chunk ? (size_t)(hi - at) : chunk;
+            const ssize_t got = pread(fd, buf, want, (off_t)at);
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) {
+                bad = 1;
+                break;
+            }
+            at += got;
+        }
+        if (!buf) bad = 1;
+        free(buf);
+    }
+    const double s = bench_now() - t0;
+    BENCH_REQUIRE(!bad, "reading '%s' failed", path);
+    *gbs = s > 0 ? (double)size / s / 1e9 : 0;
+    *bytes = size;
+    rc = 0;
+fail:
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
+/*
+ * What reading the directory costs, with or without a GPU: the read ceilings of its largest
+ * file (features.npy, else indices.npy) from a cold page cache, and the open with each level of
+ * validation (every value checked writes the .validated record; the open after it uses it).
+ */
+static int dir_ceilings(const startup_bench *b, cJSON *root) {
+    int rc = -1;
+    gd_dataset_t *ds = NULL;
+    char path[4096];
+    struct stat sb;
+    cJSON *reads = cJSON_AddArrayToObject(root, "file_read");
+    cJSON *opens = cJSON_AddObjectToObject(root, "open");
+    BENCH_JSON(reads && opens);
+    snprintf(path, sizeof path, "%s/features.npy", b->dir);
+    if (stat(path, &sb) != 0) snprintf(path, sizeof path, "%s/indices.npy", b->dir);
+    const int cores = bench_cpus();
+    const int64_t counts[2] = {1, b->read_threads < cores ? b->read_threads : cores};
+    for (int i = 0; i < (counts[1] > 1 ? 2 : 1); i++) {
+        double gbs;
+        int64_t bytes;
+        if (file_read(path, (int)counts[i], &gbs, &bytes)) goto fail;
+        printf("file read ceiling: %s (%.2f GB) from a cold page cache, %lld thread%s: %.2f "
+               "GB/s\n",
+               path, (double)bytes / 1e9, (long long)counts[i], counts[i] > 1 ? "s" : "", gbs);
+        cJSON *j = cJSON_CreateObject();
+        BENCH_JSON(j);
+        cJSON_AddItemToArray(reads, j);
+        BENCH_JSON(cJSON_AddStringToObject(j, "file", path));
+        BENCH_JSON(cJSON_AddNumberToObject(j, "bytes", (double)bytes));
+        BENCH_JSON(cJSON_AddNumberToObject(j, "threads", (double)counts[i]));
+        BENCH_JSON(cJSON_AddNumberToObject(j, "gbs", gbs));
+    }
+    static const struct {
+        int level;
+        const char *key, *text;
+    } levels[3] = {{2, "full_validation_seconds", "every value checked (writes .validated)"},
+                   {1, "validated_record_seconds", "the .validated record (the default)"},
+                   {0, "sizes_only_seconds", "sizes only"}};
+    for (int i = 0; i < 3; i++) {
+        gd_dataset_open_options oo = GD_DATASET_OPEN_OPTIONS_INIT;
+        oo.validate_graph = levels[i].level;
+        const double t0 = bench_now();
+        BENCH_GD(gd_dataset_open(b->dir, &oo, &ds), "opening the dataset");
+        const double s = bench_now() - t0;
+        gd_dataset_close(ds);
+        ds = NULL;
+        printf("open of %s, %s: %.3f s\n", b->dir, levels[i].text, s);
+        BENCH_JSON(cJSON_AddNumberToObject(opens, levels[i].key, s));
+    }
+    rc = 0;
+fail:
+    gd_dataset_close(ds);
+    return rc;
+}
+
+#ifdef GD_WITH_CUDA
+/* The ceiling of all-gpu's build: one cudaMemcpy of the whole table, from where it lives. */
+static int copy_ceiling(const startup_bench *b, const gd_dataset_t *ds, cJSON *root) {
+    int rc = -1;
+    void *d = NULL;
+    gd_array_view v;
+    BENCH_GD(gd_dataset_array(ds, GD_ARRAY_FEATURES, &v), "the feature table");
+    const size_t bytes = (size_t)v.shape[0] * (size_t)v.shape[1] * gd_dtype_size(v.dtype);
+    BENCH_CUDA(cudaSetDevice(b->opt.device));
+    if (cudaMalloc(&d, bytes) != cudaSuccess) {
+        (void)cudaGetLastError();
+        printf("cudaMemcpy ceiling: skipped (%.2f GB of GPU memory is not free)\n",
+               (double)bytes / 1e9);
+        return 0;
+    }
+    const double t0 = bench_now();
+    BENCH_CUDA(cudaMemcpy(d, v.data, bytes, cudaMemcpyHostToDevice));
+    const double s = bench_now() - t0;
+    printf("cudaMemcpy of the table to GPU memory (pageable host memory, as the dataset holds "
+           "it): %.2f GB in %.2f s, %.2f GB/s\n",
+           (double)bytes / 1e9, s, (double)bytes / s / 1e9);
+    BENCH_JSON(cJSON_AddNumberToObject(root, "table_copy_seconds", s));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "table_copy_gbs", (double)bytes / s / 1e9));
+    rc = 0;
+fail:
+    if (d) (void)cudaFree(d);
+    return rc;
+}
+#endif
+
 typedef struct {
     const char *label, *mode, *pin_threads; /* pin_threads NULL: the default */
 } startup_run;
@@ -209,7 +382,7 @@ typedef struct {
 
 /* Build a trainer of run r, then train its first minibatch. */
 static int run_one(const startup_bench *b, const gd_dataset_t *ds, const startup_run *r,
-                   cJSON *runs, startup_time *out) {
+                   const char *cache, double open_s, cJSON *runs, startup_time *out) {
     int rc = -1;
     gd_trainer_t *t = NULL;
     gd_train_options o = GD_TRAIN_OPTIONS_INIT;
@@ -230,8 +403,13 @@ static int run_one(const startup_bench *b, const gd_dataset_t *ds, const startup
     t0 = bench_now();
     BENCH_GD(bench_one_epoch(t, 0, 1, &st), "the first minibatch");
     out->first_s = bench_now() - t0;
-    printf("%-30s %9.2f %9.3f %9.2f   %s\n%30s build: %s\n", r->label, out->create_s, out->first_s,
+    out->create_s += open_s; /* from a directory, the open is part of the start */
+    char label[96];
+    snprintf(label, sizeof label, "%s%s%s%s", r->label, cache ? " (" : "", cache ? cache : "",
+             cache ? ")" : "");
+    printf("%-30s %9.2f %9.3f %9.2f   %s\n%30s build: %s\n", label, out->create_s, out->first_s,
            out->create_s + out->first_s, info.plan, "", info.startup);
+    if (cache) printf("%30s open (with its validation record): %.2f s\n", "", open_s);
     fflush(stdout);
     cJSON *j = cJSON_CreateObject();
     BENCH_JSON(j);
@@ -242,6 +420,10 @@ static int run_one(const startup_bench *b, const gd_dataset_t *ds, const startup
     BENCH_JSON(cJSON_AddNumberToObject(j, "first_minibatch_seconds", out->first_s));
     BENCH_JSON(cJSON_AddStringToObject(j, "plan", info.plan));
     BENCH_JSON(cJSON_AddStringToObject(j, "build_phases", info.startup));
+    if (cache) {
+        BENCH_JSON(cJSON_AddStringToObject(j, "page_cache", cache));
+        BENCH_JSON(cJSON_AddNumberToObject(j, "open_seconds", open_s));
+    }
     rc = 0;
 fail:
     gd_trainer_destroy(t);
@@ -295,24 +477,53 @@ int bench_startup(int argc, char **argv) {
     targets = cJSON_AddArrayToObject(root, "targets");
     runs = cJSON_AddArrayToObject(root, "results");
     BENCH_JSON(targets && runs);
+    if (b.dir && dir_ceilings(&b, root)) goto fail;
     if (!gpu) {
-        printf("no GPU: nothing to time (start-up here is registering host memory with a GPU "
+        printf("no GPU: no trainer to time (start-up here is registering host memory with a GPU "
                "or copying the table to it)\n");
     } else {
         if (b.reg_gib > 0 && registration(&b, root, targets)) goto fail;
         if (open_dataset(&b, &ds, root)) goto fail;
+#ifdef GD_WITH_CUDA
+        if (copy_ceiling(&b, ds, root)) goto fail;
+#endif
         const startup_run r[3] = {{"all-gpu (table copied)", "all-gpu", NULL},
                                   {"zero-copy, 1 pinning thread", "zero-copy", "1"},
                                   {"zero-copy", "zero-copy", NULL}};
-        startup_time tm[3];
-        printf("\n%-30s %9s %9s %9s   %s\n", "run", "build s", "first mb", "total s", "plan");
-        for (int i = 0; i < 3; i++)
-            if (run_one(&b, ds, &r[i], runs, &tm[i])) goto fail;
+        startup_time tm[3], warm[3];
+        printf("\n%-30s %9s %9s %9s   %s\n", "run", b.dir ? "open+build" : "build s",
+               "first mb", "total s", "plan");
+        if (b.dir) {
+            /*
+             * From the directory: each run opens the dataset itself, first from a dropped page
+             * cache (what a fresh machine or a dataset larger than memory gives), then warm.
+             */
+            gd_dataset_close(ds);
+            ds = NULL;
+            for (int i = 0; i < 3; i++)
+                for (int w = 0; w < 2; w++) {
+                    if (!w) drop_dir_cache(b.dir);
+                    gd_dataset_open_options oo = GD_DATASET_OPEN_OPTIONS_INIT;
+                    const double t0 = bench_now();
+                    BENCH_GD(gd_dataset_open(b.dir, &oo, &ds), "opening the dataset");
+                    const double open_s = bench_now() - t0;
+                    if (run_one(&b, ds, &r[i], w ? "warm" : "cold", open_s, runs,
+                                w ? &warm[i] : &tm[i]))
+                        goto fail;
+                    gd_dataset_close(ds);
+                    ds = NULL;
+                }
+            printf("warm page cache: all-gpu %.2f s, zero-copy %.2f s to the first minibatch\n",
+                   warm[0].create_s + warm[0].first_s, warm[2].create_s + warm[2].first_s);
+        } else {
+            for (int i = 0; i < 3; i++)
+                if (run_one(&b, ds, &r[i], NULL, 0, runs, &tm[i])) goto fail;
+        }
         const double ag = tm[0].create_s + tm[0].first_s, zc1 = tm[1].create_s + tm[1].first_s,
                      zc = tm[2].create_s + tm[2].first_s;
-        printf("zero-copy to the first minibatch: %.2f s (one pinning thread %.2f s); all-gpu "
+        printf("zero-copy to the first minibatch%s: %.2f s (one pinning thread %.2f s); all-gpu "
                "%.2f s\n",
-               zc, zc1, ag);
+               b.dir ? " from a cold page cache" : "", zc, zc1, ag);
         bench_target(targets, "all-gpu / zero-copy time to the first minibatch (>= 1)",
                      zc > 0 ? ag / zc : 0, 1.0, "x");
     }

@@ -206,6 +206,22 @@ if d["results"]:  # a GPU: the registration rates, then the three trainers' buil
     assert len(d["targets"]) == 2, d["targets"]
 PY
 fi
+# bench startup --dir: the read ceilings and the three opens, with or without a GPU (with one,
+# each trainer from a cold and a warm page cache).
+expect_rc 2 "$cli" bench startup --read-threads 0
+expect_rc 0 "$cli" generate --preset tiny --out "$tmp/startup-tiny"
+expect_rc 0 "$cli" bench startup --quick --dir "$tmp/startup-tiny" --json "$tmp/startup-dir.json"
+if command -v python3 >/dev/null; then
+    python3 - "$tmp/startup-dir.json" <<'PY' || fail "bench startup --dir JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["file_read"] and all(r["gbs"] > 0 and r["bytes"] > 0 for r in d["file_read"]), d
+assert set(d["open"]) == {"full_validation_seconds", "validated_record_seconds",
+                          "sizes_only_seconds"}, d["open"]
+if d["results"]:  # a GPU: each trainer cold, then warm
+    assert [r["page_cache"] for r in d["results"]] == ["cold", "warm"] * 3, d["results"]
+PY
+fi
 # bench step with the relational models (rsage, rgat) on mag-tiny: help, usage errors, the
 # refusal without a GPU (the step is timed on the CUDA nn backend; with one, a short run), and
 # the --cpu test runs with --dump: the typed dump's files, meta.json's schema, parameters and
