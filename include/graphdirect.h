@@ -1332,10 +1332,21 @@ typedef struct {
      * are the same either way. Other modes ignore it.
      */
     const char *host_gather;
+    /*
+     * Start-up progress (NULL: none): gd_trainer_create calls it as each long phase of its
+     * build begins (placing the graph, counting out-degrees, filling the neighbour-list cache,
+     * registering or copying the feature table, filling the feature cache), with stage = a line
+     * saying what it does and about how long it and the rest of the start-up will take, done =
+     * the phase's number from 1 and total = the number of phases. The times are estimated from
+     * the sizes and reference rates (docs/train.md, "Start-up"), corrected by how long this
+     * build's earlier phases took against their estimates. Returning non-zero is ignored.
+     */
+    gd_progress_fn startup_progress;
+    void *startup_progress_user;
 } gd_train_options;
 #define GD_TRAIN_OPTIONS_INIT                                                                      \
     {sizeof(gd_train_options), NULL, NULL, 2, {10, 5}, 1024, 128, 0.5, 3e-3, 0.0, 0, 0, 0, NULL, \
-     -1, -1, 0, NULL, 3, 0, 0, NULL, 0, 0, 0.0, NULL, NULL}
+     -1, -1, 0, NULL, 3, 0, 0, NULL, 0, 0, 0.0, NULL, NULL, NULL, NULL}
 void gd_train_options_init(gd_train_options *o);
 
 /* GD_OK if name is a training mode (cpu, all-gpu, zero-copy, cpu-centric, auto), else

@@ -164,6 +164,50 @@ static void regress_gather_sms_param_set_ignored(const gd_dataset_t *ds, gd__tra
     T_EQ_INT(gather_sms_of(ds, &c), fallback);
 }
 
+/* The start-up's progress lines (issue 19, item 1) of one trainer's build. */
+typedef struct {
+    int lines;
+    uint64_t last, total;
+    int bad;
+} startup_seen;
+
+static int on_startup(void *user, const char *stage, uint64_t done, uint64_t total) {
+    startup_seen *s = user;
+    double phase = -1, left = -1;
+    /* "start-up: <what>: about X s (i of n; about Y s to go)", phases numbered in order */
+    const char *about = strstr(stage, ": about "), *to_go = strstr(stage, "; about ");
+    const int parsed = about && to_go && sscanf(about, ": about %lf s", &phase) == 1 &&
+                       sscanf(to_go, "; about %lf s to go)", &left) == 1;
+    if (strncmp(stage, "start-up: ", 10) != 0 || !parsed || phase < 0 || left < phase - 0.05 ||
+        done != s->last + 1 || (s->total && total != s->total) || done > total)
+        s->bad++;
+    fprintf(stderr, "  %s\n", stage);
+    s->lines++;
+    s->last = done;
+    s->total = total;
+    return 0;
+}
+
+static void startup_progress_lines(const gd_dataset_t *ds, gd__train_config c) {
+    const gd__train_mode modes[2] = {GD__TRAIN_ZERO_COPY, GD__TRAIN_ALL_GPU};
+    for (int m = 0; m < 2; m++) {
+        startup_seen seen = {0, 0, 0, 0};
+        c.mode = modes[m];
+        c.gpu_cache_bytes = gd_dataset_num_nodes(ds) * gd_dataset_feature_dim(ds) * 4 / 3;
+        c.graph_cache_bytes = gd_dataset_num_edges(ds);
+        c.startup_progress = on_startup;
+        c.startup_progress_user = &seen;
+        gd__trainer *t = NULL;
+        T_OK(gd__trainer_create(ds, &c, &t));
+        gd__trainer_destroy(t);
+        /* zero-copy: graph, out-degrees, list cache, features, feature cache; all-gpu: graph,
+         * the table's copy. */
+        T_EQ_INT(seen.bad, 0);
+        T_ASSERT(seen.lines >= (m == 0 ? 4 : 2));
+        T_EQ_U64(seen.last, seen.total);
+    }
+}
+
 int main(void) {
     const uint64_t seed = t_seed();
     gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
@@ -180,6 +224,7 @@ int main(void) {
     }
 
     gd__train_config c = base_config(seed);
+    startup_progress_lines(ds, c);
     const curve ref = run(ds, &c, "cpu");
     T_ASSERT(ref.loss[1] < ref.loss[0]);
 

@@ -381,6 +381,16 @@ static int train_failed(const char *what, gd_status st) {
 }
 
 /*
+ * The start-up's progress line: what the trainer's build is doing and about how long it and the
+ * rest will take (gd_train_options.startup_progress), one line on stderr per long phase.
+ */
+static int startup_line(void *user, const char *stage, uint64_t done, uint64_t total) {
+    (void)user, (void)done, (void)total;
+    if (!cli_quiet()) fprintf(stderr, "  %s\n", stage);
+    return 0;
+}
+
+/*
  * Train one model on ds through the public trainer, printing its description, every epoch and
  * the test accuracies. The MLP baseline keeps no checkpoint (it would replace the model's).
  * Returns 0 or the command's exit code (after printing why).
@@ -400,7 +410,9 @@ static int train_model(const gd_dataset_t *ds, const gd_train_options *o, int64_
     rep.prog.epochs = epochs;
     rep.prog.metrics = metrics;
     rep.metrics = metrics;
-    gd_status st = gd_trainer_create(ds, o, &tr);
+    gd_train_options to = *o;
+    to.startup_progress = startup_line;
+    gd_status st = gd_trainer_create(ds, &to, &tr);
     if (st != GD_OK) return train_failed("creating the trainer", st);
     if ((st = gd_trainer_get_info(tr, &info)) != GD_OK ||
         (st = gd_model_get_info(info.model, &mi)) != GD_OK) {

@@ -282,6 +282,7 @@ static void start_pinning(gd__datapath *d) {
         d->cfg.world > 1)
         return;
     /* Without a thread the features are registered in turn, as before. */
+    d->pin_t0 = gd__now();
     d->pin_running = pthread_create(&d->pin_thread, NULL, pin_main, d) == 0;
 }
 
@@ -310,9 +311,95 @@ fail:
 }
 #endif
 
+/*
+ * Reference rates of the start-up's long phases, measured on the H100 on papers (111M nodes,
+ * 1.62G edges, 53 GiB of features; docs/train.md, "Start-up"; bench/results/2026-11-26-s7,
+ * call 5, and the f85a381 runs): the progress line's estimates start from them, and are then
+ * scaled by how long this build's phases took against their estimates.
+ */
+#define REF_PINNED_GBS 16.0    /* the graph's lists registered in place: 7.4 GB in 0.45 s */
+#define REF_COPY_GBS 8.2       /* a host array copied into GPU memory: 57 GB in 6.95 s */
+#define REF_REGISTER_GBS 22.0  /* the feature table registered (22-28 GB/s) */
+#define REF_DEGREES_GPU 0.45e9 /* out-degree increments a second on the GPU: 1.62G in 3.63 s */
+#define REF_LISTS 82e6         /* lists ranked, slotted and packed a second: 111M in 1.35 s */
+#define REF_CACHE_GBS 20.0     /* the feature cache filled: 16 GiB in 0.79 s */
+
+static double view_bytes(const gd_dataset_t *ds, gd_array_id id) {
+    gd_array_view v;
+    if (gd_dataset_array(ds, id, &v) != GD_OK) {
+        gd_clear_error();
+        return 0;
+    }
+    return (double)v.shape[0] * (double)(v.ndim == 2 ? v.shape[1] : 1) *
+           (double)gd_dtype_size(v.dtype);
+}
+
+/* Each long phase's estimate at the reference rates, from the plan (0: the phase is skipped). */
+static void startup_estimates(gd__datapath *d) {
+    const double graph = view_bytes(d->ds, GD_ARRAY_INDPTR) + view_bytes(d->ds, GD_ARRAY_INDICES);
+    const double table = view_bytes(d->ds, GD_ARRAY_FEATURES);
+    memset(d->phase_est, 0, sizeof d->phase_est);
+    d->phase_now = -1;
+    if (d->cuda_sampler) {
+        const int pinned = d->plan.indices == GD_PLACE_PINNED;
+        d->phase_est[GD__STARTUP_GRAPH] = graph / 1e9 / (pinned ? REF_PINNED_GBS : REF_COPY_GBS);
+        if (pinned && d->plan.graph_cache_bytes > 0) {
+            d->phase_est[GD__STARTUP_DEGREES] = (double)gd_dataset_num_edges(d->ds) / REF_DEGREES_GPU;
+            d->phase_est[GD__STARTUP_LISTS] = (double)d->num_nodes / REF_LISTS;
+        }
+    }
+    if (d->mode == GD__TRAIN_ALL_GPU) {
+        d->phase_est[GD__STARTUP_CACHES] = table / 1e9 / REF_COPY_GBS;
+    } else if (d->mode == GD__TRAIN_ZERO_COPY && !d->plan.features_on_disk) {
+        d->phase_est[GD__STARTUP_FEATURES] = table / 1e9 / REF_REGISTER_GBS;
+        const double cache = d->plan.feature_cache_bytes > 0 ? (double)d->plan.feature_cache_bytes
+                             : d->plan.budget > 0           ? (double)d->plan.budget
+                                                            : 0;
+        d->phase_est[GD__STARTUP_CACHES] = (cache < table ? cache : table) / 1e9 / REF_CACHE_GBS;
+    }
+}
+
+/* The phase under way (if any) ended now: its estimate and its time correct the rest. */
+static void startup_phase_end(gd__datapath *d, double now) {
+    if (d->phase_now < 0) return;
+    d->est_done += d->phase_est[d->phase_now];
+    d->took_done += now - d->phase_t;
+    d->phase_now = -1;
+}
+
+/*
+ * Start-up: long phase `phase` begins; the caller's progress line says what it does and about
+ * how long it and the rest of the start-up will take (est_s < 0: the phase's reference
+ * estimate). A phase estimated at nothing is not announced.
+ */
+static void startup_say(gd__datapath *d, int phase, const char *doing, double est_s) {
+    const double now = gd__now();
+    startup_phase_end(d, now);
+    if (est_s >= 0) d->phase_est[phase] = est_s;
+    d->phase_now = phase;
+    d->phase_t = now;
+    if (!d->cfg.startup_progress || d->phase_est[phase] <= 0) return;
+    double k = d->est_done > 0.05 ? d->took_done / d->est_done : 1;
+    k = k < 0.25 ? 0.25 : k > 4 ? 4 : k;
+    double left = 0;
+    int count = 0, number = 0;
+    for (int i = 0; i < GD__STARTUP_PHASES; i++) {
+        if (d->phase_est[i] <= 0 && i != phase) continue;
+        count++;
+        if (i == phase) number = count;
+        if (i >= phase) left += d->phase_est[i];
+    }
+    char line[400];
+    snprintf(line, sizeof line, "start-up: %s: about %.1f s (%d of %d; about %.1f s to go)",
+             doing, k * d->phase_est[phase], number, count, k * left);
+    (void)d->cfg.startup_progress(d->cfg.startup_progress_user, line, (uint64_t)number,
+                                  (uint64_t)count);
+}
+
 /* Start-up: the phase under way ended; its time goes to d->startup and the info log. */
 static void startup_mark(gd__datapath *d, const char *what) {
     const double now = gd__now();
+    startup_phase_end(d, now);
     const size_t used = strlen(d->startup);
     snprintf(d->startup + used, sizeof d->startup - used, "%s%s %.2f s", used ? ", " : "", what,
              now - d->startup_t);
@@ -631,6 +718,10 @@ static gd_status place_graph_as(gd__datapath *d, int copy) {
     d->graph = NULL;
     /* The graph without its list cache first: placed, its indices are what the GPU counts the
      * out-degrees over, by which the cache is then ranked. */
+    startup_say(d, GD__STARTUP_GRAPH,
+                d->plan.indices == GD_PLACE_PINNED ? "registering the graph's lists in place"
+                                                   : "copying the graph to GPU memory",
+                -1);
     GD_CHECK(gd_graph_create_from_dataset(d->ds, &o, &d->graph));
     startup_mark(d, "graph placed");
     start_pinning(d);
@@ -638,7 +729,13 @@ static gd_status place_graph_as(gd__datapath *d, int copy) {
         const int64_t *scores = NULL;
         gd_array_view ip;
         GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDPTR, &ip));
+        if (!d->out_degrees)
+            startup_say(d, GD__STARTUP_DEGREES,
+                        d->graph->d_indices ? "counting out-degrees on the GPU"
+                                            : "counting out-degrees on the CPU",
+                        -1);
         GD_CHECK(out_degree_scores(d, &scores));
+        startup_say(d, GD__STARTUP_LISTS, "ranking and packing the neighbour-list cache", -1);
         GD_CHECK(gd__graph_build_cache(d->graph, ip.data, cache, scores));
         startup_mark(d, "list cache");
     }
@@ -851,6 +948,7 @@ gd_status gd__datapath_create(const gd_dataset_t *ds, const gd__data_config *cfg
     GD_CHECK(gd_graph_get_info(d->graph, &gi));
     d->max_degree = gi.max_degree;
     startup_mark(d, "plan");
+    startup_estimates(d);
 
     /* The graph where the sampler reads it, the sampler and the minibatch buffers. */
     if (d->cuda_sampler) GD_CHECK(place_graph(d)); /* marks its phases */
@@ -889,13 +987,23 @@ gd_status gd__datapath_place_features(gd__datapath *d) {
     /* Since the data path's build: the trainer's model, optimiser and communicator. */
     if (gd__now() - d->startup_t >= 0.01) startup_mark(d, "model and ranks");
     d->startup_t = gd__now();
-    if (d->pin_running)
-        GD_CHECK(join_pinning(d)); /* the wait for the registration beside the graph's */
-    else
+    if (d->pin_running) {
+        /* The wait for the registration beside the graph's: what its estimate leaves. */
+        const double wait = d->phase_est[GD__STARTUP_FEATURES] - (gd__now() - d->pin_t0);
+        startup_say(d, GD__STARTUP_FEATURES, "registering the feature table (beside the graph)",
+                    wait > 0.05 ? wait : 0.05);
+        GD_CHECK(join_pinning(d));
+    } else {
+        startup_say(d, GD__STARTUP_FEATURES, "registering the feature table", -1);
         GD_CHECK(place_features(d));
+    }
     startup_mark(d, d->mode == GD__TRAIN_ZERO_COPY && !d->plan.features_on_disk
                         ? "features registered"
                         : "features");
+    startup_say(d, GD__STARTUP_CACHES,
+                d->mode == GD__TRAIN_ALL_GPU ? "copying the feature table to GPU memory"
+                                             : "filling the feature cache",
+                -1);
     GD_CHECK(make_gatherer(d));
     startup_mark(d, d->mode == GD__TRAIN_ALL_GPU ? "features copied to the GPU"
                     : d->plan.features_on_disk   ? "disk tier"

@@ -71,6 +71,8 @@ typedef struct {
     /* GPU bytes of the model the client adds, for the plan (NULL: none). */
     int64_t (*model_bytes)(void *user, int64_t max_degree, int64_t max_input_nodes);
     void *model_user;
+    gd_progress_fn startup_progress; /* the start-up's progress line (NULL: none) */
+    void *startup_progress_user;
 } gd__data_config;
 
 /*
@@ -99,12 +101,31 @@ typedef struct {
     double best_uniform_s; /* the fastest uniform epoch so far (0: none yet) */
 } gd__locality_auto;
 
+/* The long phases of a build that the start-up's progress line names (datapath.c). */
+enum {
+    GD__STARTUP_GRAPH,
+    GD__STARTUP_DEGREES,
+    GD__STARTUP_LISTS,
+    GD__STARTUP_FEATURES,
+    GD__STARTUP_CACHES,
+    GD__STARTUP_PHASES
+};
+
 typedef struct {
     gd__data_config cfg;
     gd__plan plan;
     char startup[256]; /* where the build's time went: "graph 1.20 s, features 0.31 s, ..." */
     int64_t *out_degrees; /* during the build: every node's out-degree (the caches' scores) */
     double startup_t;  /* when the phase under way began */
+    /*
+     * The start-up's progress line (startup_say): each long phase's estimate in seconds at
+     * reference rates, which of them have begun, and the estimates and the time of those done
+     * (the correction for this machine).
+     */
+    double phase_est[GD__STARTUP_PHASES];
+    int phase_now; /* the phase under way (-1: none yet) */
+    double est_done, took_done, phase_t;
+    double pin_t0; /* when the registering thread started */
     gd_context_t *context;
     gd__train_mode mode;
     const gd_dataset_t *ds;

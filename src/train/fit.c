@@ -119,6 +119,8 @@ static gd_status train_config(const gd_train_options *o, gd_trainer_t *t, gd__tr
     c->placement = o->placement;
     c->locality = o->locality;
     c->relation_fanouts = o->relation_fanouts;
+    c->startup_progress = o->startup_progress;
+    c->startup_progress_user = o->startup_progress_user;
     {
         gd__host_gather h;
         GD_CHECK(gd__host_gather_parse(o->host_gather, &h));

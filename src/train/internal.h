@@ -105,6 +105,8 @@ typedef struct {
     gd__train_progress_fn progress;
     void *progress_user;
     int64_t report_every; /* minibatches between progress calls (0: 20) */
+    gd_progress_fn startup_progress; /* gd_train_options' */
+    void *startup_progress_user;
 } gd__train_config;
 #define GD__TRAIN_CONFIG_INIT                                                                      \
     {.num_layers = 2,                                                                              \
