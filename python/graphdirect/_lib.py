@@ -266,7 +266,8 @@ class TrainOptions(_Sized):  # gd_train_options, GD_TRAIN_OPTIONS_INIT
                 ("gpu_mem_budget", c_int64), ("gather_sms", c_char_p), ("depth", c_int),
                 ("mlp", c_int), ("host_mem_budget", c_int64), ("placement", c_char_p),
                 ("locality", c_int), ("heads", c_int), ("attn_dropout", c_double),
-                ("relation_fanouts", c_char_p), ("host_gather", c_char_p)]
+                ("relation_fanouts", c_char_p), ("host_gather", c_char_p),
+                ("startup_progress", c_void_p), ("startup_progress_user", c_void_p)]
     _init_ = "gd_train_options_init"
 
 
