@@ -11,6 +11,7 @@
 #include "core/hostmem.h"
 #include "core/peers.h"
 #include "feature/disk_rows.h"
+#include "core/hugepages.h"
 #include "feature/host_gather.h"
 #include "feature/internal.h" /* the gatherer's host_gather switch and probe */
 #include "feature/widen.h"
@@ -560,6 +561,31 @@ fail:
 }
 #endif
 
+/*
+ * zero-copy with a table in anonymous memory (not a file's pages): how much of it 2 MiB pages
+ * back (core/hugepages.h), in the plan, since zero-copy loads over a large table are bound by
+ * address translation.
+ */
+static gd_status say_huge_pages(gd__datapath *d) {
+    const size_t used = strlen(d->plan.text);
+    const size_t bytes = (size_t)(d->num_nodes * gd_host_tensor_row_bytes(d->features));
+    const int64_t huge = gd__huge_bytes(gd_host_tensor_data(d->features), bytes);
+    const char *asked = NULL;
+    char thp[32], a[32], b[32];
+    gd_status st = gd_param_get("GD_HUGEPAGES", &asked);
+    if (st != GD_OK) return st;
+    gd__thp_mode(thp, sizeof thp);
+    if (huge < 0) {
+        snprintf(d->plan.text + used, sizeof d->plan.text - used, ", 2 MiB pages unknown");
+        return GD_OK;
+    }
+    snprintf(d->plan.text + used, sizeof d->plan.text - used,
+             ", 2 MiB pages on %s of %s (THP %s, GD_HUGEPAGES %s)",
+             gd__plan_gib(huge, a, sizeof a), gd__plan_gib((int64_t)bytes, b, sizeof b), thp,
+             asked);
+    return GD_OK;
+}
+
 /* The gatherer of the mode; zero-copy sizes its cache from what the budget leaves. */
 static gd_status make_gatherer(gd__datapath *d) {
     gd_status st = GD_OK;
@@ -627,6 +653,7 @@ static gd_status make_gatherer(gd__datapath *d) {
                  copied ? "pinned as a copy"
                  : d->features_shared ? "pinned in place (the file's pages, shared)"
                                       : "pinned in place");
+        if (!d->features_shared) GD_CHECK(say_huge_pages(d));
     }
 #ifdef GD_WITH_CUDA
     if (go.host_gather) GD_CHECK(choose_host_gather(d));
