@@ -44,7 +44,6 @@ On the GPU machine (one H100), after building:
 On the CPU, small (what CTest's py_pyg_accuracy runs): --quick --device cpu.
 """
 import argparse
-import copy
 import ctypes
 import json
 import math
@@ -81,10 +80,10 @@ CORA_SPLIT_SEED = 20260105  # tests/test_train_cora.c's SPLIT_SEED
 # The settings of each target, full size (the device run) and --quick (the CPU test).
 CORA = {"epochs": 30, "batch": 256, "fanouts": [10, 10], "hidden": 16, "heads": 4,
         "dropout": 0.5, "attn_dropout": 0.0, "lr": 0.005, "weight_decay": 5e-4}
-IGBH = {"preset": "igbh-tiny", "nodes": 100000, "epochs": 8, "batch": 1024,
+IGBH = {"preset": "igbh-tiny", "nodes": 100000, "epochs": 6, "batch": 1024,
         "fanouts": [10, 5], "hidden": 128, "dropout": 0.5, "lr": 0.001, "weight_decay": 0.0}
 QUICK_CORA = dict(CORA, epochs=6)
-QUICK_IGBH = dict(IGBH, nodes=0, epochs=3, batch=256)
+QUICK_IGBH = dict(IGBH, nodes=0, epochs=5, batch=256)
 
 
 def log(msg):
@@ -228,6 +227,11 @@ class TypedSampler:
                     per.append(np.ctypeslib.as_array(ptr, (n.value,)).copy() if n.value
                                else np.zeros(0, np.int64))
                 nodes.append(per)
+            # The seeds are the first nodes of the target type in every layer, and all of the
+            # last layer's (where a layer's nodes of a type are a prefix of the layer below's).
+            if not any(np.array_equal(nodes[self.L][t], seeds) for t in range(self.T)):
+                raise RuntimeError("epoch %d, minibatch %d: the typed sampler's seeds differ "
+                                   "from gd_seed_batches' order" % (epoch, b))
             blocks = []
             for l in range(self.L):
                 per = []
@@ -527,10 +531,11 @@ def pyg_igbh_run(path, clib, s, dev):
             full[(a, rel, b)] = torch.from_numpy(
                 np.stack([full_ei[0][m] - off[a], full_ei[1][m] - off[b]])).to(dev)
         counts = {t["name"]: t["count"] for t in types}
+        classes = ds.num_classes
     x_full = {t: tables[t] if t in tables else torch.zeros(counts[t], 1, device=dev)
               for t in names}
     L = len(s["fanouts"])
-    model = RSAGE(names, ets, target, widths, s["hidden"], int(labels.max()) + 1, L,
+    model = RSAGE(names, ets, target, widths, s["hidden"], classes, L,
                   s["dropout"]).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=s["lr"], weight_decay=s["weight_decay"])
     sampler = TypedSampler(clib, path, s["fanouts"], s["batch"], s["seed"], names)
