@@ -296,7 +296,7 @@ def graphdirect_run(ds, s, model_kw, mode, device):
     with graphdirect.Trainer(ds, mode=mode, fanouts=s["fanouts"], batch_size=s["batch"],
                              hidden=s["hidden"], dropout=s["dropout"], lr=s["lr"],
                              weight_decay=s["weight_decay"], seed=s["seed"], device=device,
-                             **model_kw) as t:
+                             threads=s["threads"], **model_kw) as t:
         info = t.info
         for e in range(1, s["epochs"] + 1):
             t0 = time.perf_counter()
@@ -395,7 +395,8 @@ def pyg_cora_run(ds, s, dev, loader_mode, gpu):
     opt = torch.optim.Adam(model.parameters(), lr=s["lr"], weight_decay=s["weight_decay"])
     hist, train_s = [], 0.0
     with graphdirect.Loader(ds, fanouts=s["fanouts"], batch_size=s["batch"], mode=loader_mode,
-                            shuffle=True, seed=s["seed"], device=gpu, split="train") as loader:
+                            shuffle=True, seed=s["seed"], device=gpu, split="train",
+                            threads=s["threads"]) as loader:
         for e in range(s["epochs"]):
             t0 = time.perf_counter()
             model.train()
@@ -433,7 +434,7 @@ def run_cora(args, clib, cli, dev, tmp, settings):
             # PyG drops a graph's own self edges before adding one per node; ours keeps them.
             log("cora: note: %d self edges, which the two models treat differently" % loops)
         for seed in args.seeds:
-            s = dict(settings, seed=seed)
+            s = dict(settings, seed=seed, threads=args.threads)
             hist, gd_s, mode = graphdirect_run(ds, s, {"model": "gat", "heads": s["heads"],
                                                        "attn_dropout": s["attn_dropout"]},
                                                args.mode, args.gpu)
@@ -538,7 +539,8 @@ def pyg_igbh_run(path, clib, s, dev):
     model = RSAGE(names, ets, target, widths, s["hidden"], classes, L,
                   s["dropout"]).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=s["lr"], weight_decay=s["weight_decay"])
-    sampler = TypedSampler(clib, path, s["fanouts"], s["batch"], s["seed"], names)
+    sampler = TypedSampler(clib, path, s["fanouts"], s["batch"], s["seed"], names,
+                           s["threads"])
     hist, train_s = [], 0.0
     try:
         for e in range(s["epochs"]):
@@ -588,7 +590,7 @@ def run_igbh(args, clib, dev, tmp, settings):
     log("igbh: %s; R-SAGE, %s" % (desc, json.dumps(settings)))
     gd_runs, pyg_runs = [], []
     for seed in args.seeds:
-        s = dict(settings, seed=seed)
+        s = dict(settings, seed=seed, threads=args.threads)
         with graphdirect.Dataset(path) as ds:
             hist, gd_s, mode = graphdirect_run(ds, s, {"model": "rsage"}, args.mode, args.gpu)
         e, v, t = best_valid(hist)
@@ -619,16 +621,24 @@ def main(argv=None):
     p.add_argument("--gpu", type=int, default=0)
     p.add_argument("--seeds", default="1,2,3,4,5", help="training seeds, comma-separated")
     p.add_argument("--only", choices=["cora", "igbh"], help="run one target")
-    p.add_argument("--cora", default=os.path.join(ROOT, "..", "shared", "data", "cora"),
-                   help="the OGB raw Cora folder (default ../shared/data/cora)")
+    p.add_argument("--cora", help="the OGB raw Cora folder (default: ../shared/data/cora, "
+                                  "else .data/cora, the device's carried copy)")
     p.add_argument("--igbh-nodes", type=int, help="nodes of the IGBH-shaped preset "
                                                   "(default 100000; --quick: igbh-tiny's 10000)")
     p.add_argument("--epochs", type=int, help="override both targets' epochs")
     p.add_argument("--quick", action="store_true",
                    help="small settings for a CPU test: fewer epochs, igbh-tiny, batch 256")
+    p.add_argument("--threads", type=int, default=0,
+                   help="CPU threads of torch and of graphdirect's CPU sampler, gather and ops "
+                        "(default 0: each library's own default)")
     p.add_argument("--tolerance", type=float, default=1.0, help="points of accuracy")
     p.add_argument("--json", help="also write the record here")
     args = p.parse_args(argv)
+    if args.cora is None:
+        found = [d for d in (os.path.join(ROOT, "..", "shared", "data", "cora"),
+                             os.path.join(ROOT, ".data", "cora"))
+                 if os.path.isdir(os.path.join(d, "raw"))]
+        args.cora = found[0] if found else os.path.join(ROOT, "..", "shared", "data", "cora")
     args.seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
     if not args.seeds:
         p.error("--seeds names no seed")
@@ -654,6 +664,8 @@ def main(argv=None):
     if args.epochs:
         cora["epochs"] = igbh["epochs"] = args.epochs
 
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     clib = CLib()
     record = {"benchmark": "pyg_accuracy",
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
