@@ -291,7 +291,7 @@ def best_valid(history):
 
 def graphdirect_run(ds, s, model_kw, mode, device):
     """graphdirect.Trainer for s["epochs"] epochs; the full-neighbour valid and test accuracy
-    after every epoch. Returns (history, seconds of training)."""
+    after every epoch. Returns (history, seconds in fit, the mode the trainer resolved)."""
     hist, train_s = [], 0.0
     with graphdirect.Trainer(ds, mode=mode, fanouts=s["fanouts"], batch_size=s["batch"],
                              hidden=s["hidden"], dropout=s["dropout"], lr=s["lr"],
