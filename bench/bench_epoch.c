@@ -11,7 +11,8 @@
  *
  * A mode may carry a GPU memory budget, "zero-copy@16G", to stand for a smaller GPU, and a
  * zero-copy run the way its host rows come, "zero-copy@16G:host=cpu" (issue 16: zero-copy loads,
- * CPU gather + DMA, or auto's probe); every zero-copy run is printed as a ratio to the all-gpu
+ * CPU gather + DMA, both at once with host=split, the CPU's fraction from the probe or given
+ * with ":split=0.6", or auto's probe); every zero-copy run is printed as a ratio to the all-gpu
  * epoch. The cpu
  * mode trains on the CPU, which takes minutes per epoch on the large presets: it is timed over
  * --cpu-batches minibatches and its epoch time is projected from them (marked "projected" in
@@ -26,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_RUNS = 8 };
+enum { MAX_RUNS = 12 };
 
 typedef struct {
     char label[64];
@@ -36,7 +37,7 @@ typedef struct {
     double cache_frac;   /* or a fraction of the feature table (>= 0), else -1 */
     int64_t graph_cache; /* neighbour-list cache bytes (-1: the bench's --graph-cache) */
     char sms[16];        /* gather SM budget ("": the bench's --gather-sms) */
-    char host[16];       /* zero-copy's host gather ("": the bench's --host-gather) */
+    char host[32];       /* zero-copy's host gather ("": the bench's --host-gather) */
 } run_spec;
 
 typedef struct {
@@ -72,9 +73,10 @@ static void help(void) {
            "  --nodes N          scale the preset to N nodes\n"
            "  --modes LIST       runs, in order (default all-gpu,zero-copy,cpu-centric); a run is\n"
            "                     MODE[:budget=SIZE][:cache=SIZE|N%%][:graph=SIZE][:sms=N|N%%]\n"
-           "                     [:host=zero-copy|cpu|auto] (GPU memory budget, feature cache,\n"
-           "                     neighbour-list cache, gather SMs, zero-copy's host gather);\n"
-           "                     MODE@SIZE is MODE:budget=SIZE\n"
+           "                     [:host=zero-copy|cpu|split|auto][:split=F] (GPU memory budget,\n"
+           "                     feature cache, neighbour-list cache, gather SMs, zero-copy's\n"
+           "                     host gather; split=F: host=split with the CPU's fraction F of\n"
+           "                     the host rows, else the probe's); MODE@SIZE is MODE:budget=SIZE\n"
            "  --fanouts LIST     neighbours per hop (default 15,10,5: three layers)\n"
            "  --batch B          seeds per minibatch (default 1024)\n"
            "  --hidden H         hidden width (default 256)\n"
@@ -85,7 +87,8 @@ static void help(void) {
            "  --graph-cache SIZE zero-copy neighbour-list cache (default: a quarter of what the\n"
            "                     budget leaves)\n"
            "  --gather-sms N     SMs of the gather kernel, N or N%% (default: all)\n"
-           "  --host-gather H    zero-copy runs without host=: zero-copy (default), cpu, auto\n"
+           "  --host-gather H    zero-copy runs without host=: zero-copy (default), cpu, split,\n"
+           "                     split=F, auto\n"
            "  --dtype T          the generated features: float32 (default), float16, bfloat16\n"
            "  --depth D          pipeline ring depth (default 3)\n"
            "  --warmup N         minibatches of the warm-up epoch (default 20)\n"
@@ -102,7 +105,8 @@ static void help(void) {
 /*
  * A run: MODE[:key=value]...; keys: budget=SIZE (GPU memory budget), cache=SIZE or N%
  * (feature cache, N % of the feature table), graph=SIZE (neighbour-list cache), sms=N or N%
- * (gather SM budget). "zero-copy@16G" is short for "zero-copy:budget=16G".
+ * (gather SM budget), host=WAY (zero-copy's host rows), split=F (host=split with the CPU's
+ * fraction F). "zero-copy@16G" is short for "zero-copy:budget=16G".
  */
 static int parse_run(char *tok, run_spec *r) {
     snprintf(r->label, sizeof r->label, "%s", tok);
@@ -148,8 +152,14 @@ static int parse_run(char *tok, run_spec *r) {
         } else if (strcmp(kv, "sms") == 0) {
             snprintf(r->sms, sizeof r->sms, "%s", val);
         } else if (strcmp(kv, "host") == 0) {
-            if (strcmp(val, "zero-copy") && strcmp(val, "cpu") && strcmp(val, "auto")) goto bad;
-            snprintf(r->host, sizeof r->host, "%s", val);
+            if (!cli_host_gather_ok(val) || (r->host[0] && strcmp(val, "split"))) goto bad;
+            if (!r->host[0]) snprintf(r->host, sizeof r->host, "%s", val);
+        } else if (strcmp(kv, "split") == 0) {
+            /* split=F: host=split with that fraction; host= may name split too, not another. */
+            char way[32];
+            snprintf(way, sizeof way, "split=%s", val);
+            if (!cli_host_gather_ok(way) || (r->host[0] && strcmp(r->host, "split"))) goto bad;
+            snprintf(r->host, sizeof r->host, "%s", way);
         } else {
             goto bad;
         }
@@ -163,7 +173,7 @@ static int parse_run(char *tok, run_spec *r) {
     return 0;
 bad:
     bench_error("--modes: '%s' is not a run: MODE[:budget=SIZE][:cache=SIZE|N%%][:graph=SIZE]"
-                "[:sms=N|N%%][:host=zero-copy|cpu|auto]",
+                "[:sms=N|N%%][:host=zero-copy|cpu|split|auto][:split=F]",
                 r->label);
     return -1;
 }
@@ -216,8 +226,11 @@ static int own_option(void *self, int c, const char *arg) {
         b->gather_sms = arg;
         break;
     case 'X':
-        if (strcmp(arg, "zero-copy") && strcmp(arg, "cpu") && strcmp(arg, "auto"))
-            return cli_usage_error(cmd, "--host-gather '%s' is none of zero-copy, cpu, auto", arg);
+        if (!cli_host_gather_ok(arg))
+            return cli_usage_error(cmd,
+                                   "--host-gather '%s' is none of zero-copy, cpu, split, "
+                                   "split=F (F in [0, 1]), auto",
+                                   arg);
         b->host_gather = arg;
         break;
     case 't':

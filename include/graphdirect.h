@@ -1327,9 +1327,12 @@ typedef struct {
      * zero-copy: how the feature rows outside the GPU cache reach the GPU. "zero-copy" (NULL):
      * the gather kernel reads them from pinned host memory. "cpu": the GPU lists them after
      * sampling, CPU threads (`threads`) copy them into pinned staging while the GPU trains the
-     * previous minibatch, and one copy moves them. "auto": a probe of both on the table at
-     * start-up picks the faster, and the plan says which and at what rates. The minibatches
-     * are the same either way. Other modes ignore it.
+     * previous minibatch, and one copy moves them. "split" or "split=F": both at once, CPU
+     * threads copying the fraction F of them (F in [0, 1]; without "=F": GD_HOST_SPLIT, else
+     * cpu / (cpu + zero-copy) of a start-up probe's rates) while the gather kernel reads the
+     * rest from pinned memory. "auto": a probe of the three on the table at start-up picks
+     * the fastest, and the plan says which and at what rates. The minibatches are the same
+     * every way. Other modes ignore it.
      */
     const char *host_gather;
     /*

@@ -82,11 +82,16 @@ expect_rc 2 "$cli" bench epoch --modes auto
 expect_rc 2 "$cli" bench epoch --modes zero-copy@16G:host=dma
 grep -q "host=dma" "$tmp/err" || fail "bad host= of a bench epoch run not named"
 expect_rc 2 "$cli" bench epoch --host-gather gpu
-grep -q "zero-copy, cpu, auto" "$tmp/err" || fail "bad bench epoch --host-gather message"
+grep -q "zero-copy, cpu, split" "$tmp/err" || fail "bad bench epoch --host-gather message"
+expect_rc 2 "$cli" bench epoch --host-gather split=1.5
+expect_rc 2 "$cli" bench epoch --modes zero-copy:host=cpu:split=0.5
+grep -q "host=cpu:split=0.5" "$tmp/err" || fail "split= beside host=cpu not refused"
+expect_rc 2 "$cli" bench epoch --modes zero-copy:split=2
+grep -q "split=2" "$tmp/err" || fail "bad split= of a bench epoch run not named"
 modes=cpu
 if "$cli" info --params 2>/dev/null | grep -q "built with CUDA" && \
    ! "$cli" info --params 2>/dev/null | grep -q "GPUs: none visible"; then
-    modes=cpu,all-gpu,zero-copy,zero-copy:cache=0:graph=0:sms=8,zero-copy:cache=25%:host=cpu,zero-copy:host=auto,cpu-centric
+    modes=cpu,all-gpu,zero-copy,zero-copy:cache=0:graph=0:sms=8,zero-copy:cache=25%:host=cpu,zero-copy:cache=25%:host=split:split=0.5,zero-copy:host=split,zero-copy:host=auto,cpu-centric
 fi
 expect_rc 0 "$cli" bench epoch --preset tiny --modes "$modes" --warmup 2 --cpu-batches 2 \
     --hidden 32 --json "$tmp/epoch.json" --commit smoke-test

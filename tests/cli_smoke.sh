@@ -30,7 +30,9 @@ expect_rc 2 "$cli" convert
 expect_rc 2 "$cli" train --placement everywhere
 grep -q "replicate, partition" "$tmp/err" || fail "bad --placement message"
 expect_rc 2 "$cli" train --host-gather dma
-grep -q "zero-copy, cpu, auto" "$tmp/err" || fail "bad --host-gather message"
+grep -q "zero-copy, cpu, split" "$tmp/err" || fail "bad --host-gather message"
+expect_rc 2 "$cli" train --host-gather split=-1
+grep -q "split=-1" "$tmp/err" || fail "bad --host-gather split= not named"
 expect_rc 2 "$cli" train --locality 1
 grep -q "factor from 2" "$tmp/err" || fail "bad --locality message"
 expect_rc 1 "$cli" train --preset tiny --mode cpu --epochs 1 --locality 4

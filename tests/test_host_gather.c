@@ -1,18 +1,22 @@
 /*
- * Host rows of a zero-copy gather by CPU gather + one DMA (src/feature/host_gather.h, issue 16).
- * CPU: the names of the choice and their refusal; the CPU reference of the GPU's host-row list
- * against the rule it states, on fresh random location maps (host, cache, GPU and peer rows,
- * ids out of range, duplicates); the whole flow run on the CPU (list, CPU gather into staging,
- * each row placed from its staging slot or its cache slot) equals the direct gather bit for bit;
- * auto's rule; the gatherer, trainer and loader refuse bad values. GPU (exits 77 without one):
+ * Host rows of a zero-copy gather by CPU gather + one DMA, or split between that and zero-copy
+ * loads (src/feature/host_gather.h, issue 16).
+ * CPU: the names of the choice (split=F too) and their refusal, GD_HOST_SPLIT, the fixed-point
+ * share; the CPU references of the GPU's host-row lists against the rule they state, on fresh
+ * random location maps (host, cache, GPU and peer rows, ids out of range, duplicates) and
+ * random shares; the whole flow run on the CPU (list, CPU gather into staging, each row placed
+ * from its staging slot, the table or its cache slot) equals the direct gather bit for bit, for
+ * the CPU way and for splits; auto's and split's rules; the gatherer, trainer and loader refuse
+ * bad values. GPU (exits 77 without one):
  * zerocopy gatherers with host_gather over tables of several row widths and caches (none, a
  * third, every row), ids sorted or not, on the host or the device, with duplicates, outputs
  * poisoned and misaligned, rows wide enough that the staging fills in several chunks: the output
  * equals the CPU reference, the GPU's list and staging slots
- * equal gd__host_rows_list_cpu, the same gatherer switched to zero-copy loads writes the same
- * bytes, two gathers queued back to back on one stream both land (the staging is not reused
- * early), a bad device id is reported and not listed, and the start-up probe measures both ways
- * and leaves the gatherer as it was.
+ * equal gd__host_rows_list_cpu, the same gatherer switched to zero-copy loads and to splits
+ * (CPU fractions 0, 1 and random) writes the same bytes with the list of
+ * gd__host_rows_split_cpu, two gathers queued back to back on one stream both land (the staging
+ * is not reused early), for the CPU way and for split, a bad device id is reported and not
+ * listed, and the start-up probe measures the three ways and leaves the gatherer as it was.
  */
 #include "feature/internal.h"
 #include "test.h"
@@ -23,18 +27,67 @@
 
 static void check_names(void) {
     gd__host_gather h = GD__HOST_GATHER_CPU;
-    T_OK(gd__host_gather_parse(NULL, &h));
+    double f = 7;
+    T_OK(gd__host_gather_parse(NULL, &h, &f));
     T_EQ_INT(h, GD__HOST_GATHER_ZEROCOPY);
+    T_ASSERT(f == -1);
     for (int i = 0; i < GD__HOST_GATHER_COUNT; i++) {
-        T_OK(gd__host_gather_parse(gd__host_gather_name((gd__host_gather)i), &h));
+        T_OK(gd__host_gather_parse(gd__host_gather_name((gd__host_gather)i), &h, &f));
         T_EQ_INT(h, i);
+        T_ASSERT(f == -1);
     }
     T_EQ_STR(gd__host_gather_name(GD__HOST_GATHER_ZEROCOPY), "zero-copy");
     T_EQ_STR(gd__host_gather_name(GD__HOST_GATHER_CPU), "cpu");
     T_EQ_STR(gd__host_gather_name(GD__HOST_GATHER_AUTO), "auto");
+    T_EQ_STR(gd__host_gather_name(GD__HOST_GATHER_SPLIT), "split");
     T_ASSERT(gd__host_gather_name(GD__HOST_GATHER_COUNT) == NULL);
-    T_FAILS(gd__host_gather_parse("zerocopy", &h), GD_ERR_INVALID_ARG, "zero-copy");
-    T_FAILS(gd__host_gather_parse("", &h), GD_ERR_INVALID_ARG, "auto");
+    T_FAILS(gd__host_gather_parse("zerocopy", &h, &f), GD_ERR_INVALID_ARG, "zero-copy");
+    T_FAILS(gd__host_gather_parse("", &h, &f), GD_ERR_INVALID_ARG, "auto");
+    /* split=F names the CPU's fraction; the fraction is optional to read. */
+    T_OK(gd__host_gather_parse("split=0.6", &h, &f));
+    T_EQ_INT(h, GD__HOST_GATHER_SPLIT);
+    T_ASSERT(f == 0.6);
+    T_OK(gd__host_gather_parse("split=0", &h, NULL));
+    T_EQ_INT(h, GD__HOST_GATHER_SPLIT);
+    T_OK(gd__host_gather_parse("split=1", &h, &f));
+    T_ASSERT(f == 1);
+    static const char *const bad[] = {"split=", "split=1.5", "split=-0.1", "split=0.5x",
+                                      "split=nan", "split 0.5", "split=0.5=0.5"};
+    for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++)
+        T_FAILS(gd__host_gather_parse(bad[i], &h, &f), GD_ERR_INVALID_ARG, "split=F");
+    /* GD_HOST_SPLIT: auto (the default) or a fraction. */
+    T_OK(gd_param_set("GD_HOST_SPLIT", "")); /* the default, whatever the environment says */
+    T_OK(gd__host_split_param(&f));
+    T_ASSERT(f == -1);
+    T_OK(gd_param_set("GD_HOST_SPLIT", "0.25"));
+    T_OK(gd__host_split_param(&f));
+    T_ASSERT(f == 0.25);
+    T_OK(gd_param_set("GD_HOST_SPLIT", "most"));
+    T_FAILS(gd__host_split_param(&f), GD_ERR_INVALID_ARG, "GD_HOST_SPLIT");
+    T_OK(gd_param_set("GD_HOST_SPLIT", "auto"));
+    T_OK(gd__host_split_param(&f));
+    T_ASSERT(f == -1);
+    T_OK(gd_param_set("GD_HOST_SPLIT", NULL));
+}
+
+/* The fixed-point share, the same cut on both sides of a split. */
+static void check_share(uint64_t *state) {
+    T_EQ_INT(gd__host_share(0), 0);
+    T_EQ_INT(gd__host_share(-3), 0);
+    T_EQ_INT(gd__host_share(NAN), 0);
+    T_EQ_INT(gd__host_share(1), GD__HOST_SHARE_ONE);
+    T_EQ_INT(gd__host_share(2), GD__HOST_SHARE_ONE);
+    T_EQ_INT(gd__host_share(0.5), GD__HOST_SHARE_ONE / 2);
+    for (int i = 0; i < 1000; i++) {
+        const int64_t m = (int64_t)(t_rand(state) % ((uint64_t)1 << 31));
+        const double f = (double)(t_rand(state) % 1001) / 1000;
+        const int64_t s = gd__host_share_rows(m, gd__host_share(f));
+        T_ASSERT(s >= 0 && s <= m);
+        /* Within a row and the share's rounding of the exact cut. */
+        T_ASSERT(fabs((double)s - f * (double)m) <= 1 + (double)m / GD__HOST_SHARE_ONE);
+        T_EQ_INT(gd__host_share_rows(m, GD__HOST_SHARE_ONE), m);
+        T_EQ_INT(gd__host_share_rows(m, 0), 0);
+    }
 }
 
 /* A random location map: host rows at their own slot, cached, GPU-resident and peer rows. */
@@ -87,6 +140,30 @@ static void check_list_reference(uint64_t *state) {
         T_EQ_INT(m, next);
         /* Counting alone gives the same number. */
         T_EQ_INT(gd__host_rows_list_cpu(map, rows, ids, n, NULL, NULL), m);
+        /* A split stages the last s host positions, in order, and no others. */
+        const int share = (int)(t_rand(state) % (GD__HOST_SHARE_ONE + 1));
+        int64_t *list2 = malloc(8 * (size_t)(n + 1));
+        T_ASSERT(list2);
+        memset(slot, 0x5a, 8 * (size_t)(n + 1));
+        const int64_t s = gd__host_rows_split_cpu(map, rows, ids, n, share, slot, list2);
+        T_EQ_INT(s, gd__host_share_rows(m, share));
+        int64_t rank = 0, staged = 0;
+        for (int64_t r = 0; r < n; r++) {
+            const int in = ids[r] >= 0 && ids[r] < rows;
+            const int host = in && (!map || gd__loc_tier(map[ids[r]]) == GD__TIER_HOST);
+            if (host && rank >= m - s) {
+                T_EQ_INT(slot[r], staged);
+                T_EQ_INT(list2[staged], ids[r]);
+                T_EQ_INT(list[rank], ids[r]); /* the tail of the whole list */
+                staged++;
+            } else {
+                T_EQ_INT(slot[r], -1);
+            }
+            rank += host;
+        }
+        T_EQ_INT(staged, s);
+        T_EQ_INT(gd__host_rows_split_cpu(map, rows, ids, n, share, NULL, NULL), s);
+        free(list2);
         free(loc);
         free(ids);
         free(slot);
@@ -132,6 +209,28 @@ static void check_flow_cpu(uint64_t *state) {
             memcpy(out + i * w, src, (size_t)w);
         }
         T_ASSERT(memcmp(out, want, (size_t)(n * w)) == 0);
+        /*
+         * Splits: the first pass places every unstaged row (a host row from the table, as the
+         * zero-copy loads read it, a cached one from its slot), the second the staged rows.
+         */
+        const int shares[] = {0, GD__HOST_SHARE_ONE, (int)(t_rand(state) % GD__HOST_SHARE_ONE)};
+        for (int k = 0; k < 3; k++) {
+            memset(out, POISON, (size_t)(n * w));
+            memset(staging, POISON, (size_t)(n * w));
+            const int64_t s = gd__host_rows_split_cpu(loc, rows, ids, n, shares[k], slot, list);
+            gd__gather_rows_cpu(table, w, list, s, staging, 3);
+            for (int pass = 0; pass < 2; pass++)
+                for (int64_t i = 0; i < n; i++) {
+                    if ((slot[i] >= 0) != (pass == 1)) continue;
+                    const int64_t l = loc[ids[i]];
+                    const unsigned char *src =
+                        slot[i] >= 0                          ? staging + slot[i] * w
+                        : gd__loc_tier(l) == GD__TIER_HOST ? table + gd__loc_slot(l) * w
+                                                              : cache + gd__loc_slot(l) * w;
+                    memcpy(out + i * w, src, (size_t)w);
+                }
+            T_ASSERT(memcmp(out, want, (size_t)(n * w)) == 0);
+        }
         free(table);
         free(cache);
         free(staging);
@@ -145,12 +244,22 @@ static void check_flow_cpu(uint64_t *state) {
 }
 
 static void check_choose(void) {
-    T_EQ_INT(gd__host_gather_choose(8.6, 21.4), GD__HOST_GATHER_CPU);
-    T_EQ_INT(gd__host_gather_choose(47.8, 21.4), GD__HOST_GATHER_ZEROCOPY);
-    T_EQ_INT(gd__host_gather_choose(10.0, 10.0), GD__HOST_GATHER_ZEROCOPY); /* a tie: no change */
-    T_EQ_INT(gd__host_gather_choose(0.0, 21.4), GD__HOST_GATHER_ZEROCOPY);  /* not measured */
-    T_EQ_INT(gd__host_gather_choose(8.6, 0.0), GD__HOST_GATHER_ZEROCOPY);
-    T_EQ_INT(gd__host_gather_choose(NAN, 21.4), GD__HOST_GATHER_ZEROCOPY);
+    T_EQ_INT(gd__host_gather_choose(8.6, 21.4, 0), GD__HOST_GATHER_CPU);
+    T_EQ_INT(gd__host_gather_choose(47.8, 21.4, 0), GD__HOST_GATHER_ZEROCOPY);
+    T_EQ_INT(gd__host_gather_choose(10.0, 10.0, 0), GD__HOST_GATHER_ZEROCOPY); /* a tie */
+    T_EQ_INT(gd__host_gather_choose(0.0, 21.4, 30), GD__HOST_GATHER_ZEROCOPY); /* not measured */
+    T_EQ_INT(gd__host_gather_choose(8.6, 0.0, 30), GD__HOST_GATHER_ZEROCOPY);
+    T_EQ_INT(gd__host_gather_choose(NAN, 21.4, 30), GD__HOST_GATHER_ZEROCOPY);
+    T_EQ_INT(gd__host_gather_choose(8.6, 21.4, 28.0), GD__HOST_GATHER_SPLIT);
+    T_EQ_INT(gd__host_gather_choose(8.6, 21.4, 21.4), GD__HOST_GATHER_CPU); /* a tie */
+    T_EQ_INT(gd__host_gather_choose(47.8, 21.4, 40.0), GD__HOST_GATHER_ZEROCOPY);
+    T_EQ_INT(gd__host_gather_choose(8.6, 21.4, NAN), GD__HOST_GATHER_CPU);
+    /* split's fraction: both engines finish together. */
+    const double f = gd__host_split_fraction(8.6, 21.4);
+    T_ASSERT(fabs(f - 21.4 / 30.0) < 1e-12);
+    T_ASSERT(fabs(f / 21.4 - (1 - f) / 8.6) < 1e-12);
+    T_ASSERT(gd__host_split_fraction(0, 21.4) == 0.5);
+    T_ASSERT(gd__host_split_fraction(8.6, NAN) == 0.5);
 }
 
 static void check_refusals(uint64_t seed) {
@@ -166,6 +275,7 @@ static void check_refusals(uint64_t seed) {
     o.host_gather = 0;
     T_OK(gd_gatherer_create(t, NULL, GD_GATHER_CPU, &o, &g));
     T_FAILS(gd__gatherer_set_host_cpu(g, 1), GD_ERR_INVALID_ARG, "host_gather = 1");
+    T_FAILS(gd__gatherer_set_host_split(g, 0.5), GD_ERR_INVALID_ARG, "host_gather = 1");
     T_OK(gd__gatherer_set_host_cpu(g, 0));
     gd_gatherer_destroy(g);
     gd_host_tensor_destroy(t);
@@ -179,6 +289,13 @@ static void check_refusals(uint64_t seed) {
     gd_trainer_t *tr = NULL;
     T_FAILS(gd_trainer_create(ds, &to, &tr), GD_ERR_INVALID_ARG, "cpu");
     T_ASSERT(tr == NULL);
+    to.host_gather = "split=2";
+    T_FAILS(gd_trainer_create(ds, &to, &tr), GD_ERR_INVALID_ARG, "split=F");
+    T_ASSERT(tr == NULL);
+    to.host_gather = "split=0.3";
+    T_OK(gd_trainer_create(ds, &to, &tr));
+    gd_trainer_destroy(tr);
+    tr = NULL;
     /* Modes without host rows read by the GPU take the option and ignore it. */
     to.host_gather = "cpu";
     T_OK(gd_trainer_create(ds, &to, &tr));
@@ -214,8 +331,12 @@ static int cmp_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* The host-row list of g's last call against the CPU reference over the ids it read. */
-static void check_list(gd_gatherer_t *g, int64_t rows, const int64_t *ids, int64_t n, int sorted) {
+/*
+ * The host-row list of g's last call against the CPU reference over the ids it read, with the
+ * CPU's share of the host rows (GD__HOST_SHARE_ONE: the CPU way).
+ */
+static void check_list(gd_gatherer_t *g, int64_t rows, const int64_t *ids, int64_t n, int sorted,
+                       int share) {
     const int64_t *list = NULL, *d_slot = NULL;
     int64_t m = -2;
     T_OK(gd__gatherer_host_list(g, &list, &d_slot, &m));
@@ -228,7 +349,8 @@ static void check_list(gd_gatherer_t *g, int64_t rows, const int64_t *ids, int64
     for (int64_t r = 0; r < rows; r++)
         loc[r] = gd__gatherer_in_gpu_memory(g, r) ? gd__loc_make(GD__TIER_GPU_CACHE, 0)
                                                   : gd__loc_make(GD__TIER_HOST, r);
-    const int64_t want = gd__host_rows_list_cpu(loc, rows, order, n, want_slot, want_list);
+    const int64_t want =
+        gd__host_rows_split_cpu(loc, rows, order, n, share, want_slot, want_list);
     T_EQ_INT(m, want);
     T_ASSERT(m == 0 || memcmp(list, want_list, 8 * (size_t)m) == 0);
     CU(cudaMemcpy(got_slot, d_slot, 8 * (size_t)n, cudaMemcpyDeviceToHost));
@@ -323,7 +445,7 @@ static void check_gpu(uint64_t *state, uint64_t seed) {
                     gather_equal(g, ids, d_ids, n, on_device, d_buf, off, w,
                                  v >= 3 ? stream : NULL, want, host, what);
                     memcpy(first, host, (size_t)(n * w) + off);
-                    check_list(g, rows, ids, n, sorted);
+                    check_list(g, rows, ids, n, sorted, GD__HOST_SHARE_ONE);
                     /* The other way writes the same bytes. */
                     T_OK(gd__gatherer_set_host_cpu(g, 0));
                     gather_equal(g, ids, d_ids, n, on_device, d_buf, off, w, stream, want, host,
@@ -333,50 +455,88 @@ static void check_gpu(uint64_t *state, uint64_t seed) {
                     int64_t m = 0;
                     T_OK(gd__gatherer_host_list(g, &l, &s, &m));
                     T_EQ_INT(m, -1); /* the zero-copy call listed nothing */
+                    /* Splits write the same bytes, and list the CPU's share of the rows. */
+                    const double fs[] = {0, 1, (double)(t_rand(state) % 1001) / 1000};
+                    for (int k = 0; k < 3; k++) {
+                        T_OK(gd__gatherer_set_host_split(g, fs[k]));
+                        T_EQ_INT(g->host_cpu, 0);
+                        gather_equal(g, ids, d_ids, n, on_device, d_buf, off, w, stream, want,
+                                     host, what);
+                        T_ASSERT(memcmp(first, host, (size_t)(n * w) + off) == 0);
+                        check_list(g, rows, ids, n, sorted, gd__host_share(fs[k]));
+                    }
+                    T_OK(gd__gatherer_set_host_cpu(g, 0));
+                    T_EQ_INT(g->host_split, 0);
                 }
-                /* Two calls queued back to back: the second's CPU copy waits for the first's
-                 * DMA out of the staging, and both outputs are right. */
+                /*
+                 * Two calls queued back to back: the second's CPU copy waits for the first's
+                 * DMA out of the staging, and both outputs are right; for split too, where the
+                 * second call's DMA (on the copy stream) must not overwrite the GPU staging
+                 * before the first call's second pass has read it.
+                 */
+                for (int way = 0; way < 2; way++) {
+                    if (way == 0) T_OK(gd__gatherer_set_host_cpu(g, 1));
+                    else T_OK(gd__gatherer_set_host_split(g, 0.5));
+                    make_ids(rows, cap, 0, state, ids);
+                    make_ids(rows, cap, 0, state, ids2);
+                    CU(cudaMemcpy(d_ids, ids, 8 * (size_t)cap, cudaMemcpyHostToDevice));
+                    CU(cudaMemcpy(d_ids2, ids2, 8 * (size_t)cap, cudaMemcpyHostToDevice));
+                    gd__gather_rows_cpu(table, w, ids, cap, want, 1);
+                    gd__gather_rows_cpu(table, w, ids2, cap, want2, 1);
+                    CU(cudaMemset(d_buf, POISON, (size_t)(cap * w)));
+                    CU(cudaMemset(d_buf2, POISON, (size_t)(cap * w)));
+                    CU(cudaDeviceSynchronize()); /* legacy-stream copies land first */
+                    T_OK(gd_gather(g, d_ids, cap, 1, d_buf, stream));
+                    T_OK(gd_gather(g, d_ids2, cap, 1, d_buf2, stream));
+                    CU(cudaStreamSynchronize(stream));
+                    CU(cudaMemcpy(host, d_buf, (size_t)(cap * w), cudaMemcpyDeviceToHost));
+                    T_ASSERT(memcmp(host, want, (size_t)(cap * w)) == 0);
+                    CU(cudaMemcpy(host, d_buf2, (size_t)(cap * w), cudaMemcpyDeviceToHost));
+                    T_ASSERT(memcmp(host, want2, (size_t)(cap * w)) == 0);
+                }
+                /* A bad device id is reported, and not listed for the CPU, either way. */
+                for (int way = 0; way < 2; way++) {
+                    if (way == 0) T_OK(gd__gatherer_set_host_cpu(g, 1));
+                    else T_OK(gd__gatherer_set_host_split(g, 0.5));
+                    make_ids(rows, 100, 0, state, ids);
+                    ids[50] = rows;
+                    CU(cudaMemcpy(d_ids, ids, 8 * 100, cudaMemcpyHostToDevice));
+                    CU(cudaDeviceSynchronize()); /* legacy-stream copies land first */
+                    T_OK(gd_gather(g, d_ids, 100, 1, d_buf, stream));
+                    T_FAILS(gd_gatherer_check_errors(g), GD_ERR_RANGE, "outside");
+                    check_list(g, rows, ids, 100, sorted,
+                               way == 0 ? GD__HOST_SHARE_ONE : gd__host_share(0.5));
+                }
                 T_OK(gd__gatherer_set_host_cpu(g, 1));
-                make_ids(rows, cap, 0, state, ids);
-                make_ids(rows, cap, 0, state, ids2);
-                CU(cudaMemcpy(d_ids, ids, 8 * (size_t)cap, cudaMemcpyHostToDevice));
-                CU(cudaMemcpy(d_ids2, ids2, 8 * (size_t)cap, cudaMemcpyHostToDevice));
-                gd__gather_rows_cpu(table, w, ids, cap, want, 1);
-                gd__gather_rows_cpu(table, w, ids2, cap, want2, 1);
-                CU(cudaMemset(d_buf, POISON, (size_t)(cap * w)));
-                CU(cudaMemset(d_buf2, POISON, (size_t)(cap * w)));
-                CU(cudaDeviceSynchronize()); /* legacy-stream copies land first */
-                T_OK(gd_gather(g, d_ids, cap, 1, d_buf, stream));
-                T_OK(gd_gather(g, d_ids2, cap, 1, d_buf2, stream));
-                CU(cudaStreamSynchronize(stream));
-                CU(cudaMemcpy(host, d_buf, (size_t)(cap * w), cudaMemcpyDeviceToHost));
-                T_ASSERT(memcmp(host, want, (size_t)(cap * w)) == 0);
-                CU(cudaMemcpy(host, d_buf2, (size_t)(cap * w), cudaMemcpyDeviceToHost));
-                T_ASSERT(memcmp(host, want2, (size_t)(cap * w)) == 0);
-                /* A bad device id is reported, and not listed for the CPU. */
-                make_ids(rows, 100, 0, state, ids);
-                ids[50] = rows;
-                CU(cudaMemcpy(d_ids, ids, 8 * 100, cudaMemcpyHostToDevice));
-                CU(cudaDeviceSynchronize()); /* legacy-stream copies land first */
-                T_OK(gd_gather(g, d_ids, 100, 1, d_buf, stream));
-                T_FAILS(gd_gatherer_check_errors(g), GD_ERR_RANGE, "outside");
-                check_list(g, rows, ids, 100, sorted);
-                /* The probe measures both ways (none without host rows) and changes nothing. */
+                /* The probe measures the three ways (none without host rows), with the split
+                 * given or its own, and changes nothing. */
                 gd__host_probe p;
                 const int64_t host_rows = rows - (budgets[bi] ? budgets[bi] / w : 0);
                 /* 1200 of 2000 host rows takes the probe's shuffle, 700 of 3000 its draws. */
                 const int64_t k = bi == 1 ? 1200 : 700;
-                for (int way = 0; way < 2; way++) {
-                    T_OK(gd__gatherer_set_host_cpu(g, way));
-                    T_OK(gd__gatherer_host_probe(g, k, 2, seed, &p));
-                    T_EQ_INT(g->host_cpu, way);
+                for (int way = 0; way < 3; way++) {
+                    if (way < 2) T_OK(gd__gatherer_set_host_cpu(g, way));
+                    else T_OK(gd__gatherer_set_host_split(g, 0.25));
+                    const double given = way == 1 ? 0.75 : -1;
+                    T_OK(gd__gatherer_host_probe(g, k, 2, seed, given, &p));
+                    T_EQ_INT(g->host_cpu, way == 1);
+                    T_EQ_INT(g->host_split, way == 2);
+                    if (way == 2) T_EQ_INT(g->host_share, gd__host_share(0.25));
                     T_EQ_INT(p.rows, host_rows < k ? host_rows : k);
                     T_EQ_INT(p.row_bytes, w);
-                    T_ASSERT(p.rows == 0 ? p.zerocopy_gbs == 0 && p.cpu_gbs == 0
-                                         : p.zerocopy_gbs > 0 && p.cpu_gbs > 0);
+                    T_ASSERT(p.rows == 0 ? p.zerocopy_gbs == 0 && p.cpu_gbs == 0 &&
+                                               p.split_gbs == 0
+                                         : p.zerocopy_gbs > 0 && p.cpu_gbs > 0 &&
+                                               p.split_gbs > 0);
+                    if (p.rows > 0 && given >= 0) T_ASSERT(p.split_f == given);
+                    if (p.rows > 0 && given < 0)
+                        T_ASSERT(p.split_f == gd__host_split_fraction(p.zerocopy_gbs, p.cpu_gbs));
                 }
-                fprintf(stderr, "%s: probe %.2f GB/s zero-copy, %.2f GB/s cpu over %lld rows\n",
-                        what, p.zerocopy_gbs, p.cpu_gbs, (long long)p.rows);
+                fprintf(stderr,
+                        "%s: probe %.2f GB/s zero-copy, %.2f GB/s cpu, %.2f GB/s split %.2f over "
+                        "%lld rows\n",
+                        what, p.zerocopy_gbs, p.cpu_gbs, p.split_gbs, p.split_f,
+                        (long long)p.rows);
                 gd_gatherer_destroy(g);
             }
         }
@@ -401,6 +561,7 @@ int main(void) {
     const uint64_t seed = t_seed();
     uint64_t state = seed;
     check_names();
+    check_share(&state);
     check_list_reference(&state);
     check_flow_cpu(&state);
     check_choose();

@@ -254,6 +254,17 @@ int main(void) {
     got = run(ds, &c, "zero-copy, host gather auto");
     same_curve(&ref, &got);
     plan_says(ds, &c, "rows probed");
+    /* Split between the CPU and zero-copy loads at once: a fraction given, then probed. */
+    c.host_gather = GD__HOST_GATHER_SPLIT;
+    c.host_split = 0.4;
+    got = run(ds, &c, "zero-copy, host rows split 0.4");
+    same_curve(&ref, &got);
+    plan_says(ds, &c, "host rows split, 0.40 by CPU gather + DMA beside zero-copy loads "
+                      "(--host-gather split=F)");
+    c.host_split = -1;
+    got = run(ds, &c, "zero-copy, host rows split, probed");
+    same_curve(&ref, &got);
+    plan_says(ds, &c, "(cpu / (cpu + zero-copy); probe GB/s");
     c.gpu_cache_bytes = 0; /* no cache: every row comes from host memory */
     c.host_gather = GD__HOST_GATHER_CPU;
     got = run(ds, &c, "zero-copy, no cache, cpu rows");

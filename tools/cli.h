@@ -33,6 +33,11 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Parse integers and sizes strictly ("12", "4K", "2.5M", "1G"): 0 on success. */
 int cli_parse_i64(const char *text, int64_t *out);
 int cli_parse_double(const char *text, double *out);
+/*
+ * 1 if text is a --host-gather value: zero-copy, cpu, split, auto, or split=F with F a
+ * fraction in [0, 1] (the library checks again; this names the mistake at the command line).
+ */
+int cli_host_gather_ok(const char *text);
 
 /* "1.23 GiB", "512 B" into buf. */
 const char *cli_bytes(double bytes, char *buf, size_t n);

@@ -64,7 +64,10 @@ static void help(void) {
            "  --host-gather H    zero-copy: how the feature rows outside the GPU cache come\n"
            "                       zero-copy  the gather kernel reads pinned host memory (default)\n"
            "                       cpu        CPU threads copy them into pinned staging, one DMA\n"
-           "                       auto       whichever a probe at start-up finds faster\n"
+           "                       split      both at once: CPU threads copy a fraction of them\n"
+           "                                  (split=F, else GD_HOST_SPLIT, else from a probe)\n"
+           "                                  while the kernel reads the rest from host memory\n"
+           "                       auto       whichever a probe at start-up finds fastest\n"
            "  --placement P      several GPUs in zero-copy: where the hot feature rows live\n"
            "                       replicate  every GPU caches the hottest rows it holds\n"
            "                       partition  each hot row cached once, read over NVLink\n"
@@ -660,8 +663,10 @@ static int train_option(train_args *a, int c, const char *arg) {
         a->cfg.gather_sms = arg;
         break;
     case 1001:
-        if (strcmp(arg, "zero-copy") && strcmp(arg, "cpu") && strcmp(arg, "auto"))
-            return cli_usage_error("train", "--host-gather '%s' is none of zero-copy, cpu, auto",
+        if (!cli_host_gather_ok(arg))
+            return cli_usage_error("train",
+                                   "--host-gather '%s' is none of zero-copy, cpu, split, "
+                                   "split=F (F in [0, 1]), auto",
                                    arg);
         a->cfg.host_gather = arg;
         break;

@@ -102,6 +102,16 @@ int cli_parse_i64(const char *text, int64_t *out) {
 
 int cli_parse_double(const char *text, double *out) { return parse_scaled(text, out); }
 
+int cli_host_gather_ok(const char *text) {
+    static const char *const ways[] = {"zero-copy", "cpu", "split", "auto"};
+    for (size_t i = 0; i < sizeof ways / sizeof ways[0]; i++)
+        if (strcmp(text, ways[i]) == 0) return 1;
+    char *end = NULL;
+    if (strncmp(text, "split=", 6) != 0 || !text[6]) return 0;
+    const double f = strtod(text + 6, &end);
+    return !*end && f >= 0 && f <= 1;
+}
+
 const char *cli_bytes(double bytes, char *buf, size_t n) {
     const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
     int u = 0;

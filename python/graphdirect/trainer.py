@@ -130,7 +130,9 @@ class Trainer(_lib.Closing):
     a factor >= 2 by which rows in GPU memory are favoured, or "auto" (adapted each epoch).
     host_gather: how zero-copy's feature rows outside the GPU cache reach the GPU, "zero-copy"
     (the default: the gather kernel reads pinned host memory), "cpu" (CPU threads copy them
-    into pinned staging, one DMA) or "auto" (a probe of both at start-up; the plan says which).
+    into pinned staging, one DMA), "split" (both at once: CPU threads copy a fraction of them,
+    "split=0.6" names it, else GD_HOST_SPLIT or the start-up probe's rates, while the kernel
+    reads the rest) or "auto" (a probe of the three at start-up; the plan says which).
     model: "sage" (GraphSAGE) or "gat" (PyG's GATConv, `heads` attention heads, hidden layers
     heads x hidden wide; its exact test runs attention over every neighbour, layer by layer);
     attn_dropout: GAT's dropout on the attention weights in training, keyed by each edge's nodes

@@ -15,6 +15,8 @@
     X(GD_PIN_CHUNK_MB, "1024", "host memory is registered with the GPU in chunks of this size") \
     X(GD_PIN_THREADS, "0", "threads that register the chunks in parallel (0: cores, at most 16)") \
     X(GD_HOST_MEM_MB, "0", "host memory work may take, in MiB (0 = what is available)")       \
+    X(GD_HOST_SPLIT, "auto", "--host-gather split: the CPU's fraction of the host rows (auto: from the probe)") \
+    X(GD_HUGEPAGES, "1", "large host tables the library allocates ask for 2 MiB pages (0: off)") \
     X(GD_DISK_EVICT, "clock", "eviction policy of the features-on-disk caches: clock, sieve, random") \
     X(GD_DISK_WINDOW, "0", "window buffering of the GPU cache of features on disk: minibatches ahead") \
     X(GD_DISK_DEPTH, "auto", "reads in flight for features on disk: auto (probed) or 1-4096") \

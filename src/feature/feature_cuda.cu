@@ -7,7 +7,8 @@
  * path: CPU threads gather into pinned memory, then one copy. A zerocopy gatherer created with
  * host_gather can serve the rows outside its GPU cache that way too (host_gather.h): the GPU
  * lists them, CPU threads copy them into pinned staging, one copy, and the aligned kernel reads
- * them from GPU memory.
+ * them from GPU memory; or split them, the kernel reading a part zero-copy while the CPU copies
+ * the rest.
  *
  * Nothing here synchronises the host in the steady state: buffers are made at create time,
  * and calls are ordered against each other with events. Every CUDA call is checked. The
@@ -68,6 +69,7 @@ struct gd__cuda_gatherer {
     cudaEvent_t listed;       /* recorded after the list: what the host waits for */
     cudaEvent_t stage_free;   /* recorded after the DMA that last read h_stage */
     int host_events;          /* how many of those two exist */
+    cudaStream_t copy;        /* split: the DMAs of the staged rows, beside the first pass */
     long long last_m;         /* rows the last call listed (-1: it read host rows zero-copy) */
 };
 
@@ -402,6 +404,8 @@ static void cuda_gatherer_release(gd_gatherer_t *g) {
         if (c->d_perm_out) (void)cudaFree(c->d_perm_out);
         if (c->d_sort_tmp) (void)cudaFree(c->d_sort_tmp);
         if (c->d_err) (void)cudaFree(c->d_err);
+        if (c->copy) (void)cudaStreamSynchronize(c->copy);
+        if (c->copy) (void)cudaStreamDestroy(c->copy);
         if (c->host_events >= 1) (void)cudaEventSynchronize(c->listed);
         if (c->host_events >= 2) (void)cudaEventSynchronize(c->stage_free);
         if (c->host_events >= 1) (void)cudaEventDestroy(c->listed);
@@ -550,7 +554,7 @@ fail:
 /*
  * host_gather: the buffers of the CPU gather of host rows, max_ids of everything (the list, the
  * staging in pinned and in GPU memory, padded by a word for the aligned kernel's 16-byte
- * loads) and the scratch of the list's prefix sum.
+ * loads), the scratch of the list's prefix sum and split's copy stream.
  */
 static gd_status init_host_gather(gd_gatherer_t *g, gd__cuda_gatherer *c) {
     gd_status st = GD_OK;
@@ -577,6 +581,7 @@ static gd_status init_host_gather(gd_gatherer_t *g, gd__cuda_gatherer *c) {
     c->host_events = 1;
     GD_CUDA_CHECK(cudaEventCreateWithFlags(&c->stage_free, cudaEventDisableTiming));
     c->host_events = 2;
+    GD_CUDA_CHECK(cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking));
     c->last_m = -1;
 fail:
     return st;
@@ -722,13 +727,12 @@ static unsigned grid_for(long long work_blocks, int cap) {
 #define HOST_CHUNK_BYTES ((int64_t)4 << 20)
 
 /*
- * Steps 1 and 2 of the CPU gather of host rows (host_gather.h), on stream, for the n ids the
- * aligned kernel is about to read (dids, sorted or not): the GPU lists the host rows, the host
- * waits for the list alone, CPU threads copy the rows into pinned staging (once the previous
- * call's copies have read it), and the copies to GPU staging are queued ahead of the kernel.
+ * Step 1 of the CPU gather of host rows (host_gather.h), on stream, for the n ids the aligned
+ * kernel is about to read (dids, sorted or not): the GPU lists the host rows, the last share of
+ * them (GD__HOST_SHARE_ONE: all) for the CPU, and `listed` is recorded after the list.
  */
-static gd_status stage_host_rows(gd_gatherer_t *g, gd__cuda_gatherer *c, const long long *dids,
-                                 long long n, cudaStream_t stream) {
+static gd_status list_host_rows(gd_gatherer_t *g, gd__cuda_gatherer *c, const long long *dids,
+                                long long n, int share, cudaStream_t stream) {
     gd_status st = GD_OK;
     const gd_host_tensor_t *t = g->tensor;
     const unsigned blocks = grid_for((n + BLOCK_THREADS - 1) / BLOCK_THREADS, 1 << 16);
@@ -737,26 +741,79 @@ static gd_status stage_host_rows(gd_gatherer_t *g, gd__cuda_gatherer *c, const l
     GD_CUDA_CHECK_LAUNCH();
     GD_CUDA_CHECK(
         cub::DeviceScan::ExclusiveSum(c->d_scan_tmp, bytes, c->d_flags, c->d_pos, (int)n, stream));
-    host_list_kernel<<<blocks, BLOCK_THREADS, 0, stream>>>(dids, c->d_flags, c->d_pos, n,
+    host_list_kernel<<<blocks, BLOCK_THREADS, 0, stream>>>(dids, c->d_flags, c->d_pos, n, share,
                                                            c->d_stage_slot, c->h_list, c->h_count);
     GD_CUDA_CHECK_LAUNCH();
     GD_CUDA_CHECK(cudaEventRecord(c->listed, stream));
+fail:
+    return st;
+}
+
+/*
+ * Step 2: the host waits for the list alone, CPU threads copy the listed rows into pinned
+ * staging (once the previous call's copies have read it), and their copies to GPU staging are
+ * queued on dma, chunk by chunk, with stage_free recorded after the last. *m gets their number.
+ */
+static gd_status copy_host_rows(gd_gatherer_t *g, gd__cuda_gatherer *c, long long n,
+                                cudaStream_t dma, long long *m) {
+    gd_status st = GD_OK;
+    const gd_host_tensor_t *t = g->tensor;
     GD_CUDA_CHECK(cudaEventSynchronize(c->listed));
+    *m = *c->h_count;
+    GD_REQUIRE(*m >= 0 && *m <= n, GD_ERR_INTERNAL,
+               "host_gather: the GPU listed %lld host rows of %lld ids", *m, n);
     {
-        const long long m = *c->h_count;
-        GD_REQUIRE(m >= 0 && m <= n, GD_ERR_INTERNAL,
-                   "host_gather: the GPU listed %lld host rows of %lld ids", m, n);
         const int64_t rb = t->row_bytes, chunk = gd__max64(1, HOST_CHUNK_BYTES / rb);
         GD_CUDA_CHECK(cudaEventSynchronize(c->stage_free));
-        for (int64_t lo = 0; lo < m; lo += chunk) {
-            const int64_t k = gd__min64(chunk, m - lo);
+        for (int64_t lo = 0; lo < *m; lo += chunk) {
+            const int64_t k = gd__min64(chunk, *m - lo);
             gd__gather_rows_cpu(t->data, rb, (const int64_t *)c->h_list + lo, k,
                                 c->h_stage + lo * rb, g->threads);
             GD_CUDA_CHECK(cudaMemcpyAsync(c->d_stage + lo * rb, c->h_stage + lo * rb,
-                                          (size_t)(k * rb), cudaMemcpyHostToDevice, stream));
+                                          (size_t)(k * rb), cudaMemcpyHostToDevice, dma));
         }
-        GD_CUDA_CHECK(cudaEventRecord(c->stage_free, stream));
-        c->last_m = m;
+        GD_CUDA_CHECK(cudaEventRecord(c->stage_free, dma));
+    }
+    c->last_m = *m;
+fail:
+    return st;
+}
+
+/* One launch of the aligned kernel over the n ids, writing the positions pass takes. */
+static gd_status launch_aligned(gd_gatherer_t *g, gd__cuda_gatherer *c, const long long *dids,
+                                const int *perm, long long n, void *out, int staged, int pass,
+                                cudaStream_t stream) {
+    gd_status st = GD_OK;
+    const gd_host_tensor_t *t = g->tensor;
+    const int groups_per_block = BLOCK_THREADS / c->group;
+    const unsigned grid = grid_for((n + groups_per_block - 1) / groups_per_block, c->grid_cap);
+    aligned_kernel(c->group, c->unroll)<<<grid, BLOCK_THREADS, 0, stream>>>(
+        gd__tier_store_bases(g->store), c->loc, t->rows, t->row_bytes, dids, perm, n,
+        (unsigned char *)out, staged ? c->d_stage : NULL, staged ? c->d_stage_slot : NULL, pass,
+        c->d_err);
+    GD_CUDA_CHECK_LAUNCH();
+fail:
+    return st;
+}
+
+/*
+ * split (host_gather.h), on stream: the list, with the CPU's share of the host rows; the first
+ * pass of the kernel, queued before the host blocks, so that it reads the GPU-memory rows and
+ * the zero-copy share while the CPU threads copy theirs; the DMAs on the copy stream, which
+ * waits for the list (and with it for everything queued on stream before, such as the previous
+ * call's reads of the GPU staging); then the second pass, after the DMAs by the event.
+ */
+static gd_status split_host_rows(gd_gatherer_t *g, gd__cuda_gatherer *c, const long long *dids,
+                                 const int *perm, long long n, void *out, cudaStream_t stream) {
+    gd_status st = GD_OK;
+    long long m = 0;
+    GD_CHECK(list_host_rows(g, c, dids, n, g->host_share, stream));
+    GD_CHECK(launch_aligned(g, c, dids, perm, n, out, 1, PASS_UNSTAGED, stream));
+    GD_CUDA_CHECK(cudaStreamWaitEvent(c->copy, c->listed, 0));
+    GD_CHECK(copy_host_rows(g, c, n, c->copy, &m));
+    if (m > 0) {
+        GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->stage_free, 0));
+        GD_CHECK(launch_aligned(g, c, dids, perm, n, out, 1, PASS_STAGED, stream));
     }
 fail:
     return st;
@@ -778,7 +835,8 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
      * a moment, so there is no PCIe-bound gather for the budget to keep off the training SMs.
      */
     const int host_cpu = g->host_cpu && g->mode == GD_GATHER_ZEROCOPY;
-    const int green = c->green && !host_cpu;
+    const int host_split = g->host_split && g->mode == GD_GATHER_ZEROCOPY;
+    const int green = c->green && !host_cpu && !host_split;
     GD_CHECK(gd__cuda_enter_device(g->device, &prev));
     /* Scratch buffers are shared by every call: order this call after the previous one. */
     GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->done, 0));
@@ -843,15 +901,15 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
             break;
         }
         GD_CUDA_CHECK_LAUNCH();
+    } else if (host_split) {
+        GD_CHECK(split_host_rows(g, c, dids, perm, n, out, ks));
     } else {
-        const int groups_per_block = BLOCK_THREADS / c->group;
-        const unsigned grid = grid_for((n + groups_per_block - 1) / groups_per_block, c->grid_cap);
-        if (host_cpu) GD_CHECK(stage_host_rows(g, c, dids, n, ks));
-        aligned_kernel(c->group, c->unroll)<<<grid, BLOCK_THREADS, 0, ks>>>(
-            gd__tier_store_bases(g->store), c->loc, t->rows, t->row_bytes, dids, perm, n,
-            (unsigned char *)out, host_cpu ? c->d_stage : NULL,
-            host_cpu ? c->d_stage_slot : NULL, c->d_err);
-        GD_CUDA_CHECK_LAUNCH();
+        if (host_cpu) {
+            long long m = 0;
+            GD_CHECK(list_host_rows(g, c, dids, n, GD__HOST_SHARE_ONE, ks));
+            GD_CHECK(copy_host_rows(g, c, n, ks, &m));
+        }
+        GD_CHECK(launch_aligned(g, c, dids, perm, n, out, host_cpu, PASS_ALL, ks));
     }
     if (green) {
         GD_CUDA_CHECK(cudaEventRecord(c->from_green, ks));
@@ -938,11 +996,16 @@ fail:
     return st;
 }
 
-/* The best of reps timed gathers of ids[0..k) into out one way (after one to warm up), in s. */
-static gd_status probe_way(gd_gatherer_t *g, int cpu, const int64_t *d_ids, int64_t k, void *out,
-                           cudaStream_t stream, int reps, double *best) {
+/*
+ * The best of reps timed gathers of ids[0..k) into out one way (zero-copy loads, the CPU gather
+ * or split with share), after one to warm up, in s.
+ */
+static gd_status probe_way(gd_gatherer_t *g, gd__host_gather way, int share, const int64_t *d_ids,
+                           int64_t k, void *out, cudaStream_t stream, int reps, double *best) {
     gd_status st = GD_OK;
-    g->host_cpu = cpu;
+    g->host_cpu = way == GD__HOST_GATHER_CPU;
+    g->host_split = way == GD__HOST_GATHER_SPLIT;
+    g->host_share = share;
     *best = 0;
     for (int i = -1; i < reps; i++) {
         const double t0 = gd__now();
@@ -956,14 +1019,14 @@ fail:
 }
 
 gd_status gd__gatherer_host_probe(gd_gatherer_t *g, int64_t max_rows, int reps, uint64_t seed,
-                                  gd__host_probe *out) {
+                                  double split_f, gd__host_probe *out) {
     gd_status st = GD_OK;
     int prev = -1, entered = 0;
-    const int was = g->host_cpu;
+    const int was_cpu = g->host_cpu, was_split = g->host_split, was_share = g->host_share;
     int64_t *ids = NULL, *d_ids = NULL, host_rows = 0, k = 0;
     void *d_out = NULL;
     cudaStream_t stream = NULL;
-    double zc = 0, cpu = 0;
+    double zc = 0, cpu = 0, split = 0;
     memset(out, 0, sizeof *out);
     out->row_bytes = g->tensor->row_bytes;
     GD_REQUIRE(g->host_gather && g->cuda && g->mode == GD_GATHER_ZEROCOPY, GD_ERR_INVALID_ARG,
@@ -985,15 +1048,22 @@ gd_status gd__gatherer_host_probe(gd_gatherer_t *g, int64_t max_rows, int reps, 
     GD_CUDA_CHECK(cudaMemcpyAsync(d_ids, ids, (size_t)k * sizeof *ids, cudaMemcpyHostToDevice,
                                   stream));
     GD_CUDA_CHECK(cudaStreamSynchronize(stream));
-    GD_CHECK(probe_way(g, 0, d_ids, k, d_out, stream, reps, &zc));
-    GD_CHECK(probe_way(g, 1, d_ids, k, d_out, stream, reps, &cpu));
+    GD_CHECK(probe_way(g, GD__HOST_GATHER_ZEROCOPY, 0, d_ids, k, d_out, stream, reps, &zc));
+    GD_CHECK(probe_way(g, GD__HOST_GATHER_CPU, 0, d_ids, k, d_out, stream, reps, &cpu));
     out->rows = k;
     out->zerocopy_gbs = zc > 0 ? (double)(k * g->tensor->row_bytes) / zc / 1e9 : 0;
     out->cpu_gbs = cpu > 0 ? (double)(k * g->tensor->row_bytes) / cpu / 1e9 : 0;
+    out->split_f =
+        split_f >= 0 ? split_f : gd__host_split_fraction(out->zerocopy_gbs, out->cpu_gbs);
+    GD_CHECK(probe_way(g, GD__HOST_GATHER_SPLIT, gd__host_share(out->split_f), d_ids, k, d_out,
+                       stream, reps, &split));
+    out->split_gbs = split > 0 ? (double)(k * g->tensor->row_bytes) / split / 1e9 : 0;
     g->probe = *out;
 done:
 fail:
-    g->host_cpu = was;
+    g->host_cpu = was_cpu;
+    g->host_split = was_split;
+    g->host_share = was_share;
     if (stream) (void)cudaStreamSynchronize(stream);
     if (d_ids) (void)cudaFree(d_ids);
     if (d_out) (void)cudaFree(d_out);

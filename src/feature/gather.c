@@ -185,6 +185,21 @@ gd_status gd__gatherer_set_host_cpu(gd_gatherer_t *g, int cpu) {
                          "the gatherer was created without host_gather, so it has no staging "
                          "for a CPU gather of its host rows: create it with host_gather = 1");
     g->host_cpu = cpu != 0;
+    g->host_split = 0;
+    return GD_OK;
+}
+
+gd_status gd__gatherer_set_host_split(gd_gatherer_t *g, double f) {
+    if (!g->host_gather)
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "the gatherer was created without host_gather, so it has no staging "
+                         "for a split of its host rows: create it with host_gather = 1");
+    if (!(f >= 0 && f <= 1))
+        return gd__error(GD_ERR_INVALID_ARG,
+                         "host rows split: the CPU's fraction %g is not in [0, 1]", f);
+    g->host_cpu = 0;
+    g->host_split = 1;
+    g->host_share = gd__host_share(f);
     return GD_OK;
 }
 

@@ -79,10 +79,19 @@ __device__ __forceinline__ void store_partial(unsigned char *p, uint4 w, unsigne
 }
 
 /*
- * The aligned gather: row ids[i] of the table to row perm[i] (or i) of out, for i in [0, n).
- * G lanes per row, U loads per lane per round; the row loop strides over the whole grid, so a
- * grid capped by the SM budget still covers every row. Trip counts are kept uniform across
- * the warp because the shuffles need every lane.
+ * Which positions a launch of the aligned gather writes: every one, or, for a split of the host
+ * rows (host_gather.h), those without a staging slot (the first pass, beside the CPU's copying)
+ * or those with one (the second, after the DMA).
+ */
+#define PASS_ALL 0
+#define PASS_UNSTAGED 1
+#define PASS_STAGED 2
+
+/*
+ * The aligned gather: row ids[i] of the table to row perm[i] (or i) of out, for i in [0, n)
+ * (those the pass takes). G lanes per row, U loads per lane per round; the row loop strides
+ * over the whole grid, so a grid capped by the SM budget still covers every row. Trip counts
+ * are kept uniform across the warp because the shuffles need every lane.
  */
 template <int G, int U>
 __global__ void __launch_bounds__(BLOCK_THREADS)
@@ -90,7 +99,8 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
                           long long rows, long long row_bytes, const long long *__restrict__ ids,
                           const int *__restrict__ perm, long long n,
                           unsigned char *__restrict__ out, const unsigned char *stage,
-                          const long long *__restrict__ stage_slot, gd__dev_error *err) {
+                          const long long *__restrict__ stage_slot, int pass,
+                          gd__dev_error *err) {
     constexpr int GROUPS = 32 / G;
     constexpr unsigned long long SPAN = 16ull * G < 128 ? 16ull * G : 128;
     const int lane = threadIdx.x & 31;
@@ -103,7 +113,9 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
 
     for (long long r0 = warp * GROUPS; r0 < n; r0 += warps * GROUPS) {
         const long long r = r0 + grp;
-        const bool active = r < n;
+        bool active = r < n;
+        /* A pass of a split skips the positions the other pass writes. */
+        if (active && pass != PASS_ALL) active = (stage_slot[r] >= 0) == (pass == PASS_STAGED);
         long long id = 0, dst = 0;
         if (active) {
             id = ids[r];
@@ -202,8 +214,10 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
 /*
  * Step 1 of the CPU gather of host rows (host_gather.h), in two kernels around a prefix sum of
  * the flags: flag the positions whose row is in the host tier (every in-range row without a
- * map: the zerocopy home is host memory), then give each its staging slot and list its row in
- * pinned memory, in position order, with their number. gd__host_rows_list_cpu is the reference.
+ * map: the zerocopy home is host memory), then, of the m host rows, give the last s =
+ * gd__host_share_rows(m, share) in position order their staging slots and list their rows in
+ * pinned memory, with their number s (share GD__HOST_SHARE_ONE: every host row). The others
+ * get slot -1. gd__host_rows_split_cpu is the reference.
  */
 __global__ void host_flag_kernel(const long long *__restrict__ loc, long long rows,
                                  const long long *__restrict__ ids, long long n, int *flags) {
@@ -215,13 +229,18 @@ __global__ void host_flag_kernel(const long long *__restrict__ loc, long long ro
 }
 
 __global__ void host_list_kernel(const long long *__restrict__ ids, const int *__restrict__ flags,
-                                 const int *__restrict__ pos, long long n, long long *stage_slot,
-                                 long long *list, long long *count) {
+                                 const int *__restrict__ pos, long long n, int share,
+                                 long long *stage_slot, long long *list, long long *count) {
+    if (n <= 0) return;
+    const long long m = (long long)pos[n - 1] + flags[n - 1];
+    const long long s = (long long)gd__host_share_rows(m, share), z = m - s;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
-        stage_slot[i] = flags[i] ? pos[i] : -1;
-        if (flags[i]) list[pos[i]] = ids[i];
-        if (i == n - 1) *count = (long long)pos[i] + flags[i];
+        const long long j = (long long)pos[i] - z;
+        const bool staged = flags[i] && j >= 0;
+        stage_slot[i] = staged ? j : -1;
+        if (staged) list[j] = ids[i];
+        if (i == n - 1) *count = s;
     }
 }
 
@@ -235,7 +254,8 @@ __global__ void iota_kernel(int *p, long long n) {
 
 typedef void (*aligned_kernel_fn)(gd__tier_bases, const long long *, long long, long long,
                                   const long long *, const int *, long long, unsigned char *,
-                                  const unsigned char *, const long long *, gd__dev_error *);
+                                  const unsigned char *, const long long *, int,
+                                  gd__dev_error *);
 
 /*
  * Lanes per row: enough that one round of U loads per lane covers a row with its alignment

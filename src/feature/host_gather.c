@@ -1,49 +1,113 @@
 /*
- * The host side of the two ways host rows reach a zero-copy gather (host_gather.h): the names of
- * the choice, the CPU reference of the GPU's host-row list (what the GPU tests compare the list
- * kernel with, and what the CPU tests of the whole flow use), and the rule "auto" decides by.
+ * The host side of the ways host rows reach a zero-copy gather (host_gather.h): the names of the
+ * choice, the CPU references of the GPU's host-row lists (what the GPU tests compare the list
+ * kernels with, and what the CPU tests of the whole flow use), and the rules "auto" and "split"
+ * decide by.
  */
 #include "feature/host_gather.h"
 
 #include "feature/tier.h"
 
-static const char *const names[GD__HOST_GATHER_COUNT] = {"zero-copy", "cpu", "auto"};
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[GD__HOST_GATHER_COUNT] = {"zero-copy", "cpu", "auto", "split"};
 
 const char *gd__host_gather_name(gd__host_gather h) {
     if ((unsigned)h >= GD__HOST_GATHER_COUNT) return NULL;
     return names[h];
 }
 
-gd_status gd__host_gather_parse(const char *name, gd__host_gather *out) {
+/* A fraction in [0, 1] from text, all of it; 0 if it is not one. */
+static int parse_fraction(const char *text, double *f) {
+    char *end = NULL;
+    errno = 0;
+    const double v = strtod(text, &end);
+    if (!*text || end == text || *end || errno || !(v >= 0 && v <= 1)) return 0;
+    *f = v;
+    return 1;
+}
+
+gd_status gd__host_gather_parse(const char *name, gd__host_gather *out, double *split) {
+    double f = -1;
     *out = GD__HOST_GATHER_ZEROCOPY;
+    if (split) *split = -1;
     if (!name) return GD_OK;
-    const int i = gd__name_index(names, GD__HOST_GATHER_COUNT, name);
+    int i = gd__name_index(names, GD__HOST_GATHER_COUNT, name);
+    if (i < 0 && strncmp(name, "split=", 6) == 0 && parse_fraction(name + 6, &f))
+        i = GD__HOST_GATHER_SPLIT;
     if (i < 0)
         return gd__error(GD_ERR_INVALID_ARG,
                          "host gather '%s' is not understood: use zero-copy (the GPU reads host "
                          "rows directly), cpu (CPU threads gather them into pinned memory, one "
-                         "copy) or auto (whichever a probe at start-up finds faster)",
+                         "copy), split or split=F (both at once, the CPU taking a fraction F in "
+                         "[0, 1] of the rows; split alone: from the start-up probe) or auto "
+                         "(whichever a probe at start-up finds fastest)",
                          name);
     *out = (gd__host_gather)i;
+    if (split) *split = f;
     return GD_OK;
 }
 
-int64_t gd__host_rows_list_cpu(const int64_t *loc, int64_t table_rows, const int64_t *ids,
-                               int64_t n, int64_t *stage_slot, int64_t *rows) {
+gd_status gd__host_split_param(double *f) {
+    gd_status st = GD_OK;
+    const char *text = NULL;
+    *f = -1;
+    GD_CHECK(gd_param_get("GD_HOST_SPLIT", &text));
+    if (!text || !*text || strcmp(text, "auto") == 0) return GD_OK;
+    GD_REQUIRE(parse_fraction(text, f), GD_ERR_INVALID_ARG,
+               "GD_HOST_SPLIT '%s' is not auto or a fraction in [0, 1] (the share of the host "
+               "rows that CPU threads copy under --host-gather split, e.g. 0.6)",
+               text);
+fail:
+    return st;
+}
+
+int gd__host_share(double f) {
+    if (!(f > 0)) return 0;
+    if (f >= 1) return GD__HOST_SHARE_ONE;
+    return (int)lround(f * GD__HOST_SHARE_ONE);
+}
+
+int64_t gd__host_rows_split_cpu(const int64_t *loc, int64_t table_rows, const int64_t *ids,
+                                int64_t n, int share, int64_t *stage_slot, int64_t *rows) {
     int64_t m = 0;
+    for (int64_t r = 0; r < n; r++) {
+        const int64_t id = ids[r];
+        m += id >= 0 && id < table_rows && (!loc || gd__loc_tier(loc[id]) == GD__TIER_HOST);
+    }
+    const int64_t s = gd__host_share_rows(m, share), z = m - s;
+    if (!stage_slot && !rows) return s;
+    int64_t j = 0;
     for (int64_t r = 0; r < n; r++) {
         const int64_t id = ids[r];
         const int host =
             id >= 0 && id < table_rows && (!loc || gd__loc_tier(loc[id]) == GD__TIER_HOST);
-        if (stage_slot) stage_slot[r] = host ? m : -1;
-        if (!host) continue;
-        if (rows) rows[m] = id;
-        m++;
+        const int staged = host && j >= z;
+        if (stage_slot) stage_slot[r] = staged ? j - z : -1;
+        if (staged && rows) rows[j - z] = id;
+        j += host;
     }
-    return m;
+    return s;
 }
 
-gd__host_gather gd__host_gather_choose(double zerocopy_rate, double cpu_rate) {
+int64_t gd__host_rows_list_cpu(const int64_t *loc, int64_t table_rows, const int64_t *ids,
+                               int64_t n, int64_t *stage_slot, int64_t *rows) {
+    return gd__host_rows_split_cpu(loc, table_rows, ids, n, GD__HOST_SHARE_ONE, stage_slot, rows);
+}
+
+gd__host_gather gd__host_gather_choose(double zerocopy_rate, double cpu_rate, double split_rate) {
     if (!(zerocopy_rate > 0) || !(cpu_rate > 0)) return GD__HOST_GATHER_ZEROCOPY;
-    return cpu_rate > zerocopy_rate ? GD__HOST_GATHER_CPU : GD__HOST_GATHER_ZEROCOPY;
+    gd__host_gather best = GD__HOST_GATHER_ZEROCOPY;
+    double rate = zerocopy_rate;
+    if (cpu_rate > rate) best = GD__HOST_GATHER_CPU, rate = cpu_rate;
+    if (split_rate > rate) best = GD__HOST_GATHER_SPLIT;
+    return best;
+}
+
+double gd__host_split_fraction(double zerocopy_rate, double cpu_rate) {
+    if (!(zerocopy_rate > 0) || !(cpu_rate > 0)) return 0.5;
+    return cpu_rate / (cpu_rate + zerocopy_rate);
 }

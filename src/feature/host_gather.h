@@ -1,6 +1,6 @@
 /*
  * How the host-resident rows of a zero-copy gather reach the GPU (issue 16; docs/feature_store.md,
- * "Host rows: zero-copy loads or CPU gather + DMA"). A zero-copy gatherer reads the rows its GPU
+ * "Host rows: zero-copy loads, CPU gather + DMA, or both"). A zero-copy gatherer reads the rows its GPU
  * cache does not hold straight from the pinned table, with the aligned gather kernel. Over a
  * table of tens of GiB those random reads are bound by the GPU's address translation (on the
  * lent H100 VM: 8.6 GB/s over a 28 GiB table, 47.8 GB/s over 1 GiB), while CPU threads copying
@@ -16,14 +16,29 @@
  *   3. the gather kernel reads every other row where the map says, and a listed row from its
  *      staging slot.
  * The host never walks the minibatch's ids: it reads the GPU's list. The ids of a minibatch are
- * distinct (its input nodes), so the list has no duplicates to remove. Both ways write the same
- * bytes to the same output rows. This header is plain C: the CPU reference of the list and the
- * choice rule of "auto" live in host_gather.c, the GPU side in feature_cuda.cu.
+ * distinct (its input nodes), so the list has no duplicates to remove.
+ *
+ * "split" runs both engines at once, since neither alone fills the link (8.6 + 21.4 GB/s is far
+ * below the 54 GB/s of a DMA): of the m host rows the GPU counts, the last s = share x m in list
+ * order (the highest ids where the gatherer sorts) go to the CPU threads as above, and the first
+ * m - s stay with zero-copy loads. The kernel runs twice: a first pass, queued right after the
+ * list and before the host starts copying, writes every row but the staged ones (GPU cache,
+ * peers and the zero-copy host rows), so its PCIe reads overlap the CPU's copying; the DMAs run
+ * on a stream of their own, and a second pass, ordered after them by an event, writes the
+ * staged rows from GPU memory. With the first m - s rows in list order, the zero-copy loads of
+ * a sorted minibatch cover the low part of the table only, fewer pages for the GPU to
+ * translate. The share comes from the start-up probe (cpu / (cpu + zero-copy) of the two
+ * rates, so both engines finish together) unless "split=F" or GD_HOST_SPLIT names it.
+ *
+ * Every way writes the same bytes to the same output rows. This header is plain C: the CPU
+ * reference of the list and the choice rules of "auto" live in host_gather.c, the GPU side in
+ * feature_cuda.cu.
  */
 #ifndef GD_FEATURE_HOST_GATHER_H
 #define GD_FEATURE_HOST_GATHER_H
 
 #include "core/internal.h"
+#include "core/philox.h" /* GD_HOST_DEVICE */
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,14 +47,37 @@ extern "C" {
 typedef enum {
     GD__HOST_GATHER_ZEROCOPY = 0, /* "zero-copy": the gather kernel reads the pinned table */
     GD__HOST_GATHER_CPU = 1,      /* "cpu": CPU threads into pinned staging, one DMA */
-    GD__HOST_GATHER_AUTO = 2,     /* "auto": whichever a probe at start-up finds faster */
-    GD__HOST_GATHER_COUNT = 3
+    GD__HOST_GATHER_AUTO = 2,     /* "auto": whichever a probe at start-up finds fastest */
+    GD__HOST_GATHER_SPLIT = 3,    /* "split": a share by the CPU, the rest zero-copy, at once */
+    GD__HOST_GATHER_COUNT = 4
 } gd__host_gather;
 
-/* "zero-copy", "cpu", "auto"; NULL outside the enum. */
+/* "zero-copy", "cpu", "auto", "split"; NULL outside the enum. */
 const char *gd__host_gather_name(gd__host_gather h);
-/* name NULL: zero-copy. GD_ERR_INVALID_ARG naming the choices for anything else. */
-gd_status gd__host_gather_parse(const char *name, gd__host_gather *out);
+/*
+ * name NULL: zero-copy; "split=F" (F in [0, 1], the CPU's fraction of the host rows): split with
+ * *split = F; any other name of the enum: that choice with *split = -1 (split: from GD_HOST_SPLIT
+ * or the probe). GD_ERR_INVALID_ARG naming the choices for anything else. split may be NULL.
+ */
+gd_status gd__host_gather_parse(const char *name, gd__host_gather *out, double *split);
+/*
+ * GD_HOST_SPLIT: *f = its fraction in [0, 1], or -1 for "auto" (the default: the probe's rates
+ * decide). GD_ERR_INVALID_ARG for anything else.
+ */
+gd_status gd__host_split_param(double *f);
+
+/*
+ * The CPU's share of the host rows in fixed point, so that the GPU and its CPU reference cut a
+ * list at the same row: share in [0, GD__HOST_SHARE_ONE], s = (m x share + ONE / 2) / ONE rows.
+ */
+#define GD__HOST_SHARE_BITS 16
+#define GD__HOST_SHARE_ONE (1 << GD__HOST_SHARE_BITS)
+/* The share of a fraction (clamped to [0, 1]; NaN: 0). */
+int gd__host_share(double f);
+/* How many of m listed host rows a share gives the CPU. */
+GD_HOST_DEVICE int64_t gd__host_share_rows(int64_t m, int share) {
+    return (m * (int64_t)share + GD__HOST_SHARE_ONE / 2) >> GD__HOST_SHARE_BITS;
+}
 
 /*
  * The CPU reference of step 1: for r in [0, n), stage_slot[r] = j if ids[r] is a row of the
@@ -49,13 +87,26 @@ gd_status gd__host_gather_parse(const char *name, gd__host_gather *out);
  */
 int64_t gd__host_rows_list_cpu(const int64_t *loc, int64_t table_rows, const int64_t *ids,
                                int64_t n, int64_t *stage_slot, int64_t *rows);
+/*
+ * The CPU reference of split's list: the m host positions as above, ranked j = 0..m-1 in order;
+ * with s = gd__host_share_rows(m, share), the last s of them are staged, stage_slot[r] =
+ * j - (m - s), rows[j - (m - s)] = ids[r]; every other position gets -1 (the first m - s host
+ * rows are read zero-copy). Returns s. share GD__HOST_SHARE_ONE is gd__host_rows_list_cpu.
+ */
+int64_t gd__host_rows_split_cpu(const int64_t *loc, int64_t table_rows, const int64_t *ids,
+                                int64_t n, int share, int64_t *stage_slot, int64_t *rows);
 
 /*
  * What "auto" picks from the rates the probe measured (bytes of host rows per second, each
- * way): the CPU gather where it moved the rows faster, else zero-copy loads (also when either
- * rate is unknown, <= 0).
+ * way): the fastest, ties to zero-copy loads, then the CPU gather; zero-copy loads also when
+ * the zero-copy or CPU rate is unknown (<= 0). An unknown split rate leaves split out.
  */
-gd__host_gather gd__host_gather_choose(double zerocopy_rate, double cpu_rate);
+gd__host_gather gd__host_gather_choose(double zerocopy_rate, double cpu_rate, double split_rate);
+/*
+ * split's CPU fraction from the two rates, so that both engines finish together: cpu / (cpu +
+ * zero-copy); 0.5 when either is unknown (<= 0; then there were no host rows to probe).
+ */
+double gd__host_split_fraction(double zerocopy_rate, double cpu_rate);
 
 /* The rates the start-up probe of a gatherer measured (gd__gatherer_host_probe). */
 typedef struct {
@@ -63,6 +114,8 @@ typedef struct {
     int64_t row_bytes;
     double zerocopy_gbs; /* GB/s (1e9 bytes) of host rows, zero-copy loads */
     double cpu_gbs;      /* and CPU gather + DMA */
+    double split_gbs;    /* and split, with the CPU fraction split_f */
+    double split_f;
 } gd__host_probe;
 
 #ifdef __cplusplus

@@ -9,9 +9,11 @@
 #include "internal.h"
 
 #include "core/context.h"
+#include "core/hugepages.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -66,12 +68,6 @@ fail:
     return st;
 }
 
-static size_t page_round(size_t bytes) {
-    long page = sysconf(_SC_PAGESIZE);
-    size_t p = page > 0 ? (size_t)page : 4096;
-    return (bytes + p - 1) / p * p;
-}
-
 gd_status gd_host_tensor_create(int64_t rows, int64_t cols, gd_dtype dtype, unsigned flags,
                                 gd_host_tensor_t **out) {
     gd_status st = GD_OK;
@@ -79,21 +75,16 @@ gd_status gd_host_tensor_create(int64_t rows, int64_t cols, gd_dtype dtype, unsi
     GD_CHECK(tensor_new(rows, cols, dtype, flags, GD__TENSOR_OWNED, "gd_host_tensor_create", &t));
     /*
      * Anonymous pages are zero-filled, page-aligned (so registration pins no one else's data)
-     * and only take memory when touched. Huge pages, where the kernel gives them, cut the page
-     * count that cudaHostRegister has to pin.
+     * and only take memory when touched. A table of 2 MiB or more is 2 MiB-aligned and asks
+     * for huge pages (core/hugepages.h): fewer pages for cudaHostRegister to pin, and fewer
+     * translations for the GPU's zero-copy reads.
      */
-    t->map_len = page_round(t->bytes ? t->bytes : 1);
-    void *p = MAP_FAILED;
-    if (!gd__fault_hit(GD_FAULT_ALLOC))
-        p = mmap(NULL, t->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    else
-        errno = ENOMEM;
-    GD_REQUIRE(p != MAP_FAILED, GD_ERR_NO_MEMORY,
-               "gd_host_tensor_create: cannot allocate %zu bytes for %lld x %lld %s: %s", t->bytes,
-               (long long)rows, (long long)cols, gd_dtype_name(dtype), strerror(errno));
-#ifdef MADV_HUGEPAGE
-    (void)madvise(p, t->map_len, MADV_HUGEPAGE);
-#endif
+    void *p = NULL;
+    int advice = 0;
+    char what[128];
+    snprintf(what, sizeof what, "gd_host_tensor_create: %lld x %lld %s", (long long)rows,
+             (long long)cols, gd_dtype_name(dtype));
+    GD_CHECK(gd__table_map(t->bytes, what, &p, &t->map_len, &advice));
     t->map_base = p;
     t->data = p;
     *out = t;

@@ -72,10 +72,13 @@ struct gd_gatherer {
     int grid_cap_only;        /* do not use a green context for the SM budget */
     /*
      * zerocopy created with the host_gather option: the buffers of the CPU gather of host rows
-     * exist (host_gather.h), and host_cpu says whether gathers take that way now.
+     * exist (host_gather.h), and host_cpu says whether gathers take that way now; host_split
+     * whether they split the host rows instead, host_share (GD__HOST_SHARE_ONE = all) to the CPU.
      */
     int host_gather;
     int host_cpu;
+    int host_split;
+    int host_share;
     gd__host_probe probe;     /* the last gd__gatherer_host_probe (rows 0: none) */
     /* The hot-row cache (zerocopy). hot_rows lives only while the backend builds the cache. */
     int64_t *hot_rows;        /* the rows to cache, hottest first; slot i holds hot_rows[i] */
@@ -130,21 +133,28 @@ int gd__sm_budget_resolve(int count, double percent, int sms);
  */
 gd_status gd__gatherer_set_host_cpu(gd_gatherer_t *g, int cpu);
 /*
- * The host-row list of the gatherer's last CPU-gather call, for tests: *rows (pinned host
- * memory, *m entries) and *stage_slot (GPU memory, one entry per id in the order the kernel
- * read them: sorted when the gatherer sorts), valid until the next call. *m = -1 when the last
- * call did not take the CPU way.
+ * Switch such a gatherer to split (host_gather.h): the CPU copies the fraction f in [0, 1] of
+ * the host rows while the kernel reads the rest zero-copy; gd__gatherer_set_host_cpu leaves it.
+ */
+gd_status gd__gatherer_set_host_split(gd_gatherer_t *g, double f);
+/*
+ * The host-row list of the gatherer's last CPU-gather or split call, for tests: *rows (pinned
+ * host memory, *m entries: the staged rows) and *stage_slot (GPU memory, one entry per id in
+ * the order the kernel read them: sorted when the gatherer sorts), valid until the next call.
+ * *m = -1 when the last call did not take either way.
  */
 gd_status gd__gatherer_host_list(gd_gatherer_t *g, const int64_t **rows,
                                  const int64_t **stage_slot, int64_t *m);
 /*
- * Measure both ways on this table (start-up of "auto"): up to max_rows distinct random rows
- * that the GPU cache does not hold (seeded), gathered into scratch GPU memory the probe
- * allocates and frees, each way once to warm up and then `reps` times; the best rates go to
- * *out and g->probe. The gatherer is left in the way it was.
+ * Measure the ways on this table (start-up of "auto" and "split"): up to max_rows distinct
+ * random rows that the GPU cache does not hold (seeded), gathered into scratch GPU memory the
+ * probe allocates and frees, each way once to warm up and then `reps` times: zero-copy loads,
+ * the CPU gather, then split with the CPU fraction split_f (< 0: gd__host_split_fraction of
+ * the two rates just measured). The best rates go to *out and g->probe. The gatherer is left
+ * in the way it was.
  */
 gd_status gd__gatherer_host_probe(gd_gatherer_t *g, int64_t max_rows, int reps, uint64_t seed,
-                                  gd__host_probe *out);
+                                  double split_f, gd__host_probe *out);
 
 /* ---- backends */
 

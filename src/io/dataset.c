@@ -243,7 +243,7 @@ gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *option
         path = gd__path_join(dir, ma->file);
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming '%s/%s'", dir, ma->file);
         if (opts.mode == GD_OPEN_LOAD)
-            GD_CHECK(gd__npy_load(path, a));
+            GD_CHECK(gd__npy_load_table(path, a));
         else
             GD_CHECK(gd__npy_map(path, a));
         GD_REQUIRE(a->dtype == ma->dtype, GD_ERR_FORMAT,
@@ -505,7 +505,6 @@ gd_status gd__dataset_alloc(gd_dataset_t *ds, int id, gd_dtype dtype, int ndim,
                             const int64_t *shape, void **data) {
     gd_status st = GD_OK;
     int64_t bytes = 0;
-    void *p = NULL;
     char name[GD__TYPE_NAME_MAX + 32];
     GD_REQUIRE(data, GD_ERR_INVALID_ARG, "gd__dataset_alloc: data must not be NULL");
     *data = NULL;
@@ -517,11 +516,9 @@ gd_status gd__dataset_alloc(gd_dataset_t *ds, int id, gd_dtype dtype, int ndim,
         gd__array_slot_name(&ds->schema, id, name, sizeof name);
         GD_REQUIRE((uint64_t)bytes <= SIZE_MAX, GD_ERR_OVERFLOW, "%s: %lld bytes do not fit "
                    "in memory", name, (long long)bytes);
-        GD_ALLOC(p, (size_t)bytes, name);
         gd__array *a = &ds->arrays[id];
+        GD_CHECK(gd__array_own(a, (size_t)bytes, name));
         set_shape(a, dtype, ndim, shape);
-        a->store = GD__STORE_HEAP;
-        a->data = p;
     }
     *data = ds->arrays[id].data;
 fail:

@@ -23,7 +23,8 @@ typedef enum {
     GD__STORE_HEAP = 1,   /* gd_malloc'd, owned */
     GD__STORE_MAP_RO = 2, /* read-only mapping of an existing file */
     GD__STORE_MAP_RW = 3, /* writable mapping of a file being built (on-disk builder) */
-    GD__STORE_BORROWED = 4 /* the caller's memory (gd_dataset_from_arrays with borrow) */
+    GD__STORE_BORROWED = 4, /* the caller's memory (gd_dataset_from_arrays with borrow) */
+    GD__STORE_ANON = 5      /* an owned anonymous mapping (core/hugepages.h), map_base/len */
 } gd__store;
 
 typedef struct {

@@ -13,6 +13,8 @@
  */
 #include "io/npy.h"
 
+#include "core/hugepages.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -472,7 +474,8 @@ static gd_status to_array(const char *path, const gd_npy_info *info, gd__array *
     return GD_OK;
 }
 
-gd_status gd__npy_load(const char *path, gd__array *out) {
+/* gd__npy_load (table 0) and gd__npy_load_table (1). */
+static gd_status npy_load(const char *path, gd__array *out, int table) {
     gd_status st = GD_OK;
     int fd = -1;
     gd_npy_info info;
@@ -481,16 +484,41 @@ gd_status gd__npy_load(const char *path, gd__array *out) {
     GD_CHECK(to_array(path, &info, out));
     GD_REQUIRE((uint64_t)info.data_bytes <= SIZE_MAX, GD_ERR_OVERFLOW,
                "%s: %lld bytes do not fit in memory", path, (long long)info.data_bytes);
-    GD_ALLOC(data, (size_t)info.data_bytes, path);
+    if (table) {
+        GD_CHECK(gd__array_own(out, (size_t)info.data_bytes, path));
+    } else {
+        GD_ALLOC(out->data, (size_t)info.data_bytes, path);
+        out->store = GD__STORE_HEAP;
+    }
+    data = out->data;
     if (info.data_bytes > 0)
         GD_CHECK(gd__file_pread(fd, path, data, (size_t)info.data_bytes, info.data_offset));
     close(fd);
-    out->data = data;
-    out->store = GD__STORE_HEAP;
     return GD_OK;
 fail:
-    gd_free(data);
+    if (data) gd__array_release(out);
     if (fd >= 0) close(fd);
+    return st;
+}
+
+gd_status gd__npy_load(const char *path, gd__array *out) { return npy_load(path, out, 0); }
+
+gd_status gd__npy_load_table(const char *path, gd__array *out) {
+    return npy_load(path, out, 1);
+}
+
+gd_status gd__array_own(gd__array *a, size_t bytes, const char *what) {
+    gd_status st = GD_OK;
+    if (bytes >= GD__HUGE_PAGE_BYTES) {
+        int advice = 0;
+        GD_CHECK(gd__table_map(bytes, what, &a->map_base, &a->map_len, &advice));
+        a->data = a->map_base;
+        a->store = GD__STORE_ANON;
+        return GD_OK;
+    }
+    GD_ALLOC(a->data, bytes, what);
+    a->store = GD__STORE_HEAP;
+fail:
     return st;
 }
 
@@ -529,6 +557,9 @@ void gd__array_release(gd__array *a) {
     case GD__STORE_MAP_RO:
     case GD__STORE_MAP_RW:
         gd__file_unmap(a->map_base, a->map_len);
+        break;
+    case GD__STORE_ANON:
+        gd__table_unmap(a->map_base, a->map_len);
         break;
     case GD__STORE_NONE:
     case GD__STORE_BORROWED:

@@ -30,8 +30,16 @@ int64_t gd__npy_header_size(gd_dtype dtype, int ndim, const int64_t *shape);
 gd_status gd__npy_format_header(gd_dtype dtype, int ndim, const int64_t *shape, char *buf,
                                 int64_t header_size);
 
-/* Read a whole .npy file into a gd_malloc'd array (GD__STORE_HEAP). */
+/* Read a whole .npy file into a gd_malloc'd array (GD__STORE_HEAP: its data may be taken). */
 gd_status gd__npy_load(const char *path, gd__array *out);
+/* The same into memory for a table (gd__array_own: huge pages from 2 MiB; not to be taken). */
+gd_status gd__npy_load_table(const char *path, gd__array *out);
+/*
+ * Memory of bytes for a's data, owned by a: a table of 2 MiB or more mapped for huge pages
+ * (core/hugepages.h; GD__STORE_ANON), a smaller one gd_malloc'd (GD__STORE_HEAP). Sets data,
+ * store and the mapping; the shape is the caller's. GD_ERR_NO_MEMORY naming what.
+ */
+gd_status gd__array_own(gd__array *a, size_t bytes, const char *what);
 /* Map a .npy file read-only (GD__STORE_MAP_RO). */
 gd_status gd__npy_map(const char *path, gd__array *out);
 /* Release an array of any store kind (unmap or free) and reset it to GD__STORE_NONE. */

@@ -11,6 +11,7 @@
 #include "core/hostmem.h"
 #include "core/peers.h"
 #include "feature/disk_rows.h"
+#include "core/hugepages.h"
 #include "feature/host_gather.h"
 #include "feature/internal.h" /* the gatherer's host_gather switch and probe */
 #include "feature/widen.h"
@@ -599,36 +600,78 @@ fail:
 #define HOST_PROBE_REPS 3
 
 /*
- * zero-copy with rows in host memory, --host-gather cpu or auto: set the way the gatherer takes
- * (auto: a probe of both on this table, host_gather.h) and say it in the plan.
+ * zero-copy with rows in host memory, --host-gather cpu, split or auto: set the way the
+ * gatherer takes and say it in the plan. auto probes the three ways on this table
+ * (host_gather.h) and takes the fastest; split takes its CPU fraction from "split=F", else
+ * GD_HOST_SPLIT, else the probe's two rates (both engines then finish together).
  */
 static gd_status choose_host_gather(gd__datapath *d) {
     gd_status st = GD_OK;
     const size_t used = strlen(d->plan.text);
-    char why[160];
+    char probe[160] = "", how[128];
     gd__host_gather way = (gd__host_gather)d->cfg.host_gather;
-    snprintf(why, sizeof why, "--host-gather cpu");
-    if (way == GD__HOST_GATHER_AUTO) {
+    double f = d->cfg.host_split;
+    const char *f_from = "--host-gather split=F";
+    if (f < 0) {
+        GD_CHECK(gd__host_split_param(&f));
+        f_from = "GD_HOST_SPLIT";
+    }
+    if (way == GD__HOST_GATHER_AUTO || (way == GD__HOST_GATHER_SPLIT && f < 0)) {
         gd__host_probe p;
         GD_CHECK(gd__gatherer_host_probe(d->gatherer, HOST_PROBE_ROWS, HOST_PROBE_REPS,
-                                         d->cfg.seed, &p));
-        way = gd__host_gather_choose(p.zerocopy_gbs, p.cpu_gbs);
-        snprintf(why, sizeof why, "auto: %.1f GB/s against %.1f GB/s %s, %lld rows probed",
-                 way == GD__HOST_GATHER_CPU ? p.cpu_gbs : p.zerocopy_gbs,
-                 way == GD__HOST_GATHER_CPU ? p.zerocopy_gbs : p.cpu_gbs,
-                 way == GD__HOST_GATHER_CPU ? "by zero-copy loads" : "by CPU gather",
-                 (long long)p.rows);
+                                         d->cfg.seed, f, &p));
+        if (f < 0) {
+            f = p.rows > 0 ? p.split_f : 0.5;
+            f_from = "cpu / (cpu + zero-copy)";
+        }
+        if (way == GD__HOST_GATHER_AUTO)
+            way = gd__host_gather_choose(p.zerocopy_gbs, p.cpu_gbs, p.split_gbs);
+        snprintf(probe, sizeof probe,
+                 "; probe GB/s %.1f zero-copy, %.1f cpu, %.1f split %.2f, %lld rows probed",
+                 p.zerocopy_gbs, p.cpu_gbs, p.split_gbs, p.split_f, (long long)p.rows);
         startup_mark(d, "host gather probe");
     }
-    GD_CHECK(gd__gatherer_set_host_cpu(d->gatherer, way == GD__HOST_GATHER_CPU));
-    GD_INFO("zero-copy: host rows by %s (%s)",
-            way == GD__HOST_GATHER_CPU ? "CPU gather + DMA" : "zero-copy loads", why);
-    snprintf(d->plan.text + used, sizeof d->plan.text - used, "; host rows by %s (%s)",
-             way == GD__HOST_GATHER_CPU ? "CPU gather + DMA" : "zero-copy loads", why);
+    if (way == GD__HOST_GATHER_SPLIT) {
+        GD_CHECK(gd__gatherer_set_host_split(d->gatherer, f));
+        snprintf(how, sizeof how, "split, %.2f by CPU gather + DMA beside zero-copy loads (%s",
+                 f, f_from);
+    } else {
+        GD_CHECK(gd__gatherer_set_host_cpu(d->gatherer, way == GD__HOST_GATHER_CPU));
+        snprintf(how, sizeof how, "by %s (%s",
+                 way == GD__HOST_GATHER_CPU ? "CPU gather + DMA" : "zero-copy loads",
+                 d->cfg.host_gather == GD__HOST_GATHER_AUTO ? "auto" : "--host-gather cpu");
+    }
+    GD_INFO("zero-copy: host rows %s%s)", how, probe);
+    snprintf(d->plan.text + used, sizeof d->plan.text - used, "; host rows %s%s)", how, probe);
 fail:
     return st;
 }
 #endif
+
+/*
+ * zero-copy with a table in anonymous memory (not a file's pages): how much of it 2 MiB pages
+ * back (core/hugepages.h), in the plan, since zero-copy loads over a large table are bound by
+ * address translation.
+ */
+static gd_status say_huge_pages(gd__datapath *d) {
+    const size_t used = strlen(d->plan.text);
+    const size_t bytes = (size_t)(d->num_nodes * gd_host_tensor_row_bytes(d->features));
+    const int64_t huge = gd__huge_bytes(gd_host_tensor_data(d->features), bytes);
+    const char *asked = NULL;
+    char thp[32], a[32], b[32];
+    gd_status st = gd_param_get("GD_HUGEPAGES", &asked);
+    if (st != GD_OK) return st;
+    gd__thp_mode(thp, sizeof thp);
+    if (huge < 0) {
+        snprintf(d->plan.text + used, sizeof d->plan.text - used, ", 2 MiB pages unknown");
+        return GD_OK;
+    }
+    snprintf(d->plan.text + used, sizeof d->plan.text - used,
+             ", 2 MiB pages on %s of %s (THP %s, GD_HUGEPAGES %s)",
+             gd__plan_gib(huge, a, sizeof a), gd__plan_gib((int64_t)bytes, b, sizeof b), thp,
+             asked);
+    return GD_OK;
+}
 
 /* The gatherer of the mode; zero-copy sizes its cache from what the budget leaves. */
 static gd_status make_gatherer(gd__datapath *d) {
@@ -697,6 +740,7 @@ static gd_status make_gatherer(gd__datapath *d) {
                  copied ? "pinned as a copy"
                  : d->features_shared ? "pinned in place (the file's pages, shared)"
                                       : "pinned in place");
+        if (!d->features_shared) GD_CHECK(say_huge_pages(d));
     }
 #ifdef GD_WITH_CUDA
     if (go.host_gather) GD_CHECK(choose_host_gather(d));

@@ -60,6 +60,7 @@ typedef struct {
     int locality;          /* locality-aware sampling: 0 off, a factor >= 2, GD__LOCALITY_AUTO */
     /* zero-copy: how the rows outside the GPU cache come (gd__host_gather; 0: zero-copy loads) */
     int host_gather;
+    double host_split; /* split: the CPU's fraction of them from "split=F" (< 0: not given) */
     int depth;           /* buffer sets of the GPU modes (cpu: 1 unless sets_on_cpu) */
     int sets_on_cpu;     /* the cpu mode keeps `depth` sets too (the loader's caller holds them) */
     int labels_optional; /* the loader serves unlabelled data */

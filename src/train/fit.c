@@ -123,7 +123,7 @@ static gd_status train_config(const gd_train_options *o, gd_trainer_t *t, gd__tr
     c->startup_progress_user = o->startup_progress_user;
     {
         gd__host_gather h;
-        GD_CHECK(gd__host_gather_parse(o->host_gather, &h));
+        GD_CHECK(gd__host_gather_parse(o->host_gather, &h, &c->host_split));
         c->host_gather = (int)h;
     }
     /* Every minibatch reaches forward_progress, which reports at the fit's own cadence. */

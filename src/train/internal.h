@@ -96,9 +96,11 @@ typedef struct {
     int locality;
     /*
      * zero-copy: how the feature rows outside the GPU cache reach the GPU, a gd__host_gather
-     * (feature/host_gather.h): zero-copy loads (0), CPU gather + one DMA, or auto (a probe).
+     * (feature/host_gather.h): zero-copy loads (0), CPU gather + one DMA, split between the
+     * two, or auto (a probe); host_split the CPU's fraction that "split=F" gave (< 0: none).
      */
     int host_gather;
+    double host_split;
     int depth;              /* GPU modes: buffer sets in the ring, >= 2 */
     const char *relation_fanouts; /* heterogeneous: per (hop, edge type); see gd_train_options */
     int64_t max_batches;    /* stop a training epoch after this many minibatches (0: all) */
@@ -118,6 +120,7 @@ typedef struct {
      .mode = GD__TRAIN_CPU,                                                                        \
      .gpu_cache_bytes = -1,                                                                        \
      .graph_cache_bytes = -1,                                                                      \
+     .host_split = -1,                                                                             \
      .depth = 3}
 
 typedef struct {

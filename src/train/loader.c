@@ -390,7 +390,7 @@ static gd_status data_config(const gd_loader_options *o, gd__data_config *c) {
     c->seeds_split = (int)(o->split - GD_ARRAY_TRAIN_IDX);
     {
         gd__host_gather h;
-        GD_CHECK(gd__host_gather_parse(o->host_gather, &h));
+        GD_CHECK(gd__host_gather_parse(o->host_gather, &h, &c->host_split));
         c->host_gather = (int)h;
     }
 fail:

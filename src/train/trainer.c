@@ -262,6 +262,7 @@ static void data_config(gd__trainer *t, gd__data_config *dc) {
     dc->placement = cfg->placement;
     dc->locality = cfg->locality;
     dc->host_gather = cfg->host_gather;
+    dc->host_split = cfg->host_split;
     dc->startup_progress = cfg->startup_progress;
     dc->startup_progress_user = cfg->startup_progress_user;
     dc->model_bytes = plan_model_bytes;
