@@ -11,7 +11,7 @@
 #      core): raw/data.npz (edge_index int64 2 x 1,615,685,872; node_feat float32
 #      111,059,956 x 128; node_year; num_nodes_list, num_edges_list), raw/node-label.npz
 #      (float64, NaN = unlabelled) and split/time/*.csv.gz. The members are STORED
-#      (uncompressed, np.savez's layout; 82.9 GB), not deflated (np.savez_compressed): random
+#      (uncompressed, np.savez's layout; 84.5 GB), not deflated (np.savez_compressed): random
 #      data does not compress, and inflating one zlib stream runs on one core;
 #   3. the ceiling: the page cache dropped, one sequential O_DIRECT read (dd, 64 MiB requests)
 #      of the first CEIL_GIB GiB of data.npz (default 48: its edges and a part of its

@@ -1,6 +1,6 @@
 /*
  * gen_ogb_npz: write OGB's binary raw layout (ogbn-papers100M's `papers100M-bin`) of a random
- * graph, fast enough to make the real size (111M nodes, 1.6G edges, 83 GB) inside a benchmark's
+ * graph, fast enough to make the real size (111M nodes, 1.6G edges, 84.5 GB) inside a benchmark's
  * time budget (bench/convert-device.sh, issue 19). numpy's np.savez writes one member at a time
  * on one core and computes each CRC-32 as it goes; at papers100M's size that is minutes. Here
  * every byte of the archive has a known place before anything is written (stored members, so a
