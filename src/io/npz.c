@@ -202,6 +202,25 @@ typedef struct {
     void *user;
 } decoder;
 
+/* Where a member's bytes start in the file, after its local header (checked). */
+static gd_status member_start(const gd__npz *z, const member *m, int64_t *at) {
+    gd_status st = GD_OK;
+    unsigned char lh[30];
+    GD_REQUIRE(m->method == 0 || m->method == 8, GD_ERR_UNSUPPORTED,
+               "%s: member %s is compressed with zip method %d; numpy writes stored (0) or "
+               "deflate (8)",
+               z->path, m->name, m->method);
+    GD_CHECK(read_at(z, lh, sizeof lh, (int64_t)m->local, "a member's local header"));
+    GD_REQUIRE(u32(lh) == 0x04034b50u, GD_ERR_FORMAT, "%s: the local header of %s is corrupt",
+               z->path, m->name);
+    *at = (int64_t)m->local + 30 + u16(lh + 26) + u16(lh + 28);
+    GD_REQUIRE(*at + (int64_t)m->csize <= z->size, GD_ERR_FORMAT,
+               "%s: member %s runs past the end of the file (the archive is truncated)", z->path,
+               m->name);
+fail:
+    return st;
+}
+
 /*
  * Hand n bytes of the member's data to the sink. A corrupt deflate stream can inflate past the
  * member's declared size: refused before anything lands past the array's bytes.
@@ -249,23 +268,14 @@ fail:
 gd_status gd__npz_read(const gd__npz *z, const char *name, gd_npy_info *info, gd__npz_sink sink,
                        void *user) {
     gd_status st = GD_OK;
-    unsigned char *in = NULL, *outb = NULL, lh[30];
+    unsigned char *in = NULL, *outb = NULL;
     z_stream zs;
     int zs_made = 0;
     decoder *d = NULL;
     const member *m = find(z, name);
     GD_REQUIRE(m, GD_ERR_NOT_FOUND, "%s has no array '%s' (no member %s.npy)", z->path, name, name);
-    GD_REQUIRE(m->method == 0 || m->method == 8, GD_ERR_UNSUPPORTED,
-               "%s: member %s is compressed with zip method %d; numpy writes stored (0) or "
-               "deflate (8)",
-               z->path, m->name, m->method);
-    GD_CHECK(read_at(z, lh, sizeof lh, (int64_t)m->local, "a member's local header"));
-    GD_REQUIRE(u32(lh) == 0x04034b50u, GD_ERR_FORMAT, "%s: the local header of %s is corrupt",
-               z->path, m->name);
-    int64_t at = (int64_t)m->local + 30 + u16(lh + 26) + u16(lh + 28);
-    GD_REQUIRE(at + (int64_t)m->csize <= z->size, GD_ERR_FORMAT,
-               "%s: member %s runs past the end of the file (the archive is truncated)", z->path,
-               m->name);
+    int64_t at = 0;
+    GD_CHECK(member_start(z, m, &at));
     GD_ALLOC(d, sizeof *d, "a .npz member's decoder");
     memset(d, 0, sizeof *d);
     d->z = z, d->m = m, d->info = info, d->sink = sink, d->user = user;
@@ -325,24 +335,6 @@ fail:
 
 /* ------------------------------------------------ whole members into caller memory */
 
-/* Where a member's bytes start in the file, after its local header (checked). */
-static gd_status member_start(const gd__npz *z, const member *m, int64_t *at) {
-    gd_status st = GD_OK;
-    unsigned char lh[30];
-    GD_REQUIRE(m->method == 0 || m->method == 8, GD_ERR_UNSUPPORTED,
-               "%s: member %s is compressed with zip method %d; numpy writes stored (0) or "
-               "deflate (8)",
-               z->path, m->name, m->method);
-    GD_CHECK(read_at(z, lh, sizeof lh, (int64_t)m->local, "a member's local header"));
-    GD_REQUIRE(u32(lh) == 0x04034b50u, GD_ERR_FORMAT, "%s: the local header of %s is corrupt",
-               z->path, m->name);
-    *at = (int64_t)m->local + 30 + u16(lh + 26) + u16(lh + 28);
-    GD_REQUIRE(*at + (int64_t)m->csize <= z->size, GD_ERR_FORMAT,
-               "%s: member %s runs past the end of the file (the archive is truncated)", z->path,
-               m->name);
-fail:
-    return st;
-}
 
 /* The .npy header at the start of a stored member; *head_len = the bytes it spans. */
 static gd_status stored_header(const gd__npz *z, const member *m, int64_t at, gd_npy_info *info,
