@@ -186,6 +186,11 @@ static void check_refusals(uint64_t *state) {
 }
 
 int main(void) {
+    /*
+     * Plans made grouped whatever the default (GD_NN_GROUPED=0 makes them per group, with no
+     * scratch): each case then sets the path it checks.
+     */
+    T_ASSERT(setenv("GD_NN_GROUPED", "1", 1) == 0);
     uint64_t state = t_seed();
     cpu = gd__nn_cpu_ctx();
     for (int i = 0; i < 40; i++) {

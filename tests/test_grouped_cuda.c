@@ -172,6 +172,8 @@ int main(void) {
         fprintf(stderr, "no GPU: the grouped GEMM's CUDA checks are skipped\n");
         return GD_TEST_SKIP;
     }
+    /* Plans made grouped whatever the default (GD_NN_GROUPED=0): each case picks its path. */
+    T_ASSERT(setenv("GD_NN_GROUPED", "1", 1) == 0);
     uint64_t state = t_seed();
     cpu = gd__nn_cpu_ctx();
     T_OK(gd__nn_cuda_ctx_create(0, &gpu));

@@ -339,7 +339,8 @@ struct gd__nn_bias_grad_group {
  * second time, each rounded up to GD__NN_SCRATCH_ALIGN; gd__nn_gemm_grouped_scratch says what
  * a call needs) and the backend's state (the CUDA backend's device arrays of matrix pointers).
  * grouped is 0 when GD_NN_GROUPED=0 asked for one product at a time, the path the front-ends
- * also take on a backend without the grouped ops.
+ * also take on a backend without the grouped ops; that path needs no scratch, so none is
+ * allocated (scratch_elems is then ignored).
  */
 struct gd__nn_grouped {
     int grouped;
@@ -350,6 +351,8 @@ struct gd__nn_grouped {
 gd_status gd__nn_grouped_create(const gd__nn_ctx *ctx, gd_dtype dtype, int64_t scratch_elems,
                                 gd__nn_grouped *plan);
 void gd__nn_grouped_destroy(const gd__nn_ctx *ctx, gd__nn_grouped *plan);
+/* 1 when GD_NN_GROUPED asks for grouped calls (the models' memory estimates count the scratch). */
+int gd__nn_grouped_wanted(void);
 /* The scratch elements a call of these groups needs (the same on every backend). */
 int64_t gd__nn_gemm_grouped_scratch(int count, const gd__nn_gemm_group *g);
 /* A partial product of rows x cols in the scratch: its elements, rounded up. */

@@ -333,12 +333,19 @@ gd_status gd__nn_grouped_create(const gd__nn_ctx *ctx, gd_dtype dtype, int64_t s
     plan->scratch = gd__nn_view(NULL, dtype, ctx->device, 0, 0);
     GD_CHECK(gd_param_get_int("GD_NN_GROUPED", &on));
     plan->grouped = on != 0 && ctx->be->gemm_grouped != NULL;
-    if (scratch_elems > 0) GD_CHECK(gd__nn_tensor_alloc(ctx, dtype, 1, scratch_elems, &plan->scratch));
+    /* One product at a time accumulates in place (beta 1): only grouped calls use scratch. */
+    if (plan->grouped && scratch_elems > 0)
+        GD_CHECK(gd__nn_tensor_alloc(ctx, dtype, 1, scratch_elems, &plan->scratch));
     if (plan->grouped && ctx->be->grouped_init) GD_CHECK(ctx->be->grouped_init(ctx, plan));
     return GD_OK;
 fail:
     if (plan) gd__nn_grouped_destroy(ctx, plan);
     return st;
+}
+
+int gd__nn_grouped_wanted(void) {
+    int64_t on = 0;
+    return gd_param_get_int("GD_NN_GROUPED", &on) == GD_OK && on != 0;
 }
 
 void gd__nn_grouped_destroy(const gd__nn_ctx *ctx, gd__nn_grouped *plan) {
@@ -433,7 +440,7 @@ gd_status gd__nn_gemm_grouped(const gd__nn_ctx *ctx, gd__nn_grouped *plan, int c
     for (int j0 = 0; j0 < count; j0 += GD__NN_GROUP_MAX) {
         const int n = count - j0 < GD__NN_GROUP_MAX ? count - j0 : GD__NN_GROUP_MAX;
         for (int j = 0; j < n; j++) GD_CHECK(check_gemm_group(ctx, g + j0, j));
-        const int64_t need = gd__nn_gemm_grouped_scratch(n, g + j0);
+        const int64_t need = plan->grouped ? gd__nn_gemm_grouped_scratch(n, g + j0) : 0;
         GD_REQUIRE(need <= gd__nn_numel(&plan->scratch), GD_ERR_RANGE,
                    "%s: groups %d to %d sum into shared outputs and need %lld scratch elements, "
                    "but the plan has %lld (the model sized it too small)",

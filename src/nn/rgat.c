@@ -659,6 +659,7 @@ int64_t gd__rgat_bytes(const gd__rsage_config *cfg, int heads, double attn_dropo
      * Parameters, gradients and Adam's two moments; activations; scratch (each relation's
      * projection gradients, the grouped GEMM's); the edge keys.
      */
+    if (!gd__nn_grouped_wanted()) sc = 0; /* one product at a time needs no scratch */
     const double total = (4 * p + a + 2.0 * T * d + g + sc) * (double)gd_dtype_size(cfg->dtype) +
                          (attn_dropout > 0 ? 8.0 * k : 0);
     return total < 9.0e18 ? (int64_t)total : INT64_MAX;

@@ -643,6 +643,7 @@ int64_t gd__rsage_bytes(const gd__rsage_config *cfg) {
      * Parameters, gradients and Adam's two moments; activations; two gradient buffers a type;
      * each relation's mean gradient; the grouped GEMM's scratch.
      */
+    if (!gd__nn_grouped_wanted()) sc = 0; /* one product at a time needs no scratch */
     const double total = (4 * p + a + 2.0 * T * d + g + sc) * (double)gd_dtype_size(cfg->dtype);
     return total < 9.0e18 ? (int64_t)total : INT64_MAX;
 }
