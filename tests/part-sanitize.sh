@@ -12,6 +12,15 @@ test=$2 var=$3 tools=$4 parts=$5 limit=${6:-500}
 out=${OUT:-$PWD/device-out}/part-san
 mkdir -p "$out"
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+# Each process gets its share of the cores (GD_THREADS, OMP_NUM_THREADS): 18 processes of 16
+# threads each on 16 cores left every one of them short of its limit (s8, call 5).
+set -- $tools
+ntools=$#
+set -- $parts
+nprocs=$((ntools * $#))
+share=$(( $(nproc) / (nprocs > 0 ? nprocs : 1) ))
+[ "$share" -ge 1 ] || share=1
+export GD_THREADS=${GD_THREADS:-$share} OMP_NUM_THREADS=${OMP_NUM_THREADS:-$share}
 pids=()
 for tool in $tools; do
     for part in $parts; do
@@ -26,6 +35,7 @@ for tool in $tools; do
             rc=$?
             echo "$tool $test part $part: rc $rc in $(( $(date +%s) - t0 )) s;" \
                 "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+            exit $rc
         ) &
         pids+=($!)
     done
