@@ -280,6 +280,28 @@ def summary(values):
     return m, s
 
 
+def fit_eval(model, opt, epochs, dev, steps, evaluate):
+    """PyG's side of a run: each epoch trains on steps(epoch) (pairs of logits and labels, made
+    in train mode), then evaluate() gives (valid, test) in eval mode without gradients. Returns
+    the per-epoch (valid, test) history and the training seconds."""
+    hist, train_s = [], 0.0
+    for e in range(epochs):
+        t0 = time.perf_counter()
+        model.train()
+        for logits, y in steps(e):
+            loss = F.cross_entropy(logits, y, ignore_index=-1)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        train_s += time.perf_counter() - t0
+        model.eval()
+        with torch.no_grad():
+            hist.append(evaluate())
+    return hist, train_s
+
+
 def best_valid(history):
     """(epoch, valid, test) of the first epoch with the best valid accuracy."""
     best = None
@@ -393,29 +415,20 @@ def pyg_cora_run(ds, s, dev, loader_mode, gpu):
     model = GAT(ds.feature_dim, s["hidden"], ds.num_classes, len(s["fanouts"]), s["heads"],
                 s["dropout"], s["attn_dropout"]).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=s["lr"], weight_decay=s["weight_decay"])
-    hist, train_s = [], 0.0
+
+    def evaluate():
+        out = model.forward_full(x_all, ei)
+        return tuple(accuracy(out[split[k]], y_all[split[k]]) for k in ("valid", "test"))
+
     with graphdirect.Loader(ds, fanouts=s["fanouts"], batch_size=s["batch"], mode=loader_mode,
                             shuffle=True, seed=s["seed"], device=gpu, split="train",
                             threads=s["threads"]) as loader:
-        for e in range(s["epochs"]):
-            t0 = time.perf_counter()
-            model.train()
+        def steps(e):
             for batch in loader.epoch(e):
                 x = torch.from_dlpack(batch.features)
-                y = torch.from_dlpack(batch.labels)
-                loss = F.cross_entropy(model.forward_blocks(x, batch.blocks), y, ignore_index=-1)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-            if dev.type == "cuda":
-                torch.cuda.synchronize()
-            train_s += time.perf_counter() - t0
-            model.eval()
-            with torch.no_grad():
-                out = model.forward_full(x_all, ei)
-            hist.append(tuple(accuracy(out[split[k]], y_all[split[k]]) for k in ("valid",
-                                                                                 "test")))
-    return hist, train_s
+                yield model.forward_blocks(x, batch.blocks), torch.from_dlpack(batch.labels)
+
+        return fit_eval(model, opt, s["epochs"], dev, steps, evaluate)
 
 
 def run_cora(args, clib, cli, dev, tmp, settings):
@@ -541,41 +554,32 @@ def pyg_igbh_run(path, clib, s, dev):
     opt = torch.optim.Adam(model.parameters(), lr=s["lr"], weight_decay=s["weight_decay"])
     sampler = TypedSampler(clib, path, s["fanouts"], s["batch"], s["seed"], names,
                            s["threads"])
-    hist, train_s = [], 0.0
+
+    def steps(e):
+        for seeds, nodes, blocks in sampler.epoch(train_ids, e):
+            x = {}
+            for ti, t in enumerate(names):
+                ids = torch.from_numpy(nodes[0][ti] - off[t]).to(dev)
+                x[t] = tables[t][ids] if t in tables else torch.zeros(len(ids), 1,
+                                                                       device=dev)
+            edges, nd = [], []
+            for l in range(L):
+                edges.append({et: torch.from_numpy(np.stack([
+                    blocks[l][r][1],
+                    np.repeat(np.arange(blocks[l][r][2], dtype=np.int64),
+                              np.diff(blocks[l][r][0]))])).to(dev)
+                    for r, et in enumerate(ets)})
+                nd.append({t: len(nodes[l + 1][ti]) for ti, t in enumerate(names)})
+            yield model(x, edges, nd), labels[torch.from_numpy(seeds).to(dev)]
+
+    def evaluate():
+        out = model(x_full, [full] * L, [counts] * L)
+        return tuple(accuracy(out[split[k]], y_target[split[k]]) for k in ("valid", "test"))
+
     try:
-        for e in range(s["epochs"]):
-            t0 = time.perf_counter()
-            model.train()
-            for seeds, nodes, blocks in sampler.epoch(train_ids, e):
-                x = {}
-                for ti, t in enumerate(names):
-                    ids = torch.from_numpy(nodes[0][ti] - off[t]).to(dev)
-                    x[t] = tables[t][ids] if t in tables else torch.zeros(len(ids), 1,
-                                                                           device=dev)
-                edges, nd = [], []
-                for l in range(L):
-                    edges.append({et: torch.from_numpy(np.stack([
-                        blocks[l][r][1],
-                        np.repeat(np.arange(blocks[l][r][2], dtype=np.int64),
-                                  np.diff(blocks[l][r][0]))])).to(dev)
-                        for r, et in enumerate(ets)})
-                    nd.append({t: len(nodes[l + 1][ti]) for ti, t in enumerate(names)})
-                y = labels[torch.from_numpy(seeds).to(dev)]
-                loss = F.cross_entropy(model(x, edges, nd), y, ignore_index=-1)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-            if dev.type == "cuda":
-                torch.cuda.synchronize()
-            train_s += time.perf_counter() - t0
-            model.eval()
-            with torch.no_grad():
-                out = model(x_full, [full] * L, [counts] * L)
-            hist.append(tuple(accuracy(out[split[k]], y_target[split[k]]) for k in ("valid",
-                                                                                   "test")))
+        return fit_eval(model, opt, s["epochs"], dev, steps, evaluate)
     finally:
         sampler.close()
-    return hist, train_s
 
 
 def run_igbh(args, clib, dev, tmp, settings):
