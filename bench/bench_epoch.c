@@ -388,6 +388,49 @@ fail:
     return rc;
 }
 
+/*
+ * The ceiling of a CPU gather of host rows (--host-gather cpu and split): every thread copying
+ * random rows of the dataset's feature table into one buffer, as the gatherer's CPU threads
+ * copy the rows the GPU lists into pinned staging, the best of three passes: GB/s (1e9 bytes),
+ * and the rows a pass copies. Up to 256 MiB of rows, drawn uniformly over the table.
+ */
+static int cpu_gather_ceiling(const gd_dataset_t *ds, int threads, uint64_t seed, double *gbs,
+                              int64_t *rows_out) {
+    int rc = -1;
+    gd_array_view v;
+    int64_t *ids = NULL;
+    char *dst = NULL;
+    BENCH_GD(gd_dataset_array(ds, GD_ARRAY_FEATURES, &v), "reading the feature table");
+    const int64_t rows = v.shape[0];
+    const size_t rb = (size_t)(v.ndim > 1 ? v.shape[1] : 1) * gd_dtype_size(v.dtype);
+    int64_t n = ((int64_t)256 << 20) / (int64_t)rb;
+    if (n > rows) n = rows;
+    BENCH_REQUIRE(n > 0 && rb > 0, "the feature table is empty: no CPU gather ceiling");
+    ids = malloc((size_t)n * sizeof *ids);
+    dst = malloc((size_t)n * rb);
+    BENCH_REQUIRE(ids && dst, "out of memory for the CPU gather ceiling (%lld rows)", (long long)n);
+    bench_random_ids(ids, n, n, rows, seed, threads);
+    bench_fill_pattern(dst, (size_t)n * rb, threads);
+    const char *src = v.data;
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        const double t0 = bench_now();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+        for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * rb, src + (size_t)ids[i] * rb, rb);
+        const double dt = bench_now() - t0;
+        if (best == 0 || dt < best) best = dt;
+    }
+    *gbs = best > 0 ? (double)n * (double)rb / best / 1e9 : 0;
+    *rows_out = n;
+    rc = 0;
+fail:
+    free(ids);
+    free(dst);
+    return rc;
+}
+
 /* The first finished run of mode (by its mode, whatever its label says). */
 static const run_result *find_mode(const epoch_bench *b, const run_result *res, const char *mode) {
     for (int i = 0; i < b->nruns; i++)
@@ -454,6 +497,8 @@ static int add_result_json(cJSON *runs, const run_spec *spec, const run_result *
     BENCH_JSON(cJSON_AddNumberToObject(o, "create_s", r->create_s));
     BENCH_JSON(cJSON_AddNumberToObject(o, "warmup_loss", r->warm_loss));
     BENCH_JSON(cJSON_AddNumberToObject(o, "loss", s->loss));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "host_rows_copied", (double)s->host_rows_copied * k));
+    BENCH_JSON(cJSON_AddNumberToObject(o, "host_bytes_copied", (double)s->host_bytes_copied * k));
     return 0;
 fail:
     return -1;
@@ -515,6 +560,36 @@ int bench_epoch(int argc, char **argv) {
                       "%s and %s disagree on the warm-up loss (%.6f vs %.6f): the modes must "
                       "train the same minibatches the same way",
                       b.runs[0].label, b.runs[i].label, a, c);
+    }
+
+    /*
+     * The runs whose CPU threads copied host rows (--host-gather cpu, split, auto's choice):
+     * those bytes at the CPU gather rate of this machine, measured here, are a floor of the
+     * epoch's gather stage whatever the pipeline overlaps.
+     */
+    int any_copied = 0;
+    for (int i = 0; i < b.nruns; i++) any_copied |= res[i].done && res[i].st.host_bytes_copied > 0;
+    if (any_copied) {
+        double cgbs = 0;
+        int64_t crows = 0;
+        const int threads = b.opt.threads > 0 ? b.opt.threads : bench_cpus();
+        if (cpu_gather_ceiling(ds, threads, b.opt.seed, &cgbs, &crows)) goto fail;
+        printf("ceiling: %d CPU threads gathering %lld random rows of the table: %.1f GB/s\n",
+               threads, (long long)crows, cgbs);
+        cJSON *cj = cJSON_AddObjectToObject(root, "ceilings");
+        BENCH_JSON(cj);
+        BENCH_JSON(cJSON_AddNumberToObject(cj, "cpu_gather_gbs", cgbs));
+        BENCH_JSON(cJSON_AddNumberToObject(cj, "cpu_gather_threads", threads));
+        const run_result *all = find_mode(&b, res, "all-gpu");
+        for (int i = 0; i < b.nruns && cgbs > 0; i++) {
+            const double gb = (double)res[i].st.host_bytes_copied * res[i].scale / 1e9;
+            if (!res[i].done || gb <= 0) continue;
+            printf("%s: CPU threads copied %.2f GB of host rows in the epoch: at %.1f GB/s >= "
+                   "%.3f s of gather",
+                   b.runs[i].label, gb, cgbs, gb / cgbs);
+            if (all) printf(" (%.2fx the all-gpu epoch)", gb / cgbs / all->st.seconds);
+            printf("\n");
+        }
     }
 
     targets = cJSON_AddArrayToObject(root, "targets");

@@ -1437,6 +1437,12 @@ typedef struct {
     double allreduce_s;    /* several ranks: busy time of the gradients' all-reduce stage */
     /* Features on disk (the plan says so): rows and bytes the epoch read from the file. */
     int64_t disk_rows_read, disk_bytes_read;
+    /*
+     * zero-copy with --host-gather cpu or split: the host rows (and bytes) CPU threads copied
+     * into pinned staging in the epoch (with cpu, every row the GPU cache did not hold; with
+     * split, the CPU's share); 0 otherwise.
+     */
+    int64_t host_rows_copied, host_bytes_copied;
 } gd_epoch_stats;
 
 /*

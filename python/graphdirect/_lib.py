@@ -297,7 +297,8 @@ class EpochStats(_Sized):  # gd_epoch_stats (filled by the library for on_epoch)
                 ("train_s", c_double), ("wait_s", c_double), ("cpu_core_s", c_double),
                 ("gpu_mem_bytes", c_int64), ("improved", c_int), ("best_valid", c_double),
                 ("best_epoch", c_int64), ("allreduce_s", c_double),
-                ("disk_rows_read", c_int64), ("disk_bytes_read", c_int64)]
+                ("disk_rows_read", c_int64), ("disk_bytes_read", c_int64),
+                ("host_rows_copied", c_int64), ("host_bytes_copied", c_int64)]
 
 
 # gd_epoch_fn and gd_train_progress_fn.

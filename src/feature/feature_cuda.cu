@@ -775,6 +775,7 @@ static gd_status copy_host_rows(gd_gatherer_t *g, gd__cuda_gatherer *c, long lon
         GD_CUDA_CHECK(cudaEventRecord(c->stage_free, dma));
     }
     c->last_m = *m;
+    g->host_rows_copied += *m;
 fail:
     return st;
 }

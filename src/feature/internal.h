@@ -79,6 +79,7 @@ struct gd_gatherer {
     int host_cpu;
     int host_split;
     int host_share;
+    int64_t host_rows_copied; /* rows CPU threads copied into staging (cpu, split), since create */
     gd__host_probe probe;     /* the last gd__gatherer_host_probe (rows 0: none) */
     /* The hot-row cache (zerocopy). hot_rows lives only while the backend builds the cache. */
     int64_t *hot_rows;        /* the rows to cache, hottest first; slot i holds hot_rows[i] */

@@ -1395,6 +1395,11 @@ fail:
     return st;
 }
 
+void gd__datapath_host_copied(const gd__datapath *d, int64_t *rows, int64_t *bytes) {
+    *rows = d->gatherer ? d->gatherer->host_rows_copied : 0;
+    *bytes = *rows * (d->gatherer ? d->gatherer->tensor->row_bytes : 0);
+}
+
 int64_t gd__datapath_max_batches(const gd__datapath *d) {
     int64_t most = 1;
     for (int i = 0; i < 3; i++) most = gd__max64(most, (d->split_n[i] + d->batch - 1) / d->batch);

@@ -276,6 +276,11 @@ gd_status gd__datapath_start_pass(gd__datapath *d, const int64_t *ids, int64_t n
 gd_status gd__datapath_check_errors(gd__datapath *d);
 /* Features on disk: the rows read from the file so far, and the bytes it gave (0 otherwise). */
 gd_status gd__datapath_disk_read(gd__datapath *d, int64_t *rows, int64_t *bytes);
+/*
+ * zero-copy with --host-gather cpu or split: the host rows CPU threads copied into pinned
+ * staging so far (the gatherer's probe included), and their bytes (0 otherwise).
+ */
+void gd__datapath_host_copied(const gd__datapath *d, int64_t *rows, int64_t *bytes);
 /* Minibatches of a pass over the largest split (the size of per-pass logs). */
 int64_t gd__datapath_max_batches(const gd__datapath *d);
 /* The labelled seeds of global minibatch b of p (every rank's share), from host memory. */

@@ -489,6 +489,8 @@ static void epoch_stats(const gd_trainer_t *t, const gd__train_epoch_stats *es, 
     s->gpu_mem_bytes = es->gpu_mem_bytes;
     s->disk_rows_read = es->disk_rows_read;
     s->disk_bytes_read = es->disk_bytes_read;
+    s->host_rows_copied = es->host_rows_copied;
+    s->host_bytes_copied = es->host_bytes_copied;
     s->improved = improved;
     s->best_valid = t->best_epoch >= 0 ? t->best_valid : NAN;
     s->best_epoch = t->best_epoch;

@@ -140,6 +140,7 @@ typedef struct {
     double cpu_core_s;     /* CPU time of the process (user + system, all threads) */
     int64_t gpu_mem_bytes; /* GPU memory in use at the end (total - free; 0 without a GPU) */
     int64_t disk_rows_read, disk_bytes_read; /* features on disk: what the file gave */
+    int64_t host_rows_copied, host_bytes_copied; /* host rows by CPU gather (cpu, split) */
 } gd__train_epoch_stats;
 
 typedef struct gd__trainer gd__trainer;

@@ -661,9 +661,10 @@ gd_status gd__trainer_epoch(gd__trainer *t, int64_t epoch, gd__train_epoch_stats
     gd__datapath *d = t->d;
     const double start = gd__now(), cpu0 = gd__cpu_seconds();
     const int64_t n = d->split_n[0];
-    int64_t num_batches, correct = 0, disk_rows0, disk_bytes0;
+    int64_t num_batches, correct = 0, disk_rows0, disk_bytes0, host_rows0, host_bytes0;
     gd__pass p;
     GD_CHECK(gd__datapath_disk_read(d, &disk_rows0, &disk_bytes0));
+    gd__datapath_host_copied(d, &host_rows0, &host_bytes0);
     GD_CHECK(
         gd_seed_batches(d->split[0], n, d->batch, t->cfg.seed, epoch, 0, d->order, &num_batches));
     GD_CHECK(run_pass(t, d->order, n, epoch, 1, &p));
@@ -688,6 +689,9 @@ gd_status gd__trainer_epoch(gd__trainer *t, int64_t epoch, gd__train_epoch_stats
     GD_CHECK(gd__datapath_disk_read(d, &stats->disk_rows_read, &stats->disk_bytes_read));
     stats->disk_rows_read -= disk_rows0;
     stats->disk_bytes_read -= disk_bytes0;
+    gd__datapath_host_copied(d, &stats->host_rows_copied, &stats->host_bytes_copied);
+    stats->host_rows_copied -= host_rows0;
+    stats->host_bytes_copied -= host_bytes0;
     if (d->gpu) {
         stats->wait_s = stats->seconds > stats->train_s ? stats->seconds - stats->train_s : 0;
 #ifdef GD_WITH_CUDA
