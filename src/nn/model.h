@@ -31,7 +31,8 @@ typedef enum {
     GD__MODEL_GAT = 1,
     GD__MODEL_RSAGE = 2, /* relational GraphSAGE over typed minibatches (rsage.h) */
     GD__MODEL_RGAT = 3,  /* relational GAT over typed minibatches (rgat.h) */
-    GD__MODEL_KIND_COUNT = 4
+    GD__MODEL_RGCN = 4,  /* relational GCN: R-SAGE with a root per node type (rsage.h) */
+    GD__MODEL_KIND_COUNT = 5
 } gd__model_kind;
 #define GD__MODEL_DEFAULT GD__MODEL_SAGE
 
