@@ -538,8 +538,8 @@ static void check_cuda(uint64_t *state, const hbatch *b, const gd__rsage_config 
     near_dev("CUDA gradients", &mc->params.grads, &mg->params.grads, 1e-4);
     for (int t = 0; t < T; t++)
         if (pdxc[t]) near_dev("CUDA input gradients", &dxc[t], &dxg[t], 1e-4);
-    fprintf(stderr, "%s, %d layers: CUDA equals CPU (logits, %lld gradients, inputs)\n", kind(),
-            L, (long long)mc->params.numel);
+    fprintf(stderr, "%s, %d layers: CUDA equals CPU (logits, %lld gradients, inputs)\n", kind(), L,
+            (long long)mc->params.numel);
 
     gd__nn_tensor_free(&gpu, &dlg);
     for (int i = 0; i < L * R; i++) {
