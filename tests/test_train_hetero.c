@@ -371,11 +371,11 @@ int main(void) {
     T_OK(gd_trainer_load(t, cmodel));
     T_OK(gd_trainer_evaluate(t, GD_ARRAY_TEST_IDX, 0, &acc, NULL));
     T_NEAR(acc, test_rgcn, 1e-12);
-    T_FAILS(gd_trainer_load(t, model), GD_ERR_INVALID_ARG, "rsage");
+    T_FAILS(gd_trainer_load(t, model), GD_ERR_INVALID_ARG, "holds a rsage model");
     T_FAILS(gd_trainer_resume(t, ck), GD_ERR_INVALID_ARG, "'rsage' model");
     gd_trainer_destroy(t);
     T_OK(gd_trainer_create(mag, &o, &t));
-    T_FAILS(gd_trainer_load(t, cmodel), GD_ERR_INVALID_ARG, "rgcn");
+    T_FAILS(gd_trainer_load(t, cmodel), GD_ERR_INVALID_ARG, "holds a rgcn model");
     gd_trainer_destroy(t);
     exact_is_sampled(mag, &go, cmodel, "R-GCN");
     exact_is_sampled(mag, &go, NULL, "R-GCN (fresh)");
