@@ -13,6 +13,10 @@
  * cublasGemmGroupedBatchedEx on the GPU instead of a small GEMM a product, the relations into
  * a type summed by the op in their order (docs/nn.md, "Grouped GEMM"). Each relation keeps the
  * gradient of its mean for that (dagg[r]).
+ *
+ * R-GCN (root_per_type, rsage.h) is the same code: its relations have W_l alone, and each type
+ * one [W_root; b] block whose product (the bias alone for a featureless type) comes first in
+ * the type's sum, so that every type, entered by a relation or not, has an output.
  */
 #include "nn/rsage.h"
 
