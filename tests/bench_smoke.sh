@@ -117,6 +117,8 @@ expect_rc 0 "$cli" bench epoch --preset mag-tiny --model rsage --modes "$hmodes"
 grep -q "heterogeneous dataset" "$tmp/err" || { cat "$tmp/err"; fail "bench epoch --model rsage"; }
 expect_rc 0 "$cli" bench epoch --preset mag-tiny --model rgat --heads 2 --modes "$hmodes" \
     --warmup 2 --cpu-batches 2 --max-batches 3 --fanouts 5,3 --hidden 8
+expect_rc 0 "$cli" bench epoch --preset mag-tiny --model rgcn --modes "$hmodes" --warmup 2 \
+    --cpu-batches 2 --max-batches 3 --fanouts 5,3 --hidden 16
 expect_rc 2 "$cli" bench epoch --heads 0
 # bench loader: the public loader iterated from C, every field exported.
 expect_rc 0 "$cli" bench loader --preset tiny --mode cpu --epochs 1 --batch 512
