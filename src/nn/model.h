@@ -57,7 +57,7 @@ typedef struct {
     double attn_dropout;
     int64_t max_edges[GD__MODEL_MAX_LAYERS];
     /*
-     * Relational kinds (R-SAGE, R-GAT): their whole config, a gd__rsage_config (schema,
+     * Relational kinds (R-SAGE, R-GCN, R-GAT): their whole config, a gd__rsage_config (schema,
      * per-type widths, capacities per layer and type), read at create; the fields above then
      * only name the layers, hidden width, classes, dropout and dtype (and R-GAT's heads and
      * attention dropout). NULL for the other kinds.
