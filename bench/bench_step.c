@@ -20,7 +20,7 @@
  * --dump DIR writes the blocks and labels of the timed minibatches as .npy files with a
  * meta.json (written last, so a dump without it is incomplete); docs/nn.md gives the layout.
  *
- * The relational models (--model rsage, rgat) run on a heterogeneous preset through the
+ * The relational models (--model rsage, rgcn, rgat) run on a heterogeneous preset through the
  * heterogeneous trainer's data path instead (a typed step of step.h: typed sampling and the
  * per-type gather on the CPU, the minibatch copied to the GPU, then the timed step); their
  * dump adds the typed blocks, the per-type input rows and tables, the relations and the initial
@@ -56,7 +56,8 @@ typedef struct {
 
 /* The relational models, which train on heterogeneous presets (mag, igbh-*). */
 static int typed_model(const step_bench *b) {
-    return b->model && (strcmp(b->model, "rsage") == 0 || strcmp(b->model, "rgat") == 0);
+    return b->model && (strcmp(b->model, "rsage") == 0 || strcmp(b->model, "rgcn") == 0 ||
+                        strcmp(b->model, "rgat") == 0);
 }
 
 static void help(void) {
@@ -66,19 +67,19 @@ static void help(void) {
            "the features in GPU memory. --dump writes the timed blocks so that\n"
            "bench/pyg_step.py runs the same steps in PyTorch + PyG (docs/nn.md, \"Speed\").\n\n"
            "options:\n"
-           "  --preset NAME      generator preset (default products; rsage, rgat: mag)\n"
+           "  --preset NAME      generator preset (default products; relational: mag)\n"
            "  --nodes N          scale the preset to N nodes (default: the preset's)\n"
-           "  --fanouts LIST     neighbours per hop, seeds first (default 15,10,5; rsage,\n"
-           "                     rgat: 10,5 for every edge type)\n"
+           "  --fanouts LIST     neighbours per hop, seeds first (default 15,10,5;\n"
+           "                     relational: 10,5 for every edge type)\n"
            "  --batch N          seeds per minibatch (default 1024)\n"
            "  --hidden N         hidden width (default 256)\n"
            "  --dropout P        dropout between layers (default 0.5)\n"
-           "  --model NAME       sage (default), gat, or the relational rsage, rgat on a\n"
+           "  --model NAME       sage (default), gat, or the relational rsage, rgcn, rgat on a\n"
            "                     heterogeneous preset; gat, rgat: --heads N (1),\n"
            "                     --attn-dropout P (0)\n"
-           "  --relation-fanouts TEXT  rsage, rgat: per (hop, edge type) fanouts, as train's\n"
+           "  --relation-fanouts TEXT  relational: per (hop, edge type) fanouts, as train's\n"
            "                     (\"cites=5,writes=3;cites=2\")\n"
-           "  --cpu              rsage, rgat: run the model on the CPU backend, timed by the\n"
+           "  --cpu              relational: run the model on the CPU backend, timed by the\n"
            "                     host clock (a test of the benchmark and its dump, no measurement)\n"
            "  --lr X             Adam learning rate (default 0.003)\n"
            "  --steps N          timed steps, each on its own minibatch (default 50)\n"
@@ -184,8 +185,12 @@ static int parse_options(step_bench *b, int argc, char **argv) {
     if (!b->opt.preset) b->opt.preset = typed ? "mag" : "products";
     if (!b->layers && parse_fanouts(b, typed ? "10,5" : "15,10,5")) return CLI_EXIT_FAIL;
     if (!typed && (b->cpu || b->relation_fanouts))
-        return cli_usage_error(cmd, "%s is for the relational models (--model rsage or rgat)",
+        return cli_usage_error(cmd, "%s is for the relational models (--model rsage, rgcn or rgat)",
                                b->cpu ? "--cpu" : "--relation-fanouts");
+    if (b->dump_dir && b->model && strcmp(b->model, "rgcn") == 0)
+        return cli_usage_error(cmd, "--dump is for sage, gat, rsage and rgat: bench/pyg_step.py "
+                                    "has no R-GCN model (tests/py_rgcn_pyg.py checks R-GCN "
+                                    "against PyG)");
     if (typed && b->breakdown)
         return cli_usage_error(cmd, "--breakdown times the homogeneous models' op table; time "
                                     "the %s step without it", b->model);
@@ -332,8 +337,8 @@ static int run_setup(const step_bench *b, step_run *r) {
     const double t0 = bench_now();
     const int L = b->layers;
     BENCH_REQUIRE(gd_dataset_num_node_types(r->ds) <= 1,
-                  "preset %s is heterogeneous: time it with a relational model (--model rsage "
-                  "or rgat)",
+                  "preset %s is heterogeneous: time it with a relational model (--model rsage, "
+                  "rgcn or rgat)",
                   b->opt.preset);
     BENCH_GD(gd_dataset_array(r->ds, GD_ARRAY_FEATURES, &fv), "reading the features");
     BENCH_REQUIRE(fv.dtype == GD_DTYPE_FLOAT32,
@@ -438,7 +443,7 @@ fail:
     return -1;
 }
 
-/* ---- the relational models (rsage, rgat) */
+/* ---- the relational models (rsage, rgcn, rgat) */
 
 /* The trainer's heterogeneous data path and the model, on the GPU or (--cpu) the CPU. */
 static int typed_setup(const step_bench *b, step_run *r) {

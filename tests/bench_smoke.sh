@@ -117,6 +117,8 @@ expect_rc 0 "$cli" bench epoch --preset mag-tiny --model rsage --modes "$hmodes"
 grep -q "heterogeneous dataset" "$tmp/err" || { cat "$tmp/err"; fail "bench epoch --model rsage"; }
 expect_rc 0 "$cli" bench epoch --preset mag-tiny --model rgat --heads 2 --modes "$hmodes" \
     --warmup 2 --cpu-batches 2 --max-batches 3 --fanouts 5,3 --hidden 8
+expect_rc 0 "$cli" bench epoch --preset mag-tiny --model rgcn --modes "$hmodes" --warmup 2 \
+    --cpu-batches 2 --max-batches 3 --fanouts 5,3 --hidden 16
 expect_rc 2 "$cli" bench epoch --heads 0
 # bench loader: the public loader iterated from C, every field exported.
 expect_rc 0 "$cli" bench loader --preset tiny --mode cpu --epochs 1 --batch 512
@@ -227,7 +229,7 @@ if d["results"]:  # a GPU: each trainer cold, then warm
     assert [r["page_cache"] for r in d["results"]] == ["cold", "warm"] * 3, d["results"]
 PY
 fi
-# bench step with the relational models (rsage, rgat) on mag-tiny: help, usage errors, the
+# bench step with the relational models (rsage, rgat; rgcn below) on mag-tiny: help, usage errors, the
 # refusal without a GPU (the step is timed on the CUDA nn backend; with one, a short run), and
 # the --cpu test runs with --dump: the typed dump's files, meta.json's schema, parameters and
 # check loss, and a finite loss. Times are not checked.
@@ -283,4 +285,16 @@ assert r["backend"].startswith("cpu") and math.isfinite(r["first_loss"]), r
 PY
     fi
 done
+# R-GCN: a CPU test run (its loss finite); --dump is refused (bench/pyg_step.py has no R-GCN).
+expect_rc 0 "$cli" bench step --model rgcn --cpu "${small[@]}" --json "$tmp/rgcn.json"
+grep -q "training step (CPU backend" "$tmp/out" || fail "rgcn: no step line"
+if command -v python3 >/dev/null; then
+    python3 - "$tmp/rgcn.json" <<'PY' || fail "rgcn: the JSON"
+import json, math, sys
+r = json.load(open(sys.argv[1]))["results"]
+assert r["backend"].startswith("cpu") and math.isfinite(r["first_loss"]), r
+PY
+fi
+expect_rc 2 "$cli" bench step --model rgcn --cpu "${small[@]}" --dump "$tmp/dump-rgcn"
+grep -q "no R-GCN model" "$tmp/err" || fail "--dump with rgcn: no message"
 echo "bench smoke: ok"

@@ -152,7 +152,7 @@ grep -q "^test acc $fit_exact (" "$tmp/out" \
 # The relational models: the fit's exact test and eval of the best model agree (a
 # heterogeneous dataset has no single feature width for eval to compare), and a model is refused
 # on a dataset of other classes.
-for m in rsage "rgat --heads 2"; do
+for m in rsage rgcn "rgat --heads 2"; do
     # shellcheck disable=SC2086
     expect_rc 0 "$cli" train --preset mag-tiny --model $m --hidden 16 --epochs 1 --no-baseline \
         --mode cpu --checkpoint "$tmp/ck-${m%% *}"

@@ -1,8 +1,8 @@
 /*
- * The relational models' exact (layer-wise) inference (src/train/hetero_infer.c), R-GAT's and
- * R-SAGE's, against the model's own forward over typed minibatches sampled with every neighbour
- * (fanout -1 for every layer and relation), logit by logit: on a generated mag-tiny (four node
- * types, featureless ones among them, seven relations, nodes without neighbours of some
+ * The relational models' exact (layer-wise) inference (src/train/hetero_infer.c), R-GAT's,
+ * R-SAGE's and R-GCN's, against the model's own forward over typed minibatches sampled with every
+ * neighbour (fanout -1 for every layer and relation), logit by logit: on a generated mag-tiny (four
+ * node types, featureless ones among them, seven relations, nodes without neighbours of some
  * relations) for 1 and 2 layers and (R-GAT) 1 to 3 heads, every target node's exact logits equal
  * its sampled ones within 1e-5 (relative above 1), and its predicted class is the argmax of its
  * sampled logits wherever the top two are more than that apart. Both run on the CPU backend in
@@ -163,8 +163,8 @@ static void same_logits(const float *got, const int32_t *gp, const float *want, 
 }
 
 /* The exact inference of the model's kind. */
-static gd_status exact(const gd_dataset_t *ds, gd__model *m, gd__model_kind kind, const gd__hinfer_options *o,
-                       int32_t *pred, float *logits) {
+static gd_status exact(const gd_dataset_t *ds, gd__model *m, gd__model_kind kind,
+                       const gd__hinfer_options *o, int32_t *pred, float *logits) {
     return kind == GD__MODEL_RGAT ? gd__htrain_exact_rgat(ds, m, o, pred, logits)
                                   : gd__htrain_exact_rsage(ds, m, o, pred, logits);
 }
@@ -257,9 +257,12 @@ static void check(const gd_dataset_t *ds, gd__model_kind kind, int L, int H, uin
     for (int64_t lo = 0; lo < nt; lo += BATCH)
         close += compare_batch(ds, model, &rc, s, mb, seeds + lo, nt - lo < BATCH ? nt - lo : BATCH,
                                logits, pred);
-    const char *name = kind == GD__MODEL_RGAT ? "R-GAT" : "R-SAGE";
-    fprintf(stderr, "%s, %d layer(s), %d head(s): %lld target nodes' logits equal (%lld near ties)\n",
-            name, L, H, (long long)nt, (long long)close);
+    const char *name = kind == GD__MODEL_RGAT   ? "R-GAT"
+                       : kind == GD__MODEL_RGCN ? "R-GCN"
+                                                : "R-SAGE";
+    fprintf(stderr,
+            "%s, %d layer(s), %d head(s): %lld target nodes' logits equal (%lld near ties)\n", name,
+            L, H, (long long)nt, (long long)close);
     /* Chunks of 100 nodes: more blocks than the two staging buffers, the same logits. */
     float *small = malloc((size_t)(nt * C) * sizeof *small);
     int32_t *spred = malloc((size_t)nt * sizeof *spred);
@@ -309,6 +312,8 @@ int main(void) {
                 check(ds, GD__MODEL_RGAT, shapes[i][0], shapes[i][1], seed + (uint64_t)i);
         check(ds, GD__MODEL_RSAGE, 2, 1, seed + 7);
         if (d == 0) check(ds, GD__MODEL_RSAGE, 1, 1, seed + 8);
+        check(ds, GD__MODEL_RGCN, 2, 1, seed + 9);
+        if (d == 0) check(ds, GD__MODEL_RGCN, 1, 1, seed + 10);
         gd_dataset_close(ds);
     }
 #ifdef GD_WITH_CUDA

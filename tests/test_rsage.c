@@ -14,6 +14,10 @@
  *   - float32 against float64 (within 1e-4);
  * then, on a GPU (the CUDA part alone is skipped without a CUDA build or a GPU), the CUDA backend
  * against the CPU backend, forward and gradients, float32; and bad inputs and allocation faults.
+ *
+ * With the argument --rgcn (ctest's test_rgcn) the same checks run on R-GCN, the model with
+ * root_per_type set (one root weight and bias per node type, rsage.h), against its own loop
+ * reference; GD_RSAGE_DUMP then writes an R-GCN case for tests/py_rgcn_pyg.py.
  */
 #include "nn/rsage.h"
 #include "test_nn_util.h"
@@ -28,6 +32,11 @@ static const int64_t in_dims[T] = {5, 3, 0};
 static const int64_t graph_nodes[T] = {40, 25, 3}; /* few institutions: more dst than src */
 
 static gd__nn_ctx cpu;
+/* 1: the checks run on R-GCN (--rgcn). */
+static int rgcn;
+static const char *kind(void) {
+    return rgcn ? "R-GCN" : "R-SAGE";
+}
 
 /* ------------------------------------------------------------- graph and sampling */
 
@@ -166,6 +175,7 @@ static gd__rsage_config config(const hbatch *b, int64_t hidden, double dropout, 
     cfg.num_layers = b->L;
     cfg.dropout = dropout;
     cfg.dtype = dtype;
+    cfg.root_per_type = rgcn;
     for (int i = 0; i < (b->L + 1) * T; i++) cfg.max_nodes[i] = b->num_nodes[i] + 2;
     for (int i = 0; i < b->L * R; i++) cfg.max_edges[i] = b->blocks[i].num_edges + 3;
     return cfg;
@@ -177,7 +187,8 @@ static gd__rsage_config config(const hbatch *b, int64_t hidden, double dropout, 
  * PyG's to_hetero(SAGEConv, aggr="sum") stack written out with loops over the model's
  * parameters (gd__rsage_weights, read as doubles): per destination type the sum over its
  * relations of mean W_l + b + self W_root; ReLU and dropout (the model's keys) between layers.
- * logits gets the target's rows.
+ * logits gets the target's rows. R-GCN (rgcn): per type self W_root[t] + b[t]
+ * (gd__rsage_root_weights), plus the sum over its relations of mean W_l, every type computed.
  */
 static void reference(const gd__rsage *m, const hbatch *b, gd__nn_tensor *const x[T], int train,
                       uint64_t seed, double *logits) {
@@ -197,6 +208,20 @@ static void reference(const gd__rsage *m, const hbatch *b, gd__nn_tensor *const 
             z[t] = calloc((size_t)(nd * out + 1), sizeof(double));
             T_ASSERT(z[t]);
             if (l == L - 1 && t != 0) continue;
+            if (rgcn) {
+                const int64_t wd = gd__rsage_dim(&m->cfg, l, t);
+                gd__nn_tensor wr, bias;
+                T_OK(gd__rsage_root_weights(m, l, t, 0, &wr, &bias));
+                T_EQ_INT(wr.rows, wd);
+                T_EQ_INT(bias.rows, 1);
+                for (int64_t d = 0; d < nd; d++)
+                    for (int64_t j = 0; j < out; j++) {
+                        double acc = t_get(&bias, j);
+                        for (int64_t i = 0; i < wd; i++)
+                            acc += h[t][d * wd + i] * t_get(&wr, i * out + j);
+                        z[t][d * out + j] = acc;
+                    }
+            }
             for (int r = 0; r < R; r++) {
                 if (rel_dst[r] != t) continue;
                 const int s = rel_src[r];
@@ -205,11 +230,12 @@ static void reference(const gd__rsage *m, const hbatch *b, gd__nn_tensor *const 
                 gd__nn_tensor wl, bias, wr;
                 T_OK(gd__rsage_weights(m, l, r, 0, &wl, &bias, &wr));
                 T_EQ_INT(wl.rows, ws);
-                T_EQ_INT(wr.rows, wd);
+                T_EQ_INT(wr.rows, rgcn ? 0 : wd);
+                T_EQ_INT(bias.rows, rgcn ? 0 : 1);
                 for (int64_t d = 0; d < nd; d++) {
                     const int32_t e0 = blk->indptr[d], e1 = blk->indptr[d + 1];
                     for (int64_t j = 0; j < out; j++) {
-                        double acc = t_get(&bias, j);
+                        double acc = bias.rows ? t_get(&bias, j) : 0;
                         for (int64_t i = 0; i < ws; i++) {
                             double mean = 0;
                             for (int32_t e = e0; e < e1; e++)
@@ -217,7 +243,7 @@ static void reference(const gd__rsage *m, const hbatch *b, gd__nn_tensor *const 
                             if (e1 > e0) mean /= (double)(e1 - e0);
                             acc += mean * t_get(&wl, i * out + j);
                         }
-                        for (int64_t i = 0; i < wd; i++)
+                        for (int64_t i = 0; i < wr.rows; i++)
                             acc += h[t][d * wd + i] * t_get(&wr, i * out + j);
                         z[t][d * out + j] += acc;
                     }
@@ -324,6 +350,21 @@ static void check_model(uint64_t *state, const hgraph *g, int L) {
     T_FAILS(gd__rsage_weights(m, L - 1, 2, 0, &w1, &w2, &w3), GD_ERR_INVALID_ARG,
             "has no parameters");
     T_OK(gd__rsage_weights(m, L - 1, 1, 0, &w1, &w2, &w3));
+    if (rgcn) {
+        /* R-GCN: the roots of every type below the last layer, the target's alone in it. */
+        T_OK(gd__rsage_root_weights(m, L - 1, 0, 0, &w1, &w2));
+        T_FAILS(gd__rsage_root_weights(m, L - 1, 1, 0, &w1, &w2), GD_ERR_INVALID_ARG,
+                "type 1 has no parameters");
+        if (L > 1) {
+            /* Institutions, which no relation enters, have no features: their bias alone. */
+            T_OK(gd__rsage_root_weights(m, 0, 2, 0, &w1, &w2));
+            T_EQ_INT(w1.rows, 0);
+            T_EQ_INT(w2.rows, 1);
+        }
+    } else {
+        T_FAILS(gd__rsage_root_weights(m, 0, 0, 0, &w1, &w2), GD_ERR_INVALID_ARG,
+                "roots per relation");
+    }
 
     /* (2) Every parameter's and input feature's gradient against finite differences. */
     model_loss(&k);
@@ -357,9 +398,9 @@ static void check_model(uint64_t *state, const hgraph *g, int L) {
                         (long long)i, t_get(analytic[w], i), num);
         }
     fprintf(stderr,
-            "R-SAGE, %d layers: %lld gradients (parameters and inputs), worst relative "
+            "%s, %d layers: %lld gradients (parameters and inputs), worst relative "
             "error %.2e\n",
-            L, (long long)checked, worst);
+            kind(), L, (long long)checked, worst);
 
     /* Backward adds to the gradients: twice without dx gives double. */
     model_loss(&k);
@@ -497,7 +538,7 @@ static void check_cuda(uint64_t *state, const hbatch *b, const gd__rsage_config 
     near_dev("CUDA gradients", &mc->params.grads, &mg->params.grads, 1e-4);
     for (int t = 0; t < T; t++)
         if (pdxc[t]) near_dev("CUDA input gradients", &dxc[t], &dxg[t], 1e-4);
-    fprintf(stderr, "R-SAGE, %d layers: CUDA equals CPU (logits, %lld gradients, inputs)\n", L,
+    fprintf(stderr, "%s, %d layers: CUDA equals CPU (logits, %lld gradients, inputs)\n", kind(), L,
             (long long)mc->params.numel);
 
     gd__nn_tensor_free(&gpu, &dlg);
@@ -671,8 +712,10 @@ static void dump_list(FILE *f, const char *name, const gd__nn_tensor *t, const c
 
 /*
  * With GD_RSAGE_DUMP=path, the test writes one float64 case there as JSON instead of running
- * its checks: the schema, a 2-layer minibatch, the inputs, every relation's parameters and the
- * evaluation-mode logits. tests/py_rsage_pyg.py feeds it to PyG's SAGEConv and HeteroConv.
+ * its checks: the schema, a 2-layer minibatch, the inputs, every relation's parameters (R-GCN:
+ * W_l alone, and every type's root and bias) and the evaluation-mode logits.
+ * tests/py_rsage_pyg.py feeds it to PyG's SAGEConv and HeteroConv, tests/py_rgcn_pyg.py (with
+ * --rgcn) to PyG's RGCNConv.
  */
 static void dump_case(uint64_t *state, const hgraph *g, const char *path) {
     hbatch b = sample(state, g, 2);
@@ -686,8 +729,10 @@ static void dump_case(uint64_t *state, const hgraph *g, const char *path) {
                            &logits));
     FILE *f = fopen(path, "w");
     if (!f) T_FAIL_("cannot write %s", path);
-    fprintf(f, "{\"T\": %d, \"R\": %d, \"L\": %d, \"target\": 0, \"hidden\": 4, \"classes\": 3,\n",
-            T, R, b.L);
+    fprintf(f,
+            "{\"model\": \"%s\", \"T\": %d, \"R\": %d, \"L\": %d, \"target\": 0, "
+            "\"hidden\": 4, \"classes\": 3,\n",
+            rgcn ? "rgcn" : "rsage", T, R, b.L);
     fprintf(f, "\"rel_src\": [%d, %d, %d, %d], \"rel_dst\": [%d, %d, %d, %d],\n", rel_src[0],
             rel_src[1], rel_src[2], rel_src[3], rel_dst[0], rel_dst[1], rel_dst[2], rel_dst[3]);
     fprintf(f, "\"in_dim\": [%lld, %lld, %lld],\n\"num_nodes\": [", (long long)in_dims[0],
@@ -727,6 +772,23 @@ static void dump_case(uint64_t *state, const hgraph *g, const char *path) {
             fprintf(f, "%s", sep);
         }
     fprintf(f, "],\n");
+    /* R-GCN: each (layer, type)'s root and bias (null where the last layer has none). */
+    fprintf(f, "\"roots\": [\n");
+    for (int l = 0; rgcn && l < b.L; l++)
+        for (int t = 0; t < T; t++) {
+            const char *sep = l * T + t + 1 < b.L * T ? ",\n" : "\n";
+            gd__nn_tensor wr, bias;
+            if (!m->root[l][t].used) {
+                fprintf(f, "null%s", sep);
+                continue;
+            }
+            T_OK(gd__rsage_root_weights(m, l, t, 0, &wr, &bias));
+            fprintf(f, "{");
+            dump_list(f, "w_root", &wr, ", ");
+            dump_list(f, "b", &bias, "}");
+            fprintf(f, "%s", sep);
+        }
+    fprintf(f, "],\n");
     dump_list(f, "logits", &logits, "}\n");
     T_ASSERT(fclose(f) == 0);
     for (int t = 0; t < T; t++)
@@ -735,7 +797,8 @@ static void dump_case(uint64_t *state, const hgraph *g, const char *path) {
     free_batch(&b);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    rgcn = argc > 1 && strcmp(argv[1], "--rgcn") == 0;
     uint64_t state = t_seed();
     cpu = gd__nn_cpu_ctx();
 #ifdef GD_WITH_CUDA
@@ -768,6 +831,6 @@ int main(void) {
     if (have_gpu) gd__nn_cuda_ctx_destroy(&gpu);
 #endif
     t_check_no_leaks();
-    fprintf(stderr, "R-SAGE: ok\n");
+    fprintf(stderr, "%s: ok\n", kind());
     return 0;
 }

@@ -248,8 +248,11 @@ static void bad_options(const gd_dataset_t *ds, const char *tmp) {
     T_FAILS(gd_trainer_create(ds, &o, &t), GD_ERR_INVALID_ARG, "unknown training mode 'zerocopy'");
     T_ASSERT(t == NULL);
     o = options("cpu", 1);
-    o.model = "rgcn";
+    o.model = "gcn";
     T_FAILS(gd_trainer_create(ds, &o, &t), GD_ERR_INVALID_ARG, "sage, gat");
+    /* A relational kind on a homogeneous dataset: refused with the way out. */
+    o.model = "rgcn";
+    T_FAILS(gd_trainer_create(ds, &o, &t), GD_ERR_INVALID_ARG, "use --model sage or gat");
     o = options("cpu", 1);
     o.num_layers = 0;
     T_FAILS(gd_trainer_create(ds, &o, &t), GD_ERR_INVALID_ARG, "layers");
@@ -273,7 +276,7 @@ static void bad_options(const gd_dataset_t *ds, const char *tmp) {
     T_EQ_STR(mi.name, "sage");
     T_EQ_STR(mi.title, "GraphSAGE");
     T_EQ_INT(mi.exact_inference, 1);
-    T_FAILS(gd_model_get_info("rgcn", &mi), GD_ERR_INVALID_ARG, "sage");
+    T_FAILS(gd_model_get_info("gcn", &mi), GD_ERR_INVALID_ARG, "sage");
     /* GAT is a kind, with a layer-wise exact inference (attention passes). */
     T_OK(gd_model_get_info("gat", &mi));
     T_EQ_STR(mi.name, "gat");
@@ -282,6 +285,9 @@ static void bad_options(const gd_dataset_t *ds, const char *tmp) {
     T_OK(gd_model_get_info("rsage", &mi));
     T_EQ_INT(mi.exact_inference, 1);
     T_OK(gd_model_get_info("rgat", &mi));
+    T_EQ_INT(mi.exact_inference, 1);
+    T_OK(gd_model_get_info("rgcn", &mi));
+    T_EQ_STR(mi.title, "R-GCN");
     T_EQ_INT(mi.exact_inference, 1);
     /* GAT trains through the same trainer; its fit has the sampled and the exact test. */
     {

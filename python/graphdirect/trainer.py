@@ -139,7 +139,8 @@ class Trainer(_lib.Closing):
     (the same masks on any number of GPUs).
 
     Heterogeneous datasets (node and edge types, docs/hetero.md) train with model="rsage"
-    (relational GraphSAGE, PyG's to_hetero(SAGEConv)) or "rgat" in any mode (all-gpu and
+    (relational GraphSAGE, PyG's to_hetero(SAGEConv)), "rgcn" (relational GCN, PyG's
+    RGCNConv with a root weight and bias per node type) or "rgat" in any mode (all-gpu and
     zero-copy keep the graph in GPU memory; zero-copy reads the per-type feature tables from
     pinned host memory; one rank). `fanouts` then
     apply to every edge type; relation_fanouts sets them per (hop, edge type): a list with a

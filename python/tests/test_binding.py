@@ -1364,6 +1364,13 @@ class HeteroTest(unittest.TestCase):
             graphdirect.Trainer(ds, model="sage", mode="cpu")
         by_list.close()
         by_text.close()
+        # R-GCN (a root and bias per node type) trains through the same Trainer.
+        rgcn = graphdirect.Trainer(ds, **dict(common, model="rgcn"))
+        self.assertEqual(rgcn.info["model"], "rgcn")
+        r = rgcn.fit(epochs=2)
+        self.assertGreater(r["test_acc"], 0.5)
+        self.assertGreater(r["test_exact"], 0.5)
+        rgcn.close()
 
 
 class UnifiedTensorCPUTest(unittest.TestCase):

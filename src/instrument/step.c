@@ -482,7 +482,7 @@ gd_status gd_instrument_tstep_create(const gd_dataset_t *ds, const gd_instrument
     gd__model_kind kind;
     GD_CHECK(gd__model_kind_parse(c->model ? c->model : "rsage", &kind));
     GD_REQUIRE(gd__model_kind_typed(kind), GD_ERR_INVALID_ARG,
-               "the typed step times the relational models (rsage, rgat), not %s", c->model);
+               "the typed step times the relational models (rsage, rgcn, rgat), not %s", c->model);
     GD_ALLOC(s, sizeof *s, "the typed step's state");
     memset(s, 0, sizeof *s);
     /* The trainer's config: its data path sizes, samples and gathers as a training run does. */
@@ -617,7 +617,7 @@ int gd_instrument_tstep_weights(const gd_instrument_tstep *s, int l, int r,
     gd__model *m = gd__htrain_model(s->h);
     const gd__nn_params *p = gd__model_params(m);
     int n = 0;
-    if (s->kind == GD__MODEL_RSAGE) {
+    if (s->kind == GD__MODEL_RSAGE || s->kind == GD__MODEL_RGCN) {
         gd__nn_tensor wl, b, wr;
         if (gd__rsage_weights(gd__model_context(m), l, r, 0, &wl, &b, &wr) != GD_OK) {
             gd_clear_error(); /* no parameters: a relation the last layer does not compute */

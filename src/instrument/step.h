@@ -159,8 +159,9 @@ typedef struct {
  * The parameters of layer l's edge type r into w (at most GD_INSTRUMENT_MAX_WEIGHTS); returns
  * how many (0: the relation has none, as relations into other types than the target in the
  * last layer). R-SAGE: w_l (source width x out), b (1 x out), w_root (destination width x
- * out); R-GAT: w_src, w_dst (width x heads F), att_src, att_dst (heads x F), bias (1 x out).
- * A featureless side's matrix has 0 rows.
+ * out; R-GCN: b and w_root of 0 rows, its per-type roots are not listed); R-GAT: w_src, w_dst
+ * (width x heads F), att_src, att_dst (heads x F), bias (1 x out). A featureless side's matrix has
+ * 0 rows.
  */
 int gd_instrument_tstep_weights(const gd_instrument_tstep *s, int l, int r,
                                 gd_instrument_weight *w);

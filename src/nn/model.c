@@ -15,7 +15,7 @@
 
 /* Every kind, in the order of gd__model_kind. */
 static const gd__model_i *const kinds[GD__MODEL_KIND_COUNT] = {
-    &gd__sage_model, &gd__gat_model_i, &gd__rsage_model_i, &gd__rgat_model_i};
+    &gd__sage_model, &gd__gat_model_i, &gd__rsage_model_i, &gd__rgat_model_i, &gd__rgcn_model_i};
 
 struct gd__model {
     const gd__model_i *iface;
@@ -152,7 +152,7 @@ gd_status gd__model_typed_forward(gd__model *m, const gd_block *blocks, const in
     if (!m->iface->typed_forward)
         return gd__error(GD_ERR_INVALID_ARG,
                          "model %s runs on homogeneous minibatches, not typed ones; a "
-                         "heterogeneous dataset needs a relational model (rsage, rgat)",
+                         "heterogeneous dataset needs a relational model (rsage, rgcn, rgat)",
                          m->iface->name);
     return m->iface->typed_forward(m->context, blocks, num_nodes, x, node_ids, train, dropout_seed,
                                    logits);

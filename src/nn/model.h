@@ -31,7 +31,8 @@ typedef enum {
     GD__MODEL_GAT = 1,
     GD__MODEL_RSAGE = 2, /* relational GraphSAGE over typed minibatches (rsage.h) */
     GD__MODEL_RGAT = 3,  /* relational GAT over typed minibatches (rgat.h) */
-    GD__MODEL_KIND_COUNT = 4
+    GD__MODEL_RGCN = 4,  /* relational GCN: R-SAGE with a root per node type (rsage.h) */
+    GD__MODEL_KIND_COUNT = 5
 } gd__model_kind;
 #define GD__MODEL_DEFAULT GD__MODEL_SAGE
 
@@ -56,7 +57,7 @@ typedef struct {
     double attn_dropout;
     int64_t max_edges[GD__MODEL_MAX_LAYERS];
     /*
-     * Relational kinds (R-SAGE, R-GAT): their whole config, a gd__rsage_config (schema,
+     * Relational kinds (R-SAGE, R-GCN, R-GAT): their whole config, a gd__rsage_config (schema,
      * per-type widths, capacities per layer and type), read at create; the fields above then
      * only name the layers, hidden width, classes, dropout and dtype (and R-GAT's heads and
      * attention dropout). NULL for the other kinds.

@@ -13,6 +13,10 @@
  * cublasGemmGroupedBatchedEx on the GPU instead of a small GEMM a product, the relations into
  * a type summed by the op in their order (docs/nn.md, "Grouped GEMM"). Each relation keeps the
  * gradient of its mean for that (dagg[r]).
+ *
+ * R-GCN (root_per_type, rsage.h) is the same code: its relations have W_l alone, and each type
+ * one [W_root; b] block whose product (the bias alone for a featureless type) comes first in
+ * the type's sum, so that every type, entered by a relation or not, has an output.
  */
 #include "nn/rsage.h"
 
@@ -20,6 +24,11 @@
 
 int64_t gd__rsage_dim(const gd__rsage_config *cfg, int l, int t) {
     return l == 0 ? cfg->in_dim[t] : l == cfg->num_layers ? cfg->num_classes : cfg->hidden_dim;
+}
+
+/* The model's name in messages. */
+static const char *kind_name(const gd__rsage_config *cfg) {
+    return cfg->root_per_type ? "R-GCN" : "R-SAGE";
 }
 
 /* Layer l computes type t: it receives a relation, and in the last layer it is the target. */
@@ -101,18 +110,45 @@ fail:
 /*
  * The parameter layout. A model may have up to 8 x 32 relation layers of three tensors each,
  * more than the flat buffer's table holds (GD__NN_MAX_PARAMS), so the blocks share tensors:
- * each layer has one tensor per distinct fan-in, and each relation's [W_l; b] and W_root are row
- * ranges of the tensors of their fan-ins, in relation order. The initialisation draws each
+ * each layer has one tensor per distinct fan-in, and each block ([W_l; b] and W_root of a
+ * relation in R-SAGE; W_l of a relation and [W_root; b] of a type in R-GCN) is a row range of
+ * the tensor of its fan-in, in relation order (then type order). The initialisation draws each
  * tensor's elements with bound 1/sqrt(fan_in), so every block gets GraphSAGE's distribution.
- * A layer has at most 2R + 1 distinct fan-ins in layer 0 (at most T + 1 in fact) and one above.
+ * A layer has at most 2R + T distinct fan-ins in layer 0 (at most T + 1 in fact) and one above.
  */
+typedef struct {
+    int64_t fan[2 * GD__RSAGE_MAX_RELATIONS + GD__RSAGE_MAX_TYPES];
+    int64_t rows[2 * GD__RSAGE_MAX_RELATIONS + GD__RSAGE_MAX_TYPES];
+    int groups;
+} param_groups;
+
+/* A block of n rows with fan-in fan: its group and first row (tensor -1 when n is 0). */
+static gd_status place(param_groups *pg, int64_t fan, int64_t n, int l, int *tensor, int64_t *row) {
+    gd_status st = GD_OK;
+    *tensor = -1;
+    if (n == 0) return GD_OK;
+    int g = 0;
+    while (g < pg->groups && pg->fan[g] != fan) g++;
+    if (g == pg->groups) {
+        pg->fan[g] = fan;
+        pg->rows[g] = 0;
+        pg->groups++;
+    }
+    *tensor = g;
+    *row = pg->rows[g];
+    GD_REQUIRE(!gd__add_overflow_i64(pg->rows[g], n, &pg->rows[g]), GD_ERR_OVERFLOW,
+               "R-SAGE: layer %d parameters overflow", l);
+fail:
+    return st;
+}
+
 static gd_status layout_params(gd__rsage *m) {
     gd_status st = GD_OK;
     const gd__rsage_config *cfg = &m->cfg;
-    const int R = cfg->schema.num_relations, L = cfg->num_layers;
+    const int T = cfg->schema.num_types, R = cfg->schema.num_relations, L = cfg->num_layers;
+    const int per_type = cfg->root_per_type;
     for (int l = 0; l < L; l++) {
-        int64_t fan[2 * GD__RSAGE_MAX_RELATIONS], rows[2 * GD__RSAGE_MAX_RELATIONS];
-        int groups = 0;
+        param_groups pg = {.groups = 0};
         const int64_t out = gd__rsage_dim(cfg, l + 1, 0);
         /* The groups and their rows, assigning each block its row offset as it comes. */
         for (int r = 0; r < R; r++) {
@@ -120,34 +156,26 @@ static gd_status layout_params(gd__rsage *m) {
             s->used = l < L - 1 || cfg->schema.rel_dst[r] == cfg->schema.target_type;
             s->a_tensor = s->r_tensor = -1;
             if (!s->used) continue;
+            const int64_t ws = gd__rsage_dim(cfg, l, cfg->schema.rel_src[r]);
             const int64_t w_root = gd__rsage_dim(cfg, l, cfg->schema.rel_dst[r]);
-            const int64_t f[2] = {fan_in_a(cfg, l, r), w_root};
-            const int64_t n[2] = {gd__rsage_dim(cfg, l, cfg->schema.rel_src[r]) + 1, w_root};
-            for (int k = 0; k < 2; k++) {
-                if (n[k] == 0) continue;
-                int g = 0;
-                while (g < groups && fan[g] != f[k]) g++;
-                if (g == groups) {
-                    fan[g] = f[k];
-                    rows[g] = 0;
-                    groups++;
-                }
-                if (k == 0) {
-                    s->a_tensor = g;
-                    s->a_row = rows[g];
-                } else {
-                    s->r_tensor = g;
-                    s->r_row = rows[g];
-                }
-                GD_REQUIRE(!gd__add_overflow_i64(rows[g], n[k], &rows[g]), GD_ERR_OVERFLOW,
-                           "R-SAGE: layer %d parameters overflow", l);
-            }
+            /* R-GCN: W_l alone (none for a featureless source), the roots are per type. */
+            GD_CHECK(place(&pg, fan_in_a(cfg, l, r), per_type ? ws : ws + 1, l, &s->a_tensor,
+                           &s->a_row));
+            if (!per_type) GD_CHECK(place(&pg, w_root, w_root, l, &s->r_tensor, &s->r_row));
+        }
+        for (int t = 0; per_type && t < T; t++) {
+            gd__rsage_slot *s = &m->root[l][t];
+            s->used = l < L - 1 || t == cfg->schema.target_type;
+            s->a_tensor = s->r_tensor = -1;
+            if (!s->used) continue;
+            const int64_t w = gd__rsage_dim(cfg, l, t);
+            GD_CHECK(place(&pg, w > 0 ? w : 1, w + 1, l, &s->a_tensor, &s->a_row));
         }
         /* The groups become tensors; the slots' group numbers become tensor numbers. */
         int first = -1;
-        for (int g = 0; g < groups; g++) {
+        for (int g = 0; g < pg.groups; g++) {
             int index;
-            GD_CHECK(gd__nn_params_add(&m->params, rows[g], out, fan[g], &index));
+            GD_CHECK(gd__nn_params_add(&m->params, pg.rows[g], out, pg.fan[g], &index));
             if (g == 0) first = index;
         }
         for (int r = 0; r < R; r++) {
@@ -155,6 +183,8 @@ static gd_status layout_params(gd__rsage *m) {
             if (s->a_tensor >= 0) s->a_tensor += first;
             if (s->r_tensor >= 0) s->r_tensor += first;
         }
+        for (int t = 0; per_type && t < T; t++)
+            if (m->root[l][t].a_tensor >= 0) m->root[l][t].a_tensor += first;
     }
 fail:
     return st;
@@ -243,6 +273,13 @@ static void grow_scratch(const gd__rsage *m, int l, int64_t *need) {
         fwd += 2 * gd__nn_scratch_elems(nd, gd__rsage_dim(cfg, l + 1, dst));
         bwd += gd__nn_scratch_elems(nd, gd__rsage_dim(cfg, l, dst));
     }
+    /* R-GCN: each type's root product, forward and backward (the relations' counted above). */
+    for (int t = 0; cfg->root_per_type && t < T; t++) {
+        if (!m->root[l][t].used) continue;
+        const int64_t nd = cfg->max_nodes[(l + 1) * T + t];
+        fwd += gd__nn_scratch_elems(nd, gd__rsage_dim(cfg, l + 1, t));
+        bwd += gd__nn_scratch_elems(nd, gd__rsage_dim(cfg, l, t));
+    }
     *need = gd__max64(*need, gd__max64(fwd, bwd));
 }
 
@@ -253,9 +290,10 @@ gd_status gd__rsage_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, u
     GD_REQUIRE(ctx && ctx->be && cfg && out, GD_ERR_INVALID_ARG,
                "R-SAGE: ctx, config and out must be given");
     *out = NULL;
-    GD_CHECK(gd__rsage_check_config(cfg, "R-SAGE"));
+    const char *kind = kind_name(cfg);
+    GD_CHECK(gd__rsage_check_config(cfg, kind));
     GD_REQUIRE(ctx->be->supports(cfg->dtype), GD_ERR_UNSUPPORTED,
-               "R-SAGE: the %s backend has no %s ops", ctx->be->name, gd_dtype_name(cfg->dtype));
+               "%s: the %s backend has no %s ops", kind, ctx->be->name, gd_dtype_name(cfg->dtype));
     const gd__rsage_schema *s = &cfg->schema;
     const int T = s->num_types, R = s->num_relations, L = cfg->num_layers;
 
@@ -265,6 +303,7 @@ gd_status gd__rsage_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, u
     m->ctx = *ctx;
     m->params.dtype = cfg->dtype;
     for (int r = 0; r < R; r++) m->has_in[s->rel_dst[r]] = 1;
+    for (int t = 0; cfg->root_per_type && t < T; t++) m->has_in[t] = 1;
     GD_CHECK(layout_params(m));
     GD_CHECK(gd__nn_params_alloc(ctx, &m->params));
     GD_CHECK(gd__nn_params_init(ctx, &m->params, init_seed));
@@ -284,15 +323,15 @@ gd_status gd__rsage_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, u
                 GD_CHECK(gd__typed_alloc_nonempty(ctx, cfg->dtype, nd, gd__rsage_dim(cfg, l + 1, t),
                                                   &m->out[l][t]));
             if (l > 0 && m->has_in[t])
-                GD_CHECK(gd__typed_grow(&dh_cap[t], cfg->max_nodes[l * T + t], cfg->hidden_dim,
-                                        "R-SAGE"));
+                GD_CHECK(
+                    gd__typed_grow(&dh_cap[t], cfg->max_nodes[l * T + t], cfg->hidden_dim, kind));
         }
         for (int r = 0; r < R; r++) {
             if (!m->slot[l][r].used) continue;
             const int64_t nd = cfg->max_nodes[(l + 1) * T + s->rel_dst[r]];
             const int64_t w = gd__rsage_dim(cfg, l, s->rel_src[r]);
             GD_CHECK(gd__typed_alloc_nonempty(ctx, cfg->dtype, nd, w, &m->agg[l][r]));
-            GD_CHECK(gd__typed_grow(&dagg_cap[r], nd, w, "R-SAGE"));
+            GD_CHECK(gd__typed_grow(&dagg_cap[r], nd, w, kind));
         }
         grow_scratch(m, l, &scratch);
     }
@@ -389,9 +428,19 @@ gd_status gd__rsage_weights(const gd__rsage *m, int l, int r, int grads, gd__nn_
     const gd__rsage_slot *s = &m->slot[l][r];
     const int src = m->cfg.schema.rel_src[r], dst = m->cfg.schema.rel_dst[r];
     const int64_t ws = gd__rsage_dim(&m->cfg, l, src), wd = gd__rsage_dim(&m->cfg, l, dst);
+    if (s->a_tensor < 0) { /* R-GCN, a featureless source: no W_l */
+        const int64_t out = gd__rsage_dim(&m->cfg, l + 1, 0);
+        *w_l = gd__nn_view(NULL, m->params.dtype, m->ctx.device, 0, out);
+        *b = *w_root = *w_l;
+        return GD_OK;
+    }
     gd__nn_tensor a =
         grads ? gd__nn_grad(&m->params, s->a_tensor) : gd__nn_param(&m->params, s->a_tensor);
     *w_l = gd__nn_row_range(&a, s->a_row, s->a_row + ws);
+    if (m->cfg.root_per_type) { /* R-GCN: the bias and root are the type's */
+        *b = *w_root = gd__nn_row_range(&a, s->a_row + ws, s->a_row + ws);
+        return GD_OK;
+    }
     *b = gd__nn_row_range(&a, s->a_row + ws, s->a_row + ws + 1);
     if (s->r_tensor >= 0) {
         gd__nn_tensor rt =
@@ -400,6 +449,27 @@ gd_status gd__rsage_weights(const gd__rsage *m, int l, int r, int grads, gd__nn_
     } else {
         *w_root = gd__nn_view(NULL, a.dtype, a.device, 0, a.cols);
     }
+fail:
+    return st;
+}
+
+gd_status gd__rsage_root_weights(const gd__rsage *m, int l, int t, int grads, gd__nn_tensor *w_root,
+                                 gd__nn_tensor *b) {
+    gd_status st = GD_OK;
+    GD_REQUIRE(m && w_root && b, GD_ERR_INVALID_ARG,
+               "R-GCN root weights: model and outputs must be given");
+    GD_REQUIRE(m->cfg.root_per_type, GD_ERR_INVALID_ARG,
+               "R-GCN root weights: an R-SAGE model has its roots per relation "
+               "(gd__rsage_weights)");
+    GD_REQUIRE(l >= 0 && l < m->cfg.num_layers && t >= 0 && t < m->cfg.schema.num_types &&
+                   m->root[l][t].used,
+               GD_ERR_INVALID_ARG, "R-GCN root weights: layer %d, type %d has no parameters", l, t);
+    const gd__rsage_slot *s = &m->root[l][t];
+    const int64_t w = gd__rsage_dim(&m->cfg, l, t);
+    gd__nn_tensor a =
+        grads ? gd__nn_grad(&m->params, s->a_tensor) : gd__nn_param(&m->params, s->a_tensor);
+    *w_root = gd__nn_row_range(&a, s->a_row, s->a_row + w);
+    *b = gd__nn_row_range(&a, s->a_row + w, s->a_row + w + 1);
 fail:
     return st;
 }
@@ -416,13 +486,13 @@ gd_status gd__rsage_forward(gd__rsage *m, const gd_block *blocks, const int64_t 
     gd_status st = GD_OK;
     GD_REQUIRE(m && logits, GD_ERR_INVALID_ARG, "R-SAGE forward: model and logits must be given");
     m->have_forward = 0;
-    GD_CHECK(gd__rsage_check_batch(&m->cfg, blocks, num_nodes, "R-SAGE"));
+    GD_CHECK(gd__rsage_check_batch(&m->cfg, blocks, num_nodes, kind_name(&m->cfg)));
     const gd__rsage_config *cfg = &m->cfg;
     const gd__nn_ctx *ctx = &m->ctx;
     const int T = cfg->schema.num_types, R = cfg->schema.num_relations, L = cfg->num_layers;
     const double p = cfg->dropout;
     GD_CHECK(gd__typed_bind_inputs(cfg, ctx, num_nodes, x, node_ids, m->input, m->node_ids,
-                                   "R-SAGE forward"));
+                                   cfg->root_per_type ? "R-GCN forward" : "R-SAGE forward"));
     memcpy(m->blocks, blocks, sizeof *blocks * (size_t)(L * R));
     memcpy(m->num_nodes, num_nodes, sizeof *num_nodes * (size_t)((L + 1) * T));
 
@@ -432,7 +502,7 @@ gd_status gd__rsage_forward(gd__rsage *m, const gd_block *blocks, const int64_t 
          * relations into each type, every product of the layer in one grouped call (the first
          * relation into a type writes its z, the others add to it), then ReLU and dropout.
          */
-        gd__nn_linear_group g[2 * GD__RSAGE_MAX_RELATIONS];
+        gd__nn_linear_group g[2 * GD__RSAGE_MAX_RELATIONS + GD__RSAGE_MAX_TYPES];
         int ng = 0;
         for (int t = 0; t < T; t++) {
             if (!computes(m, l, t)) {
@@ -448,6 +518,14 @@ gd_status gd__rsage_forward(gd__rsage *m, const gd_block *blocks, const int64_t 
             if (nd == 0) continue;
             gd__nn_tensor z = gd__nn_rows(&m->out[l][t], nd);
             int accumulate = 0;
+            if (cfg->root_per_type) {
+                /* R-GCN: z = h_t[:nd] W_root[t] + b[t] first (bias alone without features). */
+                gd__nn_tensor wr, bias, ht = layer_input(m, l, t);
+                GD_CHECK(gd__rsage_root_weights(m, l, t, 0, &wr, &bias));
+                gd__nn_linear_group root = {gd__nn_rows(&ht, nd), wr, bias, z, 1, 0};
+                g[ng++] = root;
+                accumulate = 1;
+            }
             for (int r = 0; r < R; r++) {
                 if (cfg->schema.rel_dst[r] != t) continue;
                 const gd_block *b = &m->blocks[l * R + r];
@@ -470,7 +548,8 @@ gd_status gd__rsage_forward(gd__rsage *m, const gd_block *blocks, const int64_t 
                         GD_CHECK(gd__nn_mean_agg(ctx, &ob, &ohs, &agg));
                     }
                 }
-                gd__nn_linear_group lin = {agg, wl, bias, z, 1, accumulate};
+                if (bias.rows == 0 && wl.rows == 0) continue; /* R-GCN: nothing to add */
+                gd__nn_linear_group lin = {agg, wl, bias, z, bias.rows > 0, accumulate};
                 g[ng++] = lin;
                 accumulate = 1;
                 /* z += h_t[:nd] W_root, the destinations' own rows (none without features). */
@@ -506,13 +585,14 @@ gd_status gd__rsage_backward(gd__rsage *m, const gd__nn_tensor *dlogits, gd__nn_
     GD_REQUIRE(m && dlogits, GD_ERR_INVALID_ARG,
                "R-SAGE backward: model and dlogits must be given");
     GD_REQUIRE(m->have_forward, GD_ERR_INVALID_ARG,
-               "R-SAGE backward: no forward pass to go back through");
+               "%s backward: no forward pass to go back through", kind_name(&m->cfg));
     const gd__rsage_config *cfg = &m->cfg;
     const gd__nn_ctx *ctx = &m->ctx;
     const int T = cfg->schema.num_types, R = cfg->schema.num_relations, L = cfg->num_layers;
     const int target = cfg->schema.target_type;
     const double p = cfg->dropout;
-    GD_CHECK(gd__typed_check_backward(cfg, m->num_nodes, dlogits, dx, "R-SAGE backward"));
+    GD_CHECK(gd__typed_check_backward(cfg, m->num_nodes, dlogits, dx,
+                                      cfg->root_per_type ? "R-GCN backward" : "R-SAGE backward"));
 
     /* dz[t]: the gradient of layer l's output of type t (only the target in the last layer). */
     gd__nn_tensor dz[GD__RSAGE_MAX_TYPES];
@@ -538,11 +618,22 @@ gd_status gd__rsage_backward(gd__rsage *m, const gd__nn_tensor *dlogits, gd__nn_
          * dagg where wanted; dW_root += self^T dz, and dh_t[:nd] += dz W_root^T where wanted
          * (the relations into t sum there). Then each mean's gradient goes to its sources.
          */
-        gd__nn_linear_grad_group g[2 * GD__RSAGE_MAX_RELATIONS];
+        gd__nn_linear_grad_group g[2 * GD__RSAGE_MAX_RELATIONS + GD__RSAGE_MAX_TYPES];
         int ng = 0, to_src[GD__RSAGE_MAX_RELATIONS] = {0};
         for (int t = 0; t < T; t++) {
             const int64_t nd = m->num_nodes[(l + 1) * T + t];
             if (!computes(m, l, t) || nd == 0) continue;
+            if (cfg->root_per_type) {
+                /* R-GCN: dW_root[t] += self^T dz, db[t] += colsum(dz), dh_t[:nd] += dz W^T. */
+                gd__nn_tensor wr, bias, dwr, db, ht = layer_input(m, l, t);
+                GD_CHECK(gd__rsage_root_weights(m, l, t, 0, &wr, &bias));
+                GD_CHECK(gd__rsage_root_weights(m, l, t, 1, &dwr, &db));
+                const int wdx = want[t] && wr.rows > 0;
+                gd__nn_tensor dself = wdx ? gd__nn_rows(&dh[t], nd) : dz[t];
+                gd__nn_linear_grad_group gr = {
+                    gd__nn_rows(&ht, nd), wr, dz[t], dself, dwr, db, wdx, 1, 1, 1};
+                g[ng++] = gr;
+            }
             for (int r = 0; r < R; r++) {
                 if (cfg->schema.rel_dst[r] != t) continue;
                 const int src = cfg->schema.rel_src[r];
@@ -551,10 +642,17 @@ gd_status gd__rsage_backward(gd__rsage *m, const gd__nn_tensor *dlogits, gd__nn_
                 gd__nn_tensor wl, bias, wr, dwl, db, dwr;
                 GD_CHECK(gd__rsage_weights(m, l, r, 0, &wl, &bias, &wr));
                 GD_CHECK(gd__rsage_weights(m, l, r, 1, &dwl, &db, &dwr));
+                if (bias.rows == 0 && wl.rows == 0) continue; /* R-GCN: no parameters */
                 to_src[r] = want[src] && agg.cols > 0 && b->num_edges > 0;
-                gd__nn_linear_grad_group ga = {
-                    agg, wl, dz[t], gd__nn_shaped(&m->dagg[r], nd, agg.cols), dwl, db, to_src[r],
-                    0,   1,  1};
+                gd__nn_linear_grad_group ga = {.x = agg,
+                                               .w = wl,
+                                               .dy = dz[t],
+                                               .dx = gd__nn_shaped(&m->dagg[r], nd, agg.cols),
+                                               .dw = dwl,
+                                               .db = db,
+                                               .want_dx = to_src[r],
+                                               .has_db = bias.rows > 0, /* R-SAGE's */
+                                               .accumulate_dw = 1};
                 g[ng++] = ga;
                 if (wr.rows > 0) {
                     gd__nn_tensor ht = layer_input(m, l, t);
@@ -601,11 +699,12 @@ gd__nn_params *gd__rsage_params(gd__rsage *m) {
 }
 
 int64_t gd__rsage_bytes(const gd__rsage_config *cfg) {
-    if (!cfg || gd__rsage_check_config(cfg, "R-SAGE") != GD_OK) return 0;
+    if (!cfg || gd__rsage_check_config(cfg, kind_name(cfg)) != GD_OK) return 0;
     const gd__rsage_schema *s = &cfg->schema;
     const int T = s->num_types, R = s->num_relations, L = cfg->num_layers;
     int has_in[GD__RSAGE_MAX_TYPES] = {0};
     for (int r = 0; r < R; r++) has_in[s->rel_dst[r]] = 1;
+    for (int t = 0; cfg->root_per_type && t < T; t++) has_in[t] = 1;
     /*
      * In doubles: an estimate for planning, which must not overflow on a huge config. p counts
      * parameters, a activations, d the largest hidden gradient of a type, g the means'
@@ -621,15 +720,21 @@ int64_t gd__rsage_bytes(const gd__rsage_config *cfg) {
             const double ws = (double)gd__rsage_dim(cfg, l, s->rel_src[r]);
             const double wd = (double)gd__rsage_dim(cfg, l, s->rel_dst[r]);
             const double nd = (double)cfg->max_nodes[(l + 1) * T + s->rel_dst[r]];
-            p += (ws + 1 + wd) * out;
+            p += (cfg->root_per_type ? ws : ws + 1 + wd) * out;
             a += nd * ws;
             if (nd * ws > gr[r]) gr[r] = nd * ws;
             fwd += 2 * (nd * out + GD__NN_SCRATCH_ALIGN);
             bwd += nd * wd + GD__NN_SCRATCH_ALIGN;
         }
-        if (fwd > sc) sc = fwd;
-        if (bwd > sc) sc = bwd;
         for (int t = 0; t < T; t++) {
+            if (cfg->root_per_type && (l < L - 1 || t == s->target_type)) {
+                /* R-GCN: the type's root and bias, and its root products' scratch. */
+                const double wd = (double)gd__rsage_dim(cfg, l, t);
+                const double nd = (double)cfg->max_nodes[(l + 1) * T + t];
+                p += (wd + 1) * out + GD__NN_PARAM_ALIGN;
+                fwd += nd * out + GD__NN_SCRATCH_ALIGN;
+                bwd += nd * wd + GD__NN_SCRATCH_ALIGN;
+            }
             if (l < L - 1 || t == s->target_type)
                 a += (double)cfg->max_nodes[(l + 1) * T + t] * out;
             if (l > 0 && has_in[t]) {
@@ -637,6 +742,8 @@ int64_t gd__rsage_bytes(const gd__rsage_config *cfg) {
                 if (n > d) d = n;
             }
         }
+        if (fwd > sc) sc = fwd;
+        if (bwd > sc) sc = bwd;
     }
     for (int r = 0; r < R; r++) g += gr[r];
     /*

@@ -59,6 +59,12 @@ typedef struct {
     gd_dtype dtype;                      /* GD_DTYPE_FLOAT32 (training) or GD_DTYPE_FLOAT64 */
     int64_t max_nodes[(GD__RSAGE_MAX_LAYERS + 1) * GD__RSAGE_MAX_TYPES];
     int64_t max_edges[GD__RSAGE_MAX_LAYERS * GD__RSAGE_MAX_RELATIONS];
+    /*
+     * 0: R-SAGE (a root weight and a bias per relation). 1: R-GCN (PyG's RGCNConv, DGL's
+     * RelGraphConv): a root weight and a bias per destination node type, the relations keeping
+     * only their neighbour weights W_l[r]; see gd__rsage below. The model kind "rgcn" sets it.
+     */
+    int root_per_type;
 } gd__rsage_config;
 
 /*
@@ -75,21 +81,37 @@ typedef struct {
 } gd__rsage_slot;
 
 /*
- * The model. For layer l (inputs h^l_t, one tensor per type t, h^0_t = x_t) and each type t that
- * receives a relation,
- *     z^l_t = sum over r with rel_dst[r] = t of
- *                 mean_{u in N_r(v)} h^l_{rel_src[r]}(u) W_l[r] + b[r] + h^l_t(v) W_root[r]
- *     h^{l+1}_t = dropout(relu(z^l_t))  for l < L - 1;  logits = z^{L-1}_target,
- * with a zero mean for a node without neighbours of relation r (as PyG's scatter mean). A type
- * that no relation enters has h^{l+1}_t = 0 (PyG's HeteroConv gives it no output at all; zeros
- * are what a layer that reads it then sees). The last layer computes the target type only.
+ * The model. R-SAGE (root_per_type 0): for layer l (inputs h^l_t, one tensor per type t, h^0_t =
+ * x_t) and each type t that receives a relation, z^l_t = sum over r with rel_dst[r] = t of mean_{u
+ * in N_r(v)} h^l_{rel_src[r]}(u) W_l[r] + b[r] + h^l_t(v) W_root[r] h^{l+1}_t =
+ * dropout(relu(z^l_t))  for l < L - 1;  logits = z^{L-1}_target, with a zero mean for a node
+ * without neighbours of relation r (as PyG's scatter mean). A type that no relation enters has
+ * h^{l+1}_t = 0 (PyG's HeteroConv gives it no output at all; zeros are what a layer that reads it
+ * then sees). The last layer computes the target type only.
+ *
+ * R-GCN (root_per_type 1): one root weight and one bias per destination type instead,
+ *     z^l_t = h^l_t(v) W_root_l[t] + b_l[t] + sum over r with rel_dst[r] = t of
+ *                 mean_{u in N_r(v)} h^l_{rel_src[r]}(u) W_l[r],
+ * computed for every type (the root and bias give a node an output whether or not a relation
+ * enters its type), the target alone in the last layer. A relation from a featureless type
+ * adds nothing in layer 0 (an empty mean times an empty weight); a featureless type's layer-0
+ * output is its bias and its relations. PyG's RGCNConv shares one root over all nodes because
+ * its node features have one width; with a width per type, one root per type is the natural
+ * form (and with equal widths and one type, the same function).
  */
 typedef struct {
     gd__rsage_config cfg;
     gd__nn_ctx ctx;
-    int has_in[GD__RSAGE_MAX_TYPES]; /* some relation enters the type */
+    int has_in[GD__RSAGE_MAX_TYPES]; /* the type has an output: some relation enters it
+                                      * (R-SAGE); every type (R-GCN) */
     gd__nn_params params;
     gd__rsage_slot slot[GD__RSAGE_MAX_LAYERS][GD__RSAGE_MAX_RELATIONS];
+    /*
+     * R-GCN: layer l's root of type t, rows [a_row, a_row + in_t + 1) of a_tensor holding
+     * W_root_l[t] (in_t x out) then b_l[t]. The relations' slots then hold W_l[r] alone (a_tensor
+     * -1 for a featureless source in layer 0) and r_tensor -1.
+     */
+    gd__rsage_slot root[GD__RSAGE_MAX_LAYERS][GD__RSAGE_MAX_TYPES];
     /* Saved by the forward pass for the backward pass (empty tensors where nothing is kept). */
     gd__nn_tensor out[GD__RSAGE_MAX_LAYERS][GD__RSAGE_MAX_TYPES];     /* z^l_t, then h^{l+1}_t */
     gd__nn_tensor agg[GD__RSAGE_MAX_LAYERS][GD__RSAGE_MAX_RELATIONS]; /* the means of relation r */
@@ -121,6 +143,8 @@ typedef struct {
  * interface as for every kind.
  */
 extern const gd__model_i gd__rsage_model_i;
+/* R-GCN as a kind, "rgcn": R-SAGE's kind with root_per_type set on a copy of the config. */
+extern const gd__model_i gd__rgcn_model_i;
 
 gd_status gd__rsage_create(const gd__nn_ctx *ctx, const gd__rsage_config *cfg, uint64_t init_seed,
                            gd__rsage **out);
@@ -173,10 +197,18 @@ int64_t gd__rsage_dim(const gd__rsage_config *cfg, int l, int t);
 /*
  * Views of layer l's parameters of relation r in the parameter buffer, or with grads set in the
  * gradient buffer: W_l (in_src x out), b (1 x out), W_root (in_dst x out; 0 rows when in_dst is
- * 0). GD_ERR_INVALID_ARG for a relation without parameters (see gd__rsage_slot).
+ * 0). GD_ERR_INVALID_ARG for a relation without parameters (see gd__rsage_slot). In an R-GCN
+ * model b and W_root have 0 rows (gd__rsage_root_weights gives the per-type ones).
  */
 gd_status gd__rsage_weights(const gd__rsage *m, int l, int r, int grads, gd__nn_tensor *w_l,
                             gd__nn_tensor *b, gd__nn_tensor *w_root);
+/*
+ * R-GCN: views of layer l's root weight W_root_l[t] (in_t x out; 0 rows for a featureless type)
+ * and bias b_l[t] (1 x out), parameters or (grads set) their gradients. GD_ERR_INVALID_ARG for
+ * an R-SAGE model or a type without parameters in that layer (the last computes the target).
+ */
+gd_status gd__rsage_root_weights(const gd__rsage *m, int l, int t, int grads, gd__nn_tensor *w_root,
+                                 gd__nn_tensor *b);
 /*
  * A relation's block as the mean ops take it. Their front-ends check the invariant of a
  * homogeneous block, that the destinations are a prefix of the sources (num_dst <= num_src); a

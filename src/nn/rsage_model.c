@@ -5,14 +5,19 @@
  * heterogeneous path (train/hetero.c) makes one, from the typed sampler's capacities. The
  * homogeneous forward and backward of the interface have no typed minibatch to run on: they
  * refuse with a message naming the model and the fix.
+ *
+ * R-GCN ("rgcn") is the same code with the config's root_per_type set (rsage.h): its table
+ * differs only in create and bytes, which set the flag on a copy of the trainer's config, so
+ * that the trainer, the typed step and exact inference make the same config for both kinds.
  */
 #include "nn/rsage.h"
 
-static gd_status homogeneous(void) {
+static gd_status homogeneous(const char *kind) {
     return gd__error(GD_ERR_INVALID_ARG,
-                     "model rsage (relational GraphSAGE) trains on heterogeneous datasets (node "
-                     "and edge types; docs/hetero.md): this dataset or minibatch is homogeneous, "
-                     "use --model sage or gat");
+                     "model %s trains on heterogeneous datasets (node and edge types; "
+                     "docs/hetero.md): this dataset or minibatch is homogeneous, use --model "
+                     "sage or gat",
+                     kind);
 }
 
 static void rsage_capacity_i(const gd__model_shape *s, gd__model_config *cfg) {
@@ -26,7 +31,7 @@ static int64_t rsage_bytes_i(const gd__model_config *cfg) {
 
 static gd_status rsage_create_i(const gd__nn_ctx *ctx, const gd__model_config *cfg,
                                 uint64_t init_seed, void **context) {
-    if (!cfg->typed) return homogeneous();
+    if (!cfg->typed) return homogeneous("rsage (relational GraphSAGE)");
     gd__rsage *m = NULL;
     gd_status st = gd__rsage_create(ctx, cfg->typed, init_seed, &m);
     *context = m;
@@ -65,6 +70,47 @@ const gd__model_i gd__rsage_model_i = {
     .capacity = rsage_capacity_i,
     .bytes = rsage_bytes_i,
     .create = rsage_create_i,
+    .destroy = rsage_destroy_i,
+    .forward = NULL, /* typed minibatches only: typed_forward */
+    .backward = NULL,
+    .params = rsage_params_i,
+    .set_backend = rsage_set_backend_i,
+    .layer_combine = NULL,
+    .typed_forward = rsage_typed_forward_i,
+    .typed_backward = rsage_typed_backward_i,
+};
+
+/* R-GCN: the typed config with one root and bias per node type. */
+static gd__rsage_config rgcn_config(const gd__model_config *cfg) {
+    gd__rsage_config rc = *(const gd__rsage_config *)cfg->typed;
+    rc.root_per_type = 1;
+    return rc;
+}
+
+static int64_t rgcn_bytes_i(const gd__model_config *cfg) {
+    if (!cfg->typed) return 0;
+    const gd__rsage_config rc = rgcn_config(cfg);
+    return gd__rsage_bytes(&rc);
+}
+
+static gd_status rgcn_create_i(const gd__nn_ctx *ctx, const gd__model_config *cfg,
+                               uint64_t init_seed, void **context) {
+    if (!cfg->typed) return homogeneous("rgcn (relational GCN)");
+    const gd__rsage_config rc = rgcn_config(cfg);
+    gd__rsage *m = NULL;
+    gd_status st = gd__rsage_create(ctx, &rc, init_seed, &m);
+    *context = m;
+    return st;
+}
+
+const gd__model_i gd__rgcn_model_i = {
+    .name = "rgcn",
+    .label = "rgcn",
+    .title = "R-GCN",
+    .description = "R-GCN (PyG's RGCNConv, mean; a root weight and bias per node type)",
+    .capacity = rsage_capacity_i,
+    .bytes = rgcn_bytes_i,
+    .create = rgcn_create_i,
     .destroy = rsage_destroy_i,
     .forward = NULL, /* typed minibatches only: typed_forward */
     .backward = NULL,

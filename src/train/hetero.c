@@ -637,7 +637,7 @@ gd_status gd__htrain_create(const gd_dataset_t *ds, const gd__train_config *cfg,
     *out = NULL;
     GD_REQUIRE(gd__model_kind_typed(cfg->model), GD_ERR_INVALID_ARG,
                "trainer: dataset '%s' is heterogeneous (%d node types, %d edge types); train "
-               "it with a relational model: --model rsage or --model rgat",
+               "it with a relational model: --model rsage, --model rgcn or --model rgat",
                gd_dataset_name(ds), gd_dataset_num_node_types(ds), gd_dataset_num_edge_types(ds));
     GD_REQUIRE(cfg->context == NULL || gd__comm_world(gd__context_comm(cfg->context)) <= 1,
                GD_ERR_UNSUPPORTED,
@@ -1196,5 +1196,5 @@ fail:
 }
 
 int gd__htrain_has_exact(const gd__htrain *h) {
-    return h->kind == GD__MODEL_RSAGE || h->kind == GD__MODEL_RGAT;
+    return h->kind == GD__MODEL_RSAGE || h->kind == GD__MODEL_RGCN || h->kind == GD__MODEL_RGAT;
 }

@@ -399,13 +399,21 @@ static gd_status hi_rsage_type(hi_state *s, int l, int d, int32_t *pred, float *
                                : gd__infer_table_out(ctx, &s->tab[os][d], lo, k, s->zbuf.data);
         gd__nn_tensor own = gd__nn_view(NULL, GD_DTYPE_FLOAT32, ctx->device, k, 0);
         if (in[d].cols > 0) GD_CHECK(gd__infer_table_rows(ctx, &in[d], lo, k, s->self.data, &own));
-        GD_CHECK(gd__nn_zero(ctx, &z));
+        if (s->cfg->root_per_type) {
+            /* R-GCN: z = own W_root[d] + b[d] (the bias alone for a featureless type). */
+            gd__nn_tensor wr, b;
+            GD_CHECK(gd__rsage_root_weights(s->rs, l, d, 0, &wr, &b));
+            GD_CHECK(gd__nn_linear(ctx, &own, &wr, &b, &z, 0));
+        } else {
+            GD_CHECK(gd__nn_zero(ctx, &z));
+        }
         for (int r = 0; r < s->R; r++) {
             if (s->cfg->schema.rel_dst[r] != d || !hi_has_slot(s, l, r)) continue;
             const int src = s->cfg->schema.rel_src[r];
             const gd__infer_table *hs = &in[src];
             gd__nn_tensor wl, b, wr;
             GD_CHECK(gd__rsage_weights(s->rs, l, r, 0, &wl, &b, &wr));
+            if (wl.rows == 0 && b.rows == 0) continue; /* R-GCN, a featureless source */
             gd__nn_tensor mean = gd__nn_shaped(&s->agg, k, hs->cols);
             if (hs->cols > 0) {
                 gd_block blk;
@@ -421,8 +429,9 @@ static gd_status hi_rsage_type(hi_state *s, int l, int d, int32_t *pred, float *
                     GD_CHECK(gd__nn_mean_agg(ctx, &ob, &orows, &mean));
                 }
             }
-            /* A featureless source: no mean columns, the relation adds its bias alone. */
-            GD_CHECK(gd__nn_linear(ctx, &mean, &wl, &b, &z, 1));
+            /* A featureless source: no mean columns, the relation adds its bias alone (R-SAGE;
+             * R-GCN's relations have no bias). */
+            GD_CHECK(gd__nn_linear(ctx, &mean, &wl, b.rows > 0 ? &b : NULL, &z, 1));
             if (wr.rows > 0) GD_CHECK(gd__nn_linear(ctx, &own, &wr, NULL, &z, 1));
         }
         if (!last) GD_CHECK(gd__nn_relu(ctx, &z, &z));
@@ -582,7 +591,10 @@ static gd_status hi_infer(const gd_dataset_t *ds, gd__model *model, int rgat,
             pinned += s.tab[i][t].cols > 0 && !s.tab[i][t].direct;
         }
     GD_INFO("exact inference of %s: %d layers, %d node types, %lld nodes per chunk%s",
-            rgat ? "R-GAT" : "R-SAGE", s.L, s.T, (long long)s.K,
+            rgat                   ? "R-GAT"
+            : s.cfg->root_per_type ? "R-GCN"
+                                   : "R-SAGE",
+            s.L, s.T, (long long)s.K,
             s.gpu ? (pinned ? ", some tables read from pinned host memory"
                             : ", every table in GPU memory")
                   : "");
