@@ -18,11 +18,9 @@ target type.
 
 Exits 77 (skipped) without torch or torch_geometric.
 """
-import json
-import os
-import subprocess
 import sys
-import tempfile
+
+from py_case import case
 
 try:
     import torch
@@ -33,13 +31,7 @@ except ImportError as e:
 
 
 def main():
-    binary = sys.argv[1]
-    with tempfile.TemporaryDirectory(prefix="gd-rgat-") as tmp:
-        path = os.path.join(tmp, "case.json")
-        env = dict(os.environ, GD_RGAT_DUMP=path)
-        subprocess.run([binary], env=env, check=True)
-        with open(path) as f:
-            d = json.load(f)
+    d = case(sys.argv[1], [], "GD_RGAT_DUMP")
     T, R, L, H = d["T"], d["R"], d["L"], d["heads"]
     src, dst, target = d["rel_src"], d["rel_dst"], d["target"]
     nn = d["num_nodes"]

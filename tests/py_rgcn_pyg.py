@@ -25,11 +25,9 @@ ours within 1e-10 in float64.
 
 Exits 77 (skipped) without torch or torch_geometric.
 """
-import json
-import os
-import subprocess
 import sys
-import tempfile
+
+from py_case import case
 
 try:
     import torch
@@ -40,13 +38,7 @@ except ImportError as e:
 
 
 def main():
-    binary = sys.argv[1]
-    with tempfile.TemporaryDirectory(prefix="gd-rgcn-") as tmp:
-        path = os.path.join(tmp, "case.json")
-        env = dict(os.environ, GD_RSAGE_DUMP=path)
-        subprocess.run([binary, "--rgcn"], env=env, check=True)
-        with open(path) as f:
-            d = json.load(f)
+    d = case(sys.argv[1], ["--rgcn"], "GD_RSAGE_DUMP")
     assert d["model"] == "rgcn", d["model"]
     T, R, L = d["T"], d["R"], d["L"]
     src, dst, target = d["rel_src"], d["rel_dst"], d["target"]

@@ -16,11 +16,9 @@ them), and the last layer has only the relations into the target type.
 
 Exits 77 (skipped) without torch or torch_geometric.
 """
-import json
-import os
-import subprocess
 import sys
-import tempfile
+
+from py_case import case
 
 try:
     import torch
@@ -31,13 +29,7 @@ except ImportError as e:
 
 
 def main():
-    binary = sys.argv[1]
-    with tempfile.TemporaryDirectory(prefix="gd-rsage-") as tmp:
-        path = os.path.join(tmp, "case.json")
-        env = dict(os.environ, GD_RSAGE_DUMP=path)
-        subprocess.run([binary], env=env, check=True)
-        with open(path) as f:
-            d = json.load(f)
+    d = case(sys.argv[1], [], "GD_RSAGE_DUMP")
     T, R, L = d["T"], d["R"], d["L"]
     src, dst, target = d["rel_src"], d["rel_dst"], d["target"]
     nn = d["num_nodes"]
