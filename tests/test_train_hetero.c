@@ -97,6 +97,36 @@ static double run(const gd_dataset_t *ds, const gd_train_options *o, int64_t epo
 static const char *const gpu_modes[3] = {"cpu-centric", "all-gpu", "zero-copy"};
 
 /*
+ * A relational model trains on mag-tiny (o, EPOCHS epochs): it learns, beyond the MLP
+ * baseline's test accuracy test_mlp (the papers' own features; 32 classes: chance 0.03); the
+ * same seed trains the same model (equal losses and accuracies, bit for bit); and the model it
+ * saves to path loads back into a new trainer with the same test accuracy. Its log goes to *l;
+ * returns its test accuracy.
+ */
+static double learns(const gd_dataset_t *ds, const gd_train_options *o, const char *what,
+                     const char *path, double test_mlp, log_t *l) {
+    const double test = run(ds, o, EPOCHS, NULL, 0, l, path);
+    fprintf(stderr, "mag-tiny: %s loss %.4f -> %.4f, valid %.4f, test %.4f; MLP test %.4f\n",
+            what, l->loss[0], l->loss[EPOCHS - 1], l->valid[EPOCHS - 1], test, test_mlp);
+    T_EQ_INT(l->calls, EPOCHS);
+    T_ASSERT(l->loss[EPOCHS - 1] < l->loss[0]);
+    T_ASSERT(l->valid[EPOCHS - 1] > 0.6);
+    T_ASSERT(test > test_mlp + 0.03);
+    log_t again = {0};
+    run(ds, o, EPOCHS, NULL, 0, &again, NULL);
+    for (int e = 0; e < EPOCHS; e++)
+        T_ASSERT(l->loss[e] == again.loss[e] && l->valid[e] == again.valid[e]);
+    gd_trainer_t *t = NULL;
+    double acc = 0;
+    T_OK(gd_trainer_create(ds, o, &t));
+    T_OK(gd_trainer_load(t, path));
+    T_OK(gd_trainer_evaluate(t, GD_ARRAY_TEST_IDX, 0, &acc, NULL));
+    T_NEAR(acc, test, 1e-12);
+    gd_trainer_destroy(t);
+    return test;
+}
+
+/*
  * The GPU parts to run: GD_TEST_TRAIN_HETERO_GPU lists some of rsage, half, rgat, rgcn, exact,
  * caches, igbh (comma-separated; unset or empty: all). A sanitizer runs each part in its own
  * process, under its time limit (the whole test under racecheck takes more than 190 s).
@@ -249,30 +279,12 @@ int main(void) {
     gd_dataset_t *mag = make("mag-tiny", seed, GD_DTYPE_FLOAT32);
     const gd_train_options o = options(seed, 0), mlp = options(seed, 1);
 
-    /* It learns, and beyond what the papers' own features give (32 classes: chance 0.03). */
-    log_t a = {0}, b = {0}, m = {0};
+    /* R-SAGE learns, reproducibly, and its saved model loads back. */
+    log_t a = {0}, m = {0};
     snprintf(model, sizeof model, "%s/model.gdc", tmp);
-    const double test = run(mag, &o, EPOCHS, NULL, 0, &a, model);
     const double test_mlp = run(mag, &mlp, EPOCHS, NULL, 0, &m, NULL);
-    fprintf(stderr, "mag-tiny: R-SAGE loss %.4f -> %.4f, valid %.4f, test %.4f; MLP test %.4f\n",
-            a.loss[0], a.loss[EPOCHS - 1], a.valid[EPOCHS - 1], test, test_mlp);
-    T_EQ_INT(a.calls, EPOCHS);
-    T_ASSERT(a.loss[EPOCHS - 1] < a.loss[0]);
-    T_ASSERT(a.valid[EPOCHS - 1] > 0.6);
-    T_ASSERT(test > test_mlp + 0.03);
-
-    /* The same seed trains the same model: equal losses, bit for bit. */
-    run(mag, &o, EPOCHS, NULL, 0, &b, NULL);
-    for (int e = 0; e < EPOCHS; e++) T_ASSERT(a.loss[e] == b.loss[e] && a.valid[e] == b.valid[e]);
-
-    /* The saved model loads back into a new trainer: the same test accuracy. */
+    const double test = learns(mag, &o, "R-SAGE", model, test_mlp, &a);
     gd_trainer_t *t = NULL;
-    double acc = 0;
-    T_OK(gd_trainer_create(mag, &o, &t));
-    T_OK(gd_trainer_load(t, model));
-    T_OK(gd_trainer_evaluate(t, GD_ARRAY_TEST_IDX, 0, &acc, NULL));
-    T_NEAR(acc, test, 1e-12);
-    gd_trainer_destroy(t);
 
     /* Exact inference of the trained model is its sampled inference with every neighbour. */
     exact_is_sampled(mag, &o, model, "R-SAGE");
@@ -303,22 +315,10 @@ int main(void) {
     ro.heads = 2;
     ro.hidden = 16;
     ro.attn_dropout = 0.1;
-    log_t ga = {0}, gb = {0};
+    log_t ga = {0};
     char rmodel[4200];
     snprintf(rmodel, sizeof rmodel, "%s/rgat.gdc", tmp);
-    const double test_rgat = run(mag, &ro, EPOCHS, NULL, 0, &ga, rmodel);
-    fprintf(stderr, "mag-tiny: R-GAT loss %.4f -> %.4f, valid %.4f, test %.4f; MLP test %.4f\n",
-            ga.loss[0], ga.loss[EPOCHS - 1], ga.valid[EPOCHS - 1], test_rgat, test_mlp);
-    T_ASSERT(ga.loss[EPOCHS - 1] < ga.loss[0]);
-    T_ASSERT(ga.valid[EPOCHS - 1] > 0.6);
-    T_ASSERT(test_rgat > test_mlp + 0.03);
-    run(mag, &ro, EPOCHS, NULL, 0, &gb, NULL);
-    for (int e = 0; e < EPOCHS; e++) T_ASSERT(ga.loss[e] == gb.loss[e]);
-    T_OK(gd_trainer_create(mag, &ro, &t));
-    T_OK(gd_trainer_load(t, rmodel));
-    T_OK(gd_trainer_evaluate(t, GD_ARRAY_TEST_IDX, 0, &acc, NULL));
-    T_NEAR(acc, test_rgat, 1e-12);
-    gd_trainer_destroy(t);
+    const double test_rgat = learns(mag, &ro, "R-GAT", rmodel, test_mlp, &ga);
     /*
      * R-GAT's exact inference is its sampled one with every neighbour: the trained model (2
      * heads, 2 layers), a fresh one, and ones trained an epoch of 1 head and 2 layers, 1 head
@@ -354,23 +354,13 @@ int main(void) {
      */
     gd_train_options go = o;
     go.model = "rgcn";
-    log_t ca = {0}, cb = {0};
+    log_t ca = {0};
     char cmodel[4200], ck3[4200];
     snprintf(cmodel, sizeof cmodel, "%s/rgcn.gdc", tmp);
-    const double test_rgcn = run(mag, &go, EPOCHS, NULL, 0, &ca, cmodel);
-    fprintf(stderr, "mag-tiny: R-GCN loss %.4f -> %.4f, valid %.4f, test %.4f; MLP test %.4f\n",
-            ca.loss[0], ca.loss[EPOCHS - 1], ca.valid[EPOCHS - 1], test_rgcn, test_mlp);
-    T_ASSERT(ca.loss[EPOCHS - 1] < ca.loss[0]);
-    T_ASSERT(ca.valid[EPOCHS - 1] > 0.6);
-    T_ASSERT(test_rgcn > test_mlp + 0.03);
-    run(mag, &go, EPOCHS, NULL, 0, &cb, NULL);
-    for (int e = 0; e < EPOCHS; e++) T_ASSERT(ca.loss[e] == cb.loss[e]);
+    const double test_rgcn = learns(mag, &go, "R-GCN", cmodel, test_mlp, &ca);
     /* Another model than R-SAGE's: a different loss from the first epoch on. */
     T_ASSERT(ca.loss[0] != a.loss[0]);
     T_OK(gd_trainer_create(mag, &go, &t));
-    T_OK(gd_trainer_load(t, cmodel));
-    T_OK(gd_trainer_evaluate(t, GD_ARRAY_TEST_IDX, 0, &acc, NULL));
-    T_NEAR(acc, test_rgcn, 1e-12);
     T_FAILS(gd_trainer_load(t, model), GD_ERR_INVALID_ARG, "holds a rsage model");
     T_FAILS(gd_trainer_resume(t, ck), GD_ERR_INVALID_ARG, "'rsage' model");
     gd_trainer_destroy(t);
