@@ -389,10 +389,11 @@ fail:
 }
 
 /*
- * The ceiling of a CPU gather of host rows (--host-gather cpu and split): every thread copying
- * random rows of the dataset's feature table into one buffer, as the gatherer's CPU threads
- * copy the rows the GPU lists into pinned staging, the best of three passes: GB/s (1e9 bytes),
- * and the rows a pass copies. Up to 256 MiB of rows, drawn uniformly over the table.
+ * The ceiling of a CPU gather of host rows (--host-gather cpu and split): the library's CPU
+ * gather (a "cpu" gatherer: the routine whose threads copy the rows the GPU lists into pinned
+ * staging) of random rows of the dataset's feature table into one buffer, the best of three
+ * passes: GB/s (1e9 bytes), and the rows a pass copies. Up to 256 MiB of rows, drawn uniformly
+ * over the table.
  */
 static int cpu_gather_ceiling(const gd_dataset_t *ds, int threads, uint64_t seed, double *gbs,
                               int64_t *rows_out) {
@@ -400,9 +401,11 @@ static int cpu_gather_ceiling(const gd_dataset_t *ds, int threads, uint64_t seed
     gd_array_view v;
     int64_t *ids = NULL;
     char *dst = NULL;
+    gd_host_tensor_t *table = NULL;
+    gd_gatherer_t *g = NULL;
     BENCH_GD(gd_dataset_array(ds, GD_ARRAY_FEATURES, &v), "reading the feature table");
-    const int64_t rows = v.shape[0];
-    const size_t rb = (size_t)(v.ndim > 1 ? v.shape[1] : 1) * gd_dtype_size(v.dtype);
+    const int64_t rows = v.shape[0], cols = v.ndim > 1 ? v.shape[1] : 1;
+    const size_t rb = (size_t)cols * gd_dtype_size(v.dtype);
     int64_t n = ((int64_t)256 << 20) / (int64_t)rb;
     if (n > rows) n = rows;
     BENCH_REQUIRE(n > 0 && rb > 0, "the feature table is empty: no CPU gather ceiling");
@@ -411,14 +414,15 @@ static int cpu_gather_ceiling(const gd_dataset_t *ds, int threads, uint64_t seed
     BENCH_REQUIRE(ids && dst, "out of memory for the CPU gather ceiling (%lld rows)", (long long)n);
     bench_random_ids(ids, n, n, rows, seed, threads);
     bench_fill_pattern(dst, (size_t)n * rb, threads);
-    const char *src = v.data;
+    gd_gatherer_options o = GD_GATHERER_OPTIONS_INIT;
+    o.max_ids = n;
+    o.threads = threads;
+    BENCH_GD(gd_host_tensor_adopt(v.data, rows, cols, v.dtype, 0u, &table), "wrapping the table");
+    BENCH_GD(gd_gatherer_create(table, NULL, GD_GATHER_CPU, &o, &g), "a CPU gatherer");
     double best = 0;
     for (int rep = 0; rep < 3; rep++) {
         const double t0 = bench_now();
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static)
-#endif
-        for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * rb, src + (size_t)ids[i] * rb, rb);
+        BENCH_GD(gd_gather(g, ids, n, 0, dst, NULL), "the CPU gather");
         const double dt = bench_now() - t0;
         if (best == 0 || dt < best) best = dt;
     }
@@ -426,6 +430,8 @@ static int cpu_gather_ceiling(const gd_dataset_t *ds, int threads, uint64_t seed
     *rows_out = n;
     rc = 0;
 fail:
+    gd_gatherer_destroy(g);
+    gd_host_tensor_destroy(table);
     free(ids);
     free(dst);
     return rc;
