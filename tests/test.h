@@ -77,6 +77,20 @@
                     (const char *)(needle));                                                       \
     } while (0)
 
+/*
+ * Whether the comma-separated list in environment variable var names `name` (1 also when var
+ * is unset or empty): the parts of a test a process runs, so that a slow tool (a sanitizer)
+ * can take them in separate processes.
+ */
+static inline int t_env_lists(const char *var, const char *name) {
+    const char *want = getenv(var);
+    if (!want || !*want) return 1;
+    const size_t n = strlen(name);
+    for (const char *p = want; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == want || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+    return 0;
+}
+
 /* A fresh seed per run, printed so that a failure can be replayed with GD_TEST_SEED. */
 static inline uint64_t t_seed(void) {
     const char *s = getenv("GD_TEST_SEED");

@@ -475,14 +475,7 @@ static void refusals(const gd_dataset_t *ds) {
  * GD_TEST_DP_PART="cpu,staged,nccl,nccl-place" runs only the parts named (all when unset), so
  * that a slow tool (compute-sanitizer racecheck) can take the parts in separate processes.
  */
-static int part(const char *name) {
-    const char *want = getenv("GD_TEST_DP_PART");
-    if (!want || !*want) return 1;
-    const size_t n = strlen(name);
-    for (const char *p = want; (p = strstr(p, name)) != NULL; p += n)
-        if ((p == want || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
-    return 0;
-}
+static int part(const char *name) { return t_env_lists("GD_TEST_DP_PART", name); }
 
 int main(void) {
     const uint64_t seed = t_seed();

@@ -131,19 +131,7 @@ static double learns(const gd_dataset_t *ds, const gd_train_options *o, const ch
  * caches, igbh (comma-separated; unset or empty: all). A sanitizer runs each part in its own
  * process, under its time limit (the whole test under racecheck takes more than 190 s).
  */
-static int gpu_part(const char *name) {
-    const char *want = getenv("GD_TEST_TRAIN_HETERO_GPU");
-    if (!want || !*want) return 1;
-    const size_t n = strlen(name);
-    for (const char *p = want; *p;) {
-        const char *end = strchr(p, ',');
-        const size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n && !strncmp(p, name, n)) return 1;
-        if (!end) break;
-        p = end + 1;
-    }
-    return 0;
-}
+static int gpu_part(const char *name) { return t_env_lists("GD_TEST_TRAIN_HETERO_GPU", name); }
 
 /*
  * A GPU mode trains as cpu did (its log and test accuracy given) up to float tolerance: the
