@@ -286,8 +286,12 @@ static void bipartite(const gd__nn_ctx *ctx, uint64_t *rng, int64_t heads, int64
         d[i] = dev_copy(c[i], (size_t)n[i] * 4);
     }
     /* NaN in what must be written: the weights and their gradients. */
-    CU(cudaMemset(d[AL], 0xff, (size_t)(n[AL] ? n[AL] : 1) * 4));
-    CU(cudaMemset(d[DAL], 0xff, (size_t)(n[DAL] ? n[DAL] : 1) * 4));
+    /* (With no edges, dev_copy's buffers are 1 byte: nothing to poison; s9 caught the 4-byte
+       memset of one.) */
+    if (ne) {
+        CU(cudaMemset(d[AL], 0xff, (size_t)n[AL] * 4));
+        CU(cudaMemset(d[DAL], 0xff, (size_t)n[DAL] * 4));
+    }
     int64_t *sid = malloc((size_t)ns * 8), *did = malloc((size_t)nd * 8);
     int64_t *keys = malloc((size_t)(ne + 1) * 8), *gkeys = malloc((size_t)(ne + 1) * 8);
     T_ASSERT(sid && did && keys && gkeys);
