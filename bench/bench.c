@@ -35,6 +35,54 @@ void bench_cuda_error(const char *call, cudaError_t ce) {
     (void)cudaGetLastError();
     bench_error("%s failed: %s (%s)", call, cudaGetErrorString(ce), cudaGetErrorName(ce));
 }
+
+/*
+ * Host-to-GPU DMA of 256 MiB from pinned memory on each device of devs (n of them, at most
+ * BENCH_DMA_MAX_GPUS) at once, five times: GB/s in all. The calling thread's device is kept.
+ */
+typedef struct {
+    int device;
+    void *host, *dev;
+    cudaStream_t s;
+} dma_lane;
+
+int bench_dma_gbs(const int *devs, int n, double *gbs) {
+    int rc = -1, was = 0;
+    const size_t bytes = (size_t)256 << 20;
+    BENCH_CUDA(cudaGetDevice(&was));
+    dma_lane lane[BENCH_DMA_MAX_GPUS];
+    memset(lane, 0, sizeof lane);
+    BENCH_REQUIRE(n >= 1 && n <= BENCH_DMA_MAX_GPUS, "DMA ceiling: %d GPUs (1..%d)", n,
+                  BENCH_DMA_MAX_GPUS);
+    for (int i = 0; i < n; i++) {
+        lane[i].device = devs[i];
+        BENCH_CUDA(cudaSetDevice(devs[i]));
+        BENCH_CUDA(cudaMallocHost(&lane[i].host, bytes));
+        memset(lane[i].host, 1, bytes);
+        BENCH_CUDA(cudaMalloc(&lane[i].dev, bytes));
+        BENCH_CUDA(cudaStreamCreateWithFlags(&lane[i].s, cudaStreamNonBlocking));
+        BENCH_CUDA(
+            cudaMemcpyAsync(lane[i].dev, lane[i].host, bytes, cudaMemcpyHostToDevice, lane[i].s));
+        BENCH_CUDA(cudaStreamSynchronize(lane[i].s));
+    }
+    const int reps = 5;
+    const double t0 = bench_now();
+    for (int r = 0; r < reps; r++)
+        for (int i = 0; i < n; i++)
+            BENCH_CUDA(cudaMemcpyAsync(lane[i].dev, lane[i].host, bytes, cudaMemcpyHostToDevice,
+                                       lane[i].s));
+    for (int i = 0; i < n; i++) BENCH_CUDA(cudaStreamSynchronize(lane[i].s));
+    *gbs = (double)bytes * reps * n / (bench_now() - t0) / 1e9;
+    rc = 0;
+fail:
+    for (int i = 0; i < n; i++) {
+        if (lane[i].s) (void)cudaStreamDestroy(lane[i].s);
+        if (lane[i].dev) (void)cudaFree(lane[i].dev);
+        if (lane[i].host) (void)cudaFreeHost(lane[i].host);
+    }
+    (void)cudaSetDevice(was);
+    return rc;
+}
 #endif
 
 void bench_options_init(bench_options *o) {

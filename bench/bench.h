@@ -88,6 +88,9 @@ void bench_cuda_error(const char *call, cudaError_t ce);
         }                                                                                          \
     } while (0)
 
+/* Pinned host-to-GPU DMA on each of devs at once (bench.c): the PCIe ceiling, GB/s in all. */
+#define BENCH_DMA_MAX_GPUS 16
+int bench_dma_gbs(const int *devs, int n, double *gbs);
 #endif
 
 /* ---- training */

@@ -596,6 +596,37 @@ int bench_epoch(int argc, char **argv) {
             if (all) printf(" (%.2fx the all-gpu epoch)", gb / cgbs / all->st.seconds);
             printf("\n");
         }
+#ifdef GD_WITH_CUDA
+        /*
+         * A run whose CPU threads copied every host row (--host-gather cpu) counted the bytes
+         * that any zero-copy run with the same cache must bring over PCIe in the epoch: at the
+         * pinned DMA bandwidth measured here, a floor of every zero-copy run's gather stage.
+         */
+        const run_result *full = NULL;
+        const char *full_label = NULL;
+        for (int i = 0; i < b.nruns; i++) {
+            const char *way = b.runs[i].host[0] ? b.runs[i].host : b.host_gather;
+            if (res[i].done && way && strcmp(way, "cpu") == 0 && res[i].st.host_bytes_copied > 0 &&
+                (!full || res[i].st.host_bytes_copied > full->st.host_bytes_copied)) {
+                full = &res[i];
+                full_label = b.runs[i].label;
+            }
+        }
+        if (full) {
+            double dma = 0;
+            const int dev = b.opt.device;
+            if (bench_dma_gbs(&dev, 1, &dma)) goto fail;
+            const double gb = (double)full->st.host_bytes_copied * full->scale / 1e9;
+            printf("ceiling: pinned host-to-GPU DMA %.1f GB/s; the %.2f GB of host rows %s copied "
+                   "take >= %.3f s over PCIe",
+                   dma, gb, full_label, gb / dma);
+            if (all) printf(" (%.2fx the all-gpu epoch)", gb / dma / all->st.seconds);
+            printf("\n");
+            BENCH_JSON(cJSON_AddNumberToObject(cj, "host_dma_gbs", dma));
+            BENCH_JSON(cJSON_AddNumberToObject(cj, "host_rows_gb", gb));
+            BENCH_JSON(cJSON_AddNumberToObject(cj, "pcie_floor_s", gb / dma));
+        }
+#endif
     }
 
     targets = cJSON_AddArrayToObject(root, "targets");

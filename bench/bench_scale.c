@@ -210,47 +210,6 @@ static void *run_rank(void *arg) {
 }
 
 #ifdef GD_WITH_CUDA
-/* Host-to-GPU DMA of 256 MiB from pinned memory on each device of devs at once: GB/s total. */
-typedef struct {
-    int device;
-    void *host, *dev;
-    cudaStream_t s;
-} dma_lane;
-
-static int dma_gbs(const int *devs, int n, double *gbs) {
-    int rc = -1;
-    const size_t bytes = (size_t)256 << 20;
-    dma_lane lane[MAX_GPUS];
-    memset(lane, 0, sizeof lane);
-    for (int i = 0; i < n; i++) {
-        lane[i].device = devs[i];
-        BENCH_CUDA(cudaSetDevice(devs[i]));
-        BENCH_CUDA(cudaMallocHost(&lane[i].host, bytes));
-        memset(lane[i].host, 1, bytes);
-        BENCH_CUDA(cudaMalloc(&lane[i].dev, bytes));
-        BENCH_CUDA(cudaStreamCreateWithFlags(&lane[i].s, cudaStreamNonBlocking));
-        BENCH_CUDA(
-            cudaMemcpyAsync(lane[i].dev, lane[i].host, bytes, cudaMemcpyHostToDevice, lane[i].s));
-        BENCH_CUDA(cudaStreamSynchronize(lane[i].s));
-    }
-    const int reps = 5;
-    const double t0 = bench_now();
-    for (int r = 0; r < reps; r++)
-        for (int i = 0; i < n; i++)
-            BENCH_CUDA(cudaMemcpyAsync(lane[i].dev, lane[i].host, bytes, cudaMemcpyHostToDevice,
-                                       lane[i].s));
-    for (int i = 0; i < n; i++) BENCH_CUDA(cudaStreamSynchronize(lane[i].s));
-    *gbs = (double)bytes * reps * n / (bench_now() - t0) / 1e9;
-    rc = 0;
-fail:
-    for (int i = 0; i < n; i++) {
-        if (lane[i].s) (void)cudaStreamDestroy(lane[i].s);
-        if (lane[i].dev) (void)cudaFree(lane[i].dev);
-        if (lane[i].host) (void)cudaFreeHost(lane[i].host);
-    }
-    return rc;
-}
-
 /* Peer copy GPU a <-> GPU b of 256 MiB, both ways at once: GB/s each way. */
 static int peer_gbs(int a, int b, double *gbs) {
     int rc = -1;
@@ -566,7 +525,7 @@ int bench_scale(int argc, char **argv) {
         int devs[MAX_GPUS];
         double one_gbs = 0, all_gbs = 0, peer = 0;
         for (int g = 0; g < b.gpus; g++) devs[g] = g;
-        if (dma_gbs(devs, 1, &one_gbs) || dma_gbs(devs, b.gpus, &all_gbs) || peer_gbs(0, 1, &peer))
+        if (bench_dma_gbs(devs, 1, &one_gbs) || bench_dma_gbs(devs, b.gpus, &all_gbs) || peer_gbs(0, 1, &peer))
             goto fail;
         printf("ceilings: host DMA %.1f GB/s on GPU 0 alone, %.1f GB/s on %d GPUs at once; peer "
                "copy %.1f GB/s each way (GPUs 0 <-> 1)\n",
