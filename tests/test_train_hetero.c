@@ -428,11 +428,13 @@ int main(void) {
         /*
          * R-GAT's softmax over each relation's edges amplifies the GEMMs' regrouping more than
          * R-SAGE's means: in one of 8 concurrent copies on the H100 (seeds differ per process),
-         * epoch 2's loss moved by 3.1e-3 relative (all-gpu), epoch 1's by 1.6e-4. Its first
-         * epoch is held to 2e-3, later ones to 1e-2, as igbh-tiny's below.
+         * epoch 2's loss moved by 3.1e-3 relative (all-gpu), epoch 1's by 1.6e-4; in 2 of 16
+         * copies in s9, epoch 3's valid accuracy by 0.012 and 0.014 (its loss by 1.4e-3 and
+         * 3.9e-3). Its first epoch's loss is held to 2e-3, later ones to 1e-2, the accuracies
+         * to 0.02, as igbh-tiny's below.
          */
         for (int i = 1; i < 3 && gpu_part("rgat"); i++)
-            same_as_cpu_tol(mag, &ro, &ga, test_rgat, gpu_modes[i], "R-GAT", EPOCHS, 1e-2, 0.01);
+            same_as_cpu_tol(mag, &ro, &ga, test_rgat, gpu_modes[i], "R-GAT", EPOCHS, 1e-2, 0.02);
         /* R-GCN runs R-SAGE's ops: every mode, and exact inference on the GPU. */
         for (int i = 0; i < 3 && gpu_part("rgcn"); i++) {
             same_as_cpu(mag, &go, &ca, test_rgcn, gpu_modes[i], "R-GCN");
@@ -461,11 +463,13 @@ int main(void) {
         }
         /*
          * igbh-tiny's 1024-dim features start its loss at 27: on the H100 the GEMMs' regrouping
-         * moved epoch 1's loss by 5e-6 relative and epoch 2's by 3.4e-3 (validation by 0.007).
-         * Its first epoch is held to 2e-3 like the others, the second to 1e-2 and accuracies to
-         * 0.02; a row gathered from the wrong tier moves the first epoch by far more.
+         * moved epoch 1's loss by 5e-6 relative and epoch 2's by 3.4e-3 (validation by 0.007);
+         * in one of 16 concurrent copies in s9, epoch 1's by 8.4e-4 and epoch 2's by 2.5e-2
+         * (26.80 -> 13.66 against 26.82 -> 14.00; validation by 0.001). Its first epoch is held
+         * to 2e-3 like the others, the second to 5e-2 and accuracies to 0.02; a row gathered
+         * from the wrong tier moves the first epoch by far more.
          */
-        if (gpu_part("igbh")) zero_copy_caches(igbh, &o, &g, test_igbh, 2, "igbh-tiny", 1e-2, 0.02);
+        if (gpu_part("igbh")) zero_copy_caches(igbh, &o, &g, test_igbh, 2, "igbh-tiny", 5e-2, 0.02);
         T_OK(gd_trainer_create(mag, &au, &t));
         T_OK(gd_trainer_get_info(t, &info));
         T_EQ_STR(info.mode, "all-gpu");
