@@ -6,7 +6,8 @@
  * random location maps (host, cache, GPU and peer rows, ids out of range, duplicates) and
  * random shares; the whole flow run on the CPU (list, CPU gather into staging, each row placed
  * from its staging slot, the table or its cache slot) equals the direct gather bit for bit, for
- * the CPU way and for splits; auto's and split's rules; the gatherer, trainer and loader refuse
+ * the CPU way and for splits; the pieces of the per-thread copy (GD_HOST_COPY_PIECES) cover
+ * every row once, each written when reported; auto's and split's rules; the gatherer, trainer and loader refuse
  * bad values. GPU (exits 77 without one):
  * zerocopy gatherers with host_gather over tables of several row widths and caches (none, a
  * third, every row), ids sorted or not, on the host or the device, with duplicates, outputs
@@ -16,7 +17,8 @@
  * (CPU fractions 0, 1 and random) writes the same bytes with the list of
  * gd__host_rows_split_cpu, two gathers queued back to back on one stream both land (the staging
  * is not reused early), for the CPU way and for split, a bad device id is reported and not
- * listed, and the start-up probe measures the three ways and leaves the gatherer as it was.
+ * listed, and the start-up probe measures the three ways and leaves the gatherer as it was;
+ * all of it with the staged copies in 4 MiB chunks and in each thread's pieces.
  */
 #include "feature/internal.h"
 #include "test.h"
@@ -240,6 +242,48 @@ static void check_flow_cpu(uint64_t *state) {
         free(ids);
         free(slot);
         free(list);
+    }
+}
+
+/*
+ * gd__gather_rows_cpu_each (GD_HOST_COPY_PIECES): every row copied as gd__gather_rows_cpu does,
+ * its pieces reported once each, never longer than asked, each written when reported.
+ */
+typedef struct {
+    unsigned char *seen; /* per row: times reported */
+    const unsigned char *out, *want;
+    int64_t rb, piece, bad;
+} each_log;
+
+static void each_done(void *user, int64_t lo, int64_t k) {
+    each_log *l = user;
+    if (k < 1 || k > l->piece) __atomic_add_fetch(&l->bad, 1, __ATOMIC_RELAXED);
+    if (memcmp(l->out + lo * l->rb, l->want + lo * l->rb, (size_t)(k * l->rb)) != 0)
+        __atomic_add_fetch(&l->bad, 1, __ATOMIC_RELAXED);
+    for (int64_t i = lo; i < lo + k; i++) l->seen[i]++; /* pieces are disjoint */
+}
+
+static void check_each(uint64_t *state) {
+    for (int trial = 0; trial < 12; trial++) {
+        const int64_t rows = 1 + (int64_t)(t_rand(state) % 5000);
+        const int64_t rb = 4 * (1 + (int64_t)(t_rand(state) % 300));
+        const int64_t n = (int64_t)(t_rand(state) % (trial < 6 ? 40 : 9000));
+        const int64_t piece = 1 + (int64_t)(t_rand(state) % 700);
+        const int threads = 1 + (int)(t_rand(state) % 8);
+        unsigned char *src = malloc((size_t)(rows * rb)), *out = malloc((size_t)(n * rb) + 1),
+                      *want = malloc((size_t)(n * rb) + 1), *seen = calloc((size_t)n + 1, 1);
+        int64_t *ids = malloc((size_t)(n + 1) * 8);
+        T_ASSERT(src && out && want && seen && ids);
+        for (int64_t i = 0; i < rows * rb; i++) src[i] = (unsigned char)t_rand(state);
+        for (int64_t i = 0; i < n; i++) ids[i] = (int64_t)(t_rand(state) % (uint64_t)rows);
+        memset(out, POISON, (size_t)(n * rb) + 1);
+        gd__gather_rows_cpu(src, rb, ids, n, want, 1);
+        each_log l = {seen, out, want, rb, piece, 0};
+        gd__gather_rows_cpu_each(src, rb, ids, n, out, threads, piece, each_done, &l);
+        T_EQ_INT(l.bad, 0);
+        T_ASSERT(n == 0 || memcmp(out, want, (size_t)(n * rb)) == 0);
+        for (int64_t i = 0; i < n; i++) T_EQ_INT(seen[i], 1);
+        free(src), free(out), free(want), free(seen), free(ids);
     }
 }
 
@@ -565,6 +609,7 @@ int main(void) {
     check_list_reference(&state);
     check_flow_cpu(&state);
     check_choose();
+    check_each(&state);
     check_refusals(seed);
     t_check_no_leaks();
     fprintf(stderr, "CPU checks passed\n");
@@ -573,7 +618,12 @@ int main(void) {
         return GD_TEST_SKIP;
     }
 #ifdef GD_WITH_CUDA
-    check_gpu(&state, seed);
+    /* The staged copies both ways: 4 MiB chunks, and each thread's pieces (GD_HOST_COPY_PIECES). */
+    for (int pieces = 0; pieces < 2; pieces++) {
+        T_OK(gd_param_set("GD_HOST_COPY_PIECES", pieces ? "1" : "0"));
+        check_gpu(&state, seed);
+    }
+    T_OK(gd_param_set("GD_HOST_COPY_PIECES", NULL));
     t_check_no_leaks();
     fprintf(stderr, "GPU checks passed\n");
 #endif

@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 gd_status gd__gather_check_ids(const int64_t *ids, int64_t n, int64_t rows) {
     for (int64_t i = 0; i < n; i++) {
@@ -37,6 +40,31 @@ void gd__gather_rows_cpu(const void *src, int64_t row_bytes, const int64_t *ids,
     }
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t i = 0; i < n; i++) memcpy(o + (size_t)i * rb, s + (size_t)ids[i] * rb, rb);
+}
+
+void gd__gather_rows_cpu_each(const void *src, int64_t row_bytes, const int64_t *ids, int64_t n,
+                              void *out, int threads, int64_t piece,
+                              void (*done)(void *user, int64_t lo, int64_t k), void *user) {
+    const unsigned char *s = src;
+    unsigned char *o = out;
+    const size_t rb = (size_t)row_bytes;
+    if (piece < 1) piece = 1;
+    if (threads < 1 || (uint64_t)n * rb < GATHER_PARALLEL_BYTES) threads = 1;
+#pragma omp parallel num_threads(threads)
+    {
+        int64_t id = 0, k = 1;
+#ifdef _OPENMP
+        id = omp_get_thread_num();
+        k = omp_get_num_threads();
+#endif
+        const int64_t lo = n * id / k, hi = n * (id + 1) / k;
+        for (int64_t a = lo; a < hi; a += piece) {
+            const int64_t b = a + piece < hi ? a + piece : hi;
+            for (int64_t i = a; i < b; i++)
+                memcpy(o + (size_t)i * rb, s + (size_t)ids[i] * rb, rb);
+            done(user, a, b - a);
+        }
+    }
 }
 
 gd_status gd__parse_sm_budget(const char *text, int *count, double *percent) {
