@@ -13,7 +13,7 @@
     X(GD_GATHER_SHAPE, "auto", "gather kernel shape: auto, or LANESxLOADS (e.g. 8x8) to tune")  \
     X(GD_DEVICE, "0", "GPU ordinal used when none is given")                                 \
     X(GD_PIN_CHUNK_MB, "1024", "host memory is registered with the GPU in chunks of this size") \
-    X(GD_PIN_THREADS, "0", "threads that register the chunks in parallel (0: cores, at most 16)") \
+    X(GD_PIN_THREADS, "0", "threads that register the chunks in parallel (0: cores, at most 16; 1 for read-only file pages)") \
     X(GD_HOST_MEM_MB, "0", "host memory work may take, in MiB (0 = what is available)")       \
     X(GD_HOST_SPLIT, "auto", "--host-gather split: the CPU's fraction of the host rows (auto: from the probe)") \
     X(GD_HOST_COPY_PIECES, "0", "--host-gather cpu/split: 1 = each copying thread DMAs its own 1 MiB pieces") \

@@ -337,7 +337,17 @@ static gd_status cuda_register(gd_host_tensor_t *t, int device) {
         GD_REQUIRE(threads >= 0 && threads <= GD__MAX_THREADS, GD_ERR_INVALID_ARG,
                    "GD_PIN_THREADS=%lld must be between 0 (automatic) and %d",
                    (long long)threads, GD__MAX_THREADS);
-        if (threads == 0) threads = gd__min64(gd__num_threads(), PIN_AUTO_THREADS);
+        /*
+         * Read-only memory is a dataset's file mapping registered in place: its pages fault in
+         * from the page cache, or from the disk when cold, where threads faulting chunks at once
+         * read the file out of order. One thread was never slower there and faster twice on the
+         * H100 (s9, papers bfloat16 from its directory, to the first minibatch: 26.1 s against
+         * 29.6 s cold, 4.0 s against 4.6 s warm): automatic means one thread for it.
+         */
+        if (threads == 0)
+            threads = (t->flags & GD_HOST_TENSOR_READ_ONLY)
+                          ? 1
+                          : gd__min64(gd__num_threads(), PIN_AUTO_THREADS);
         pin_job j;
         GD_CHECK(pin_chunks(t, device, flags, chunks, (int)gd__min64(threads, chunks), &j));
         if (j.fail_k >= 0) {
