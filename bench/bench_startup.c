@@ -9,7 +9,9 @@
  *     and its first minibatch. all-gpu copies the whole table into GPU memory, so its build
  *     time is the target for zero-copy, which only registers it (issue 19: 76.2 s vs 9.5 s on
  *     papers at 16 GiB on the H100 with one registering thread). zero-copy runs twice: with one
- *     registering thread (GD_PIN_THREADS=1, as before) and with the default.
+ *     registering thread (GD_PIN_THREADS=1, as before) and with the default (with --dir, whose
+ *     table is the file's pages registered read-only, the default is one thread too since s9:
+ *     the two runs then measure the same configuration twice).
  * With --dir (a dataset directory on disk) it adds, also without a GPU:
  *   - the ceilings of reading it: features.npy read sequentially from a dropped page cache by
  *     one thread and by several (GB/s);

@@ -2,7 +2,8 @@
  * The placement plan (src/train/plan.c) is a pure function: auto's choice and the cache sizes
  * for given sizes, budgets and locked-memory limits, on any machine (no GPU needed): cpu
  * without a GPU; all-gpu when everything fits; zero-copy when the features and lists may be
- * page-locked (a quarter of what the budget leaves to the neighbour lists, at most all of
+ * page-locked (a quarter of what the budget leaves to the neighbour lists, three quarters
+ * when CPU threads copy the host rows, at most all of
  * them); cpu-centric otherwise; an asked all-gpu over budget refused with the sizes; a row per
  * structure and tier; exact inference's tables in GPU memory while they fit; the features on
  * disk when they exceed the host budget. Heterogeneous zero-copy's split of its data half
@@ -234,6 +235,11 @@ int main(void) {
         T_OK(gd__plan_make(&in, &p));
         T_EQ_INT(p.mode, GD__TRAIN_ZERO_COPY);
         T_EQ_INT(p.graph_cache_bytes, left / 4 < lists ? left / 4 : lists);
+        /* Host rows copied by CPU threads (cpu, split): three quarters to the lists. */
+        in.host_rows_by_cpu = 1;
+        T_OK(gd__plan_make(&in, &p));
+        T_EQ_INT(p.graph_cache_bytes, left / 4 * 3 < lists ? left / 4 * 3 : lists);
+        in.host_rows_by_cpu = 0;
     }
     in.graph_cache_bytes = 12345;
     in.gpu_cache_bytes = 678;

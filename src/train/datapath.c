@@ -144,6 +144,8 @@ static gd_status plan_input(gd__datapath *d, int have_gpu, gd__plan_input *in) {
     in->mode = d->cfg.mode;
     in->gpu_cache_bytes = d->cfg.gpu_cache_bytes;
     in->graph_cache_bytes = d->cfg.graph_cache_bytes;
+    in->host_rows_by_cpu = d->cfg.host_gather == GD__HOST_GATHER_CPU ||
+                           d->cfg.host_gather == GD__HOST_GATHER_SPLIT;
     in->gpu_mem_budget = d->cfg.gpu_mem_budget;
     in->have_gpu = have_gpu;
 #ifdef GD_WITH_CUDA
