@@ -187,10 +187,6 @@ static int parse_options(step_bench *b, int argc, char **argv) {
     if (!typed && (b->cpu || b->relation_fanouts))
         return cli_usage_error(cmd, "%s is for the relational models (--model rsage, rgcn or rgat)",
                                b->cpu ? "--cpu" : "--relation-fanouts");
-    if (b->dump_dir && b->model && strcmp(b->model, "rgcn") == 0)
-        return cli_usage_error(cmd, "--dump is for sage, gat, rsage and rgat: bench/pyg_step.py "
-                                    "has no R-GCN model (tests/py_rgcn_pyg.py checks R-GCN "
-                                    "against PyG)");
     if (typed && b->breakdown)
         return cli_usage_error(cmd, "--breakdown times the homogeneous models' op table; time "
                                     "the %s step without it", b->model);
@@ -623,6 +619,23 @@ static int typed_dump_meta(const step_bench *b, const step_run *r, cJSON *root) 
                 cJSON_AddItemToArray(a, o);
                 BENCH_JSON(cJSON_AddNumberToObject(o, "layer", l));
                 BENCH_JSON(cJSON_AddNumberToObject(o, "relation", e));
+                BENCH_JSON(cJSON_AddStringToObject(o, "name", w[k].name));
+                BENCH_JSON(cJSON_AddNumberToObject(o, "offset", (double)w[k].offset));
+                BENCH_JSON(cJSON_AddNumberToObject(o, "rows", (double)w[k].rows));
+                BENCH_JSON(cJSON_AddNumberToObject(o, "cols", (double)w[k].cols));
+            }
+        }
+    /* R-GCN: every node type's root (w_root, b) per layer, as "weights" lists the relations'. */
+    BENCH_JSON(a = cJSON_AddArrayToObject(root, "type_weights"));
+    for (int l = 0; l < b->layers; l++)
+        for (int t = 0; t < gd_dataset_num_node_types(r->ds); t++) {
+            gd_instrument_weight w[GD_INSTRUMENT_MAX_WEIGHTS];
+            const int n = gd_instrument_tstep_type_weights(r->tstep, l, t, w);
+            for (int k = 0; k < n; k++) {
+                BENCH_REQUIRE(o = cJSON_CreateObject(), "out of memory");
+                cJSON_AddItemToArray(a, o);
+                BENCH_JSON(cJSON_AddNumberToObject(o, "layer", l));
+                BENCH_JSON(cJSON_AddNumberToObject(o, "type", t));
                 BENCH_JSON(cJSON_AddStringToObject(o, "name", w[k].name));
                 BENCH_JSON(cJSON_AddNumberToObject(o, "offset", (double)w[k].offset));
                 BENCH_JSON(cJSON_AddNumberToObject(o, "rows", (double)w[k].rows));

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The training step of `graphdirect bench step --model rsage|rgat` in PyTorch + PyG, on the same
+"""The training step of `graphdirect bench step --model rsage|rgcn|rgat` in PyTorch + PyG, on the same
 typed blocks, from the same initial parameters. bench/pyg_step.py hands a relational dump here
 (`python3 bench/pyg_step.py DIR`); this file can also be run on its own with the same arguments.
 
@@ -12,7 +12,10 @@ meta.json's "weights" locate) and the evaluation loss of timed step 0 on them.
 
 The model is the one tests/py_rsage_pyg.py and tests/py_rgat_pyg.py show equal to ours: per
 layer a torch_geometric.nn.HeteroConv(aggr="sum") of one SAGEConv(aggr="mean") per relation
-(rsage), or of one GATConv(add_self_loops=False, heads=H, heads concatenated in hidden layers
+(rsage; rgcn: SAGEConv(aggr="mean", root_weight=False, bias=False) per relation, plus a
+torch.nn.Linear root with bias per destination type, as PyG's RGCNConv keeps its root apart, with
+the types' own widths; tests/py_rgcn_pyg.py checks that semantics against RGCNConv itself), or
+of one GATConv(add_self_loops=False, heads=H, heads concatenated in hidden layers
 and averaged in the last, attention dropout inside the conv) per relation (rgat); ReLU and
 dropout after every hidden layer; the last layer has only the relations into the target type.
 As in those tests, a featureless type's input is one zero column (with a zero weight column),
@@ -99,6 +102,16 @@ def edge_type(meta, r):
     return (names[rel["src"]], rel["name"], names[rel["dst"]])
 
 
+def type_weights(meta, params):
+    """R-GCN's per-type roots by (layer, type): {name: rows x cols array}."""
+    out = {}
+    for w in meta.get("type_weights", []):
+        a = params[w["offset"]:w["offset"] + w["rows"] * w["cols"]]
+        out.setdefault((w["layer"], w["type"]), {})[w["name"]] = torch.from_numpy(
+            a.reshape(w["rows"], w["cols"]).copy())
+    return out
+
+
 def weights(meta, params):
     """Our initial parameters by (layer, relation): {name: rows x cols array}."""
     out = {}
@@ -123,6 +136,7 @@ class Relational(torch.nn.Module):
         from torch_geometric.nn import GATConv, HeteroConv, SAGEConv
         self.meta, self.L = meta, meta["layers"]
         self.rgat = meta["model"] == "rgat"
+        self.rgcn = meta["model"] == "rgcn"
         H = int(meta.get("heads", 1)) if self.rgat else 1
         names = [t["name"] for t in meta["node_types"]]
         self.names, self.target = names, names[meta["target_type"]]
@@ -134,7 +148,8 @@ class Relational(torch.nn.Module):
                 return max(meta["node_types"][t]["feature_dim"], 1)
             return H * meta["hidden"]
 
-        self.out_cols, self.convs = [], torch.nn.ModuleList()
+        tw = type_weights(meta, params) if self.rgcn else {}
+        self.out_cols, self.convs, self.roots = [], torch.nn.ModuleList(), torch.nn.ModuleList()
         for l in range(self.L):
             last = l == self.L - 1
             F_ = meta["num_classes"] if last else meta["hidden"]
@@ -154,6 +169,12 @@ class Relational(torch.nn.Module):
                         conv.att_src.copy_(p["att_src"].reshape(1, H, F_))
                         conv.att_dst.copy_(p["att_dst"].reshape(1, H, F_))
                         conv.bias.copy_(p["bias"][0])
+                elif self.rgcn:
+                    # R-GCN: the relation's mean neighbour alone; the root and bias are the
+                    # destination type's (self.roots below).
+                    conv = SAGEConv(dims, F_, aggr="mean", root_weight=False, bias=False)
+                    with torch.no_grad():
+                        conv.lin_l.weight.copy_(linear_weight(p["w_l"], F_))
                 else:
                     conv = SAGEConv(dims, F_, aggr="mean")
                     with torch.no_grad():
@@ -162,18 +183,33 @@ class Relational(torch.nn.Module):
                         conv.lin_r.weight.copy_(linear_weight(p["w_root"], F_))
                 convs[edge_type(meta, r)] = conv
             self.convs.append(HeteroConv(convs, aggr="sum"))
+            roots = {}
+            for t, name in enumerate(names):
+                p = tw.get((l, t))
+                if p is None:  # R-SAGE and R-GAT; R-GCN's last layer: the target type alone
+                    continue
+                lin = torch.nn.Linear(width(l, t), F_)
+                with torch.no_grad():
+                    lin.weight.copy_(linear_weight(p["w_root"], F_))
+                    lin.bias.copy_(p["b"][0])
+                roots[name] = lin
+            self.roots.append(torch.nn.ModuleDict(roots))
 
     def layer(self, l, x, edges, nd, form):
         """Layer l's outputs by type, cut to the nd[type] destinations."""
         hc = self.convs[l]
         if form == "heteroconv":
             out = hc(x, {et: edges[et] for et in hc.convs.keys()})
-            return {t: z[:nd[t]] for t, z in out.items()}
-        out = {}
-        for et in hc.convs.keys():
-            src, _, dst = et
-            z = hc.convs[et]((x[src], x[dst][:nd[dst]]), edges[et])
-            out[dst] = z if dst not in out else out[dst] + z
+            out = {t: z[:nd[t]] for t, z in out.items()}
+        else:
+            out = {}
+            for et in hc.convs.keys():
+                src, _, dst = et
+                z = hc.convs[et]((x[src], x[dst][:nd[dst]]), edges[et])
+                out[dst] = z if dst not in out else out[dst] + z
+        for t, lin in self.roots[l].items():  # R-GCN: the type's root and bias
+            z = lin(x[t][:nd[t]])
+            out[t] = z if t not in out else out[t] + z
         return out
 
     def forward(self, st, form):

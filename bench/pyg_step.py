@@ -23,7 +23,7 @@ Before timing, every form's forward output on the first step is compared with ed
 the same weights, so a form that computes something else is reported, not timed as a win.
 A GAT dump (meta.json "model": "gat") builds GATConv layers instead (heads concatenated, then
 averaged in the last layer; attention dropout inside the conv); the forms GATConv does not take
-are reported unavailable. A dump of a relational model (meta.json "model": "rsage" or "rgat")
+are reported unavailable. A dump of a relational model (meta.json "model": "rsage", "rgcn" or "rgat")
 is replayed by bench/pyg_hetero_step.py, which this script hands it to.
 Prints one JSON object (and writes it to --json FILE when given).
 """
@@ -274,7 +274,7 @@ def main():
         sys.exit("pyg_step: PyTorch sees no GPU: the step is timed on CUDA (--device cpu "
                  "runs the script on the CPU as a smoke test)")
     device = torch.device(args.device)
-    if read_meta(args.dump_dir).get("model") in ("rsage", "rgat"):
+    if read_meta(args.dump_dir).get("model") in ("rsage", "rgcn", "rgat"):
         import pyg_hetero_step
         return pyg_hetero_step.run(args, read_meta(args.dump_dir), device)
     forms = args.forms or "edge_index,EdgeIndex,sparse_csr,SparseTensor"

@@ -3,7 +3,7 @@
 
 Usage: py_hetero_step_pyg.py PATH/TO/graphdirect PATH/TO/bench/pyg_step.py
 
-For R-SAGE and R-GAT: `graphdirect bench step --model M --cpu --dump DIR` on mag-tiny (the model
+For R-SAGE, R-GCN and R-GAT: `graphdirect bench step --model M --cpu --dump DIR` on mag-tiny (the model
 on the CPU backend, so that the dump exists without a GPU), then `pyg_step.py DIR --device cpu`.
 The script must read the dump, build the model from our initial parameters, find the same
 evaluation loss of the first timed minibatch as ours (it exits non-zero otherwise), and train
@@ -48,7 +48,7 @@ def check(cli, script, tmp, model):
 def main():
     cli, script = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory(prefix="gd-hstep-") as tmp:
-        for model in ("rsage", "rgat"):
+        for model in ("rsage", "rgcn", "rgat"):
             check(cli, script, tmp, model)
     print("ok")
 

@@ -611,6 +611,21 @@ static gd_instrument_weight weight_of(const gd__nn_params *p, const char *name,
     return (gd_instrument_weight){name, at, v->rows, v->cols};
 }
 
+int gd_instrument_tstep_type_weights(const gd_instrument_tstep *s, int l, int t,
+                                     gd_instrument_weight *w) {
+    if (!s || !w || s->kind != GD__MODEL_RGCN) return 0;
+    gd__model *m = gd__htrain_model(s->h);
+    gd__nn_tensor wr, b;
+    if (gd__rsage_root_weights(gd__model_context(m), l, t, 0, &wr, &b) != GD_OK) {
+        gd_clear_error(); /* no root: a type the last layer does not compute */
+        return 0;
+    }
+    const gd__nn_params *p = gd__model_params(m);
+    w[0] = weight_of(p, "w_root", &wr);
+    w[1] = weight_of(p, "b", &b);
+    return 2;
+}
+
 int gd_instrument_tstep_weights(const gd_instrument_tstep *s, int l, int r,
                                 gd_instrument_weight *w) {
     if (!s || !w) return 0;

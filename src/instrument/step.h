@@ -165,6 +165,14 @@ typedef struct {
  */
 int gd_instrument_tstep_weights(const gd_instrument_tstep *s, int l, int r,
                                 gd_instrument_weight *w);
+/*
+ * R-GCN's per-type root of layer l's node type t into w (at most GD_INSTRUMENT_MAX_WEIGHTS):
+ * w_root (the type's width x out; 0 rows for a featureless type) and b (1 x out); returns how
+ * many (0: the type has none, as the last layer's other types than the target, or the model
+ * is not R-GCN).
+ */
+int gd_instrument_tstep_type_weights(const gd_instrument_tstep *s, int l, int t,
+                                     gd_instrument_weight *w);
 
 #ifdef __cplusplus
 }
