@@ -618,8 +618,14 @@ int main(void) {
         return GD_TEST_SKIP;
     }
 #ifdef GD_WITH_CUDA
-    /* The staged copies both ways: 4 MiB chunks, and each thread's pieces (GD_HOST_COPY_PIECES). */
+    /*
+     * The staged copies both ways: 4 MiB chunks ("chunks"), and each thread's pieces ("pieces",
+     * GD_HOST_COPY_PIECES); GD_TEST_HOST_GATHER_WAYS=chunks or =pieces runs one (a sanitizer's
+     * run in two processes: the kernels are the same).
+     */
+    static const char *const ways[2] = {"chunks", "pieces"};
     for (int pieces = 0; pieces < 2; pieces++) {
+        if (!t_env_lists("GD_TEST_HOST_GATHER_WAYS", ways[pieces])) continue;
         T_OK(gd_param_set("GD_HOST_COPY_PIECES", pieces ? "1" : "0"));
         check_gpu(&state, seed);
     }
