@@ -802,6 +802,11 @@ typedef struct {
     cudaError_t ce;
 } piece_dma;
 
+/*
+ * The copying threads are OpenMP's, which no CUDA code of the library relies on: a thread is left
+ * on the gatherer's device rather than set back (setting it back would create a context on
+ * device 0 from a thread that never used one).
+ */
 static void dma_piece(void *user, int64_t lo, int64_t k) {
     piece_dma *p = (piece_dma *)user;
     int cur = -1;
@@ -814,7 +819,6 @@ static void dma_piece(void *user, int64_t lo, int64_t k) {
         cudaError_t none = cudaSuccess;
         __atomic_compare_exchange_n(&p->ce, &none, ce, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     }
-    if (cur >= 0 && cur != p->device) (void)cudaSetDevice(cur);
 }
 
 /*
