@@ -24,7 +24,8 @@ gpu_tests=(test_gather test_green test_host_tensor_shm test_infer test_loader te
            test_sample_bias_cuda test_locality test_widen test_train_half_gpu
            test_dyncache_cuda test_disk_tier test_train_disk test_gat_cuda test_rsage
            test_rgat test_train_hetero test_hetero_cuda test_hetero_gather_cuda
-           test_host_gather test_grouped_cuda test_rgat_exact test_degree_cuda)
+           test_host_gather test_grouped_cuda test_rgat_exact test_degree_cuda
+           test_outdeg_cache)
 # GD_SANITIZE_TOOLS="memcheck" runs only those tools.
 # GD_GPU_TESTS="a b" runs only those (e.g. to finish a phase that an earlier call cut short).
 [ -n "${GD_GPU_TESTS:-}" ] && read -r -a gpu_tests <<<"$GD_GPU_TESTS"

@@ -207,6 +207,17 @@ gd_status gd__dataset_adopt(gd_dataset_t *ds, int id, gd_dtype dtype, int ndim,
  */
 int gd__validated_matches(const char *dir, const char *const *files, int n);
 void gd__validated_write(const char *dir, const char *const *files, int n);
+/* A file's identity (size, modification and change times in ns, inode, device) as one line of
+ * text; -1 when it cannot be stat'ed. */
+int gd__path_identity(const char *path, char *buf, size_t n);
+/*
+ * The out-degree record of a dataset directory (outdeg_cache.c): load fills deg[0..num_nodes)
+ * and returns 1 when `.outdeg` was written from indptr and indices exactly as they are now
+ * (else 0, deg unspecified); save writes it, best effort (1: written). Datasets not mapped from files, and
+ * GD_DEGREE_CACHE=0, have none.
+ */
+int gd__outdeg_cache_load(const gd_dataset_t *ds, int64_t *deg);
+int gd__outdeg_cache_save(const gd_dataset_t *ds, const int64_t *deg);
 /*
  * Move a (a mapped .npy file, GD__STORE_MAP_RO) into array id; a is reset, also on failure. An
  * on-disk build links the file into its directory (or writes it there) and maps that.

@@ -20,17 +20,21 @@
 #define RECORD ".validated"
 #define HEADER "graphdirect validated 1"
 
-/* One file's identity as a line of the record (without the name). */
-static int identity(const char *dir, const char *name, char *buf, size_t n) {
-    char path[4096];
+int gd__path_identity(const char *path, char *buf, size_t n) {
     struct stat sb;
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return -1;
     if (stat(path, &sb) != 0) return -1;
     snprintf(buf, n, "%lld %lld.%09ld %lld.%09ld %llu %llu", (long long)sb.st_size,
              (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec, (long long)sb.st_ctim.tv_sec,
              (long)sb.st_ctim.tv_nsec, (unsigned long long)sb.st_ino,
              (unsigned long long)sb.st_dev);
     return 0;
+}
+
+/* One file's identity as a line of the record (without the name). */
+static int identity(const char *dir, const char *name, char *buf, size_t n) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return -1;
+    return gd__path_identity(path, buf, n);
 }
 
 /* The record's text for files[0..n) (plus meta.json), or -1 when a file cannot be stat'ed. */

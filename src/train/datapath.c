@@ -423,13 +423,21 @@ static gd_status out_degree_scores(gd__datapath *d, const int64_t **scores) {
     if (!d->out_degrees) {
         const int on_gpu = d->graph->d_indices != NULL;
         GD_ALLOC(d->out_degrees, (size_t)d->num_nodes * sizeof(int64_t), "the hot rows' scores");
-        st = gd__graph_out_degrees(d->graph, d->out_degrees);
-        if (st != GD_OK) {
-            gd_free(d->out_degrees);
-            d->out_degrees = NULL;
-            goto fail;
+        /* A dataset directory's `.outdeg` record of these files (io/outdeg_cache.c), else a
+         * count, recorded for the next build. */
+        if (gd__outdeg_cache_load(d->ds, d->out_degrees)) {
+            startup_mark(d, "out-degrees (its .outdeg record)");
+        } else {
+            st = gd__graph_out_degrees(d->graph, d->out_degrees);
+            if (st != GD_OK) {
+                gd_free(d->out_degrees);
+                d->out_degrees = NULL;
+                goto fail;
+            }
+            startup_mark(d, on_gpu ? "out-degrees (GPU)" : "out-degrees");
+            if (gd__outdeg_cache_save(d->ds, d->out_degrees))
+                startup_mark(d, "out-degrees recorded");
         }
-        startup_mark(d, on_gpu ? "out-degrees (GPU)" : "out-degrees");
     }
     *scores = d->out_degrees;
 fail:
