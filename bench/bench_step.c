@@ -583,6 +583,26 @@ fail:
     return -1;
 }
 
+/* Weights w[0..n) of layer l's relation or type (key = index) as {layer, key, name, offset,
+ * rows, cols} entries of a. */
+static int add_weights(cJSON *a, int l, const char *key, int index, const gd_instrument_weight *w,
+                       int n) {
+    cJSON *o = NULL;
+    for (int k = 0; k < n; k++) {
+        BENCH_REQUIRE(o = cJSON_CreateObject(), "out of memory");
+        cJSON_AddItemToArray(a, o);
+        BENCH_JSON(cJSON_AddNumberToObject(o, "layer", l));
+        BENCH_JSON(cJSON_AddNumberToObject(o, key, index));
+        BENCH_JSON(cJSON_AddStringToObject(o, "name", w[k].name));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "offset", (double)w[k].offset));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "rows", (double)w[k].rows));
+        BENCH_JSON(cJSON_AddNumberToObject(o, "cols", (double)w[k].cols));
+    }
+    return 0;
+fail:
+    return -1;
+}
+
 /* meta.json's schema of a typed dump: node types, relations, and every relation's weights. */
 static int typed_dump_meta(const step_bench *b, const step_run *r, cJSON *root) {
     cJSON *a, *o;
@@ -614,16 +634,7 @@ static int typed_dump_meta(const step_bench *b, const step_run *r, cJSON *root) 
         for (int e = 0; e < r->R; e++) {
             gd_instrument_weight w[GD_INSTRUMENT_MAX_WEIGHTS];
             const int n = gd_instrument_tstep_weights(r->tstep, l, e, w);
-            for (int k = 0; k < n; k++) {
-                BENCH_REQUIRE(o = cJSON_CreateObject(), "out of memory");
-                cJSON_AddItemToArray(a, o);
-                BENCH_JSON(cJSON_AddNumberToObject(o, "layer", l));
-                BENCH_JSON(cJSON_AddNumberToObject(o, "relation", e));
-                BENCH_JSON(cJSON_AddStringToObject(o, "name", w[k].name));
-                BENCH_JSON(cJSON_AddNumberToObject(o, "offset", (double)w[k].offset));
-                BENCH_JSON(cJSON_AddNumberToObject(o, "rows", (double)w[k].rows));
-                BENCH_JSON(cJSON_AddNumberToObject(o, "cols", (double)w[k].cols));
-            }
+            if (add_weights(a, l, "relation", e, w, n)) goto fail;
         }
     /* R-GCN: every node type's root (w_root, b) per layer, as "weights" lists the relations'. */
     BENCH_JSON(a = cJSON_AddArrayToObject(root, "type_weights"));
@@ -631,16 +642,7 @@ static int typed_dump_meta(const step_bench *b, const step_run *r, cJSON *root) 
         for (int t = 0; t < gd_dataset_num_node_types(r->ds); t++) {
             gd_instrument_weight w[GD_INSTRUMENT_MAX_WEIGHTS];
             const int n = gd_instrument_tstep_type_weights(r->tstep, l, t, w);
-            for (int k = 0; k < n; k++) {
-                BENCH_REQUIRE(o = cJSON_CreateObject(), "out of memory");
-                cJSON_AddItemToArray(a, o);
-                BENCH_JSON(cJSON_AddNumberToObject(o, "layer", l));
-                BENCH_JSON(cJSON_AddNumberToObject(o, "type", t));
-                BENCH_JSON(cJSON_AddStringToObject(o, "name", w[k].name));
-                BENCH_JSON(cJSON_AddNumberToObject(o, "offset", (double)w[k].offset));
-                BENCH_JSON(cJSON_AddNumberToObject(o, "rows", (double)w[k].rows));
-                BENCH_JSON(cJSON_AddNumberToObject(o, "cols", (double)w[k].cols));
-            }
+            if (add_weights(a, l, "type", t, w, n)) goto fail;
         }
     BENCH_JSON(o = cJSON_AddObjectToObject(root, "check"));
     BENCH_JSON(cJSON_AddNumberToObject(o, "step", 0));

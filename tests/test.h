@@ -155,6 +155,21 @@ static inline void t_tmpdir(char *buf, size_t n) {
     if (!mkdtemp(buf)) T_FAIL_("mkdtemp(%s) failed", buf);
 }
 
+/* A whole file in malloc'd memory (free it), its size in *len; fails the test if unreadable. */
+static inline unsigned char *t_slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) T_FAIL_("cannot open %s", path);
+    T_ASSERT(fseek(f, 0, SEEK_END) == 0);
+    const long n = ftell(f);
+    T_ASSERT(n >= 0 && fseek(f, 0, SEEK_SET) == 0);
+    unsigned char *b = malloc((size_t)n + 1);
+    T_ASSERT(b);
+    T_ASSERT(fread(b, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
 static inline void t_rmtree(const char *dir) {
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

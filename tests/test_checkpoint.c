@@ -120,21 +120,6 @@ static void same_layout(const gd__nn_params *a, const gd__nn_params *b) {
     }
 }
 
-/* A whole file into malloc'd memory. */
-static unsigned char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) T_FAIL_("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)n + 1);
-    T_ASSERT(b);
-    T_ASSERT(fread(b, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
-
 static void spit(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");
     if (!f) T_FAIL_("cannot create %s", path);
@@ -198,7 +183,7 @@ static void round_trip(uint64_t *rng, const char *dir, gd_dtype dtype, int with_
 
         /* The size is the prefix, the padded header, the data and the CRC. */
         size_t len;
-        unsigned char *img = slurp(path, &len);
+        unsigned char *img = t_slurp(path, &len);
         const size_t es = gd_dtype_size(dtype);
         const size_t data = (size_t)l.numel * es * (with_state ? 3 : 1);
         T_EQ_INT((24 + le32(img + 12)) % 64, 0);
@@ -398,7 +383,7 @@ static void damage(uint64_t *rng, const char *dir, int with_state) {
     void *q = malloc((size_t)l.numel * 3 * 8);
     T_OK(gd__checkpoint_save(path, &m, &l, p, s));
     size_t len;
-    unsigned char *img = slurp(path, &len);
+    unsigned char *img = t_slurp(path, &len);
     const size_t header_end = 24 + le32(img + 12);
 
     /* Truncated at every length: peek and load both say so, with both sizes. */
@@ -491,7 +476,7 @@ static void crafted(uint64_t *rng, const char *dir) {
     float *q = malloc((size_t)l.numel * sizeof *q);
     T_OK(gd__checkpoint_save(path, &m, &l, p, NULL));
     size_t len;
-    unsigned char *img = slurp(path, &len);
+    unsigned char *img = t_slurp(path, &len);
     const size_t h = le32(img + 12);
     /* Each edit overwrites the bytes at the first match of `from` with `to` (edited()). */
     const struct {
@@ -566,7 +551,7 @@ static void model_kinds(uint64_t *rng, const char *dir) {
     snprintf(m.model, sizeof m.model, "%s", gd__model_kind_name(GD__MODEL_DEFAULT));
     T_OK(gd__checkpoint_save(path, &m, &l, p, NULL));
     size_t len;
-    unsigned char *img = slurp(path, &len);
+    unsigned char *img = t_slurp(path, &len);
     T_OK(gd__checkpoint_peek(path, &pm, NULL, NULL));
     T_EQ_STR(pm.model, "sage");
 
@@ -611,7 +596,7 @@ static void non_finite(uint64_t *rng, const char *dir) {
         void *s = random_buffer(rng, dtype, 2 * l.numel);
         T_OK(gd__checkpoint_save(path, &m, &l, p, s));
         size_t len0;
-        unsigned char *before = slurp(path, &len0);
+        unsigned char *before = t_slurp(path, &len0);
         const char *names[3] = {"parameter", "first moment (m)", "second moment (v)"};
         const char *what[3] = {"NaN", "+inf", "-inf"};
         const double vals[3] = {NAN, INFINITY, -INFINITY};
@@ -640,7 +625,7 @@ static void non_finite(uint64_t *rng, const char *dir) {
                 T_FAILS(gd__checkpoint_save(path, &m, &l, p, s), GD_ERR_RANGE, needle);
                 T_ASSERT(strstr(gd_last_error(), "previous checkpoint at that path is kept"));
                 size_t len1;
-                unsigned char *after = slurp(path, &len1);
+                unsigned char *after = t_slurp(path, &len1);
                 T_ASSERT(len1 == len0 && memcmp(before, after, len0) == 0);
                 free(after);
                 no_temp_files(dir, "non-finite", 0);
@@ -680,10 +665,10 @@ static void fault_walks(uint64_t *rng, const char *dir) {
     float *q = malloc((size_t)l.numel * 3 * sizeof *q);
     T_OK(gd__checkpoint_save(path, &m_new, &l, p_new, s_new));
     size_t new_len;
-    unsigned char *new_img = slurp(path, &new_len);
+    unsigned char *new_img = t_slurp(path, &new_len);
     T_OK(gd__checkpoint_save(path, &m_old, &l, p_old, NULL));
     size_t old_len;
-    unsigned char *old_img = slurp(path, &old_len);
+    unsigned char *old_img = t_slurp(path, &old_len);
     int64_t blocks, bytes;
     live(&blocks, &bytes);
 
@@ -717,7 +702,7 @@ static void fault_walks(uint64_t *rng, const char *dir) {
                 const int after_rename = strstr(gd_last_error(), "directory was not flushed") != 0;
                 if (after_rename) {
                     size_t len;
-                    unsigned char *now = slurp(to, &len);
+                    unsigned char *now = t_slurp(to, &len);
                     T_ASSERT(len == new_len && memcmp(now, new_img, len) == 0);
                     free(now);
                 } else if (target) {
@@ -726,7 +711,7 @@ static void fault_walks(uint64_t *rng, const char *dir) {
                                 kind_name[kind], (long long)n);
                 } else {
                     size_t len;
-                    unsigned char *now = slurp(path, &len);
+                    unsigned char *now = t_slurp(path, &len);
                     if (len != old_len || memcmp(now, old_img, len) != 0)
                         T_FAIL_("save, %s fault %lld: the previous file was changed",
                                 kind_name[kind], (long long)n);
@@ -764,7 +749,7 @@ static void fault_walks(uint64_t *rng, const char *dir) {
         }
     }
     size_t len;
-    unsigned char *now = slurp(path, &len);
+    unsigned char *now = t_slurp(path, &len);
     T_ASSERT(len == new_len && memcmp(now, new_img, len) == 0);
     free(now), free(new_img), free(old_img), free(p_old), free(p_new), free(s_new), free(q);
 }

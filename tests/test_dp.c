@@ -173,19 +173,6 @@ static void run_world(rank_run *runs, int world, const gd_dataset_t *ds, const w
             gd__now() - t0);
 }
 
-/* The whole content of a file (gd_malloc'd), its size in *n. */
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    T_ASSERT(f);
-    T_ASSERT(fseek(f, 0, SEEK_END) == 0);
-    const long size = ftell(f);
-    T_ASSERT(size > 0 && fseek(f, 0, SEEK_SET) == 0);
-    char *buf = gd_malloc((size_t)size);
-    T_ASSERT(buf && fread(buf, 1, (size_t)size, f) == (size_t)size);
-    fclose(f);
-    *n = (size_t)size;
-    return buf;
-}
 
 /*
  * How far a rank's epoch loss may be from one rank's, relative: in the first epoch and after it.
@@ -217,10 +204,10 @@ static void same_as(const rank_run *ref, const rank_run *got, int world, int fro
          */
         if (r > 0 && g->model[0]) {
             size_t n0, n;
-            char *a = slurp(got[0].model, &n0), *b = slurp(g->model, &n);
+            unsigned char *a = t_slurp(got[0].model, &n0), *b = t_slurp(g->model, &n);
             T_ASSERT(n == n0 && memcmp(a, b, n) == 0);
-            gd_free(a);
-            gd_free(b);
+            free(a);
+            free(b);
         }
     }
 }

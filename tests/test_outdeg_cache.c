@@ -58,17 +58,11 @@ static int loads_equal(const gd_dataset_t *ds, const int64_t *want) {
 }
 
 static void rewrite_same(const char *path) {
-    FILE *f = fopen(path, "rb");
-    T_ASSERT(f);
-    T_ASSERT(fseek(f, 0, SEEK_END) == 0);
-    const long n = ftell(f);
-    T_ASSERT(n > 0 && fseek(f, 0, SEEK_SET) == 0);
-    char *b = malloc((size_t)n);
-    T_ASSERT(b && fread(b, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
+    size_t n = 0;
+    unsigned char *b = t_slurp(path, &n);
     usleep(20000); /* a new modification time, whatever the file system's granularity */
-    f = fopen(path, "r+b");
-    T_ASSERT(f && fwrite(b, 1, (size_t)n, f) == (size_t)n);
+    FILE *f = fopen(path, "r+b");
+    T_ASSERT(f && fwrite(b, 1, n, f) == n);
     fclose(f);
     free(b);
 }
@@ -78,7 +72,7 @@ static void check_record(const char *tmp, uint64_t *state) {
         char dir[4200], rec[4300], ix[4300];
         snprintf(dir, sizeof dir, "%s/ds%d", tmp, trial);
         snprintf(rec, sizeof rec, "%s/.outdeg", dir);
-        gd_dataset_t *mem = generate(200 + (int64_t)(t_rand(state) % 3000), 8, t_rand(state));
+        gd_dataset_t *mem = generate(500 + (int64_t)(t_rand(state) % 3000), 8, t_rand(state));
         /* In memory: no record. */
         int64_t *d0 = count(mem);
         T_EQ_INT(gd__outdeg_cache_save(mem, d0), 0);
