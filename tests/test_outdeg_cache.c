@@ -85,6 +85,7 @@ static void check_record(const char *tmp, uint64_t *state) {
         int64_t *deg = count(ds);
         T_EQ_INT(loads_equal(ds, deg), 0); /* none yet */
         T_EQ_INT(gd__outdeg_cache_save(ds, deg), 1);
+        T_EQ_INT(gd__outdeg_cache_matches(ds), 1);
         T_EQ_INT(loads_equal(ds, deg), 1);
         /* Off: neither read nor written. */
         T_OK(gd_param_set("GD_DEGREE_CACHE", "0"));
@@ -105,6 +106,7 @@ static void check_record(const char *tmp, uint64_t *state) {
         T_EQ_INT(gd__outdeg_cache_save(ds, deg), 1);
         /* Truncated: not loaded. */
         T_ASSERT(truncate(rec, sb.st_size - 4) == 0);
+        T_EQ_INT(gd__outdeg_cache_matches(ds), 0);
         T_EQ_INT(loads_equal(ds, deg), 0);
         T_EQ_INT(gd__outdeg_cache_save(ds, deg), 1);
         T_EQ_INT(loads_equal(ds, deg), 1);

@@ -217,6 +217,8 @@ int gd__path_identity(const char *path, char *buf, size_t n);
  * GD_DEGREE_CACHE=0, have none.
  */
 int gd__outdeg_cache_load(const gd_dataset_t *ds, int64_t *deg);
+/* 1 when the record's header and size match ds's files (its values are read by load only). */
+int gd__outdeg_cache_matches(const gd_dataset_t *ds);
 int gd__outdeg_cache_save(const gd_dataset_t *ds, const int64_t *deg);
 /*
  * Move a (a mapped .npy file, GD__STORE_MAP_RO) into array id; a is reset, also on failure. An

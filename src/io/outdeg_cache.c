@@ -83,19 +83,35 @@ static int write_full(int fd, const void *buf, size_t n) {
     return 0;
 }
 
-int gd__outdeg_cache_load(const gd_dataset_t *ds, int64_t *deg) {
+/* The record, opened, when its header and size are those of ds's files now; else -1. */
+static int open_matching(const gd_dataset_t *ds) {
     char want[OUTDEG_BLOCK], have[OUTDEG_BLOCK], path[4200];
-    int32_t *buf = NULL;
-    int ok = 0;
-    if (!outdeg_on() || outdeg_block(ds, want) != 0) return 0;
+    if (!outdeg_on() || outdeg_block(ds, want) != 0) return -1;
     record_path(ds, path, sizeof path);
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
+    if (fd < 0) return -1;
     struct stat sb;
+    if (fstat(fd, &sb) != 0 || sb.st_size != (off_t)(OUTDEG_BLOCK + 4 * ds->num_nodes) ||
+        read_full(fd, have, OUTDEG_BLOCK, 0) != 0 || memcmp(have, want, OUTDEG_BLOCK) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int gd__outdeg_cache_matches(const gd_dataset_t *ds) {
+    const int fd = open_matching(ds);
+    if (fd < 0) return 0;
+    close(fd);
+    return 1;
+}
+
+int gd__outdeg_cache_load(const gd_dataset_t *ds, int64_t *deg) {
+    int32_t *buf = NULL;
+    int ok = 0;
+    const int fd = open_matching(ds);
+    if (fd < 0) return 0;
     const int64_t N = ds->num_nodes;
-    if (fstat(fd, &sb) != 0 || sb.st_size != (off_t)(OUTDEG_BLOCK + 4 * N) ||
-        read_full(fd, have, OUTDEG_BLOCK, 0) != 0 || memcmp(have, want, OUTDEG_BLOCK) != 0)
-        goto done;
     buf = gd_malloc((size_t)(N < OUTDEG_CHUNK ? (N > 0 ? N : 1) : OUTDEG_CHUNK) * 4);
     if (!buf) goto done;
     for (int64_t lo = 0; lo < N; lo += OUTDEG_CHUNK) {

@@ -785,8 +785,9 @@ static gd_status place_graph_as(gd__datapath *d, int copy) {
         GD_CHECK(gd_dataset_array(d->ds, GD_ARRAY_INDPTR, &ip));
         if (!d->out_degrees)
             startup_say(d, GD__STARTUP_DEGREES,
-                        d->graph->d_indices ? "counting out-degrees on the GPU"
-                                            : "counting out-degrees on the CPU",
+                        gd__outdeg_cache_matches(d->ds) ? "reading the out-degrees (.outdeg)"
+                        : d->graph->d_indices           ? "counting out-degrees on the GPU"
+                                                        : "counting out-degrees on the CPU",
                         -1);
         GD_CHECK(out_degree_scores(d, &scores));
         startup_say(d, GD__STARTUP_LISTS, "ranking and packing the neighbour-list cache", -1);
