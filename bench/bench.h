@@ -13,6 +13,7 @@
 #ifndef GD_BENCH_H
 #define GD_BENCH_H
 
+#include "bench_mix.h"
 #include "graphdirect.h"
 
 #include <cjson/cJSON.h>
@@ -228,17 +229,7 @@ const char *bench_count_text(int64_t n, char *buf, size_t size);
 
 /* ---- random numbers and large host buffers */
 
-/* One step of SplitMix64: a fast, well-mixed counter-based generator. */
-static inline uint64_t bench_mix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-/* A uniform integer in [0, bound) from 64 random bits (bias below 2^-32 for bounds < 2^32). */
-static inline int64_t bench_below(uint64_t bits, int64_t bound) {
-    return (int64_t)(((unsigned __int128)bits * (uint64_t)bound) >> 64);
-}
+/* bench_mix64 and bench_below: bench_mix.h (the standalone helpers use them too). */
 
 /*
  * n ids in calls of per_call: each call holds distinct ids drawn uniformly from [0, rows) (a

@@ -38,6 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
+
+/* Counter-based draws: value i is the same whatever thread makes it. */
+#include "../bench_mix.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -78,22 +81,9 @@ static void die(const char *fmt, const char *a, const char *b) {
     exit(1);
 }
 
-/* splitmix64: a counter-based hash, so value i is the same whatever thread makes it. */
-static inline uint64_t mix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-/* Uniform in [0, n) from 64 random bits (the high word of a 128-bit product). */
-static inline int64_t below(uint64_t h, int64_t n) {
-    return (int64_t)(((unsigned __int128)h * (uint64_t)n) >> 64);
-}
-
 /* Whether node v is labelled, and its label (papers100M labels about 1.4 % of its nodes). */
 static inline int label_of(const params *p, int64_t v, int64_t *label) {
-    const uint64_t h = mix(p->seed ^ 0x6c6162656cull ^ (uint64_t)v * 0x100000001b3ull);
+    const uint64_t h = bench_mix64(p->seed ^ 0x6c6162656cull ^ (uint64_t)v * 0x100000001b3ull);
     if (h % 1000 >= 14) return 0;
     *label = (int64_t)((h >> 20) % 172);
     return 1;
@@ -155,18 +145,20 @@ static void fill(const params *p, const member *m, int64_t off, int64_t n, unsig
         int64_t *o = (int64_t *)out;
         for (int64_t k = 0; k < count; k++) {
             const int64_t i = first + k;
-            o[k] = below(mix(p->seed ^ ((uint64_t)i << 1)), p->nodes);
+            o[k] = bench_below(bench_mix64(p->seed ^ ((uint64_t)i << 1)), p->nodes);
         }
     } else if (m->kind == FILL_FEAT) {
         float *o = (float *)out;
         for (int64_t k = 0; k < count; k++) {
-            const uint64_t h = mix(p->seed * 31 + 0x66656174ull + (uint64_t)(first + k));
+            const uint64_t h = bench_mix64(p->seed * 31 + 0x66656174ull + (uint64_t)(first + k));
             o[k] = (float)((double)(h >> 40) * (1.0 / 16777216.0) - 0.5);
         }
     } else if (m->kind == FILL_YEAR) {
         int64_t *o = (int64_t *)out;
         for (int64_t k = 0; k < count; k++)
-            o[k] = 1990 + (int64_t)(mix(p->seed ^ 0x79656172ull ^ (uint64_t)(first + k) << 8) % 30);
+            o[k] =
+                1990 +
+                (int64_t)(bench_mix64(p->seed ^ 0x79656172ull ^ (uint64_t)(first + k) << 8) % 30);
     } else if (m->kind == FILL_LABEL) {
         double *o = (double *)out;
         for (int64_t k = 0; k < count; k++) {
@@ -341,7 +333,7 @@ static void write_splits(const char *dir, const params *p) {
     for (int64_t v = 0; v < p->nodes; v++) {
         int64_t y;
         if (!label_of(p, v, &y)) continue;
-        const uint64_t h = mix(p->seed ^ 0x73706c6974ull ^ (uint64_t)v << 4) % 10;
+        const uint64_t h = bench_mix64(p->seed ^ 0x73706c6974ull ^ (uint64_t)v << 4) % 10;
         const int k = h < 8 ? 0 : h == 8 ? 1 : 2;
         if (gzprintf(f[k], "%" PRId64 "\n", v) <= 0) die("writing %s failed%s", names[k], "");
     }
