@@ -850,13 +850,14 @@ static gd_status copy_host_rows(gd_gatherer_t *g, gd__cuda_gatherer *c, long lon
                                      g->threads, gd__max64(1, HOST_PIECE_BYTES / rb),
                                      dma_piece, &pd);
             GD_CUDA_CHECK(pd.ce);
-        }
-        for (int64_t lo = 0; !c->copy_pieces && lo < *m; lo += chunk) {
-            const int64_t k = gd__min64(chunk, *m - lo);
-            gd__gather_rows_cpu(t->data, rb, (const int64_t *)c->h_list + lo, k,
-                                c->h_stage + lo * rb, g->threads);
-            GD_CUDA_CHECK(cudaMemcpyAsync(c->d_stage + lo * rb, c->h_stage + lo * rb,
-                                          (size_t)(k * rb), cudaMemcpyHostToDevice, dma));
+        } else {
+            for (int64_t lo = 0; lo < *m; lo += chunk) {
+                const int64_t k = gd__min64(chunk, *m - lo);
+                gd__gather_rows_cpu(t->data, rb, (const int64_t *)c->h_list + lo, k,
+                                    c->h_stage + lo * rb, g->threads);
+                GD_CUDA_CHECK(cudaMemcpyAsync(c->d_stage + lo * rb, c->h_stage + lo * rb,
+                                              (size_t)(k * rb), cudaMemcpyHostToDevice, dma));
+            }
         }
         GD_CUDA_CHECK(cudaEventRecord(c->stage_free, dma));
         c->t_copy += gd__now() - t0;
@@ -941,13 +942,10 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
         dids = c->d_ids;
     }
     c->last_m = -1;
-    if (urgent) {
-        ks = c->urgent;
-        GD_CUDA_CHECK(cudaEventRecord(c->to_green, stream));
-        GD_CUDA_CHECK(cudaStreamWaitEvent(ks, c->to_green, 0));
-    }
-    if (green) {
-        ks = (cudaStream_t)gd__green_stream(c->green);
+    /* The green context's stream or the urgent one (never both) takes over from the caller's. */
+    if (urgent) ks = c->urgent;
+    if (green) ks = (cudaStream_t)gd__green_stream(c->green);
+    if (ks != stream) {
         GD_CUDA_CHECK(cudaEventRecord(c->to_green, stream));
         GD_CUDA_CHECK(cudaStreamWaitEvent(ks, c->to_green, 0));
     }
@@ -1006,7 +1004,7 @@ static gd_status cuda_gather(gd_gatherer_t *g, const int64_t *ids, int64_t n, in
         }
         GD_CHECK(launch_aligned(g, c, dids, perm, n, out, host_cpu, PASS_ALL, ks));
     }
-    if (green || urgent) {
+    if (ks != stream) {
         GD_CUDA_CHECK(cudaEventRecord(c->from_green, ks));
         GD_CUDA_CHECK(cudaStreamWaitEvent(stream, c->from_green, 0));
     }

@@ -45,7 +45,6 @@ void gd__gather_rows_cpu(const void *src, int64_t row_bytes, const int64_t *ids,
 void gd__gather_rows_cpu_each(const void *src, int64_t row_bytes, const int64_t *ids, int64_t n,
                               void *out, int threads, int64_t piece,
                               void (*done)(void *user, int64_t lo, int64_t k), void *user) {
-    const unsigned char *s = src;
     unsigned char *o = out;
     const size_t rb = (size_t)row_bytes;
     if (piece < 1) piece = 1;
@@ -60,8 +59,7 @@ void gd__gather_rows_cpu_each(const void *src, int64_t row_bytes, const int64_t 
         const int64_t lo = n * id / k, hi = n * (id + 1) / k;
         for (int64_t a = lo; a < hi; a += piece) {
             const int64_t b = a + piece < hi ? a + piece : hi;
-            for (int64_t i = a; i < b; i++)
-                memcpy(o + (size_t)i * rb, s + (size_t)ids[i] * rb, rb);
+            gd__gather_rows_cpu(src, row_bytes, ids + a, b - a, o + (size_t)a * rb, 1);
             done(user, a, b - a);
         }
     }
