@@ -17,11 +17,8 @@
  */
 #include "dataset.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define OUTDEG_RECORD ".outdeg"
@@ -48,9 +45,9 @@ static int outdeg_block(const gd_dataset_t *ds, char *block) {
         gd__path_identity(ix->path, b, sizeof b) != 0)
         return -1;
     memset(block, '\n', OUTDEG_BLOCK);
-    const int n = snprintf(block, OUTDEG_BLOCK, "%s\nnodes %lld edges %lld\n%s %s\n%s %s\n",
-                           OUTDEG_HEADER, (long long)ds->num_nodes, (long long)ds->num_edges,
-                           ip->path, a, ix->path, b);
+    const int n =
+        snprintf(block, OUTDEG_BLOCK, "%s\nnodes %lld edges %lld\n%s %s\n%s %s\n", OUTDEG_HEADER,
+                 (long long)ds->num_nodes, (long long)ds->num_edges, ip->path, a, ix->path, b);
     if (n < 0 || n >= OUTDEG_BLOCK) return -1;
     block[n] = '\n'; /* snprintf's terminator: the padding runs on */
     return 0;
@@ -60,39 +57,21 @@ static void record_path(const gd_dataset_t *ds, char *path, size_t n) {
     snprintf(path, n, "%s/%s", ds->dir, OUTDEG_RECORD);
 }
 
-/* Read exactly n bytes at offset off (short reads and EINTR retried); 0 or -1. */
-static int read_full(int fd, void *buf, size_t n, off_t off) {
-    char *p = buf;
-    while (n > 0) {
-        const ssize_t got = pread(fd, p, n, off);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return -1;
-        p += got, n -= (size_t)got, off += got;
-    }
-    return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t n) {
-    const char *p = buf;
-    while (n > 0) {
-        const ssize_t put = write(fd, p, n);
-        if (put < 0 && errno == EINTR) continue;
-        if (put <= 0) return -1;
-        p += put, n -= (size_t)put;
-    }
-    return 0;
-}
-
 /* The record, opened, when its header and size are those of ds's files now; else -1. */
 static int open_matching(const gd_dataset_t *ds) {
     char want[OUTDEG_BLOCK], have[OUTDEG_BLOCK], path[4200];
+    int fd = -1;
+    int64_t size = 0;
     if (!outdeg_on() || outdeg_block(ds, want) != 0) return -1;
     record_path(ds, path, sizeof path);
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || sb.st_size != (off_t)(OUTDEG_BLOCK + 4 * ds->num_nodes) ||
-        read_full(fd, have, OUTDEG_BLOCK, 0) != 0 || memcmp(have, want, OUTDEG_BLOCK) != 0) {
+    if (gd__file_open_read(path, &fd, &size) != GD_OK) {
+        gd_clear_error(); /* no record (or none to read): the caller counts */
+        return -1;
+    }
+    if (size != OUTDEG_BLOCK + 4 * ds->num_nodes ||
+        gd__file_pread(fd, path, have, OUTDEG_BLOCK, 0) != GD_OK ||
+        memcmp(have, want, OUTDEG_BLOCK) != 0) {
+        gd_clear_error();
         close(fd);
         return -1;
     }
@@ -107,16 +86,18 @@ int gd__outdeg_cache_matches(const gd_dataset_t *ds) {
 }
 
 int gd__outdeg_cache_load(const gd_dataset_t *ds, int64_t *deg) {
+    char path[4200];
     int32_t *buf = NULL;
     int ok = 0;
     const int fd = open_matching(ds);
     if (fd < 0) return 0;
+    record_path(ds, path, sizeof path);
     const int64_t N = ds->num_nodes;
     buf = gd_malloc((size_t)(N < OUTDEG_CHUNK ? (N > 0 ? N : 1) : OUTDEG_CHUNK) * 4);
     if (!buf) goto done;
     for (int64_t lo = 0; lo < N; lo += OUTDEG_CHUNK) {
         const int64_t k = N - lo < OUTDEG_CHUNK ? N - lo : OUTDEG_CHUNK;
-        if (read_full(fd, buf, (size_t)k * 4, (off_t)(OUTDEG_BLOCK + 4 * lo)) != 0) goto done;
+        if (gd__file_pread(fd, path, buf, (size_t)k * 4, OUTDEG_BLOCK + 4 * lo) != GD_OK) goto done;
         for (int64_t i = 0; i < k; i++) {
             if (buf[i] < 0) goto done; /* not a degree: a damaged record */
             deg[lo + i] = buf[i];
@@ -126,38 +107,43 @@ int gd__outdeg_cache_load(const gd_dataset_t *ds, int64_t *deg) {
 done:
     gd_free(buf);
     close(fd);
-    if (!ok) GD_DEBUG("dataset %s: no usable %s record: counting the out-degrees", ds->dir, OUTDEG_RECORD);
+    if (!ok) {
+        GD_DEBUG("dataset %s: no usable %s record (%s): counting the out-degrees", ds->dir,
+                 OUTDEG_RECORD, gd_last_error());
+        gd_clear_error();
+    }
     return ok;
 }
 
 int gd__outdeg_cache_save(const gd_dataset_t *ds, const int64_t *deg) {
-    char block[OUTDEG_BLOCK], path[4200], tmp[4300];
+    char block[OUTDEG_BLOCK], path[4200];
     int32_t *buf = NULL;
-    int fd = -1, ok = 0;
+    gd__outfile f = {-1, NULL, NULL};
     const int64_t N = ds->num_nodes;
     if (!outdeg_on() || outdeg_block(ds, block) != 0) return 0;
     for (int64_t i = 0; i < N; i++)
         if (deg[i] < 0 || deg[i] > INT32_MAX) return 0; /* not recordable as int32 */
     record_path(ds, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) goto done;
-    buf = gd_malloc((size_t)(N < OUTDEG_CHUNK ? (N > 0 ? N : 1) : OUTDEG_CHUNK) * 4);
-    if (!buf || write_full(fd, block, OUTDEG_BLOCK) != 0) goto done;
-    for (int64_t lo = 0; lo < N; lo += OUTDEG_CHUNK) {
+    /* A temporary file renamed into place once flushed (core/file.c), its stale ones swept. */
+    gd_status st = gd__outfile_create(&f, path);
+    if (st == GD_OK) {
+        buf = gd_malloc((size_t)(N < OUTDEG_CHUNK ? (N > 0 ? N : 1) : OUTDEG_CHUNK) * 4);
+        st = buf ? gd__outfile_write(&f, block, OUTDEG_BLOCK)
+                 : gd__error(GD_ERR_NO_MEMORY, "out of memory for the %s record", OUTDEG_RECORD);
+    }
+    for (int64_t lo = 0; st == GD_OK && lo < N; lo += OUTDEG_CHUNK) {
         const int64_t k = N - lo < OUTDEG_CHUNK ? N - lo : OUTDEG_CHUNK;
         for (int64_t i = 0; i < k; i++) buf[i] = (int32_t)deg[lo + i];
-        if (write_full(fd, buf, (size_t)k * 4) != 0) goto done;
+        st = gd__outfile_write(&f, buf, (size_t)k * 4);
     }
-    ok = fsync(fd) == 0;
-done:
+    if (st == GD_OK)
+        st = gd__outfile_commit(&f); /* aborts on failure */
+    else
+        gd__outfile_abort(&f);
     gd_free(buf);
-    if (fd >= 0 && close(fd) != 0) ok = 0;
-    if (ok && rename(tmp, path) == 0) return 1;
-    if (fd >= 0) {
-        GD_DEBUG("dataset %s: no %s record (%s): the next build counts the out-degrees again",
-                 ds->dir, OUTDEG_RECORD, strerror(errno));
-        unlink(tmp);
-    }
+    if (st == GD_OK) return 1;
+    GD_DEBUG("dataset %s: no %s record (%s): the next build counts the out-degrees again", ds->dir,
+             OUTDEG_RECORD, gd_last_error());
+    gd_clear_error();
     return 0;
 }
