@@ -61,6 +61,11 @@ typedef struct {
     gd_trainer_info info;
 } run_result;
 
+/* How a run's zero-copy host rows come: its host= or the bench's --host-gather (NULL: loads). */
+static const char *run_host_gather(const epoch_bench *b, const run_spec *r) {
+    return r->host[0] ? r->host : b->host_gather;
+}
+
 static void help(void) {
     gd_model_info model = GD_MODEL_INFO_INIT;
     (void)gd_model_get_info(NULL, &model);
@@ -361,7 +366,7 @@ static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec
     cfg.graph_cache_bytes = r->graph_cache >= 0 ? r->graph_cache : b->graph_cache;
     cfg.gpu_mem_budget = r->budget;
     cfg.gather_sms = r->sms[0] ? r->sms : b->gather_sms;
-    cfg.host_gather = r->host[0] ? r->host : b->host_gather;
+    cfg.host_gather = run_host_gather(b, r);
     cfg.depth = b->depth;
     fprintf(stderr, "epoch: %s: building the trainer\n", r->label);
     double t0 = bench_now();
@@ -605,7 +610,7 @@ int bench_epoch(int argc, char **argv) {
         const run_result *full = NULL;
         const char *full_label = NULL;
         for (int i = 0; i < b.nruns; i++) {
-            const char *way = b.runs[i].host[0] ? b.runs[i].host : b.host_gather;
+            const char *way = run_host_gather(&b, &b.runs[i]);
             if (res[i].done && way && strcmp(way, "cpu") == 0 && res[i].st.host_bytes_copied > 0 &&
                 (!full || res[i].st.host_bytes_copied > full->st.host_bytes_copied)) {
                 full = &res[i];
