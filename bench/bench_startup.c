@@ -45,6 +45,7 @@ typedef struct {
     int64_t pin_threads[MAX_LIST], chunk_mb[MAX_LIST];
     int num_threads, num_chunks;
     int64_t read_threads; /* --read-threads */
+    double read_gbs;      /* the best file read ceiling measured (0: none) */
 } startup_bench;
 
 static void help(void) {
@@ -294,7 +295,7 @@ fail:
  * file (features.npy, else indices.npy) from a cold page cache, and the open with each level of
  * validation (every value checked writes the .validated record; the open after it uses it).
  */
-static int dir_ceilings(const startup_bench *b, cJSON *root) {
+static int dir_ceilings(startup_bench *b, cJSON *root) {
     int rc = -1;
     gd_dataset_t *ds = NULL;
     char path[4096];
@@ -310,6 +311,7 @@ static int dir_ceilings(const startup_bench *b, cJSON *root) {
         double gbs;
         int64_t bytes;
         if (file_read(path, (int)counts[i], &gbs, &bytes)) goto fail;
+        if (gbs > b->read_gbs) b->read_gbs = gbs;
         printf("file read ceiling: %s (%.2f GB) from a cold page cache, %lld thread%s: %.2f "
                "GB/s\n",
                path, (double)bytes / 1e9, (long long)counts[i], counts[i] > 1 ? "s" : "", gbs);
@@ -380,11 +382,27 @@ typedef struct {
 
 typedef struct {
     double create_s, first_s;
+    int64_t read_bytes; /* from storage, open to first minibatch (-1: unknown) */
 } startup_time;
+
+/*
+ * Bytes this process has had read from storage for it (/proc/self/io read_bytes: page-cache
+ * misses, its faults and readahead included); -1 where the kernel does not say.
+ */
+static int64_t storage_read_bytes(void) {
+    FILE *f = fopen("/proc/self/io", "r");
+    char line[128];
+    long long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "read_bytes: %lld", &v) == 1) break;
+    if (f) fclose(f);
+    return (int64_t)v;
+}
 
 /* Build a trainer of run r, then train its first minibatch. */
 static int run_one(const startup_bench *b, const gd_dataset_t *ds, const startup_run *r,
-                   const char *cache, double open_s, cJSON *runs, startup_time *out) {
+                   const char *cache, double open_s, int64_t read0, cJSON *runs,
+                   startup_time *out) {
     int rc = -1;
     gd_trainer_t *t = NULL;
     gd_train_options o = GD_TRAIN_OPTIONS_INIT;
@@ -406,12 +424,24 @@ static int run_one(const startup_bench *b, const gd_dataset_t *ds, const startup
     BENCH_GD(bench_one_epoch(t, 0, 1, &st), "the first minibatch");
     out->first_s = bench_now() - t0;
     out->create_s += open_s; /* from a directory, the open is part of the start */
+    {
+        const int64_t r1 = storage_read_bytes();
+        out->read_bytes = read0 >= 0 && r1 >= 0 ? r1 - read0 : -1;
+    }
     char label[96];
     snprintf(label, sizeof label, "%s%s%s%s", r->label, cache ? " (" : "", cache ? cache : "",
              cache ? ")" : "");
     printf("%-30s %9.2f %9.3f %9.2f   %s\n%30s build: %s\n", label, out->create_s, out->first_s,
            out->create_s + out->first_s, info.plan, "", info.startup);
     if (cache) printf("%30s open (with its validation record): %.2f s\n", "", open_s);
+    if (cache && out->read_bytes >= 0) {
+        printf("%30s read from storage, open to first minibatch: %.2f GB", "",
+               (double)out->read_bytes / 1e9);
+        if (b->read_gbs > 0)
+            printf(" (at the file read ceiling %.2f GB/s: >= %.2f s)", b->read_gbs,
+                   (double)out->read_bytes / 1e9 / b->read_gbs);
+        printf("\n");
+    }
     fflush(stdout);
     cJSON *j = cJSON_CreateObject();
     BENCH_JSON(j);
@@ -425,6 +455,8 @@ static int run_one(const startup_bench *b, const gd_dataset_t *ds, const startup
     if (cache) {
         BENCH_JSON(cJSON_AddStringToObject(j, "page_cache", cache));
         BENCH_JSON(cJSON_AddNumberToObject(j, "open_seconds", open_s));
+        if (out->read_bytes >= 0)
+            BENCH_JSON(cJSON_AddNumberToObject(j, "storage_read_bytes", (double)out->read_bytes));
     }
     rc = 0;
 fail:
@@ -516,10 +548,11 @@ int bench_startup(int argc, char **argv) {
                 for (int w = 0; w < 2; w++) {
                     if (!w) drop_dir_cache(b.dir);
                     gd_dataset_open_options oo = GD_DATASET_OPEN_OPTIONS_INIT;
+                    const int64_t read0 = storage_read_bytes();
                     const double t0 = bench_now();
                     BENCH_GD(gd_dataset_open(b.dir, &oo, &ds), "opening the dataset");
                     const double open_s = bench_now() - t0;
-                    if (run_one(&b, ds, &r[i], w ? "warm" : "cold", open_s, runs,
+                    if (run_one(&b, ds, &r[i], w ? "warm" : "cold", open_s, read0, runs,
                                 w ? &warm[i] : &tm[i]))
                         goto fail;
                     gd_dataset_close(ds);
@@ -529,7 +562,7 @@ int bench_startup(int argc, char **argv) {
                    warm[0].create_s + warm[0].first_s, warm[2].create_s + warm[2].first_s);
         } else {
             for (int i = 0; i < 3; i++)
-                if (run_one(&b, ds, &r[i], NULL, 0, runs, &tm[i])) goto fail;
+                if (run_one(&b, ds, &r[i], NULL, 0, -1, runs, &tm[i])) goto fail;
         }
         const double ag = tm[0].create_s + tm[0].first_s, zc1 = tm[1].create_s + tm[1].first_s,
                      zc = tm[2].create_s + tm[2].first_s;
@@ -538,6 +571,21 @@ int bench_startup(int argc, char **argv) {
                b.dir ? " from a cold page cache" : "", zc, zc1, ag);
         bench_target(targets, "all-gpu / zero-copy time to the first minibatch (>= 1)",
                      zc > 0 ? ag / zc : 0, 1.0, "x");
+        if (b.dir && b.read_gbs > 0 && tm[0].read_bytes > 0 && tm[2].read_bytes > 0) {
+            /*
+             * From a cold page cache each mode's start is bounded by what it reads before its
+             * first minibatch at the file read ceiling: the most the ratio above can reach is
+             * the ratio of those floors.
+             */
+            const double fa = (double)tm[0].read_bytes / 1e9 / b.read_gbs,
+                         fz = (double)tm[2].read_bytes / 1e9 / b.read_gbs;
+            printf("cold page cache, storage floors at %.2f GB/s: all-gpu read %.2f GB (>= %.2f s, "
+                   "took %.2fx that), zero-copy %.2f GB (>= %.2f s, took %.2fx); the ratio's "
+                   "ceiling (all-gpu floor / zero-copy floor) is %.3fx\n",
+                   b.read_gbs, (double)tm[0].read_bytes / 1e9, fa, ag / fa,
+                   (double)tm[2].read_bytes / 1e9, fz, zc / fz, fa / fz);
+            BENCH_JSON(cJSON_AddNumberToObject(root, "cold_floor_ratio_ceiling", fa / fz));
+        }
     }
     if (bench_run_done(&b.opt, root, "startup", t_start)) goto fail;
     rc = 0;
