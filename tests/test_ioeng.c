@@ -276,6 +276,86 @@ static void test_bad_arguments(void) {
 }
 
 /* Open the engine and read a small batch (one unaligned request, one aligned). */
+/*
+ * gd__ioeng_read_rows: increasing rows of one file (every row, dense, sparse, one, the last)
+ * at row sizes from 1 byte to more than a span, each row equal to the file's and nothing
+ * written between them; dense rows take fewer reads than rows; rows out of order, repeated or
+ * out of range are refused before anything is read.
+ */
+static void check_rows(gd__ioeng *e, int file, int64_t rb, int64_t n, const int64_t *rows,
+                       const char *what) {
+    unsigned char *out = malloc((size_t)(n * rb + 64));
+    T_ASSERT(out);
+    memset(out, 0x5A, (size_t)(n * rb + 64));
+    gd__ioeng_stats before = GD__IOENG_STATS_INIT, after = GD__IOENG_STATS_INIT;
+    gd__ioeng_stats_get(e, &before);
+    T_OK(gd__ioeng_read_rows(e, file, rows, n, rb, out));
+    gd__ioeng_stats_get(e, &after);
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(out + i * rb, data[file] + rows[i] * rb, (size_t)rb) != 0)
+            T_FAIL_("%s: file %d, %lld-byte row %lld (position %lld of %lld) differs from the "
+                    "file",
+                    what, file, (long long)rb, (long long)rows[i], (long long)i, (long long)n);
+    for (int b = 0; b < 64; b++) T_EQ_INT(out[n * rb + b], 0x5A);
+    /* One request per span: never more than the rows, fewer where they lie close together. */
+    const int64_t reqs = after.requests - before.requests;
+    T_ASSERT(reqs >= 1 && reqs <= n);
+    if (n >= 100 && rows[n - 1] - rows[0] < 2 * n && rb <= 4096) T_ASSERT(reqs * 10 <= n);
+    free(out);
+}
+
+static void test_rows(gd__ioeng_backend backend, uint64_t *rng, int faults) {
+    static const int64_t widths[] = {1, 100, 256, 512, 4096, 5000, 300000};
+    gd__ioeng *e = open_engine(backend, 1 + (int)(t_rand(rng) % 64), 1, faults);
+    for (int file = 0; file < NFILES; file++)
+        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+            const int64_t rb = widths[wi], have = sizes[file] / rb;
+            int64_t *rows = malloc(sizeof *rows * (size_t)have);
+            T_ASSERT(rows);
+            for (int kind = 0; kind < 5; kind++) {
+                /* every row, about half, about 1 in 50, one random row, the last row */
+                const uint64_t keep = kind == 1 ? 2 : kind == 2 ? 50 : 1;
+                int64_t n = 0;
+                if (kind >= 3) {
+                    rows[n++] = kind == 4 ? have - 1 : (int64_t)(t_rand(rng) % (uint64_t)have);
+                } else {
+                    for (int64_t r = 0; r < have; r++)
+                        if (keep == 1 || t_rand(rng) % keep == 0) rows[n++] = r;
+                    if (n == 0) rows[n++] = have - 1;
+                }
+                char what[96];
+                snprintf(what, sizeof what, "%s, rows kind %d", gd__ioeng_backend_name(backend),
+                         kind);
+                check_rows(e, file, rb, n, rows, what);
+            }
+            free(rows);
+        }
+    if (faults == 0) {
+        /* Refusals: out of order, repeated, out of range, a bad file; nothing is read. */
+        const int64_t have = sizes[1] / 100;
+        const int64_t bad[4][2] = {{5, 4}, {5, 5}, {0, have}, {-1, 3}};
+        const char *why[4] = {"not above", "not above", "outside", "outside"};
+        unsigned char out[200];
+        gd__ioeng_stats before = GD__IOENG_STATS_INIT, after = GD__IOENG_STATS_INIT;
+        gd__ioeng_stats_get(e, &before);
+        for (int k = 0; k < 4; k++)
+            T_FAILS(gd__ioeng_read_rows(e, 1, bad[k], 2, 100, out), GD_ERR_INVALID_ARG,
+                    str(why[k]));
+        T_FAILS(gd__ioeng_read_rows(e, NFILES, bad[0], 1, 100, out), GD_ERR_INVALID_ARG,
+                "a file of it");
+        T_FAILS(gd__ioeng_read_rows(e, 0, bad[0], 1, 0, out), GD_ERR_INVALID_ARG, "row bytes");
+        gd__ioeng_stats_get(e, &after);
+        T_EQ_INT(after.batches, before.batches);
+        T_OK(gd__ioeng_read_rows(e, 0, NULL, 0, 100, NULL));
+    }
+    gd__ioeng_close(e);
+}
+
+/* Rows of 300 bytes of file 1 that the fault walk reads with gd__ioeng_read_rows as well:
+ * spread so that they take several spans (the gaps pass GD__IOENG_ROWS_GAP_BYTES). */
+#define FAULT_ROWS 40
+static int64_t fault_rows[FAULT_ROWS];
+
 static gd_status open_and_read(gd__ioeng_backend backend, unsigned char *buf) {
     gd__ioeng_file files[NFILES];
     for (int i = 0; i < NFILES; i++) files[i] = (gd__ioeng_file){paths[i], data_offsets[i]};
@@ -287,12 +367,15 @@ static gd_status open_and_read(gd__ioeng_backend backend, unsigned char *buf) {
     if (st != GD_OK) return st;
     gd__ioeng_request reqs[2] = {{0, 1000, 70000, buf}, {1, 8192, 8192, buf + 73728}};
     st = gd__ioeng_read(e, reqs, 2);
+    if (st == GD_OK) st = gd__ioeng_read_rows(e, 1, fault_rows, FAULT_ROWS, 300, buf + 90000);
     gd__ioeng_close(e);
     return st;
 }
 
 /* Every read, then every allocation, failing in turn: a clean error, nothing leaked. */
 static void test_faults(gd__ioeng_backend backend) {
+    for (int i = 0; i < FAULT_ROWS; i++) fault_rows[i] = i < 30 ? 3 * i : 100 + 200 * (i - 30);
+    T_ASSERT(fault_rows[FAULT_ROWS - 1] * 300 + 300 <= sizes[1]);
     unsigned char *buf = aligned_alloc(4096, 2 * 73728);
     T_ASSERT(buf);
     for (int kind = GD_FAULT_ALLOC; kind <= GD_FAULT_READ; kind++) {
@@ -316,6 +399,8 @@ static void test_faults(gd__ioeng_backend backend) {
     T_OK(open_and_read(backend, buf));
     T_ASSERT(memcmp(buf, data[0] + 1000, 70000) == 0);
     T_ASSERT(memcmp(buf + 73728, data[1] + 8192, 8192) == 0);
+    for (int i = 0; i < FAULT_ROWS; i++)
+        T_ASSERT(memcmp(buf + 90000 + i * 300, data[1] + fault_rows[i] * 300, 300) == 0);
     free(buf);
 }
 
@@ -375,6 +460,9 @@ int main(void) {
         fprintf(stderr, "backend %s\n", gd__ioeng_backend_name(b));
         test_random_batches(b, &rng);
         test_retries(b, &rng);
+        test_rows(b, &rng, 0);
+        test_rows(b, &rng, GD__IOENG_TEST_SHORT | GD__IOENG_TEST_EAGAIN);
+        test_rows(b, &rng, GD__IOENG_TEST_NO_DIRECT);
         test_no_direct(b, &rng);
         test_truncated(b);
         test_faults(b);

@@ -597,6 +597,111 @@ gd_status gd__ioeng_read(gd__ioeng *e, const gd__ioeng_request *reqs, int64_t n)
     return st == GD_OK ? gd__ioeng_wait(e) : st;
 }
 
+/* ---- rows by covering spans (gd__ioeng_read_rows) */
+
+/* One span of a gd__ioeng_read_rows batch: rows[lo..hi) in one read. */
+typedef struct {
+    int64_t lo, hi;
+} rows_span;
+
+/*
+ * The next span from rows[*next]: whole blocks from the first row's, grown over each next row
+ * whose gap is small and that keeps the span within span_max; its request reads into at.
+ */
+static void rows_next_span(const gd__ioeng_fileinfo *f, int file, const int64_t *rows, int64_t n,
+                           int64_t rb, int64_t span_max, int64_t *next, rows_span *sp,
+                           gd__ioeng_request *rq, unsigned char *at) {
+    const int64_t lo = *next, first = f->data_offset + rows[lo] * rb;
+    const int64_t a = align_down(first, f->block);
+    int64_t hi = lo + 1, end = first + rb;
+    while (hi < n) {
+        const int64_t s = f->data_offset + rows[hi] * rb;
+        if (s - end > GD__IOENG_ROWS_GAP_BYTES || align_up(s + rb, f->block) - a > span_max) break;
+        end = s + rb;
+        hi++;
+    }
+    /* From the data offset on, and within the file: an unaligned end goes through the bounce
+     * buffer, as any unaligned request does. */
+    const int64_t start = a - f->data_offset < 0 ? 0 : a - f->data_offset;
+    int64_t stop = align_up(end, f->block) - f->data_offset;
+    if (stop > f->size) stop = f->size;
+    *sp = (rows_span){lo, hi};
+    *rq = (gd__ioeng_request){file, start, stop - start, at};
+    *next = hi;
+}
+
+gd_status gd__ioeng_read_rows(gd__ioeng *e, int file, const int64_t *rows, int64_t n,
+                              int64_t row_bytes, void *dst) {
+    gd_status st = GD_OK;
+    unsigned char *raw[2] = {NULL, NULL}, *buf[2], *out = dst;
+    gd__ioeng_request reqs[2][GD__IOENG_ROWS_SPANS];
+    rows_span spans[2][GD__IOENG_ROWS_SPANS];
+    int count[2] = {0, 0}, cur = 0, pending = -1, in_flight = 0;
+    int64_t next = 0;
+    GD_REQUIRE(e && file >= 0 && file < e->nfiles && row_bytes > 0 && n >= 0 && (rows || n == 0) &&
+                   (dst || n == 0),
+               GD_ERR_INVALID_ARG,
+               "gd__ioeng_read_rows: an engine, a file of it, row bytes > 0, rows and a "
+               "destination are needed");
+    if (n == 0) return GD_OK;
+    const gd__ioeng_fileinfo *f = &e->files[file];
+    const int64_t rb = row_bytes, have = f->size / rb;
+    for (int64_t i = 0; i < n; i++)
+        GD_REQUIRE(rows[i] >= 0 && rows[i] < have && (i == 0 || rows[i] > rows[i - 1]),
+                   GD_ERR_INVALID_ARG,
+                   "reading rows of '%s': row %lld (position %lld) is %s", f->path,
+                   (long long)rows[i], (long long)i,
+                   rows[i] < 0 || rows[i] >= have ? "outside the file's rows"
+                                                  : "not above the row before it (the rows "
+                                                    "must be increasing and distinct)");
+    {
+        /* Spans hold one row at least; buffers are aligned for O_DIRECT. */
+        int64_t align = DEFAULT_BLOCK;
+        if (f->block > align) align = f->block;
+        if (f->mem_align > align) align = f->mem_align;
+        int64_t span_max = align_up(rb, f->block) + f->block;
+        if (span_max < GD__IOENG_ROWS_SPAN_BYTES) span_max = GD__IOENG_ROWS_SPAN_BYTES;
+        const int64_t stride = align_up(span_max, align);
+        for (int k = 0; k < 2; k++) {
+            GD_ALLOC(raw[k], (size_t)(GD__IOENG_ROWS_SPANS * stride + align), "row spans");
+            const uintptr_t p = (uintptr_t)raw[k];
+            buf[k] = raw[k] + (align - (int64_t)(p % (uintptr_t)align)) % align;
+        }
+        while (next < n || pending >= 0) {
+            count[cur] = 0;
+            while (next < n && count[cur] < GD__IOENG_ROWS_SPANS) {
+                const int c = count[cur]++;
+                rows_next_span(f, file, rows, n, rb, span_max, &next, &spans[cur][c],
+                               &reqs[cur][c], buf[cur] + c * stride);
+            }
+            if (in_flight) {
+                in_flight = 0;
+                GD_CHECK(gd__ioeng_wait(e));
+            }
+            if (count[cur] > 0) {
+                GD_CHECK(gd__ioeng_submit(e, reqs[cur], count[cur]));
+                in_flight = 1;
+            }
+            /* The finished batch's rows, while the next one is read. */
+            if (pending >= 0)
+                for (int c = 0; c < count[pending]; c++) {
+                    const gd__ioeng_request *q = &reqs[pending][c];
+                    for (int64_t r = spans[pending][c].lo; r < spans[pending][c].hi; r++)
+                        memcpy(out + r * rb, (unsigned char *)q->dst + (rows[r] * rb - q->offset),
+                               (size_t)rb);
+                }
+            pending = count[cur] > 0 ? cur : -1;
+            cur ^= 1;
+        }
+    }
+fail:
+    /* A batch still submitted ends before its spans are freed. */
+    if (in_flight) (void)gd__ioeng_wait(e);
+    gd_free(raw[0]);
+    gd_free(raw[1]);
+    return st;
+}
+
 void gd__ioeng_stats_get(gd__ioeng *e, gd__ioeng_stats *out) {
     gd__ioeng_stats s = GD__IOENG_STATS_INIT;
     if (e) {

@@ -136,6 +136,23 @@ gd_status gd__ioeng_wait(gd__ioeng *e);
 /* Submit and wait. */
 gd_status gd__ioeng_read(gd__ioeng *e, const gd__ioeng_request *reqs, int64_t n);
 
+/*
+ * Rows rows[0..n) of row_bytes bytes of file (row r at offset r x row_bytes), into dst + i x
+ * row_bytes for rows[i]. The rows must be in range, increasing and distinct (GD_ERR_INVALID_ARG
+ * otherwise, nothing read). Rows lying near each other are read together: a covering span of
+ * whole blocks, at most GD__IOENG_ROWS_SPAN_BYTES (or one row) long, grows over the next row
+ * while the gap to it is at most GD__IOENG_ROWS_GAP_BYTES, and the rows are copied out of it;
+ * spans go to the engine GD__IOENG_ROWS_SPANS at a time, the rows of one batch copied out while
+ * the next is read. So a dense set of small rows (a host buffer of the hottest rows) costs about
+ * one sequential pass over the file, not one random read a row. Errors are the batch's (file
+ * and offset named); dst is then partly written.
+ */
+#define GD__IOENG_ROWS_SPAN_BYTES ((int64_t)1 << 20)
+#define GD__IOENG_ROWS_GAP_BYTES ((int64_t)32 << 10)
+#define GD__IOENG_ROWS_SPANS 32
+gd_status gd__ioeng_read_rows(gd__ioeng *e, int file, const int64_t *rows, int64_t n,
+                              int64_t row_bytes, void *dst);
+
 /* Counters since open (or the last reset), summed over finished batches. */
 typedef struct {
     size_t size;
