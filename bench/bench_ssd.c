@@ -349,9 +349,8 @@ static int run_policy(const ssd_bench *b, const bench_batches *mbs, const gd__di
     BENCH_GD(gd__disk_tier_get_stats(t, s, &st), "reading the tier's counts");
     const double fetch = st.read_s > 0 ? (double)st.bytes_useful / st.read_s / 1e9 : 0;
     const double lookups = st.cache.lookups ? (double)st.cache.lookups : 1;
-    const int64_t host_bytes = cfg.host_count * cfg.row_bytes;
-    const double amp =
-        st.bytes_useful > 0 ? (double)(st.bytes_read - host_bytes) / (double)st.bytes_useful : 0;
+    /* The tier counts its gathers' reads only (the host buffer's fill is not among them). */
+    const double amp = st.bytes_useful > 0 ? (double)st.bytes_read / (double)st.bytes_useful : 0;
 #undef RING
 #undef LEN
     const int first = mbs->count < FIRST ? mbs->count : FIRST;

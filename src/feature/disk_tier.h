@@ -50,7 +50,8 @@ typedef struct {
     int64_t gathers, rows;
     int64_t host_rows;        /* rows read from the pinned host buffer */
     gd__dyncache_stats cache; /* the disk rows: lookups, hits, fills, evictions, bypasses */
-    int64_t bytes_read;       /* what the file gave (aligned spans included) */
+    int64_t bytes_read;       /* what the gathers read from the file (aligned spans included;
+                                 not the host buffer's fill at open) */
     int64_t bytes_useful;     /* the misses' rows */
     double read_s;            /* host time in the I/O engine's reads */
 } gd__disk_tier_stats;
