@@ -605,6 +605,67 @@ static void check_gpu(uint64_t *state, uint64_t seed) {
 }
 #endif
 
+/*
+ * auto's trial on a made-up clock: each way's gathers take its own period, except the first
+ * SETTLE after a change of way (the pipeline's leftovers, made slow here); pauses between passes.
+ * The ways come in order, each for `runs` gathers, and the one of the shortest period is kept.
+ */
+static void check_trial(uint64_t *state) {
+    for (int rep = 0; rep < 20; rep++) {
+        const int runs = GD__HOST_TRIAL_SETTLE + 2 + (int)(t_rand(state) % 10);
+        double period[GD__HOST_TRIAL_WAYS];
+        int best = 0;
+        for (int w = 0; w < GD__HOST_TRIAL_WAYS; w++) {
+            period[w] = 1e-3 * (1 + (double)(t_rand(state) % 1000));
+            if (period[w] < period[best]) best = w;
+        }
+        gd__host_trial t;
+        gd__host_trial_init(&t, runs);
+        T_EQ_INT(t.runs, runs);
+        double now = 100, f = -1;
+        int way = -1, since = 0, changes = 0, calls = 0;
+        while (!gd__host_trial_done(&t)) {
+            T_ASSERT(calls < 2 * GD__HOST_TRIAL_WAYS * runs);
+            /* Pauses anywhere but before a way's first timed period (a way left with none
+             * would lose by rule, and the test would not know the best). */
+            if (calls > 0 && t_rand(state) % 7 == 0 &&
+                (t.n <= GD__HOST_TRIAL_SETTLE || t.ns >= 1)) {
+                gd__host_trial_pause(&t);
+                now += 1000; /* a pass ended: an evaluation, say */
+            }
+            const double set = gd__host_trial_step(&t, now);
+            calls++;
+            if (set >= 0) {
+                changes++;
+                if (!gd__host_trial_done(&t)) {
+                    way++;
+                    T_ASSERT(set == gd__host_trial_fractions[way]);
+                    since = 0;
+                }
+                f = set;
+            } else {
+                T_ASSERT(calls > 1);
+            }
+            /* Leftovers of the way before: the first gathers after a change are very slow. */
+            now += since < GD__HOST_TRIAL_SETTLE ? 50.0 : period[way];
+            since++;
+        }
+        T_EQ_INT(way, GD__HOST_TRIAL_WAYS - 1);
+        T_EQ_INT(changes, GD__HOST_TRIAL_WAYS + 1);
+        T_EQ_INT(calls, GD__HOST_TRIAL_WAYS * runs + 1);
+        T_EQ_INT(t.best, best);
+        T_ASSERT(f == gd__host_trial_fractions[best]);
+        for (int k = 0; k < 5; k++) T_ASSERT(gd__host_trial_step(&t, now += 1) == -1);
+    }
+    /* First call: the CPU way; runs clamped. */
+    gd__host_trial t;
+    gd__host_trial_init(&t, 0);
+    T_EQ_INT(t.runs, GD__HOST_TRIAL_SETTLE + 2);
+    T_ASSERT(gd__host_trial_step(&t, 0) == 1.0);
+    gd__host_trial_init(&t, 1 << 30);
+    T_EQ_INT(t.runs, GD__HOST_TRIAL_MAX_RUNS);
+}
+
 int main(void) {
     const uint64_t seed = t_seed();
     uint64_t state = seed;
@@ -613,6 +674,7 @@ int main(void) {
     check_list_reference(&state);
     check_flow_cpu(&state);
     check_choose();
+    check_trial(&state);
     check_each(&state);
     check_refusals(seed);
     t_check_no_leaks();

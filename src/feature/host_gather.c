@@ -111,3 +111,51 @@ double gd__host_split_fraction(double zerocopy_rate, double cpu_rate) {
     if (!(zerocopy_rate > 0) || !(cpu_rate > 0)) return 0.5;
     return cpu_rate / (cpu_rate + zerocopy_rate);
 }
+
+/* ---- auto's trial */
+
+const double gd__host_trial_fractions[GD__HOST_TRIAL_WAYS] = {1.0, 0.95, 0.9, 0.8,
+                                                              0.6, 0.4,  0.2, 0.0};
+
+void gd__host_trial_init(gd__host_trial *t, int runs) {
+    memset(t, 0, sizeof *t);
+    if (runs < GD__HOST_TRIAL_SETTLE + 2) runs = GD__HOST_TRIAL_SETTLE + 2;
+    if (runs > GD__HOST_TRIAL_MAX_RUNS) runs = GD__HOST_TRIAL_MAX_RUNS;
+    t->runs = runs;
+    t->best = -1;
+    t->last = -1;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double gd__host_trial_step(gd__host_trial *t, double now) {
+    if (gd__host_trial_done(t)) return -1;
+    double set = t->last < 0 ? gd__host_trial_fractions[0] : -1;
+    /* The period that ends here is the candidate's once its first SETTLE gathers are past. */
+    if (t->last >= 0 && t->n > GD__HOST_TRIAL_SETTLE && !t->gap)
+        t->samples[t->ns++] = now - t->last;
+    t->gap = 0;
+    if (t->n == t->runs) {
+        qsort(t->samples, (size_t)t->ns, sizeof *t->samples, cmp_double);
+        /* No period timed (a pause after every gather): the way cannot be judged, and loses. */
+        t->period[t->way] = t->ns == 0       ? HUGE_VAL
+                            : t->ns % 2 == 1 ? t->samples[t->ns / 2]
+                                             : (t->samples[t->ns / 2 - 1] + t->samples[t->ns / 2]) / 2;
+        t->way++;
+        t->n = t->ns = 0;
+        if (gd__host_trial_done(t)) {
+            t->best = 0;
+            for (int w = 1; w < GD__HOST_TRIAL_WAYS; w++)
+                if (t->period[w] < t->period[t->best]) t->best = w;
+            set = gd__host_trial_fractions[t->best];
+        } else {
+            set = gd__host_trial_fractions[t->way];
+        }
+    }
+    if (!gd__host_trial_done(t)) t->n++;
+    t->last = now;
+    return set;
+}

@@ -108,6 +108,48 @@ gd__host_gather gd__host_gather_choose(double zerocopy_rate, double cpu_rate, do
  */
 double gd__host_split_fraction(double zerocopy_rate, double cpu_rate);
 
+/*
+ * auto's trial: the way is chosen in the epoch itself, where the start-up probe's isolated calls
+ * misjudged papers on the H100 (it took split at 0.41, 2.8x the all-gpu epoch, where split at
+ * 0.95 ran 1.9x: the epoch's sampling and training share the link and the GPU with the
+ * gather). During the first training minibatches (every minibatch of a loader) each candidate
+ * way serves `runs` gathers in turn, CPU fractions 1 (cpu), 0.95, 0.9, 0.8, 0.6, 0.4, 0.2 and 0
+ * (zero-copy loads); the first GD__HOST_TRIAL_SETTLE of them are not timed (the pipeline still
+ * holds minibatches of the way before), and the time from each later gather to the next is
+ * that way's period. The way of the shortest median period is kept from then on. The
+ * minibatches are the same every way; only their pace differs.
+ */
+#define GD__HOST_TRIAL_WAYS 8
+#define GD__HOST_TRIAL_SETTLE 4
+#define GD__HOST_TRIAL_MAX_RUNS 1000
+extern const double gd__host_trial_fractions[GD__HOST_TRIAL_WAYS];
+typedef struct {
+    int runs;   /* gathers each way serves, > GD__HOST_TRIAL_SETTLE + 1 */
+    int way;    /* the candidate in use; GD__HOST_TRIAL_WAYS once decided */
+    int n;      /* gathers the candidate has served */
+    int ns;     /* periods timed for it */
+    int best;   /* the kept candidate, once decided (-1 before) */
+    double last; /* when the previous gather began (< 0: none yet) */
+    int gap;     /* a pause since (a pass ended): the next period is not timed */
+    double period[GD__HOST_TRIAL_WAYS];       /* median periods, seconds */
+    double samples[GD__HOST_TRIAL_MAX_RUNS]; /* the candidate's periods so far */
+} gd__host_trial;
+/* A trial of `runs` gathers a way (clamped to [SETTLE + 2, MAX_RUNS]). */
+void gd__host_trial_init(gd__host_trial *t, int runs);
+/*
+ * A gather begins at time now (seconds, increasing): the CPU fraction to set before it when the
+ * way changes (at the first call, at each change of candidate and at the decision), else -1.
+ */
+double gd__host_trial_step(gd__host_trial *t, double now);
+/* The gathers stopped for a while (a pass ended): the period across the pause is not timed. */
+static inline void gd__host_trial_pause(gd__host_trial *t) {
+    t->gap = 1;
+}
+/* Whether the trial has decided (t->best is the kept candidate). */
+static inline int gd__host_trial_done(const gd__host_trial *t) {
+    return t->way >= GD__HOST_TRIAL_WAYS;
+}
+
 /* The rates the start-up probe of a gatherer measured (gd__gatherer_host_probe). */
 typedef struct {
     int64_t rows;        /* host rows gathered per call */
