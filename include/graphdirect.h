@@ -1330,9 +1330,11 @@ typedef struct {
      * previous minibatch, and one copy moves them. "split" or "split=F": both at once, CPU
      * threads copying the fraction F of them (F in [0, 1]; without "=F": GD_HOST_SPLIT, else
      * cpu / (cpu + zero-copy) of a start-up probe's rates) while the gather kernel reads the
-     * rest from pinned memory. "auto": a probe of the three on the table at start-up picks
-     * the fastest, and the plan says which and at what rates. The minibatches are the same
-     * every way. Other modes ignore it.
+     * rest from pinned memory. "auto": chosen in the run itself: the first training
+     * minibatches try eight ways in turn, CPU fractions 1 (cpu), 0.95, 0.9, 0.8, 0.6, 0.4, 0.2
+     * and 0 (zero-copy), GD_HOST_TRIAL minibatches each (default 20), and the way of the
+     * shortest median time between minibatches is kept; the plan says which once it is. The
+     * minibatches are the same every way. Other modes ignore it.
      */
     const char *host_gather;
     /*

@@ -403,13 +403,19 @@ static void holding_and_exports(const gd_dataset_t *ds, const gd_loader_options 
 static void gpu_modes(const gd_dataset_t *ds, const gd_loader_options *base) {
     gd_array_view feat;
     T_OK(gd_dataset_array(ds, GD_ARRAY_FEATURES, &feat));
-    /* The third run: zero-copy with the rows outside its cache by CPU gather + DMA. */
-    const char *modes[] = {"all-gpu", "zero-copy", "zero-copy"};
-    for (int m = 0; m < 3; m++) {
+    /*
+     * The third run: zero-copy with the rows outside its cache by CPU gather + DMA; the fourth
+     * by auto, whose trial changes the way every 6 minibatches (GD_HOST_TRIAL) through eight
+     * ways and then keeps one: the batches stay the CPU loader's, bit for bit, throughout.
+     */
+    const char *modes[] = {"all-gpu", "zero-copy", "zero-copy", "zero-copy"};
+    for (int m = 0; m < 4; m++) {
         gd_loader_options oc = *base, og = *base;
         og.mode = modes[m];
         if (m >= 1) og.gpu_cache_bytes = feat.shape[0] * feat.shape[1] * 4 / 3;
         if (m == 2) og.host_gather = "cpu";
+        if (m == 3) og.host_gather = "auto";
+        T_OK(gd_param_set("GD_HOST_TRIAL", m == 3 ? "6" : NULL));
         gd_loader_t *lc, *lg;
         T_OK(gd_loader_create(ds, &oc, &lc));
         T_OK(gd_loader_create(ds, &og, &lg));
@@ -462,6 +468,7 @@ static void gpu_modes(const gd_dataset_t *ds, const gd_loader_options *base) {
         T_ASSERT(bv != NULL);
         gd_batch_release(bv);
         gd_loader_destroy(lv);
+        T_OK(gd_param_set("GD_HOST_TRIAL", NULL));
         held_beyond_ring(ds, &og);
         fprintf(stderr, "loader %s%s == cpu: ok\n", modes[m],
                 m == 2 ? " (host rows by CPU gather + DMA)" : "");

@@ -250,10 +250,37 @@ int main(void) {
     got = run(ds, &c, "zero-copy, host rows by cpu");
     same_curve(&ref, &got);
     plan_says(ds, &c, "host rows by CPU gather + DMA (--host-gather cpu)");
+    /*
+     * auto: its trial in the epoch, 6 minibatches a way (GD_HOST_TRIAL), changes the way
+     * mid-epoch eight times and then keeps one; the losses stay mode cpu's, and the plan says
+     * which it kept once it has.
+     */
     c.host_gather = GD__HOST_GATHER_AUTO;
+    T_OK(gd_param_set("GD_HOST_TRIAL", "6"));
     got = run(ds, &c, "zero-copy, host gather auto");
     same_curve(&ref, &got);
-    plan_says(ds, &c, "rows probed");
+    plan_says(ds, &c, "host rows by auto (a trial in the epoch, 6 minibatches a way)");
+    {
+        gd__trainer *t = NULL;
+        gd__trainer_info info;
+        T_OK(gd__trainer_create(ds, &c, &t));
+        int kept = 0;
+        for (int e = 0; e < 8 && !kept; e++) {
+            gd__train_epoch_stats s;
+            T_OK(gd__trainer_epoch(t, e, &s));
+            gd__trainer_get_info(t, &info);
+            kept = strstr(info.plan, "; auto kept ") != NULL;
+        }
+        fprintf(stderr, "plan after auto's trial: %s\n", info.plan);
+        T_ASSERT(kept);
+        gd__trainer_destroy(t);
+    }
+    T_OK(gd_param_set("GD_HOST_TRIAL", "5"));
+    {
+        gd__trainer *t = NULL;
+        T_FAILS(gd__trainer_create(ds, &c, &t), GD_ERR_INVALID_ARG, "GD_HOST_TRIAL=5");
+    }
+    T_OK(gd_param_set("GD_HOST_TRIAL", NULL));
     /* Split between the CPU and zero-copy loads at once: a fraction given, then probed. */
     c.host_gather = GD__HOST_GATHER_SPLIT;
     c.host_split = 0.4;

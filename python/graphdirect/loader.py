@@ -469,8 +469,8 @@ class Loader(_lib.Closing):
     context: a graphdirect.Context (its device replaces `device`); loaders and trainers of one
     context share the registration of a zero-copy feature table.
     host_gather: zero-copy's rows outside the GPU cache by "zero-copy" loads (default), "cpu"
-    gather + one DMA, "split" / "split=F" (both at once) or "auto" (a probe at start-up), as
-    graphdirect.Trainer's.
+    gather + one DMA, "split" / "split=F" (both at once) or "auto" (a trial of eight ways over
+    the first minibatches, the fastest kept), as graphdirect.Trainer's.
     rank, world_size: seed sharding for data parallelism (torch DDP, one process per GPU).
     Minibatch b of an epoch is then this rank's share of global minibatch b, the
     world_size * batch_size seeds that one loader of that batch size would give (shuffled and

@@ -132,7 +132,8 @@ class Trainer(_lib.Closing):
     (the default: the gather kernel reads pinned host memory), "cpu" (CPU threads copy them
     into pinned staging, one DMA), "split" (both at once: CPU threads copy a fraction of them,
     "split=0.6" names it, else GD_HOST_SPLIT or the start-up probe's rates, while the kernel
-    reads the rest) or "auto" (a probe of the three at start-up; the plan says which).
+    reads the rest) or "auto" (the first training minibatches try eight CPU fractions from 1 to 0,
+    GD_HOST_TRIAL each, and the fastest is kept; the plan says which).
     model: "sage" (GraphSAGE) or "gat" (PyG's GATConv, `heads` attention heads, hidden layers
     heads x hidden wide; its exact test runs attention over every neighbour, layer by layer);
     attn_dropout: GAT's dropout on the attention weights in training, keyed by each edge's nodes

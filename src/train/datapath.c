@@ -85,6 +85,7 @@ void gd__datapath_destroy(gd__datapath *d) {
 #endif
     for (int i = 0; i < 3; i++) gd_free(d->split[i]);
     gd_free(d->order);
+    gd_free(d->host_trial);
     gd_free(d->out_degrees);
     gd__context_unref(d->context);
     gd_free(d);
@@ -144,8 +145,10 @@ static gd_status plan_input(gd__datapath *d, int have_gpu, gd__plan_input *in) {
     in->mode = d->cfg.mode;
     in->gpu_cache_bytes = d->cfg.gpu_cache_bytes;
     in->graph_cache_bytes = d->cfg.graph_cache_bytes;
+    /* auto too: its trial keeps a CPU way wherever the CPU's copy pays (papers on the H100). */
     in->host_rows_by_cpu = d->cfg.host_gather == GD__HOST_GATHER_CPU ||
-                           d->cfg.host_gather == GD__HOST_GATHER_SPLIT;
+                           d->cfg.host_gather == GD__HOST_GATHER_SPLIT ||
+                           d->cfg.host_gather == GD__HOST_GATHER_AUTO;
     in->gpu_mem_budget = d->cfg.gpu_mem_budget;
     in->have_gpu = have_gpu;
 #ifdef GD_WITH_CUDA
@@ -626,7 +629,27 @@ static gd_status choose_host_gather(gd__datapath *d) {
         GD_CHECK(gd__host_split_param(&f));
         f_from = "GD_HOST_SPLIT";
     }
-    if (way == GD__HOST_GATHER_AUTO || (way == GD__HOST_GATHER_SPLIT && f < 0)) {
+    if (way == GD__HOST_GATHER_AUTO) {
+        /* Chosen in the epoch (host_gather.h, "auto's trial"); the first way is the CPU's. */
+        int64_t runs = 0;
+        GD_CHECK(gd_param_get_int("GD_HOST_TRIAL", &runs));
+        GD_REQUIRE(runs >= GD__HOST_TRIAL_SETTLE + 2 && runs <= GD__HOST_TRIAL_MAX_RUNS,
+                   GD_ERR_INVALID_ARG,
+                   "GD_HOST_TRIAL=%lld: give the minibatches each way serves in auto's trial, "
+                   "%d to %d",
+                   (long long)runs, GD__HOST_TRIAL_SETTLE + 2, GD__HOST_TRIAL_MAX_RUNS);
+        GD_ALLOC(d->host_trial, sizeof *d->host_trial, "auto's trial");
+        gd__host_trial_init(d->host_trial, (int)runs);
+        GD_CHECK(gd__gatherer_set_host_cpu(d->gatherer, 1));
+        GD_INFO("zero-copy: host rows by auto: a trial of %d ways, %lld minibatches each, in "
+                "the first training minibatches",
+                GD__HOST_TRIAL_WAYS, (long long)runs);
+        snprintf(d->plan.text + used, sizeof d->plan.text - used,
+                 "; host rows by auto (a trial in the epoch, %lld minibatches a way)",
+                 (long long)runs);
+        return GD_OK;
+    }
+    if (way == GD__HOST_GATHER_SPLIT && f < 0) {
         gd__host_probe p;
         GD_CHECK(gd__gatherer_host_probe(d->gatherer, HOST_PROBE_ROWS, HOST_PROBE_REPS,
                                          d->cfg.seed, f, &p));
@@ -634,8 +657,6 @@ static gd_status choose_host_gather(gd__datapath *d) {
             f = p.rows > 0 ? p.split_f : 0.5;
             f_from = "cpu / (cpu + zero-copy)";
         }
-        if (way == GD__HOST_GATHER_AUTO)
-            way = gd__host_gather_choose(p.zerocopy_gbs, p.cpu_gbs, p.split_gbs);
         snprintf(probe, sizeof probe,
                  "; probe GB/s %.1f zero-copy, %.1f cpu, %.1f split %.2f, %lld rows probed",
                  p.zerocopy_gbs, p.cpu_gbs, p.split_gbs, p.split_f, (long long)p.rows);
@@ -647,9 +668,8 @@ static gd_status choose_host_gather(gd__datapath *d) {
                  f, f_from);
     } else {
         GD_CHECK(gd__gatherer_set_host_cpu(d->gatherer, way == GD__HOST_GATHER_CPU));
-        snprintf(how, sizeof how, "by %s (%s",
-                 way == GD__HOST_GATHER_CPU ? "CPU gather + DMA" : "zero-copy loads",
-                 d->cfg.host_gather == GD__HOST_GATHER_AUTO ? "auto" : "--host-gather cpu");
+        snprintf(how, sizeof how, "by %s (--host-gather cpu",
+                 way == GD__HOST_GATHER_CPU ? "CPU gather + DMA" : "zero-copy loads");
     }
     GD_INFO("zero-copy: host rows %s%s)", how, probe);
     snprintf(d->plan.text + used, sizeof d->plan.text - used, "; host rows %s%s)", how, probe);
@@ -1241,6 +1261,34 @@ fail:
     return st;
 }
 
+/*
+ * --host-gather auto: before a gather of the trial, the way it takes (host_gather.h); once the
+ * trial decides, the kept way for the rest of the run, in the log and the plan.
+ */
+static gd_status host_trial_step(gd__datapath *d) {
+    gd_status st = GD_OK;
+    gd__host_trial *t = d->host_trial;
+    const double f = gd__host_trial_step(t, gd__now());
+    if (f < 0) return GD_OK;
+    if (f >= 1 || f <= 0) GD_CHECK(gd__gatherer_set_host_cpu(d->gatherer, f >= 1));
+    else GD_CHECK(gd__gatherer_set_host_split(d->gatherer, f));
+    if (gd__host_trial_done(t)) {
+        char way[32];
+        const size_t used = strlen(d->plan.text);
+        if (f >= 1) snprintf(way, sizeof way, "cpu");
+        else if (f <= 0) snprintf(way, sizeof way, "zero-copy");
+        else snprintf(way, sizeof way, "split=%.2f", f);
+        GD_INFO("zero-copy: auto keeps host rows by %s; median ms a minibatch: cpu %.3f, split "
+                "0.95 %.3f, 0.9 %.3f, 0.8 %.3f, 0.6 %.3f, 0.4 %.3f, 0.2 %.3f, zero-copy %.3f",
+                way, 1e3 * t->period[0], 1e3 * t->period[1], 1e3 * t->period[2],
+                1e3 * t->period[3], 1e3 * t->period[4], 1e3 * t->period[5], 1e3 * t->period[6],
+                1e3 * t->period[7]);
+        snprintf(d->plan.text + used, sizeof d->plan.text - used, "; auto kept %s", way);
+    }
+fail:
+    return st;
+}
+
 /* CUDA sampler: minibatch b is sampled (the host has waited): queue its gather and labels. */
 static gd_status cuda_gather(void *user, gd__pass *p, int64_t b, int set, void *stream) {
     gd_status st = GD_OK;
@@ -1249,6 +1297,9 @@ static gd_status cuda_gather(void *user, gd__pass *p, int64_t b, int set, void *
     if (s->seeds == 0) return GD_OK;
     GD_CHECK(set_views(d, s));
     if (d->disk && d->window > 0) GD_CHECK(window_step(d, b, set, stream));
+    if (d->host_trial && !gd__host_trial_done(d->host_trial) &&
+        (p->train || d->cfg.host_trial_every_pass))
+        GD_CHECK(host_trial_step(d));
     stage_labels(d, p, b, s, s->label_stage);
     GD_CHECK(gather_rows(d, s, s->in_ids, 1, stream));
     GD_CHECK(gd__cuda_memcpy_async(s->labels, s->label_stage, (size_t)s->seeds * sizeof(int64_t),
@@ -1356,6 +1407,8 @@ gd_status gd__datapath_start_pass(gd__datapath *d, const int64_t *ids, int64_t n
 #ifdef GD_WITH_CUDA
     if (d->disk) GD_CHECK(window_reset(d));
 #endif
+    /* The time between passes is not a minibatch's: auto's trial does not count it. */
+    if (d->host_trial) gd__host_trial_pause(d->host_trial);
     memset(p, 0, sizeof *p);
     p->ids = ids;
     p->n = n;

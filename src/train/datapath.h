@@ -15,6 +15,7 @@
 #ifndef GD_TRAIN_DATAPATH_H
 #define GD_TRAIN_DATAPATH_H
 
+#include "feature/host_gather.h"
 #include "nn/internal.h"
 #include "train/internal.h"
 #include "train/pipeline.h"
@@ -64,6 +65,9 @@ typedef struct {
     int depth;           /* buffer sets of the GPU modes (cpu: 1 unless sets_on_cpu) */
     int sets_on_cpu;     /* the cpu mode keeps `depth` sets too (the loader's caller holds them) */
     int labels_optional; /* the loader serves unlabelled data */
+    /* --host-gather auto's trial times every pass (the loader: each is its caller's loop);
+     * else training passes only. */
+    int host_trial_every_pass;
     int rank, world;     /* data parallelism: this rank's share of each global minibatch */
     /* Seeds that replace split seeds_split's (the loader's input_nodes; NULL: none). */
     const int64_t *seeds;
@@ -183,6 +187,8 @@ typedef struct {
      */
     int window;
     int64_t sampled[GD__PIPE_MAX_DEPTH], announced[GD__PIPE_MAX_DEPTH];
+    /* --host-gather auto: the in-epoch trial of the host rows' way (NULL: none). */
+    gd__host_trial *host_trial;
     int locality_factor;             /* training passes' bias factor (1: uniform; locality.c) */
     gd__locality_auto locality_auto; /* --locality auto's state (locality.c) */
 } gd__datapath;

@@ -385,6 +385,7 @@ static gd_status data_config(const gd_loader_options *o, gd__data_config *c) {
     c->world = o->world_size;
     c->sets_on_cpu = 1;
     c->labels_optional = 1;
+    c->host_trial_every_pass = 1;
     c->seeds = o->seeds;
     c->num_seeds = o->num_seeds;
     c->seeds_split = (int)(o->split - GD_ARRAY_TRAIN_IDX);
