@@ -385,6 +385,15 @@ static int run_mode(const epoch_bench *b, const gd_dataset_t *ds, const run_spec
     fprintf(stderr, "epoch: %s: timing %lld of %lld minibatches\n", r->label, (long long)timed,
             (long long)all);
     BENCH_GD(bench_one_epoch(t, 1, timed, &out->st), "the timed epoch");
+    {
+        /* host=auto: its trial ran in these epochs; the plan now names the way it kept (the
+         * timed epoch includes the rest of the trial, the slower ways too). */
+        gd_trainer_info after = GD_TRAINER_INFO_INIT;
+        BENCH_GD(gd_trainer_get_info(t, &after), r->label);
+        const char *kept = strstr(after.plan, "; auto kept ");
+        if (kept) fprintf(stderr, "epoch: %s: %s\n", r->label, kept + 2);
+        out->info = after;
+    }
     out->scale = cpu ? (double)all / (double)out->st.batches : 1.0;
     out->done = 1;
     rc = 0;
