@@ -434,7 +434,7 @@ static int run_one(const startup_bench *b, const gd_dataset_t *ds, const startup
     printf("%-30s %9.2f %9.3f %9.2f   %s\n%30s build: %s\n", label, out->create_s, out->first_s,
            out->create_s + out->first_s, info.plan, "", info.startup);
     if (cache) printf("%30s open (with its validation record): %.2f s\n", "", open_s);
-    if (cache && out->read_bytes >= 0) {
+    if (cache && out->read_bytes >= 0 && strcmp(cache, "cold") == 0) {
         printf("%30s read from storage, open to first minibatch: %.2f GB", "",
                (double)out->read_bytes / 1e9);
         if (b->read_gbs > 0)
