@@ -223,9 +223,9 @@ static int static_row(const bench_graph *g, const bench_batches *mbs, int64_t sl
     const double t0 = bench_now();
     BENCH_REQUIRE(scores && hot && cached, "out of memory for the static cache of %lld rows",
                   (long long)rows);
-    BENCH_GD(gd_csc_degree_scores(rows, g->indptr, g->indices, g->indices_dtype, GD_DEGREE_OUT,
-                                  scores),
-             "counting out-degrees");
+    BENCH_GD(
+        gd_csc_degree_scores(rows, g->indptr, g->indices, g->indices_dtype, GD_DEGREE_OUT, scores),
+        "counting out-degrees");
     BENCH_GD(gd_hot_rows_select(scores, rows, slots, hot, &count), "ranking the rows");
     for (int64_t i = 0; i < count; i++) cached[hot[i]] = 1;
     for (int b = 0; b < mbs->count; b++) {
@@ -287,8 +287,7 @@ int bench_dyncache(int argc, char **argv) {
            (long long)rows, (long long)slots, b.cache_frac, mbs.count,
            (double)mbs.offsets[mbs.count] / mbs.count, (long long)b.in_flight);
     printf("%-7s %6s %8s %8s %8s %10s %12s %7s   %s\n", "policy", "window", "hit", "2nd-half",
-           "bypass", "fills/mb",
-           "window_rows", "secs", "cold hit rate, minibatches 1, 5, 9, ...");
+           "bypass", "fills/mb", "window_rows", "secs", "cold hit rate, minibatches 1, 5, 9, ...");
     /*
      * The ceiling: a slot for every row, so nothing is ever evicted. No window or policy hits
      * more than that on these minibatches (the rows they use again), so it bounds what window
@@ -339,8 +338,8 @@ int bench_dyncache(int argc, char **argv) {
                "out-degree,\n   fixed, as zero-copy caches a table in host memory); over the "
                "second half, static / best\n   dynamic (%s, window %d) = %.2fx\n",
                best_name, best_window, st_warm / best);
-        BENCH_JSON(cJSON_AddNumberToObject(root, "static_over_best_dynamic_second_half",
-                                           st_warm / best));
+        BENCH_JSON(
+            cJSON_AddNumberToObject(root, "static_over_best_dynamic_second_half", st_warm / best));
     }
     if (bench_run_done(&b.opt, root, "dyncache", t_start)) goto fail;
     rc = 0;

@@ -141,9 +141,10 @@ double gd__host_trial_step(gd__host_trial *t, double now) {
     if (t->n == t->runs) {
         qsort(t->samples, (size_t)t->ns, sizeof *t->samples, cmp_double);
         /* No period timed (a pause after every gather): the way cannot be judged, and loses. */
-        t->period[t->way] = t->ns == 0       ? HUGE_VAL
-                            : t->ns % 2 == 1 ? t->samples[t->ns / 2]
-                                             : (t->samples[t->ns / 2 - 1] + t->samples[t->ns / 2]) / 2;
+        t->period[t->way] = t->ns == 0 ? HUGE_VAL
+                            : t->ns % 2 == 1
+                                ? t->samples[t->ns / 2]
+                                : (t->samples[t->ns / 2 - 1] + t->samples[t->ns / 2]) / 2;
         t->way++;
         t->n = t->ns = 0;
         if (gd__host_trial_done(t)) {

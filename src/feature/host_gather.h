@@ -124,14 +124,14 @@ double gd__host_split_fraction(double zerocopy_rate, double cpu_rate);
 #define GD__HOST_TRIAL_MAX_RUNS 1000
 extern const double gd__host_trial_fractions[GD__HOST_TRIAL_WAYS];
 typedef struct {
-    int runs;   /* gathers each way serves, > GD__HOST_TRIAL_SETTLE + 1 */
-    int way;    /* the candidate in use; GD__HOST_TRIAL_WAYS once decided */
-    int n;      /* gathers the candidate has served */
-    int ns;     /* periods timed for it */
-    int best;   /* the kept candidate, once decided (-1 before) */
+    int runs;    /* gathers each way serves, > GD__HOST_TRIAL_SETTLE + 1 */
+    int way;     /* the candidate in use; GD__HOST_TRIAL_WAYS once decided */
+    int n;       /* gathers the candidate has served */
+    int ns;      /* periods timed for it */
+    int best;    /* the kept candidate, once decided (-1 before) */
     double last; /* when the previous gather began (< 0: none yet) */
     int gap;     /* a pause since (a pass ended): the next period is not timed */
-    double period[GD__HOST_TRIAL_WAYS];       /* median periods, seconds */
+    double period[GD__HOST_TRIAL_WAYS];      /* median periods, seconds */
     double samples[GD__HOST_TRIAL_MAX_RUNS]; /* the candidate's periods so far */
 } gd__host_trial;
 /* A trial of `runs` gathers a way (clamped to [SETTLE + 2, MAX_RUNS]). */

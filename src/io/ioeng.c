@@ -648,9 +648,8 @@ gd_status gd__ioeng_read_rows(gd__ioeng *e, int file, const int64_t *rows, int64
     const int64_t rb = row_bytes, have = f->size / rb;
     for (int64_t i = 0; i < n; i++)
         GD_REQUIRE(rows[i] >= 0 && rows[i] < have && (i == 0 || rows[i] > rows[i - 1]),
-                   GD_ERR_INVALID_ARG,
-                   "reading rows of '%s': row %lld (position %lld) is %s", f->path,
-                   (long long)rows[i], (long long)i,
+                   GD_ERR_INVALID_ARG, "reading rows of '%s': row %lld (position %lld) is %s",
+                   f->path, (long long)rows[i], (long long)i,
                    rows[i] < 0 || rows[i] >= have ? "outside the file's rows"
                                                   : "not above the row before it (the rows "
                                                     "must be increasing and distinct)");
@@ -671,8 +670,8 @@ gd_status gd__ioeng_read_rows(gd__ioeng *e, int file, const int64_t *rows, int64
             count[cur] = 0;
             while (next < n && count[cur] < GD__IOENG_ROWS_SPANS) {
                 const int c = count[cur]++;
-                rows_next_span(f, file, rows, n, rb, span_max, &next, &spans[cur][c],
-                               &reqs[cur][c], buf[cur] + c * stride);
+                rows_next_span(f, file, rows, n, rb, span_max, &next, &spans[cur][c], &reqs[cur][c],
+                               buf[cur] + c * stride);
             }
             if (in_flight) {
                 in_flight = 0;

@@ -1270,19 +1270,23 @@ static gd_status host_trial_step(gd__datapath *d) {
     gd__host_trial *t = d->host_trial;
     const double f = gd__host_trial_step(t, gd__now());
     if (f < 0) return GD_OK;
-    if (f >= 1 || f <= 0) GD_CHECK(gd__gatherer_set_host_cpu(d->gatherer, f >= 1));
-    else GD_CHECK(gd__gatherer_set_host_split(d->gatherer, f));
+    if (f >= 1 || f <= 0)
+        GD_CHECK(gd__gatherer_set_host_cpu(d->gatherer, f >= 1));
+    else
+        GD_CHECK(gd__gatherer_set_host_split(d->gatherer, f));
     if (gd__host_trial_done(t)) {
         char way[32];
         const size_t used = strlen(d->plan.text);
-        if (f >= 1) snprintf(way, sizeof way, "cpu");
-        else if (f <= 0) snprintf(way, sizeof way, "zero-copy");
-        else snprintf(way, sizeof way, "split=%.2f", f);
+        if (f >= 1)
+            snprintf(way, sizeof way, "cpu");
+        else if (f <= 0)
+            snprintf(way, sizeof way, "zero-copy");
+        else
+            snprintf(way, sizeof way, "split=%.2f", f);
         GD_INFO("zero-copy: auto keeps host rows by %s; median ms a minibatch: cpu %.3f, split "
                 "0.95 %.3f, 0.9 %.3f, 0.8 %.3f, 0.6 %.3f, 0.4 %.3f, 0.2 %.3f, zero-copy %.3f",
-                way, 1e3 * t->period[0], 1e3 * t->period[1], 1e3 * t->period[2],
-                1e3 * t->period[3], 1e3 * t->period[4], 1e3 * t->period[5], 1e3 * t->period[6],
-                1e3 * t->period[7]);
+                way, 1e3 * t->period[0], 1e3 * t->period[1], 1e3 * t->period[2], 1e3 * t->period[3],
+                1e3 * t->period[4], 1e3 * t->period[5], 1e3 * t->period[6], 1e3 * t->period[7]);
         snprintf(d->plan.text + used, sizeof d->plan.text - used, "; auto kept %s", way);
     }
 fail:
