@@ -90,7 +90,7 @@ static void help(void) {
            "  --heads H          attention heads of gat and rgat (default 1)\n"
            "  --gpu-cache SIZE   zero-copy feature cache (default: what the budget leaves)\n"
            "  --graph-cache SIZE zero-copy neighbour-list cache (default: a quarter of what the\n"
-           "                     budget leaves; three quarters for host=cpu or split)\n"
+           "                     budget leaves; three quarters for host=cpu, split or auto)\n"
            "  --gather-sms N     SMs of the gather kernel, N or N%% (default: all)\n"
            "  --host-gather H    zero-copy runs without host=: zero-copy (default), cpu, split,\n"
            "                     split=F, auto\n"

@@ -57,7 +57,7 @@ static void help(void) {
            "                     what the GPU memory budget leaves)\n"
            "  --graph-cache SIZE zero-copy: GPU memory for hot neighbour lists (default: a\n"
            "                     quarter of what the GPU memory budget leaves; three quarters\n"
-           "                     with --host-gather cpu or split)\n"
+           "                     with --host-gather cpu, split or auto)\n"
            "  --gpu-mem-budget SIZE  GPU memory the run may use (default: all that is free)\n"
            "  --host-mem-budget SIZE host memory the run may take beyond the dataset (default:\n"
            "                     what is available, or GD_HOST_MEM_MB)\n"
@@ -68,7 +68,9 @@ static void help(void) {
            "                       split      both at once: CPU threads copy a fraction of them\n"
            "                                  (split=F, else GD_HOST_SPLIT, else from a probe)\n"
            "                                  while the kernel reads the rest from host memory\n"
-           "                       auto       whichever a probe at start-up finds fastest\n"
+           "                       auto       the first training minibatches try eight CPU\n"
+           "                                  fractions from 1 to 0 (GD_HOST_TRIAL each) and\n"
+           "                                  the fastest is kept\n"
            "  --placement P      several GPUs in zero-copy: where the hot feature rows live\n"
            "                       replicate  every GPU caches the hottest rows it holds\n"
            "                       partition  each hot row cached once, read over NVLink\n"
@@ -470,6 +472,13 @@ static int train_model(const gd_dataset_t *ds, const gd_train_options *o, int64_
             rc = cli_fail("training", st);
         }
         goto done;
+    }
+    {
+        /* --host-gather auto chose its way during the run: say which. */
+        gd_trainer_info after = GD_TRAINER_INFO_INIT;
+        const char *kept = NULL;
+        if (gd_trainer_get_info(tr, &after) == GD_OK && (kept = strstr(after.plan, "; auto kept ")))
+            if (!cli_quiet()) printf("host rows: %s\n", kept + 2);
     }
     res->test = fr.test_acc;
     res->test_full = fo.exact_test ? fr.test_exact : NAN;
