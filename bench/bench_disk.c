@@ -44,6 +44,8 @@ typedef struct {
     int backends[GD__IOENG_BACKEND_COUNT], nbackends;
     double seconds;
     int sizes_given, depths_given, seconds_given, size_given;
+    int64_t rows;        /* --rows: row bytes of the rows section (0: none) */
+    double rows_fraction; /* --rows-fraction */
 } disk_bench;
 
 /* The file under test. */
@@ -69,6 +71,10 @@ static void help(void) {
            "  --depths LIST      queue depths (default 1,32,128,512)\n"
            "  --backends LIST    io_uring and/or threads (default both; io_uring when built)\n"
            "  --seconds S        timed seconds per point (default 5)\n"
+           "  --rows B           also read a random set of the file's B-byte rows two ways, a\n"
+           "                     read per row (depth 128) and covering spans (the disk tier's\n"
+           "                     host-buffer fill), over at most 512 MiB of rows\n"
+           "  --rows-fraction F  the share of the rows in that set (default 0.2)\n"
            "  --quick            a smoke test: 64 MiB file, depths 1,32, 0.3 s a point\n"
            "  --seed N, --json FILE, --commit TEXT\n");
 }
@@ -115,6 +121,16 @@ static int own_option(void *self, int c, const char *arg) {
         return 0;
     case 'b':
         return parse_backends(b, arg);
+    case 'R':
+        if (bench_parse_list("--rows", arg, &b->rows, 1, &n) || b->rows < 1 ||
+            b->rows > ((int64_t)1 << 24))
+            return cli_usage_error(cmd, "--rows '%s' is not a row size of 1 B to 16 MiB", arg);
+        return 0;
+    case 'F':
+        if (cli_parse_double(arg, &b->rows_fraction) ||
+            !(b->rows_fraction > 0 && b->rows_fraction <= 1))
+            return cli_usage_error(cmd, "--rows-fraction '%s' is not in (0, 1]", arg);
+        return 0;
     case 's':
         b->seconds_given = 1;
         if (cli_parse_double(arg, &b->seconds) || !(b->seconds > 0 && b->seconds <= 3600))
@@ -336,6 +352,83 @@ fail:
     return rc;
 }
 
+/*
+ * --rows: a random set of the file's rows (each row kept with probability rows_fraction, over
+ * the first rows that hold at most 512 MiB of the set), read with one request a row (batches of
+ * 65536 at depth 128, as the disk tier filled its host buffer before s10) and with
+ * gd__ioeng_read_rows' covering spans (as it fills it now); both copies compared byte for
+ * byte. Prints and records the time and the rows' GB/s each way.
+ */
+static int rows_section(const disk_bench *b, const disk_file *f, cJSON *root) {
+    int rc = -1;
+    gd__ioeng *e = NULL;
+    int64_t *rows = NULL;
+    unsigned char *per = NULL, *span = NULL;
+    gd__ioeng_request *reqs = NULL;
+    const int64_t rb = b->rows, B = 65536;
+    gd__ioeng_file file = {f->path, 0};
+    gd__ioeng_options o = GD__IOENG_OPTIONS_INIT;
+    o.backend = (gd__ioeng_backend)b->backends[0];
+    BENCH_GD(gd__ioeng_open(&file, 1, &o, &e), "opening the disk's file");
+    const int64_t all = gd__ioeng_file_size(e, 0) / rb;
+    int64_t domain = (int64_t)((double)((int64_t)512 << 20) / ((double)rb * b->rows_fraction));
+    if (domain > all) domain = all;
+    BENCH_REQUIRE(domain > 0, "--rows %lld: the file holds no such row", (long long)rb);
+    rows = malloc(sizeof *rows * (size_t)domain);
+    BENCH_REQUIRE(rows, "out of memory for %lld row ids", (long long)domain);
+    int64_t n = 0;
+    uint64_t x = b->opt.seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int64_t r = 0; r < domain; r++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        if ((double)(x >> 11) * 0x1.0p-53 < b->rows_fraction) rows[n++] = r;
+    }
+    BENCH_REQUIRE(n > 0, "--rows: the set is empty; raise --rows-fraction");
+    per = aligned_alloc(4096, (size_t)((n * rb + 4095) / 4096 * 4096));
+    span = aligned_alloc(4096, (size_t)((n * rb + 4095) / 4096 * 4096));
+    reqs = malloc(sizeof *reqs * (size_t)(n < B ? n : B));
+    BENCH_REQUIRE(per && span && reqs, "out of memory for %lld rows", (long long)n);
+    double t0 = bench_now();
+    for (int64_t lo = 0; lo < n; lo += B) {
+        const int64_t k = n - lo < B ? n - lo : B;
+        for (int64_t i = 0; i < k; i++)
+            reqs[i] = (gd__ioeng_request){0, rows[lo + i] * rb, rb, per + (lo + i) * rb};
+        BENCH_GD(gd__ioeng_read(e, reqs, k), "reading the rows one by one");
+    }
+    const double t_per = bench_now() - t0;
+    gd__ioeng_stats_reset(e);
+    t0 = bench_now();
+    BENCH_GD(gd__ioeng_read_rows(e, 0, rows, n, rb, span), "reading the rows as spans");
+    const double t_span = bench_now() - t0;
+    gd__ioeng_stats io = GD__IOENG_STATS_INIT;
+    gd__ioeng_stats_get(e, &io);
+    BENCH_REQUIRE(memcmp(per, span, (size_t)(n * rb)) == 0,
+                  "the rows read as spans differ from the rows read one by one");
+    const double gb = (double)(n * rb) / 1e9;
+    printf("\nrows: %lld random %lld-byte rows (%.2f of the first %lld rows, %.2f GB): a read a "
+           "row %.2f s (%.3f GB/s of rows), covering spans %.2f s (%.3f GB/s; %lld reads, %.2f "
+           "GB read): %.1fx\n",
+           (long long)n, (long long)rb, b->rows_fraction, (long long)domain, gb, t_per,
+           gb / t_per, t_span, gb / t_span, (long long)io.requests, (double)io.bytes_read / 1e9,
+           t_per / t_span);
+    cJSON *j = cJSON_AddObjectToObject(root, "rows");
+    BENCH_JSON(j);
+    BENCH_JSON(cJSON_AddNumberToObject(j, "row_bytes", (double)rb));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "rows", (double)n));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "domain_rows", (double)domain));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "per_row_seconds", t_per));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "spans_seconds", t_span));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "spans_reads", (double)io.requests));
+    BENCH_JSON(cJSON_AddNumberToObject(j, "spans_bytes_read", (double)io.bytes_read));
+    rc = 0;
+fail:
+    gd__ioeng_close(e);
+    free(rows);
+    free(per);
+    free(span);
+    free(reqs);
+    return rc;
+}
+
 /* The best GB/s per read size over every point: the ceiling the SSD tier is held to. */
 static int add_ceilings(cJSON *root, cJSON *points) {
     cJSON *ceil = cJSON_AddArrayToObject(root, "ceiling");
@@ -378,6 +471,7 @@ static void defaults(disk_bench *b) {
         memcpy(b->depths, b->opt.quick ? quick : full, (size_t)b->ndepths * sizeof(int64_t));
     }
     if (!b->seconds_given) b->seconds = b->opt.quick ? 0.3 : 5.0;
+    if (!(b->rows_fraction > 0)) b->rows_fraction = 0.2;
     if (!b->nbackends) {
         b->backends[b->nbackends++] = GD__IOENG_URING;
         b->backends[b->nbackends++] = GD__IOENG_THREADS;
@@ -410,7 +504,8 @@ int bench_disk(int argc, char **argv) {
         {"file", required_argument, 0, 'f'},      {"dir", required_argument, 0, 'd'},
         {"size", required_argument, 0, 'S'},      {"read-size", required_argument, 0, 'r'},
         {"depths", required_argument, 0, 'q'},    {"backends", required_argument, 0, 'b'},
-        {"seconds", required_argument, 0, 's'},   BENCH_FLAG("quick", QUICK),
+        {"seconds", required_argument, 0, 's'},   {"rows", required_argument, 0, 'R'},
+        {"rows-fraction", required_argument, 0, 'F'}, BENCH_FLAG("quick", QUICK),
         BENCH_LONG_END};
     disk_bench b;
     memset(&b, 0, sizeof b);
@@ -441,6 +536,7 @@ int bench_disk(int argc, char **argv) {
         measured += r == 0;
     }
     BENCH_REQUIRE(measured > 0, "no backend could be measured");
+    if (b.rows > 0 && rows_section(&b, &f, root)) goto fail;
     if (add_ceilings(root, points) || add_parameters(&b, &f, root)) goto fail;
     rc = bench_run_done(&b.opt, root, "disk", t_start);
 fail:
