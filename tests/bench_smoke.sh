@@ -129,9 +129,12 @@ expect_rc 2 "$cli" bench loader --epochs 0
 expect_rc 2 "$cli" bench disk --backends io_uring,floppy
 grep -q "floppy" "$tmp/err" || fail "bad --backends not named"
 expect_rc 2 "$cli" bench disk --depths 0
-expect_rc 0 "$cli" bench disk --quick --dir "$tmp" --size 8Mi --read-size 512,4Ki \
+expect_rc 2 "$cli" bench disk --rows 0
+expect_rc 2 "$cli" bench disk --rows-fraction 1.5
+expect_rc 0 "$cli" bench disk --quick --dir "$tmp" --size 8Mi --read-size 512,4Ki --rows 300 \
     --json "$tmp/disk.json"
 grep -q "ceiling" "$tmp/out" || { cat "$tmp/out"; fail "no bench disk ceiling"; }
+grep -q "covering spans" "$tmp/out" || { cat "$tmp/out"; fail "no bench disk rows section"; }
 ls "$tmp" | grep -q "graphdirect-disk" && fail "bench disk left its file behind"
 if command -v python3 >/dev/null; then
     python3 - "$tmp/disk.json" <<'PY' || fail "bench disk JSON"
@@ -143,6 +146,8 @@ assert {p["depth"] for p in pts} == {1, 32} and {p["read_bytes"] for p in pts} =
 assert all(p["iops"] > 0 and p["gbps"] > 0 for p in pts), pts
 assert "threads" in {p["backend"] for p in pts}, pts
 assert len(d["ceiling"]) == 2, d["ceiling"]
+r = d["rows"]
+assert r["row_bytes"] == 300 and r["rows"] > 0 and r["spans_reads"] < r["rows"], r
 PY
 fi
 # bench dyncache: usage errors, then a quick replay with every policy and three windows.
