@@ -614,9 +614,10 @@ fail:
 
 /*
  * zero-copy with rows in host memory, --host-gather cpu, split or auto: set the way the
- * gatherer takes and say it in the plan. auto probes the three ways on this table
- * (host_gather.h) and takes the fastest; split takes its CPU fraction from "split=F", else
- * GD_HOST_SPLIT, else the probe's two rates (both engines then finish together).
+ * gatherer takes and say it in the plan. auto starts its trial (host_gather.h: the ways are
+ * tried in the first training minibatches, host_trial_step); split takes its CPU fraction from
+ * "split=F", else GD_HOST_SPLIT, else a start-up probe's two rates (both engines then finish
+ * together).
  */
 static gd_status choose_host_gather(gd__datapath *d) {
     gd_status st = GD_OK;
