@@ -6,7 +6,8 @@
  * a tenth and all of the rows, every eviction policy and both I/O backends. A read that fails
  * (GD_FAULT_READ) fails the gather with GD_ERR_IO and leaves no slot holding what it read: the
  * same gather afterwards gives the right rows. Bad ids, a short file and every allocation of
- * open are refused cleanly.
+ * open are refused cleanly. The same, striped over 2 to 4 files (gd__stripes): the rows, a
+ * failed read, a stripe file too short.
  */
 #include "test.h"
 
@@ -23,6 +24,11 @@
 
 static char dir[4096], path[4200];
 static unsigned char *table;
+/* The table striped over files (gd__stripes): their paths and the layout (nfiles 0: none). */
+#define MAX_STRIPES 4
+static char stripe_path[MAX_STRIPES][4300];
+static gd__ioeng_file stripe_files[MAX_STRIPES];
+static gd__stripes geo;
 
 static void write_table(uint64_t *rng, int64_t row_bytes) {
     const int64_t bytes = ROWS * row_bytes;
@@ -39,12 +45,96 @@ static void write_table(uint64_t *rng, int64_t row_bytes) {
     T_ASSERT(fclose(f) == 0);
 }
 
+/*
+ * The table written again as `nfiles` stripe files of unit_rows-row units, each after a header
+ * of its own length (a different data offset per file), every row where gd__stripes_locate puts
+ * it; config() then reads them. nfiles 0 goes back to the one file.
+ */
+static void write_stripes(int64_t row_bytes, int nfiles, int64_t unit_rows) {
+    geo = (gd__stripes){nfiles, unit_rows};
+    for (int k = 0; k < nfiles; k++) {
+        snprintf(stripe_path[k], sizeof stripe_path[k], "%s/stripe%d.bin", dir, k);
+        const int64_t head = 512 * (k + 1), n = gd__stripes_file_rows(&geo, ROWS, k);
+        unsigned char *buf = gd_malloc((size_t)(head + n * row_bytes));
+        T_ASSERT(buf);
+        memset(buf, 0x33, (size_t)head);
+        int64_t placed = 0;
+        for (int64_t r = 0; r < ROWS; r++) {
+            int file;
+            int64_t local;
+            gd__stripes_locate(&geo, r, &file, &local);
+            if (file != k) continue;
+            T_ASSERT(local >= 0 && local < n);
+            memcpy(buf + head + local * row_bytes, table + r * row_bytes, (size_t)row_bytes);
+            placed++;
+        }
+        T_EQ_INT(placed, n);
+        FILE *f = fopen(stripe_path[k], "wb");
+        T_ASSERT(f);
+        T_ASSERT(fwrite(buf, 1, (size_t)(head + n * row_bytes), f) ==
+                 (size_t)(head + n * row_bytes));
+        T_ASSERT(fclose(f) == 0);
+        gd_free(buf);
+        stripe_files[k] = (gd__ioeng_file){stripe_path[k], head};
+    }
+}
+
 static gd__disk_rows_config config(int64_t row_bytes, int64_t cache, gd__evict_policy p,
                                    gd__ioeng_backend backend) {
-    gd__disk_rows_config c = {path, HEADER, ROWS, row_bytes, cache, p, GD__IOENG_OPTIONS_INIT};
+    gd__disk_rows_config c = {.path = path,
+                              .data_offset = HEADER,
+                              .rows = ROWS,
+                              .row_bytes = row_bytes,
+                              .cache_rows = cache,
+                              .policy = p,
+                              .io = GD__IOENG_OPTIONS_INIT};
+    if (geo.nfiles > 0) {
+        c.path = NULL;
+        c.stripes = stripe_files;
+        c.num_stripes = geo.nfiles;
+        c.stripe_rows = geo.unit_rows;
+    }
     c.io.backend = backend;
     c.io.queue_depth = 16;
     return c;
+}
+
+/* The layout itself: every row in exactly one place, each file's rows counted right. */
+static void check_layout(uint64_t *rng) {
+    /* By hand: 3 files, units of 2 rows. */
+    const gd__stripes h = {3, 2};
+    const int64_t want[9][2] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {0, 2}, {0, 3}, {1, 2}};
+    for (int64_t r = 0; r < 9; r++) {
+        int file;
+        int64_t local;
+        gd__stripes_locate(&h, r, &file, &local);
+        T_EQ_INT(file, want[r][0]);
+        T_EQ_INT(local, want[r][1]);
+    }
+    T_EQ_INT(gd__stripes_file_rows(&h, 9, 0), 4);
+    T_EQ_INT(gd__stripes_file_rows(&h, 9, 1), 3);
+    T_EQ_INT(gd__stripes_file_rows(&h, 9, 2), 2);
+    for (int rep = 0; rep < 200; rep++) {
+        const gd__stripes g = {1 + (int)(t_rand(rng) % 5), 1 + (int64_t)(t_rand(rng) % 9)};
+        const int64_t rows = (int64_t)(t_rand(rng) % 300);
+        int64_t count[5] = {0};
+        uint8_t *seen = calloc((size_t)(rows + 1) * 5, 1);
+        T_ASSERT(seen);
+        for (int64_t r = 0; r < rows; r++) {
+            int file;
+            int64_t local;
+            gd__stripes_locate(&g, r, &file, &local);
+            T_ASSERT(file >= 0 && file < g.nfiles && local >= 0 && local < rows);
+            T_ASSERT(!seen[local * 5 + file]);
+            seen[local * 5 + file] = 1;
+            count[file]++;
+        }
+        for (int k = 0; k < g.nfiles; k++) {
+            T_EQ_INT(gd__stripes_file_rows(&g, rows, k), count[k]);
+            for (int64_t l = 0; l < count[k]; l++) T_ASSERT(seen[l * 5 + k]); /* back to back */
+        }
+        free(seen);
+    }
 }
 
 /* n distinct random rows. */
@@ -117,6 +207,23 @@ static void failures(uint64_t *rng) {
     gd__disk_rows_config big = c;
     big.rows = ROWS + 1;
     T_FAILS(gd__disk_rows_open(&big, &d), GD_ERR_FORMAT, "truncated");
+    /* Striped: a failed read and the rows after it, a stripe file too short (named). */
+    write_stripes(rb, 3, 5);
+    const gd__disk_rows_config cs = config(rb, ROWS / 4, GD__EVICT_CLOCK, GD__IOENG_THREADS);
+    T_OK(gd__disk_rows_open(&cs, &d));
+    gd_fault_set(GD_FAULT_READ, 3);
+    T_FAILS(gd__disk_rows_gather(d, ids, n, out), GD_ERR_IO, "stripe");
+    gd_fault_set(GD_FAULT_READ, 0);
+    memset(out, 0xee, sizeof out);
+    T_OK(gd__disk_rows_gather(d, ids, n, out));
+    check_rows(ids, n, out, rb);
+    gd__disk_rows_close(d);
+    T_ASSERT(truncate(stripe_path[1], 1024 + 10 * rb) == 0);
+    T_FAILS(gd__disk_rows_open(&cs, &d), GD_ERR_FORMAT, "stripe1.bin");
+    gd__disk_rows_config bad = cs;
+    bad.stripe_rows = 0;
+    T_FAILS(gd__disk_rows_open(&bad, &d), GD_ERR_INVALID_ARG, "stripes");
+    geo = (gd__stripes){0, 0};
     int64_t blocks, bytes;
     gd_alloc_stats(&blocks, &bytes);
     for (int64_t k = 1;; k++) {
@@ -138,6 +245,7 @@ int main(void) {
     snprintf(path, sizeof path, "%s/features.bin", dir);
     const int64_t widths[3] = {400, 512, 4096};
     const gd__ioeng_backend backends[2] = {GD__IOENG_THREADS, GD__IOENG_AUTO};
+    check_layout(&rng);
     for (int w = 0; w < 3; w++) {
         write_table(&rng, widths[w]);
         const int64_t caches[3] = {0, ROWS / 10, ROWS};
@@ -145,6 +253,16 @@ int main(void) {
             for (int p = 0; p < GD__EVICT_COUNT; p++)
                 for (int b = 0; b < 2; b++)
                     gathers(&rng, widths[w], caches[c], (gd__evict_policy)p, backends[b]);
+        /* The same table striped over 2, 3 and 4 files in units of 1, 7 and 64 rows. */
+        const int nf[3] = {2, 3, 4};
+        const int64_t units[3] = {1, 7, 64};
+        for (int k = 0; k < 3; k++) {
+            write_stripes(widths[w], nf[k], units[k]);
+            for (int c = 0; c < 3; c++)
+                gathers(&rng, widths[w], caches[c], (gd__evict_policy)(c % GD__EVICT_COUNT),
+                        backends[k % 2]);
+        }
+        geo = (gd__stripes){0, 0};
     }
     failures(&rng);
     gd_free(table);

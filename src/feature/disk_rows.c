@@ -12,6 +12,7 @@
 struct gd__disk_rows {
     gd__disk_rows_config cfg;
     char path[4096];
+    gd__stripes geo; /* the table's layout over the engine's files */
     gd__ioeng *io;
     gd__dyncache *cache;
     unsigned char *slots_base, *slots; /* cache_rows x row_bytes, slots aligned */
@@ -38,11 +39,13 @@ gd_status gd__disk_rows_open(const gd__disk_rows_config *cfg, gd__disk_rows **ou
     gd_status st = GD_OK;
     gd__disk_rows *d = NULL;
     *out = NULL;
-    GD_REQUIRE(cfg && cfg->path && cfg->rows >= 0 && cfg->row_bytes > 0 && cfg->cache_rows >= 0 &&
-                   cfg->data_offset >= 0,
+    GD_REQUIRE(cfg && (cfg->num_stripes > 0 ? cfg->stripes != NULL : cfg->path != NULL) &&
+                   cfg->rows >= 0 && cfg->row_bytes > 0 && cfg->cache_rows >= 0 &&
+                   cfg->data_offset >= 0 && cfg->num_stripes >= 0 &&
+                   (cfg->num_stripes <= 1 || cfg->stripe_rows > 0),
                GD_ERR_INVALID_ARG,
-               "rows on disk: a path, rows >= 0, row bytes > 0, cache rows >= 0 and a data "
-               "offset >= 0 are needed");
+               "rows on disk: a path (or stripes with rows per unit > 0), rows >= 0, row bytes "
+               "> 0, cache rows >= 0 and a data offset >= 0 are needed");
     GD_REQUIRE(cfg->rows <= INT64_MAX / cfg->row_bytes &&
                    cfg->cache_rows <= (INT64_MAX - SLOT_ALIGN) / cfg->row_bytes,
                GD_ERR_INVALID_ARG,
@@ -51,16 +54,28 @@ gd_status gd__disk_rows_open(const gd__disk_rows_config *cfg, gd__disk_rows **ou
     GD_ALLOC(d, sizeof *d, "the rows on disk");
     memset(d, 0, sizeof *d);
     d->cfg = *cfg;
-    snprintf(d->path, sizeof d->path, "%s", cfg->path);
+    d->cfg.stripes = NULL; /* the caller's: read during open only */
+    if (cfg->num_stripes > 0) {
+        d->geo = (gd__stripes){cfg->num_stripes, cfg->stripe_rows};
+        GD_CHECK(gd__ioeng_open(cfg->stripes, cfg->num_stripes, &cfg->io, &d->io));
+        snprintf(d->path, sizeof d->path, "%s", cfg->stripes[0].path);
+    } else {
+        d->geo = (gd__stripes){1, 0};
+        snprintf(d->path, sizeof d->path, "%s", cfg->path);
+        const gd__ioeng_file f = {d->path, cfg->data_offset};
+        GD_CHECK(gd__ioeng_open(&f, 1, &cfg->io, &d->io));
+    }
     d->cfg.path = d->path;
-    const gd__ioeng_file f = {d->path, cfg->data_offset};
-    GD_CHECK(gd__ioeng_open(&f, 1, &cfg->io, &d->io));
-    const int64_t need = cfg->rows * cfg->row_bytes, have = gd__ioeng_file_size(d->io, 0);
-    GD_REQUIRE(have >= need, GD_ERR_FORMAT,
-               "rows on disk: '%s' holds %lld bytes from byte %lld, too few for %lld rows of %lld "
-               "bytes (%lld): the file is truncated or not this table",
-               d->path, (long long)have, (long long)cfg->data_offset, (long long)cfg->rows,
-               (long long)cfg->row_bytes, (long long)need);
+    for (int k = 0; k < d->geo.nfiles; k++) {
+        const int64_t need = gd__stripes_file_rows(&d->geo, cfg->rows, k) * cfg->row_bytes;
+        const int64_t have = gd__ioeng_file_size(d->io, k);
+        GD_REQUIRE(have >= need, GD_ERR_FORMAT,
+                   "rows on disk: '%s' holds %lld bytes from its data offset, too few for its "
+                   "%lld bytes of the %lld rows of %lld bytes: the file is truncated or not this "
+                   "table",
+                   cfg->num_stripes > 0 ? cfg->stripes[k].path : d->path, (long long)have,
+                   (long long)need, (long long)cfg->rows, (long long)cfg->row_bytes);
+    }
     GD_CHECK(gd__dyncache_create(cfg->rows, cfg->cache_rows, cfg->policy, 0, &d->cache));
     GD_ALLOC(d->slots_base, (size_t)(cfg->cache_rows * cfg->row_bytes + SLOT_ALIGN),
              "the rows on disk's host cache");
@@ -93,6 +108,14 @@ fail:
     return st;
 }
 
+/* The read of row `row` into dst: from its file of the layout. */
+static gd__ioeng_request row_read(const gd__disk_rows *d, int64_t row, void *dst) {
+    int file;
+    int64_t local;
+    gd__stripes_locate(&d->geo, row, &file, &local);
+    return (gd__ioeng_request){file, local * d->cfg.row_bytes, d->cfg.row_bytes, dst};
+}
+
 gd_status gd__disk_rows_gather(gd__disk_rows *d, const int64_t *ids, int64_t n, void *out) {
     gd_status st = GD_OK;
     int64_t nf = 0, nb = 0, nr = 0;
@@ -106,10 +129,9 @@ gd_status gd__disk_rows_gather(gd__disk_rows *d, const int64_t *ids, int64_t n, 
     GD_CHECK(gd__dyncache_acquire(d->cache, ids, n, d->got, d->fills, &nf, &nb));
     acquired = 1;
     for (int64_t f = 0; f < nf; f++)
-        d->reqs[nr++] =
-            (gd__ioeng_request){0, d->fills[f].row * rb, rb, d->slots + d->fills[f].slot * rb};
+        d->reqs[nr++] = row_read(d, d->fills[f].row, d->slots + d->fills[f].slot * rb);
     for (int64_t i = 0; i < n; i++)
-        if (d->got[i] < 0) d->reqs[nr++] = (gd__ioeng_request){0, ids[i] * rb, rb, o + i * rb};
+        if (d->got[i] < 0) d->reqs[nr++] = row_read(d, ids[i], o + i * rb);
     st = gd__ioeng_read(d->io, d->reqs, nr);
     if (st != GD_OK) {
         /* No slot keeps what a failed batch left in it. */

@@ -111,6 +111,39 @@ int64_t gd__ioeng_file_size(const gd__ioeng *e, int file);
 int64_t gd__ioeng_file_block(const gd__ioeng *e, int file);
 int gd__ioeng_file_direct(const gd__ioeng *e, int file);
 
+/*
+ * A table of rows striped over several files (disks): unit u, the rows [u x unit_rows,
+ * (u + 1) x unit_rows), lives in file u mod nfiles as that file's unit u / nfiles, so that
+ * random rows spread evenly over the disks and each file holds its units back to back. One
+ * file (nfiles <= 1) is the plain layout. The files are the engine's, in order.
+ */
+typedef struct {
+    int nfiles;
+    int64_t unit_rows; /* > 0 when nfiles > 1 */
+} gd__stripes;
+
+/* Where row `row` of a striped table lives: its file and its row within that file. */
+static inline void gd__stripes_locate(const gd__stripes *s, int64_t row, int *file,
+                                      int64_t *local) {
+    if (s->nfiles <= 1) {
+        *file = 0;
+        *local = row;
+        return;
+    }
+    const int64_t u = row / s->unit_rows;
+    *file = (int)(u % s->nfiles);
+    *local = u / s->nfiles * s->unit_rows + row % s->unit_rows;
+}
+
+/* The rows of file `file` in a striped table of `rows` rows. */
+static inline int64_t gd__stripes_file_rows(const gd__stripes *s, int64_t rows, int file) {
+    if (s->nfiles <= 1) return rows;
+    const int64_t whole = rows / s->unit_rows, rest = rows % s->unit_rows;
+    int64_t n = (whole / s->nfiles + (file < whole % s->nfiles)) * s->unit_rows;
+    if (rest > 0 && file == (int)(whole % s->nfiles)) n += rest;
+    return n;
+}
+
 /* One read: length bytes at offset (from the file's data offset) of file into dst. */
 typedef struct {
     int32_t file;
