@@ -31,8 +31,13 @@ extern "C" {
 #endif
 
 typedef struct {
-    const char *path;    /* the file of the table */
+    const char *path;    /* the file of the table (num_stripes 0) */
     int64_t data_offset; /* where row 0 starts */
+    /* Or the table striped over num_stripes files (io/ioeng.h, gd__stripes): stripes[k] is file
+     * k's path and data offset, stripe_rows the rows of a unit; path is then unused. */
+    const gd__ioeng_file *stripes;
+    int num_stripes;
+    int64_t stripe_rows;
     int64_t rows, row_bytes;
     int device; /* the GPU */
     /* The rows of the pinned host buffer (distinct, hottest first), host_count of them. */

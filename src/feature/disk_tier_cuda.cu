@@ -108,6 +108,7 @@ __global__ void drop_misses_kernel(int64_t *slots, const int64_t *miss_pos, int6
 struct gd__disk_tier {
     gd__disk_tier_config cfg;
     char path[4096];
+    gd__stripes geo; /* the table's layout over the engine's files */
     gd__ioeng *io;
     int64_t *d_loc;
     unsigned char *host_buf; /* pinned, host_count rows */
@@ -150,8 +151,8 @@ static bool wide_rows(const gd__disk_tier *t) {
 }
 
 /*
- * Read the host buffer's rows from the file into slots 0.., in increasing row order (*sorted,
- * gd_malloc'd, gets them: slot i holds (*sorted)[i]). The rows are checked first: in range and
+ * Read the host buffer's rows from the file into slots 0.., in increasing row order (file by
+ * file when the table is striped; *sorted, gd_malloc'd, gets them: slot i holds (*sorted)[i]). The rows are checked first: in range and
  * none twice. They are read as covering spans (gd__ioeng_read_rows): the hottest rows of a table
  * lie all over the file, and a buffer of a fifth of papers' 256-byte rows is a row on most of
  * its 4 KiB blocks, which spans read in one pass where a read a row took one random read each.
@@ -174,7 +175,39 @@ static gd_status fill_host_buffer(gd__disk_tier *t, const int64_t *rows, int64_t
         GD_REQUIRE(sorted[i] != sorted[i - 1], GD_ERR_INVALID_ARG,
                    "disk tier: row %lld is listed twice for the host buffer", (long long)sorted[i]);
     t0 = gd__now();
-    GD_CHECK(gd__ioeng_read_rows(t->io, 0, sorted, H, t->cfg.row_bytes, t->host_buf));
+    if (t->geo.nfiles > 1) {
+        /*
+         * Striped: the rows file by file (a stable pass keeps each file's rows increasing, and
+         * so their rows within the file), each file's read as spans into its run of slots.
+         */
+        int64_t *local = (int64_t *)gd_malloc((size_t)(H > 0 ? H : 1) * sizeof *local);
+        int64_t *grouped = (int64_t *)gd_malloc((size_t)(H > 0 ? H : 1) * sizeof *grouped);
+        int64_t at = 0;
+        if (!local || !grouped) {
+            gd_free(local);
+            gd_free(grouped);
+            GD_REQUIRE(0, GD_ERR_NO_MEMORY, "out of memory reading the host buffer's rows");
+        }
+        for (int k = 0; k < t->geo.nfiles && st == GD_OK; k++) {
+            const int64_t first = at;
+            for (int64_t i = 0; i < H; i++) {
+                int file;
+                int64_t l;
+                gd__stripes_locate(&t->geo, sorted[i], &file, &l);
+                if (file != k) continue;
+                grouped[at] = sorted[i];
+                local[at++] = l;
+            }
+            st = gd__ioeng_read_rows(t->io, k, local + first, at - first, t->cfg.row_bytes,
+                                     t->host_buf + first * t->cfg.row_bytes);
+        }
+        if (st == GD_OK) memcpy(sorted, grouped, (size_t)H * sizeof *sorted);
+        gd_free(local);
+        gd_free(grouped);
+        GD_CHECK(st);
+    } else {
+        GD_CHECK(gd__ioeng_read_rows(t->io, 0, sorted, H, t->cfg.row_bytes, t->host_buf));
+    }
     if (H > 0) {
         gd__ioeng_stats io = GD__IOENG_STATS_INIT;
         gd__ioeng_stats_get(t->io, &io);
@@ -200,7 +233,9 @@ gd_status gd__disk_tier_open(const gd__disk_tier_config *cfg, gd__disk_tier **ou
     gd__dyncache_gpu_config dcfg;
     gd__ioeng_file f;
     *out = NULL;
-    GD_REQUIRE(cfg && cfg->path && cfg->rows >= 0 && cfg->row_bytes > 0 && cfg->host_count >= 0 &&
+    GD_REQUIRE(cfg && (cfg->num_stripes > 0 ? cfg->stripes != NULL : cfg->path != NULL) &&
+                   cfg->num_stripes >= 0 && (cfg->num_stripes <= 1 || cfg->stripe_rows > 0) &&
+                   cfg->rows >= 0 && cfg->row_bytes > 0 && cfg->host_count >= 0 &&
                    (cfg->host_rows || cfg->host_count == 0) && cfg->gpu_slots >= 0 &&
                    cfg->max_rows >= 0 && cfg->data_offset >= 0,
                GD_ERR_INVALID_ARG,
@@ -215,19 +250,29 @@ gd_status gd__disk_tier_open(const gd__disk_tier_config *cfg, gd__disk_tier **ou
     t = (gd__disk_tier *)gd_calloc(1, sizeof *t);
     GD_REQUIRE(t, GD_ERR_NO_MEMORY, "out of memory allocating the disk tier");
     t->cfg = *cfg;
-    snprintf(t->path, sizeof t->path, "%s", cfg->path);
-    t->cfg.path = t->path;
     t->cfg.host_rows = NULL; /* the caller's: read during open only */
-    f = (gd__ioeng_file){t->path, cfg->data_offset};
-    GD_CHECK(gd__ioeng_open(&f, 1, &cfg->io, &t->io));
+    t->cfg.stripes = NULL;
+    if (cfg->num_stripes > 0) {
+        t->geo = gd__stripes{cfg->num_stripes, cfg->stripe_rows};
+        snprintf(t->path, sizeof t->path, "%s", cfg->stripes[0].path);
+        GD_CHECK(gd__ioeng_open(cfg->stripes, cfg->num_stripes, &cfg->io, &t->io));
+    } else {
+        t->geo = gd__stripes{1, 0};
+        snprintf(t->path, sizeof t->path, "%s", cfg->path);
+        f = gd__ioeng_file{t->path, cfg->data_offset};
+        GD_CHECK(gd__ioeng_open(&f, 1, &cfg->io, &t->io));
+    }
+    t->cfg.path = t->path;
     rb = cfg->row_bytes;
-    need = cfg->rows * rb;
-    have = gd__ioeng_file_size(t->io, 0);
-    GD_REQUIRE(have >= need, GD_ERR_FORMAT,
-               "disk tier: '%s' holds %lld bytes from byte %lld, too few for %lld rows of %lld "
-               "bytes (%lld): the file is truncated or not this table",
-               t->path, (long long)have, (long long)cfg->data_offset, (long long)cfg->rows,
-               (long long)rb, (long long)need);
+    for (int k = 0; k < t->geo.nfiles; k++) {
+        need = gd__stripes_file_rows(&t->geo, cfg->rows, k) * rb;
+        have = gd__ioeng_file_size(t->io, k);
+        GD_REQUIRE(have >= need, GD_ERR_FORMAT,
+                   "disk tier: '%s' holds %lld bytes from its data offset, too few for its %lld "
+                   "bytes of the %lld rows of %lld bytes: the file is truncated or not this table",
+                   cfg->num_stripes > 0 ? cfg->stripes[k].path : t->path, (long long)have,
+                   (long long)need, (long long)cfg->rows, (long long)rb);
+    }
     H = cfg->host_count;
     M = cfg->max_rows;
     GD_CHECK(gd__cuda_pinned_alloc((void **)&t->host_buf, (size_t)(H * rb),
@@ -311,8 +356,12 @@ gd_status gd__disk_tier_gather(gd__disk_tier *t, const int64_t *ids, int64_t n, 
     if (t->staged_pending) GD_CUDA_CHECK(cudaEventSynchronize(t->staged));
     t->staged_pending = 0;
     m = *t->h_num;
-    for (int64_t j = 0; j < m; j++)
-        t->reqs[j] = (gd__ioeng_request){0, t->h_miss_rows[j] * rb, rb, staging + j * rb};
+    for (int64_t j = 0; j < m; j++) {
+        int file;
+        int64_t local;
+        gd__stripes_locate(&t->geo, t->h_miss_rows[j], &file, &local);
+        t->reqs[j] = gd__ioeng_request{file, local * rb, rb, staging + j * rb};
+    }
     t0 = gd__now();
     st = gd__ioeng_read(t->io, t->reqs, m);
     t->stats.read_s += gd__now() - t0;
