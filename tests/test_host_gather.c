@@ -287,18 +287,8 @@ static void check_each(uint64_t *state) {
     }
 }
 
-static void check_choose(void) {
-    T_EQ_INT(gd__host_gather_choose(8.6, 21.4, 0), GD__HOST_GATHER_CPU);
-    T_EQ_INT(gd__host_gather_choose(47.8, 21.4, 0), GD__HOST_GATHER_ZEROCOPY);
-    T_EQ_INT(gd__host_gather_choose(10.0, 10.0, 0), GD__HOST_GATHER_ZEROCOPY); /* a tie */
-    T_EQ_INT(gd__host_gather_choose(0.0, 21.4, 30), GD__HOST_GATHER_ZEROCOPY); /* not measured */
-    T_EQ_INT(gd__host_gather_choose(8.6, 0.0, 30), GD__HOST_GATHER_ZEROCOPY);
-    T_EQ_INT(gd__host_gather_choose(NAN, 21.4, 30), GD__HOST_GATHER_ZEROCOPY);
-    T_EQ_INT(gd__host_gather_choose(8.6, 21.4, 28.0), GD__HOST_GATHER_SPLIT);
-    T_EQ_INT(gd__host_gather_choose(8.6, 21.4, 21.4), GD__HOST_GATHER_CPU); /* a tie */
-    T_EQ_INT(gd__host_gather_choose(47.8, 21.4, 40.0), GD__HOST_GATHER_ZEROCOPY);
-    T_EQ_INT(gd__host_gather_choose(8.6, 21.4, NAN), GD__HOST_GATHER_CPU);
-    /* split's fraction: both engines finish together. */
+/* split's CPU fraction from the probe's two rates: both engines finish together. */
+static void check_split_fraction(void) {
     const double f = gd__host_split_fraction(8.6, 21.4);
     T_ASSERT(fabs(f - 21.4 / 30.0) < 1e-12);
     T_ASSERT(fabs(f / 21.4 - (1 - f) / 8.6) < 1e-12);
@@ -673,7 +663,7 @@ int main(void) {
     check_share(&state);
     check_list_reference(&state);
     check_flow_cpu(&state);
-    check_choose();
+    check_split_fraction();
     check_trial(&state);
     check_each(&state);
     check_refusals(seed);

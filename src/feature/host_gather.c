@@ -98,15 +98,6 @@ int64_t gd__host_rows_list_cpu(const int64_t *loc, int64_t table_rows, const int
     return gd__host_rows_split_cpu(loc, table_rows, ids, n, GD__HOST_SHARE_ONE, stage_slot, rows);
 }
 
-gd__host_gather gd__host_gather_choose(double zerocopy_rate, double cpu_rate, double split_rate) {
-    if (!(zerocopy_rate > 0) || !(cpu_rate > 0)) return GD__HOST_GATHER_ZEROCOPY;
-    gd__host_gather best = GD__HOST_GATHER_ZEROCOPY;
-    double rate = zerocopy_rate;
-    if (cpu_rate > rate) best = GD__HOST_GATHER_CPU, rate = cpu_rate;
-    if (split_rate > rate) best = GD__HOST_GATHER_SPLIT;
-    return best;
-}
-
 double gd__host_split_fraction(double zerocopy_rate, double cpu_rate) {
     if (!(zerocopy_rate > 0) || !(cpu_rate > 0)) return 0.5;
     return cpu_rate / (cpu_rate + zerocopy_rate);

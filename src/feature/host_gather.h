@@ -31,7 +31,7 @@
  * rates, so both engines finish together) unless "split=F" or GD_HOST_SPLIT names it.
  *
  * Every way writes the same bytes to the same output rows. This header is plain C: the CPU
- * reference of the list and the choice rules of "auto" live in host_gather.c, the GPU side in
+ * reference of the list and the rules of auto's trial live in host_gather.c, the GPU side in
  * feature_cuda.cu.
  */
 #ifndef GD_FEATURE_HOST_GATHER_H
@@ -47,7 +47,7 @@ extern "C" {
 typedef enum {
     GD__HOST_GATHER_ZEROCOPY = 0, /* "zero-copy": the gather kernel reads the pinned table */
     GD__HOST_GATHER_CPU = 1,      /* "cpu": CPU threads into pinned staging, one DMA */
-    GD__HOST_GATHER_AUTO = 2,     /* "auto": whichever a probe at start-up finds fastest */
+    GD__HOST_GATHER_AUTO = 2,     /* "auto": the fastest of a trial in the run (below) */
     GD__HOST_GATHER_SPLIT = 3,    /* "split": a share by the CPU, the rest zero-copy, at once */
     GD__HOST_GATHER_COUNT = 4
 } gd__host_gather;
@@ -96,12 +96,6 @@ int64_t gd__host_rows_list_cpu(const int64_t *loc, int64_t table_rows, const int
 int64_t gd__host_rows_split_cpu(const int64_t *loc, int64_t table_rows, const int64_t *ids,
                                 int64_t n, int share, int64_t *stage_slot, int64_t *rows);
 
-/*
- * What "auto" picks from the rates the probe measured (bytes of host rows per second, each
- * way): the fastest, ties to zero-copy loads, then the CPU gather; zero-copy loads also when
- * the zero-copy or CPU rate is unknown (<= 0). An unknown split rate leaves split out.
- */
-gd__host_gather gd__host_gather_choose(double zerocopy_rate, double cpu_rate, double split_rate);
 /*
  * split's CPU fraction from the two rates, so that both engines finish together: cpu / (cpu +
  * zero-copy); 0.5 when either is unknown (<= 0; then there were no host rows to probe).
