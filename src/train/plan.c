@@ -7,8 +7,8 @@
  * fixed buffers fit; else cpu-centric. Without a GPU: cpu. zero-copy keeps indptr in GPU memory
  * (8 bytes a node, read for every frontier node), the lists and the rows in pinned host memory,
  * and gives a quarter of what the budget leaves to the hottest neighbour lists (three quarters
- * when CPU threads copy the host rows: --host-gather cpu, split or auto) and the rest, measured once
- * everything else is allocated, to the hottest feature rows.
+ * when CPU threads copy the host rows: --host-gather cpu, split or auto) and the rest, measured
+ * once everything else is allocated, to the hottest feature rows.
  */
 #include "train/plan.h"
 
@@ -189,8 +189,8 @@ gd_status gd__plan_make(const gd__plan_input *in, gd__plan *p) {
             /*
              * A quarter of what the budget leaves after the fixed buffers, indptr and the two
              * location maps (lists and feature rows); at most the whole of indices. When CPU
-             * threads copy the host rows (cpu, split, auto), three quarters: there the sampler's UVA
-             * reads of uncached lists, not the rows, held the epoch back. Papers in bfloat16
+             * threads copy the host rows (cpu, split, auto), three quarters: there the sampler's
+             * UVA reads of uncached lists, not the rows, held the epoch back. Papers in bfloat16
              * at 16 GiB on the H100 (s9): the whole graph in GPU memory (6.03 GiB of lists,
              * 1.99 GiB of rows) ran split=0.95's epoch in 3.73 s against 4.08-4.20 s with the
              * quarter (2.14 GiB, 5.88 GiB): sampling 0.38 s against 2.0 s.

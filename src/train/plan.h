@@ -33,8 +33,8 @@ typedef struct {
     int64_t gpu_cache_bytes;   /* feature rows (-1: what is left) */
     int64_t graph_cache_bytes; /* neighbour lists (-1: a quarter of what the budget leaves) */
     /*
-     * zero-copy with the host rows copied by CPU threads (--host-gather cpu, split or auto): the
-     * default neighbour-list cache takes up to three quarters of what the budget leaves.
+     * zero-copy with the host rows copied by CPU threads (--host-gather cpu, split or auto):
+     * the default neighbour-list cache takes up to three quarters of what the budget leaves.
      */
     int host_rows_by_cpu;
     int64_t gpu_mem_budget;    /* 0: none asked (the budget is then what is free) */
