@@ -39,13 +39,11 @@ gd_status gd__disk_rows_open(const gd__disk_rows_config *cfg, gd__disk_rows **ou
     gd_status st = GD_OK;
     gd__disk_rows *d = NULL;
     *out = NULL;
-    GD_REQUIRE(cfg && (cfg->num_stripes > 0 ? cfg->stripes != NULL : cfg->path != NULL) &&
-                   cfg->rows >= 0 && cfg->row_bytes > 0 && cfg->cache_rows >= 0 &&
-                   cfg->data_offset >= 0 && cfg->num_stripes >= 0 &&
-                   (cfg->num_stripes <= 1 || cfg->stripe_rows > 0),
+    GD_REQUIRE(cfg && cfg->rows >= 0 && cfg->row_bytes > 0 && cfg->cache_rows >= 0 &&
+                   cfg->data_offset >= 0,
                GD_ERR_INVALID_ARG,
-               "rows on disk: a path (or stripes with rows per unit > 0), rows >= 0, row bytes "
-               "> 0, cache rows >= 0 and a data offset >= 0 are needed");
+               "rows on disk: rows >= 0, row bytes > 0, cache rows >= 0 and a data offset >= 0 "
+               "are needed");
     GD_REQUIRE(cfg->rows <= INT64_MAX / cfg->row_bytes &&
                    cfg->cache_rows <= (INT64_MAX - SLOT_ALIGN) / cfg->row_bytes,
                GD_ERR_INVALID_ARG,
@@ -55,27 +53,11 @@ gd_status gd__disk_rows_open(const gd__disk_rows_config *cfg, gd__disk_rows **ou
     memset(d, 0, sizeof *d);
     d->cfg = *cfg;
     d->cfg.stripes = NULL; /* the caller's: read during open only */
-    if (cfg->num_stripes > 0) {
-        d->geo = (gd__stripes){cfg->num_stripes, cfg->stripe_rows};
-        GD_CHECK(gd__ioeng_open(cfg->stripes, cfg->num_stripes, &cfg->io, &d->io));
-        snprintf(d->path, sizeof d->path, "%s", cfg->stripes[0].path);
-    } else {
-        d->geo = (gd__stripes){1, 0};
-        snprintf(d->path, sizeof d->path, "%s", cfg->path);
-        const gd__ioeng_file f = {d->path, cfg->data_offset};
-        GD_CHECK(gd__ioeng_open(&f, 1, &cfg->io, &d->io));
-    }
+    GD_CHECK(gd__ioeng_open_table(cfg->path, cfg->data_offset, cfg->stripes, cfg->num_stripes,
+                                  cfg->stripe_rows, cfg->rows, cfg->row_bytes, &cfg->io,
+                                  "rows on disk", &d->geo, &d->io));
+    snprintf(d->path, sizeof d->path, "%s", cfg->num_stripes > 0 ? cfg->stripes[0].path : cfg->path);
     d->cfg.path = d->path;
-    for (int k = 0; k < d->geo.nfiles; k++) {
-        const int64_t need = gd__stripes_file_rows(&d->geo, cfg->rows, k) * cfg->row_bytes;
-        const int64_t have = gd__ioeng_file_size(d->io, k);
-        GD_REQUIRE(have >= need, GD_ERR_FORMAT,
-                   "rows on disk: '%s' holds %lld bytes from its data offset, too few for its "
-                   "%lld bytes of the %lld rows of %lld bytes: the file is truncated or not this "
-                   "table",
-                   cfg->num_stripes > 0 ? cfg->stripes[k].path : d->path, (long long)have,
-                   (long long)need, (long long)cfg->rows, (long long)cfg->row_bytes);
-    }
     GD_CHECK(gd__dyncache_create(cfg->rows, cfg->cache_rows, cfg->policy, 0, &d->cache));
     GD_ALLOC(d->slots_base, (size_t)(cfg->cache_rows * cfg->row_bytes + SLOT_ALIGN),
              "the rows on disk's host cache");
@@ -108,14 +90,6 @@ fail:
     return st;
 }
 
-/* The read of row `row` into dst: from its file of the layout. */
-static gd__ioeng_request row_read(const gd__disk_rows *d, int64_t row, void *dst) {
-    int file;
-    int64_t local;
-    gd__stripes_locate(&d->geo, row, &file, &local);
-    return (gd__ioeng_request){file, local * d->cfg.row_bytes, d->cfg.row_bytes, dst};
-}
-
 gd_status gd__disk_rows_gather(gd__disk_rows *d, const int64_t *ids, int64_t n, void *out) {
     gd_status st = GD_OK;
     int64_t nf = 0, nb = 0, nr = 0;
@@ -129,9 +103,10 @@ gd_status gd__disk_rows_gather(gd__disk_rows *d, const int64_t *ids, int64_t n, 
     GD_CHECK(gd__dyncache_acquire(d->cache, ids, n, d->got, d->fills, &nf, &nb));
     acquired = 1;
     for (int64_t f = 0; f < nf; f++)
-        d->reqs[nr++] = row_read(d, d->fills[f].row, d->slots + d->fills[f].slot * rb);
+        d->reqs[nr++] =
+            gd__stripes_request(&d->geo, d->fills[f].row, rb, d->slots + d->fills[f].slot * rb);
     for (int64_t i = 0; i < n; i++)
-        if (d->got[i] < 0) d->reqs[nr++] = row_read(d, ids[i], o + i * rb);
+        if (d->got[i] < 0) d->reqs[nr++] = gd__stripes_request(&d->geo, ids[i], rb, o + i * rb);
     st = gd__ioeng_read(d->io, d->reqs, nr);
     if (st != GD_OK) {
         /* No slot keeps what a failed batch left in it. */

@@ -151,19 +151,23 @@ static bool wide_rows(const gd__disk_tier *t) {
 }
 
 /*
- * Read the host buffer's rows from the file into slots 0.., in increasing row order (file by
- * file when the table is striped; *sorted, gd_malloc'd, gets them: slot i holds (*sorted)[i]). The rows are checked first: in range and
- * none twice. They are read as covering spans (gd__ioeng_read_rows): the hottest rows of a table
- * lie all over the file, and a buffer of a fifth of papers' 256-byte rows is a row on most of
- * its 4 KiB blocks, which spans read in one pass where a read a row took one random read each.
- * The engine's counters are reset after, so that the tier's bytes read are its gathers'.
+ * Read the host buffer's rows into slots 0.., file by file and in increasing row order within
+ * each (*slot_rows, gd_malloc'd, gets them: slot i holds (*slot_rows)[i]; with one file that is
+ * increasing order). The rows are checked first: in range and none twice. Each file's rows are
+ * read as covering spans (gd__ioeng_read_rows): the hottest rows of a table lie all over the
+ * file, and a buffer of a fifth of papers' 256-byte rows is a row on most of its 4 KiB blocks,
+ * which spans read in one pass where a read a row took one random read each. The engine's
+ * counters are reset after, so that the tier's bytes read are its gathers'.
  */
-static gd_status fill_host_buffer(gd__disk_tier *t, const int64_t *rows, int64_t **sorted_out) {
+static gd_status fill_host_buffer(gd__disk_tier *t, const int64_t *rows, int64_t **slot_rows) {
     gd_status st = GD_OK;
-    const int64_t H = t->cfg.host_count;
-    int64_t *sorted = (int64_t *)gd_malloc((size_t)(H > 0 ? H : 1) * sizeof *sorted);
-    double t0;
-    GD_REQUIRE(sorted, GD_ERR_NO_MEMORY, "out of memory reading the host buffer's rows");
+    const int64_t H = t->cfg.host_count, rb = t->cfg.row_bytes;
+    const size_t bytes = (size_t)(H > 0 ? H : 1) * sizeof(int64_t);
+    int64_t *sorted = (int64_t *)gd_malloc(bytes), *grouped = (int64_t *)gd_malloc(bytes);
+    int64_t *local = (int64_t *)gd_malloc(bytes), at = 0;
+    const double t0 = gd__now();
+    GD_REQUIRE(sorted && grouped && local, GD_ERR_NO_MEMORY,
+               "out of memory reading the host buffer's rows");
     for (int64_t i = 0; i < H; i++) {
         GD_REQUIRE(rows[i] >= 0 && rows[i] < t->cfg.rows, GD_ERR_RANGE,
                    "disk tier: host buffer row %lld is outside [0, %lld)", (long long)rows[i],
@@ -174,53 +178,35 @@ static gd_status fill_host_buffer(gd__disk_tier *t, const int64_t *rows, int64_t
     for (int64_t i = 1; i < H; i++)
         GD_REQUIRE(sorted[i] != sorted[i - 1], GD_ERR_INVALID_ARG,
                    "disk tier: row %lld is listed twice for the host buffer", (long long)sorted[i]);
-    t0 = gd__now();
-    if (t->geo.nfiles > 1) {
-        /*
-         * Striped: the rows file by file (a stable pass keeps each file's rows increasing, and
-         * so their rows within the file), each file's read as spans into its run of slots.
-         */
-        int64_t *local = (int64_t *)gd_malloc((size_t)(H > 0 ? H : 1) * sizeof *local);
-        int64_t *grouped = (int64_t *)gd_malloc((size_t)(H > 0 ? H : 1) * sizeof *grouped);
-        int64_t at = 0;
-        if (!local || !grouped) {
-            gd_free(local);
-            gd_free(grouped);
-            GD_REQUIRE(0, GD_ERR_NO_MEMORY, "out of memory reading the host buffer's rows");
+    /* A pass per file keeps its rows increasing, and so their rows within the file. */
+    for (int k = 0; k < t->geo.nfiles; k++) {
+        const int64_t first = at;
+        for (int64_t i = 0; i < H; i++) {
+            int file;
+            int64_t l;
+            gd__stripes_locate(&t->geo, sorted[i], &file, &l);
+            if (file != k) continue;
+            grouped[at] = sorted[i];
+            local[at++] = l;
         }
-        for (int k = 0; k < t->geo.nfiles && st == GD_OK; k++) {
-            const int64_t first = at;
-            for (int64_t i = 0; i < H; i++) {
-                int file;
-                int64_t l;
-                gd__stripes_locate(&t->geo, sorted[i], &file, &l);
-                if (file != k) continue;
-                grouped[at] = sorted[i];
-                local[at++] = l;
-            }
-            st = gd__ioeng_read_rows(t->io, k, local + first, at - first, t->cfg.row_bytes,
-                                     t->host_buf + first * t->cfg.row_bytes);
-        }
-        if (st == GD_OK) memcpy(sorted, grouped, (size_t)H * sizeof *sorted);
-        gd_free(local);
-        gd_free(grouped);
-        GD_CHECK(st);
-    } else {
-        GD_CHECK(gd__ioeng_read_rows(t->io, 0, sorted, H, t->cfg.row_bytes, t->host_buf));
+        GD_CHECK(gd__ioeng_read_rows(t->io, k, local + first, at - first, rb,
+                                     t->host_buf + first * rb));
     }
     if (H > 0) {
         gd__ioeng_stats io = GD__IOENG_STATS_INIT;
         gd__ioeng_stats_get(t->io, &io);
         GD_INFO("disk tier: the host buffer's %lld rows (%.2f GB) read in %.2f s as %lld spans "
                 "(%.2f GB)",
-                (long long)H, (double)(H * t->cfg.row_bytes) / 1e9, gd__now() - t0,
-                (long long)io.requests, (double)io.bytes_read / 1e9);
+                (long long)H, (double)(H * rb) / 1e9, gd__now() - t0, (long long)io.requests,
+                (double)io.bytes_read / 1e9);
     }
     gd__ioeng_stats_reset(t->io);
-    *sorted_out = sorted;
-    sorted = NULL;
+    *slot_rows = grouped;
+    grouped = NULL;
 fail:
     gd_free(sorted);
+    gd_free(grouped);
+    gd_free(local);
     return st;
 }
 
@@ -229,18 +215,15 @@ gd_status gd__disk_tier_open(const gd__disk_tier_config *cfg, gd__disk_tier **ou
     gd__disk_tier *t = NULL;
     int prev = -1, entered = 0;
     int64_t *d_rows = NULL, *h_rows = NULL; /* the host buffer's rows, slot by slot */
-    int64_t rb = 0, need = 0, have = 0, H = 0, M = 0;
+    int64_t rb = 0, H = 0, M = 0;
     gd__dyncache_gpu_config dcfg;
-    gd__ioeng_file f;
     *out = NULL;
-    GD_REQUIRE(cfg && (cfg->num_stripes > 0 ? cfg->stripes != NULL : cfg->path != NULL) &&
-                   cfg->num_stripes >= 0 && (cfg->num_stripes <= 1 || cfg->stripe_rows > 0) &&
-                   cfg->rows >= 0 && cfg->row_bytes > 0 && cfg->host_count >= 0 &&
+    GD_REQUIRE(cfg && cfg->rows >= 0 && cfg->row_bytes > 0 && cfg->host_count >= 0 &&
                    (cfg->host_rows || cfg->host_count == 0) && cfg->gpu_slots >= 0 &&
                    cfg->max_rows >= 0 && cfg->data_offset >= 0,
                GD_ERR_INVALID_ARG,
-               "disk tier: a path, rows >= 0, row bytes > 0, host rows, cache slots and a data "
-               "offset >= 0 are needed");
+               "disk tier: rows >= 0, row bytes > 0, host rows, cache slots and a data offset >= "
+               "0 are needed");
     GD_REQUIRE(cfg->rows <= INT64_MAX / cfg->row_bytes &&
                    cfg->max_rows <= (INT64_MAX - (int64_t)ALIGN) / cfg->row_bytes,
                GD_ERR_INVALID_ARG, "disk tier: %lld rows of %lld bytes overflow",
@@ -252,27 +235,13 @@ gd_status gd__disk_tier_open(const gd__disk_tier_config *cfg, gd__disk_tier **ou
     t->cfg = *cfg;
     t->cfg.host_rows = NULL; /* the caller's: read during open only */
     t->cfg.stripes = NULL;
-    if (cfg->num_stripes > 0) {
-        t->geo = gd__stripes{cfg->num_stripes, cfg->stripe_rows};
-        snprintf(t->path, sizeof t->path, "%s", cfg->stripes[0].path);
-        GD_CHECK(gd__ioeng_open(cfg->stripes, cfg->num_stripes, &cfg->io, &t->io));
-    } else {
-        t->geo = gd__stripes{1, 0};
-        snprintf(t->path, sizeof t->path, "%s", cfg->path);
-        f = gd__ioeng_file{t->path, cfg->data_offset};
-        GD_CHECK(gd__ioeng_open(&f, 1, &cfg->io, &t->io));
-    }
+    GD_CHECK(gd__ioeng_open_table(cfg->path, cfg->data_offset, cfg->stripes, cfg->num_stripes,
+                                  cfg->stripe_rows, cfg->rows, cfg->row_bytes, &cfg->io,
+                                  "disk tier", &t->geo, &t->io));
+    snprintf(t->path, sizeof t->path, "%s",
+             cfg->num_stripes > 0 ? cfg->stripes[0].path : cfg->path);
     t->cfg.path = t->path;
     rb = cfg->row_bytes;
-    for (int k = 0; k < t->geo.nfiles; k++) {
-        need = gd__stripes_file_rows(&t->geo, cfg->rows, k) * rb;
-        have = gd__ioeng_file_size(t->io, k);
-        GD_REQUIRE(have >= need, GD_ERR_FORMAT,
-                   "disk tier: '%s' holds %lld bytes from its data offset, too few for its %lld "
-                   "bytes of the %lld rows of %lld bytes: the file is truncated or not this table",
-                   cfg->num_stripes > 0 ? cfg->stripes[k].path : t->path, (long long)have,
-                   (long long)need, (long long)cfg->rows, (long long)rb);
-    }
     H = cfg->host_count;
     M = cfg->max_rows;
     GD_CHECK(gd__cuda_pinned_alloc((void **)&t->host_buf, (size_t)(H * rb),
@@ -356,12 +325,8 @@ gd_status gd__disk_tier_gather(gd__disk_tier *t, const int64_t *ids, int64_t n, 
     if (t->staged_pending) GD_CUDA_CHECK(cudaEventSynchronize(t->staged));
     t->staged_pending = 0;
     m = *t->h_num;
-    for (int64_t j = 0; j < m; j++) {
-        int file;
-        int64_t local;
-        gd__stripes_locate(&t->geo, t->h_miss_rows[j], &file, &local);
-        t->reqs[j] = gd__ioeng_request{file, local * rb, rb, staging + j * rb};
-    }
+    for (int64_t j = 0; j < m; j++)
+        t->reqs[j] = gd__stripes_request(&t->geo, t->h_miss_rows[j], rb, staging + j * rb);
     t0 = gd__now();
     st = gd__ioeng_read(t->io, t->reqs, m);
     t->stats.read_s += gd__now() - t0;

@@ -597,6 +597,42 @@ gd_status gd__ioeng_read(gd__ioeng *e, const gd__ioeng_request *reqs, int64_t n)
     return st == GD_OK ? gd__ioeng_wait(e) : st;
 }
 
+gd_status gd__ioeng_open_table(const char *path, int64_t data_offset,
+                               const gd__ioeng_file *stripes, int num_stripes, int64_t stripe_rows,
+                               int64_t rows, int64_t row_bytes, const gd__ioeng_options *opts,
+                               const char *who, gd__stripes *geo, gd__ioeng **out) {
+    gd_status st = GD_OK;
+    gd__ioeng *e = NULL;
+    *out = NULL;
+    GD_REQUIRE((num_stripes > 0 ? stripes != NULL : path != NULL) && num_stripes >= 0 &&
+                   (num_stripes <= 1 || stripe_rows > 0) && rows >= 0 && row_bytes > 0,
+               GD_ERR_INVALID_ARG,
+               "%s: a path (or stripes with rows per unit > 0), rows >= 0 and row bytes > 0 are "
+               "needed",
+               who);
+    if (num_stripes > 0) {
+        *geo = (gd__stripes){num_stripes, stripe_rows};
+        GD_CHECK(gd__ioeng_open(stripes, num_stripes, opts, &e));
+    } else {
+        *geo = (gd__stripes){1, 0};
+        const gd__ioeng_file f = {path, data_offset};
+        GD_CHECK(gd__ioeng_open(&f, 1, opts, &e));
+    }
+    for (int k = 0; k < geo->nfiles; k++) {
+        const int64_t need = gd__stripes_file_rows(geo, rows, k) * row_bytes;
+        GD_REQUIRE(e->files[k].size >= need, GD_ERR_FORMAT,
+                   "%s: '%s' holds %lld bytes from its data offset, too few for its %lld bytes "
+                   "of the %lld rows of %lld bytes: the file is truncated or not this table",
+                   who, e->files[k].path, (long long)e->files[k].size, (long long)need,
+                   (long long)rows, (long long)row_bytes);
+    }
+    *out = e;
+    return GD_OK;
+fail:
+    gd__ioeng_close(e);
+    return st;
+}
+
 /* ---- rows by covering spans (gd__ioeng_read_rows) */
 
 /* One span of a gd__ioeng_read_rows batch: rows[lo..hi) in one read. */

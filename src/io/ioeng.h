@@ -152,6 +152,27 @@ typedef struct {
     void *dst;
 } gd__ioeng_request;
 
+/* The read of row `row` of a striped table of row_bytes-byte rows into dst: from its file. */
+static inline gd__ioeng_request gd__stripes_request(const gd__stripes *s, int64_t row,
+                                                    int64_t row_bytes, void *dst) {
+    int file;
+    int64_t local;
+    gd__stripes_locate(s, row, &file, &local);
+    const gd__ioeng_request r = {file, local * row_bytes, row_bytes, dst};
+    return r;
+}
+
+/*
+ * The engine over a table of rows x row_bytes: in one file (path, its rows from data_offset),
+ * or striped over num_stripes files (stripes, units of stripe_rows rows; path unused). Every
+ * file is checked to hold its share of the rows (GD_ERR_FORMAT naming the file, after `who`);
+ * *geo gets the layout. A bad layout is GD_ERR_INVALID_ARG.
+ */
+gd_status gd__ioeng_open_table(const char *path, int64_t data_offset,
+                               const gd__ioeng_file *stripes, int num_stripes, int64_t stripe_rows,
+                               int64_t rows, int64_t row_bytes, const gd__ioeng_options *opts,
+                               const char *who, gd__stripes *geo, gd__ioeng **out);
+
 /*
  * Start reading reqs[0..n): returns once the batch is handed to the engine's threads. The
  * request array and every destination must stay untouched until gd__ioeng_wait returns. One
