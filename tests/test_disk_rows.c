@@ -12,6 +12,7 @@
 #include "test.h"
 
 #include "feature/disk_rows.h"
+#include "stripe_util.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,11 +25,8 @@
 
 static char dir[4096], path[4200];
 static unsigned char *table;
-/* The table striped over files (gd__stripes): their paths and the layout (nfiles 0: none). */
-#define MAX_STRIPES 4
-static char stripe_path[MAX_STRIPES][4300];
-static gd__ioeng_file stripe_files[MAX_STRIPES];
-static gd__stripes geo;
+/* The table striped over files (stripe_util.h; geo.nfiles 0: the one file). */
+static stripe_set striped;
 
 static void write_table(uint64_t *rng, int64_t row_bytes) {
     const int64_t bytes = ROWS * row_bytes;
@@ -45,38 +43,9 @@ static void write_table(uint64_t *rng, int64_t row_bytes) {
     T_ASSERT(fclose(f) == 0);
 }
 
-/*
- * The table written again as `nfiles` stripe files of unit_rows-row units, each after a header
- * of its own length (a different data offset per file), every row where gd__stripes_locate puts
- * it; config() then reads them. nfiles 0 goes back to the one file.
- */
+/* The table written again as stripe files (headers of 512 B x (k + 1)); config() reads them. */
 static void write_stripes(int64_t row_bytes, int nfiles, int64_t unit_rows) {
-    geo = (gd__stripes){nfiles, unit_rows};
-    for (int k = 0; k < nfiles; k++) {
-        snprintf(stripe_path[k], sizeof stripe_path[k], "%s/stripe%d.bin", dir, k);
-        const int64_t head = 512 * (k + 1), n = gd__stripes_file_rows(&geo, ROWS, k);
-        unsigned char *buf = gd_malloc((size_t)(head + n * row_bytes));
-        T_ASSERT(buf);
-        memset(buf, 0x33, (size_t)head);
-        int64_t placed = 0;
-        for (int64_t r = 0; r < ROWS; r++) {
-            int file;
-            int64_t local;
-            gd__stripes_locate(&geo, r, &file, &local);
-            if (file != k) continue;
-            T_ASSERT(local >= 0 && local < n);
-            memcpy(buf + head + local * row_bytes, table + r * row_bytes, (size_t)row_bytes);
-            placed++;
-        }
-        T_EQ_INT(placed, n);
-        FILE *f = fopen(stripe_path[k], "wb");
-        T_ASSERT(f);
-        T_ASSERT(fwrite(buf, 1, (size_t)(head + n * row_bytes), f) ==
-                 (size_t)(head + n * row_bytes));
-        T_ASSERT(fclose(f) == 0);
-        gd_free(buf);
-        stripe_files[k] = (gd__ioeng_file){stripe_path[k], head};
-    }
+    stripe_write(&striped, dir, table, ROWS, row_bytes, nfiles, unit_rows, 512);
 }
 
 static gd__disk_rows_config config(int64_t row_bytes, int64_t cache, gd__evict_policy p,
@@ -88,11 +57,11 @@ static gd__disk_rows_config config(int64_t row_bytes, int64_t cache, gd__evict_p
                               .cache_rows = cache,
                               .policy = p,
                               .io = GD__IOENG_OPTIONS_INIT};
-    if (geo.nfiles > 0) {
+    if (striped.geo.nfiles > 0) {
         c.path = NULL;
-        c.stripes = stripe_files;
-        c.num_stripes = geo.nfiles;
-        c.stripe_rows = geo.unit_rows;
+        c.stripes = striped.files;
+        c.num_stripes = striped.geo.nfiles;
+        c.stripe_rows = striped.geo.unit_rows;
     }
     c.io.backend = backend;
     c.io.queue_depth = 16;
@@ -182,6 +151,21 @@ static void gathers(uint64_t *rng, int64_t rb, int64_t cache, gd__evict_policy p
     gd__disk_rows_close(d);
 }
 
+/*
+ * The fault_at-th read fails: the gather of ids fails naming `needle` (the file); the same
+ * gather again, into poisoned output, gives the table's rows.
+ */
+static void failed_read_then_right(gd__disk_rows *d, const int64_t *ids, int64_t n,
+                                   unsigned char *out, int64_t rb, int64_t fault_at,
+                                   const char *needle) {
+    gd_fault_set(GD_FAULT_READ, fault_at);
+    T_FAILS(gd__disk_rows_gather(d, ids, n, out), GD_ERR_IO, needle);
+    gd_fault_set(GD_FAULT_READ, 0);
+    memset(out, 0xee, (size_t)(n * rb));
+    T_OK(gd__disk_rows_gather(d, ids, n, out));
+    check_rows(ids, n, out, rb);
+}
+
 /* A failed read leaves no slot behind; the next gathers are right. Bad input is refused. */
 static void failures(uint64_t *rng) {
     const int64_t rb = 512;
@@ -193,12 +177,7 @@ static void failures(uint64_t *rng) {
     int64_t ids[MAX_IDS];
     const int64_t n = 32; /* rows not cached yet: 32 reads, the second of which fails */
     for (int64_t i = 0; i < n; i++) ids[i] = (int64_t)(t_rand(rng) % (ROWS / n)) * n + i;
-    gd_fault_set(GD_FAULT_READ, 2);
-    T_FAILS(gd__disk_rows_gather(d, ids, n, out), GD_ERR_IO, "features.bin");
-    gd_fault_set(GD_FAULT_READ, 0);
-    memset(out, 0xee, sizeof out);
-    T_OK(gd__disk_rows_gather(d, ids, n, out));
-    check_rows(ids, n, out, rb);
+    failed_read_then_right(d, ids, n, out, rb, 2, "features.bin");
     const int64_t twice[2] = {3, 3}, far = ROWS;
     T_FAILS(gd__disk_rows_gather(d, twice, 2, out), GD_ERR_INVALID_ARG, "twice");
     T_FAILS(gd__disk_rows_gather(d, &far, 1, out), GD_ERR_RANGE, "outside");
@@ -211,19 +190,14 @@ static void failures(uint64_t *rng) {
     write_stripes(rb, 3, 5);
     const gd__disk_rows_config cs = config(rb, ROWS / 4, GD__EVICT_CLOCK, GD__IOENG_THREADS);
     T_OK(gd__disk_rows_open(&cs, &d));
-    gd_fault_set(GD_FAULT_READ, 3);
-    T_FAILS(gd__disk_rows_gather(d, ids, n, out), GD_ERR_IO, "stripe");
-    gd_fault_set(GD_FAULT_READ, 0);
-    memset(out, 0xee, sizeof out);
-    T_OK(gd__disk_rows_gather(d, ids, n, out));
-    check_rows(ids, n, out, rb);
+    failed_read_then_right(d, ids, n, out, rb, 3, "stripe");
     gd__disk_rows_close(d);
-    T_ASSERT(truncate(stripe_path[1], 1024 + 10 * rb) == 0);
+    T_ASSERT(truncate(striped.path[1], 1024 + 10 * rb) == 0);
     T_FAILS(gd__disk_rows_open(&cs, &d), GD_ERR_FORMAT, "stripe1.bin");
     gd__disk_rows_config bad = cs;
     bad.stripe_rows = 0;
     T_FAILS(gd__disk_rows_open(&bad, &d), GD_ERR_INVALID_ARG, "stripes");
-    geo = (gd__stripes){0, 0};
+    striped.geo = (gd__stripes){0, 0};
     int64_t blocks, bytes;
     gd_alloc_stats(&blocks, &bytes);
     for (int64_t k = 1;; k++) {
@@ -262,7 +236,7 @@ int main(void) {
                 gathers(&rng, widths[w], caches[c], (gd__evict_policy)(c % GD__EVICT_COUNT),
                         backends[k % 2]);
         }
-        geo = (gd__stripes){0, 0};
+        striped.geo = (gd__stripes){0, 0};
     }
     failures(&rng);
     gd_free(table);

@@ -17,6 +17,7 @@
 #ifdef GD_WITH_CUDA
 #include "feature/disk_tier.h"
 #include "feature/dyncache.h"
+#include "stripe_util.h"
 
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
@@ -28,34 +29,12 @@
 
 static unsigned char *table;
 static char path[4200], dir[4096];
-/* The table striped over files (io/ioeng.h, gd__stripes; nfiles 0: the one file). */
-static char stripe_path[3][4300];
-static gd__ioeng_file stripe_files[3];
-static gd__stripes geo;
+/* The table striped over files (stripe_util.h; geo.nfiles 0: the one file). */
+static stripe_set striped;
 
-/* The table written again as nfiles stripe files of unit_rows-row units (headers of 1, 2 and
- * 3 KiB: data offsets differ), every row where gd__stripes_locate puts it. */
+/* The table written again as stripe files (headers of 1 KiB x (k + 1)); config() reads them. */
 static void write_stripes(int64_t rb, int nfiles, int64_t unit_rows) {
-    geo = (gd__stripes){nfiles, unit_rows};
-    for (int k = 0; k < nfiles; k++) {
-        snprintf(stripe_path[k], sizeof stripe_path[k], "%s/stripe%d.bin", dir, k);
-        const int64_t head = 1024 * (k + 1), n = gd__stripes_file_rows(&geo, ROWS, k);
-        unsigned char *buf = (unsigned char *)gd_malloc((size_t)(head + n * rb));
-        T_ASSERT(buf);
-        memset(buf, 's', (size_t)head);
-        for (int64_t r = 0; r < ROWS; r++) {
-            int file;
-            int64_t local;
-            gd__stripes_locate(&geo, r, &file, &local);
-            if (file == k) memcpy(buf + head + local * rb, table + r * rb, (size_t)rb);
-        }
-        FILE *f = fopen(stripe_path[k], "wb");
-        T_ASSERT(f);
-        T_ASSERT(fwrite(buf, 1, (size_t)(head + n * rb), f) == (size_t)(head + n * rb));
-        T_ASSERT(fclose(f) == 0);
-        gd_free(buf);
-        stripe_files[k] = (gd__ioeng_file){stripe_path[k], head};
-    }
+    stripe_write(&striped, dir, table, ROWS, rb, nfiles, unit_rows, 1024);
 }
 
 static void write_table(uint64_t *rng, int64_t rb) {
@@ -102,11 +81,11 @@ static gd__disk_tier_config config(int64_t rb, const int64_t *host_rows, int64_t
     c.seed = 11;
     c.max_rows = MAX_N;
     c.io = (gd__ioeng_options)GD__IOENG_OPTIONS_INIT;
-    if (geo.nfiles > 0) {
+    if (striped.geo.nfiles > 0) {
         c.path = NULL;
-        c.stripes = stripe_files;
-        c.num_stripes = geo.nfiles;
-        c.stripe_rows = geo.unit_rows;
+        c.stripes = striped.files;
+        c.num_stripes = striped.geo.nfiles;
+        c.stripe_rows = striped.geo.unit_rows;
     }
     return c;
 }
@@ -121,7 +100,7 @@ static void check_out(const int64_t *ids, int64_t n, const unsigned char *out, i
 
 static void gathers(uint64_t *rng, int64_t rb, gd__evict_policy p, int stripes) {
     write_table(rng, rb);
-    geo = (gd__stripes){0, 0};
+    striped.geo = (gd__stripes){0, 0};
     if (stripes > 0) write_stripes(rb, stripes, 1 + (int64_t)(t_rand(rng) % 40));
     static uint8_t mark[ROWS], in_host[ROWS];
     int64_t host_rows[ROWS / 10];
@@ -188,7 +167,7 @@ static void gathers(uint64_t *rng, int64_t rb, gd__evict_policy p, int stripes) 
     fprintf(stderr,
             "%4lld-byte rows, %-6s, %d stripe files: %lld rows, %lld from the host buffer, cache "
             "hit rate %.3f, %lld evictions, %lld bypasses, %.2f bytes read per useful byte\n",
-            (long long)rb, gd__evict_names[p], geo.nfiles, (long long)st.rows,
+            (long long)rb, gd__evict_names[p], striped.geo.nfiles, (long long)st.rows,
             (long long)st.host_rows,
             (double)st.cache.hits / (double)(st.cache.lookups ? st.cache.lookups : 1),
             (long long)st.cache.evictions, (long long)st.cache.bypasses,
@@ -242,13 +221,13 @@ int main(void) {
     /* A stripe file shorter than its share of the table. */
     write_table(&rng, 512);
     write_stripes(512, 2, 16);
-    T_ASSERT(truncate(stripe_path[1], 2048 + 100 * 512) == 0);
+    T_ASSERT(truncate(striped.path[1], 2048 + 100 * 512) == 0);
     {
         const gd__disk_tier_config cs = config(512, NULL, 0, GD__EVICT_CLOCK);
         gd__disk_tier *ts = NULL;
         T_FAILS(gd__disk_tier_open(&cs, &ts), GD_ERR_FORMAT, "stripe1.bin");
     }
-    geo = (gd__stripes){0, 0};
+    striped.geo = (gd__stripes){0, 0};
     /* A file shorter than the table it should hold. */
     write_table(&rng, 512);
     gd__disk_tier_config c = config(512, NULL, 0, GD__EVICT_CLOCK);
