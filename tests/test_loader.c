@@ -333,7 +333,9 @@ static void held_beyond_ring(const gd_dataset_t *ds, const gd_loader_options *ba
     T_OK(gd_loader_next(l, &held[0]));
     T_OK(gd_loader_next(l, &held[1]));
     T_FAILS(gd_loader_next(l, &b3), GD_ERR_INVALID_ARG, "still held by batch 0");
+    /* Destroyed after a failure (as a caller's cleanup does): the failure's message remains. */
     gd_loader_destroy(l);
+    T_ASSERT(strstr(gd_last_error(), "still held by batch 0") != NULL);
     o.max_held_bytes = -2;
     T_FAILS(gd_loader_create(ds, &o, &l), GD_ERR_INVALID_ARG, "max_held_bytes -2");
     free(want);

@@ -28,6 +28,15 @@ extern "C" {
 
 /* Record status and a formatted message as this thread's last error; returns status. */
 gd_status gd__error(gd_status status, const char *fmt, ...) GD_PRINTF(2, 3);
+/*
+ * This thread's last error, kept across cleanup that may set or clear it (a destroy that syncs
+ * streams after a failure): the caller's message is what gd_last_error() still says after.
+ */
+typedef struct {
+    char text[1024];
+} gd__error_kept;
+void gd__error_keep(gd__error_kept *k);
+void gd__error_put_back(const gd__error_kept *k);
 /* Prefix the current last-error text with more context ("opening X: <old text>"). */
 gd_status gd__error_context(gd_status status, const char *fmt, ...) GD_PRINTF(2, 3);
 /* The locked-memory limit (ulimit -l) as text: "unlimited", "65536 KiB" or "unknown". */

@@ -47,6 +47,13 @@ const char *gd_last_error(void) { return last_error; }
 
 void gd_clear_error(void) { last_error[0] = '\0'; }
 
+void gd__error_keep(gd__error_kept *k) {
+    _Static_assert(sizeof k->text == GD_ERROR_TEXT_MAX, "gd__error_kept holds the whole text");
+    memcpy(k->text, last_error, sizeof k->text);
+}
+
+void gd__error_put_back(const gd__error_kept *k) { memcpy(last_error, k->text, sizeof last_error); }
+
 gd_status gd__error(gd_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

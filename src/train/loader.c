@@ -494,9 +494,11 @@ fail:
 
 /* Wait for everything queued (GPU), so that no set is in use by the loader's own streams. */
 static void loader_drain(gd_loader_t *l) {
+    gd__error_kept kept;
+    gd__error_keep(&kept);
     if (l->started) (void)gd__pipe_finish(l->pipe, GD_OK);
     l->started = 0;
-    gd_clear_error();
+    gd__error_put_back(&kept);
 }
 
 /* The caller's handle on b goes (mutex held); its set is free once nothing else holds it. */

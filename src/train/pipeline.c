@@ -40,9 +40,12 @@ static double *stage_time(gd__pipe *pp, int k) {
 void gd__pipe_destroy(gd__pipe *pp) {
     if (!pp) return;
 #ifdef GD_WITH_CUDA
+    /* Destroyed after a failure too: the failure's message outlives the syncs' own. */
+    gd__error_kept kept;
+    gd__error_keep(&kept);
     for (int k = 0; k < pp->cfg.num_stages; k++)
         if (pp->cfg.stages[k].stream) (void)gd__cuda_stream_sync(pp->cfg.stages[k].stream);
-    gd_clear_error();
+    gd__error_put_back(&kept);
     for (int i = 0; i < GD__PIPE_MAX_DEPTH; i++) {
         pipe_set *s = &pp->sets[i];
         for (int k = 0; k < GD__PIPE_MAX_STAGES; k++) {
