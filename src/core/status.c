@@ -52,7 +52,9 @@ void gd__error_keep(gd__error_kept *k) {
     memcpy(k->text, last_error, sizeof k->text);
 }
 
-void gd__error_put_back(const gd__error_kept *k) { memcpy(last_error, k->text, sizeof last_error); }
+void gd__error_put_back(const gd__error_kept *k) {
+    memcpy(last_error, k->text, sizeof last_error);
+}
 
 gd_status gd__error(gd_status status, const char *fmt, ...) {
     va_list ap;
