@@ -246,29 +246,33 @@ static void check_flow_cpu(uint64_t *state) {
 }
 
 /*
- * gd__gather_rows_cpu_each (GD_HOST_COPY_PIECES): every row copied as gd__gather_rows_cpu does,
- * its pieces reported once each, never longer than asked, each written when reported.
+ * gd__gather_rows_cpu_chunks (the copy of cpu and split): every row copied as
+ * gd__gather_rows_cpu does, each chunk of the grid reported once, whole, and written when
+ * reported; more chunks than one parallel region takes, pieces longer than chunks, one thread.
  */
 typedef struct {
     unsigned char *seen; /* per row: times reported */
     const unsigned char *out, *want;
-    int64_t rb, piece, bad;
-} each_log;
+    int64_t rb, chunk, n, bad;
+} chunk_log;
 
-static void each_done(void *user, int64_t lo, int64_t k) {
-    each_log *l = user;
-    if (k < 1 || k > l->piece) __atomic_add_fetch(&l->bad, 1, __ATOMIC_RELAXED);
+static void chunk_done(void *user, int64_t lo, int64_t k) {
+    chunk_log *l = user;
+    const int64_t whole = l->chunk < l->n - lo ? l->chunk : l->n - lo;
+    if (lo % l->chunk != 0 || k != whole) __atomic_add_fetch(&l->bad, 1, __ATOMIC_RELAXED);
     if (memcmp(l->out + lo * l->rb, l->want + lo * l->rb, (size_t)(k * l->rb)) != 0)
         __atomic_add_fetch(&l->bad, 1, __ATOMIC_RELAXED);
-    for (int64_t i = lo; i < lo + k; i++) l->seen[i]++; /* pieces are disjoint */
+    for (int64_t i = lo; i < lo + k; i++) l->seen[i]++; /* chunks are disjoint */
 }
 
-static void check_each(uint64_t *state) {
-    for (int trial = 0; trial < 12; trial++) {
+static void check_chunks(uint64_t *state) {
+    for (int trial = 0; trial < 16; trial++) {
         const int64_t rows = 1 + (int64_t)(t_rand(state) % 5000);
         const int64_t rb = 4 * (1 + (int64_t)(t_rand(state) % 300));
         const int64_t n = (int64_t)(t_rand(state) % (trial < 6 ? 40 : 9000));
-        const int64_t piece = 1 + (int64_t)(t_rand(state) % 700);
+        /* trials 12-15: chunks of 1-3 rows, so that n spans more than 256 chunks */
+        const int64_t chunk = 1 + (int64_t)(t_rand(state) % (trial >= 12 ? 3 : 900));
+        const int64_t piece = 1 + (int64_t)(t_rand(state) % (trial % 3 == 0 ? 2000 : 300));
         const int threads = 1 + (int)(t_rand(state) % 8);
         unsigned char *src = malloc((size_t)(rows * rb)), *out = malloc((size_t)(n * rb) + 1),
                       *want = malloc((size_t)(n * rb) + 1), *seen = calloc((size_t)n + 1, 1);
@@ -278,11 +282,12 @@ static void check_each(uint64_t *state) {
         for (int64_t i = 0; i < n; i++) ids[i] = (int64_t)(t_rand(state) % (uint64_t)rows);
         memset(out, POISON, (size_t)(n * rb) + 1);
         gd__gather_rows_cpu(src, rb, ids, n, want, 1);
-        each_log l = {seen, out, want, rb, piece, 0};
-        gd__gather_rows_cpu_each(src, rb, ids, n, out, threads, piece, each_done, &l);
+        chunk_log l = {seen, out, want, rb, chunk, n, 0};
+        gd__gather_rows_cpu_chunks(src, rb, ids, n, out, threads, piece, chunk, chunk_done, &l);
         T_EQ_INT(l.bad, 0);
         T_ASSERT(n == 0 || memcmp(out, want, (size_t)(n * rb)) == 0);
         for (int64_t i = 0; i < n; i++) T_EQ_INT(seen[i], 1);
+        T_EQ_INT(out[n * rb], POISON);
         free(src), free(out), free(want), free(seen), free(ids);
     }
 }
@@ -665,7 +670,7 @@ int main(void) {
     check_flow_cpu(&state);
     check_split_fraction();
     check_trial(&state);
-    check_each(&state);
+    check_chunks(&state);
     check_refusals(seed);
     t_check_no_leaks();
     fprintf(stderr, "CPU checks passed\n");

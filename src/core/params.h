@@ -18,7 +18,7 @@
     X(GD_HOST_SPLIT, "auto", "--host-gather split: the CPU's fraction of the host rows (auto: from the probe)") \
     X(GD_DEGREE_CACHE, "1", "a dataset directory keeps its nodes' out-degrees in .outdeg for the next build (0: off)") \
     X(GD_HOST_TRIAL, "20", "--host-gather auto: minibatches each of its 8 ways serves in the trial (the first 4 untimed)") \
-    X(GD_HOST_COPY_PIECES, "0", "--host-gather cpu/split: 1 = each copying thread DMAs its own 1 MiB pieces") \
+    X(GD_HOST_COPY_PIECES, "0", "--host-gather cpu/split: 1 = the host rows DMA'd in 1 MiB chunks (0: 4 MiB)") \
     X(GD_HOST_GATHER_URGENT, "1", "--host-gather cpu/split: their sort, list and kernels on a top-priority stream (0: the caller's)") \
     X(GD_HUGEPAGES, "1", "large host tables the library allocates ask for 2 MiB pages (0: off)") \
     X(GD_DISK_EVICT, "clock", "eviction policy of the features-on-disk caches: clock, sieve, random") \

@@ -71,7 +71,7 @@ struct gd__cuda_gatherer {
     int host_events;          /* how many of those two exist */
     cudaStream_t copy;        /* split: the DMAs of the staged rows, beside the first pass */
     long long last_m;         /* rows the last call listed (-1: it read host rows zero-copy) */
-    int copy_pieces;          /* GD_HOST_COPY_PIECES=1: each copying thread DMAs its own pieces */
+    int copy_pieces;          /* GD_HOST_COPY_PIECES=1: 1 MiB chunks instead of 4 MiB */
     cudaStream_t urgent;      /* cpu, split: their sort, list and kernels at the top priority */
     /* Where the host's time in step 2 went, since create (GD_LOG_LEVEL=info prints it). */
     double t_list, t_free, t_copy;
@@ -423,7 +423,7 @@ static void cuda_gatherer_release(gd_gatherer_t *g) {
             GD_INFO("host_gather: %lld copies of %lld rows (%s): the host waited %.3f s for the "
                     "lists and %.3f s for the staging, and copied for %.3f s",
                     c->copies, (long long)g->host_rows_copied,
-                    c->copy_pieces ? "each thread's pieces DMA'd by it" : "4 MiB chunks",
+                    c->copy_pieces ? "1 MiB chunks" : "4 MiB chunks",
                     c->t_list, c->t_free, c->t_copy);
         if (c->copy) (void)cudaStreamSynchronize(c->copy);
         if (c->copy) (void)cudaStreamDestroy(c->copy);
@@ -763,7 +763,8 @@ static unsigned grid_for(long long work_blocks, int cap) {
 /*
  * The CPU gathers host rows into pinned staging in chunks of this many bytes, and the copy of
  * each chunk to GPU memory is queued as soon as it is filled: the DMA of a chunk runs while the
- * CPU threads fill the next, so the two costs overlap instead of adding up.
+ * CPU threads fill the next, so the two costs overlap instead of adding up. The threads work in
+ * one parallel region for the whole list (gd__gather_rows_cpu_chunks).
  */
 #define HOST_CHUNK_BYTES ((int64_t)4 << 20)
 
@@ -790,10 +791,13 @@ fail:
     return st;
 }
 
-/* GD_HOST_COPY_PIECES: the rows a copying thread moves on with one DMA. */
-#define HOST_PIECE_BYTES ((int64_t)1 << 20)
+/* GD_HOST_COPY_PIECES=1: chunks of this many bytes instead. */
+#define HOST_SMALL_CHUNK_BYTES ((int64_t)1 << 20)
+/* The rows a copying thread takes at a time (a chunk is many pieces, copied by many threads). */
+#define HOST_PIECE_BYTES ((int64_t)64 << 10)
 
-/* A copying thread's DMA of its piece [lo, lo + k) of the staging; the first error is kept. */
+/* The DMA of a filled chunk [lo, lo + k) of the staging, by the thread that filled its last
+ * piece; the first error is kept. */
 typedef struct {
     const gd__cuda_gatherer *c;
     int64_t rb;
@@ -844,21 +848,13 @@ static gd_status copy_host_rows(gd_gatherer_t *g, gd__cuda_gatherer *c, long lon
         c->t_free += t2 - t1;
         c->copies++;
         t0 = t2;
-        if (c->copy_pieces) {
-            piece_dma pd = {c, rb, dma, g->device, cudaSuccess};
-            gd__gather_rows_cpu_each(t->data, rb, (const int64_t *)c->h_list, *m, c->h_stage,
-                                     g->threads, gd__max64(1, HOST_PIECE_BYTES / rb),
-                                     dma_piece, &pd);
-            GD_CUDA_CHECK(pd.ce);
-        } else {
-            for (int64_t lo = 0; lo < *m; lo += chunk) {
-                const int64_t k = gd__min64(chunk, *m - lo);
-                gd__gather_rows_cpu(t->data, rb, (const int64_t *)c->h_list + lo, k,
-                                    c->h_stage + lo * rb, g->threads);
-                GD_CUDA_CHECK(cudaMemcpyAsync(c->d_stage + lo * rb, c->h_stage + lo * rb,
-                                              (size_t)(k * rb), cudaMemcpyHostToDevice, dma));
-            }
-        }
+        piece_dma pd = {c, rb, dma, g->device, cudaSuccess};
+        gd__gather_rows_cpu_chunks(t->data, rb, (const int64_t *)c->h_list, *m, c->h_stage,
+                                   g->threads, gd__max64(1, HOST_PIECE_BYTES / rb),
+                                   c->copy_pieces ? gd__max64(1, HOST_SMALL_CHUNK_BYTES / rb)
+                                                  : chunk,
+                                   dma_piece, &pd);
+        GD_CUDA_CHECK(pd.ce);
         GD_CUDA_CHECK(cudaEventRecord(c->stage_free, dma));
         c->t_copy += gd__now() - t0;
     }

@@ -117,14 +117,15 @@ gd_status gd__hot_rows_split(int T, const int64_t *const *scores, const int64_t 
 void gd__gather_rows_cpu(const void *src, int64_t row_bytes, const int64_t *ids, int64_t n,
                          void *out, int threads);
 /*
- * The same copy, each thread taking a contiguous share of the n rows and calling
- * done(user, lo, k) after every `piece` rows of it (and its last, shorter piece): rows
- * [lo, lo + k) of out are then written, so that the caller can move them on (a DMA) while the
- * other threads copy. done runs on the copying threads, concurrently.
+ * The same copy in chunks of `chunk` rows (the last may be shorter), cut into pieces of `piece`
+ * rows that the threads of one parallel region take in increasing order; done(user, lo, k) is
+ * called once for each chunk [lo, lo + k), by the thread that copied its last piece, when all
+ * of it is written, so that the caller can move it on (a DMA) while later chunks are copied.
+ * done runs on the copying threads, concurrently.
  */
-void gd__gather_rows_cpu_each(const void *src, int64_t row_bytes, const int64_t *ids, int64_t n,
-                              void *out, int threads, int64_t piece,
-                              void (*done)(void *user, int64_t lo, int64_t k), void *user);
+void gd__gather_rows_cpu_chunks(const void *src, int64_t row_bytes, const int64_t *ids, int64_t n,
+                                void *out, int threads, int64_t piece, int64_t chunk,
+                                void (*done)(void *user, int64_t lo, int64_t k), void *user);
 
 /*
  * Parse an SM budget: "0" or "" = all SMs, "N" = N SMs, "N%" = that fraction of the SMs
