@@ -423,8 +423,8 @@ static void cuda_gatherer_release(gd_gatherer_t *g) {
             GD_INFO("host_gather: %lld copies of %lld rows (%s): the host waited %.3f s for the "
                     "lists and %.3f s for the staging, and copied for %.3f s",
                     c->copies, (long long)g->host_rows_copied,
-                    c->copy_pieces ? "1 MiB chunks" : "4 MiB chunks",
-                    c->t_list, c->t_free, c->t_copy);
+                    c->copy_pieces ? "1 MiB chunks" : "4 MiB chunks", c->t_list, c->t_free,
+                    c->t_copy);
         if (c->copy) (void)cudaStreamSynchronize(c->copy);
         if (c->copy) (void)cudaStreamDestroy(c->copy);
         if (c->urgent) (void)cudaStreamSynchronize(c->urgent);
@@ -849,11 +849,10 @@ static gd_status copy_host_rows(gd_gatherer_t *g, gd__cuda_gatherer *c, long lon
         c->copies++;
         t0 = t2;
         piece_dma pd = {c, rb, dma, g->device, cudaSuccess};
-        gd__gather_rows_cpu_chunks(t->data, rb, (const int64_t *)c->h_list, *m, c->h_stage,
-                                   g->threads, gd__max64(1, HOST_PIECE_BYTES / rb),
-                                   c->copy_pieces ? gd__max64(1, HOST_SMALL_CHUNK_BYTES / rb)
-                                                  : chunk,
-                                   dma_piece, &pd);
+        gd__gather_rows_cpu_chunks(
+            t->data, rb, (const int64_t *)c->h_list, *m, c->h_stage, g->threads,
+            gd__max64(1, HOST_PIECE_BYTES / rb),
+            c->copy_pieces ? gd__max64(1, HOST_SMALL_CHUNK_BYTES / rb) : chunk, dma_piece, &pd);
         GD_CUDA_CHECK(pd.ce);
         GD_CUDA_CHECK(cudaEventRecord(c->stage_free, dma));
         c->t_copy += gd__now() - t0;

@@ -74,7 +74,8 @@ void gd__gather_rows_cpu_chunks(const void *src, int64_t row_bytes, const int64_
             const int64_t c = c0 + p / per, clo = c * chunk;
             const int64_t chi = clo + chunk < n ? clo + chunk : n;
             const int64_t lo = clo + (p % per) * piece, hi = lo + piece < chi ? lo + piece : chi;
-            if (lo < hi) gd__gather_rows_cpu(src, row_bytes, ids + lo, hi - lo, o + (size_t)lo * rb, 1);
+            if (lo < hi)
+                gd__gather_rows_cpu(src, row_bytes, ids + lo, hi - lo, o + (size_t)lo * rb, 1);
             if (__atomic_sub_fetch(&left[c - c0], 1, __ATOMIC_ACQ_REL) == 0)
                 done(user, clo, chi - clo);
         }
