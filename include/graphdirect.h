@@ -484,6 +484,29 @@ void gd_convert_options_init(gd_convert_options *o);
  */
 gd_status gd_convert(const char *input, const gd_convert_options *options, gd_dataset_t **out);
 
+/*
+ * Striped features (docs/formats.md, "Striped features"): the feature table of the dataset
+ * directory dir rewritten as ntargets .npy files, one in each directory of targets (one a disk:
+ * random rows then spread over the disks, which the SSD tier reads side by side). Unit u of the
+ * table (unit_bytes, whole rows on 4 KiB) goes to file u mod ntargets. The files are written and
+ * flushed first, then the manifest features.stripes beside meta.json, then meta.json, which
+ * names it instead of features.npy; only then is the old table (features.npy, or the files of
+ * an earlier striping) removed. A failure or an interruption (progress) before meta.json leaves
+ * the dataset as it was, and no new file. Every mode opens a striped dataset as before (the
+ * files mapped side by side). Homogeneous datasets with features only.
+ */
+typedef struct {
+    size_t size;        /* sizeof(gd_stripe_options) */
+    int64_t unit_bytes; /* 0: 64 MiB (more when the table has more than 32768 units) */
+    gd_progress_fn progress;
+    void *progress_user;
+} gd_stripe_options;
+#define GD_STRIPE_OPTIONS_INIT                                                                     \
+    { sizeof(gd_stripe_options), 0, NULL, NULL }
+void gd_stripe_options_init(gd_stripe_options *o);
+gd_status gd_dataset_stripe(const char *dir, const char *const *targets, int ntargets,
+                            const gd_stripe_options *options);
+
 /* ---------------------------------------------------------------- devices */
 
 typedef struct {

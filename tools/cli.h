@@ -19,6 +19,7 @@
 
 int cmd_generate(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_stripe(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_train(int argc, char **argv);

@@ -18,6 +18,7 @@ static const struct {
 } commands[] = {
     {"generate", cmd_generate, "make a synthetic dataset (power-law graph, planted classes)"},
     {"convert", cmd_convert, "turn an edge list, .npy arrays or an OGB raw folder into a dataset"},
+    {"stripe", cmd_stripe, "spread a dataset's feature table over several disks (SSD tier)"},
     {"info", cmd_info, "show a dataset's sizes, degrees and memory per placement; or the build"},
     {"train", cmd_train, "train a GNN (or an MLP baseline): cpu, all-gpu, zero-copy, cpu-centric"},
     {"eval", cmd_eval, "exact accuracy of a saved model (layer-wise full-neighbour inference)"},

@@ -12,6 +12,7 @@
  * first renamed away, so a failure at any step leaves the old one untouched.
  */
 #include "io/dataset.h"
+#include "io/stripes.h"
 #include "io/meta.h"
 #include "io/npy.h"
 
@@ -242,7 +243,10 @@ gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *option
         gd__array_slot_name(&ds->schema, i, name, sizeof name);
         path = gd__path_join(dir, ma->file);
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming '%s/%s'", dir, ma->file);
-        if (opts.mode == GD_OPEN_LOAD)
+        const size_t fl = strlen(ma->file);
+        if (fl > 8 && strcmp(ma->file + fl - 8, ".stripes") == 0)
+            GD_CHECK(gd__stripes_open(path, opts.mode == GD_OPEN_LOAD, a));
+        else if (opts.mode == GD_OPEN_LOAD)
             GD_CHECK(gd__npy_load_table(path, a));
         else
             GD_CHECK(gd__npy_map(path, a));
@@ -265,10 +269,15 @@ gd_status gd_dataset_open(const char *dir, const gd_dataset_open_options *option
     {
         /* A full check that an earlier open recorded, on files unchanged since, is not redone
          * (validate_graph 2 always checks). */
-        const char *files[GD__ARRAY_SLOTS];
+        const char *files[GD__ARRAY_SLOTS + GD__STRIPES_MAX_FILES];
         int nf = 0;
-        for (int i = 0; i < GD__ARRAY_SLOTS; i++)
-            if (m.arrays[i].present) files[nf++] = m.arrays[i].file;
+        for (int i = 0; i < GD__ARRAY_SLOTS; i++) {
+            if (!m.arrays[i].present) continue;
+            files[nf++] = m.arrays[i].file;
+            if (ds->arrays[i].stripes) /* a striped table: its files too */
+                nf += gd__stripes_names(ds->arrays[i].stripes, files + nf,
+                                        GD__ARRAY_SLOTS + GD__STRIPES_MAX_FILES - nf);
+        }
         const int cached = opts.validate_graph == 1 && gd__validated_matches(dir, files, nf);
         st = gd__dataset_check(ds, opts.validate_graph && !cached);
         if (st != GD_OK) {
@@ -316,7 +325,7 @@ gd_status gd_dataset_save(const gd_dataset_t *ds, const char *dir, int overwrite
          * the right dtype) is linked, not copied: no second copy on disk, no read of it. Where
          * the file systems differ, or links are refused, it is written from the mapping.
          */
-        if (a->store == GD__STORE_MAP_RO && a->path && link(a->path, path) == 0) {
+        if (a->store == GD__STORE_MAP_RO && a->path && !a->stripes && link(a->path, path) == 0) {
             GD_INFO("%s: linked from %s (no copy)", path, a->path);
             gd_free(path);
             path = NULL;
@@ -345,6 +354,7 @@ gd_status gd__dataset_check_unchanged(const gd_dataset_t *ds) {
         const gd__array *a = &ds->arrays[i];
         if (a->store != GD__STORE_MAP_RO || !a->path) continue;
         gd_status st = gd__file_check_unchanged(a->path, &a->file);
+        if (st == GD_OK) st = gd__stripes_check_unchanged(a->stripes);
         if (st != GD_OK)
             return gd__error_context(st, "dataset '%s'", ds->dir ? ds->dir : ds->name);
     }
@@ -576,7 +586,7 @@ gd_status gd__dataset_take(gd_dataset_t *ds, int id, gd__array *a) {
         gd__array_slot_file(&ds->schema, id, file, sizeof file);
         path = gd__path_join(ds->build_dir, file);
         GD_REQUIRE(path, GD_ERR_NO_MEMORY, "out of memory naming a file in '%s'", ds->build_dir);
-        if (a->store == GD__STORE_MAP_RO && a->path && link(a->path, path) == 0) {
+        if (a->store == GD__STORE_MAP_RO && a->path && !a->stripes && link(a->path, path) == 0) {
             GD_INFO("%s: linked from %s (no copy)", path, a->path);
         } else {
             const int64_t dims[2] = {a->shape[0], a->ndim == 2 ? a->shape[1] : 1};

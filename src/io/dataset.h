@@ -38,6 +38,8 @@ typedef struct {
     /* A read-only mapping's file and what it was when opened (gd__dataset_check_unchanged). */
     char *path;
     gd__file_id file;
+    /* A striped table (io/stripes.h): path is its manifest, the files are these. */
+    struct gd__stripe_table *stripes;
 } gd__array;
 
 /* Element i of an int32 or int64 array (the integer arrays of a dataset: indices, labels,

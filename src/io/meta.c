@@ -533,6 +533,10 @@ gd_status gd__meta_write(const char *path, const gd_dataset_t *ds) {
         char name[GD__TYPE_NAME_MAX + 32], file[GD__TYPE_NAME_MAX + 32];
         if (a->store == GD__STORE_NONE) continue;
         gd__array_slot_file(&ds->schema, i, file, sizeof file);
+        if (a->stripes) { /* a striped table: its manifest, "<slot>.stripes" */
+            char *dot = strrchr(file, '.');
+            if (dot) snprintf(dot, sizeof file - (size_t)(dot - file), ".stripes");
+        }
         cJSON *e = cJSON_AddObjectToObject(
             arrays, gd__array_slot_name(&ds->schema, i, name, sizeof name));
         ok = e && cJSON_AddStringToObject(e, "file", file) &&

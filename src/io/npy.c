@@ -12,6 +12,7 @@
  * meta.json records the true dtype, so '<u2' reads back as GD_DTYPE_BFLOAT16.
  */
 #include "io/npy.h"
+#include "io/stripes.h"
 
 #include "core/hugepages.h"
 
@@ -566,5 +567,6 @@ void gd__array_release(gd__array *a) {
         break;
     }
     gd_free(a->path);
+    gd__stripe_table_free(a->stripes);
     memset(a, 0, sizeof *a);
 }

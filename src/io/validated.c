@@ -33,7 +33,10 @@ int gd__path_identity(const char *path, char *buf, size_t n) {
 /* One file's identity as a line of the record (without the name). */
 static int identity(const char *dir, const char *name, char *buf, size_t n) {
     char path[4096];
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return -1;
+    /* A striped table's file may lie elsewhere (another disk): named by its absolute path. */
+    if (snprintf(path, sizeof path, "%s%s%s", name[0] == '/' ? "" : dir, name[0] == '/' ? "" : "/",
+                 name) >= (int)sizeof path)
+        return -1;
     return gd__path_identity(path, buf, n);
 }
 

@@ -17,6 +17,7 @@
 #include "feature/widen.h"
 #include "graph/internal.h"
 #include "io/dataset.h"
+#include "io/stripes.h"
 #ifdef GD_WITH_CUDA
 #include "feature/disk_tier.h"
 #endif
@@ -516,13 +517,21 @@ static gd_status make_disk_source(gd__datapath *d) {
                "--locality: the features of '%s' are read from disk, where the GPU cache changes "
                "during the epoch; locality-aware sampling favours a fixed cache: leave it off",
                gd_dataset_name(d->ds));
-    GD_CHECK(gd_npy_read_info(fa->path, &info));
+    /* The table's files: features.npy, or the stripe files its manifest lists (the first one
+     * probed for the depth: the disks are alike). */
+    const gd__stripe_table *stripes = fa->stripes;
+    if (stripes) {
+        info.data_offset = stripes->files[0].data_offset;
+    } else {
+        GD_CHECK(gd_npy_read_info(fa->path, &info));
+    }
+    const char *probe_path = stripes ? stripes->files[0].path : fa->path;
     GD_CHECK(gd_param_get("GD_DISK_EVICT", &policy_name));
     const int policy = gd__name_index(gd__evict_names, GD__EVICT_COUNT, policy_name);
     GD_REQUIRE(policy >= 0, GD_ERR_INVALID_ARG,
                "GD_DISK_EVICT=%s: the eviction policy is clock, sieve or random", policy_name);
     gd__ioeng_options io = GD__IOENG_OPTIONS_INIT;
-    GD_CHECK(disk_depth(fa->path, info.data_offset, rb, &io));
+    GD_CHECK(disk_depth(probe_path, info.data_offset, rb, &io));
     const size_t used = strlen(d->plan.text);
     char a[32], b[32];
     if (!d->gpu) {
@@ -530,6 +539,11 @@ static gd_status make_disk_source(gd__datapath *d) {
         memset(&c, 0, sizeof c);
         c.path = fa->path;
         c.data_offset = info.data_offset;
+        if (stripes) {
+            c.stripes = stripes->files;
+            c.num_stripes = stripes->nfiles;
+            c.stripe_rows = stripes->unit_rows;
+        }
         c.rows = d->num_nodes;
         c.row_bytes = rb;
         c.cache_rows = d->plan.host_buffer_rows;
@@ -556,6 +570,11 @@ static gd_status make_disk_source(gd__datapath *d) {
         memset(&c, 0, sizeof c);
         c.path = fa->path;
         c.data_offset = info.data_offset;
+        if (stripes) {
+            c.stripes = stripes->files;
+            c.num_stripes = stripes->nfiles;
+            c.stripe_rows = stripes->unit_rows;
+        }
         c.rows = d->num_nodes;
         c.row_bytes = rb;
         c.device = gd_context_device(d->context);
