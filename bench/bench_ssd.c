@@ -16,6 +16,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "io/ioeng.h"
+#include "io/stripes.h"
 
 #ifdef GD_WITH_CUDA
 #include "feature/disk_tier.h"
@@ -213,6 +214,15 @@ fail:
     return rc;
 }
 
+/* The files the tier reads: features.npy, or a striped table's files (graphdirect stripe). */
+typedef struct {
+    int nfiles;
+    gd__ioeng_file files[GD__STRIPES_MAX_FILES];
+    gd__stripes geo;
+    int64_t unit_rows; /* striped: the rows of a unit, else 0 */
+    char npy[4200];    /* the one file's path */
+} ssd_table;
+
 static int sample(const ssd_bench *b, gd_dataset_t *ds, bench_batches *mbs) {
     bench_graph g;
     if (bench_graph_of(ds, &g)) return -1;
@@ -224,18 +234,17 @@ static int sample(const ssd_bench *b, gd_dataset_t *ds, bench_batches *mbs) {
  * The ceiling: random reads of whole rows of the file, as many as the minibatches' rows (at
  * least 20000), at the queue depth the tier uses, with the same engine: bytes per second.
  */
-static int ceiling(const ssd_bench *b, const char *path, int64_t offset, int64_t rows, int64_t rb,
-                   int64_t count, double *gbs) {
+static int ceiling(const ssd_bench *b, const ssd_table *tb, int64_t rows, int64_t rb, int64_t count,
+                   double *gbs) {
     int rc = -1;
     gd__ioeng *e = NULL;
     gd__ioeng_request *reqs = NULL;
     unsigned char *buf = NULL, *dst;
     gd__ioeng_options o = GD__IOENG_OPTIONS_INIT;
-    const gd__ioeng_file f = {path, offset};
     o.queue_depth = (int)b->depth;
     count = count < 20000 ? 20000 : count;
     if (count > rows) count = rows;
-    BENCH_GD(gd__ioeng_open(&f, 1, &o, &e), "opening the features file");
+    BENCH_GD(gd__ioeng_open(tb->files, tb->nfiles, &o, &e), "opening the features file");
     reqs = calloc((size_t)count, sizeof *reqs);
     buf = malloc((size_t)(count * rb) + 4096);
     BENCH_REQUIRE(reqs && buf, "out of memory for %lld reads", (long long)count);
@@ -244,7 +253,7 @@ static int ceiling(const ssd_bench *b, const char *path, int64_t offset, int64_t
     BENCH_REQUIRE(ids, "out of memory for %lld ids", (long long)count);
     bench_random_ids(ids, count, count, rows, b->opt.seed + 99, b->opt.threads);
     for (int64_t i = 0; i < count; i++)
-        reqs[i] = (gd__ioeng_request){0, ids[i] * rb, rb, dst + i * rb};
+        reqs[i] = gd__stripes_request(&tb->geo, ids[i], rb, dst + i * rb);
     free(ids);
     const double t0 = bench_now();
     BENCH_GD(gd__ioeng_read(e, reqs, count), "reading the features file");
@@ -444,25 +453,33 @@ static double resident(const gd_dataset_t *ds) {
  * page through POSIX_FADV_DONTNEED: its pages are paged out of the mapping first
  * (MADV_PAGEOUT, Linux 5.4). The fraction still resident is returned in *left.
  */
-static int page_cache(const gd_dataset_t *ds, const char *path, int warm, double *left) {
-    int rc = -1, fd = open(path, O_RDONLY);
+static int page_cache(const gd_dataset_t *ds, const ssd_table *tb, int warm, double *left) {
+    int rc = -1, fd = -1;
     char *buf = NULL;
-    BENCH_REQUIRE(fd >= 0, "cannot open %s", path);
-    if (warm) {
-        buf = malloc(1 << 22);
-        BENCH_REQUIRE(buf, "out of memory reading %s", path);
-        while (read(fd, buf, 1 << 22) > 0) {
-        }
-    } else {
+    if (!warm) {
         unsigned char *addr;
         size_t len;
-        (void)fdatasync(fd); /* pages written by the generator are clean before they drop */
         table_span(ds, &addr, &len);
         if (len && madvise(addr, len, MADV_PAGEOUT) != 0)
             printf("  (madvise(MADV_PAGEOUT) failed: %s; the mapped pages may stay cached)\n",
                    strerror(errno));
-        BENCH_REQUIRE(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0,
-                      "posix_fadvise(DONTNEED) on %s failed", path);
+    }
+    for (int f = 0; f < tb->nfiles; f++) { /* every file of a striped table */
+        const char *path = tb->files[f].path;
+        fd = open(path, O_RDONLY);
+        BENCH_REQUIRE(fd >= 0, "cannot open %s", path);
+        if (warm) {
+            if (!buf) buf = malloc(1 << 22);
+            BENCH_REQUIRE(buf, "out of memory reading %s", path);
+            while (read(fd, buf, 1 << 22) > 0) {
+            }
+        } else {
+            (void)fdatasync(fd); /* pages written by the generator are clean before they drop */
+            BENCH_REQUIRE(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0,
+                          "posix_fadvise(DONTNEED) on %s failed", path);
+        }
+        close(fd);
+        fd = -1;
     }
     *left = resident(ds);
     rc = 0;
@@ -483,7 +500,7 @@ typedef struct {
  * *per_mb, and in *floor_mb the time its reads from the file take at the raw random-read rate
  * measured in the same run (ceil_gbs; 0 when the run reads nothing from the file).
  */
-static int run_epoch(const ssd_bench *b, const gd_dataset_t *ds, const char *path,
+static int run_epoch(const ssd_bench *b, const gd_dataset_t *ds, const ssd_table *tb,
                      int64_t cache_bytes, double ceil_gbs, const epoch_run *r, cJSON *runs,
                      double *per_mb, double *floor_mb) {
     int rc = -1;
@@ -504,7 +521,7 @@ static int run_epoch(const ssd_bench *b, const gd_dataset_t *ds, const char *pat
     BENCH_GD(gd_trainer_get_info(t, &info), r->label);
     BENCH_GD(bench_one_epoch(t, 0, 3, &st), "the warm-up minibatches");
     double left = NAN;
-    if (r->cache >= 0 && page_cache(ds, path, r->cache, &left)) goto fail;
+    if (r->cache >= 0 && page_cache(ds, tb, r->cache, &left)) goto fail;
     BENCH_GD(bench_one_epoch(t, 1, b->epoch_batches, &st), "the timed epoch");
     const double nb = (double)(st.batches ? st.batches : 1);
     *per_mb = st.seconds / nb;
@@ -543,7 +560,7 @@ fail:
  * (cpu-centric: CPU threads gather from the mapped file) from a cold and a warm page cache;
  * the GPU modes with the same GPU cache. Times per minibatch over the same minibatches.
  */
-static int run_epochs(const ssd_bench *b, const gd_dataset_t *ds, const char *path, int64_t rows,
+static int run_epochs(const ssd_bench *b, const gd_dataset_t *ds, const ssd_table *tb, int64_t rows,
                       int64_t rb, double ceil_gbs, cJSON *root, cJSON *targets) {
     int rc = -1;
     const int64_t table = rows * rb, cache = (int64_t)(b->cache_frac * (double)table);
@@ -569,7 +586,7 @@ static int run_epochs(const ssd_bench *b, const gd_dataset_t *ds, const char *pa
     printf("%-22s %9s %9s %8s %7s %7s %7s   %s\n", "run", "s/minibatch", "I/O floor", "disk rows",
            "sample", "gather", "train", "plan");
     for (int i = 0; i < 5; i++)
-        if (run_epoch(b, ds, path, cache, ceil_gbs, &r[i], runs, &s[i], &floor[i])) goto fail;
+        if (run_epoch(b, ds, tb, cache, ceil_gbs, &r[i], runs, &s[i], &floor[i])) goto fail;
     bench_target(targets, "mmap baseline epoch (cold) / epoch from disk (>= 10)",
                  s[1] > 0 ? s[3] / s[1] : 0, 10, "x");
     bench_target(targets, "pinned-memory epoch / disk epoch with the host buffer (>= 1 / 1.15)",
@@ -599,6 +616,7 @@ int bench_ssd(int argc, char **argv) {
     cJSON *root = NULL, *runs = NULL, *targets = NULL;
     char dir[4096], path[4200];
     gd_npy_info info;
+    ssd_table tb;
     double ceil_gbs = 0;
     int64_t *hot = NULL;
     if (b.opt.json_path && bench_json_probe(b.opt.json_path)) return CLI_EXIT_FAIL;
@@ -617,8 +635,29 @@ int bench_ssd(int argc, char **argv) {
         snprintf(dir, sizeof dir, "/tmp/graphdirect-ssd-%s%s%.0lld", b.opt.preset,
                  b.feature_dim ? "-" : "", (long long)b.feature_dim);
     if (open_dataset(&b, dir, &ds)) goto fail;
-    snprintf(path, sizeof path, "%s/features.npy", dir);
-    BENCH_GD(gd_npy_read_info(path, &info), "reading the features' header");
+    {
+        /* The table's files: the stripe files of a striped dataset, else features.npy. */
+        const gd__stripe_table *st = ds->arrays[GD_ARRAY_FEATURES].stripes;
+        memset(&tb, 0, sizeof tb);
+        if (st) {
+            tb.nfiles = st->nfiles;
+            memcpy(tb.files, st->files, sizeof tb.files);
+            tb.unit_rows = st->unit_rows;
+            snprintf(path, sizeof path, "%s/features.stripes", dir);
+            const gd__array *fa = &ds->arrays[GD_ARRAY_FEATURES];
+            info.ndim = fa->ndim;
+            info.dtype = fa->dtype;
+            info.shape[0] = fa->shape[0];
+            info.shape[1] = fa->shape[1];
+        } else {
+            snprintf(path, sizeof path, "%s/features.npy", dir);
+            BENCH_GD(gd_npy_read_info(path, &info), "reading the features' header");
+            snprintf(tb.npy, sizeof tb.npy, "%s", path);
+            tb.nfiles = 1;
+            tb.files[0] = (gd__ioeng_file){tb.npy, info.data_offset};
+        }
+        tb.geo = (gd__stripes){tb.nfiles, tb.unit_rows};
+    }
     BENCH_REQUIRE(info.ndim == 2, "%s is not a 2-D table", path);
     const int64_t rows = info.shape[0], rb = info.shape[1] * (int64_t)gd_dtype_size(info.dtype);
     if (sample(&b, ds, &mbs)) goto fail;
@@ -626,13 +665,16 @@ int bench_ssd(int argc, char **argv) {
     printf("%lld rows of %lld bytes (%.2f GiB, %s), %d minibatches of %.0f rows on average\n",
            (long long)rows, (long long)rb, (double)(rows * rb) / 1073741824.0, path, mbs.count,
            (double)total / mbs.count);
-    if (ceiling(&b, path, info.data_offset, rows, rb, total, &ceil_gbs)) goto fail;
+    if (tb.nfiles > 1)
+        printf("striped over %d files in units of %lld rows\n", tb.nfiles, (long long)tb.unit_rows);
+    if (ceiling(&b, &tb, rows, rb, total, &ceil_gbs)) goto fail;
     BENCH_JSON(cJSON_AddStringToObject(root, "preset", b.opt.preset));
     BENCH_JSON(cJSON_AddNumberToObject(root, "rows", (double)rows));
     BENCH_JSON(cJSON_AddNumberToObject(root, "row_bytes", (double)rb));
     BENCH_JSON(cJSON_AddNumberToObject(root, "minibatches", mbs.count));
     BENCH_JSON(cJSON_AddNumberToObject(root, "rows_per_minibatch", (double)total / mbs.count));
     BENCH_JSON(cJSON_AddNumberToObject(root, "queue_depth", (double)b.depth));
+    BENCH_JSON(cJSON_AddNumberToObject(root, "files", tb.nfiles));
     BENCH_JSON(cJSON_AddNumberToObject(root, "ceiling_gbs", ceil_gbs));
     BENCH_JSON(cJSON_AddNumberToObject(root, "cache_fraction", b.cache_frac));
     BENCH_JSON(cJSON_AddNumberToObject(root, "host_fraction", b.host_frac));
@@ -648,8 +690,13 @@ int bench_ssd(int argc, char **argv) {
             if (host_rows(ds, H, &hot)) goto fail;
             gd__disk_tier_config c;
             memset(&c, 0, sizeof c);
-            c.path = path;
-            c.data_offset = info.data_offset;
+            c.path = tb.files[0].path;
+            c.data_offset = tb.files[0].data_offset;
+            if (tb.nfiles > 1) {
+                c.stripes = tb.files;
+                c.num_stripes = tb.nfiles;
+                c.stripe_rows = tb.unit_rows;
+            }
             c.rows = rows;
             c.row_bytes = rb;
             c.device = b.opt.device;
@@ -682,7 +729,7 @@ int bench_ssd(int argc, char **argv) {
                     }
                 }
             }
-            if (b.epoch_batches > 0 && run_epochs(&b, ds, path, rows, rb, ceil_gbs, root, targets))
+            if (b.epoch_batches > 0 && run_epochs(&b, ds, &tb, rows, rb, ceil_gbs, root, targets))
                 goto fail;
         }
     }

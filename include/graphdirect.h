@@ -506,6 +506,13 @@ typedef struct {
 void gd_stripe_options_init(gd_stripe_options *o);
 gd_status gd_dataset_stripe(const char *dir, const char *const *targets, int ntargets,
                             const gd_stripe_options *options);
+/*
+ * The files that hold an opened dataset's feature table: their number (0: none, the table is in
+ * memory; 1: features.npy; more: striped), with up to max paths in paths (valid while ds is
+ * open) and, striped, the rows of a unit in *unit_rows (else 0; either pointer may be NULL).
+ */
+int gd_dataset_feature_files(const gd_dataset_t *ds, const char **paths, int max,
+                             int64_t *unit_rows);
 
 /* ---------------------------------------------------------------- devices */
 

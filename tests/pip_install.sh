@@ -70,7 +70,8 @@ print('pip install: trained 2 epochs on the GPU (zero-copy), test accuracy %.3f'
 fi
 # A wheel (python -m build where the build module is installed, else pip wheel: the same
 # scikit-build-core backend, the CMake build above reused), installed into a second fresh venv.
-if env -u PYTHONPATH "$py" -c 'import build' 2>/dev/null; then
+# (build.__main__: the source tree's own build/ folder imports as a namespace package `build`.)
+if env -u PYTHONPATH "$py" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("build.__main__") is None)' 2>/dev/null; then
     wheel_cmd=("$py" -m build --wheel --no-isolation --outdir "$tmp/wheels"
                -C cmake.define.GD_WITH_CUDA="$cuda" -C build-dir="$tmp/build" "$src")
 else

@@ -79,6 +79,15 @@ static void same_features(const char *dir, const gd_dataset_t *ref, int striped_
         T_ASSERT(memcmp(got.data, want.data, (size_t)(NODES * DIM) * sizeof(float)) == 0);
         const gd__stripe_table *t = ds->arrays[GD_ARRAY_FEATURES].stripes;
         T_EQ_INT(mode == 0 && t ? t->nfiles : 0, mode == 0 ? striped_files : 0);
+        /* The public view: the files (none once loaded), and the unit when striped. */
+        const char *files[4] = {NULL, NULL, NULL, NULL};
+        int64_t unit = -1;
+        const int nf = gd_dataset_feature_files(ds, files, 4, &unit);
+        T_EQ_INT(nf, mode ? 0 : (striped_files ? striped_files : 1));
+        T_EQ_INT(unit, mode == 0 && striped_files > 1 ? t->unit_rows : 0);
+        for (int f = 0; f < nf; f++)
+            T_ASSERT(files[f] && (striped_files ? !strcmp(files[f], t->path[f])
+                                                : strstr(files[f], "features.npy") != NULL));
         gd_dataset_close(ds);
     }
 }

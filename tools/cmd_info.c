@@ -183,6 +183,16 @@ int cmd_info(int argc, char **argv) {
         printf("  %-10s %-9s %-20s %s\n", gd_array_name((gd_array_id)id), gd_dtype_name(v.dtype),
                shape, cli_bytes((double)bytes, a, sizeof a));
     }
+    {
+        const char *files[64];
+        int64_t unit = 0;
+        const int nf = gd_dataset_feature_files(ds, files, 64, &unit);
+        if (nf > 1) { /* graphdirect stripe */
+            printf("  features striped over %d files in units of %lld rows:\n", nf,
+                   (long long)unit);
+            for (int f = 0; f < nf && f < 64; f++) printf("    %s\n", files[f]);
+        }
+    }
     for (int t = 0; t < gd_dataset_num_node_types(ds); t++) {
         gd_array_view v;
         gd_node_type_info ti = GD_NODE_TYPE_INFO_INIT;

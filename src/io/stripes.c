@@ -295,6 +295,21 @@ fail:
     return st;
 }
 
+int gd_dataset_feature_files(const gd_dataset_t *ds, const char **paths, int max,
+                             int64_t *unit_rows) {
+    if (unit_rows) *unit_rows = 0;
+    if (!ds) return 0;
+    const gd__array *a = &ds->arrays[GD_ARRAY_FEATURES];
+    if (a->store != GD__STORE_MAP_RO || !a->path) return 0;
+    if (!a->stripes) {
+        if (paths && max > 0) paths[0] = a->path;
+        return 1;
+    }
+    for (int f = 0; paths && f < a->stripes->nfiles && f < max; f++) paths[f] = a->stripes->path[f];
+    if (unit_rows && a->stripes->nfiles > 1) *unit_rows = a->stripes->unit_rows;
+    return a->stripes->nfiles;
+}
+
 /* ------------------------------------------------------------------ writing */
 
 /* The manifest's text for table t of shape x dtype (gd_malloc'd), or NULL out of memory. */
