@@ -57,6 +57,30 @@ mkdir "$tmp/big.tmp.$(dead_pid)"
 "$cli" info "$tmp/big" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "info"; }
 no_temporaries "$tmp" big "info"
 
+# stripe: SIGTERM stops it with the dataset as it was and nothing left in the target
+# directories; the temporaries of a SIGKILLed one are swept by the next, which succeeds.
+"$cli" generate --preset tiny --nodes 2000000 --out "$tmp/wide" 2>/dev/null || fail "generate wide"
+mkdir -p "$tmp/disk0" "$tmp/disk1"
+stripe=("$cli" stripe "$tmp/wide" --to "$tmp/disk0,$tmp/disk1" --unit 64K)
+start "${stripe[@]}"
+wait_for "$tmp/err" "stripe: "
+kill -TERM $pid
+finish
+[ $rc -eq 143 ] || { cat "$tmp/err"; fail "stripe after SIGTERM exited $rc, not 143"; }
+grep -q "as it was" "$tmp/err" || { cat "$tmp/err"; fail "stripe after SIGTERM: no message"; }
+[ -z "$(ls -A "$tmp/disk0")$(ls -A "$tmp/disk1")" ] || { ls -la "$tmp"/disk*; fail "SIGTERM: files left"; }
+[ -f "$tmp/wide/features.npy" ] || fail "stripe after SIGTERM: features.npy is gone"
+start "${stripe[@]}"
+wait_for "$tmp/err" "stripe: "
+kill -KILL $pid
+finish
+ls "$tmp/disk0" | grep -q "\.tmp\.$pid\$" || { ls -la "$tmp/disk0"; fail "SIGKILL left no stripe temporary (the test needs one)"; }
+"$cli" info "$tmp/wide" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "info after a SIGKILLed stripe"; }
+"${stripe[@]}" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "stripe after a SIGKILLed one"; }
+if ls "$tmp/disk0" "$tmp/disk1" | grep -q "\.tmp\."; then ls -la "$tmp"/disk*; fail "stripe left a temporary"; fi
+"$cli" info "$tmp/wide" 2>&1 | grep -q "features striped over 2 files" || fail "info: not striped"
+rm -rf "$tmp/wide" "$tmp/disk0" "$tmp/disk1"
+
 # train: SIGTERM stops it after the minibatch in flight; a checkpoint save killed mid-write
 # leaves "<name>.gdc.tmp.<pid>", which the resumed run removes.
 start "$cli" train "$tmp/ds" --mode cpu --epochs 1000 --checkpoint "$tmp/ck"

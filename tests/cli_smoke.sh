@@ -18,7 +18,7 @@ expect_rc() { # expected-rc command...
 
 expect_rc 0 "$cli" --help
 grep -q "usage: graphdirect" "$tmp/out" || fail "top-level help"
-for c in generate convert info train; do
+for c in generate convert stripe info train; do
     expect_rc 0 "$cli" $c --help
     grep -q "usage: graphdirect $c" "$tmp/out" || fail "$c --help"
 done
@@ -26,6 +26,11 @@ expect_rc 2 "$cli" frobnicate
 expect_rc 2 "$cli" generate --nodes -5
 grep -q "nodes" "$tmp/err" || fail "bad --nodes message"
 expect_rc 2 "$cli" convert
+expect_rc 2 "$cli" stripe "$tmp"
+grep -q -- "--to" "$tmp/err" || fail "stripe without --to: no message"
+expect_rc 2 "$cli" stripe "$tmp" --to "$tmp" --unit -4K
+expect_rc 1 "$cli" stripe "$tmp/none" --to "$tmp"
+grep -q "none" "$tmp/err" || fail "stripe of a missing dataset: no message naming it"
 # Several GPUs' options: named choices, and locality-aware sampling only where rows are cached.
 expect_rc 2 "$cli" train --placement everywhere
 grep -q "replicate, partition" "$tmp/err" || fail "bad --placement message"

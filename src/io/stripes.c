@@ -443,6 +443,9 @@ gd_status gd_dataset_stripe(const char *dir, const char *const *targets, int nta
         /* The data on a page whatever the file's size (a small share gets no alignment from
          * gd__npy_header_size): the files are mapped side by side. */
         const int64_t hs = (gd__npy_header_size(a->dtype, 2, shape) + 4095) / 4096 * 4096;
+        /* A stripe killed mid-write (SIGKILL) left its temporaries: any .npy being written in
+         * this directory by a process that is gone. */
+        gd__sweep_stale_beside(nt->path[k], ".npy");
         GD_CHECK(gd__outfile_create(&out[k], nt->path[k]));
         nout = k + 1;
         GD_CHECK(gd__file_reserve(out[k].fd, out[k].tmp_path, hs + shape[0] * rb));
