@@ -28,7 +28,7 @@ See docs/python.md and docs/multi_gpu.md.
 from ._dlpack import Array
 from ._lib import GraphdirectError
 from .context import Context, comm_available, comm_id, distributed_info
-from .dataset import Dataset, generate
+from .dataset import Dataset, generate, stripe
 from .loader import Batch, Block, Loader
 from .trainer import Trainer, checkpoint_info
 from .unified import UnifiedTensor
@@ -68,6 +68,6 @@ def last_error():
 __version__ = version()
 __all__ = ["Array", "Batch", "Block", "Context", "Dataset", "GraphdirectError", "Loader",
            "Trainer", "checkpoint_info", "comm_available", "comm_id", "distributed_info",
-           "generate",
+           "generate", "stripe",
            "version", "library_path", "has_cuda", "device_count", "status_string",
            "last_error"]

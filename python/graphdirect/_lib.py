@@ -209,6 +209,12 @@ class GenerateOptions(_Sized):  # gd_generate_options, GD_GENERATE_OPTIONS_INIT
     _init_ = "gd_generate_options_init"
 
 
+class StripeOptions(_Sized):  # gd_stripe_options, GD_STRIPE_OPTIONS_INIT
+    _fields_ = [("size", c_size_t), ("unit_bytes", c_int64), ("progress", c_void_p),
+                ("progress_user", c_void_p)]
+    _init_ = "gd_stripe_options_init"
+
+
 class ContextOptions(_Sized):  # gd_context_options, GD_CONTEXT_OPTIONS_INIT
     _fields_ = [("size", c_size_t), ("device", c_int), ("rank", c_int), ("world_size", c_int),
                 ("comm_id", c_void_p), ("comm_timeout_s", ctypes.c_double),
@@ -338,6 +344,7 @@ class CheckpointInfo(_Sized):  # gd_checkpoint_info, GD_CHECKPOINT_INFO_INIT
 SIZED_STRUCTS = {
     "gd_dataset_open_options": (DatasetOpenOptions, "GD_DATASET_OPEN_OPTIONS_INIT"),
     "gd_generate_options": (GenerateOptions, "GD_GENERATE_OPTIONS_INIT"),
+    "gd_stripe_options": (StripeOptions, "GD_STRIPE_OPTIONS_INIT"),
     "gd_context_options": (ContextOptions, "GD_CONTEXT_OPTIONS_INIT"),
     "gd_context_info": (ContextInfo, "GD_CONTEXT_INFO_INIT"),
     "gd_loader_options": (LoaderOptions, "GD_LOADER_OPTIONS_INIT"),
@@ -478,6 +485,8 @@ _SIGNATURES = {
     "gd_dataset_edge_type": (c_int, [_vp, c_int, POINTER(EdgeTypeInfo)]),
     "gd_dataset_type_features": (c_int, [_vp, c_int, POINTER(ArrayView)]),
     "gd_generate": (c_int, [POINTER(GenerateOptions), POINTER(_vp)]),
+    "gd_dataset_stripe": (c_int, [c_char_p, POINTER(c_char_p), c_int, POINTER(StripeOptions)]),
+    "gd_dataset_feature_files": (c_int, [_vp, POINTER(c_char_p), c_int, POINTER(c_int64)]),
     "gd_loader_create": (c_int, [_vp, POINTER(LoaderOptions), POINTER(_vp)]),
     "gd_loader_destroy": (None, [_vp]),
     "gd_loader_get_info": (c_int, [_vp, POINTER(LoaderInfo)]),

@@ -118,6 +118,17 @@ class Dataset:
     def num_classes(self) -> int:
         return lib.gd_dataset_num_classes(self._ptr())
 
+    @property
+    def feature_files(self) -> dict:
+        """The files that hold the feature table: {"files": [paths], "unit_rows": N}. No file
+        (in memory, or loaded): []; features.npy: one; striped (graphdirect.stripe): one a
+        disk, with the rows of a stripe unit (else 0)."""
+        n = lib.gd_dataset_feature_files(self._ptr(), None, 0, None)
+        paths = (ctypes.c_char_p * max(n, 1))()
+        unit = ctypes.c_int64(0)
+        n = lib.gd_dataset_feature_files(self._ptr(), paths, n, ctypes.byref(unit))
+        return {"files": [os.fsdecode(paths[i]) for i in range(n)], "unit_rows": unit.value}
+
     # ------------------------------------------------------ heterogeneous graphs
 
     @property
@@ -428,3 +439,23 @@ def generate(preset: str = "tiny", seed: int = 0, nodes: Optional[int] = None,
         raise GraphdirectError(_lib.STATUS["GD_ERR_INTERNAL"],
                                "gd_generate returned no dataset")
     return Dataset._adopt(ptr.value, os.fsdecode(out) if out is not None else None)
+
+
+def stripe(path: Path, targets, unit_bytes: int = 0) -> None:
+    """Spread the feature table of the dataset directory path over the directories targets (one
+    a disk; docs/formats.md, "Striped features"): one .npy file in each, units of unit_bytes
+    (0: 64 MiB) striped round-robin, for the SSD tier to read side by side. The dataset then
+    names the manifest features.stripes and trains as before; a failure leaves it as it was.
+    Close every Dataset opened from path first: their mappings keep the old files' space."""
+    if isinstance(targets, (str, bytes, os.PathLike)):
+        targets = [targets]
+    targets = list(targets)
+    if not targets:
+        raise ValueError("graphdirect.stripe: give at least one target directory")
+    if isinstance(unit_bytes, bool) or not isinstance(unit_bytes, int) or unit_bytes < 0:
+        raise ValueError("graphdirect.stripe: unit_bytes must be an integer >= 0, not %r"
+                         % (unit_bytes,))
+    opts = _lib.StripeOptions.new()
+    opts.unit_bytes = unit_bytes
+    arr = (ctypes.c_char_p * len(targets))(*[os.fsencode(t) for t in targets])
+    check(lib.gd_dataset_stripe(os.fsencode(path), arr, len(targets), ctypes.byref(opts)))

@@ -260,6 +260,9 @@ class BindingTest(unittest.TestCase):
                     self.dir.encode(), byref(bad(_lib.DatasetOpenOptions)), byref(out))),
                 "gd_generate_options": lambda: check(lib.gd_generate(
                     byref(bad(_lib.GenerateOptions)), byref(out))),
+                "gd_stripe_options": lambda: check(lib.gd_dataset_stripe(
+                    self.dir.encode(), (ctypes.c_char_p * 1)(self.dir.encode()), 1,
+                    byref(bad(_lib.StripeOptions)))),
                 "gd_context_options": lambda: check(lib.gd_context_create(
                     byref(bad(_lib.ContextOptions)), byref(out))),
                 "gd_context_info": lambda: check(lib.gd_context_get_info(
@@ -365,6 +368,32 @@ unittest.main()
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
 
     # ---------------------------------------------------------------------- dataset
+
+    def test_stripe_keeps_the_rows(self):
+        """graphdirect.stripe: the table over two directories, the same rows, the files named;
+        a bad call raises and changes nothing."""
+        path = os.path.join(self.tmp.name, "striped")
+        d0, d1 = os.path.join(self.tmp.name, "d0"), os.path.join(self.tmp.name, "d1")
+        os.makedirs(d0)
+        os.makedirs(d1)
+        graphdirect.generate("tiny", seed=3, out=path).close()
+        with graphdirect.Dataset(path) as ds:
+            self.assertEqual(ds.feature_files["files"], [os.path.join(path, "features.npy")])
+            want = np.from_dlpack(ds.array("features")).copy()
+        with self.assertRaises(ValueError):
+            graphdirect.stripe(path, [])
+        with self.assertRaises(graphdirect.GraphdirectError) as cm:
+            graphdirect.stripe(path, [d0, os.path.join(self.tmp.name, "missing")])
+        self.assertIn("missing", cm.exception.message)
+        self.assertEqual(os.listdir(d0), [])
+        graphdirect.stripe(path, [d0, d1], unit_bytes=1 << 16)
+        with graphdirect.Dataset(path) as ds:
+            f = ds.feature_files
+            self.assertEqual(len(f["files"]), 2)
+            self.assertTrue(f["files"][0].startswith(d0) and f["files"][1].startswith(d1))
+            self.assertGreater(f["unit_rows"], 0)
+            np.testing.assert_array_equal(np.from_dlpack(ds.array("features")), want)
+        self.assertFalse(os.path.exists(os.path.join(path, "features.npy")))
 
     def test_dataset_matches_numpy_load(self):
         ds = self.ds
