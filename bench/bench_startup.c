@@ -231,6 +231,14 @@ fail:
  * Drop the page cache of every regular file of dir (written back first). Pages that a process
  * maps stay in memory, so the dataset must be closed: the runs open it after the drop.
  */
+static void drop_file_cache(const char *path) {
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    (void)fdatasync(fd);
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+}
+
 static void drop_dir_cache(const char *dir) {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -239,13 +247,26 @@ static void drop_dir_cache(const char *dir) {
         struct stat sb;
         if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
         if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
-        const int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) continue;
-        (void)fdatasync(fd);
-        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        close(fd);
+        drop_file_cache(path);
     }
     if (d) closedir(d);
+    /* A striped table's files may lie in other directories (graphdirect stripe). */
+    gd_dataset_open_options oo = GD_DATASET_OPEN_OPTIONS_INIT;
+    oo.validate_graph = 0;
+    gd_dataset_t *ds = NULL;
+    if (gd_dataset_open(dir, &oo, &ds) != GD_OK) {
+        gd_clear_error();
+        return;
+    }
+    const char *files[64];
+    char *copy[64];
+    const int n = gd_dataset_feature_files(ds, files, 64, NULL);
+    for (int i = 0; i < n && i < 64; i++) copy[i] = n > 1 ? strdup(files[i]) : NULL;
+    gd_dataset_close(ds); /* mapped pages stay cached: drop after the close */
+    for (int i = 0; i < n && i < 64; i++) {
+        if (copy[i]) drop_file_cache(copy[i]);
+        free(copy[i]);
+    }
 }
 
 /*

@@ -300,6 +300,20 @@ int main(void) {
         T_FAILS(gd_dataset_stripe("/nonexistent/graphdirect-ds", tv, 3, &so), GD_ERR_NOT_FOUND,
                 "graphdirect-ds");
     }
+    {
+        /* A heterogeneous dataset: refused, named. */
+        char het[4300];
+        snprintf(het, sizeof het, "%s/het", root);
+        gd_generate_options go = GD_GENERATE_OPTIONS_INIT;
+        go.preset = "mag-tiny";
+        go.out_dir = het;
+        gd_dataset_t *h = NULL;
+        T_OK(gd_generate(&go, &h));
+        gd_dataset_close(h);
+        const char *one[1] = {targets[1]};
+        T_FAILS(gd_dataset_stripe(het, one, 1, &so), GD_ERR_UNSUPPORTED, "heterogeneous");
+        t_rmtree(het);
+    }
     untouched(dir, targets, ref, "refusals", 0);
 
     /* An interruption, then every write and allocation fault: the dataset as it was. */
