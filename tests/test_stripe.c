@@ -6,6 +6,7 @@
  * dataset as it was with no file left; refusals, a damaged manifest, a short, missing or
  * mismatched stripe file and a file changed in place are named.
  */
+#include "loader_util.h"
 #include "test.h"
 
 #include "io/dataset.h"
@@ -106,6 +107,18 @@ static void untouched(const char *dir, char targets[3][4300], const gd_dataset_t
     same_features(dir, ref, 0);
 }
 
+/* dir generated again and striped over the three targets, emptied first. */
+static void fresh_striped(const char *dir, char targets[3][4300], const char *const *tv,
+                          const gd_stripe_options *so) {
+    t_rmtree(dir);
+    make(dir);
+    for (int k = 1; k < 3; k++) {
+        t_rmtree(targets[k]);
+        T_ASSERT(mkdir(targets[k], 0755) == 0);
+    }
+    T_OK(gd_dataset_stripe(dir, tv, 3, so));
+}
+
 static int stop_at_3(void *user, const char *stage, uint64_t done, uint64_t total) {
     (void)user, (void)stage, (void)total;
     return done >= 3;
@@ -157,26 +170,6 @@ static run_result train(const gd_dataset_t *ds, int64_t host_budget) {
 }
 
 #ifdef GD_WITH_CUDA
-/* A batch's x on the host (waited for on stream, copied from the GPU). */
-static float *batch_x(gd_batch_t *b, int64_t *n, cudaStream_t stream) {
-    gd_batch_info bi = GD_BATCH_INFO_INIT;
-    gd_array_view v;
-    T_OK(gd_batch_get_info(b, &bi));
-    T_OK(gd_batch_wait(b, stream));
-    T_OK(gd_batch_array(b, GD_BATCH_FEATURES, 0, &v));
-    const size_t bytes = (size_t)(v.shape[0] * v.shape[1]) * sizeof(float);
-    float *x = malloc(bytes ? bytes : 1);
-    T_ASSERT(x != NULL);
-    *n = v.shape[0];
-    if (bi.on_device) {
-        CU(cudaMemcpyAsync(x, v.data, bytes, cudaMemcpyDeviceToHost, stream));
-        CU(cudaStreamSynchronize(stream));
-    } else {
-        memcpy(x, v.data, bytes);
-    }
-    return x;
-}
-
 /* zero-copy loaders on the striped dataset (in memory: the files mapped side by side and
  * registered; from disk: the tier reading the stripe files) give ref's rows, bit for bit. */
 static void gpu_loaders(const gd_dataset_t *striped, const gd_dataset_t *ref) {
@@ -200,29 +193,9 @@ static void gpu_loaders(const gd_dataset_t *striped, const gd_dataset_t *ref) {
         T_EQ_INT(strstr(li.plan, "features on disk") != NULL, disk);
         cudaStream_t stream;
         CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-        int64_t batches = 0;
-        for (int e = 0; e < 2; e++) {
-            T_OK(gd_loader_start_epoch(a, e));
-            T_OK(gd_loader_start_epoch(b, e));
-            for (;;) {
-                gd_batch_t *x = NULL, *y = NULL;
-                T_OK(gd_loader_next(a, &x));
-                T_OK(gd_loader_next(b, &y));
-                T_EQ_INT(x == NULL, y == NULL);
-                if (!x) break;
-                int64_t nx, ny;
-                float *fx = batch_x(x, &nx, stream), *fy = batch_x(y, &ny, stream);
-                T_EQ_INT(nx, ny);
-                if (memcmp(fx, fy, (size_t)(nx * DIM) * sizeof(float)) != 0)
-                    T_FAIL_("zero-copy %s: epoch %d, minibatch %lld: the striped rows differ",
-                            disk ? "from disk" : "in memory", e, (long long)batches);
-                free(fx);
-                free(fy);
-                gd_batch_release(x);
-                gd_batch_release(y);
-                batches++;
-            }
-        }
+        int64_t rows = 0;
+        const int64_t batches = t_loaders_same_rows(
+            a, b, 2, DIM, stream, disk ? "zero-copy from disk" : "zero-copy in memory", &rows);
         CU(cudaStreamDestroy(stream));
         fprintf(stderr, "zero-copy %s: the striped table's rows = the file's, %lld minibatches\n",
                 disk ? "from disk" : "in memory", (long long)batches);
@@ -396,13 +369,7 @@ int main(void) {
         gd_dataset_close(ds);
     }
     /* Stripe the dataset again from a fresh copy, then damage it one way at a time. */
-    t_rmtree(dir);
-    make(dir);
-    for (int k = 1; k < 3; k++) {
-        t_rmtree(targets[k]);
-        T_ASSERT(mkdir(targets[k], 0755) == 0);
-    }
-    T_OK(gd_dataset_stripe(dir, tv, 3, &so));
+    fresh_striped(dir, targets, tv, &so);
     same_features(dir, ref, 3);
     bad_manifest(dir, "{ not json", GD_ERR_FORMAT, "features.stripes: not a JSON object");
     bad_manifest(dir, "{\"format\": \"graphdirect-stripes\", \"version\": 9}", GD_ERR_FORMAT,
@@ -436,13 +403,7 @@ int main(void) {
         T_FAILS(gd_dataset_open(dir, &oo, &ds), GD_ERR_FORMAT, "disk1");
     }
     /* Striped again (over two, then back to one file): the old files go, the rows stay. */
-    t_rmtree(dir);
-    make(dir);
-    for (int k = 1; k < 3; k++) {
-        t_rmtree(targets[k]);
-        T_ASSERT(mkdir(targets[k], 0755) == 0);
-    }
-    T_OK(gd_dataset_stripe(dir, tv, 3, &so));
+    fresh_striped(dir, targets, tv, &so);
     const char *two[2] = {targets[2], targets[1]};
     T_OK(gd_dataset_stripe(dir, two, 2, NULL));
     same_features(dir, ref, 2);

@@ -16,6 +16,7 @@
  * GPU the cpu part runs and the GPU part is skipped (the test passes: cpu is a full path of its
  * own).
  */
+#include "loader_util.h"
 #include "test.h"
 
 #include <stdio.h>
@@ -138,28 +139,6 @@ static void compare(const gd_dataset_t *ds, const char *mode, int64_t table_byte
             b.exact, b.plan);
 }
 
-/* The x of a loader batch, in host memory. */
-static float *batch_x(gd_batch_t *b, int64_t *n, void *stream) {
-    gd_batch_info bi = GD_BATCH_INFO_INIT;
-    gd_array_view v;
-    T_OK(gd_batch_get_info(b, &bi));
-    T_OK(gd_batch_wait(b, stream));
-    T_OK(gd_batch_array(b, GD_BATCH_FEATURES, 0, &v));
-    const size_t bytes = (size_t)(v.shape[0] * v.shape[1]) * sizeof(float);
-    float *x = malloc(bytes ? bytes : 1);
-    T_ASSERT(x != NULL);
-    *n = v.shape[0];
-    if (!bi.on_device) {
-        memcpy(x, v.data, bytes);
-        return x;
-    }
-#ifdef GD_WITH_CUDA
-    CU(cudaMemcpyAsync(x, v.data, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)stream));
-    CU(cudaStreamSynchronize((cudaStream_t)stream));
-#endif
-    return x;
-}
-
 /*
  * Loaders from memory and from disk (a host budget of 3/4 of the table) over the same seeds:
  * every minibatch's rows equal, bit for bit, for three epochs (the disk one's GPU cache is 1/8
@@ -187,30 +166,8 @@ static void loader_same(const gd_dataset_t *ds, const char *mode, int64_t table_
 #ifdef GD_WITH_CUDA
     if (li.on_device) CU(cudaStreamCreateWithFlags((cudaStream_t *)&stream, cudaStreamNonBlocking));
 #endif
-    int64_t batches = 0, rows = 0;
-    for (int e = 0; e < 3; e++) {
-        T_OK(gd_loader_start_epoch(mem, e));
-        T_OK(gd_loader_start_epoch(disk, e));
-        for (;;) {
-            gd_batch_t *a = NULL, *b = NULL;
-            T_OK(gd_loader_next(mem, &a));
-            T_OK(gd_loader_next(disk, &b));
-            T_EQ_INT(a == NULL, b == NULL);
-            if (!a) break;
-            int64_t na, nb;
-            float *xa = batch_x(a, &na, stream), *xb = batch_x(b, &nb, stream);
-            T_EQ_INT(na, nb);
-            if (memcmp(xa, xb, (size_t)(na * DIM) * sizeof(float)) != 0)
-                T_FAIL_("%s: epoch %d, minibatch %lld: the rows from disk differ from memory", what,
-                        e, (long long)batches);
-            free(xa);
-            free(xb);
-            gd_batch_release(a);
-            gd_batch_release(b);
-            batches++;
-            rows += na;
-        }
-    }
+    int64_t rows = 0;
+    const int64_t batches = t_loaders_same_rows(mem, disk, 3, DIM, stream, what, &rows);
     fprintf(stderr, "%s: loader from disk = from memory, %lld minibatches, %lld rows\n", what,
             (long long)batches, (long long)rows);
 #ifdef GD_WITH_CUDA
