@@ -11,7 +11,6 @@
 
 struct gd__disk_rows {
     gd__disk_rows_config cfg;
-    char path[4096];
     gd__stripes geo; /* the table's layout over the engine's files */
     gd__ioeng *io;
     gd__dyncache *cache;
@@ -52,12 +51,12 @@ gd_status gd__disk_rows_open(const gd__disk_rows_config *cfg, gd__disk_rows **ou
     GD_ALLOC(d, sizeof *d, "the rows on disk");
     memset(d, 0, sizeof *d);
     d->cfg = *cfg;
-    d->cfg.stripes = NULL; /* the caller's: read during open only */
+    /* The caller's, read during open only: the engine keeps its own copies of the paths. */
+    d->cfg.path = NULL;
+    d->cfg.stripes = NULL;
     GD_CHECK(gd__ioeng_open_table(cfg->path, cfg->data_offset, cfg->stripes, cfg->num_stripes,
                                   cfg->stripe_rows, cfg->rows, cfg->row_bytes, &cfg->io,
                                   "rows on disk", &d->geo, &d->io));
-    snprintf(d->path, sizeof d->path, "%s", cfg->num_stripes > 0 ? cfg->stripes[0].path : cfg->path);
-    d->cfg.path = d->path;
     GD_CHECK(gd__dyncache_create(cfg->rows, cfg->cache_rows, cfg->policy, 0, &d->cache));
     GD_ALLOC(d->slots_base, (size_t)(cfg->cache_rows * cfg->row_bytes + SLOT_ALIGN),
              "the rows on disk's host cache");

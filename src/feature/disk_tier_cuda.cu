@@ -107,7 +107,6 @@ __global__ void drop_misses_kernel(int64_t *slots, const int64_t *miss_pos, int6
 
 struct gd__disk_tier {
     gd__disk_tier_config cfg;
-    char path[4096];
     gd__stripes geo; /* the table's layout over the engine's files */
     gd__ioeng *io;
     int64_t *d_loc;
@@ -233,14 +232,13 @@ gd_status gd__disk_tier_open(const gd__disk_tier_config *cfg, gd__disk_tier **ou
     t = (gd__disk_tier *)gd_calloc(1, sizeof *t);
     GD_REQUIRE(t, GD_ERR_NO_MEMORY, "out of memory allocating the disk tier");
     t->cfg = *cfg;
-    t->cfg.host_rows = NULL; /* the caller's: read during open only */
+    /* The caller's, read during open only: the engine keeps its own copies of the paths. */
+    t->cfg.host_rows = NULL;
+    t->cfg.path = NULL;
     t->cfg.stripes = NULL;
     GD_CHECK(gd__ioeng_open_table(cfg->path, cfg->data_offset, cfg->stripes, cfg->num_stripes,
                                   cfg->stripe_rows, cfg->rows, cfg->row_bytes, &cfg->io,
                                   "disk tier", &t->geo, &t->io));
-    snprintf(t->path, sizeof t->path, "%s",
-             cfg->num_stripes > 0 ? cfg->stripes[0].path : cfg->path);
-    t->cfg.path = t->path;
     rb = cfg->row_bytes;
     H = cfg->host_count;
     M = cfg->max_rows;
