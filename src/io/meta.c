@@ -38,6 +38,8 @@
  */
 #include "io/meta.h"
 
+#include "core/json.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -483,12 +485,6 @@ gd_status gd__meta_read(const char *path, gd__meta *out) {
 
 /* ------------------------------------------------------------------ writer */
 
-static bool add_int(cJSON *obj, const char *key, int64_t v) {
-    char num[32];
-    snprintf(num, sizeof num, "%lld", (long long)v);
-    return cJSON_AddRawToObject(obj, key, num) != NULL;
-}
-
 /* The "hetero" section of a heterogeneous dataset's schema. */
 static bool add_hetero(cJSON *root, const gd__schema *sc) {
     cJSON *h = cJSON_AddObjectToObject(root, "hetero");
@@ -518,12 +514,12 @@ gd_status gd__meta_write(const char *path, const gd_dataset_t *ds) {
     cJSON *root = cJSON_CreateObject();
     bool ok = root != NULL;
     ok = ok && cJSON_AddStringToObject(root, "format", GD__META_FORMAT);
-    ok = ok && add_int(root, "version", GD__META_VERSION);
+    ok = ok && gd__json_add_int(root, "version", GD__META_VERSION);
     ok = ok && cJSON_AddStringToObject(root, "name", ds->name ? ds->name : "dataset");
-    ok = ok && add_int(root, "num_nodes", ds->num_nodes);
-    ok = ok && add_int(root, "num_edges", ds->num_edges);
-    ok = ok && add_int(root, "feature_dim", ds->feature_dim);
-    ok = ok && add_int(root, "num_classes", ds->num_classes);
+    ok = ok && gd__json_add_int(root, "num_nodes", ds->num_nodes);
+    ok = ok && gd__json_add_int(root, "num_edges", ds->num_edges);
+    ok = ok && gd__json_add_int(root, "feature_dim", ds->feature_dim);
+    ok = ok && gd__json_add_int(root, "num_classes", ds->num_classes);
     ok = ok && cJSON_AddStringToObject(root, "graph", "csc");
     if (ok && ds->schema.num_node_types > 0) ok = add_hetero(root, &ds->schema);
     cJSON *arrays = ok ? cJSON_AddObjectToObject(root, "arrays") : NULL;
@@ -543,13 +539,7 @@ gd_status gd__meta_write(const char *path, const gd_dataset_t *ds) {
              cJSON_AddStringToObject(e, "dtype", gd_dtype_name(a->dtype));
         cJSON *shape = ok ? cJSON_AddArrayToObject(e, "shape") : NULL;
         ok = ok && shape;
-        for (int d = 0; ok && d < a->ndim; d++) {
-            char num[32];
-            snprintf(num, sizeof num, "%lld", (long long)a->shape[d]);
-            cJSON *n = cJSON_CreateRaw(num);
-            ok = n && cJSON_AddItemToArray(shape, n);
-            if (n && !ok) cJSON_Delete(n);
-        }
+        for (int d = 0; ok && d < a->ndim; d++) ok = gd__json_push_int(shape, a->shape[d]);
     }
     if (ok && ds->num_info > 0) {
         cJSON *info = cJSON_AddObjectToObject(root, "info");

@@ -4,6 +4,8 @@
  */
 #include "io/stripes.h"
 
+#include "core/json.h"
+
 #include "io/meta.h"
 #include "io/npy.h"
 
@@ -11,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +68,16 @@ gd_status gd__stripes_check_unchanged(const gd__stripe_table *t) {
     return GD_OK;
 }
 
+/* Whether v is an integer-valued number in [lo, GD__META_MAX_COUNT] (then *out gets it). */
+static bool count_at_least(const cJSON *v, int64_t lo, int64_t *out) {
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= (double)lo) ||
+        v->valuedouble > (double)GD__META_MAX_COUNT ||
+        v->valuedouble != (double)(int64_t)v->valuedouble)
+        return false;
+    *out = (int64_t)v->valuedouble;
+    return true;
+}
+
 /* The manifest's fields; t gets the files' names and paths (resolved against dir). */
 static gd_status parse_manifest(const char *path, const char *dir, const char *text, size_t len,
                                 gd_dtype *dtype, int64_t shape[2], gd__stripe_table *t) {
@@ -90,20 +103,11 @@ static gd_status parse_manifest(const char *path, const char *dir, const char *t
     gd_clear_error();
     GD_REQUIRE(cJSON_IsArray(sh) && cJSON_GetArraySize(sh) == 2, GD_ERR_FORMAT,
                "%s: field 'shape' is not [rows, columns]", path);
-    for (int d = 0; d < 2; d++) {
-        const cJSON *v = cJSON_GetArrayItem(sh, d);
-        GD_REQUIRE(cJSON_IsNumber(v) && v->valuedouble >= (d == 0 ? 0 : 1) &&
-                       v->valuedouble <= (double)GD__META_MAX_COUNT &&
-                       v->valuedouble == (double)(int64_t)v->valuedouble,
-                   GD_ERR_FORMAT, "%s: field 'shape' holds %s, not a count", path,
-                   d == 0 ? "rows" : "columns");
-        shape[d] = (int64_t)v->valuedouble;
-    }
-    GD_REQUIRE(cJSON_IsNumber(unit) && unit->valuedouble >= 1 &&
-                   unit->valuedouble <= (double)GD__META_MAX_COUNT &&
-                   unit->valuedouble == (double)(int64_t)unit->valuedouble,
-               GD_ERR_FORMAT, "%s: field 'unit_rows' is not a positive count", path);
-    t->unit_rows = (int64_t)unit->valuedouble;
+    for (int d = 0; d < 2; d++)
+        GD_REQUIRE(count_at_least(cJSON_GetArrayItem(sh, d), d, &shape[d]), GD_ERR_FORMAT,
+                   "%s: field 'shape' holds %s, not a count", path, d == 0 ? "rows" : "columns");
+    GD_REQUIRE(count_at_least(unit, 1, &t->unit_rows), GD_ERR_FORMAT,
+               "%s: field 'unit_rows' is not a positive count", path);
     GD_REQUIRE(cJSON_IsArray(files) && cJSON_GetArraySize(files) >= 1 &&
                    cJSON_GetArraySize(files) <= GD__STRIPES_MAX_FILES,
                GD_ERR_FORMAT, "%s: field 'files' is not a list of 1 to %d file names", path,
@@ -182,16 +186,16 @@ fail:
     return st;
 }
 
-/* Map the files side by side: unit u at base + u x unit bytes, from its file. */
+/* Map the files side by side: unit u at base + u x unit bytes, from its file (one file: the
+ * whole table is its one unit). */
 static gd_status map_units(const gd__stripe_table *t, const int *fd, int64_t rows,
                            int64_t row_bytes, void *base) {
-    const int64_t total = rows * row_bytes, unit = t->unit_rows * row_bytes;
-    const int64_t units = t->nfiles == 1 ? (total > 0) : (rows + t->unit_rows - 1) / t->unit_rows;
+    const int64_t per = t->nfiles == 1 ? gd__max64(rows, 1) : t->unit_rows;
+    const int64_t total = rows * row_bytes, unit = per * row_bytes, units = (rows + per - 1) / per;
     for (int64_t u = 0; u < units; u++) {
-        const int f = t->nfiles == 1 ? 0 : (int)(u % t->nfiles);
-        const int64_t at = t->nfiles == 1 ? 0 : u * unit;
-        const int64_t len = t->nfiles == 1 ? total : gd__min64(unit, total - at);
-        const int64_t off = t->files[f].data_offset + (t->nfiles == 1 ? 0 : u / t->nfiles * unit);
+        const int f = (int)(u % t->nfiles);
+        const int64_t at = u * unit, len = gd__min64(unit, total - at);
+        const int64_t off = t->files[f].data_offset + u / t->nfiles * unit;
         void *p = mmap((char *)base + at, (size_t)len, PROT_READ, MAP_SHARED | MAP_FIXED, fd[f],
                        (off_t)off);
         if (p == MAP_FAILED)
@@ -320,19 +324,9 @@ static char *manifest_text(const gd__stripe_table *t, gd_dtype dtype, const int6
              cJSON_AddNumberToObject(root, "version", GD__STRIPES_VERSION) &&
              cJSON_AddStringToObject(root, "dtype", gd_dtype_name(dtype)) &&
              (sh = cJSON_AddArrayToObject(root, "shape")) != NULL;
-    for (int d = 0; ok && d < 2; d++) {
-        char num[32];
-        snprintf(num, sizeof num, "%lld", (long long)shape[d]);
-        cJSON *n = cJSON_CreateRaw(num);
-        ok = n && cJSON_AddItemToArray(sh, n);
-    }
-    if (ok) {
-        char num[32];
-        snprintf(num, sizeof num, "%lld", (long long)t->unit_rows);
-        cJSON *n = cJSON_CreateRaw(num);
-        ok = n && cJSON_AddItemToObject(root, "unit_rows", n) &&
-             (files = cJSON_AddArrayToObject(root, "files")) != NULL;
-    }
+    for (int d = 0; ok && d < 2; d++) ok = gd__json_push_int(sh, shape[d]);
+    ok = ok && gd__json_add_int(root, "unit_rows", t->unit_rows) &&
+         (files = cJSON_AddArrayToObject(root, "files")) != NULL;
     for (int f = 0; ok && f < t->nfiles; f++) {
         cJSON *s = cJSON_CreateString(t->name[f]);
         ok = s && cJSON_AddItemToArray(files, s);

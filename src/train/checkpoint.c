@@ -24,6 +24,8 @@
  */
 #include "train/checkpoint.h"
 
+#include "core/json.h"
+
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
@@ -218,21 +220,6 @@ fail:
 
 /* ------------------------------------------------------------------ writer */
 
-static int add_int(cJSON *obj, const char *key, int64_t v) {
-    char num[32];
-    snprintf(num, sizeof num, "%lld", (long long)v);
-    return cJSON_AddRawToObject(obj, key, num) != NULL;
-}
-
-static int add_int_item(cJSON *arr, int64_t v) {
-    char num[32];
-    snprintf(num, sizeof num, "%lld", (long long)v);
-    cJSON *n = cJSON_CreateRaw(num);
-    if (n && cJSON_AddItemToArray(arr, n)) return 1;
-    cJSON_Delete(n);
-    return 0;
-}
-
 /* The header's JSON text (cJSON_free it), or NULL when cJSON runs out of memory. */
 static char *header_json(const gd__checkpoint_meta *m, const gd__nn_params *l, int has_state) {
     char text[64];
@@ -240,38 +227,40 @@ static char *header_json(const gd__checkpoint_meta *m, const gd__nn_params *l, i
     int ok = root != NULL;
     ok = ok && cJSON_AddStringToObject(root, "format", GD__CHECKPOINT_FORMAT);
     ok = ok && cJSON_AddStringToObject(root, "model", m->model);
-    ok = ok && add_int(root, "num_layers", m->num_layers);
-    ok = ok && add_int(root, "in_dim", m->in_dim);
-    ok = ok && add_int(root, "hidden_dim", m->hidden_dim);
-    ok = ok && add_int(root, "num_classes", m->num_classes);
-    ok = ok && add_int(root, "heads", m->heads > 0 ? m->heads : 1);
+    ok = ok && gd__json_add_int(root, "num_layers", m->num_layers);
+    ok = ok && gd__json_add_int(root, "in_dim", m->in_dim);
+    ok = ok && gd__json_add_int(root, "hidden_dim", m->hidden_dim);
+    ok = ok && gd__json_add_int(root, "num_classes", m->num_classes);
+    ok = ok && gd__json_add_int(root, "heads", m->heads > 0 ? m->heads : 1);
     cJSON *fan = ok ? cJSON_AddArrayToObject(root, "fanouts") : NULL;
     ok = ok && fan;
-    for (int i = 0; ok && i < m->num_layers; i++) ok = add_int_item(fan, m->fanouts[i]);
+    for (int i = 0; ok && i < m->num_layers; i++) ok = gd__json_push_int(fan, m->fanouts[i]);
     /* A 64-bit seed does not fit a JSON double: it is a decimal string. */
     snprintf(text, sizeof text, "%llu", (unsigned long long)m->seed);
     ok = ok && cJSON_AddStringToObject(root, "seed", text);
-    ok = ok && add_int(root, "epochs_done", m->epochs_done);
-    ok = ok && add_int(root, "adam_step", m->adam_step);
+    ok = ok && gd__json_add_int(root, "epochs_done", m->epochs_done);
+    ok = ok && gd__json_add_int(root, "adam_step", m->adam_step);
     if (ok && isnan(m->best_valid)) {
         ok = cJSON_AddNullToObject(root, "best_valid") != NULL;
     } else if (ok) {
         snprintf(text, sizeof text, "%.17g", m->best_valid);
         ok = cJSON_AddRawToObject(root, "best_valid", text) != NULL;
     }
-    ok = ok && add_int(root, "best_epoch", m->best_epoch);
+    ok = ok && gd__json_add_int(root, "best_epoch", m->best_epoch);
     ok = ok && cJSON_AddStringToObject(root, "dataset", m->dataset);
     ok = ok && cJSON_AddStringToObject(root, "config", m->config);
     ok = ok && cJSON_AddStringToObject(root, "dtype", gd_dtype_name(l->dtype));
-    ok = ok && add_int(root, "numel", l->numel);
+    ok = ok && gd__json_add_int(root, "numel", l->numel);
     cJSON *tensors = ok ? cJSON_AddArrayToObject(root, "tensors") : NULL;
     ok = ok && tensors;
     for (int i = 0; ok && i < l->count; i++) {
         cJSON *t = cJSON_CreateObject();
         ok = t && cJSON_AddItemToArray(tensors, t);
         if (t && !ok) cJSON_Delete(t);
-        ok = ok && add_int(t, "rows", l->rows[i]) && add_int(t, "cols", l->cols[i]) &&
-             add_int(t, "offset", l->offset[i]) && add_int(t, "fan_in", l->fan_in[i]);
+        ok = ok && gd__json_add_int(t, "rows", l->rows[i]) &&
+             gd__json_add_int(t, "cols", l->cols[i]) &&
+             gd__json_add_int(t, "offset", l->offset[i]) &&
+             gd__json_add_int(t, "fan_in", l->fan_in[i]);
     }
     ok = ok && cJSON_AddBoolToObject(root, "adam_state", has_state);
     char *printed = ok ? cJSON_Print(root) : NULL;
