@@ -34,9 +34,8 @@ int gd__path_identity(const char *path, char *buf, size_t n) {
 static int identity(const char *dir, const char *name, char *buf, size_t n) {
     char path[4096];
     /* A striped table's file may lie elsewhere (another disk): named by its absolute path. */
-    if (snprintf(path, sizeof path, "%s%s%s", name[0] == '/' ? "" : dir, name[0] == '/' ? "" : "/",
-                 name) >= (int)sizeof path)
-        return -1;
+    if (name[0] == '/') return gd__path_identity(name, buf, n);
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return -1;
     return gd__path_identity(path, buf, n);
 }
 
