@@ -804,15 +804,15 @@ typedef struct {
     cudaStream_t dma;
     int device;
     cudaError_t ce;
-} piece_dma;
+} chunk_dma;
 
 /*
  * The copying threads are OpenMP's, which no CUDA code of the library relies on: a thread is left
  * on the gatherer's device rather than set back (setting it back would create a context on
  * device 0 from a thread that never used one).
  */
-static void dma_piece(void *user, int64_t lo, int64_t k) {
-    piece_dma *p = (piece_dma *)user;
+static void dma_chunk(void *user, int64_t lo, int64_t k) {
+    chunk_dma *p = (chunk_dma *)user;
     int cur = -1;
     cudaError_t ce = cudaGetDevice(&cur);
     if (ce == cudaSuccess && cur != p->device) ce = cudaSetDevice(p->device);
@@ -848,11 +848,11 @@ static gd_status copy_host_rows(gd_gatherer_t *g, gd__cuda_gatherer *c, long lon
         c->t_free += t2 - t1;
         c->copies++;
         t0 = t2;
-        piece_dma pd = {c, rb, dma, g->device, cudaSuccess};
+        chunk_dma pd = {c, rb, dma, g->device, cudaSuccess};
         gd__gather_rows_cpu_chunks(
             t->data, rb, (const int64_t *)c->h_list, *m, c->h_stage, g->threads,
             gd__max64(1, HOST_PIECE_BYTES / rb),
-            c->copy_pieces ? gd__max64(1, HOST_SMALL_CHUNK_BYTES / rb) : chunk, dma_piece, &pd);
+            c->copy_pieces ? gd__max64(1, HOST_SMALL_CHUNK_BYTES / rb) : chunk, dma_chunk, &pd);
         GD_CUDA_CHECK(pd.ce);
         GD_CUDA_CHECK(cudaEventRecord(c->stage_free, dma));
         c->t_copy += gd__now() - t0;
